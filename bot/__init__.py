@@ -1,0 +1,1 @@
+"""Composition root: CLI, settings, the Brain, the LLM engine and the transports."""

@@ -1,0 +1,136 @@
+"""Composition root: build every service once from Settings, and close them in order."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+
+from bot.brain import Brain
+from bot.config import Settings
+from bot.llm import EngineConfig, LanguageModel, TransformersLLM
+from bot.prompt import PromptBuilder
+from memory.archetypes import ArchetypeRouter, ArchetypeStore
+from memory.conversation import ConversationStore
+from memory.db import Database
+from memory.embed import Embedder, MiniLMEmbedder
+from memory.episodic import EpisodicStore, WriteGate
+from memory.importer import Importer
+from memory.provenance import Provenance
+from memory.recall import Recall
+
+log = logging.getLogger(__name__)
+
+
+def engine_config(settings: Settings, *, progress: bool = True) -> EngineConfig:
+    return EngineConfig(
+        model=settings.model,
+        cache_dir=settings.model_cache_dir,
+        dtype=settings.model_dtype,
+        load_in_4bit=settings.load_in_4bit,
+        lora_adapter=settings.lora_adapter,
+        max_new_tokens=settings.max_new_tokens,
+        temperature=settings.temperature,
+        top_p=settings.top_p,
+        repetition_penalty=settings.repetition_penalty,
+        seed=settings.seed,
+        progress=progress,
+    )
+
+
+@dataclass
+class App:
+    settings: Settings
+    db: Database
+    embedder: Embedder
+    conversations: ConversationStore
+    episodes: EpisodicStore
+    archetype_store: ArchetypeStore
+    router: ArchetypeRouter
+    provenance: Provenance
+    importer: Importer
+    brain: Brain
+    llm: LanguageModel | None
+
+    @classmethod
+    async def open(
+        cls,
+        settings: Settings,
+        *,
+        with_llm: bool,
+        llm: LanguageModel | None = None,
+        embedder: Embedder | None = None,
+    ) -> App:
+        """Start the database (embedded when no URL), load the models, wire the services."""
+        url = settings.database_url.get_secret_value() if settings.database_url else None
+        db = await Database.open(url, settings.data_dir)
+        try:
+            if embedder is None:
+                minilm = MiniLMEmbedder()
+                await asyncio.to_thread(minilm.load)
+                embedder = minilm
+            if with_llm and llm is None:
+                # after the embedder: importing transformers from two threads at once races
+                llm = await asyncio.to_thread(TransformersLLM.load, engine_config(settings))
+            pool = db.pool
+            conversations = ConversationStore(pool)
+            episodes = EpisodicStore(pool)
+            archetype_store = ArchetypeStore(pool)
+            router = ArchetypeRouter(
+                archetype_store,
+                embedder,
+                settings.default_plan,
+                min_similarity=settings.archetype_min_similarity,
+                refresh_seconds=settings.archetype_refresh_seconds,
+            )
+            await router.start(pool)
+            gate = WriteGate(settings.gate_alpha_surprise, settings.gate_beta_novelty, settings.gate_delta_pin)
+            prompts = None
+            if llm is not None:
+                render = None
+                if settings.prompt_style == "chat" or (settings.prompt_style == "auto" and llm.uses_chat_template):
+                    render = llm.render_chat
+                prompts = PromptBuilder(
+                    bot_name=settings.bot_name,
+                    persona=settings.persona,
+                    budget_tokens=max(settings.context_tokens - settings.max_new_tokens, 64),
+                    count_tokens=llm.count_tokens,
+                    render_chat=render,
+                )
+            recall = Recall(conversations, episodes)
+            brain = Brain(
+                conversations=conversations,
+                episodes=episodes,
+                archetypes=router,
+                archetype_store=archetype_store,
+                recall=recall,
+                embedder=embedder,
+                llm=llm,
+                prompts=prompts,
+                gate=gate,
+                bot_id=f"bot:{settings.bot_name}",
+                bot_name=settings.bot_name,
+                max_message_chars=settings.max_message_chars,
+            )
+            importer = Importer(
+                conversations, episodes, router, archetype_store, embedder, gate,
+                max_chars=settings.max_message_chars,
+            )
+        except BaseException:
+            await db.close()
+            raise
+        return cls(
+            settings=settings, db=db, embedder=embedder, conversations=conversations, episodes=episodes,
+            archetype_store=archetype_store, router=router, provenance=Provenance(db.pool), importer=importer,
+            brain=brain, llm=llm,
+        )
+
+    async def close(self) -> None:
+        """Finish pending memory writes, then stop everything (the embedded database last)."""
+        try:
+            await self.brain.drain()
+        finally:
+            await self.router.stop()
+            if self.llm is not None:
+                await asyncio.to_thread(self.llm.close)
+            await self.db.close()

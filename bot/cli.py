@@ -1,0 +1,215 @@
+"""The `hippobot` command line.
+
+    hippobot chat     [--user NAME] [--channel NAME] [--scope S]
+    hippobot import   FILE --scope S
+    hippobot recall   TEXT --scope S [--k K] [--channel C] [--json]
+    hippobot recall   --queries FILE [--k K]
+    hippobot migrate
+    hippobot run      (the Discord bot)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import sys
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from bot.config import Settings, offline_environment
+
+log = logging.getLogger("hippobot")
+
+EXIT_USAGE = 2
+EXIT_ERROR = 1
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="hippobot", description="A Discord bot with a hippocampus-inspired memory.")
+    p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    chat = sub.add_parser("chat", help="chat with the bot in this terminal (local scope, embedded defaults)")
+    chat.add_argument("--user", default="you", help="your name in the conversation (default: you)")
+    chat.add_argument("--channel", default="console", help="conversation channel (default: console)")
+    chat.add_argument("--scope", default=None, help="memory scope (default: HIPPOBOT_CONSOLE_SCOPE, 'local')")
+
+    imp = sub.add_parser("import", help="load a conversation history (JSON Lines or DiscordChatExporter JSON)")
+    imp.add_argument("file", type=Path)
+    imp.add_argument("--scope", default=None, help="memory scope to import into (default: the console scope)")
+
+    rec = sub.add_parser("recall", help="print the context the bot would assemble for a text")
+    rec.add_argument("text", nargs="?")
+    rec.add_argument("--scope", default=None, help="memory scope (default: the console scope)")
+    rec.add_argument("--channel", default=None, help="also show recent turns of this channel id")
+    rec.add_argument("--k", type=int, default=None, help="number of episodes (default: the archetype plan's)")
+    rec.add_argument("--json", action="store_true", help="print JSON")
+    rec.add_argument("--queries", type=Path, help='JSON Lines of {"text": ..., "scope": ...}; one JSON result a line')
+
+    sub.add_parser("migrate", help="apply database migrations and exit")
+    sub.add_parser("run", help="run the Discord bot")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    offline_environment()
+    try:
+        settings = Settings()
+    except ValidationError as exc:
+        print(f"hippobot: invalid settings:\n{exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if not args.verbose:
+        logging.getLogger().setLevel(settings.log_level.upper())
+        for noisy in ("httpx", "sentence_transformers", "transformers", "urllib3", "filelock", "pgserver"):
+            logging.getLogger(noisy).setLevel(logging.WARNING)
+        logging.getLogger("bitsandbytes").setLevel(logging.ERROR)  # "No module named 'kernels'" is harmless
+    handler = {
+        "chat": _chat,
+        "import": _import,
+        "recall": _recall,
+        "migrate": _migrate,
+        "run": _run,
+    }[args.command]
+    try:
+        return asyncio.run(handler(settings, args))
+    except KeyboardInterrupt:
+        return 130
+
+
+async def _open(settings: Settings, *, with_llm: bool):  # -> App (imported lazily: it pulls in torch)
+    from bot.app import App
+
+    return await App.open(settings, with_llm=with_llm)
+
+
+async def _chat(settings: Settings, args: argparse.Namespace) -> int:
+    from bot.console import Console, ConsoleIdentity
+
+    identity = ConsoleIdentity(user=args.user, channel=args.channel, scope=args.scope or settings.console_scope)
+    app = await _open(settings, with_llm=True)
+    try:
+        console = Console(app.brain, identity, sys.stdin, sys.stdout, sys.stderr, interactive=sys.stdin.isatty())
+        return await console.run()
+    finally:
+        await app.close()
+
+
+async def _import(settings: Settings, args: argparse.Namespace) -> int:
+    from memory.errors import MemoryStoreError
+
+    scope = args.scope or settings.console_scope
+    app = await _open(settings, with_llm=False)
+    try:
+        def progress(done: int, total: int) -> None:
+            print(f"\rembedding {done}/{total}", end="", file=sys.stderr, flush=True)
+
+        try:
+            report = await app.importer.run(args.file, scope, progress=progress)
+        except MemoryStoreError as exc:
+            print(f"hippobot import: {exc}", file=sys.stderr)
+            return EXIT_ERROR
+        print("", file=sys.stderr)
+        print(f"{args.file}: {report} (scope {scope})")
+        return 0
+    finally:
+        await app.close()
+
+
+async def _recall(settings: Settings, args: argparse.Namespace) -> int:
+    from bot.console import format_bundle
+    from memory.errors import MemoryStoreError
+
+    if (args.text is None) == (args.queries is None):
+        print("hippobot recall: give a TEXT or --queries FILE (one of them)", file=sys.stderr)
+        return EXIT_USAGE
+    if args.k is not None and not 0 <= args.k <= 100:
+        print("hippobot recall: --k must be between 0 and 100", file=sys.stderr)
+        return EXIT_USAGE
+    queries: list[tuple[str, str]] = []
+    if args.queries is not None:
+        try:
+            queries = _read_queries(args.queries, settings.console_scope)
+        except (OSError, ValueError) as exc:
+            print(f"hippobot recall: {args.queries}: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+    app = await _open(settings, with_llm=False)
+    try:
+        try:
+            if args.queries is not None:
+                bundles = await app.brain.contexts(queries, k=args.k)
+                for (text, _), bundle in zip(queries, bundles):
+                    print(json.dumps({"text": text, **bundle.as_dict()}, ensure_ascii=False))
+                return 0
+            channel = args.channel
+            bundle = await app.brain.context(args.text, args.scope or settings.console_scope, channel_id=channel, k=args.k)
+        except MemoryStoreError as exc:
+            print(f"hippobot recall: {exc}", file=sys.stderr)
+            return EXIT_ERROR
+        print(json.dumps(bundle.as_dict(), ensure_ascii=False, indent=2) if args.json else format_bundle(bundle))
+        return 0
+    finally:
+        await app.close()
+
+
+def _read_queries(path: Path, default_scope: str) -> list[tuple[str, str]]:
+    queries = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"line {number}: invalid JSON ({exc.msg})") from None
+        if not isinstance(obj, dict) or not isinstance(obj.get("text"), str) or not obj["text"].strip():
+            raise ValueError(f"line {number}: expected an object with a non-empty \"text\"")
+        scope = obj.get("scope", default_scope)
+        if not isinstance(scope, str) or not scope.strip():
+            raise ValueError(f"line {number}: \"scope\" must be a non-empty string")
+        queries.append((obj["text"], scope))
+    return queries
+
+
+async def _migrate(settings: Settings, args: argparse.Namespace) -> int:
+    from memory.db import EmbeddedPostgres, migrate
+
+    embedded = None
+    url = settings.database_url.get_secret_value() if settings.database_url else None
+    if url is None:
+        embedded = EmbeddedPostgres(settings.data_dir / "pgdata")
+        url = await asyncio.to_thread(embedded.start)
+    try:
+        applied = await migrate(url)
+    finally:
+        if embedded is not None:
+            await asyncio.to_thread(embedded.stop)
+    print("applied: " + ", ".join(applied) if applied else "database is up to date")
+    return 0
+
+
+async def _run(settings: Settings, args: argparse.Namespace) -> int:
+    if settings.discord_token is None or not settings.discord_token.get_secret_value().strip():
+        print(
+            "hippobot run: no Discord token. Set HIPPOBOT_DISCORD_TOKEN (environment or .env); "
+            "see the README's Discord section. For a local chat without Discord use `hippobot chat`.",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    print(
+        "hippobot run: the Discord transport is not part of this build yet (tracked as the Discord front "
+        "issue); use `hippobot chat` for the local console.",
+        file=sys.stderr,
+    )
+    return EXIT_ERROR
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

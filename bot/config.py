@@ -1,0 +1,131 @@
+"""Settings: the one place that reads the environment.
+
+Built once by the CLI (``Settings()``) and passed down; nothing else reads
+``os.environ``. Every field can be set as ``HIPPOBOT_<FIELD>`` in the
+environment or in a ``.env`` file in the working directory.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+import platformdirs
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from memory.archetypes import ContextPlan
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="HIPPOBOT_", env_file=".env", env_file_encoding="utf-8", extra="ignore"
+    )
+
+    # --- storage -----------------------------------------------------------
+    data_dir: Path = Field(
+        default_factory=lambda: Path(platformdirs.user_data_dir("hippobot")),
+        description="Holds the embedded database and the converted model.",
+    )
+    database_url: SecretStr | None = Field(
+        default=None,
+        description="postgresql:// URL of a server with pgvector; unset starts an embedded one.",
+    )
+    models_dir: Path | None = Field(
+        default=None, description="Where converted models are cached (default: DATA_DIR/models)."
+    )
+
+    # --- discord -----------------------------------------------------------
+    discord_token: SecretStr | None = Field(default=None, description="Bot token for `hippobot run`.")
+
+    # --- language model ----------------------------------------------------
+    model: str | None = Field(
+        default=None,
+        description="Local path or Hugging Face id of a causal LM; unset uses the bundled Gemma 3 270M.",
+    )
+    model_dtype: Literal["bfloat16", "float16", "float32"] = "bfloat16"
+    load_in_4bit: bool = Field(default=False, description="4-bit via bitsandbytes (CUDA only).")
+    lora_adapter: Path | None = Field(default=None, description="A peft LoRA adapter to apply.")
+    prompt_style: Literal["auto", "chat", "transcript"] = Field(
+        default="auto",
+        description="auto: the model's chat template when it has one, else a plain transcript.",
+    )
+    max_new_tokens: int = Field(default=96, ge=1, le=2048)
+    context_tokens: int = Field(default=1024, ge=128, description="Prompt budget in tokens.")
+    temperature: float = Field(default=0.7, ge=0.0, le=2.0)
+    top_p: float = Field(default=0.9, gt=0.0, le=1.0)
+    repetition_penalty: float = Field(default=1.15, ge=1.0, le=2.0)
+    seed: int | None = None
+
+    # --- conversation ------------------------------------------------------
+    bot_name: str = "hippobot"
+    persona: str = Field(
+        default="hippobot is a friendly, curious assistant with a long memory. "
+        "It answers briefly and remembers what people tell it.",
+        description="One or two sentences that open every prompt.",
+    )
+    max_message_chars: int = Field(default=8000, ge=1, description="Longer messages are refused.")
+    console_scope: str = Field(default="local", description="Memory scope of `hippobot chat`.")
+
+    # --- archetypes ----------------------------------------------------------
+    archetype_min_similarity: float = Field(
+        default=0.25, description="Below this best similarity the default plan is used."
+    )
+    archetype_refresh_seconds: float = Field(default=60.0, gt=0)
+    default_context_turns: int = Field(default=8, ge=1, le=20)
+    default_context_vectors: int = Field(default=5, ge=0, le=15)
+    default_similarity_threshold: float = Field(default=0.6, ge=0.0, le=1.0)
+    default_triple_depth: int = Field(default=1, ge=0, le=3)
+
+    # --- episodic write gate (seed 001, 5.1) ------------------------------------
+    gate_alpha_surprise: float = 0.4
+    gate_beta_novelty: float = 0.6
+    gate_delta_pin: float = 1.0
+
+    log_level: str = Field(default="WARNING", description="Python logging level.")
+
+    @field_validator("data_dir", "models_dir", "lora_adapter", mode="after")
+    @classmethod
+    def _expand(cls, value: Path | None) -> Path | None:
+        return value.expanduser() if value is not None else None
+
+    @property
+    def model_cache_dir(self) -> Path:
+        return self.models_dir or self.data_dir / "models"
+
+    @property
+    def default_plan(self) -> ContextPlan:
+        return ContextPlan(
+            archetype=None,
+            similarity=0.0,
+            turns=self.default_context_turns,
+            vectors=self.default_context_vectors,
+            similarity_threshold=self.default_similarity_threshold,
+            triple_depth=self.default_triple_depth,
+        )
+
+    def public_view(self) -> dict[str, object]:
+        """Every setting with secrets masked, for `/config show` and logs."""
+        out: dict[str, object] = {}
+        for name in type(self).model_fields:
+            value = getattr(self, name)
+            if isinstance(value, SecretStr):
+                value = "********" if value.get_secret_value() else None
+            elif isinstance(value, Path):
+                value = str(value)
+            out[name] = value
+        return out
+
+
+def offline_environment() -> None:
+    """Make the Hugging Face libraries load from local paths only."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    # pgserver needs a runtime dir; root has none.
+    if "XDG_RUNTIME_DIR" not in os.environ:
+        runtime = Path(f"/tmp/runtime-{os.getuid()}")
+        runtime.mkdir(mode=0o700, exist_ok=True)
+        runtime.chmod(0o700)
+        os.environ["XDG_RUNTIME_DIR"] = str(runtime)

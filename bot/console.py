@@ -1,0 +1,138 @@
+"""The local console chat: the same Brain as Discord, one line a message.
+
+Works interactively and with piped input (one message a line; it exits at
+the end of input after the memory writes have finished).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from dataclasses import dataclass
+from typing import TextIO
+
+from bot.brain import Brain, IncomingTurn
+from memory.archetypes import ArchetypeRouter
+from memory.errors import MemoryStoreError
+from memory.recall import ContextBundle
+
+log = logging.getLogger(__name__)
+
+HELP = """Commands:
+  /help             this help
+  /recall <text>    show the context the bot would assemble for <text>
+  /archetypes       list the active archetypes and their statistics
+  /quit             leave (end of input does the same)
+Anything else is a message to the bot."""
+
+
+@dataclass(frozen=True)
+class ConsoleIdentity:
+    user: str
+    channel: str
+    scope: str
+
+    @property
+    def author_id(self) -> str:
+        return f"console:{self.user}"
+
+    @property
+    def channel_id(self) -> str:
+        return f"console:{self.channel}"
+
+
+def format_bundle(bundle: ContextBundle) -> str:
+    plan = bundle.plan
+    name = plan.archetype or f"default plan (best: {plan.best_archetype or 'none'})"
+    lines = [
+        f"archetype: {name}  similarity {plan.similarity:.3f}",
+        f"plan: turns={plan.turns} vectors={plan.vectors} threshold={plan.similarity_threshold:.2f} "
+        f"triple_depth={plan.triple_depth}",
+    ]
+    items = bundle.items()
+    if not items:
+        lines.append("(no memories recalled)")
+    for item in items:
+        score = "     -" if item.score is None else f"{item.score:6.3f}"
+        ids = ",".join(str(i) for i in item.message_ids)
+        text = item.text.replace("\n", " / ")
+        lines.append(f"  {item.kind:<7} {score}  [{ids}]  {text}")
+    return "\n".join(lines)
+
+
+def format_archetypes(router: ArchetypeRouter) -> str:
+    lines = []
+    for a in router.archetypes:
+        avg = "-" if a.avg_similarity is None else f"{a.avg_similarity:.3f}"
+        lines.append(
+            f"{a.name:<24} turns={a.turns:<2} vectors={a.vectors:<2} threshold={a.similarity_threshold:.2f} "
+            f"depth={a.triple_depth} matches={a.match_count} avg_sim={avg}"
+        )
+    return "\n".join(lines) or "(no active archetypes)"
+
+
+class Console:
+    def __init__(self, brain: Brain, identity: ConsoleIdentity, stdin: TextIO, stdout: TextIO, stderr: TextIO,
+                 *, interactive: bool) -> None:
+        self._brain = brain
+        self._me = identity
+        self._in, self._out, self._err = stdin, stdout, stderr
+        self._interactive = interactive
+
+    def _print(self, text: str = "", *, end: str = "\n") -> None:
+        self._out.write(text + end)
+        self._out.flush()
+
+    async def run(self) -> int:
+        if self._interactive:
+            self._print(f"hippobot console — you are {self._me.user} in #{self._me.channel} "
+                        f"(scope {self._me.scope}). /help for commands.")
+        try:
+            while True:
+                if self._interactive:
+                    self._print(f"{self._me.user}> ", end="")
+                line = await asyncio.to_thread(self._in.readline)
+                if not line:  # end of input
+                    break
+                line = line.rstrip("\r\n")
+                if not line.strip():
+                    continue
+                if line.strip() == "/quit":
+                    break
+                await self._handle(line)
+        finally:
+            await self._brain.drain()
+        return 0
+
+    async def _handle(self, line: str) -> None:
+        stripped = line.strip()
+        try:
+            if stripped == "/help":
+                self._print(HELP)
+            elif stripped == "/archetypes":
+                await self._brain.archetypes.refresh()
+                self._print(format_archetypes(self._brain.archetypes))
+            elif stripped == "/recall" or stripped.startswith("/recall "):
+                query = stripped[len("/recall") :].strip()
+                bundle = await self._brain.context(query, self._me.scope, channel_id=self._me.channel_id)
+                self._print(format_bundle(bundle))
+            elif stripped.startswith("/") and " " not in stripped:
+                self._print(f"unknown command {stripped}; /help lists the commands", end="\n")
+            else:
+                await self._chat(line)
+        except MemoryStoreError as exc:
+            self._err.write(f"error: {exc}\n")
+            self._err.flush()
+
+    async def _chat(self, text: str) -> None:
+        turn = IncomingTurn(
+            scope=self._me.scope, source="console", channel_id=self._me.channel_id,
+            author_id=self._me.author_id, author_name=self._me.user, text=text,
+        )
+        reply = await self._brain.respond(turn)
+        self._print(f"{self._brain.bot_name}: ", end="")
+        async for delta in reply:
+            self._print(delta, end="")
+        self._print()
+        log.debug("turn trace %s", json.dumps(reply.trace.__dict__))

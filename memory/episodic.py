@@ -1,0 +1,160 @@
+"""Episodic memory, first version (seed 001, HEI-NW): episodes keyed by embedding.
+
+An episode is a user turn with the bot's reply, or one imported message. Its
+key is the MiniLM vector of the user's message (computed once, shared with
+archetype routing). Search is cosine over pgvector's HNSW index, always
+within one scope, best first. The write gate scores salience from surprise,
+novelty and pinning (seed 001, 5.1); replay and decay arrive with the dream
+cycle.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+import asyncpg
+import numpy as np
+
+from memory.conversation import require_scope
+
+# Per-query HNSW candidate list: the scope filter is applied after the index
+# scan (pgvector 0.6 has no iterative scans), so look at more than k.
+HNSW_EF_SEARCH = 200
+
+_COLUMNS = (
+    "id, scope, channel_id, author_id, message_id, reply_message_id, content, "
+    "salience, pinned, created_at"
+)
+
+
+@dataclass(frozen=True)
+class Episode:
+    id: int
+    scope: str
+    channel_id: str
+    author_id: str
+    message_id: int
+    reply_message_id: int | None
+    content: str
+    salience: float
+    pinned: bool
+    created_at: datetime
+
+    @property
+    def message_ids(self) -> tuple[int, ...]:
+        """The messages this episode was derived from (its provenance)."""
+        return (self.message_id,) if self.reply_message_id is None else (self.message_id, self.reply_message_id)
+
+
+@dataclass(frozen=True)
+class EpisodeHit:
+    episode: Episode
+    similarity: float
+
+
+@dataclass(frozen=True)
+class NewEpisode:
+    scope: str
+    channel_id: str
+    author_id: str
+    message_id: int
+    content: str
+    embedding: np.ndarray
+    created_at: datetime
+    reply_message_id: int | None = None
+    surprise: float | None = None
+    novelty: float | None = None
+    salience: float = 0.0
+    pinned: bool = False
+
+
+@dataclass(frozen=True)
+class WriteGate:
+    """S = alpha * surprise' + beta * novelty + delta * pin (seed 001, 5.1).
+
+    Surprise (nats per token) is squashed to [0, 1) as s / (s + 2), so a
+    reply the model found as hard as a random word (~8 nats) counts 0.8.
+    """
+
+    alpha: float = 0.4
+    beta: float = 0.6
+    delta: float = 1.0
+
+    def score(self, surprise: float | None, novelty: float | None, pin: bool = False) -> float:
+        s = 0.0 if surprise is None or not math.isfinite(surprise) else max(surprise, 0.0)
+        n = 0.0 if novelty is None else min(max(novelty, 0.0), 1.0)
+        return self.alpha * (s / (s + 2.0)) + self.beta * n + self.delta * float(pin)
+
+
+def _episode(row: asyncpg.Record) -> Episode:
+    return Episode(**{k: row[k] for k in Episode.__dataclass_fields__})
+
+
+class EpisodicStore:
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self._pool = pool
+
+    async def add_many(self, episodes: Sequence[NewEpisode], conn: asyncpg.Connection | None = None) -> int:
+        """Insert episodes (one per source message; a repeat is ignored). Returns rows written."""
+        if not episodes:
+            return 0
+        for e in episodes:
+            require_scope(e.scope)
+        rows = [
+            (
+                e.scope, e.channel_id, e.author_id, e.message_id, e.reply_message_id, e.content,
+                np.asarray(e.embedding, dtype=np.float32), e.surprise, e.novelty, e.salience,
+                e.pinned, e.created_at,
+            )
+            for e in episodes
+        ]
+        db = conn or self._pool
+        before = await db.fetchval("SELECT count(*) FROM episodes WHERE message_id = ANY($1::bigint[])",
+                                   [e.message_id for e in episodes])
+        await db.executemany(
+            """INSERT INTO episodes (scope, channel_id, author_id, message_id, reply_message_id, content,
+                                     embedding, surprise, novelty, salience, pinned, created_at)
+               VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+               ON CONFLICT (message_id) DO NOTHING""",
+            rows,
+        )
+        return len(episodes) - before
+
+    async def search(self, scope: str, vector: np.ndarray, k: int) -> list[EpisodeHit]:
+        """The ``k`` nearest episodes of this scope by cosine similarity, best first."""
+        require_scope(scope)
+        if k <= 0:
+            return []
+        async with self._pool.acquire() as conn, conn.transaction():
+            await conn.execute(f"SET LOCAL hnsw.ef_search = {max(HNSW_EF_SEARCH, k)}")
+            rows = await conn.fetch(
+                f"""SELECT {_COLUMNS}, 1 - (embedding <=> $2) AS similarity
+                    FROM episodes WHERE scope = $1
+                    ORDER BY embedding <=> $2 LIMIT $3""",
+                scope,
+                np.asarray(vector, dtype=np.float32),
+                k,
+            )
+        hits = [EpisodeHit(_episode(r), float(r["similarity"])) for r in rows]
+        hits.sort(key=lambda h: h.similarity, reverse=True)  # the contract: best first
+        return hits
+
+    async def mark_recalled(
+        self, scope: str, episode_ids: Sequence[int], at: datetime, conn: asyncpg.Connection | None = None
+    ) -> None:
+        require_scope(scope)
+        if episode_ids:
+            await (conn or self._pool).execute(
+                """UPDATE episodes SET recall_count = recall_count + 1, last_recalled_at = $3
+                   WHERE scope = $1 AND id = ANY($2::bigint[])""",
+                scope,
+                list(episode_ids),
+                at,
+            )
+
+    async def count(self, scope: str) -> int:
+        require_scope(scope)
+        return await self._pool.fetchval("SELECT count(*) FROM episodes WHERE scope = $1", scope)

@@ -1,0 +1,127 @@
+"""Recall: assemble what the plan asks for into one ContextBundle.
+
+The plan (from the archetype) says how many recent turns of this
+conversation, how many episodes and above which similarity. Episodes that
+are already in the recent-turns window are not repeated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import numpy as np
+
+from memory.archetypes import ContextPlan
+from memory.conversation import ConversationStore, StoredMessage, require_scope
+from memory.episodic import EpisodeHit, EpisodicStore
+
+
+@dataclass(frozen=True)
+class MemoryItem:
+    """One piece of recalled context, as shown to admins and the CLI."""
+
+    kind: str  # 'turn' | 'episode'
+    score: float | None
+    text: str
+    message_ids: tuple[int, ...]
+    created_at: datetime
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "kind": self.kind,
+            "score": None if self.score is None else round(self.score, 4),
+            "text": self.text,
+            "message_ids": list(self.message_ids),
+            "created_at": self.created_at.isoformat(),
+        }
+
+
+@dataclass(frozen=True)
+class ContextBundle:
+    scope: str
+    plan: ContextPlan
+    turns: list[StoredMessage] = field(default_factory=list)  # oldest first
+    episodes: list[EpisodeHit] = field(default_factory=list)  # best first, above threshold
+    nearest_similarity: float | None = None  # best episode similarity, thresholded or not
+
+    @property
+    def novelty(self) -> float:
+        """1 - max cosine to this scope's episodes (1.0 for an empty scope)."""
+        return 1.0 if self.nearest_similarity is None else 1.0 - self.nearest_similarity
+
+    def items(self) -> list[MemoryItem]:
+        """Episodes best first, then the recent turns newest first."""
+        out = [
+            MemoryItem("episode", h.similarity, h.episode.content, h.episode.message_ids, h.episode.created_at)
+            for h in self.episodes
+        ]
+        out += [
+            MemoryItem("turn", None, f"{m.author_name}: {m.content}", (m.id,), m.created_at)
+            for m in reversed(self.turns)
+        ]
+        return out
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "scope": self.scope,
+            "archetype": self.plan.archetype,
+            "best_archetype": self.plan.best_archetype,
+            "similarity": round(self.plan.similarity, 4),
+            "plan": {
+                "turns": self.plan.turns,
+                "vectors": self.plan.vectors,
+                "similarity_threshold": self.plan.similarity_threshold,
+                "triple_depth": self.plan.triple_depth,
+            },
+            "items": [i.as_dict() for i in self.items()],
+        }
+
+
+class Recall:
+    def __init__(self, conversations: ConversationStore, episodes: EpisodicStore) -> None:
+        self._conversations = conversations
+        self._episodes = episodes
+
+    async def gather(
+        self,
+        scope: str,
+        vector: np.ndarray,
+        plan: ContextPlan,
+        *,
+        channel_id: str | None = None,
+        before_message_id: int | None = None,
+        extra_turns: Sequence[StoredMessage] = (),
+    ) -> ContextBundle:
+        """Recent turns of ``channel_id`` (before the current message) and episodes above threshold.
+
+        ``extra_turns`` are messages known to the caller but maybe not yet
+        written (a reply whose write is still queued); they are merged in.
+        """
+        require_scope(scope)
+        turns: list[StoredMessage] = []
+        if channel_id is not None and plan.turns > 0:
+            turns = await self._conversations.recent(scope, channel_id, plan.turns, before_id=before_message_id)
+            stored = {m.external_id for m in turns}
+            pending = [
+                m for m in extra_turns
+                if m.external_id not in stored and m.scope == scope and m.channel_id == channel_id
+            ]
+            if pending:
+                turns = sorted(turns + pending, key=lambda m: m.created_at)[-plan.turns :]
+        hits: list[EpisodeHit] = []
+        nearest: float | None = None
+        if plan.vectors > 0:
+            window = {m.id for m in turns}
+            # Ask for a few more so that skipping in-window episodes still leaves k.
+            candidates = await self._episodes.search(scope, vector, plan.vectors + len(window))
+            if candidates:
+                nearest = candidates[0].similarity
+            hits = [
+                h
+                for h in candidates
+                if h.similarity >= plan.similarity_threshold and not (set(h.episode.message_ids) & window)
+                and h.episode.message_id != before_message_id
+            ][: plan.vectors]
+        return ContextBundle(scope=scope, plan=plan, turns=turns, episodes=hits, nearest_similarity=nearest)

@@ -1,0 +1,124 @@
+"""Shared fixtures: a real PostgreSQL + pgvector, the real MiniLM, and a test app.
+
+The database is the embedded pgserver (or the server at
+HIPPOBOT_TEST_DATABASE_URL, a URL whose user may create databases). The
+schema is migrated once into a template database; each test gets a fresh
+copy of it, which takes milliseconds.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import asyncpg
+import pytest
+
+from bot.app import App
+from bot.config import Settings, offline_environment
+from memory.db import EmbeddedPostgres, create_pool, migrate
+from memory.embed import MiniLMEmbedder
+from tests.fakes import ScriptedLLM
+
+offline_environment()
+
+TEMPLATE = "hippobot_test_template"
+
+
+def with_database(url: str, name: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path="/" + name))
+
+
+@pytest.fixture(scope="session")
+def pg_admin_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    url = os.environ.get("HIPPOBOT_TEST_DATABASE_URL")
+    if url:
+        yield url
+        return
+    server = EmbeddedPostgres(tmp_path_factory.mktemp("pg") / "pgdata")
+    yield server.start()
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+async def template_url(pg_admin_url: str) -> str:
+    admin = await asyncpg.connect(pg_admin_url)
+    try:
+        await admin.execute(f"DROP DATABASE IF EXISTS {TEMPLATE}")
+        await admin.execute(f"CREATE DATABASE {TEMPLATE}")
+    finally:
+        await admin.close()
+    url = with_database(pg_admin_url, TEMPLATE)
+    await migrate(url)
+    return url
+
+
+@pytest.fixture
+async def db_url(pg_admin_url: str, template_url: str) -> AsyncIterator[str]:
+    """A fresh, migrated database of its own for one test."""
+    name = "t_" + uuid.uuid4().hex[:12]
+    admin = await asyncpg.connect(pg_admin_url)
+    try:
+        await admin.execute(f"CREATE DATABASE {name} TEMPLATE {TEMPLATE}")
+    finally:
+        await admin.close()
+    yield with_database(pg_admin_url, name)
+    admin = await asyncpg.connect(pg_admin_url)
+    try:
+        await admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    finally:
+        await admin.close()
+
+
+@pytest.fixture
+async def empty_db_url(pg_admin_url: str) -> AsyncIterator[str]:
+    """A fresh database with no schema at all (for migration tests)."""
+    name = "e_" + uuid.uuid4().hex[:12]
+    admin = await asyncpg.connect(pg_admin_url)
+    try:
+        await admin.execute(f"CREATE DATABASE {name}")
+    finally:
+        await admin.close()
+    yield with_database(pg_admin_url, name)
+    admin = await asyncpg.connect(pg_admin_url)
+    try:
+        await admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    finally:
+        await admin.close()
+
+
+@pytest.fixture
+async def pool(db_url: str) -> AsyncIterator[asyncpg.Pool]:
+    p = await create_pool(db_url)
+    yield p
+    await p.close()
+
+
+@pytest.fixture(scope="session")
+def embedder() -> MiniLMEmbedder:
+    e = MiniLMEmbedder()
+    e.load()
+    return e
+
+
+def make_settings(db_url: str, data_dir: Path, **overrides: object) -> Settings:
+    values: dict[str, object] = {"database_url": db_url, "data_dir": data_dir, "archetype_refresh_seconds": 3600}
+    values.update(overrides)
+    return Settings(_env_file=None, **values)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def llm() -> ScriptedLLM:
+    return ScriptedLLM()
+
+
+@pytest.fixture
+async def app(db_url: str, tmp_path: Path, embedder: MiniLMEmbedder, llm: ScriptedLLM) -> AsyncIterator[App]:
+    """The whole app on a fresh database, with a scripted LLM."""
+    a = await App.open(make_settings(db_url, tmp_path), with_llm=True, llm=llm, embedder=embedder)
+    yield a
+    await a.close()

@@ -1,0 +1,61 @@
+"""Test doubles for the LLM seam only (the database is never faked)."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Mapping, Sequence
+
+from bot.llm import Generation, StopScanner
+
+
+class ScriptedLLM:
+    """Streams a fixed reply word by word, honouring stop strings like the real engine."""
+
+    name = "scripted"
+    uses_chat_template = False
+
+    def __init__(self, reply: str = "Nice to meet you.", *, delay: float = 0.0, surprise: float = 2.5) -> None:
+        self.reply = reply
+        self.delay = delay
+        self.surprise = surprise
+        self.prompts: list[str] = []
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split()) + text.count("\n")
+
+    def render_chat(self, messages: Sequence[Mapping[str, str]]) -> str:
+        return "\n".join(f"<{m['role']}>{m['content']}" for m in messages) + "\n<assistant>"
+
+    def generate(
+        self,
+        prompt: str,
+        *,
+        stop: Sequence[str] = (),
+        stop_pattern: re.Pattern[str] | None = None,
+        max_new_tokens: int | None = None,
+        boosts: Mapping[int, float] | None = None,
+    ) -> Generation:
+        self.prompts.append(prompt)
+        generation = Generation(asyncio.get_running_loop())
+        asyncio.get_running_loop().create_task(self._stream(generation, StopScanner(tuple(stop), stop_pattern)))
+        return generation
+
+    async def _stream(self, generation: Generation, scanner: StopScanner) -> None:
+        text = self.reply
+        cut = scanner.find_stop(text)
+        if cut is not None:
+            text = text[:cut]
+        words = text.split(" ")
+        for i, word in enumerate(words):
+            if self.delay:
+                await asyncio.sleep(self.delay)
+            generation._push("delta", word if i == 0 else " " + word)
+        generation.text = text
+        generation.stats.tokens = len(words)
+        generation.stats.mean_surprise = self.surprise
+        generation.stats.first_token_s = 0.001
+        generation._push("done")
+
+    def close(self) -> None:
+        pass
