@@ -70,7 +70,7 @@ class Settings(BaseSettings):
 
     # --- archetypes ----------------------------------------------------------
     archetype_min_similarity: float = Field(
-        default=0.25, description="Below this best similarity the default plan is used."
+        default=0.2, description="Below this best similarity the default plan is used."
     )
     archetype_refresh_seconds: float = Field(default=60.0, gt=0)
     default_context_turns: int = Field(default=8, ge=1, le=20)

@@ -107,5 +107,9 @@ VALUES
        'Tell me about...',
        'I want to learn about...',
        'How do airplanes stay in the air?',
-       'Explain the difference between weather and climate'],
+       'Explain the difference between weather and climate',
+       'Why is the sky blue?',
+       'Who wrote Pride and Prejudice?',
+       'What causes earthquakes?',
+       'How does the heart pump blood through the body?'],
  8, 6, 0.7, 1, 'human', 'system_init');

@@ -1,0 +1,146 @@
+"""Archetype routing (seed 003) on the real database and the real MiniLM."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+
+import asyncpg
+import numpy as np
+import pytest
+
+from bot.config import Settings
+from memory.archetypes import ArchetypeRouter, ArchetypeStore, MatchRecord
+from memory.conversation import ConversationStore, NewMessage
+from memory.embed import MiniLMEmbedder
+
+# Paraphrases that are not among any archetype's examples.
+HELD_OUT = {
+    "technical_debugging": [
+        "my python script dies with a KeyError, no idea why",
+        "the unit tests fail after I upgraded the library",
+        "I get a null pointer exception when the page loads",
+        "this SQL query returns a syntax error",
+    ],
+    "preference_exploration": [
+        "which books do I enjoy reading?",
+        "what sort of food am I into?",
+        "what are the things I like doing on weekends?",
+    ],
+    "simple_continuation": ["thank you so much", "okay, makes sense", "great, cheers", "cool cool"],
+    "memory_recall": [
+        "what did I tell you about my sister last time?",
+        "do you remember what we discussed yesterday?",
+        "earlier you said something about my job, what was it?",
+    ],
+    "general_question": [
+        "how do vaccines train the immune system?",
+        "can you explain how photosynthesis works?",
+        "what is the capital of Australia?",
+    ],
+}
+
+
+def router_for(pool: asyncpg.Pool, embedder: MiniLMEmbedder, **kw: float) -> ArchetypeRouter:
+    settings = Settings(_env_file=None)
+    return ArchetypeRouter(
+        ArchetypeStore(pool),
+        embedder,
+        settings.default_plan,
+        min_similarity=kw.get("min_similarity", settings.archetype_min_similarity),
+        refresh_seconds=kw.get("refresh_seconds", 3600),
+    )
+
+
+async def test_held_out_paraphrases_route_to_their_archetype(pool: asyncpg.Pool, embedder: MiniLMEmbedder) -> None:
+    router = router_for(pool, embedder)
+    await router.refresh()
+    texts = [t for ts in HELD_OUT.values() for t in ts]
+    expected = [name for name, ts in HELD_OUT.items() for _ in ts]
+    vectors = await embedder.embed_many(texts)
+    got = [router.classify(v).archetype for v in vectors]
+    misses = [(t, e, g) for t, e, g in zip(texts, expected, got) if e != g]
+    assert not misses, misses
+
+
+async def test_first_load_computes_and_caches_centroids(pool: asyncpg.Pool, embedder: MiniLMEmbedder) -> None:
+    assert await pool.fetchval("SELECT count(*) FROM context_archetypes WHERE centroid_embedding IS NULL") == 5
+    await router_for(pool, embedder).refresh()
+    assert await pool.fetchval("SELECT count(*) FROM context_archetypes WHERE centroid_embedding IS NULL") == 0
+
+
+async def test_editing_examples_invalidates_and_recomputes_the_centroid(
+    pool: asyncpg.Pool, embedder: MiniLMEmbedder
+) -> None:
+    router = router_for(pool, embedder)
+    await router.refresh()
+    before = (await pool.fetchval(
+        "SELECT centroid_embedding FROM context_archetypes WHERE archetype_name = 'general_question'"
+    )).to_numpy()
+    await router.store.set_examples("general_question", ["Tell me about the history of Rome", "Who built the pyramids?"])
+    assert await pool.fetchval(
+        "SELECT centroid_embedding FROM context_archetypes WHERE archetype_name = 'general_question'"
+    ) is None, "the trigger drops the cached centroid"
+    await router.refresh()
+    after = (await pool.fetchval(
+        "SELECT centroid_embedding FROM context_archetypes WHERE archetype_name = 'general_question'"
+    )).to_numpy()
+    expected = (await embedder.embed_many(["Tell me about the history of Rome", "Who built the pyramids?"])).mean(0)
+    expected /= np.linalg.norm(expected)
+    assert float(after @ expected) > 0.999
+    assert float(before @ after) < 0.95
+
+
+async def test_a_change_in_the_table_reaches_a_running_router_without_waiting_for_the_poll(
+    pool: asyncpg.Pool, embedder: MiniLMEmbedder
+) -> None:
+    router = router_for(pool, embedder, refresh_seconds=3600)
+    await router.start(pool)
+    try:
+        assert "simple_continuation" in [a.name for a in router.archetypes]
+        await pool.execute("UPDATE context_archetypes SET active = false WHERE archetype_name = 'simple_continuation'")
+        for _ in range(50):
+            if "simple_continuation" not in [a.name for a in router.archetypes]:
+                break
+            await asyncio.sleep(0.1)
+        assert "simple_continuation" not in [a.name for a in router.archetypes]
+    finally:
+        await router.stop()
+
+
+@pytest.mark.parametrize(
+    "column, value",
+    [("context_turns", 0), ("context_turns", 21), ("context_vectors", 16), ("similarity_threshold", 0.95),
+     ("similarity_threshold", 0.4), ("triple_depth", 4)],
+)
+async def test_check_constraints_refuse_out_of_range_plans(pool: asyncpg.Pool, column: str, value: float) -> None:
+    with pytest.raises(asyncpg.CheckViolationError):
+        await pool.execute(f"UPDATE context_archetypes SET {column} = $1 WHERE archetype_name = 'general_question'", value)
+
+
+async def test_low_similarity_uses_the_default_plan_but_logs_the_best(pool: asyncpg.Pool, embedder: MiniLMEmbedder) -> None:
+    router = router_for(pool, embedder, min_similarity=0.99)
+    await router.refresh()
+    plan = router.classify(await embedder.embed("thanks a lot"))
+    assert plan.used_default and plan.archetype is None
+    assert plan.best_archetype == "simple_continuation" and plan.archetype_id is not None
+    assert plan.turns == Settings(_env_file=None).default_context_turns
+
+
+async def test_matches_are_logged_and_fold_into_statistics(pool: asyncpg.Pool, embedder: MiniLMEmbedder) -> None:
+    router = router_for(pool, embedder)
+    await router.refresh()
+    conversations = ConversationStore(pool)
+    now = datetime.now(UTC)
+    records = []
+    for i, text in enumerate(["thanks!", "ok great", "what is a black hole?"]):
+        m = await conversations.add(NewMessage("g1", "console", f"m{i}", "c", "u", "u", text, now))
+        records.append(MatchRecord("g1", m.id, router.classify(await embedder.embed(text)), now))
+    await router.store.record_matches(records)
+    assert await pool.fetchval("SELECT count(*) FROM archetype_matches") == 3
+    row = await pool.fetchrow(
+        "SELECT match_count, avg_similarity FROM context_archetypes WHERE archetype_name = 'simple_continuation'"
+    )
+    sims = [r.plan.similarity for r in records if r.plan.archetype == "simple_continuation"]
+    assert row["match_count"] == len(sims) == 2
+    assert row["avg_similarity"] == pytest.approx(sum(sims) / 2, abs=1e-5)

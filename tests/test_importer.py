@@ -1,0 +1,100 @@
+"""Import: JSON Lines and DiscordChatExporter, idempotent, all or nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import asyncpg
+import pytest
+
+from bot.app import App
+from memory.errors import ImportFileError
+from memory.importer import parse_import_file
+
+LINES = [
+    {"id": "1", "channel": "general", "author": "ana", "timestamp": "2026-10-01T10:00:00Z", "text": "I moved to Porto last year"},
+    {"id": "2", "channel": "general", "author": {"id": "77", "name": "ben"}, "timestamp": "2026-10-01T10:01:00+00:00",
+     "text": "nice, how do you like it?", "reply_to": "1"},
+    {"id": "3", "channel": "general", "author": "ana", "timestamp": "2026-10-01T10:02:00", "text": "   "},
+]
+
+
+def write_jsonl(path: Path, rows: list[object]) -> Path:
+    path.write_text("\n".join(r if isinstance(r, str) else json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    return path
+
+
+async def test_jsonl_import_keeps_ids_and_timestamps_and_is_idempotent(app: App, tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "h.jsonl", LINES)
+    first = await app.importer.run(path, "g1")
+    assert (first.read, first.imported, first.skipped_empty, first.episodes) == (2, 2, 1, 2)
+    second = await app.importer.run(path, "g1")
+    assert (second.imported, second.already_present, second.episodes) == (0, 2, 0)
+    pool = app.db.pool
+    rows = await pool.fetch("SELECT external_id, author_id, created_at, reply_to_external FROM messages ORDER BY external_id")
+    assert [r["external_id"] for r in rows] == ["1", "2"]
+    assert rows[1]["author_id"] == "77" and rows[1]["reply_to_external"] == "1"
+    assert rows[0]["created_at"].isoformat() == "2026-10-01T10:00:00+00:00"
+    assert await pool.fetchval("SELECT count(*) FROM episodes WHERE scope = 'g1'") == 2
+    assert await pool.fetchval("SELECT count(*) FROM archetype_matches") == 2
+    matched = await pool.fetchval("SELECT min(matched_at) FROM archetype_matches")
+    assert matched.isoformat() == "2026-10-01T10:00:00+00:00", "history keeps its own time"
+
+
+async def test_the_same_file_in_another_scope_is_separate(app: App, tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "h.jsonl", LINES)
+    await app.importer.run(path, "g1")
+    report = await app.importer.run(path, "g2")
+    assert report.imported == 2
+
+
+async def test_a_malformed_file_is_rejected_with_line_numbers_and_nothing_is_stored(app: App, tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "bad.jsonl", [LINES[0], "{not json", {"id": "9", "channel": "c"},
+                                               {**LINES[0], "id": "10", "timestamp": "yesterday"}])
+    with pytest.raises(ImportFileError) as info:
+        await app.importer.run(path, "g1")
+    assert [n for n, _ in info.value.problems] == [2, 3, 4]
+    assert "missing field(s): author, timestamp, text" in str(info.value)
+    assert await app.db.pool.fetchval("SELECT count(*) FROM messages") == 0
+
+
+@pytest.mark.parametrize("content", [b"", b"\xff\xfe\x00garbage", b"[1, 2, 3]\n", b'"just a string"\n'])
+def test_hostile_files_get_clear_errors(tmp_path: Path, content: bytes) -> None:
+    path = tmp_path / "x.json"
+    path.write_bytes(content)
+    with pytest.raises(ImportFileError):
+        parse_import_file(path, max_chars=8000)
+
+
+def test_overlong_messages_are_reported(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "long.jsonl", [{**LINES[0], "text": "x" * 9000}])
+    with pytest.raises(ImportFileError, match="line 1: text is 9,000 characters"):
+        parse_import_file(path, max_chars=8000)
+
+
+async def test_discord_chat_exporter_json(app: App, tmp_path: Path) -> None:
+    export = {
+        "guild": {"id": "500", "name": "Friends"},
+        "channel": {"id": "600", "name": "general"},
+        "messages": [
+            {"id": "1001", "type": "Default", "timestamp": "2026-09-01T08:00:00.123+00:00", "content": "morning all",
+             "author": {"id": "11", "name": "ana", "nickname": "Ana", "isBot": False}},
+            {"id": "1002", "type": "GuildMemberJoin", "timestamp": "2026-09-01T08:01:00+00:00", "content": "",
+             "author": {"id": "12", "name": "ben", "isBot": False}},
+            {"id": "1003", "type": "Reply", "timestamp": "2026-09-01T08:02:00+00:00", "content": "morning Ana!",
+             "author": {"id": "13", "name": "cy", "isBot": False}, "reference": {"messageId": "1001"}},
+        ],
+    }
+    path = tmp_path / "export.json"
+    path.write_text(json.dumps(export), encoding="utf-8")
+    report = await app.importer.run(path, "500")
+    assert (report.imported, report.skipped_empty) == (2, 1)
+    row = await app.db.pool.fetchrow("SELECT channel_id, author_name FROM messages WHERE external_id = '1001'")
+    assert (row["channel_id"], row["author_name"]) == ("600", "Ana")
+
+
+async def test_imported_history_is_recalled(app: App, tmp_path: Path) -> None:
+    await app.importer.run(write_jsonl(tmp_path / "h.jsonl", LINES), "g1")
+    bundle = await app.brain.context("when did I move to Porto?", "g1", k=3)
+    assert bundle.episodes and "Porto" in bundle.episodes[0].episode.content

@@ -1,0 +1,99 @@
+"""Recall: best first, above threshold, one scope only, plus the recent-turns window."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import asyncpg
+import pytest
+
+from memory.archetypes import ContextPlan
+from memory.conversation import ConversationStore, NewMessage
+from memory.embed import MiniLMEmbedder
+from memory.episodic import EpisodicStore, NewEpisode
+from memory.errors import ScopeError
+from memory.recall import Recall
+
+T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
+
+FACTS = [
+    "My sister Lena lives in Lisbon and works as an architect",
+    "I adopted a grey cat called Miso last spring",
+    "My favourite band is Radiohead, I saw them in 2017",
+    "I'm training for the Berlin marathon in September",
+    "We had pasta carbonara for dinner on Friday",
+]
+
+
+def plan(vectors: int = 5, threshold: float = 0.0, turns: int = 4) -> ContextPlan:
+    return ContextPlan(None, 0.0, turns=turns, vectors=vectors, similarity_threshold=threshold, triple_depth=1)
+
+
+async def seed(pool: asyncpg.Pool, embedder: MiniLMEmbedder, scope: str, texts: list[str], channel: str = "c1") -> list[int]:
+    conversations, episodes = ConversationStore(pool), EpisodicStore(pool)
+    vectors = await embedder.embed_many(texts)
+    ids = []
+    for i, (text, vector) in enumerate(zip(texts, vectors)):
+        at = T0 + timedelta(minutes=i)
+        m = await conversations.add(NewMessage(scope, "import", f"{scope}-{i}", channel, "u1", "Ana", text, at))
+        await episodes.add_many([NewEpisode(scope, channel, "u1", m.id, f"Ana: {text}", vector, at)])
+        ids.append(m.id)
+    return ids
+
+
+async def test_episodes_come_best_first(pool: asyncpg.Pool, embedder: MiniLMEmbedder) -> None:
+    await seed(pool, embedder, "g1", FACTS)
+    recall = Recall(ConversationStore(pool), EpisodicStore(pool))
+    bundle = await recall.gather("g1", await embedder.embed("what's my cat's name?"), plan())
+    sims = [h.similarity for h in bundle.episodes]
+    assert sims == sorted(sims, reverse=True)
+    assert "Miso" in bundle.episodes[0].episode.content
+    assert len(bundle.episodes) == 5
+
+
+async def test_threshold_and_k_limit_what_comes_back(pool: asyncpg.Pool, embedder: MiniLMEmbedder) -> None:
+    await seed(pool, embedder, "g1", FACTS)
+    recall = Recall(ConversationStore(pool), EpisodicStore(pool))
+    vector = await embedder.embed("what's my cat's name?")
+    strict = await recall.gather("g1", vector, plan(vectors=5, threshold=0.45))
+    assert [("Miso" in h.episode.content) for h in strict.episodes] == [True]
+    assert all(h.similarity >= 0.45 for h in strict.episodes)
+    assert len((await recall.gather("g1", vector, plan(vectors=2))).episodes) == 2
+    assert (await recall.gather("g1", vector, plan(vectors=0))).episodes == []
+
+
+async def test_recall_never_crosses_scopes(pool: asyncpg.Pool, embedder: MiniLMEmbedder) -> None:
+    await seed(pool, embedder, "guild-a", FACTS)
+    await seed(pool, embedder, "guild-b", ["My dog Rex loves the beach", "I adopted a cat named Pixel"])
+    recall = Recall(ConversationStore(pool), EpisodicStore(pool))
+    vector = await embedder.embed("what's my cat's name?")
+    b = await recall.gather("guild-b", vector, plan(vectors=15))
+    assert len(b.episodes) == 2 and all(h.episode.scope == "guild-b" for h in b.episodes)
+    assert all("Miso" not in h.episode.content for h in b.episodes)
+    turns = await recall.gather("guild-b", vector, plan(vectors=0, turns=20), channel_id="c1")
+    assert len(turns.turns) == 2 and all(m.scope == "guild-b" for m in turns.turns)
+    empty = await recall.gather("dm:42", vector, plan(vectors=15), channel_id="c1")
+    assert empty.episodes == [] and empty.turns == []
+
+
+async def test_a_missing_scope_is_an_error_not_all_scopes(pool: asyncpg.Pool, embedder: MiniLMEmbedder) -> None:
+    recall = Recall(ConversationStore(pool), EpisodicStore(pool))
+    for scope in ("", "   ", None):
+        with pytest.raises(ScopeError):
+            await recall.gather(scope, await embedder.embed("x"), plan())  # type: ignore[arg-type]
+
+
+async def test_recent_turns_are_the_plans_window_oldest_first_and_not_repeated_as_episodes(
+    pool: asyncpg.Pool, embedder: MiniLMEmbedder
+) -> None:
+    ids = await seed(pool, embedder, "g1", FACTS)
+    await seed(pool, embedder, "g1-other", ["noise"], channel="c1")
+    recall = Recall(ConversationStore(pool), EpisodicStore(pool))
+    bundle = await recall.gather(
+        "g1", await embedder.embed("tell me about my cat"), plan(vectors=5, turns=3), channel_id="c1",
+        before_message_id=ids[-1],
+    )
+    assert [m.id for m in bundle.turns] == ids[1:4]
+    in_window = set(ids[1:4])
+    assert not any(set(h.episode.message_ids) & in_window for h in bundle.episodes)
+    assert all(h.episode.message_id != ids[-1] for h in bundle.episodes)
