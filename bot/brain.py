@@ -31,6 +31,7 @@ from memory.embed import Embedder
 from memory.episodic import EpisodicStore, NewEpisode, WriteGate
 from memory.errors import InvalidInput
 from memory.recall import ContextBundle, Recall
+from memory.recall import novelty as episode_novelty
 
 log = logging.getLogger(__name__)
 
@@ -309,7 +310,7 @@ class Brain:
         novelty = bundle.novelty
         if bundle.nearest_similarity is None and bundle.plan.vectors == 0:
             nearest = await self.episodes.search(message.scope, vector, 1)
-            novelty = 1.0 - nearest[0].similarity if nearest else 1.0
+            novelty = episode_novelty(nearest[0].similarity) if nearest else 1.0
         surprise = reply.mean_surprise
         salience = self._gate.score(surprise, novelty)
         async with self.conversations.transaction() as conn:

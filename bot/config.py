@@ -70,12 +70,13 @@ class Settings(BaseSettings):
 
     # --- archetypes ----------------------------------------------------------
     archetype_min_similarity: float = Field(
-        default=0.2, description="Below this best similarity the default plan is used."
+        default=0.6,
+        description="Below this best similarity ((1 + cos) / 2) the default plan is used.",
     )
     archetype_refresh_seconds: float = Field(default=60.0, gt=0)
     default_context_turns: int = Field(default=8, ge=1, le=20)
     default_context_vectors: int = Field(default=5, ge=0, le=15)
-    default_similarity_threshold: float = Field(default=0.6, ge=0.0, le=1.0)
+    default_similarity_threshold: float = Field(default=0.65, ge=0.0, le=1.0)
     default_triple_depth: int = Field(default=1, ge=0, le=3)
 
     # --- episodic write gate (seed 001, 5.1) ------------------------------------

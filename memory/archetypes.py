@@ -23,7 +23,7 @@ from uuid import UUID
 import asyncpg
 import numpy as np
 
-from memory.embed import Embedder
+from memory.embed import Embedder, similarity
 from memory.errors import InvalidInput
 
 log = logging.getLogger(__name__)
@@ -274,10 +274,10 @@ class ArchetypeRouter:
         return (centroid / max(float(np.linalg.norm(centroid)), 1e-12)).astype(np.float32)
 
     def similarities(self, vector: np.ndarray) -> list[tuple[Archetype, float]]:
-        """Every active archetype with its cosine similarity, best first."""
+        """Every active archetype with its similarity ((1 + cos) / 2), best first."""
         if not self._archetypes:
             return []
-        sims = self._matrix @ np.asarray(vector, dtype=np.float32)
+        sims = similarity(self._matrix @ np.asarray(vector, dtype=np.float32))
         order = np.argsort(-sims)
         return [(self._archetypes[i], float(sims[i])) for i in order]
 

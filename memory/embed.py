@@ -19,6 +19,18 @@ log = logging.getLogger(__name__)
 DIMENSIONS = 384
 
 
+def similarity(cosine: float | np.ndarray) -> float | np.ndarray:
+    """hippobot's similarity scale: cosine mapped to [0, 1] as (1 + cos) / 2.
+
+    Every similarity the bot stores, compares or shows uses this scale. On it
+    the thresholds of seed 003 (0.5-0.9) fit MiniLM: unrelated sentences sit
+    near 0.5-0.6, a question and the statement that answers it near 0.7-0.8,
+    paraphrases above 0.85. (Raw MiniLM cosines of related question/answer
+    pairs are often 0.4-0.6, below every threshold the seed allows.)
+    """
+    return (1.0 + cosine) / 2.0
+
+
 class Embedder(Protocol):
     dimensions: int
 

@@ -124,14 +124,14 @@ class EpisodicStore:
         return len(episodes) - before
 
     async def search(self, scope: str, vector: np.ndarray, k: int) -> list[EpisodeHit]:
-        """The ``k`` nearest episodes of this scope by cosine similarity, best first."""
+        """The ``k`` nearest episodes of this scope, best first (similarity on the (1 + cos) / 2 scale)."""
         require_scope(scope)
         if k <= 0:
             return []
         async with self._pool.acquire() as conn, conn.transaction():
             await conn.execute(f"SET LOCAL hnsw.ef_search = {max(HNSW_EF_SEARCH, k)}")
             rows = await conn.fetch(
-                f"""SELECT {_COLUMNS}, 1 - (embedding <=> $2) AS similarity
+                f"""SELECT {_COLUMNS}, 1 - (embedding <=> $2) / 2 AS similarity
                     FROM episodes WHERE scope = $1
                     ORDER BY embedding <=> $2 LIMIT $3""",
                 scope,

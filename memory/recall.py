@@ -18,6 +18,11 @@ from memory.conversation import ConversationStore, StoredMessage, require_scope
 from memory.episodic import EpisodeHit, EpisodicStore
 
 
+def novelty(nearest_similarity: float) -> float:
+    """Seed 001's novelty, 1 - max cos, from a similarity on the (1 + cos) / 2 scale."""
+    return min(max(2.0 * (1.0 - nearest_similarity), 0.0), 1.0)
+
+
 @dataclass(frozen=True)
 class MemoryItem:
     """One piece of recalled context, as shown to admins and the CLI."""
@@ -48,8 +53,8 @@ class ContextBundle:
 
     @property
     def novelty(self) -> float:
-        """1 - max cosine to this scope's episodes (1.0 for an empty scope)."""
-        return 1.0 if self.nearest_similarity is None else 1.0 - self.nearest_similarity
+        """1 - max cosine to this scope's episodes, in [0, 1] (1.0 for an empty scope)."""
+        return 1.0 if self.nearest_similarity is None else novelty(self.nearest_similarity)
 
     def items(self) -> list[MemoryItem]:
         """Episodes best first, then the recent turns newest first."""

@@ -96,5 +96,5 @@ async def test_discord_chat_exporter_json(app: App, tmp_path: Path) -> None:
 
 async def test_imported_history_is_recalled(app: App, tmp_path: Path) -> None:
     await app.importer.run(write_jsonl(tmp_path / "h.jsonl", LINES), "g1")
-    bundle = await app.brain.context("when did I move to Porto?", "g1", k=3)
+    bundle = await app.brain.context("where do I live now?", "g1", k=3)
     assert bundle.episodes and "Porto" in bundle.episodes[0].episode.content

@@ -55,9 +55,9 @@ async def test_threshold_and_k_limit_what_comes_back(pool: asyncpg.Pool, embedde
     await seed(pool, embedder, "g1", FACTS)
     recall = Recall(ConversationStore(pool), EpisodicStore(pool))
     vector = await embedder.embed("what's my cat's name?")
-    strict = await recall.gather("g1", vector, plan(vectors=5, threshold=0.45))
+    strict = await recall.gather("g1", vector, plan(vectors=5, threshold=0.72))
     assert [("Miso" in h.episode.content) for h in strict.episodes] == [True]
-    assert all(h.similarity >= 0.45 for h in strict.episodes)
+    assert all(h.similarity >= 0.72 for h in strict.episodes)
     assert len((await recall.gather("g1", vector, plan(vectors=2))).episodes) == 2
     assert (await recall.gather("g1", vector, plan(vectors=0))).episodes == []
 
