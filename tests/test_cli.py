@@ -1,0 +1,89 @@
+"""The command line in real subprocesses: chat with piped input, recall in a new process, errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bot.config import Settings
+
+
+def run_cli(args: list[str], env: dict[str, str], stdin: str = "", timeout: int = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "bot.cli", *args], input=stdin, env=env, capture_output=True, text=True, timeout=timeout
+    )
+
+
+@pytest.fixture
+def env(db_url: str, tmp_path: Path) -> dict[str, str]:
+    e = {k: v for k, v in os.environ.items() if not k.startswith("HIPPOBOT_")}
+    e.update(
+        HIPPOBOT_DATABASE_URL=db_url,
+        HIPPOBOT_DATA_DIR=str(tmp_path / "data"),
+        HIPPOBOT_MODELS_DIR=str(Settings(_env_file=None).model_cache_dir),
+        HIPPOBOT_MAX_NEW_TOKENS="12",
+        HIPPOBOT_SEED="3",
+    )
+    return e
+
+
+@pytest.mark.model
+def test_chat_answers_piped_input_and_a_new_process_recalls_it(env: dict[str, str]) -> None:
+    chat = run_cli(["chat", "--user", "ana"], env, stdin="I adopted a grey cat called Miso last spring\nWhat a sunny day\n")
+    assert chat.returncode == 0, chat.stderr
+    replies = [line for line in chat.stdout.splitlines() if line.startswith("hippobot: ")]
+    assert len(replies) == 2, chat.stdout
+    recall = run_cli(["recall", "what is my cat called?", "--json"], env)
+    assert recall.returncode == 0, recall.stderr
+    result = json.loads(recall.stdout)
+    episodes = [i for i in result["items"] if i["kind"] == "episode"]
+    assert episodes and "Miso" in episodes[0]["text"]
+    assert len(episodes[0]["message_ids"]) == 2  # the message and the reply it came with
+    other = run_cli(["recall", "what is my cat called?", "--scope", "someone-else", "--json"], env)
+    assert json.loads(other.stdout)["items"] == []
+
+
+def test_import_then_batch_recall_in_one_process(env: dict[str, str], tmp_path: Path) -> None:
+    history = tmp_path / "h.jsonl"
+    history.write_text(
+        "\n".join(json.dumps(r) for r in [
+            {"id": "1", "channel": "c", "author": "ana", "timestamp": "2026-10-01T10:00:00Z", "text": "My sister Lena is an architect in Lisbon"},
+            {"id": "2", "channel": "c", "author": "ben", "timestamp": "2026-10-01T10:01:00Z", "text": "I am learning to play the cello"},
+        ]) + "\n", encoding="utf-8",
+    )
+    imported = run_cli(["import", str(history), "--scope", "g1"], env)
+    assert imported.returncode == 0, imported.stderr
+    assert "imported 2" in imported.stdout
+    again = run_cli(["import", str(history), "--scope", "g1"], env)
+    assert "imported 0, already present 2" in again.stdout
+    queries = tmp_path / "q.jsonl"
+    queries.write_text(
+        json.dumps({"text": "where does my sister work?", "scope": "g1"}) + "\n"
+        + json.dumps({"text": "what instrument am I learning?", "scope": "g1"}) + "\n"
+        + json.dumps({"text": "what instrument am I learning?", "scope": "g2"}) + "\n", encoding="utf-8",
+    )
+    batch = run_cli(["recall", "--queries", str(queries), "--k", "1"], env)
+    assert batch.returncode == 0, batch.stderr
+    results = [json.loads(line) for line in batch.stdout.splitlines()]
+    assert "Lisbon" in results[0]["items"][0]["text"] and "cello" in results[1]["items"][0]["text"]
+    assert results[2]["items"] == []
+
+
+def test_a_malformed_import_exits_nonzero_with_line_numbers(env: dict[str, str], tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": 1}\nnot json\n', encoding="utf-8")
+    result = run_cli(["import", str(bad), "--scope", "g1"], env)
+    assert result.returncode == 1
+    assert "line 1: missing field(s)" in result.stderr and "line 2: invalid JSON" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_run_without_a_token_says_so(env: dict[str, str]) -> None:
+    result = run_cli(["run"], env)
+    assert result.returncode == 2
+    assert "HIPPOBOT_DISCORD_TOKEN" in result.stderr and "Traceback" not in result.stderr
