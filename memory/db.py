@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 from pgvector.asyncpg import register_vector
@@ -53,6 +54,11 @@ class EmbeddedPostgres:
         if self._server is not None:
             self._server.cleanup()
             self._server = None
+
+
+def with_database(url: str, name: str) -> str:
+    """``url`` pointing at database ``name`` instead (query string, e.g. a socket host, kept)."""
+    return urlunsplit(urlsplit(url)._replace(path="/" + name))
 
 
 async def _init_connection(conn: asyncpg.Connection) -> None:

@@ -12,25 +12,19 @@ import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 import pytest
 
 from bot.app import App
 from bot.config import Settings, offline_environment
-from memory.db import EmbeddedPostgres, create_pool, migrate
+from memory.db import EmbeddedPostgres, create_pool, migrate, with_database
 from memory.embed import MiniLMEmbedder
 from tests.fakes import ScriptedLLM
 
 offline_environment()
 
 TEMPLATE = "hippobot_test_template"
-
-
-def with_database(url: str, name: str) -> str:
-    parts = urlsplit(url)
-    return urlunsplit(parts._replace(path="/" + name))
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,264 @@
+"""Per-stage latency of the Brain's pipeline against M stored episodes.
+
+    python bench/pipeline.py                       # M = 10,000 and 100,000, N = 20, real Gemma
+    python bench/pipeline.py --episodes 10000 --messages 50 --no-llm
+    python bench/pipeline.py --json bench/results/pipeline.json
+
+For each M it builds a fresh database (embedded PostgreSQL unless
+--database-url), fills it with M synthetic but realistic episodes, then sends
+N chat messages through the real Brain (real MiniLM, real archetype router,
+real pgvector recall, real prompt assembly, and the real bundled Gemma unless
+--no-llm) and prints p50 / p95 of every stage, plus recall@k of the HNSW
+search against an exact scan.
+
+Synthetic episodes: 1,500 distinct chat statements are generated from
+templates (people, pets, places, hobbies, jobs, plans, opinions) and embedded
+with MiniLM; each episode takes one statement's vector plus small Gaussian
+noise (mean cosine ~0.93 to its statement), so the store has the clustered
+structure of real chat (many near-paraphrases) without embedding 100,000
+texts. 70 % of episodes belong to the scope under test, the rest to 30 others.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bot.config import Settings, offline_environment  # noqa: E402
+
+SCOPE = "bench-guild"
+NAMES = ["Ana", "Ben", "Chloe", "Dev", "Emil", "Fatima", "Goran", "Hana", "Ivo", "Jules", "Kemal", "Lena"]
+PETS = ["a cat called Miso", "a dog named Rex", "two rabbits", "a parrot called Kiwi", "a goldfish", "a tortoise"]
+PLACES = ["Lisbon", "Porto", "Berlin", "Kyoto", "Toronto", "Nairobi", "Oslo", "Lima", "Seoul", "Dublin"]
+HOBBIES = ["climbing", "baking sourdough", "playing the cello", "chess", "running marathons", "knitting",
+           "birdwatching", "photography", "gardening", "surfing", "painting", "board games"]
+JOBS = ["a nurse", "a software engineer", "a teacher", "an architect", "a chef", "a bus driver", "a lawyer"]
+TEMPLATES = [
+    "I have {pet}", "My sister lives in {place}", "I just moved to {place}", "I've been getting into {hobby}",
+    "I work as {job}", "My brother is {job} in {place}", "We're going to {place} next month",
+    "I really don't like {hobby}", "{name} taught me {hobby} last year", "{name} and I went to {place}",
+    "My favourite weekend is spent {hobby}", "I'm thinking of quitting my job as {job}",
+    "{name} adopted {pet}", "I grew up in {place}", "I want to try {hobby} this summer",
+]
+MESSAGES = [
+    "do you remember where my sister lives?", "what hobbies have I told you about?", "thanks!",
+    "I'm getting an error when I run my script", "how do tides work?", "ok cool", "what pets do I have?",
+    "remind me what I said about moving", "can you explain how vaccines work?", "what do I like doing on weekends?",
+    "my code throws a KeyError on line 3", "I'm planning a trip to Kyoto, any tips?", "what's my job again?",
+    "sounds good", "who taught me chess?", "tell me something about Lisbon", "did I mention a parrot?",
+    "what kind of music do I like?", "why is the sky blue?", "what did we talk about yesterday?",
+]
+
+
+WHEN = ["", " last week", " yesterday", " a few years ago", " this spring", ", honestly", " again", " lol"]
+
+
+def statements(rng: random.Random, n: int) -> list[str]:
+    """``n`` distinct statements (the template space holds about 4,000)."""
+    out: set[str] = set()
+    while len(out) < n:
+        out.add(rng.choice(TEMPLATES).format(
+            pet=rng.choice(PETS), place=rng.choice(PLACES), hobby=rng.choice(HOBBIES), job=rng.choice(JOBS),
+            name=rng.choice(NAMES)) + rng.choice(WHEN))
+    return sorted(out)
+
+
+def pct(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
+
+
+async def fill(dsn: str, m: int, embedder, rng: random.Random) -> None:
+    import asyncpg
+    from pgvector.asyncpg import register_vector
+
+    texts = statements(rng, 1500)
+    base = await embedder.embed_many(texts)
+    np_rng = np.random.default_rng(rng.randrange(2**32))
+    conn = await asyncpg.connect(dsn)
+    await register_vector(conn)
+    try:
+        await conn.execute("DROP INDEX episodes_embedding_idx")
+        t0 = datetime(2026, 1, 1, tzinfo=UTC)
+        scopes = [SCOPE if rng.random() < 0.7 else f"other-{rng.randrange(30)}" for _ in range(m)]
+        picks = np_rng.integers(0, len(texts), size=m)
+        noise = np_rng.normal(0.0, 0.02, size=(m, base.shape[1])).astype(np.float32)
+        vectors = base[picks] + noise
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        msg_rows, ep_rows = [], []
+        for i in range(m):
+            at = t0 + timedelta(minutes=i)
+            author = rng.choice(NAMES)
+            text = texts[picks[i]]
+            msg_rows.append((i + 1, scopes[i], "import", f"s{i}", f"chan-{i % 7}", author.lower(), author, False, text, at))
+            ep_rows.append((scopes[i], f"chan-{i % 7}", author.lower(), i + 1, f"{author}: {text}", vectors[i], 0.5, at))
+        await conn.copy_records_to_table(
+            "messages", records=msg_rows,
+            columns=["id", "scope", "source", "external_id", "channel_id", "author_id", "author_name", "is_bot",
+                     "content", "created_at"])
+        await conn.execute("SELECT setval('messages_id_seq', $1)", m + 1)
+        await conn.copy_records_to_table(
+            "episodes", records=ep_rows,
+            columns=["scope", "channel_id", "author_id", "message_id", "content", "embedding", "salience", "created_at"])
+        started = time.perf_counter()
+        await conn.execute("SET maintenance_work_mem = '1GB'")
+        await conn.execute("CREATE INDEX episodes_embedding_idx ON episodes USING hnsw (embedding vector_cosine_ops)")
+        await conn.execute("ANALYZE")
+        print(f"  loaded {m:,} episodes, HNSW built in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+    finally:
+        await conn.close()
+
+
+async def exact_ids(pool, vector: np.ndarray, k: int) -> list[int]:
+    async with pool.acquire() as conn, conn.transaction():
+        await conn.execute("SET LOCAL enable_indexscan = off")
+        await conn.execute("SET LOCAL enable_bitmapscan = off")
+        rows = await conn.fetch(
+            "SELECT id FROM episodes WHERE scope = $1 ORDER BY embedding <=> $2 LIMIT $3", SCOPE, vector, k)
+    return [r["id"] for r in rows]
+
+
+async def run_one(m: int, args: argparse.Namespace, admin_url: str, embedder, llm) -> dict[str, object]:
+    import asyncpg
+
+    from bot.app import App
+    from bot.brain import IncomingTurn
+    from tests.fakes import ScriptedLLM
+
+    name = "bench_" + uuid.uuid4().hex[:8]
+    admin = await asyncpg.connect(admin_url)
+    await admin.execute(f"CREATE DATABASE {name}")
+    await admin.close()
+    from memory.db import migrate, with_database
+
+    dsn = with_database(admin_url, name)
+    await migrate(dsn)
+    rng = random.Random(m)
+    await fill(dsn, m, embedder, rng)
+    settings = Settings(_env_file=None, database_url=dsn, data_dir=Path(tempfile.mkdtemp()), max_new_tokens=args.tokens)
+    app = await App.open(settings, with_llm=True, llm=llm or ScriptedLLM(delay=0.0), embedder=embedder)
+    app.llm = None  # shared across runs; closed by main
+    stages: dict[str, list[float]] = {k: [] for k in
+                                      ["embed", "classify", "embed+classify", "recall", "prompt", "first_token", "write"]}
+    tps: list[float] = []
+    hits = total = 0
+    try:
+        for i in range(args.messages):
+            text = MESSAGES[i % len(MESSAGES)]
+            reply = await app.brain.respond(IncomingTurn(SCOPE, "console", "bench-channel", "u-bench", "Ana", text))
+            await reply.complete()
+            await app.brain.drain()
+            t = reply.trace
+            stages["embed"].append(t.embed_s)
+            stages["classify"].append(t.classify_s)
+            stages["embed+classify"].append(t.embed_s + t.classify_s)
+            stages["recall"].append(t.recall_s)
+            stages["prompt"].append(t.prompt_s)
+            if t.first_token_s is not None and llm is not None:
+                stages["first_token"].append(t.first_token_s)
+            if t.tokens_per_s:
+                tps.append(t.tokens_per_s)
+            if t.write_s is not None:
+                stages["write"].append(t.write_s)
+            # recall quality of the index vs an exact scan, k = 10
+            vector = (await app.embedder.embed_many([text]))[0]
+            approx = [h.episode.id for h in await app.episodes.search(SCOPE, vector, 10)]
+            exact = await exact_ids(app.db.pool, vector, 10)
+            hits += len(set(approx) & set(exact))
+            total += len(exact)
+    finally:
+        await app.close()
+        admin = await asyncpg.connect(admin_url)
+        await admin.execute(f"DROP DATABASE {name} WITH (FORCE)")
+        await admin.close()
+    result: dict[str, object] = {
+        "episodes": m,
+        "messages": args.messages,
+        "stages_ms": {
+            k: {"p50": pct(v, 50) * 1000, "p95": pct(v, 95) * 1000, "n": len(v)} if v else {"n": 0}
+            for k, v in stages.items()
+        },
+        "tokens_per_s": {"p50": pct(tps, 50), "p95": pct(tps, 95), "n": len(tps)} if tps else None,
+        "hnsw_recall_at_10": hits / total if total else None,
+    }
+    return result
+
+
+def print_table(results: list[dict[str, object]]) -> None:
+    header = f"{'stage':<16}" + "".join(f"{'M=' + format(r['episodes'], ','):>24}" for r in results)
+    print(header)
+    print(f"{'':<16}" + "".join(f"{'p50 ms':>12}{'p95 ms':>12}" for _ in results))
+    for stage in results[0]["stages_ms"]:  # type: ignore[union-attr]
+        row = f"{stage:<16}"
+        for r in results:
+            s = r["stages_ms"][stage]  # type: ignore[index]
+            row += f"{s['p50']:>12.1f}{s['p95']:>12.1f}" if s["n"] else f"{'-':>12}{'-':>12}"
+        print(row)
+    row = f"{'tokens/s':<16}"
+    for r in results:
+        t = r["tokens_per_s"]
+        row += f"{t['p50']:>12.1f}{t['p95']:>12.1f}" if t else f"{'-':>12}{'-':>12}"  # type: ignore[index]
+    print(row)
+    print(f"{'hnsw recall@10':<16}" + "".join(f"{r['hnsw_recall_at_10']:>24.3f}" for r in results))
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--episodes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--messages", type=int, default=20)
+    parser.add_argument("--tokens", type=int, default=32, help="max new tokens per reply")
+    parser.add_argument("--no-llm", action="store_true", help="skip the real model (no TTFT / tokens/s)")
+    parser.add_argument("--database-url", help="admin URL of a PostgreSQL with pgvector (default: embedded)")
+    parser.add_argument("--json", type=Path, help="also write the results here")
+    args = parser.parse_args()
+    offline_environment()
+
+    from bot.app import engine_config
+    from bot.llm import TransformersLLM
+    from memory.db import EmbeddedPostgres
+    from memory.embed import MiniLMEmbedder
+
+    embedder = MiniLMEmbedder()
+    embedder.load()
+    llm = None
+    if not args.no_llm:
+        llm = TransformersLLM.load(engine_config(Settings(_env_file=None, max_new_tokens=args.tokens)))
+    server = None
+    admin_url = args.database_url
+    if admin_url is None:
+        server = EmbeddedPostgres(Path(tempfile.mkdtemp(prefix="hippobot-bench-")) / "pgdata")
+        admin_url = server.start()
+    try:
+        results = []
+        for m in args.episodes:
+            print(f"M = {m:,}", file=sys.stderr)
+            results.append(await run_one(m, args, admin_url, embedder, llm))
+    finally:
+        if llm is not None:
+            llm.close()
+        if server is not None:
+            server.stop()
+    print_table(results)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(results, indent=2))
+    print(json.dumps(results))
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
