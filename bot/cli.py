@@ -79,10 +79,20 @@ def main(argv: list[str] | None = None) -> int:
         "migrate": _migrate,
         "run": _run,
     }[args.command]
+    from bot.llm import LLMError
+    from memory.errors import MemoryStoreError
+
     try:
         return asyncio.run(handler(settings, args))
     except KeyboardInterrupt:
         return 130
+    except (LLMError, MemoryStoreError) as exc:
+        print(f"hippobot {args.command}: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except OSError as exc:  # e.g. a database URL nobody answers at
+        log.debug("startup failed", exc_info=True)
+        print(f"hippobot {args.command}: cannot reach the database or a file: {exc}", file=sys.stderr)
+        return EXIT_ERROR
 
 
 async def _open(settings: Settings, *, with_llm: bool):  # -> App (imported lazily: it pulls in torch)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from bot.brain import Brain, IncomingTurn
+from bot.llm import LLMError
 from memory.archetypes import ArchetypeRouter
 from memory.errors import MemoryStoreError
 from memory.recall import ContextBundle
@@ -121,7 +122,8 @@ class Console:
                 self._print(f"unknown command {stripped}; /help lists the commands", end="\n")
             else:
                 await self._chat(line)
-        except MemoryStoreError as exc:
+        except (MemoryStoreError, LLMError) as exc:
+            self._print()
             self._err.write(f"error: {exc}\n")
             self._err.flush()
 

@@ -98,7 +98,7 @@ class ArchetypeStore:
     def __init__(self, pool: asyncpg.Pool) -> None:
         self._pool = pool
 
-    async def list(self, *, active_only: bool = False) -> list[Archetype]:
+    async def list_archetypes(self, *, active_only: bool = False) -> list[Archetype]:
         rows = await self._pool.fetch(
             "SELECT * FROM context_archetypes WHERE $1 = false OR active ORDER BY archetype_name",
             active_only,
@@ -216,11 +216,11 @@ class ArchetypeRouter:
 
     async def start(self, pool: asyncpg.Pool) -> None:
         """Load now, then keep the cache fresh (poll + LISTEN) until ``stop``."""
+        self._pool = pool
         await self.refresh()
         self._listener = await pool.acquire()
         await self._listener.add_listener(NOTIFY_CHANNEL, self._on_notify)
         self._task = asyncio.create_task(self._refresh_loop(), name="archetype-refresh")
-        self._pool = pool
 
     async def stop(self) -> None:
         if self._task is not None:

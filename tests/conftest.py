@@ -51,38 +51,33 @@ async def template_url(pg_admin_url: str) -> str:
     return url
 
 
-@pytest.fixture
-async def db_url(pg_admin_url: str, template_url: str) -> AsyncIterator[str]:
-    """A fresh, migrated database of its own for one test."""
-    name = "t_" + uuid.uuid4().hex[:12]
-    admin = await asyncpg.connect(pg_admin_url)
+async def _scratch_database(admin_url: str, prefix: str, template: str | None) -> AsyncIterator[str]:
+    name = prefix + uuid.uuid4().hex[:12]
+    admin = await asyncpg.connect(admin_url)
     try:
-        await admin.execute(f"CREATE DATABASE {name} TEMPLATE {TEMPLATE}")
+        await admin.execute(f"CREATE DATABASE {name}" + (f" TEMPLATE {template}" if template else ""))
     finally:
         await admin.close()
-    yield with_database(pg_admin_url, name)
-    admin = await asyncpg.connect(pg_admin_url)
+    yield with_database(admin_url, name)
+    admin = await asyncpg.connect(admin_url)
     try:
         await admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
     finally:
         await admin.close()
+
+
+@pytest.fixture
+async def db_url(pg_admin_url: str, template_url: str) -> AsyncIterator[str]:
+    """A fresh, migrated database of its own for one test."""
+    async for url in _scratch_database(pg_admin_url, "t_", TEMPLATE):
+        yield url
 
 
 @pytest.fixture
 async def empty_db_url(pg_admin_url: str) -> AsyncIterator[str]:
     """A fresh database with no schema at all (for migration tests)."""
-    name = "e_" + uuid.uuid4().hex[:12]
-    admin = await asyncpg.connect(pg_admin_url)
-    try:
-        await admin.execute(f"CREATE DATABASE {name}")
-    finally:
-        await admin.close()
-    yield with_database(pg_admin_url, name)
-    admin = await asyncpg.connect(pg_admin_url)
-    try:
-        await admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-    finally:
-        await admin.close()
+    async for url in _scratch_database(pg_admin_url, "e_", None):
+        yield url
 
 
 @pytest.fixture

@@ -56,3 +56,26 @@ async def test_token_boosts_raise_exactly_the_chosen_ids(gemma: TransformersLLM)
     assert generation.stats.mean_surprise is not None and generation.stats.mean_surprise > 5, (
         "surprise is measured under the unboosted model"
     )
+
+
+async def test_a_lora_adapter_loads_through_peft(tmp_path: Path, gemma: TransformersLLM) -> None:
+    """An adapter saved by peft is applied at load time and changes nothing it should not."""
+    from peft import LoraConfig, PeftModel, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    base_dir = Settings(_env_file=None).model_cache_dir / "gemma-3-270m-bf16"
+    base = AutoModelForCausalLM.from_pretrained(base_dir)
+    peft_model = get_peft_model(base, LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj"]))
+    adapter = tmp_path / "adapter"
+    peft_model.save_pretrained(adapter)
+    assert (adapter / "adapter_config.json").exists()
+
+    cache = Settings(_env_file=None).model_cache_dir
+    llm = TransformersLLM.load(EngineConfig(cache_dir=cache, lora_adapter=adapter, max_new_tokens=3, progress=False))
+    try:
+        assert llm.name.endswith("+ LoRA adapter")
+        assert isinstance(llm._model, PeftModel)
+        text = await llm.generate("My cat is called", max_new_tokens=3).complete()
+        assert text.strip()
+    finally:
+        llm.close()
