@@ -5,11 +5,16 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
+from datetime import timedelta
 
 from bot.brain import Brain
 from bot.config import Settings
 from bot.llm import EngineConfig, LanguageModel, TransformersLLM
 from bot.prompt import PromptBuilder
+from dream.cycle import DreamChannel, DreamConfig, DreamCycle, DreamServices
+from dream.governance import ApproverPolicy, Governance
+from dream.scheduler import DreamScheduler
+from dream.steps import DEFAULT_STEPS
 from memory.archetypes import ArchetypeRouter, ArchetypeStore
 from memory.conversation import ConversationStore
 from memory.db import Database
@@ -38,6 +43,15 @@ def engine_config(settings: Settings, *, progress: bool = True) -> EngineConfig:
     )
 
 
+def dream_config(settings: Settings) -> DreamConfig:
+    return DreamConfig(
+        lookback_days=settings.dream_lookback_days,
+        low_similarity=settings.dream_low_similarity,
+        min_cluster_size=settings.dream_min_cluster_size,
+        output_dir=settings.dream_dir,
+    )
+
+
 @dataclass
 class App:
     settings: Settings
@@ -51,6 +65,9 @@ class App:
     importer: Importer
     brain: Brain
     llm: LanguageModel | None
+    governance: Governance
+    dream: DreamCycle
+    scheduler: DreamScheduler | None = None
 
     @classmethod
     async def open(
@@ -116,17 +133,39 @@ class App:
                 conversations, episodes, router, archetype_store, embedder, gate,
                 max_chars=settings.max_message_chars,
             )
+            governance = Governance(
+                pool,
+                ApproverPolicy(frozenset({settings.approver_role}), quorum=settings.approval_quorum),
+                ttl=timedelta(hours=settings.proposal_ttl_hours),
+            )
+            dream = DreamCycle(
+                DreamServices(
+                    pool=pool, embedder=embedder, archetypes=archetype_store, router=router, governance=governance,
+                    config=dream_config(settings),
+                ),
+                DEFAULT_STEPS,
+            )
         except BaseException:
             await db.close()
             raise
         return cls(
             settings=settings, db=db, embedder=embedder, conversations=conversations, episodes=episodes,
             archetype_store=archetype_store, router=router, provenance=Provenance(db.pool), importer=importer,
-            brain=brain, llm=llm,
+            brain=brain, llm=llm, governance=governance, dream=dream,
         )
+
+    def start_scheduler(self, channel: DreamChannel | None) -> DreamScheduler:
+        """Run the dream cycle nightly on this event loop, posting to ``channel``."""
+        self.dream.services.channel = channel
+        s = self.settings
+        self.scheduler = DreamScheduler(self.dream, hour=s.dream_hour, minute=s.dream_minute, timezone=s.dream_timezone)
+        self.scheduler.start()
+        return self.scheduler
 
     async def close(self) -> None:
         """Finish pending memory writes, then stop everything (the embedded database last)."""
+        if self.scheduler is not None:
+            self.scheduler.shutdown()
         try:
             await self.brain.drain()
         finally:

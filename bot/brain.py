@@ -340,7 +340,7 @@ class Brain:
                 conn,
             )
             await self._archetype_store.record_matches(
-                [MatchRecord(message.scope, message.id, bundle.plan, message.created_at)], conn
+                [MatchRecord(message.scope, message.id, bundle.plan, message.created_at, vector)], conn
             )
             await self.episodes.mark_recalled(message.scope, reply.prompt.episodes_used, now, conn)
 

@@ -4,6 +4,7 @@
     hippobot import   FILE --scope S
     hippobot recall   TEXT --scope S [--k K] [--channel C] [--json]
     hippobot recall   --queries FILE [--k K]
+    hippobot dream
     hippobot migrate
     hippobot run      (the Discord bot)
 """
@@ -49,6 +50,7 @@ def _parser() -> argparse.ArgumentParser:
     rec.add_argument("--json", action="store_true", help="print JSON")
     rec.add_argument("--queries", type=Path, help='JSON Lines of {"text": ..., "scope": ...}; one JSON result a line')
 
+    sub.add_parser("dream", help="run one dream cycle now and print its report")
     sub.add_parser("migrate", help="apply database migrations and exit")
     sub.add_parser("run", help="run the Discord bot")
     return p
@@ -77,6 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         "import": _import,
         "recall": _recall,
         "migrate": _migrate,
+        "dream": _dream,
         "run": _run,
     }[args.command]
     from bot.llm import LLMError
@@ -102,12 +105,19 @@ async def _open(settings: Settings, *, with_llm: bool):  # -> App (imported lazi
 
 
 async def _chat(settings: Settings, args: argparse.Namespace) -> int:
-    from bot.console import Console, ConsoleIdentity
+    from bot.console import Console, ConsoleDreamChannel, ConsoleIdentity
 
     identity = ConsoleIdentity(user=args.user, channel=args.channel, scope=args.scope or settings.console_scope)
     app = await _open(settings, with_llm=True)
     try:
-        console = Console(app.brain, identity, sys.stdin, sys.stdout, sys.stderr, interactive=sys.stdin.isatty())
+        channel = ConsoleDreamChannel(sys.stdout)
+        app.start_scheduler(channel)
+        app.dream.services.channel = channel
+        console = Console(
+            app.brain, identity, sys.stdin, sys.stdout, sys.stderr, interactive=sys.stdin.isatty(),
+            governance=app.governance, dream=app.dream, approver=settings.console_is_approver,
+            approver_role=settings.approver_role,
+        )
         return await console.run()
     finally:
         await app.close()
@@ -186,6 +196,21 @@ def _read_queries(path: Path, default_scope: str) -> list[tuple[str, str]]:
             raise ValueError(f"line {number}: \"scope\" must be a non-empty string")
         queries.append((obj["text"], scope))
     return queries
+
+
+async def _dream(settings: Settings, args: argparse.Namespace) -> int:
+    from datetime import UTC, datetime
+
+    from bot.console import ConsoleDreamChannel
+
+    app = await _open(settings, with_llm=False)
+    try:
+        app.dream.services.channel = ConsoleDreamChannel(sys.stdout)
+        report = await app.dream.run(datetime.now(UTC))
+        print(report.render())
+        return 0 if report.status in ("ok", "skipped") else EXIT_ERROR
+    finally:
+        await app.close()
 
 
 async def _migrate(settings: Settings, args: argparse.Namespace) -> int:

@@ -84,6 +84,20 @@ class Settings(BaseSettings):
     gate_beta_novelty: float = 0.6
     gate_delta_pin: float = 1.0
 
+    # --- dream cycle and governance --------------------------------------------
+    dream_hour: int = Field(default=3, ge=0, le=23, description="Nightly dream cycle: hour.")
+    dream_minute: int = Field(default=0, ge=0, le=59)
+    dream_timezone: str = Field(default="UTC", description="IANA time zone of the schedule.")
+    dream_lookback_days: int = Field(default=30, ge=1, le=365)
+    dream_min_cluster_size: int = Field(default=5, ge=2)
+    dream_low_similarity: float = Field(
+        default=0.68, ge=0.0, le=1.0, description="Matches below this similarity count as poorly served."
+    )
+    proposal_ttl_hours: float = Field(default=72.0, gt=0, description="Pending proposals expire after this.")
+    approver_role: str = Field(default="hippobot-approver", description="Role whose members may vote.")
+    approval_quorum: int = Field(default=1, ge=1, description="Votes needed to approve or reject.")
+    console_is_approver: bool = Field(default=True, description="The console user may approve proposals.")
+
     log_level: str = Field(default="WARNING", description="Python logging level.")
 
     @field_validator("data_dir", "models_dir", "lora_adapter", mode="after")
@@ -91,9 +105,24 @@ class Settings(BaseSettings):
     def _expand(cls, value: Path | None) -> Path | None:
         return value.expanduser() if value is not None else None
 
+    @field_validator("dream_timezone")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"unknown time zone {value!r} (use an IANA name such as Europe/Berlin)") from None
+        return value
+
     @property
     def model_cache_dir(self) -> Path:
         return self.models_dir or self.data_dir / "models"
+
+    @property
+    def dream_dir(self) -> Path:
+        return self.data_dir / "dream"
 
     @property
     def default_plan(self) -> ContextPlan:

@@ -12,8 +12,13 @@ import logging
 from dataclasses import dataclass
 from typing import TextIO
 
+from datetime import UTC, datetime
+from pathlib import Path
+
 from bot.brain import Brain, IncomingTurn
 from bot.llm import LLMError
+from dream.cycle import DreamCycle
+from dream.governance import Governance, GovernanceError, Proposal, Voter
 from memory.archetypes import ArchetypeRouter
 from memory.errors import MemoryStoreError
 from memory.recall import ContextBundle
@@ -24,6 +29,10 @@ HELP = """Commands:
   /help             this help
   /recall <text>    show the context the bot would assemble for <text>
   /archetypes       list the active archetypes and their statistics
+  /proposals        list the pending proposals of the dream cycle
+  /approve N        approve proposal N (what a check-mark reaction does in Discord)
+  /reject N         reject proposal N
+  /dream            run a dream cycle now and print its report
   /quit             leave (end of input does the same)
 Anything else is a message to the bot."""
 
@@ -73,10 +82,31 @@ def format_archetypes(router: ArchetypeRouter) -> str:
     return "\n".join(lines) or "(no active archetypes)"
 
 
+class ConsoleDreamChannel:
+    """The console's dream channel: proposals and digests are printed."""
+
+    def __init__(self, out: TextIO) -> None:
+        self._out = out
+
+    async def post_proposal(self, proposal: Proposal) -> str | None:
+        self._out.write("\n" + proposal.render() + f"\n(/approve {proposal.id} or /reject {proposal.id})\n")
+        self._out.flush()
+        return None
+
+    async def post_digest(self, text: str, chart: Path | None) -> None:
+        self._out.write("\n" + text + (f"\nchart: {chart}" if chart else "") + "\n")
+        self._out.flush()
+
+
 class Console:
     def __init__(self, brain: Brain, identity: ConsoleIdentity, stdin: TextIO, stdout: TextIO, stderr: TextIO,
-                 *, interactive: bool) -> None:
+                 *, interactive: bool, governance: Governance | None = None, dream: DreamCycle | None = None,
+                 approver: bool = True, approver_role: str = "") -> None:
         self._brain = brain
+        self._governance = governance
+        self._dream = dream
+        roles = frozenset({approver_role}) if approver and approver_role else frozenset()
+        self._voter = Voter(identity.author_id, identity.user, roles)
         self._me = identity
         self._in, self._out, self._err = stdin, stdout, stderr
         self._interactive = interactive
@@ -118,14 +148,44 @@ class Console:
                 query = stripped[len("/recall") :].strip()
                 bundle = await self._brain.context(query, self._me.scope, channel_id=self._me.channel_id)
                 self._print(format_bundle(bundle))
+            elif stripped in ("/proposals", "/dream") or stripped.split(" ")[0] in ("/approve", "/reject"):
+                await self._governance_command(stripped)
             elif stripped.startswith("/") and " " not in stripped:
                 self._print(f"unknown command {stripped}; /help lists the commands", end="\n")
             else:
                 await self._chat(line)
-        except (MemoryStoreError, LLMError) as exc:
+        except (MemoryStoreError, LLMError, GovernanceError) as exc:
             self._print()
             self._err.write(f"error: {exc}\n")
             self._err.flush()
+
+    async def _governance_command(self, command: str) -> None:
+        if self._governance is None or self._dream is None:
+            self._print("the dream cycle is not available here")
+            return
+        now = datetime.now(UTC)
+        if command == "/proposals":
+            pending = await self._governance.list()
+            self._print("\n\n".join(p.render() for p in pending) if pending else "(no pending proposals)")
+            return
+        if command == "/dream":
+            report = await self._dream.run(now)
+            self._print(report.render())
+            return
+        verb, _, arg = command.partition(" ")
+        if not arg.strip().lstrip("#").isdigit():
+            self._print(f"usage: {verb} N (the proposal number; /proposals lists them)")
+            return
+        outcome = await self._governance.vote(int(arg.strip().lstrip("#")), self._voter, verb == "/approve", now=now)
+        p = outcome.proposal
+        if not outcome.counted:
+            self._print(f"proposal #{p.id} is {p.status}; the vote changes nothing")
+        elif outcome.decided:
+            extra = " The new archetype is active now." if p.status == "applied" else ""
+            self._print(f"proposal #{p.id} {p.status} by {p.decided_by}.{extra}")
+            await self._brain.archetypes.refresh()
+        else:
+            self._print(f"vote recorded on proposal #{p.id}; waiting for more votes")
 
     async def _chat(self, text: str) -> None:
         turn = IncomingTurn(

@@ -72,6 +72,7 @@ class MatchRecord:
     message_id: int
     plan: ContextPlan
     matched_at: datetime
+    vector: np.ndarray | None = None  # kept for the dream cycle's archetype analysis
 
 
 def _archetype(row: asyncpg.Record) -> Archetype:
@@ -152,7 +153,8 @@ class ArchetypeStore:
         if not records:
             return
         rows = [
-            (r.scope, r.message_id, r.plan.archetype_id, float(r.plan.similarity), r.plan.used_default, r.matched_at)
+            (r.scope, r.message_id, r.plan.archetype_id, float(r.plan.similarity), r.plan.used_default, r.matched_at,
+             None if r.vector is None else np.asarray(r.vector, dtype=np.float32))
             for r in records
         ]
         used: dict[UUID, list[float]] = defaultdict(list)
@@ -163,8 +165,8 @@ class ArchetypeStore:
         async def run(c: asyncpg.Connection) -> None:
             await c.executemany(
                 """INSERT INTO archetype_matches
-                       (scope, message_id, archetype_id, similarity, used_default, matched_at)
-                   VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (message_id) DO NOTHING""",
+                       (scope, message_id, archetype_id, similarity, used_default, matched_at, embedding)
+                   VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (message_id) DO NOTHING""",
                 rows,
             )
             for archetype_id, sims in used.items():

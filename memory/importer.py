@@ -263,7 +263,10 @@ class Importer:
                 conn,
             )
             await self._archetype_store.record_matches(
-                [MatchRecord(scope, s.id, self._router.classify(v), s.created_at) for s, v in zip(stored, vectors)],
+                [
+                    MatchRecord(scope, s.id, self._router.classify(v), s.created_at, v)
+                    for s, v in zip(stored, vectors) if not s.is_bot
+                ],
                 conn,
             )
         return ImportReport(

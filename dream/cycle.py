@@ -1,0 +1,152 @@
+"""The dream cycle: an ordered list of steps over what the day left behind.
+
+Each step is ``async (services, now) -> StepReport``. A failing step is
+recorded and the others still run. Every run is a ``dream_runs`` row. A
+PostgreSQL advisory lock lets only one process dream at a time, and a
+scheduled slot runs once even when several bot processes share a database.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import traceback
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+import asyncpg
+
+from dream.governance import Governance, Proposal
+from memory.archetypes import ArchetypeRouter, ArchetypeStore
+from memory.embed import Embedder
+
+log = logging.getLogger(__name__)
+
+DREAM_LOCK_KEY = 0x647265616D  # "dream"
+
+
+class DreamChannel(Protocol):
+    """Where proposals and digests go: the Discord dream channel, or the console."""
+
+    async def post_proposal(self, proposal: Proposal) -> str | None: ...  # returns a reference to store
+
+    async def post_digest(self, text: str, chart: Path | None) -> None: ...
+
+
+class Namer(Protocol):
+    """Optionally names a proposal with a capable LLM; returns None to keep the default."""
+
+    async def name(self, examples: Sequence[str], terms: Sequence[str]) -> tuple[str, str] | None: ...
+
+
+@dataclass(frozen=True)
+class DreamConfig:
+    lookback_days: int = 30
+    low_similarity: float = 0.68  # matches below this count as poorly served
+    min_cluster_size: int = 5
+    cluster_distance: float = 0.72  # average-linkage cosine distance that separates clusters
+    same_idea_similarity: float = 0.9  # a candidate this close to an open/decided proposal is not proposed again
+    sunk_similarity_drop: float = 0.05  # recent avg similarity this far below the archetype's average
+    min_recent_matches: int = 10
+    decay_after_days: int = 14
+    decay_factor: float = 0.9
+    forget_below_salience: float = 0.05
+    duplicate_similarity: float = 0.985  # (1 + cos) / 2; cos 0.97
+    replay_batch: int = 32
+    chart_days: int = 14
+    output_dir: Path = Path(".")
+
+
+@dataclass
+class DreamServices:
+    pool: asyncpg.Pool
+    embedder: Embedder
+    archetypes: ArchetypeStore
+    router: ArchetypeRouter
+    governance: Governance
+    config: DreamConfig
+    channel: DreamChannel | None = None
+    namer: Namer | None = None
+    run_id: int | None = None
+    reports: dict[str, StepReport] = field(default_factory=dict)  # earlier steps of this run
+
+
+@dataclass
+class StepReport:
+    counts: dict[str, int | float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    error: str | None = None
+    seconds: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"counts": self.counts, "notes": self.notes, "error": self.error, "seconds": round(self.seconds, 3)}
+
+
+Step = Callable[[DreamServices, datetime], Awaitable[StepReport]]
+
+
+@dataclass(frozen=True)
+class RunReport:
+    run_id: int | None
+    status: str  # ok | partial | failed | skipped
+    steps: dict[str, StepReport]
+    reason: str | None = None
+
+    def render(self) -> str:
+        if self.status == "skipped":
+            return f"dream cycle skipped: {self.reason}"
+        lines = [f"dream run #{self.run_id}: {self.status}"]
+        for name, step in self.steps.items():
+            counts = ", ".join(f"{k}={v}" for k, v in step.counts.items()) or "-"
+            lines.append(f"  {name:<20} {'FAILED: ' + step.error if step.error else counts}")
+            lines += [f"      {note}" for note in step.notes]
+        return "\n".join(lines)
+
+
+class DreamCycle:
+    def __init__(self, services: DreamServices, steps: Sequence[tuple[str, Step]]) -> None:
+        self.services = services
+        self.steps = list(steps)
+
+    async def run(self, now: datetime, *, trigger: str = "manual", slot: datetime | None = None) -> RunReport:
+        """Run every step once, unless another process is dreaming (or already ran this slot)."""
+        pool = self.services.pool
+        async with pool.acquire() as lock_conn:
+            if not await lock_conn.fetchval("SELECT pg_try_advisory_lock($1)", DREAM_LOCK_KEY):
+                return RunReport(None, "skipped", {}, "another process is dreaming right now")
+            try:
+                return await self._run_locked(now, trigger, slot)
+            finally:
+                await lock_conn.execute("SELECT pg_advisory_unlock($1)", DREAM_LOCK_KEY)
+
+    async def _run_locked(self, now: datetime, trigger: str, slot: datetime | None) -> RunReport:
+        pool = self.services.pool
+        try:
+            run_id = await pool.fetchval(
+                "INSERT INTO dream_runs (trigger, scheduled_for, started_at) VALUES ($1, $2, $3) RETURNING id",
+                trigger, slot, now,
+            )
+        except asyncpg.UniqueViolationError:
+            return RunReport(None, "skipped", {}, f"the {slot:%Y-%m-%d %H:%M} run already happened")
+        self.services.run_id = run_id
+        self.services.reports = {}
+        for name, step in self.steps:
+            started = time.perf_counter()
+            try:
+                report = await step(self.services, now)
+            except Exception as exc:  # recorded; the other steps still run
+                log.exception("dream step %s failed (run %s)", name, run_id)
+                report = StepReport(error=f"{type(exc).__name__}: {exc}")
+                report.notes.append(traceback.format_exc(limit=3).splitlines()[-1])
+            report.seconds = time.perf_counter() - started
+            self.services.reports[name] = report
+        failed = [n for n, r in self.services.reports.items() if r.error]
+        status = "ok" if not failed else ("failed" if len(failed) == len(self.steps) else "partial")
+        await pool.execute(
+            "UPDATE dream_runs SET finished_at = now(), status = $2, report = $3::jsonb WHERE id = $1",
+            run_id, status, {n: r.as_dict() for n, r in self.services.reports.items()},
+        )
+        return RunReport(run_id, status, dict(self.services.reports))
