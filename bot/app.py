@@ -49,6 +49,12 @@ def dream_config(settings: Settings) -> DreamConfig:
         low_similarity=settings.dream_low_similarity,
         min_cluster_size=settings.dream_min_cluster_size,
         output_dir=settings.dream_dir,
+        default_plan=(
+            ("context_turns", settings.default_context_turns),
+            ("context_vectors", settings.default_context_vectors),
+            ("similarity_threshold", max(settings.default_similarity_threshold, 0.5)),
+            ("triple_depth", settings.default_triple_depth),
+        ),
     )
 
 

@@ -112,7 +112,6 @@ async def _chat(settings: Settings, args: argparse.Namespace) -> int:
     try:
         channel = ConsoleDreamChannel(sys.stdout)
         app.start_scheduler(channel)
-        app.dream.services.channel = channel
         console = Console(
             app.brain, identity, sys.stdin, sys.stdout, sys.stderr, interactive=sys.stdin.isatty(),
             governance=app.governance, dream=app.dream, approver=settings.console_is_approver,

@@ -26,6 +26,7 @@ from memory.embed import similarity
 
 _PAST = re.compile(r"\b(remember|earlier|last time|you said|we (discussed|talked)|before|again|previous(ly)?|yesterday)\b", re.I)
 _NAME_OK = re.compile(r"^[a-z][a-z0-9_]{1,62}$")
+NEAR_ENOUGH = 0.75  # a centroid this similar to an archetype starts from its configuration
 _BOUNDS = {"context_turns": (1, 20), "context_vectors": (0, 15), "similarity_threshold": (0.5, 0.9), "triple_depth": (0, 3)}
 
 
@@ -103,7 +104,13 @@ def _clusters(poor: Sequence[PoorMatch], distance: float, min_size: int) -> list
     groups: dict[int, list[PoorMatch]] = defaultdict(list)
     for label, match in zip(labels, poor):
         groups[int(label)].append(match)
-    return sorted((g for g in groups.values() if len(g) >= min_size), key=len, reverse=True)
+    # A new archetype needs variety: the same line said again and again is not a kind of message.
+    distinct = {label: len({_normal(m.text) for m in g}) for label, g in groups.items()}
+    return sorted((g for label, g in groups.items() if distinct[label] >= min_size), key=len, reverse=True)
+
+
+def _normal(text: str) -> str:
+    return re.sub(r"\W+", " ", text.lower()).strip()
 
 
 def distinctive_terms(cluster_texts: Sequence[str], other_texts: Sequence[str], n: int = 4) -> list[str]:
@@ -130,7 +137,7 @@ def diverse_examples(cluster: Sequence[PoorMatch], centroid: np.ndarray, k: int 
     """Up to k members: typical (near the centroid) yet unlike each other (maximal marginal relevance)."""
     unique: dict[str, PoorMatch] = {}
     for m in cluster:
-        unique.setdefault(m.text.strip().lower(), m)
+        unique.setdefault(_normal(m.text), m)
     members = list(unique.values())
     vectors = np.stack([m.vector for m in members])
     relevance = vectors @ centroid
@@ -211,11 +218,11 @@ async def _propose_new(services, scope, cluster, poor, centroid, taken, now):  #
         if named is not None and _NAME_OK.match(named[0]) and named[0] not in taken:
             name, description = named
     ranked = services.router.similarities(centroid)
-    nearest = ranked[0][0] if ranked else None
-    base = {
-        "context_turns": nearest.turns if nearest else 8, "context_vectors": nearest.vectors if nearest else 5,
-        "similarity_threshold": nearest.similarity_threshold if nearest else 0.7,
-        "triple_depth": nearest.triple_depth if nearest else 1,
+    nearest = ranked[0][0] if ranked and ranked[0][1] >= NEAR_ENOUGH else None
+    # Start from a close archetype's configuration, else from the default plan.
+    base = dict(services.config.default_plan) if nearest is None else {
+        "context_turns": nearest.turns, "context_vectors": nearest.vectors,
+        "similarity_threshold": nearest.similarity_threshold, "triple_depth": nearest.triple_depth,
     }
     plan, reasons = plan_for(cluster, base)
     mean_sim = float(np.mean([m.similarity for m in cluster]))
@@ -227,7 +234,7 @@ async def _propose_new(services, scope, cluster, poor, centroid, taken, now):  #
         f"(mean similarity to their best archetype {mean_sim:.2f}, most often '{nearest_counts}').",
         f"- They share a theme: {', '.join(terms) or 'see the examples'} (cohesion {cohesion:.2f}).",
         *[f"- {r[0].upper()}{r[1:]}." for r in reasons],
-        f"- Configuration starts from the nearest archetype '{nearest.name if nearest else 'default'}'.",
+        f"- Configuration starts from {'the close archetype ' + repr(nearest.name) if nearest else 'the default plan'}.",
     ])
     evidence = {
         "scope": scope,

@@ -58,6 +58,9 @@ class DreamConfig:
     replay_batch: int = 32
     chart_days: int = 14
     output_dir: Path = Path(".")
+    default_plan: tuple[tuple[str, float], ...] = (
+        ("context_turns", 8), ("context_vectors", 5), ("similarity_threshold", 0.65), ("triple_depth", 1),
+    )
 
 
 @dataclass
