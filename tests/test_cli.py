@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -87,3 +88,16 @@ def test_run_without_a_token_says_so(env: dict[str, str]) -> None:
     result = run_cli(["run"], env)
     assert result.returncode == 2
     assert "HIPPOBOT_DISCORD_TOKEN" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_dream_prints_a_report_with_a_proposal(env: dict[str, str], tmp_path: Path) -> None:
+    from tests.dream_data import month_of_history
+
+    history = month_of_history(tmp_path / "month.jsonl")
+    assert run_cli(["import", str(history), "--scope", "g1"], env).returncode == 0
+    env = {**env, "HIPPOBOT_DREAM_LOOKBACK_DAYS": "365"}  # the synthetic month ends on 2026-11-20
+    result = run_cli(["dream"], env)
+    assert result.returncode == 0, result.stderr
+    assert re.search(r"dream run #\d+: ok", result.stdout)
+    assert re.search(r"\*\*Proposal #\d+: new archetype '\w*(plan|project)\w*'", result.stdout), result.stdout
+    assert "Dream digest" in result.stdout
