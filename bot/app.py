@@ -10,6 +10,7 @@ from datetime import timedelta
 from bot.brain import Brain
 from bot.config import Settings
 from bot.llm import EngineConfig, LanguageModel, TransformersLLM
+from bot.namer import LLMNamer
 from bot.prompt import PromptBuilder
 from dream.cycle import DreamChannel, DreamConfig, DreamCycle, DreamServices
 from dream.governance import ApproverPolicy, Governance
@@ -151,6 +152,9 @@ class App:
                 ),
                 DEFAULT_STEPS,
             )
+            if llm is not None and settings.model is not None:
+                # a configured (not the bundled base) model names proposals
+                dream.services.namer = LLMNamer(llm)
         except BaseException:
             await db.close()
             raise
