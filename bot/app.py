@@ -75,6 +75,7 @@ class App:
     governance: Governance
     dream: DreamCycle
     scheduler: DreamScheduler | None = None
+    closed: bool = False
 
     @classmethod
     async def open(
@@ -173,7 +174,10 @@ class App:
         return self.scheduler
 
     async def close(self) -> None:
-        """Finish pending memory writes, then stop everything (the embedded database last)."""
+        """Finish pending memory writes, then stop everything (the embedded database last). Idempotent."""
+        if self.closed:
+            return
+        self.closed = True
         if self.scheduler is not None:
             self.scheduler.shutdown()
         try:

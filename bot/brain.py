@@ -344,5 +344,21 @@ class Brain:
             )
             await self.episodes.mark_recalled(message.scope, reply.prompt.episodes_used, now, conn)
 
+    async def edit(self, source: str, channel_id: str, external_id: str, new_text: str) -> bool:
+        """A person edited a message: update it and the episode derived from it. False when unknown."""
+        stored = await self.conversations.find_transport(source, channel_id, external_id)
+        if stored is None or stored.is_bot:
+            return False
+        text = self.validate(new_text)
+        vector = await self.embedder.embed(text)
+        async with self.conversations.transaction() as conn:
+            await self.conversations.set_content(stored.id, text, datetime.now(UTC), conn)
+            episode = await conn.fetchval("SELECT content FROM episodes WHERE message_id = $1", stored.id)
+            if episode is not None:
+                _, _, rest = episode.partition("\n")
+                updated = f"{stored.author_name}: {text}" + (f"\n{rest}" if rest else "")
+                await self.episodes.update_source(stored.scope, stored.id, updated, vector, conn)
+        return True
+
     async def drain(self) -> None:
         await self.writer.drain()

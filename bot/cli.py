@@ -230,19 +230,13 @@ async def _migrate(settings: Settings, args: argparse.Namespace) -> int:
 
 
 async def _run(settings: Settings, args: argparse.Namespace) -> int:
-    if settings.discord_token is None or not settings.discord_token.get_secret_value().strip():
-        print(
-            "hippobot run: no Discord token. Set HIPPOBOT_DISCORD_TOKEN (environment or .env); "
-            "see the README's Discord section. For a local chat without Discord use `hippobot chat`.",
-            file=sys.stderr,
-        )
+    from bot.discord.client import DiscordSetupError, run_discord
+
+    try:
+        return await run_discord(settings)
+    except DiscordSetupError as exc:
+        print(f"hippobot run: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    print(
-        "hippobot run: the Discord transport is not part of this build yet (tracked as the Discord front "
-        "issue); use `hippobot chat` for the local console.",
-        file=sys.stderr,
-    )
-    return EXIT_ERROR
 
 
 if __name__ == "__main__":

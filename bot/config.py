@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import platformdirs
 from pydantic import Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from memory.archetypes import ContextPlan
 
@@ -38,6 +38,12 @@ class Settings(BaseSettings):
 
     # --- discord -----------------------------------------------------------
     discord_token: SecretStr | None = Field(default=None, description="Bot token for `hippobot run`.")
+    discord_allowed_channels: Annotated[list[int], NoDecode] = Field(
+        default_factory=list, description="Channel ids where the bot answers every message (comma-separated)."
+    )
+    dream_channel_id: int | None = Field(default=None, description="Channel where proposals and digests are posted.")
+    discord_edit_interval: float = Field(default=1.0, ge=0.2, description="Seconds between streaming edits.")
+    max_attachment_chars: int = Field(default=20000, ge=0, description="Text attachments are read up to this.")
 
     # --- language model ----------------------------------------------------
     model: str | None = Field(
@@ -104,6 +110,13 @@ class Settings(BaseSettings):
     @classmethod
     def _expand(cls, value: Path | None) -> Path | None:
         return value.expanduser() if value is not None else None
+
+    @field_validator("discord_allowed_channels", mode="before")
+    @classmethod
+    def _id_list(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [int(part) for part in value.replace(";", ",").split(",") if part.strip()]
+        return value
 
     @field_validator("dream_timezone")
     @classmethod

@@ -156,6 +156,32 @@ class ConversationStore:
         )
         return [_stored(r) for r in rows]
 
+    async def find_transport(self, source: str, channel_id: str, external_id: str) -> StoredMessage | None:
+        """A transport's message by its own ids (a Discord channel and message id name one message)."""
+        row = await self._pool.fetchrow(
+            f"SELECT {_COLUMNS} FROM messages WHERE source = $1 AND channel_id = $2 AND external_id = $3",
+            source, channel_id, external_id,
+        )
+        return _stored(row) if row else None
+
+    async def set_content(
+        self, message_id: int, content: str, edited_at: datetime, conn: asyncpg.Connection | None = None
+    ) -> None:
+        await (conn or self._pool).execute(
+            "UPDATE messages SET content = $2, edited_at = $3 WHERE id = $1", message_id, content, edited_at
+        )
+
+    async def stats(self, scope: str) -> dict[str, int]:
+        require_scope(scope)
+        row = await self._pool.fetchrow(
+            """SELECT (SELECT count(*) FROM messages WHERE scope = $1) AS messages,
+                      (SELECT count(DISTINCT author_id) FROM messages WHERE scope = $1 AND NOT is_bot) AS people,
+                      (SELECT count(*) FROM episodes WHERE scope = $1) AS episodes,
+                      (SELECT count(*) FROM episodes WHERE scope = $1 AND pinned) AS pinned""",
+            scope,
+        )
+        return dict(row)
+
     async def count(self, scope: str) -> int:
         require_scope(scope)
         return await self._pool.fetchval("SELECT count(*) FROM messages WHERE scope = $1", scope)

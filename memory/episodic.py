@@ -155,6 +155,34 @@ class EpisodicStore:
                 at,
             )
 
+    async def pin(self, scope: str, message_id: int, pinned: bool = True) -> int:
+        """Pin (or unpin) the episode of a message: pinned memories never decay. Returns rows changed."""
+        require_scope(scope)
+        status = await self._pool.execute(
+            "UPDATE episodes SET pinned = $3 WHERE scope = $1 AND (message_id = $2 OR reply_message_id = $2)",
+            scope, message_id, pinned,
+        )
+        return int(status.split()[-1])
+
+    async def update_source(
+        self, scope: str, message_id: int, content: str, embedding: np.ndarray, conn: asyncpg.Connection | None = None
+    ) -> int:
+        """After an edit of the message an episode came from: new text, new key."""
+        require_scope(scope)
+        status = await (conn or self._pool).execute(
+            "UPDATE episodes SET content = $3, embedding = $4 WHERE scope = $1 AND message_id = $2",
+            scope, message_id, content, np.asarray(embedding, dtype=np.float32),
+        )
+        return int(status.split()[-1])
+
+    async def by_author(self, scope: str, author_id: str, limit: int = 50) -> list[Episode]:
+        require_scope(scope)
+        rows = await self._pool.fetch(
+            f"SELECT {_COLUMNS} FROM episodes WHERE scope = $1 AND author_id = $2 ORDER BY created_at DESC LIMIT $3",
+            scope, author_id, limit,
+        )
+        return [_episode(r) for r in rows]
+
     async def count(self, scope: str) -> int:
         require_scope(scope)
         return await self._pool.fetchval("SELECT count(*) FROM episodes WHERE scope = $1", scope)

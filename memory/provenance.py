@@ -65,6 +65,20 @@ class Provenance:
         """Delete a message by its Discord / import id, and everything derived from it."""
         return await self._forget(scope, "external_id = $2", external_id)
 
+    async def forget_transport_message(self, source: str, channel_id: str, external_id: str) -> ForgetReport | None:
+        """Delete a transport's message (a Discord message id in its channel) wherever it is stored.
+
+        The (source, channel, id) triple names one message; its own scope is
+        used, so nothing outside that scope is touched. None when not stored.
+        """
+        row = await self._pool.fetchrow(
+            "SELECT scope, id FROM messages WHERE source = $1 AND channel_id = $2 AND external_id = $3",
+            source, channel_id, external_id,
+        )
+        if row is None:
+            return None
+        return await self.forget_message(row["scope"], row["id"])
+
     async def forget_author(self, scope: str, author_id: str) -> ForgetReport:
         """Delete everything one person said in this scope, and everything derived from it."""
         return await self._forget(scope, "author_id = $2 AND NOT is_bot", author_id)

@@ -1,0 +1,102 @@
+"""The Discord bot: AutoShardedBot in production, the same bot unsharded for tests and small setups."""
+
+from __future__ import annotations
+
+import logging
+
+import discord
+from discord.ext import commands
+
+from bot.app import App
+from bot.config import Settings
+from bot.discord.admin import AdminCog
+from bot.discord.chat import ChatCog
+from bot.discord.dream import DiscordDreamChannel, DreamCog, ProposalButton
+
+log = logging.getLogger(__name__)
+
+PREFIX = "!hippobot "
+COGS = (ChatCog, DreamCog, AdminCog)
+
+
+def intents() -> discord.Intents:
+    i = discord.Intents.default()
+    i.message_content = True  # privileged: enable it in the developer portal
+    i.members = False
+    return i
+
+
+class HippoBotBase(commands.bot.BotBase):
+    """Shared by the sharded and unsharded bots: cogs, scheduler, and an orderly close."""
+
+    app: App
+    settings: Settings
+    command_prefix_text = PREFIX
+
+    def _init_hippo(self, app: App, settings: Settings) -> None:
+        self.app = app
+        self.settings = settings
+
+    async def setup_hook(self) -> None:
+        for cog in COGS:
+            await self.add_cog(cog(self))  # type: ignore[arg-type]
+        self.add_dynamic_items(ProposalButton)  # dream-channel buttons keep working after a restart
+        self.add_command(sync)
+        channel = DiscordDreamChannel(self, self.settings.dream_channel_id) if self.settings.dream_channel_id else None
+        self.app.start_scheduler(channel)
+
+    async def close(self) -> None:
+        try:
+            await super().close()  # type: ignore[misc]
+        finally:
+            await self.app.close()
+
+
+class HippoBot(HippoBotBase, commands.AutoShardedBot):
+    def __init__(self, app: App, settings: Settings) -> None:
+        commands.AutoShardedBot.__init__(self, command_prefix=PREFIX, intents=intents(), help_command=None)
+        self._init_hippo(app, settings)
+
+
+class SingleShardHippoBot(HippoBotBase, commands.Bot):
+    def __init__(self, app: App, settings: Settings, *, intents_: discord.Intents | None = None) -> None:
+        commands.Bot.__init__(self, command_prefix=PREFIX, intents=intents_ or intents(), help_command=None)
+        self._init_hippo(app, settings)
+
+
+@commands.command(name="sync")
+@commands.is_owner()
+async def sync(ctx: commands.Context) -> None:
+    """Owner only: publish the slash commands (never done on start)."""
+    synced = await ctx.bot.tree.sync()
+    await ctx.reply(f"Synced {len(synced)} slash command(s).")
+
+
+async def run_discord(settings: Settings) -> int:
+    """`hippobot run`: start the app and the bot; clear messages for a missing or bad token."""
+    token = settings.discord_token.get_secret_value().strip() if settings.discord_token else ""
+    if not token:
+        raise DiscordSetupError(
+            "no Discord token. Set HIPPOBOT_DISCORD_TOKEN (environment or .env); see the README's Discord section. "
+            "For a local chat without Discord use `hippobot chat`."
+        )
+    app = await App.open(settings, with_llm=True)
+    bot = HippoBot(app, settings)
+    try:
+        await bot.start(token)
+    except discord.LoginFailure:
+        raise DiscordSetupError("Discord refused the token (HIPPOBOT_DISCORD_TOKEN): check it in the "
+                                "developer portal, Bot tab, and reset it if needed.") from None
+    except discord.PrivilegedIntentsRequired:
+        raise DiscordSetupError("enable the Message Content intent for the bot in the developer portal "
+                                "(Bot tab, Privileged Gateway Intents).") from None
+    finally:
+        if not bot.is_closed():
+            await bot.close()
+        else:
+            await app.close()
+    return 0
+
+
+class DiscordSetupError(Exception):
+    """`hippobot run` cannot start: the message says what to fix."""

@@ -1,0 +1,80 @@
+"""Pure rules of the Discord front: when to answer, scopes, splitting, links.
+
+No discord.py objects here: the cogs pass plain values, so every rule is
+tested without Discord.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+from dataclasses import dataclass
+
+DISCORD_LIMIT = 2000
+_LINK = re.compile(r"https?://(?:\w+\.)?discord(?:app)?\.com/channels/(@me|\d+)/(\d+)/(\d+)")
+
+
+@dataclass(frozen=True)
+class MessageFacts:
+    author_id: int
+    author_is_bot: bool
+    bot_id: int
+    is_dm: bool
+    mentions_bot: bool
+    channel_id: int
+    parent_channel_id: int | None  # for threads
+    thread_owner_id: int | None  # for threads
+
+
+def scope_for(guild_id: int | None, user_id: int) -> str:
+    """The memory scope: the guild, or one user's DMs."""
+    return str(guild_id) if guild_id is not None else f"dm:{user_id}"
+
+
+def should_answer(facts: MessageFacts, *, allowed_channels: Collection[int], dream_channel_id: int | None) -> bool:
+    """Mentioned, in a DM, in an allowed channel, or in a thread the bot started; never bots or itself."""
+    if facts.author_is_bot or facts.author_id == facts.bot_id:
+        return False
+    if dream_channel_id is not None and dream_channel_id in (facts.channel_id, facts.parent_channel_id):
+        return False  # the dream channel is never conversation
+    if facts.is_dm or facts.mentions_bot:
+        return True
+    if facts.channel_id in allowed_channels:
+        return True
+    return facts.thread_owner_id is not None and facts.thread_owner_id == facts.bot_id
+
+
+def strip_mentions(content: str, bot_id: int) -> str:
+    return re.sub(rf"<@!?{bot_id}>", "", content).strip()
+
+
+def split_message(text: str, limit: int = DISCORD_LIMIT) -> list[str]:
+    """Pieces of at most ``limit`` characters, cut at a newline or space where possible."""
+    pieces = []
+    rest = text
+    while len(rest) > limit:
+        cut = rest.rfind("\n", 0, limit + 1)
+        if cut < limit // 2:
+            cut = rest.rfind(" ", 0, limit + 1)
+        if cut < limit // 2:
+            cut = limit
+        pieces.append(rest[:cut].rstrip())
+        rest = rest[cut:].lstrip()
+    if rest or not pieces:
+        pieces.append(rest)
+    return pieces
+
+
+@dataclass(frozen=True)
+class MessageLink:
+    guild_id: int | None
+    channel_id: int
+    message_id: int
+
+
+def parse_message_link(link: str) -> MessageLink | None:
+    match = _LINK.search(link.strip())
+    if match is None:
+        return None
+    guild = None if match.group(1) == "@me" else int(match.group(1))
+    return MessageLink(guild, int(match.group(2)), int(match.group(3)))

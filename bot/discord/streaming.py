@@ -1,0 +1,62 @@
+"""Streaming a reply into Discord: edit as text arrives, at most about once a second.
+
+The first message is posted when the first text arrives; later text is
+edited in no more often than ``interval`` seconds; text beyond Discord's
+2,000 characters continues in a new message. The final state is always
+written, whatever the interval.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, Protocol
+
+from bot.discord.rules import DISCORD_LIMIT, split_message
+
+
+class Postable(Protocol):
+    async def edit(self, *, content: str) -> Any: ...
+
+
+Send = Callable[[str], Awaitable[Postable]]
+
+
+class StreamingReply:
+    def __init__(self, send: Send, *, interval: float = 1.0, limit: int = DISCORD_LIMIT,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._send = send
+        self._interval = interval
+        self._limit = limit
+        self._clock = clock
+        self.messages: list[Postable] = []
+        self._shown: list[str] = []
+        self._last_edit = -float("inf")
+        self.edits = 0
+        self.text = ""
+
+    async def run(self, deltas: AsyncIterator[str], on_first: Callable[[Postable], None] | None = None) -> str:
+        async for delta in deltas:
+            self.text += delta
+            if not self.messages and self.text.strip():
+                await self._sync()
+                if on_first is not None and self.messages:
+                    on_first(self.messages[0])
+            elif self._clock() - self._last_edit >= self._interval:
+                await self._sync()
+        await self._sync(final=True)
+        return self.text
+
+    async def _sync(self, final: bool = False) -> None:
+        pieces = split_message(self.text.strip() or ("…" if final and not self.messages else ""), self._limit)
+        pieces = [p for p in pieces if p]
+        for i, piece in enumerate(pieces):
+            if i < len(self.messages):
+                if self._shown[i] != piece:
+                    await self.messages[i].edit(content=piece)
+                    self._shown[i] = piece
+                    self.edits += 1
+            else:
+                self.messages.append(await self._send(piece))
+                self._shown.append(piece)
+        self._last_edit = self._clock()

@@ -1,0 +1,201 @@
+"""The Discord front without a network: dpytest for messages and reactions, the real database throughout."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+
+import discord
+import discord.ext.test as dpytest
+import pytest
+
+from bot.app import App
+from bot.discord.client import COGS, SingleShardHippoBot
+from bot.discord.dream import DiscordDreamChannel
+from tests.fakes import ScriptedLLM
+
+
+@pytest.fixture
+async def bot(app: App, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[SingleShardHippoBot]:
+    # dpytest's reaction events predate discord.py 2.4's payload fields (see FACTS.md)
+    original = discord.state.ConnectionState.parse_message_reaction_add
+
+    def patched(self, data):  # type: ignore[no-untyped-def]
+        data.setdefault("type", 0)
+        data.setdefault("burst", False)
+        return original(self, data)
+
+    monkeypatch.setattr(discord.state.ConnectionState, "parse_message_reaction_add", patched)
+    test_intents = discord.Intents.all()  # dpytest builds its guild from the member cache
+    b = SingleShardHippoBot(app, app.settings, intents_=test_intents)
+    await b._async_setup_hook()
+    dpytest.configure(b, guilds=1, text_channels=["general", "allowed", "dream"], members=["ana", "ben", "mod"])
+    cfg = dpytest.get_config()
+    b._connection.loop = asyncio.get_running_loop()  # dpytest's state has none; typing() needs it
+    b.settings = app.settings.model_copy(update={
+        "discord_allowed_channels": [cfg.channels[1].id],
+        "dream_channel_id": cfg.channels[2].id,
+        "discord_edit_interval": 0.2,
+    })
+    await b.setup_hook()
+    yield b
+    await dpytest.empty_queue()
+    await b.app.brain.drain()
+
+
+def channels() -> tuple[discord.TextChannel, discord.TextChannel, discord.TextChannel]:
+    c = dpytest.get_config().channels
+    return c[0], c[1], c[2]
+
+
+def members() -> list[discord.Member]:
+    return dpytest.get_config().members
+
+
+async def settle(bot: SingleShardHippoBot) -> None:
+    await dpytest.run_all_events()
+    await asyncio.sleep(0.05)
+    await dpytest.run_all_events()
+    await bot.app.brain.drain()
+
+
+async def test_every_cog_loads_and_command_names_are_unique(bot: SingleShardHippoBot) -> None:
+    assert {type(c).__name__ for c in bot.cogs.values()} == {c.__name__ for c in COGS}
+    names = [c.qualified_name for c in bot.tree.walk_commands()]
+    assert len(names) == len(set(names))
+    for expected in ("memory stats", "memory recall", "memory forget", "memory pin", "archetype list",
+                     "archetype show", "archetype enable", "archetype disable", "dream run", "dream status",
+                     "config show", "forget me", "whatdoyouknow"):
+        assert expected in names
+
+
+async def test_a_mention_is_answered_and_remembered(bot: SingleShardHippoBot, llm: ScriptedLLM) -> None:
+    general, _, _ = channels()
+    await dpytest.message(f"<@{bot.user.id}> I adopted a cat called Miso", channel=general, member=members()[0])
+    await settle(bot)
+    sent = await general.fetch_message(dpytest.get_message().id)  # as edited by the stream
+    assert sent.content == llm.reply
+    pool = bot.app.db.pool
+    row = await pool.fetchrow("SELECT scope, content, external_id FROM messages WHERE NOT is_bot")
+    assert row["scope"] == str(general.guild.id) and row["content"] == "I adopted a cat called Miso"
+    assert await pool.fetchval("SELECT external_id FROM messages WHERE is_bot") == str(sent.id)
+    assert await pool.fetchval("SELECT count(*) FROM episodes") == 1
+
+
+async def test_unaddressed_messages_are_ignored_except_in_allowed_channels(bot: SingleShardHippoBot) -> None:
+    general, allowed, dream = channels()
+    await dpytest.message("just chatting", channel=general, member=members()[0])
+    await dpytest.message("a proposal chat", channel=dream, member=members()[0])
+    await settle(bot)
+    assert dpytest.verify().message().nothing()
+    await dpytest.message("hello bot", channel=allowed, member=members()[0])
+    await settle(bot)
+    assert dpytest.verify().message().contains().content("Nice")  # the first streamed piece
+    assert await bot.app.db.pool.fetchval("SELECT count(*) FROM messages WHERE NOT is_bot") == 1, (
+        "ignored messages are not stored, and the dream channel is never conversation"
+    )
+
+
+async def test_long_replies_stream_by_edits_and_split_at_2000(bot: SingleShardHippoBot, llm: ScriptedLLM) -> None:
+    llm.reply = " ".join(f"word{i}" for i in range(700))  # ~5,000 characters
+    llm.delay = 0.001
+    _, allowed, _ = channels()
+    await dpytest.message("tell me a long story", channel=allowed, member=members()[0])
+    await settle(bot)
+    parts = []
+    while not dpytest.sent_queue.empty():
+        parts.append(await dpytest.sent_queue.get())
+    history = [m async for m in allowed.history(limit=20) if m.author.id == bot.user.id]
+    texts = [m.content for m in sorted(history, key=lambda m: m.id)]
+    assert len(texts) == 3 and all(len(t) <= 2000 for t in texts)
+    assert " ".join(texts).split() == llm.reply.split()
+
+
+async def test_deleting_a_message_deletes_its_memories(bot: SingleShardHippoBot) -> None:
+    _, allowed, _ = channels()
+    msg = await dpytest.message("my bank pin is 1234, oops", channel=allowed, member=members()[0])
+    await settle(bot)
+    pool = bot.app.db.pool
+    assert await pool.fetchval("SELECT count(*) FROM episodes") == 1
+    await msg.delete()
+    await settle(bot)
+    assert await pool.fetchval("SELECT count(*) FROM messages") == 0, "the message and the reply derived from it"
+    assert await pool.fetchval("SELECT count(*) FROM episodes") == 0
+
+
+async def test_an_edit_updates_the_memory(bot: SingleShardHippoBot) -> None:
+    _, allowed, _ = channels()
+    msg = await dpytest.message("I live in Porto", channel=allowed, member=members()[0])
+    await settle(bot)
+    # dpytest has no gateway edit event: deliver the one Discord sends
+    from discord.ext.test import factories
+
+    data = factories.dict_from_message(msg)
+    data.update(content="I live in Lisbon", edited_timestamp=datetime.now(UTC).isoformat(),
+                channel_id=msg.channel.id, guild_id=msg.guild.id)
+    bot._connection.parse_message_update(data)
+    await settle(bot)
+    pool = bot.app.db.pool
+    assert await pool.fetchval("SELECT content FROM messages WHERE NOT is_bot") == "I live in Lisbon"
+    assert "Lisbon" in await pool.fetchval("SELECT content FROM episodes")
+
+
+def approver_role(guild: discord.Guild) -> discord.Role:
+    from discord.ext.test import backend
+
+    return backend.make_role("hippobot-approver", guild)
+
+
+async def posted_proposal(bot: SingleShardHippoBot) -> tuple[int, discord.Message]:
+    proposal = await bot.app.governance.propose(
+        "new_archetype", "new archetype 'project_planning'",
+        {"name": "project_planning", "description": "Planning a project",
+         "examples": ["let's plan the launch", "what milestones should we set?", "help me break this into phases",
+                      "what's the timeline?", "who owns which task?"],
+         "context_turns": 10, "context_vectors": 7, "similarity_threshold": 0.7, "triple_depth": 2},
+        "- because", {"messages": []}, centroid=None, now=datetime.now(UTC),
+    )
+    channel = DiscordDreamChannel(bot, channels()[2].id)
+    ref = await channel.post_proposal(proposal)
+    await bot.app.governance.set_posted_ref(proposal.id, ref)
+    await settle(bot)
+    message = await channels()[2].fetch_message(int(ref))
+    return proposal.id, message
+
+
+async def test_an_approvers_reaction_applies_the_proposal(bot: SingleShardHippoBot) -> None:
+    pid, message = await posted_proposal(bot)
+    assert (await bot.app.governance.get(pid)).status == "pending", "the bot's own reactions are ignored"
+    guild = channels()[0].guild
+    role = approver_role(guild)
+    mod = members()[2]
+    await dpytest.add_role(mod, role)
+    await dpytest.add_reaction(mod, message, "✅")
+    await settle(bot)
+    proposal = await bot.app.governance.get(pid)
+    assert proposal.status == "applied" and proposal.decided_by == mod.display_name
+    assert "project_planning" in [a.name for a in bot.app.router.archetypes]
+    edited = await channels()[2].fetch_message(message.id)
+    assert "applied by" in edited.content
+
+
+async def test_a_non_approvers_vote_is_ignored(bot: SingleShardHippoBot) -> None:
+    pid, message = await posted_proposal(bot)
+    await dpytest.add_reaction(members()[0], message, "✅")
+    await settle(bot)
+    assert (await bot.app.governance.get(pid)).status == "pending"
+    assert await bot.app.db.pool.fetchval("SELECT count(*) FROM proposal_votes") == 0
+
+
+async def test_a_vote_after_a_restart_counts(bot: SingleShardHippoBot) -> None:
+    pid, message = await posted_proposal(bot)
+    # a restart: the cog goes and comes back with no memory of the posted message
+    cog_type = type(bot.get_cog("DreamCog"))
+    await bot.remove_cog("DreamCog")
+    await bot.add_cog(cog_type(bot))
+    role = approver_role(channels()[0].guild)
+    await dpytest.add_role(members()[2], role)
+    await dpytest.add_reaction(members()[2], message, "❌")
+    await settle(bot)
+    assert (await bot.app.governance.get(pid)).status == "rejected"
