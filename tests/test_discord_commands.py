@@ -1,0 +1,222 @@
+"""Slash commands and buttons through their callbacks, with specced fakes of Discord objects."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from types import SimpleNamespace
+from unittest.mock import AsyncMock, MagicMock
+
+import discord
+from pydantic import SecretStr
+
+from bot.app import App
+from bot.brain import IncomingTurn
+from bot.discord.admin import AdminCog
+from bot.discord.chat import read_text_attachments
+from bot.discord.dream import DreamCog, ProposalButton
+from bot.discord.rules import MessageFacts, parse_message_link, scope_for, should_answer, split_message
+from bot.discord.streaming import StreamingReply
+
+GUILD = 555
+
+
+def member(user_id: int, *, manage: bool = False, roles: tuple[str, ...] = ()) -> MagicMock:
+    m = MagicMock(spec=discord.Member)
+    m.id = user_id
+    m.display_name = f"user{user_id}"
+    m.bot = False
+    m.guild_permissions = discord.Permissions(manage_guild=manage)
+    role_objs = []
+    for i, name in enumerate(roles):
+        r = MagicMock(spec=discord.Role)
+        r.name, r.id = name, 9000 + i
+        role_objs.append(r)
+    m.roles = role_objs
+    return m
+
+
+def interaction(user: MagicMock, client: object = None) -> MagicMock:
+    i = MagicMock(spec=discord.Interaction)
+    i.user = user
+    i.guild_id = GUILD
+    i.channel_id = 42
+    i.client = client
+    i.message = None
+    i.response = MagicMock(spec=discord.InteractionResponse)
+    i.response.is_done.return_value = False
+    i.response.send_message = AsyncMock()
+    i.response.edit_message = AsyncMock()
+    i.response.defer = AsyncMock()
+    i.followup = MagicMock(spec=discord.Webhook)
+    i.followup.send = AsyncMock()
+    return i
+
+
+def said(i: MagicMock) -> str:
+    call = i.response.send_message.call_args or i.followup.send.call_args
+    return call.args[0] if call.args else call.kwargs.get("content", "")
+
+
+def fake_bot(app: App) -> SimpleNamespace:
+    return SimpleNamespace(app=app, settings=app.settings, user=None)
+
+
+async def talk(app: App, user_id: int, text: str) -> None:
+    reply = await app.brain.respond(IncomingTurn(str(GUILD), "discord", "42", str(user_id), f"user{user_id}", text,
+                                                 external_id=f"m{user_id}-{abs(hash(text))}"))
+    await reply.complete()
+
+
+async def test_forget_me_asks_first_then_removes_only_that_user(app: App) -> None:
+    await talk(app, 111, "I am allergic to peanuts")
+    await talk(app, 222, "I play the trumpet")
+    await app.brain.drain()
+    cog = AdminCog(fake_bot(app))  # type: ignore[arg-type]
+    ask = interaction(member(111))
+    await cog.forget_me.callback(cog, ask)
+    view = ask.response.send_message.call_args.kwargs["view"]
+    assert ask.response.send_message.call_args.kwargs["ephemeral"] is True
+    pool = app.db.pool
+    assert await pool.fetchval("SELECT count(*) FROM messages WHERE author_id = '111'") == 1, "nothing before confirming"
+    intruder = interaction(member(222))
+    await view.confirm.callback(intruder)
+    assert await pool.fetchval("SELECT count(*) FROM messages WHERE author_id = '111'") == 1, "only the asker can confirm"
+    confirm = interaction(member(111))
+    await view.confirm.callback(confirm)
+    assert "forgot 2 message(s) and 1 episode(s)" in confirm.response.edit_message.call_args.kwargs["content"]
+    assert await pool.fetchval("SELECT count(*) FROM episodes WHERE author_id = '111'") == 0
+    assert await pool.fetchval("SELECT count(*) FROM messages WHERE author_id = '222'") == 1
+    assert await pool.fetchval("SELECT count(*) FROM episodes WHERE author_id = '222'") == 1
+
+
+async def test_admin_commands_check_permissions_at_run_time(app: App) -> None:
+    cog = AdminCog(fake_bot(app))  # type: ignore[arg-type]
+    nobody = interaction(member(1))
+    await cog.memory_stats.callback(cog, nobody)
+    assert "needs Manage Server or the approver role" in said(nobody)
+    assert nobody.response.send_message.call_args.kwargs["ephemeral"] is True
+    manager = interaction(member(2, manage=True))
+    await cog.memory_stats.callback(cog, manager)
+    assert "messages: 0" in said(manager)
+    approver = interaction(member(3, roles=("hippobot-approver",)))
+    await cog.config_show.callback(cog, approver)
+    assert "discord_token" in said(approver) and "database_url" in said(approver)
+
+
+async def test_config_show_never_prints_secrets(app: App) -> None:
+    settings = app.settings.model_copy(update={"discord_token": SecretStr("very-secret")})
+    cog = AdminCog(SimpleNamespace(app=app, settings=settings, user=None))  # type: ignore[arg-type]
+    i = interaction(member(2, manage=True))
+    await cog.config_show.callback(cog, i)
+    assert "very-secret" not in said(i) and "********" in said(i)
+
+
+async def test_memory_forget_refuses_links_to_other_servers(app: App) -> None:
+    cog = AdminCog(fake_bot(app))  # type: ignore[arg-type]
+    i = interaction(member(2, manage=True))
+    await cog.memory_forget.callback(cog, i, None, "https://discord.com/channels/999/42/1234567")
+    assert "not a link to a message in this server" in said(i)
+
+
+async def test_whatdoyouknow_lists_only_the_askers_memories(app: App) -> None:
+    await talk(app, 111, "I am allergic to peanuts")
+    await talk(app, 222, "I play the trumpet")
+    await app.brain.drain()
+    cog = AdminCog(fake_bot(app))  # type: ignore[arg-type]
+    i = interaction(member(111))
+    await cog.whatdoyouknow.callback(cog, i)
+    assert "peanuts" in said(i) and "trumpet" not in said(i)
+
+
+async def test_a_persistent_button_votes_after_a_restart(app: App) -> None:
+    proposal = await app.governance.propose(
+        "new_archetype", "t", {"name": "tea_talk", "description": "Tea", "examples": ["tea?"] * 5,
+                               "context_turns": 5, "context_vectors": 5, "similarity_threshold": 0.7, "triple_depth": 1},
+        "r", {"messages": []}, centroid=None, now=datetime.now(UTC))
+    bot = SimpleNamespace(app=app, settings=app.settings, user=None)
+    cog = DreamCog(bot)  # type: ignore[arg-type]
+    client = SimpleNamespace(get_cog=lambda name: cog if name == "DreamCog" else None)
+    custom_id = f"hippobot:proposal:approve:{proposal.id}"
+    match = re.fullmatch(ProposalButton.__discord_ui_compiled_template__, custom_id)
+    button = await ProposalButton.from_custom_id(interaction(member(1)), MagicMock(), match)
+    outsider = interaction(member(1), client)
+    await button.callback(outsider)
+    assert "Only members with the approver role" in said(outsider)
+    approver = interaction(member(3, roles=("hippobot-approver",)), client)
+    await button.callback(approver)
+    assert (await app.governance.get(proposal.id)).status == "applied"
+
+
+def test_answer_rules() -> None:
+    base = dict(author_id=1, author_is_bot=False, bot_id=99, is_dm=False, mentions_bot=False, channel_id=10,
+                parent_channel_id=None, thread_owner_id=None)
+    rules = dict(allowed_channels={20}, dream_channel_id=30)
+    assert not should_answer(MessageFacts(**base), **rules)
+    assert should_answer(MessageFacts(**{**base, "mentions_bot": True}), **rules)
+    assert should_answer(MessageFacts(**{**base, "is_dm": True}), **rules)
+    assert should_answer(MessageFacts(**{**base, "channel_id": 20}), **rules)
+    assert should_answer(MessageFacts(**{**base, "channel_id": 11, "parent_channel_id": 10, "thread_owner_id": 99}), **rules)
+    assert not should_answer(MessageFacts(**{**base, "mentions_bot": True, "author_is_bot": True}), **rules)
+    assert not should_answer(MessageFacts(**{**base, "mentions_bot": True, "author_id": 99}), **rules)
+    assert not should_answer(MessageFacts(**{**base, "mentions_bot": True, "channel_id": 30}), **rules)
+    assert scope_for(5, 1) == "5" and scope_for(None, 1) == "dm:1"
+
+
+def test_split_message_respects_the_limit_and_keeps_every_word() -> None:
+    text = "\n".join("line %d " % i + "x" * 50 for i in range(200))
+    pieces = split_message(text)
+    assert all(len(p) <= 2000 for p in pieces) and len(pieces) > 1
+    assert "".join(pieces).replace("\n", "") == text.replace("\n", "")
+    assert split_message("") == [""]
+
+
+def test_message_links() -> None:
+    link = parse_message_link("see https://discord.com/channels/1/2/3 please")
+    assert (link.guild_id, link.channel_id, link.message_id) == (1, 2, 3)
+    assert parse_message_link("https://discord.com/channels/@me/2/3").guild_id is None
+    assert parse_message_link("not a link") is None
+
+
+class FakePost:
+    def __init__(self, content: str, log: list[str]) -> None:
+        self.content, self.log = content, log
+
+    async def edit(self, *, content: str) -> None:
+        self.content = content
+        self.log.append(content)
+
+
+async def test_streaming_edits_at_most_once_per_interval() -> None:
+    now = [0.0]
+    edits: list[str] = []
+    posts: list[FakePost] = []
+
+    async def send(content: str) -> FakePost:
+        posts.append(FakePost(content, edits))
+        return posts[-1]
+
+    async def deltas():  # 40 words over 4 simulated seconds
+        for i in range(40):
+            now[0] += 0.1
+            yield f"w{i} "
+
+    stream = StreamingReply(send, interval=1.0, clock=lambda: now[0])
+    await stream.run(deltas())
+    assert len(posts) == 1 and posts[0].content == " ".join(f"w{i}" for i in range(40))
+    assert 3 <= stream.edits <= 5, "about one edit per simulated second, plus the final one"
+
+
+async def test_text_attachments_are_read_up_to_the_limit() -> None:
+    class Attachment:
+        def __init__(self, filename: str, data: bytes, content_type: str | None) -> None:
+            self.id, self.filename, self.content_type, self._data = 1, filename, content_type, data
+
+        async def read(self) -> bytes:
+            return self._data
+
+    text = await read_text_attachments(
+        [Attachment("notes.txt", b"hello world" * 10, "text/plain"), Attachment("cat.png", b"\x89PNG", "image/png"),
+         Attachment("code.py", b"print(1)", None)], limit=50)
+    assert text.startswith("[notes.txt]\n") and "PNG" not in text
+    assert len(text.replace("[notes.txt]\n", "")) <= 60
