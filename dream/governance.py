@@ -76,15 +76,26 @@ class Proposal:
     posted_ref: str | None
     votes: tuple[tuple[str, str], ...] = field(default=())  # (voter name, vote)
 
-    def render(self) -> str:
-        """The proposal as posted for humans (seed 003's format)."""
+    @property
+    def scope(self) -> str | None:
+        """The scope its evidence came from (examples are that scope's messages)."""
+        return self.evidence.get("scope")
+
+    def render(self, *, show_examples: bool = True) -> str:
+        """The proposal as posted for humans (seed 003's format).
+
+        ``show_examples=False`` when posting outside the scope the examples came
+        from: they are other people's messages.
+        """
         p = self.payload
         lines = [f"**Proposal #{self.id}: {self.title}**  ({self.kind.replace('_', ' ')}, {self.status})"]
         if "description" in p:
             lines.append(f"Description: {p['description']}")
-        if "examples" in p:
+        if "examples" in p and show_examples:
             lines.append("Example messages:")
             lines += [f"  - \"{e}\"" for e in p["examples"]]
+        elif "examples" in p:
+            lines.append(f"Example messages: {len(p['examples'])}, from another server (not shown here).")
         if "context_turns" in p:
             lines.append(
                 f"Context: turns {p['context_turns']}, memories {p['context_vectors']}, "

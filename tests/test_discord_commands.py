@@ -220,3 +220,16 @@ async def test_text_attachments_are_read_up_to_the_limit() -> None:
          Attachment("code.py", b"print(1)", None)], limit=50)
     assert text.startswith("[notes.txt]\n") and "PNG" not in text
     assert len(text.replace("[notes.txt]\n", "")) <= 60
+
+
+def test_examples_from_another_server_are_not_posted() -> None:
+    from bot.discord.dream import proposal_content
+    from dream.governance import Proposal
+
+    now = datetime.now(UTC)
+    p = Proposal(1, "new_archetype", "pending", "t", {"name": "x_y", "description": "d", "examples": ["secret words"],
+                 "context_turns": 5, "context_vectors": 5, "similarity_threshold": 0.7, "triple_depth": 1},
+                 "r", {"scope": "111", "messages": []}, now, now, None, None, None)
+    assert "secret words" in proposal_content(p, 111)
+    hidden = proposal_content(p, 222)
+    assert "secret words" not in hidden and "from another server" in hidden

@@ -87,6 +87,8 @@ async def run_discord(settings: Settings) -> int:
     except discord.LoginFailure:
         raise DiscordSetupError("Discord refused the token (HIPPOBOT_DISCORD_TOKEN): check it in the "
                                 "developer portal, Bot tab, and reset it if needed.") from None
+    except (OSError, discord.GatewayNotFound) as exc:  # aiohttp's connection errors are OSErrors
+        raise DiscordSetupError(f"cannot reach Discord ({exc}); check the network.") from None
     except discord.PrivilegedIntentsRequired:
         raise DiscordSetupError("enable the Message Content intent for the bot in the developer portal "
                                 "(Bot tab, Privileged Gateway Intents).") from None

@@ -36,8 +36,9 @@ def voter_from(member: discord.Member | discord.User) -> Voter:
     return Voter(str(member.id), member.display_name, roles, manage)
 
 
-def proposal_content(proposal: Proposal) -> str:
-    text = proposal.render()
+def proposal_content(proposal: Proposal, guild_id: int | None) -> str:
+    """The post; example messages only when they come from the dream channel's own server."""
+    text = proposal.render(show_examples=proposal.scope in (None, str(guild_id)))
     if proposal.status == "pending":
         text += f"\nReact {APPROVE} to approve, {REJECT} to reject, {DISCUSS} to discuss."
     return text[:1990] + ("…" if len(text) > 1990 else "")
@@ -93,7 +94,9 @@ class DiscordDreamChannel:
         return channel
 
     async def post_proposal(self, proposal: Proposal) -> str | None:
-        message = await self._channel().send(proposal_content(proposal), view=proposal_view(proposal.id))
+        channel = self._channel()
+        guild_id = channel.guild.id if getattr(channel, "guild", None) else None
+        message = await channel.send(proposal_content(proposal, guild_id), view=proposal_view(proposal.id))
         for emoji in (APPROVE, REJECT, DISCUSS):
             await message.add_reaction(emoji)
         return str(message.id)
@@ -155,7 +158,8 @@ class DreamCog(commands.Cog):
                 await self.bot.app.router.refresh()
             if message is not None:
                 try:
-                    await message.edit(content=proposal_content(outcome.proposal), view=None)
+                    guild_id = message.guild.id if message.guild else None
+                    await message.edit(content=proposal_content(outcome.proposal, guild_id), view=None)
                 except discord.HTTPException:
                     log.warning("could not edit proposal message %s", message.id)
             return f"Proposal #{proposal_id} {outcome.proposal.status}."
