@@ -180,6 +180,14 @@ async def test_an_approvers_reaction_applies_the_proposal(bot: SingleShardHippoB
     assert "applied by" in edited.content
 
 
+async def test_the_bots_own_reactions_are_ignored_even_with_the_role(bot: SingleShardHippoBot) -> None:
+    guild = channels()[0].guild
+    await dpytest.add_role(guild.me, approver_role(guild))
+    pid, _ = await posted_proposal(bot)  # posting adds the bot's own three reactions
+    assert (await bot.app.governance.get(pid)).status == "pending"
+    assert await bot.app.db.pool.fetchval("SELECT count(*) FROM proposal_votes") == 0
+
+
 async def test_a_non_approvers_vote_is_ignored(bot: SingleShardHippoBot) -> None:
     pid, message = await posted_proposal(bot)
     await dpytest.add_reaction(members()[0], message, "✅")
