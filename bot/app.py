@@ -23,7 +23,9 @@ from memory.embed import Embedder, MiniLMEmbedder
 from memory.episodic import EpisodicStore, WriteGate
 from memory.importer import Importer
 from memory.provenance import Provenance
+from memory.extract import TripleExtractor
 from memory.recall import Recall
+from memory.semantic import GateConfig, SemanticMemory
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +52,8 @@ def dream_config(settings: Settings) -> DreamConfig:
         low_similarity=settings.dream_low_similarity,
         min_cluster_size=settings.dream_min_cluster_size,
         output_dir=settings.dream_dir,
+        kg_prune_retrievability=settings.kg_prune_retrievability,
+        kg_prune_confidence=settings.kg_prune_confidence,
         default_plan=(
             ("context_turns", settings.default_context_turns),
             ("context_vectors", settings.default_context_vectors),
@@ -122,7 +126,14 @@ class App:
                     count_tokens=llm.count_tokens,
                     render_chat=render,
                 )
-            recall = Recall(conversations, episodes)
+            semantic = None
+            if settings.kg_enabled:
+                semantic = SemanticMemory(
+                    pool, TripleExtractor(), embedder,
+                    GateConfig(enabled=settings.kg_gate_enabled, threshold=settings.kg_gate_threshold),
+                    bot_name=settings.bot_name,
+                )
+            recall = Recall(conversations, episodes, semantic)
             brain = Brain(
                 conversations=conversations,
                 episodes=episodes,
@@ -136,6 +147,7 @@ class App:
                 bot_id=f"bot:{settings.bot_name}",
                 bot_name=settings.bot_name,
                 max_message_chars=settings.max_message_chars,
+                semantic=semantic,
             )
             importer = Importer(
                 conversations, episodes, router, archetype_store, embedder, gate,
@@ -149,7 +161,7 @@ class App:
             dream = DreamCycle(
                 DreamServices(
                     pool=pool, embedder=embedder, archetypes=archetype_store, router=router, governance=governance,
-                    config=dream_config(settings),
+                    config=dream_config(settings), semantic=semantic,
                 ),
                 DEFAULT_STEPS,
             )

@@ -31,6 +31,7 @@ from memory.embed import Embedder
 from memory.episodic import EpisodicStore, NewEpisode, WriteGate
 from memory.errors import InvalidInput
 from memory.recall import ContextBundle, Recall
+from memory.semantic import SemanticMemory
 from memory.recall import novelty as episode_novelty
 
 log = logging.getLogger(__name__)
@@ -170,6 +171,7 @@ class Brain:
         bot_id: str,
         bot_name: str,
         max_message_chars: int,
+        semantic: SemanticMemory | None = None,
     ) -> None:
         self.conversations = conversations
         self.episodes = episodes
@@ -183,6 +185,7 @@ class Brain:
         self.bot_id = bot_id
         self.bot_name = bot_name
         self._max_chars = max_message_chars
+        self.semantic = semantic
         self.writer = MemoryWriter()
         # replies whose write is still queued, so the next turn sees them anyway
         self._unsaved: dict[str, StoredMessage] = {}
@@ -241,6 +244,8 @@ class Brain:
             channel_id=turn.channel_id,
             before_message_id=message.id,
             extra_turns=list(self._unsaved.values()),
+            text=message.content,
+            author_id=message.author_id,
         )
         t4 = time.perf_counter()
         prompt = self._prompts.build(bundle, message.author_name, message.content)
@@ -256,13 +261,15 @@ class Brain:
         return Reply(self, turn, message, vector, bundle, prompt, generation, trace)
 
     async def context(
-        self, text: str, scope: str, *, channel_id: str | None = None, k: int | None = None
+        self, text: str, scope: str, *, channel_id: str | None = None, k: int | None = None,
+        author_id: str | None = None,
     ) -> ContextBundle:
         """The context the Brain would assemble for ``text`` (read-only; nothing is logged)."""
-        return (await self.contexts([(text, scope)], channel_id=channel_id, k=k))[0]
+        return (await self.contexts([(text, scope)], channel_id=channel_id, k=k, author_id=author_id))[0]
 
     async def contexts(
-        self, queries: Sequence[tuple[str, str]], *, channel_id: str | None = None, k: int | None = None
+        self, queries: Sequence[tuple[str, str]], *, channel_id: str | None = None, k: int | None = None,
+        author_id: str | None = None,
     ) -> list[ContextBundle]:
         """``context`` for many (text, scope) pairs, embedded in one batch."""
         texts = [self.validate(t) for t, _ in queries]
@@ -270,11 +277,12 @@ class Brain:
             require_scope(scope)
         vectors = await self.embedder.embed_many(texts) if texts else []
         bundles = []
-        for (_, scope), vector in zip(queries, vectors):
+        for text, (_, scope), vector in zip(texts, queries, vectors):
             plan = self.archetypes.classify(vector)
             if k is not None:
                 plan = replace(plan, vectors=max(0, k))
-            bundles.append(await self.recall.gather(scope, vector, plan, channel_id=channel_id))
+            bundles.append(await self.recall.gather(
+                scope, vector, plan, channel_id=channel_id, text=text, author_id=author_id))
         return bundles
 
     # --- after the reply ------------------------------------------------------------
@@ -343,6 +351,11 @@ class Brain:
                 [MatchRecord(message.scope, message.id, bundle.plan, message.created_at, vector)], conn
             )
             await self.episodes.mark_recalled(message.scope, reply.prompt.episodes_used, now, conn)
+            if self.semantic is not None:
+                await self.semantic.review(message.scope, reply.prompt.facts_used, now, conn)
+        if self.semantic is not None:
+            # Only the person's own words: never the bot's reply, never what was just recalled.
+            await self.semantic.absorb(message, now)
 
     async def edit(self, source: str, channel_id: str, external_id: str, new_text: str) -> bool:
         """A person edited a message: update it and the episode derived from it. False when unknown."""

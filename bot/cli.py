@@ -46,6 +46,7 @@ def _parser() -> argparse.ArgumentParser:
     rec.add_argument("text", nargs="?")
     rec.add_argument("--scope", default=None, help="memory scope (default: the console scope)")
     rec.add_argument("--channel", default=None, help="also show recent turns of this channel id")
+    rec.add_argument("--user", default="you", help="whose question it is, as in `chat --user` (default: you)")
     rec.add_argument("--k", type=int, default=None, help="number of episodes (default: the archetype plan's)")
     rec.add_argument("--json", action="store_true", help="print JSON")
     rec.add_argument("--queries", type=Path, help='JSON Lines of {"text": ..., "scope": ...}; one JSON result a line')
@@ -164,12 +165,13 @@ async def _recall(settings: Settings, args: argparse.Namespace) -> int:
     try:
         try:
             if args.queries is not None:
-                bundles = await app.brain.contexts(queries, k=args.k)
+                bundles = await app.brain.contexts(queries, k=args.k, author_id=f"console:{args.user}")
                 for (text, _), bundle in zip(queries, bundles):
                     print(json.dumps({"text": text, **bundle.as_dict()}, ensure_ascii=False))
                 return 0
             channel = args.channel
-            bundle = await app.brain.context(args.text, args.scope or settings.console_scope, channel_id=channel, k=args.k)
+            bundle = await app.brain.context(args.text, args.scope or settings.console_scope, channel_id=channel,
+                                             k=args.k, author_id=f"console:{args.user}")
         except MemoryStoreError as exc:
             print(f"hippobot recall: {exc}", file=sys.stderr)
             return EXIT_ERROR

@@ -90,6 +90,14 @@ class Settings(BaseSettings):
     gate_beta_novelty: float = 0.6
     gate_delta_pin: float = 1.0
 
+    # --- semantic memory (knowledge graph) ------------------------------------
+    kg_enabled: bool = Field(default=True, description="Extract facts into the knowledge graph.")
+    kg_gate_enabled: bool = Field(default=True, description="The relational admission gate (off for ablations).")
+    kg_gate_threshold: float = Field(default=0.6, description="Gate score needed to insert a new edge.")
+    # FSRS-6 forgets slowly (a fact said once: R 0.67 after 30 days, 0.57 after 90, 0.46 after a year).
+    kg_prune_retrievability: float = Field(default=0.6, ge=0, le=1, description="Prune edges below this...")
+    kg_prune_confidence: float = Field(default=0.6, ge=0, le=1, description="...and below this confidence.")
+
     # --- dream cycle and governance --------------------------------------------
     dream_hour: int = Field(default=3, ge=0, le=23, description="Nightly dream cycle: hour.")
     dream_minute: int = Field(default=0, ge=0, le=59)

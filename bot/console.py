@@ -146,7 +146,8 @@ class Console:
                 self._print(format_archetypes(self._brain.archetypes))
             elif stripped == "/recall" or stripped.startswith("/recall "):
                 query = stripped[len("/recall") :].strip()
-                bundle = await self._brain.context(query, self._me.scope, channel_id=self._me.channel_id)
+                bundle = await self._brain.context(query, self._me.scope, channel_id=self._me.channel_id,
+                                                   author_id=self._me.author_id)
                 self._print(format_bundle(bundle))
             elif stripped in ("/proposals", "/dream") or stripped.split(" ")[0] in ("/approve", "/reject"):
                 await self._governance_command(stripped)

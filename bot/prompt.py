@@ -32,6 +32,7 @@ class Prompt:
     tokens: int
     episodes_used: tuple[int, ...]  # episode ids that made it into the prompt
     turns_used: int
+    facts_used: tuple[int, ...] = ()  # knowledge-graph edge ids that made it into the prompt
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,15 @@ class PromptBuilder:
         memories: list[tuple[int, str]] = []
         memory_cap = int(left * _MEMORY_SHARE)
         spent = 0
+        facts: list[int] = []
+        for fact in bundle.facts:  # compact and specific: before episodes
+            line = "- " + fact.sentence()
+            cost = count(line) + 1
+            if spent + cost > memory_cap:
+                break
+            memories.append((-fact.edge_id, line))
+            facts.append(fact.edge_id)
+            spent += cost
         pending = list(bundle.episodes)
         while pending:
             line = "- " + _one_line(pending[0].episode.content, pending[0].episode.created_at)
@@ -96,7 +106,8 @@ class PromptBuilder:
             stop=stop,
             stop_pattern=pattern,
             tokens=count(rendered),
-            episodes_used=tuple(i for i, _ in memories),
+            episodes_used=tuple(i for i, _ in memories if i > 0),
+            facts_used=tuple(facts),
             turns_used=len(turns),
         )
 

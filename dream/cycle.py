@@ -22,6 +22,7 @@ import asyncpg
 from dream.governance import Governance, Proposal
 from memory.archetypes import ArchetypeRouter, ArchetypeStore
 from memory.embed import Embedder
+from memory.semantic import SemanticMemory
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +58,8 @@ class DreamConfig:
     duplicate_similarity: float = 0.985  # (1 + cos) / 2; cos 0.97
     replay_batch: int = 32
     chart_days: int = 14
+    kg_prune_retrievability: float = 0.6
+    kg_prune_confidence: float = 0.6
     output_dir: Path = Path(".")
     default_plan: tuple[tuple[str, float], ...] = (
         ("context_turns", 8), ("context_vectors", 5), ("similarity_threshold", 0.65), ("triple_depth", 1),
@@ -71,6 +74,7 @@ class DreamServices:
     router: ArchetypeRouter
     governance: Governance
     config: DreamConfig
+    semantic: SemanticMemory | None = None
     channel: DreamChannel | None = None
     namer: Namer | None = None
     run_id: int | None = None

@@ -123,3 +123,14 @@ async def decay_and_merge(services: DreamServices, now: datetime) -> StepReport:
 
 async def expire_proposals(services: DreamServices, now: datetime) -> StepReport:
     return StepReport(counts={"expired": await services.governance.expire(now)})
+
+
+async def knowledge_graph(services: DreamServices, now: datetime) -> StepReport:
+    """Prune faded, doubtful edges (never pinned ones) and merge near-duplicate entity nodes."""
+    if services.semantic is None:
+        return StepReport(notes=["knowledge graph disabled"])
+    cfg = services.config
+    pruned = await services.semantic.prune(
+        now, min_retrievability=cfg.kg_prune_retrievability, min_confidence=cfg.kg_prune_confidence)
+    merged = await services.semantic.merge_near_duplicates()
+    return StepReport(counts={"pruned_edges": pruned, "merged_nodes": merged})

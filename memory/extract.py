@@ -200,6 +200,10 @@ def _triples_of(verb: Any, antecedents: list[Any], polarity: float, confidence: 
     negated = any(c.dep_ == "neg" for c in verb.children)
     particle = [c.text.lower() for c in verb.children if c.dep_ == "prt"]
     lemma = "_".join([verb.lemma_.lower(), *particle])
+    if lemma == "have":
+        lemma = "has"  # one relation for "I have a dog" and "my dog"
+    if lemma in ("call", "name") and any(c.dep_ in ("auxpass", "nsubjpass") for c in verb.children):
+        lemma = "named"  # "my cat is called Miso" says the same as "a cat called Miso"
     prefix = "not_" if negated else ""
     out: list[Triple] = []
     objects: list[tuple[str, Any]] = []

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 
 import numpy as np
 
 from memory.archetypes import ContextPlan
 from memory.conversation import ConversationStore, StoredMessage, require_scope
 from memory.episodic import EpisodeHit, EpisodicStore
+from memory.semantic import Fact, SemanticMemory
 
 
 def novelty(nearest_similarity: float) -> float:
@@ -27,11 +28,11 @@ def novelty(nearest_similarity: float) -> float:
 class MemoryItem:
     """One piece of recalled context, as shown to admins and the CLI."""
 
-    kind: str  # 'turn' | 'episode'
+    kind: str  # 'turn' | 'episode' | 'fact'
     score: float | None
     text: str
     message_ids: tuple[int, ...]
-    created_at: datetime
+    created_at: datetime | None
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -39,7 +40,7 @@ class MemoryItem:
             "score": None if self.score is None else round(self.score, 4),
             "text": self.text,
             "message_ids": list(self.message_ids),
-            "created_at": self.created_at.isoformat(),
+            "created_at": self.created_at.isoformat() if self.created_at else None,
         }
 
 
@@ -50,6 +51,8 @@ class ContextBundle:
     turns: list[StoredMessage] = field(default_factory=list)  # oldest first
     episodes: list[EpisodeHit] = field(default_factory=list)  # best first, above threshold
     nearest_similarity: float | None = None  # best episode similarity, thresholded or not
+    facts: list[Fact] = field(default_factory=list)  # knowledge-graph facts, best first
+    author_id: str | None = None  # whose message this context is for (GhostKG's "user" view)
 
     @property
     def novelty(self) -> float:
@@ -57,8 +60,12 @@ class ContextBundle:
         return 1.0 if self.nearest_similarity is None else novelty(self.nearest_similarity)
 
     def items(self) -> list[MemoryItem]:
-        """Episodes best first, then the recent turns newest first."""
+        """Facts, then episodes best first, then the recent turns newest first."""
         out = [
+            MemoryItem("fact", f.retrievability, f"[{f.view(self.author_id)}] {f.sentence()}", f.message_ids, None)
+            for f in self.facts
+        ]
+        out += [
             MemoryItem("episode", h.similarity, h.episode.content, h.episode.message_ids, h.episode.created_at)
             for h in self.episodes
         ]
@@ -85,9 +92,11 @@ class ContextBundle:
 
 
 class Recall:
-    def __init__(self, conversations: ConversationStore, episodes: EpisodicStore) -> None:
+    def __init__(self, conversations: ConversationStore, episodes: EpisodicStore,
+                 semantic: SemanticMemory | None = None) -> None:
         self._conversations = conversations
         self._episodes = episodes
+        self._semantic = semantic
 
     async def gather(
         self,
@@ -98,6 +107,9 @@ class Recall:
         channel_id: str | None = None,
         before_message_id: int | None = None,
         extra_turns: Sequence[StoredMessage] = (),
+        text: str | None = None,
+        author_id: str | None = None,
+        now: datetime | None = None,
     ) -> ContextBundle:
         """Recent turns of ``channel_id`` (before the current message) and episodes above threshold.
 
@@ -129,4 +141,9 @@ class Recall:
                 if h.similarity >= plan.similarity_threshold and not (set(h.episode.message_ids) & window)
                 and h.episode.message_id != before_message_id
             ][: plan.vectors]
-        return ContextBundle(scope=scope, plan=plan, turns=turns, episodes=hits, nearest_similarity=nearest)
+        facts: list[Fact] = []
+        if self._semantic is not None and text is not None and plan.triple_depth > 0:
+            facts = await self._semantic.facts_for(
+                scope, text, author_id=author_id, depth=plan.triple_depth, now=now or datetime.now(UTC))
+        return ContextBundle(scope=scope, plan=plan, turns=turns, episodes=hits, nearest_similarity=nearest,
+                             facts=facts, author_id=author_id)

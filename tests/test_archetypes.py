@@ -33,6 +33,11 @@ HELD_OUT = {
         "do you remember what we discussed yesterday?",
         "earlier you said something about my job, what was it?",
     ],
+    "personal_facts": [
+        "what's my cat's name?",
+        "where does my sister live?",
+        "what instrument does my daughter play?",
+    ],
     "general_question": [
         "how do vaccines train the immune system?",
         "can you explain how photosynthesis works?",
@@ -64,7 +69,7 @@ async def test_held_out_paraphrases_route_to_their_archetype(pool: asyncpg.Pool,
 
 
 async def test_first_load_computes_and_caches_centroids(pool: asyncpg.Pool, embedder: MiniLMEmbedder) -> None:
-    assert await pool.fetchval("SELECT count(*) FROM context_archetypes WHERE centroid_embedding IS NULL") == 5
+    assert await pool.fetchval("SELECT count(*) FROM context_archetypes WHERE centroid_embedding IS NULL") == 6
     await router_for(pool, embedder).refresh()
     assert await pool.fetchval("SELECT count(*) FROM context_archetypes WHERE centroid_embedding IS NULL") == 0
 

@@ -26,7 +26,7 @@ async def test_migrate_twice_is_a_no_op(empty_db_url: str) -> None:
     assert second == []
     conn = await asyncpg.connect(empty_db_url)
     try:
-        assert await conn.fetchval("SELECT count(*) FROM context_archetypes") == 5
+        assert await conn.fetchval("SELECT count(*) FROM context_archetypes") == 6
     finally:
         await conn.close()
 

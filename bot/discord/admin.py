@@ -226,9 +226,20 @@ class AdminCog(commands.Cog):
     @app_commands.command(name="whatdoyouknow", description="What the bot remembers about you")
     @app_commands.guild_only()
     async def whatdoyouknow(self, interaction: discord.Interaction) -> None:
-        episodes = await self.bot.app.episodes.by_author(self._scope(interaction), str(interaction.user.id), 30)
-        if not episodes:
+        scope, user = self._scope(interaction), str(interaction.user.id)
+        episodes = await self.bot.app.episodes.by_author(scope, user, 30)
+        semantic = self.bot.app.brain.semantic
+        facts = await semantic.about_author(scope, user, datetime.now(UTC)) if semantic else []
+        if not episodes and not facts:
             await reply(interaction, "I don't remember anything you said here.")
             return
-        lines = [f"- [{e.created_at:%Y-%m-%d}] {e.content.splitlines()[0]} (message {e.message_id})" for e in episodes]
-        await reply(interaction, "What I remember from you here:\n" + "\n".join(lines))
+        lines = []
+        if facts:
+            lines.append("Facts I hold from what you said (with the messages they came from):")
+            lines += [f"- {f.sentence()} (messages {', '.join(map(str, f.message_ids))}; "
+                      f"recall {f.retrievability:.0%})" for f in facts]
+        if episodes:
+            lines.append("Conversations I remember:")
+            lines += [f"- [{e.created_at:%Y-%m-%d}] {e.content.splitlines()[0]} (message {e.message_id})"
+                      for e in episodes]
+        await reply(interaction, "\n".join(lines))

@@ -1,0 +1,161 @@
+"""Semantic memory on the real database: extraction, the gate, FSRS forgetting, provenance, retrieval."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from bot.app import App
+from bot.brain import IncomingTurn
+from memory.conversation import NewMessage, StoredMessage
+from memory.extract import TripleExtractor
+from memory.semantic import GateConfig, SemanticMemory
+from tests.fakes import ScriptedLLM
+
+T0 = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
+
+
+def turn(text: str, scope: str = "g1", author: str = "ana") -> IncomingTurn:
+    return IncomingTurn(scope, "console", "c1", f"u-{author}", author, text, created_at=T0)
+
+
+async def say(app: App, text: str, **kw: str) -> object:
+    reply = await app.brain.respond(turn(text, **kw))
+    await reply.complete()
+    await app.brain.drain()
+    return reply
+
+
+async def stored(app: App, text: str, *, scope: str = "g1", author: str = "ana", at: datetime = T0) -> StoredMessage:
+    return await app.conversations.add(NewMessage(scope, "console", f"x{abs(hash((text, scope, author)))}", "c1",
+                                                  f"u-{author}", author, text, at))
+
+
+def triples(facts) -> set[tuple[str, str, str]]:  # type: ignore[no-untyped-def]
+    return {(f.subject_name, f.relation, f.object_name) for f in facts}
+
+
+async def test_the_cat_called_miso_is_recalled_when_asked_later(app: App, llm: ScriptedLLM) -> None:
+    await say(app, "I adopted a cat called Miso last spring")
+    reply = await say(app, "what's my cat's name?")
+    got = triples(reply.bundle.facts)
+    assert ("user:u-ana", "adopt", "cat") in got and ("cat", "named", "miso") in got
+    assert "Miso" in llm.prompts[-1].split("Conversation:")[0], "the fact is in the prompt's memory section"
+    assert set(reply.prompt.facts_used) >= {f.edge_id for f in reply.bundle.facts if f.object_name == "miso"}
+
+
+async def test_questions_bot_replies_and_recalled_memories_add_no_facts(app: App, llm: ScriptedLLM) -> None:
+    llm.reply = "I love bananas and you hate apples."
+    await say(app, "I adopted a cat called Miso")
+    edges = await app.db.pool.fetchval("SELECT count(*) FROM kg_edges")
+    await say(app, "what's my cat's name? do you like cats?")
+    assert await app.db.pool.fetchval("SELECT count(*) FROM kg_edges") == edges
+    speakers = {r["speaker_id"] for r in await app.db.pool.fetch("SELECT speaker_id FROM kg_edge_sources")}
+    assert speakers == {"u-ana"}, "nothing from the bot's own words"
+
+
+async def test_a_month_of_silence_lowers_retrievability_and_a_review_raises_stability(app: App) -> None:
+    semantic = app.brain.semantic
+    message = await stored(app, "I adopted a cat called Miso")
+    await semantic.absorb(message, T0)
+    plan_depth = 2
+    fresh = await semantic.facts_for("g1", "my cat", author_id="u-ana", depth=plan_depth, now=T0 + timedelta(hours=1))
+    later = await semantic.facts_for("g1", "my cat", author_id="u-ana", depth=plan_depth, now=T0 + timedelta(days=30))
+    by_edge = {f.edge_id: f.retrievability for f in fresh}
+    assert later and all(f.retrievability < by_edge[f.edge_id] for f in later)
+    edge = later[0].edge_id
+    before = await app.db.pool.fetchval("SELECT stability FROM kg_edges WHERE id = $1", edge)
+    await semantic.review("g1", [edge], T0 + timedelta(days=30))
+    after = await app.db.pool.fetchval("SELECT stability FROM kg_edges WHERE id = $1", edge)
+    assert after > before
+
+
+async def test_deleting_the_message_removes_the_facts_it_alone_supported(app: App) -> None:
+    semantic = app.brain.semantic
+    first = await stored(app, "I adopted a cat called Miso")
+    second = await stored(app, "My cat is called Miso, she is lovely")
+    await semantic.absorb(first, T0)
+    await semantic.absorb(second, T0 + timedelta(minutes=1))
+    pool = app.db.pool
+    named = "SELECT e.evidence_count FROM kg_edges e JOIN kg_nodes t ON t.id = e.target_id WHERE e.relation = 'named' AND t.name = 'miso'"
+    assert await pool.fetchval(named) == 2, "the same fact said twice is aggregated"
+    await app.provenance.forget_message("g1", first.id)
+    assert await pool.fetchval(named) == 1, "still supported by the second message, with less evidence"
+    assert await pool.fetchval("SELECT count(*) FROM kg_edges WHERE relation = 'adopt'") == 0
+    await app.provenance.forget_author("g1", "u-ana")
+    assert await pool.fetchval("SELECT count(*) FROM kg_edges") == 0
+
+
+async def test_the_gate_routes_weak_tuples_and_logs_every_decision(app: App) -> None:
+    semantic = app.brain.semantic
+    sarcastic = await stored(app, "Oh sure, I just love waiting in line for hours")
+    decisions = await semantic.absorb(sarcastic, T0)
+    assert decisions and all(d.action == "route_to_episodic" for d in decisions)
+    plain = await stored(app, "I love waiting for the bus", author="ben")
+    assert {d.action for d in await semantic.absorb(plain, T0)} == {"insert"}
+    again = await stored(app, "I love waiting for the bus, really", author="ben")
+    assert "aggregate" in {d.action for d in await semantic.absorb(again, T0)}
+    counts = await semantic.gate_counts("g1")
+    assert counts["routed_to_episodic"] >= 1 and counts["inserted"] >= 1 and counts["aggregated"] >= 1
+    logged = await app.db.pool.fetch("SELECT action, reason, payload FROM kg_gate_log")
+    assert len(logged) == counts["attempts"] and all(r["reason"] and r["payload"]["relation"] for r in logged)
+
+
+async def test_with_the_gate_off_everything_is_inserted(app: App) -> None:
+    semantic = SemanticMemory(app.db.pool, TripleExtractor(), app.embedder, GateConfig(enabled=False))
+    message = await stored(app, "Oh sure, I just love waiting in line for hours")
+    assert {d.action for d in await semantic.absorb(message, T0)} == {"insert"}
+
+
+async def test_facts_never_cross_scopes(app: App) -> None:
+    semantic = app.brain.semantic
+    await semantic.absorb(await stored(app, "I adopted a cat called Miso", scope="guild-a"), T0)
+    assert await semantic.facts_for("guild-b", "my cat Miso", author_id="u-ana", depth=3, now=T0) == []
+    assert await semantic.facts_for("guild-a", "my cat Miso", author_id="u-ana", depth=3, now=T0)
+
+
+async def test_depth_bounds_the_walk(app: App) -> None:
+    semantic = app.brain.semantic
+    await semantic.absorb(await stored(app, "My sister Lena lives in Lisbon"), T0)
+    await semantic.absorb(await stored(app, "Lisbon has great pastries"), T0)
+    one = triples(await semantic.facts_for("g1", "my sister", author_id="u-ana", depth=1, now=T0))
+    three = triples(await semantic.facts_for("g1", "my sister", author_id="u-ana", depth=3, now=T0))
+    assert ("sister", "live_in", "lisbon") in one and ("lisbon", "has", "pastry") not in one
+    assert ("lisbon", "has", "pastry") in three
+
+
+async def test_pruning_forgets_faded_doubtful_edges_but_not_pinned_ones(app: App) -> None:
+    semantic = app.brain.semantic
+    await semantic.absorb(await stored(app, "I think I like the new album"), T0)  # hedged: confidence 0.5
+    await semantic.absorb(await stored(app, "I might visit Rome"), T0)
+    pool = app.db.pool
+    await pool.execute("UPDATE kg_edges SET confidence = 0.4")
+    pinned = await pool.fetchval("UPDATE kg_edges SET pinned = true WHERE id = (SELECT min(id) FROM kg_edges) RETURNING id")
+    assert await semantic.prune(T0 + timedelta(days=1), min_retrievability=0.6, min_confidence=0.6) == 0, "still fresh"
+    pruned = await semantic.prune(T0 + timedelta(days=400), min_retrievability=0.6, min_confidence=0.6)
+    assert pruned >= 1
+    assert await pool.fetchval("SELECT count(*) FROM kg_edges WHERE id = $1", pinned) == 1
+
+
+async def test_the_dream_cycle_runs_the_graph_step(app: App) -> None:
+    report = await app.dream.run(T0)
+    assert "knowledge_graph" in report.steps and report.steps["knowledge_graph"].error is None
+
+
+async def test_recall_shows_facts_with_provenance(app: App) -> None:
+    await say(app, "I adopted a cat called Miso last spring")
+    bundle = await app.brain.context("what's my cat's name?", "g1", author_id="u-ana")
+    facts = [i for i in bundle.as_dict()["items"] if i["kind"] == "fact"]
+    assert any("Miso" in f["text"] and f["message_ids"] for f in facts)
+    assert any(f["text"].startswith("[user] ana adopt cat") for f in facts)
+
+
+@pytest.mark.parametrize("path, floor", [("triples_gold.jsonl", 0.9), ("triples_heldout.jsonl", 0.85)])
+def test_extraction_quality_floors(path: str, floor: float) -> None:
+    from bench.extraction import DATA, evaluate
+
+    result = evaluate(TripleExtractor(), DATA / path)
+    assert result["precision"] >= floor and result["recall"] >= floor, result
+
+
