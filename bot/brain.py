@@ -25,6 +25,7 @@ import numpy as np
 
 from bot.llm import Generation, LanguageModel
 from bot.prompt import Prompt, PromptBuilder
+from memory.clock import Clock, SystemClock
 from memory.archetypes import ArchetypeRouter, ArchetypeStore, ContextPlan, MatchRecord
 from memory.conversation import ConversationStore, NewMessage, StoredMessage, require_scope
 from memory.embed import Embedder
@@ -172,6 +173,7 @@ class Brain:
         bot_name: str,
         max_message_chars: int,
         semantic: SemanticMemory | None = None,
+        clock: Clock | None = None,
     ) -> None:
         self.conversations = conversations
         self.episodes = episodes
@@ -186,6 +188,7 @@ class Brain:
         self.bot_name = bot_name
         self._max_chars = max_message_chars
         self.semantic = semantic
+        self.clock: Clock = clock or SystemClock()
         self.writer = MemoryWriter()
         # replies whose write is still queued, so the next turn sees them anyway
         self._unsaved: dict[str, StoredMessage] = {}
@@ -219,7 +222,7 @@ class Brain:
                 author_id=turn.author_id,
                 author_name=turn.author_name,
                 content=text,
-                created_at=turn.created_at or datetime.now(UTC),
+                created_at=turn.created_at or self.clock.now(),
             )
         )
 
@@ -246,6 +249,7 @@ class Brain:
             extra_turns=list(self._unsaved.values()),
             text=message.content,
             author_id=message.author_id,
+            now=self.clock.now(),
         )
         t4 = time.perf_counter()
         prompt = self._prompts.build(bundle, message.author_name, message.content)
@@ -282,14 +286,14 @@ class Brain:
             if k is not None:
                 plan = replace(plan, vectors=max(0, k))
             bundles.append(await self.recall.gather(
-                scope, vector, plan, channel_id=channel_id, text=text, author_id=author_id))
+                scope, vector, plan, channel_id=channel_id, text=text, author_id=author_id, now=self.clock.now()))
         return bundles
 
     # --- after the reply ------------------------------------------------------------
 
     def _after_reply(self, reply: Reply, vector: np.ndarray) -> None:
         text = reply.text.strip()
-        now = datetime.now(UTC)
+        now = self.clock.now()
         pending = None
         if text:
             pending = StoredMessage(
@@ -365,7 +369,7 @@ class Brain:
         text = self.validate(new_text)
         vector = await self.embedder.embed(text)
         async with self.conversations.transaction() as conn:
-            await self.conversations.set_content(stored.id, text, datetime.now(UTC), conn)
+            await self.conversations.set_content(stored.id, text, self.clock.now(), conn)
             episode = await conn.fetchval("SELECT content FROM episodes WHERE message_id = $1", stored.id)
             if episode is not None:
                 _, _, rest = episode.partition("\n")

@@ -159,3 +159,23 @@ def test_extraction_quality_floors(path: str, floor: float) -> None:
     assert result["precision"] >= floor and result["recall"] >= floor, result
 
 
+
+
+async def test_a_simulated_month_through_the_brain(app: App) -> None:
+    from memory.clock import SimulatedClock
+
+    clock = SimulatedClock(T0)
+    app.brain.clock = clock
+    first = await app.brain.respond(IncomingTurn("g1", "console", "c1", "u-ana", "ana", "I adopted a cat called Miso last spring"))
+    await first.complete()
+    await app.brain.drain()
+    asked = await app.brain.respond(IncomingTurn("g1", "console", "c1", "u-ana", "ana", "what's my cat's name?"))
+    await asked.complete()
+    fresh = {f.edge_id: f.retrievability for f in asked.bundle.facts}
+    await app.brain.drain()
+    clock.advance(days=30)
+    later = await app.brain.context("what's my cat's name?", "g1", author_id="u-ana")
+    assert later.facts and all(f.retrievability < fresh[f.edge_id] for f in later.facts if f.edge_id in fresh)
+    await app.provenance.forget_message("g1", first.message.id)
+    gone = await app.brain.context("what's my cat's name?", "g1", author_id="u-ana")
+    assert not any(f.object_name == "miso" for f in gone.facts)
