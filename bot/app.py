@@ -10,6 +10,7 @@ from datetime import timedelta
 from bot.brain import Brain
 from bot.config import Settings
 from bot.llm import EngineConfig, LanguageModel, TransformersLLM
+from bot.llm_extract import LLMTripleExtractor
 from bot.namer import LLMNamer
 from bot.prompt import PromptBuilder
 from dream.cycle import DreamChannel, DreamConfig, DreamCycle, DreamServices
@@ -166,8 +167,10 @@ class App:
                 DEFAULT_STEPS,
             )
             if llm is not None and settings.model is not None:
-                # a configured (not the bundled base) model names proposals
+                # a configured (not the bundled base) model names proposals and extracts facts
                 dream.services.namer = LLMNamer(llm)
+                if semantic is not None:
+                    semantic.llm_extract = LLMTripleExtractor(llm)
         except BaseException:
             await db.close()
             raise

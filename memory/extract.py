@@ -71,6 +71,10 @@ class TripleExtractor:
                 out.append(_name(token))
         return list(dict.fromkeys(out))
 
+    def is_question(self, text: str) -> bool:
+        """True when every sentence of ``text`` is a question."""
+        return all(_is_question(sent) for sent in self._pipeline()(text).sents)
+
     def extract(self, text: str) -> list[Triple]:
         doc = self._pipeline()(text)
         triples: list[Triple] = []

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -129,6 +129,8 @@ class SemanticMemory:
     bot_name: str = "hippobot"
     fsrs: Scheduler = field(default_factory=lambda: Scheduler(enable_fuzzing=False))
     counters: GateCounters = field(default_factory=GateCounters)
+    # A capable LLM may extract instead of spaCy (None: spaCy only). Empty answers fall back to spaCy.
+    llm_extract: Callable[[str], Awaitable[list[Triple]]] | None = None
 
     # --- writing ----------------------------------------------------------------
 
@@ -137,7 +139,7 @@ class SemanticMemory:
         require_scope(message.scope)
         if message.is_bot:
             return []
-        triples = await asyncio.to_thread(self.extractor.extract, message.content)
+        triples = await self._extract(message.content)
         if not triples:
             return []
         names = sorted({n for t in triples for n, d in ((t.subject, t.subject_display), (t.object, t.object_display))
@@ -150,6 +152,13 @@ class SemanticMemory:
                 decisions.append(decision)
                 self.counters.add(decision.action)
         return decisions
+
+    async def _extract(self, text: str) -> list[Triple]:
+        if self.llm_extract is not None and not await asyncio.to_thread(self.extractor.is_question, text):
+            triples = await self.llm_extract(text)
+            if triples:
+                return triples
+        return await asyncio.to_thread(self.extractor.extract, text)
 
     async def _node(self, conn: asyncpg.Connection, scope: str, key: str, display: str, message: StoredMessage,
                     vectors: dict[str, np.ndarray], now: datetime) -> int:

@@ -39,12 +39,14 @@ def test_chat_answers_piped_input_and_a_new_process_recalls_it(env: dict[str, st
     assert chat.returncode == 0, chat.stderr
     replies = [line for line in chat.stdout.splitlines() if line.startswith("hippobot: ")]
     assert len(replies) == 2, chat.stdout
-    recall = run_cli(["recall", "what is my cat called?", "--json"], env)
+    recall = run_cli(["recall", "what is my cat called?", "--json", "--user", "ana"], env)
     assert recall.returncode == 0, recall.stderr
     result = json.loads(recall.stdout)
     episodes = [i for i in result["items"] if i["kind"] == "episode"]
     assert episodes and "Miso" in episodes[0]["text"]
     assert len(episodes[0]["message_ids"]) == 2  # the message and the reply it came with
+    facts = [i["text"] for i in result["items"] if i["kind"] == "fact"]
+    assert any("named Miso" in f for f in facts) and any("ana adopt cat" in f for f in facts), facts
     other = run_cli(["recall", "what is my cat called?", "--scope", "someone-else", "--json"], env)
     assert json.loads(other.stdout)["items"] == []
 
