@@ -267,12 +267,17 @@ class SemanticMemory:
             else:
                 names.append(e)
         seeds: dict[int, int] = {}
+        found: set[str] = set()
         if names:
             for r in await self.pool.fetch(
-                    "SELECT id FROM kg_nodes WHERE scope = $1 AND name = ANY($2::text[])", scope, names):
+                    "SELECT id, name FROM kg_nodes WHERE scope = $1 AND name = ANY($2::text[])", scope, names):
                 seeds[r["id"]] = 0
-        plain = [n for n in names if not n.startswith("user:") and n != "bot"]
-        if plain:  # names said differently: nearest node by embedding
+                found.add(r["name"])
+        # Names said differently ("kitty" for "cat"): nearest node by embedding. Skipped when the
+        # scope's graph is empty, since embedding the names is most of this step's cost.
+        plain = [n for n in names if not n.startswith("user:") and n != "bot" and n not in found]
+        if plain and await self.pool.fetchval(
+                "SELECT EXISTS (SELECT 1 FROM kg_nodes WHERE scope = $1 AND embedding IS NOT NULL)", scope):
             for vector in await self.embedder.embed_many(plain):
                 row = await self.pool.fetchrow(
                     """SELECT id, 1 - (embedding <=> $2) / 2 AS sim FROM kg_nodes
