@@ -7,6 +7,7 @@ are already in the recent-turns window are not repeated.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -117,33 +118,47 @@ class Recall:
         written (a reply whose write is still queued); they are merged in.
         """
         require_scope(scope)
-        turns: list[StoredMessage] = []
-        if channel_id is not None and plan.turns > 0:
-            turns = await self._conversations.recent(scope, channel_id, plan.turns, before_id=before_message_id)
-            stored = {m.external_id for m in turns}
-            pending = [
-                m for m in extra_turns
-                if m.external_id not in stored and m.scope == scope and m.channel_id == channel_id
-            ]
-            if pending:
-                turns = sorted(turns + pending, key=lambda m: m.created_at)[-plan.turns :]
-        hits: list[EpisodeHit] = []
-        nearest: float | None = None
-        if plan.vectors > 0:
-            window = {m.id for m in turns}
-            # Ask for a few more so that skipping in-window episodes still leaves k.
-            candidates = await self._episodes.search(scope, vector, plan.vectors + len(window))
-            if candidates:
-                nearest = candidates[0].similarity
-            hits = [
-                h
-                for h in candidates
-                if h.similarity >= plan.similarity_threshold and not (set(h.episode.message_ids) & window)
-                and h.episode.message_id != before_message_id
-            ][: plan.vectors]
-        facts: list[Fact] = []
+        # The graph walk (a spaCy parse, some lookups) does not depend on the rest: run it alongside.
+        facts_task = None
         if self._semantic is not None and text is not None and plan.triple_depth > 0:
-            facts = await self._semantic.facts_for(
-                scope, text, author_id=author_id, depth=plan.triple_depth, now=now or datetime.now(UTC))
+            facts_task = asyncio.create_task(self._semantic.facts_for(
+                scope, text, author_id=author_id, depth=plan.triple_depth, now=now or datetime.now(UTC)))
+        try:
+            turns = await self._turns(scope, plan, channel_id, before_message_id, extra_turns)
+            hits, nearest = await self._episodes_for(scope, vector, plan, turns, before_message_id)
+            facts: list[Fact] = await facts_task if facts_task is not None else []
+        finally:
+            if facts_task is not None and not facts_task.done():
+                facts_task.cancel()
         return ContextBundle(scope=scope, plan=plan, turns=turns, episodes=hits, nearest_similarity=nearest,
                              facts=facts, author_id=author_id)
+
+    async def _turns(self, scope: str, plan: ContextPlan, channel_id: str | None, before_message_id: int | None,
+                     extra_turns: Sequence[StoredMessage]) -> list[StoredMessage]:
+        if channel_id is None or plan.turns <= 0:
+            return []
+        turns = await self._conversations.recent(scope, channel_id, plan.turns, before_id=before_message_id)
+        stored = {m.external_id for m in turns}
+        pending = [
+            m for m in extra_turns
+            if m.external_id not in stored and m.scope == scope and m.channel_id == channel_id
+        ]
+        if pending:
+            turns = sorted(turns + pending, key=lambda m: m.created_at)[-plan.turns :]
+        return turns
+
+    async def _episodes_for(self, scope: str, vector: np.ndarray, plan: ContextPlan, turns: list[StoredMessage],
+                            before_message_id: int | None) -> tuple[list[EpisodeHit], float | None]:
+        if plan.vectors <= 0:
+            return [], None
+        window = {m.id for m in turns}
+        # Ask for a few more so that skipping in-window episodes still leaves k.
+        candidates = await self._episodes.search(scope, vector, plan.vectors + len(window))
+        nearest = candidates[0].similarity if candidates else None
+        hits = [
+            h
+            for h in candidates
+            if h.similarity >= plan.similarity_threshold and not (set(h.episode.message_ids) & window)
+            and h.episode.message_id != before_message_id
+        ][: plan.vectors]
+        return hits, nearest

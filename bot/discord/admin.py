@@ -92,7 +92,14 @@ class AdminCog(commands.Cog):
     async def memory_stats(self, interaction: discord.Interaction) -> None:
         if not await self._admin(interaction):
             return
-        stats = await self.bot.app.conversations.stats(self._scope(interaction))
+        scope = self._scope(interaction)
+        stats = await self.bot.app.conversations.stats(scope)
+        semantic = self.bot.app.brain.semantic
+        if semantic is not None:
+            gate = await semantic.gate_counts(scope)
+            stats.update({f"graph gate {k}": v for k, v in gate.items()})
+            stats["graph edges"] = await self.bot.app.db.pool.fetchval(
+                "SELECT count(*) FROM kg_edges WHERE scope = $1", scope)
         pending = len(await self.bot.app.governance.list())
         await reply(interaction, "\n".join(f"{k}: {v}" for k, v in stats.items()) + f"\npending proposals: {pending}")
 
