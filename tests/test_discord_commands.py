@@ -9,6 +9,7 @@ from unittest.mock import AsyncMock, MagicMock
 
 import discord
 from pydantic import SecretStr
+import pytest
 
 from bot.app import App
 from bot.brain import IncomingTurn
@@ -233,3 +234,20 @@ def test_examples_from_another_server_are_not_posted() -> None:
     assert "secret words" in proposal_content(p, 111)
     hidden = proposal_content(p, 222)
     assert "secret words" not in hidden and "from another server" in hidden
+
+
+async def test_run_with_a_token_discord_refuses_says_what_to_fix(app: App, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from bot.discord import client as client_module
+
+    async def open_app(settings, **kw):  # type: ignore[no-untyped-def]
+        return app
+
+    async def refuse(self, token, **kw):  # type: ignore[no-untyped-def]
+        raise discord.LoginFailure("Improper token has been passed.")
+
+    monkeypatch.setattr(client_module.App, "open", open_app)
+    monkeypatch.setattr(client_module.HippoBot, "start", refuse)
+    settings = app.settings.model_copy(update={"discord_token": SecretStr("not-a-token")})
+    with pytest.raises(client_module.DiscordSetupError, match="Discord refused the token"):
+        await client_module.run_discord(settings)
+    assert app.closed, "the app (and the embedded database) is closed on the way out"

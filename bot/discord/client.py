@@ -93,10 +93,11 @@ async def run_discord(settings: Settings) -> int:
         raise DiscordSetupError("enable the Message Content intent for the bot in the developer portal "
                                 "(Bot tab, Privileged Gateway Intents).") from None
     finally:
-        if not bot.is_closed():
-            await bot.close()
-        else:
-            await app.close()
+        try:
+            await bot.close()  # also closes the app (HippoBotBase.close)
+        except Exception:  # a sharded bot that never connected cannot close cleanly; the app still must
+            log.debug("bot close after a failed start", exc_info=True)
+        await app.close()  # idempotent
     return 0
 
 
