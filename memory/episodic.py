@@ -128,16 +128,21 @@ class EpisodicStore:
         require_scope(scope)
         if k <= 0:
             return []
+        query = f"""SELECT {_COLUMNS}, 1 - (embedding <=> $2) / 2 AS similarity
+                    FROM episodes WHERE scope = $1
+                    ORDER BY embedding <=> $2 LIMIT $3"""
+        key = np.asarray(vector, dtype=np.float32)
         async with self._pool.acquire() as conn, conn.transaction():
             await conn.execute(f"SET LOCAL hnsw.ef_search = {max(HNSW_EF_SEARCH, k)}")
-            rows = await conn.fetch(
-                f"""SELECT {_COLUMNS}, 1 - (embedding <=> $2) / 2 AS similarity
-                    FROM episodes WHERE scope = $1
-                    ORDER BY embedding <=> $2 LIMIT $3""",
-                scope,
-                np.asarray(vector, dtype=np.float32),
-                k,
-            )
+            rows = await conn.fetch(query, scope, key, k)
+            if len(rows) < k and await conn.fetchval(
+                    "SELECT count(*) > $2 FROM (SELECT 1 FROM episodes WHERE scope = $1 LIMIT $3) s",
+                    scope, len(rows), k):
+                # The HNSW scan filters by scope after the fact (pgvector 0.6 has no iterative
+                # scans), so a small scope in a big table can come back short: scan it exactly
+                # (ordering by an expression the vector index cannot serve).
+                rows = await conn.fetch(query.replace("ORDER BY embedding <=> $2", "ORDER BY (embedding <=> $2) + 0"),
+                                        scope, key, k)
         hits = [EpisodeHit(_episode(r), float(r["similarity"])) for r in rows]
         hits.sort(key=lambda h: h.similarity, reverse=True)  # the contract: best first
         return hits

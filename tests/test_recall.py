@@ -97,3 +97,33 @@ async def test_recent_turns_are_the_plans_window_oldest_first_and_not_repeated_a
     in_window = set(ids[1:4])
     assert not any(set(h.episode.message_ids) & in_window for h in bundle.episodes)
     assert all(h.episode.message_id != ids[-1] for h in bundle.episodes)
+
+
+async def test_a_small_scope_in_a_big_table_still_gets_k_episodes(db_url: str, pool: asyncpg.Pool) -> None:
+    """The HNSW scan filters by scope afterwards; a short answer falls back to an exact scan of the scope."""
+    import asyncpg as apg
+    import numpy as np
+
+    from memory.db import _init_connection
+
+    rng = np.random.default_rng(1)
+    centre = rng.normal(size=384).astype(np.float32)
+    conversations, episodes = ConversationStore(pool), EpisodicStore(pool)
+    rows = []
+    for scope, n, sign in (("big", 600, 1.0), ("small", 8, -1.0)):
+        for i in range(n):
+            m = await conversations.add(NewMessage(scope, "import", f"{scope}{i}", "c", "u", "u", "x", T0))
+            v = sign * centre + rng.normal(scale=0.3, size=384).astype(np.float32)
+            rows.append(NewEpisode(scope, "c", "u", m.id, "x", v / np.linalg.norm(v), T0))
+    await episodes.add_many(rows)
+    await pool.execute("DROP INDEX episodes_scope_idx")
+    # Leave the planner nothing but the HNSW index, as on a large table.
+    forced = await apg.create_pool(db_url, min_size=1, max_size=2, init=_init_connection,
+                                   server_settings={"enable_seqscan": "off", "enable_bitmapscan": "off"})
+    try:
+        query = centre / np.linalg.norm(centre)
+        hits = await EpisodicStore(forced).search("small", query, 5)
+        assert len(hits) == 5 and all(h.episode.scope == "small" for h in hits)
+        assert [h.similarity for h in hits] == sorted((h.similarity for h in hits), reverse=True)
+    finally:
+        await forced.close()
