@@ -43,7 +43,10 @@ class Settings(BaseSettings):
     )
     dream_channel_id: int | None = Field(default=None, description="Channel where proposals and digests are posted.")
     discord_edit_interval: float = Field(default=1.0, ge=0.2, description="Seconds between streaming edits.")
-    max_attachment_chars: int = Field(default=20000, ge=0, description="Text attachments are read up to this.")
+    max_attachment_chars: int = Field(
+        default=6000, ge=0,
+        description="Text attachments are read up to this (and never past HIPPOBOT_MAX_MESSAGE_CHARS in all).",
+    )
 
     # --- language model ----------------------------------------------------
     model: str | None = Field(

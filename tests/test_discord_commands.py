@@ -208,19 +208,34 @@ async def test_streaming_edits_at_most_once_per_interval() -> None:
     assert 3 <= stream.edits <= 5, "about one edit per simulated second, plus the final one"
 
 
+class FakeAttachment:
+    def __init__(self, filename: str, data: bytes, content_type: str | None) -> None:
+        self.id, self.filename, self.content_type, self._data = 1, filename, content_type, data
+
+    async def read(self) -> bytes:
+        return self._data
+
+
 async def test_text_attachments_are_read_up_to_the_limit() -> None:
-    class Attachment:
-        def __init__(self, filename: str, data: bytes, content_type: str | None) -> None:
-            self.id, self.filename, self.content_type, self._data = 1, filename, content_type, data
-
-        async def read(self) -> bytes:
-            return self._data
-
     text = await read_text_attachments(
-        [Attachment("notes.txt", b"hello world" * 10, "text/plain"), Attachment("cat.png", b"\x89PNG", "image/png"),
-         Attachment("code.py", b"print(1)", None)], limit=50)
+        [FakeAttachment("notes.txt", b"hello world" * 10, "text/plain"), FakeAttachment("cat.png", b"\x89PNG", "image/png"),
+         FakeAttachment("code.py", b"print(1)", None)], limit=60)
     assert text.startswith("[notes.txt]\n") and "PNG" not in text
-    assert len(text.replace("[notes.txt]\n", "")) <= 60
+    assert len(text) <= 60 and text.endswith("[… cut to fit]")
+
+
+async def test_a_big_attachment_is_cut_so_the_message_is_answered_not_refused(app: App) -> None:
+    """A 30,000-character log attached to a short question must not make the whole message too long."""
+    from bot.discord.chat import attachment_room, with_attachments
+
+    question = "why does this crash?"
+    settings = app.settings
+    room = attachment_room(question, max_attachment_chars=settings.max_attachment_chars,
+                           max_message_chars=settings.max_message_chars)
+    attached = await read_text_attachments([FakeAttachment("crash.log", b"x" * 30000, "text/plain")], room)
+    text = with_attachments(question, attached)
+    assert len(text) <= settings.max_message_chars
+    assert app.brain.validate(text).startswith(question)  # no InvalidInput
 
 
 def test_examples_from_another_server_are_not_posted() -> None:

@@ -20,26 +20,40 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+_CUT = "\n[… cut to fit]"
 TEXT_SUFFIXES = (".txt", ".md", ".py", ".json", ".jsonl", ".csv", ".log", ".yaml", ".yml", ".toml", ".ini", ".sql")
 
 
 async def read_text_attachments(attachments: Sequence[Any], limit: int) -> str:
-    """The text of text-like attachments, up to ``limit`` characters in all."""
+    """The text of text-like attachments, headers included, in at most ``limit`` characters."""
     parts: list[str] = []
     left = limit
     for a in attachments:
         is_text = (a.content_type or "").startswith("text/") or a.filename.lower().endswith(TEXT_SUFFIXES)
-        if not is_text or left <= 0:
+        header = f"[{a.filename}]\n"
+        if not is_text or left <= len(header) + len(_CUT):
             continue
         try:
             raw = await a.read()
         except (discord.HTTPException, OSError, ValueError):
             log.warning("could not read attachment %s", a.id)
             continue
-        text = raw.decode("utf-8", errors="replace")[:left]
-        left -= len(text)
-        parts.append(f"[{a.filename}]\n{text}")
+        text = raw.decode("utf-8", errors="replace")
+        room = left - len(header) - (2 if parts else 0)
+        if len(text) > room:
+            text = text[: room - len(_CUT)] + _CUT
+        parts.append(header + text)
+        left -= len(parts[-1]) + (2 if len(parts) > 1 else 0)
     return "\n\n".join(parts)
+
+
+def with_attachments(text: str, attached: str) -> str:
+    return f"{text}\n\n{attached}".strip() if attached else text
+
+
+def attachment_room(text: str, *, max_attachment_chars: int, max_message_chars: int) -> int:
+    """How much attachment text fits: the message with its attachments must stay within the message limit."""
+    return max(0, min(max_attachment_chars, max_message_chars - len(text) - 2))
 
 
 class ChatCog(commands.Cog):
@@ -72,8 +86,9 @@ class ChatCog(commands.Cog):
         me = self.bot.user
         text = strip_mentions(message.content, me.id if me else 0)
         if message.attachments:
-            attached = await read_text_attachments(message.attachments, settings.max_attachment_chars)
-            text = f"{text}\n\n{attached}".strip() if attached else text
+            room = attachment_room(text, max_attachment_chars=settings.max_attachment_chars,
+                                   max_message_chars=settings.max_message_chars)
+            text = with_attachments(text, await read_text_attachments(message.attachments, room))
         turn = IncomingTurn(
             scope=scope_for(message.guild.id if message.guild else None, message.author.id),
             source="discord",
