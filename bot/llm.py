@@ -148,6 +148,38 @@ class StopScanner:
         return hold
 
 
+@dataclass
+class TextStream:
+    """The text generated so far, and how much of it has been shown: what a stream emits next."""
+
+    scanner: StopScanner
+    text: str = ""
+    shown: int = 0
+    stopped: bool = False
+
+    def update(self, text: str) -> str:
+        """Take the whole text generated so far; return the new part that is safe to show."""
+        cut = self.scanner.find_stop(text)
+        if cut is not None:
+            text, self.stopped = text[:cut], True
+            show = len(text)
+        else:
+            show = self.scanner.safe_length(text)
+        self.text = text
+        delta = text[self.shown : show] if show > self.shown else ""
+        self.shown = max(self.shown, show)
+        return delta
+
+    def finish(self, *, ended: bool) -> str:
+        """The rest: all of it when the model ended its turn (EOS or a stop), only the safe part
+        when it ran out of tokens (a half-written speaker label is dropped)."""
+        text = self.text if ended or self.stopped else self.text[: self.scanner.safe_length(self.text)]
+        self.text = text.rstrip()
+        delta = self.text[self.shown :] if len(self.text) > self.shown else ""
+        self.shown = max(self.shown, len(self.text))
+        return delta
+
+
 # ---------------------------------------------------------------------------
 # the bundled model
 
@@ -351,7 +383,14 @@ class TransformersLLM:
         device = next(self._model.parameters()).device
         inputs = tok(job.prompt, return_tensors="pt").to(device)
         gen.stats.prompt_tokens = int(inputs["input_ids"].shape[1])
-        state: dict[str, Any] = {"ids": [], "logp": None, "surprise": [], "shown": 0, "stop": False}
+        state: dict[str, Any] = {"ids": [], "logp": None, "surprise": []}
+        stream = TextStream(job.scanner)
+
+        def emit(delta: str) -> None:
+            if delta:
+                if gen.stats.first_token_s is None:
+                    gen.stats.first_token_s = time.perf_counter() - gen.submitted_at
+                gen._push("delta", delta)
 
         class Surprise(LogitsProcessor):
             """First in the chain: remembers the model's own log-probabilities."""
@@ -369,8 +408,6 @@ class TransformersLLM:
                 scores[:, self.ids] += self.values.to(scores.dtype)
                 return scores
 
-        scanner = job.scanner
-
         class Streamer(BaseStreamer):
             def __init__(self) -> None:
                 self.prompt_seen = False
@@ -383,26 +420,14 @@ class TransformersLLM:
                 if state["logp"] is not None:
                     state["surprise"].append(-float(state["logp"][token]))
                 state["ids"].append(token)
-                text = tok.decode(state["ids"], skip_special_tokens=True).lstrip()
-                cut = scanner.find_stop(text)
-                if cut is not None:
-                    text, state["stop"] = text[:cut], True
-                    show = len(text)
-                else:
-                    show = scanner.safe_length(text)
-                if show > state["shown"]:
-                    if gen.stats.first_token_s is None:
-                        gen.stats.first_token_s = time.perf_counter() - gen.submitted_at
-                    gen._push("delta", text[state["shown"] : show])
-                    state["shown"] = show
-                gen.text = text
+                emit(stream.update(tok.decode(state["ids"], skip_special_tokens=True).lstrip()))
 
             def end(self) -> None:
                 pass
 
         class Stop(StoppingCriteria):
             def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor, **kwargs: Any) -> torch.Tensor:
-                done = state["stop"] or gen.cancelled.is_set()
+                done = stream.stopped or gen.cancelled.is_set()
                 return torch.full((input_ids.shape[0],), done, dtype=torch.bool, device=input_ids.device)
 
         processors = LogitsProcessorList([Surprise()])
@@ -428,18 +453,11 @@ class TransformersLLM:
             )
         eos = tok.eos_token_id
         stopped_by = (
-            "cancelled" if gen.cancelled.is_set() else "stop" if state["stop"]
+            "cancelled" if gen.cancelled.is_set() else "stop" if stream.stopped
             else "eos" if state["ids"] and state["ids"][-1] == eos else "length"
         )
-        # Flush what was held back: all of it after EOS, only the safe part after
-        # running out of tokens (a trailing half-written speaker label is dropped).
-        text = gen.text if stopped_by in ("eos", "stop") else gen.text[: scanner.safe_length(gen.text)]
-        final = text.rstrip()
-        if len(final) > state["shown"]:
-            if gen.stats.first_token_s is None:
-                gen.stats.first_token_s = time.perf_counter() - gen.submitted_at
-            gen._push("delta", final[state["shown"] :])
-        gen.text = final
+        emit(stream.finish(ended=stopped_by in ("eos", "stop")))
+        gen.text = stream.text
         s = gen.stats
         s.tokens = len(state["ids"])
         s.mean_surprise = sum(state["surprise"]) / len(state["surprise"]) if state["surprise"] else None

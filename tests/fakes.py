@@ -6,7 +6,7 @@ import asyncio
 import re
 from collections.abc import Mapping, Sequence
 
-from bot.llm import Generation, StopScanner
+from bot.llm import Generation, StopScanner, TextStream
 
 
 class ScriptedLLM:
@@ -42,17 +42,24 @@ class ScriptedLLM:
         return generation
 
     async def _stream(self, generation: Generation, scanner: StopScanner) -> None:
-        text = self.reply
-        cut = scanner.find_stop(text)
-        if cut is not None:
-            text = text[:cut]
-        words = text.split(" ")
-        for i, word in enumerate(words):
+        """Word by word through the engine's own TextStream, so stops behave as with a real model."""
+        stream = TextStream(scanner)
+        words = self.reply.split(" ")
+        sent = 0
+        for i in range(len(words)):
             if self.delay:
                 await asyncio.sleep(self.delay)
-            generation._push("delta", word if i == 0 else " " + word)
-        generation.text = text
-        generation.stats.tokens = len(words)
+            delta = stream.update(" ".join(words[: i + 1]))
+            sent += 1
+            if delta:
+                generation._push("delta", delta)
+            if stream.stopped:
+                break
+        tail = stream.finish(ended=True)
+        if tail:
+            generation._push("delta", tail)
+        generation.text = stream.text
+        generation.stats.tokens = sent
         generation.stats.mean_surprise = self.surprise
         generation.stats.first_token_s = 0.001
         generation._push("done")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from bot.llm import StopScanner
+from bot.llm import StopScanner, TextStream
 from bot.prompt import SPEAKER_LINE, PromptBuilder
 from memory.archetypes import ContextPlan
 from memory.conversation import StoredMessage
@@ -75,22 +75,17 @@ def test_chat_template_rendering_alternates_roles() -> None:
     assert prompt.text == "rendered" and prompt.stop == ()
 
 
-def stream(scanner: StopScanner, pieces: list[str]) -> tuple[str, str]:
-    """Feed text the way the engine does; return (what was shown, the final text)."""
-    text, shown = "", 0
-    out = []
+def stream(scanner: StopScanner, pieces: list[str], *, ended: bool = True) -> tuple[str, str]:
+    """Feed text through the engine's TextStream; return (what was shown, the final text)."""
+    ts = TextStream(scanner)
+    text, shown = "", []
     for piece in pieces:
         text += piece
-        cut = scanner.find_stop(text)
-        if cut is not None:
-            text = text[:cut]
-            out.append(text[shown:])
-            return "".join(out), text
-        safe = scanner.safe_length(text)
-        if safe > shown:
-            out.append(text[shown:safe])
-            shown = safe
-    return "".join(out), text
+        shown.append(ts.update(text))
+        if ts.stopped:
+            break
+    shown.append(ts.finish(ended=ended))
+    return "".join(shown), ts.text
 
 
 def test_a_stop_string_is_never_streamed_even_split_across_tokens() -> None:
@@ -109,3 +104,11 @@ def test_text_without_a_stop_streams_whole() -> None:
     scanner = StopScanner(stop=("\nbob:",), pattern=SPEAKER_LINE)
     shown, final = stream(scanner, ["It is ", "12:30 ", "now, ", "see you."])
     assert shown == final == "It is 12:30 now, see you."
+
+
+def test_running_out_of_tokens_drops_a_half_written_speaker_label() -> None:
+    scanner = StopScanner(stop=("\nbob:",), pattern=SPEAKER_LINE)
+    shown, final = stream(scanner, ["Fine, thanks.", "\n", "Bo"], ended=False)
+    assert shown == final == "Fine, thanks."
+    shown, final = stream(scanner, ["Fine, thanks.", "\n", "Bye"], ended=True)
+    assert final == "Fine, thanks.\nBye" and shown == final
