@@ -60,8 +60,7 @@ def parse_triples(answer: str, *, confidence: float = 0.7) -> list[Triple]:
         subject, relation, obj = (_norm(x) for x in item)
         relation = re.sub(r"[^a-z0-9]+", "_", relation).strip("_")
         if subject and relation and obj and subject != obj:
-            out.append(Triple(subject, relation, obj, 0.0, confidence,
-                              subject if subject not in (USER, BOT) else subject, obj))
+            out.append(Triple(subject, relation, obj, 0.0, confidence, subject, obj))
     return out
 
 

@@ -19,9 +19,10 @@ from memory.conversation import require_scope
 class ForgetReport:
     messages: int
     episodes: int
+    facts: int = 0  # knowledge-graph edges that lose their last supporting message
 
     def __str__(self) -> str:
-        return f"forgot {self.messages} message(s) and {self.episodes} episode(s)"
+        return f"forgot {self.messages} message(s), {self.episodes} episode(s) and {self.facts} fact(s)"
 
 
 # All messages reachable from the roots through derived_from_id: what cascades.
@@ -54,8 +55,18 @@ class Provenance:
                 scope,
                 arg,
             )
+            facts = await conn.fetchval(
+                closure
+                + """SELECT count(*) FROM kg_edges e WHERE e.scope = $1
+                       AND EXISTS (SELECT 1 FROM kg_edge_sources s WHERE s.edge_id = e.id
+                                   AND s.message_id IN (SELECT id FROM doomed))
+                       AND NOT EXISTS (SELECT 1 FROM kg_edge_sources s WHERE s.edge_id = e.id
+                                       AND s.message_id NOT IN (SELECT id FROM doomed))""",
+                scope,
+                arg,
+            )
             await conn.execute(f"DELETE FROM messages WHERE scope = $1 AND {roots}", scope, arg)
-        return ForgetReport(messages=messages, episodes=episodes)
+        return ForgetReport(messages=messages, episodes=episodes, facts=facts)
 
     async def forget_message(self, scope: str, message_id: int) -> ForgetReport:
         """Delete one stored message (by row id) and everything derived from it."""

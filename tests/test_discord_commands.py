@@ -69,10 +69,16 @@ async def talk(app: App, user_id: int, text: str) -> None:
     await reply.complete()
 
 
-async def test_forget_me_asks_first_then_removes_only_that_user(app: App) -> None:
+@pytest.fixture
+async def two_speakers(app: App) -> App:
     await talk(app, 111, "I am allergic to peanuts")
     await talk(app, 222, "I play the trumpet")
     await app.brain.drain()
+    return app
+
+
+async def test_forget_me_asks_first_then_removes_only_that_user(two_speakers: App) -> None:
+    app = two_speakers
     cog = AdminCog(fake_bot(app))  # type: ignore[arg-type]
     ask = interaction(member(111))
     await cog.forget_me.callback(cog, ask)
@@ -85,7 +91,7 @@ async def test_forget_me_asks_first_then_removes_only_that_user(app: App) -> Non
     assert await pool.fetchval("SELECT count(*) FROM messages WHERE author_id = '111'") == 1, "only the asker can confirm"
     confirm = interaction(member(111))
     await view.confirm.callback(confirm)
-    assert "forgot 2 message(s) and 1 episode(s)" in confirm.response.edit_message.call_args.kwargs["content"]
+    assert "forgot 2 message(s), 1 episode(s) and 1 fact(s)" in confirm.response.edit_message.call_args.kwargs["content"]
     assert await pool.fetchval("SELECT count(*) FROM episodes WHERE author_id = '111'") == 0
     assert await pool.fetchval("SELECT count(*) FROM messages WHERE author_id = '222'") == 1
     assert await pool.fetchval("SELECT count(*) FROM episodes WHERE author_id = '222'") == 1
@@ -120,10 +126,8 @@ async def test_memory_forget_refuses_links_to_other_servers(app: App) -> None:
     assert "not a link to a message in this server" in said(i)
 
 
-async def test_whatdoyouknow_lists_only_the_askers_memories(app: App) -> None:
-    await talk(app, 111, "I am allergic to peanuts")
-    await talk(app, 222, "I play the trumpet")
-    await app.brain.drain()
+async def test_whatdoyouknow_lists_only_the_askers_memories(two_speakers: App) -> None:
+    app = two_speakers
     cog = AdminCog(fake_bot(app))  # type: ignore[arg-type]
     i = interaction(member(111))
     await cog.whatdoyouknow.callback(cog, i)

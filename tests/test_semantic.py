@@ -80,7 +80,8 @@ async def test_deleting_the_message_removes_the_facts_it_alone_supported(app: Ap
     pool = app.db.pool
     named = "SELECT e.evidence_count FROM kg_edges e JOIN kg_nodes t ON t.id = e.target_id WHERE e.relation = 'named' AND t.name = 'miso'"
     assert await pool.fetchval(named) == 2, "the same fact said twice is aggregated"
-    await app.provenance.forget_message("g1", first.id)
+    report = await app.provenance.forget_message("g1", first.id)
+    assert report.facts == 1, "(ana, adopt, cat) goes; (cat, named, miso) keeps the second message"
     assert await pool.fetchval(named) == 1, "still supported by the second message, with less evidence"
     assert await pool.fetchval("SELECT count(*) FROM kg_edges WHERE relation = 'adopt'") == 0
     await app.provenance.forget_author("g1", "u-ana")
