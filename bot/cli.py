@@ -215,19 +215,12 @@ async def _dream(settings: Settings, args: argparse.Namespace) -> int:
 
 
 async def _migrate(settings: Settings, args: argparse.Namespace) -> int:
-    from memory.db import EmbeddedPostgres, migrate
+    from memory.db import Database
 
-    embedded = None
     url = settings.database_url.get_secret_value() if settings.database_url else None
-    if url is None:
-        embedded = EmbeddedPostgres(settings.data_dir / "pgdata")
-        url = await asyncio.to_thread(embedded.start)
-    try:
-        applied = await migrate(url)
-    finally:
-        if embedded is not None:
-            await asyncio.to_thread(embedded.stop)
-    print("applied: " + ", ".join(applied) if applied else "database is up to date")
+    db = await Database.open(url, settings.data_dir)
+    await db.close()
+    print("applied: " + ", ".join(db.applied) if db.applied else "database is up to date")
     return 0
 
 

@@ -110,6 +110,7 @@ class Console:
         self._me = identity
         self._in, self._out, self._err = stdin, stdout, stderr
         self._interactive = interactive
+        self._mid_reply = False
 
     def _print(self, text: str = "", *, end: str = "\n") -> None:
         self._out.write(text + end)
@@ -156,7 +157,9 @@ class Console:
             else:
                 await self._chat(line)
         except (MemoryStoreError, LLMError, GovernanceError) as exc:
-            self._print()
+            if self._mid_reply:  # end the half-written reply line first
+                self._print()
+                self._mid_reply = False
             self._err.write(f"error: {exc}\n")
             self._err.flush()
 
@@ -195,7 +198,9 @@ class Console:
         )
         reply = await self._brain.respond(turn)
         self._print(f"{self._brain.bot_name}: ", end="")
+        self._mid_reply = True
         async for delta in reply:
             self._print(delta, end="")
         self._print()
+        self._mid_reply = False
         log.debug("turn trace %s", json.dumps(reply.trace.__dict__))

@@ -132,10 +132,12 @@ async def migrate(dsn: str, migrations: list[Migration] | None = None) -> list[s
 class Database:
     """The running store: an embedded server when no URL is given, a pool, migrations applied."""
 
-    def __init__(self, pool: asyncpg.Pool, dsn: str, embedded: EmbeddedPostgres | None) -> None:
+    def __init__(self, pool: asyncpg.Pool, dsn: str, embedded: EmbeddedPostgres | None,
+                 applied: list[str] | None = None) -> None:
         self.pool = pool
         self.dsn = dsn
         self._embedded = embedded
+        self.applied = applied or []  # migrations this open applied
 
     @classmethod
     async def open(cls, url: str | None, data_dir: Path, *, run_migrations: bool = True) -> Database:
@@ -144,14 +146,13 @@ class Database:
             embedded = EmbeddedPostgres(data_dir / "pgdata")
             url = await asyncio.to_thread(embedded.start)
         try:
-            if run_migrations:
-                await migrate(url)
+            applied = await migrate(url) if run_migrations else []
             pool = await create_pool(url)
         except BaseException:
             if embedded is not None:
                 await asyncio.to_thread(embedded.stop)
             raise
-        return cls(pool, url, embedded)
+        return cls(pool, url, embedded, applied)
 
     async def close(self) -> None:
         await self.pool.close()
