@@ -50,6 +50,12 @@ class IncomingTurn:
     text: str
     external_id: str | None = None  # None: a fresh uuid (console)
     created_at: datetime | None = None  # None: now
+    visible_in: str | None = None  # None: public in the scope; else the (parent) channel whose audience may see it
+    thread_parent_id: str | None = None  # a thread's parent channel
+
+
+class Busy(Exception):
+    """The bot cannot take this message now (generation or memory queues full): ask the person to retry."""
 
 
 @dataclass
@@ -223,6 +229,8 @@ class Brain:
                 author_name=turn.author_name,
                 content=text,
                 created_at=turn.created_at or self.clock.now(),
+                visible_in=turn.visible_in,
+                thread_parent_id=turn.thread_parent_id,
             )
         )
 

@@ -17,7 +17,7 @@ from memory.errors import ScopeError
 
 _COLUMNS = (
     "id, scope, source, external_id, channel_id, author_id, author_name, is_bot, content, "
-    "derived_from_id, created_at"
+    "derived_from_id, created_at, visible_in, thread_parent_id"
 )
 
 
@@ -41,6 +41,8 @@ class NewMessage:
     is_bot: bool = False
     derived_from_id: int | None = None
     reply_to_external: str | None = None
+    visible_in: str | None = None  # None: everyone in the scope; else the channel whose audience may see it
+    thread_parent_id: str | None = None  # a thread's parent channel
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,8 @@ class StoredMessage:
     content: str
     derived_from_id: int | None
     created_at: datetime
+    visible_in: str | None = None
+    thread_parent_id: str | None = None
 
 
 def _stored(row: asyncpg.Record) -> StoredMessage:
@@ -78,8 +82,9 @@ class ConversationStore:
         db = conn or self._pool
         row = await db.fetchrow(
             f"""INSERT INTO messages (scope, source, external_id, channel_id, author_id, author_name,
-                                      is_bot, content, derived_from_id, reply_to_external, created_at)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+                                      is_bot, content, derived_from_id, reply_to_external, created_at,
+                                      visible_in, thread_parent_id)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
                 ON CONFLICT (scope, source, channel_id, external_id) DO NOTHING
                 RETURNING {_COLUMNS}""",
             message.scope,
@@ -93,6 +98,8 @@ class ConversationStore:
             message.derived_from_id,
             message.reply_to_external,
             message.created_at,
+            message.visible_in,
+            message.thread_parent_id,
         )
         if row is None:
             row = await db.fetchrow(

@@ -69,6 +69,7 @@ class NewEpisode:
     novelty: float | None = None
     salience: float = 0.0
     pinned: bool = False
+    visible_in: str | None = None  # the narrowest visibility of its messages
 
 
 @dataclass(frozen=True)
@@ -107,7 +108,7 @@ class EpisodicStore:
             (
                 e.scope, e.channel_id, e.author_id, e.message_id, e.reply_message_id, e.content,
                 np.asarray(e.embedding, dtype=np.float32), e.surprise, e.novelty, e.salience,
-                e.pinned, e.created_at,
+                e.pinned, e.created_at, e.visible_in,
             )
             for e in episodes
         ]
@@ -116,8 +117,9 @@ class EpisodicStore:
                                    [e.message_id for e in episodes])
         await db.executemany(
             """INSERT INTO episodes (scope, channel_id, author_id, message_id, reply_message_id, content,
-                                     embedding, surprise, novelty, salience, pinned, created_at)
-               VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+                                     embedding, surprise, novelty, salience, pinned, created_at,
+                                     last_reinforced_at, visible_in)
+               VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12, $13)
                ON CONFLICT (message_id) DO NOTHING""",
             rows,
         )

@@ -15,12 +15,15 @@ ALTER TABLE messages ADD CONSTRAINT messages_id_sizes CHECK (
 -- DM, the console); otherwise the channel whose audience may see it (for a
 -- thread: its parent channel, since threads follow their parent).
 ALTER TABLE messages ADD COLUMN visible_in TEXT;
+-- A thread's parent channel, so deleting a channel also forgets its threads.
+ALTER TABLE messages ADD COLUMN thread_parent_id TEXT;
 -- Durable absorption: NULL until every memory layer has absorbed the message.
 -- What existed before this migration counts as absorbed.
 ALTER TABLE messages ADD COLUMN absorbed_at TIMESTAMPTZ;
 UPDATE messages SET absorbed_at = stored_at;
 CREATE INDEX messages_unabsorbed_idx ON messages (id) WHERE absorbed_at IS NULL AND NOT is_bot;
 CREATE INDEX messages_channel_idx ON messages (channel_id);
+CREATE INDEX messages_thread_parent_idx ON messages (thread_parent_id) WHERE thread_parent_id IS NOT NULL;
 
 ALTER TABLE episodes ADD COLUMN visible_in TEXT;
 -- Decay works by time since an episode was last reinforced (written, recalled,
