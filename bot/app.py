@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -25,6 +26,12 @@ from memory.episodic import EpisodicStore, WriteGate
 from memory.importer import Importer
 from memory.provenance import Provenance
 from memory.extract import TripleExtractor
+from memory.absorption import Absorber
+from memory.clock import SystemClock
+from memory.layers.base import MemoryLayer
+from memory.layers.episodes import EpisodesLayer
+from memory.layers.facts import FactsLayer
+from memory.layers.turns import TurnsLayer
 from memory.recall import Recall
 from memory.semantic import GateConfig, SemanticMemory
 
@@ -127,28 +134,35 @@ class App:
                     count_tokens=llm.count_tokens,
                     render_chat=render,
                 )
+            episodes_layer = EpisodesLayer(episodes, gate, embedder)
             semantic = None
+            # The memory layers, in the order their recall is reported. Adding a layer is one line here.
+            layers: list[MemoryLayer] = [TurnsLayer(conversations), episodes_layer]
             if settings.kg_enabled:
                 semantic = SemanticMemory(
                     pool, TripleExtractor(), embedder,
                     GateConfig(enabled=settings.kg_gate_enabled, threshold=settings.kg_gate_threshold),
                     bot_name=settings.bot_name,
                 )
-            recall = Recall(conversations, episodes, semantic)
+                layers.append(FactsLayer(semantic, prune_retrievability=settings.kg_prune_retrievability,
+                                         prune_confidence=settings.kg_prune_confidence))
+            clock = SystemClock()
+            recall = Recall(layers, timeout=settings.layer_timeout_s)
+            absorber = Absorber(conversations, layers, router, archetype_store, embedder, clock)
             brain = Brain(
                 conversations=conversations,
-                episodes=episodes,
                 archetypes=router,
-                archetype_store=archetype_store,
                 recall=recall,
+                absorber=absorber,
                 embedder=embedder,
                 llm=llm,
                 prompts=prompts,
-                gate=gate,
                 bot_id=f"bot:{settings.bot_name}",
                 bot_name=settings.bot_name,
                 max_message_chars=settings.max_message_chars,
-                semantic=semantic,
+                clock=clock,
+                max_generations=settings.max_pending_replies,
+                writer_queue=settings.max_pending_writes,
             )
             importer = Importer(
                 conversations, episodes, router, archetype_store, embedder, gate,
@@ -176,9 +190,17 @@ class App:
             raise
         return cls(
             settings=settings, db=db, embedder=embedder, conversations=conversations, episodes=episodes,
-            archetype_store=archetype_store, router=router, provenance=Provenance(db.pool), importer=importer,
+            archetype_store=archetype_store, router=router, provenance=Provenance(db.pool, layers), importer=importer,
             brain=brain, llm=llm, governance=governance, dream=dream,
         )
+
+    async def absorb_backlog(self, progress: Callable[[int, int], None] | None = None) -> int:
+        """Absorb what a crash or a kill left unabsorbed (bounded, oldest first); call before serving."""
+        total = await self.conversations.count_unabsorbed()
+        if total == 0:
+            return 0
+        log.info("absorbing %d message(s) left unabsorbed by the last run", total)
+        return await self.brain.absorb_backlog(limit=self.settings.absorb_backlog_limit, progress=progress)
 
     def start_scheduler(self, channel: DreamChannel | None) -> DreamScheduler:
         """Run the dream cycle nightly on this event loop, posting to ``channel``."""
@@ -189,14 +211,16 @@ class App:
         return self.scheduler
 
     async def close(self) -> None:
-        """Finish pending memory writes, then stop everything (the embedded database last). Idempotent."""
+        """Stop taking messages, cancel generations, finish pending memory writes (within
+        ``shutdown_timeout_s``), then stop everything (the embedded database last). Idempotent."""
         if self.closed:
             return
         self.closed = True
         if self.scheduler is not None:
             self.scheduler.shutdown()
         try:
-            await self.brain.drain()
+            if not await self.brain.shutdown(timeout=self.settings.shutdown_timeout_s):
+                log.warning("memory writes still queued at shutdown; they are absorbed at the next start")
         finally:
             await self.router.stop()
             if self.llm is not None:

@@ -1,13 +1,15 @@
 """The Brain: one message through the memory stack and the LLM, for any transport.
 
-    persist the message -> embed once -> archetype plan -> recall ->
-    prompt within budget -> generate (streamed) -> after the reply: persist
-    it, write the episode, log the archetype match (background, serial).
+    persist the message -> embed once -> archetype plan -> recall (every
+    memory layer, concurrently) -> prompt within budget -> generate (streamed,
+    with the layers' boosts) -> after the reply: store it and absorb the turn
+    into every layer (background, serial, durable).
 
 ``respond`` does everything up to the prompt before it returns a ``Reply``;
 iterating the reply streams the model's text. The memory writes are queued
-only once the stream is exhausted and never delay it; ``drain`` waits for
-them (transports call it on shutdown).
+only once the stream ends (or is cancelled) and never delay it; a message
+whose absorption did not happen (a crash) is absorbed at the next start.
+``shutdown`` stops taking messages and drains the writes.
 """
 
 from __future__ import annotations
@@ -19,21 +21,21 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from typing import Any
+from datetime import datetime
 
 import numpy as np
 
 from bot.llm import Generation, LanguageModel
 from bot.prompt import Prompt, PromptBuilder
+from memory.absorption import AbsorbHints, Absorber
+from memory.archetypes import ArchetypeRouter, ContextPlan
 from memory.clock import Clock, SystemClock
-from memory.archetypes import ArchetypeRouter, ArchetypeStore, ContextPlan, MatchRecord
 from memory.conversation import ConversationStore, NewMessage, StoredMessage, require_scope
 from memory.embed import Embedder
-from memory.episodic import EpisodicStore, NewEpisode, WriteGate
 from memory.errors import InvalidInput
-from memory.recall import ContextBundle, Recall
-from memory.semantic import SemanticMemory
-from memory.recall import novelty as episode_novelty
+from memory.layers.base import MemoryLayer
+from memory.recall import ContextBundle, Recall, recall_query
 
 log = logging.getLogger(__name__)
 
@@ -74,15 +76,27 @@ class TurnTrace:
 
 
 class MemoryWriter:
-    """Runs memory writes one after another in the background; nothing is dropped on shutdown."""
+    """Runs memory writes one after another in the background, from a bounded queue.
 
-    def __init__(self) -> None:
-        self._queue: asyncio.Queue[tuple[str, Callable[[], Awaitable[None]]]] = asyncio.Queue()
+    ``submit`` raises Busy when the queue is full (the caller tells the person
+    to retry); whatever is not written yet at a crash is still in the store,
+    unabsorbed, and is absorbed at the next start.
+    """
+
+    def __init__(self, max_queue: int = 256) -> None:
+        self._queue: asyncio.Queue[tuple[str, Callable[[], Awaitable[None]]]] = asyncio.Queue(max_queue)
         self._task: asyncio.Task[None] | None = None
         self.failures = 0
 
+    @property
+    def full(self) -> bool:
+        return self._queue.full()
+
     def submit(self, label: str, job: Callable[[], Awaitable[None]]) -> None:
-        self._queue.put_nowait((label, job))
+        try:
+            self._queue.put_nowait((label, job))
+        except asyncio.QueueFull:
+            raise Busy("memory writes are backed up") from None
         if self._task is None or self._task.done():
             self._task = asyncio.create_task(self._run(), name="memory-writer")
 
@@ -97,9 +111,13 @@ class MemoryWriter:
             finally:
                 self._queue.task_done()
 
-    async def drain(self) -> None:
-        """Wait until every queued write has finished."""
-        await self._queue.join()
+    async def drain(self, timeout: float | None = None) -> bool:
+        """Wait until every queued write has finished (True), or ``timeout`` seconds passed (False)."""
+        try:
+            await asyncio.wait_for(self._queue.join(), timeout)
+        except TimeoutError:
+            return False
+        return True
 
 
 class Reply:
@@ -143,15 +161,15 @@ class Reply:
         return self._stream()
 
     async def _stream(self) -> AsyncIterator[str]:
-        async for delta in self._generation:
-            yield delta
-        stats = self._generation.stats
-        self.trace.first_token_s = stats.first_token_s
-        self.trace.tokens = stats.tokens
-        self.trace.tokens_per_s = stats.tokens_per_second
-        if not self._finished:
-            self._finished = True
-            self._brain._after_reply(self, self._vector)
+        try:
+            async for delta in self._generation:
+                yield delta
+        finally:
+            stats = self._generation.stats
+            self.trace.first_token_s = stats.first_token_s
+            self.trace.tokens = stats.tokens
+            self.trace.tokens_per_s = stats.tokens_per_second
+            self._finish()
 
     async def complete(self) -> str:
         async for _ in self:
@@ -159,7 +177,14 @@ class Reply:
         return self.text
 
     def cancel(self) -> None:
+        """Stop generating (the transport failed, or the bot is shutting down); the turn is still absorbed."""
         self._generation.cancel()
+        self._finish()
+
+    def _finish(self) -> None:
+        if not self._finished:
+            self._finished = True
+            self._brain._after_reply(self, self._vector)
 
 
 class Brain:
@@ -167,38 +192,49 @@ class Brain:
         self,
         *,
         conversations: ConversationStore,
-        episodes: EpisodicStore,
         archetypes: ArchetypeRouter,
-        archetype_store: ArchetypeStore,
         recall: Recall,
+        absorber: Absorber,
         embedder: Embedder,
         llm: LanguageModel | None,
         prompts: PromptBuilder | None,
-        gate: WriteGate,
         bot_id: str,
         bot_name: str,
         max_message_chars: int,
-        semantic: SemanticMemory | None = None,
         clock: Clock | None = None,
+        max_generations: int = 8,
+        writer_queue: int = 256,
     ) -> None:
         self.conversations = conversations
-        self.episodes = episodes
         self.archetypes = archetypes
-        self._archetype_store = archetype_store
         self.recall = recall
+        self.absorber = absorber
         self.embedder = embedder
         self.llm = llm
         self._prompts = prompts
-        self._gate = gate
         self.bot_id = bot_id
         self.bot_name = bot_name
         self._max_chars = max_message_chars
-        self.semantic = semantic
         self.clock: Clock = clock or SystemClock()
-        self.writer = MemoryWriter()
+        self.writer = MemoryWriter(writer_queue)
+        self._max_generations = max_generations
+        self._active: set[Reply] = set()  # generating now (or queued for the engine)
+        self.accepting = True
         # replies whose write is still queued, so the next turn sees them anyway
         self._unsaved: dict[str, StoredMessage] = {}
         self._temp_ids = itertools.count(-1, -1)
+
+    @property
+    def layers(self) -> Sequence[MemoryLayer]:
+        return self.recall.layers
+
+    def layer(self, name: str) -> MemoryLayer | None:
+        return next((layer for layer in self.layers if layer.name == name), None)
+
+    @property
+    def semantic(self) -> Any:
+        """The knowledge graph (SemanticMemory) when the facts layer is registered, else None."""
+        return getattr(self.layer("facts"), "semantic", None)
 
     # --- input --------------------------------------------------------------
 
@@ -213,7 +249,8 @@ class Brain:
             raise InvalidInput(
                 f"the message is {len(cleaned):,} characters long; the limit is {self._max_chars:,}"
             )
-        return cleaned
+        # A lone surrogate cannot be stored (PostgreSQL wants valid UTF-8): keep the rest of the text.
+        return cleaned.encode("utf-8", "replace").decode("utf-8")
 
     async def receive(self, turn: IncomingTurn) -> StoredMessage:
         """Validate and persist an incoming message (before anything else happens)."""
@@ -237,51 +274,60 @@ class Brain:
     # --- the pipeline -----------------------------------------------------------
 
     async def respond(self, turn: IncomingTurn) -> Reply:
-        """Persist the message, assemble its context and start generating the reply."""
+        """Persist the message, assemble its context and start generating the reply.
+
+        Raises Busy (after storing the message, so nothing received is lost)
+        when the bot is shutting down or its generation or write queues are full.
+        """
         if self.llm is None or self._prompts is None:
             raise RuntimeError("this Brain was built without a language model")
         trace = TurnTrace()
         t0 = time.perf_counter()
         message = await self.receive(turn)
+        if not self.accepting or len(self._active) >= self._max_generations or self.writer.full:
+            if self.accepting and not self.writer.full:
+                self.writer.submit(f"absorb message={message.id}", lambda: self._absorb_quietly(message.id))
+            raise Busy("the bot is busy")
         t1 = time.perf_counter()
         vector = await self.embedder.embed(message.content)
         t2 = time.perf_counter()
         plan = self.archetypes.classify(vector)
         t3 = time.perf_counter()
-        bundle = await self.recall.gather(
-            turn.scope,
-            vector,
-            plan,
-            channel_id=turn.channel_id,
-            before_message_id=message.id,
-            extra_turns=list(self._unsaved.values()),
-            text=message.content,
-            author_id=message.author_id,
-            now=self.clock.now(),
-        )
+        bundle = await self.recall.gather(recall_query(
+            turn.scope, message.content, vector, plan, self.clock.now(), channel_id=turn.channel_id,
+            visible_channel=turn.thread_parent_id or turn.channel_id, author_id=message.author_id,
+            before_message_id=message.id, extra_turns=tuple(self._unsaved.values())))
         t4 = time.perf_counter()
         prompt = self._prompts.build(bundle, message.author_name, message.content)
         t5 = time.perf_counter()
         trace.persist_s, trace.embed_s, trace.classify_s = t1 - t0, t2 - t1, t3 - t2
         trace.recall_s, trace.prompt_s = t4 - t3, t5 - t4
         log.debug(
-            "message %s scope=%s archetype=%s sim=%.3f episodes=%d turns=%d prompt_tokens=%d",
+            "message %s scope=%s archetype=%s sim=%.3f used=%s turns=%d prompt_tokens=%d skipped=%s",
             message.id, turn.scope, plan.archetype, plan.similarity,
-            len(prompt.episodes_used), prompt.turns_used, prompt.tokens,
+            {k: len(v) for k, v in prompt.used.items()}, prompt.turns_used, prompt.tokens, bundle.skipped,
         )
-        generation = self.llm.generate(prompt.text, stop=prompt.stop, stop_pattern=prompt.stop_pattern)
-        return Reply(self, turn, message, vector, bundle, prompt, generation, trace)
+        generation = self.llm.generate(prompt.text, stop=prompt.stop, stop_pattern=prompt.stop_pattern,
+                                       boosts=bundle.boosts or None)
+        reply = Reply(self, turn, message, vector, bundle, prompt, generation, trace)
+        self._active.add(reply)
+        return reply
 
     async def context(
         self, text: str, scope: str, *, channel_id: str | None = None, k: int | None = None,
-        author_id: str | None = None,
+        author_id: str | None = None, visible_channel: str | None = None,
     ) -> ContextBundle:
-        """The context the Brain would assemble for ``text`` (read-only; nothing is logged)."""
-        return (await self.contexts([(text, scope)], channel_id=channel_id, k=k, author_id=author_id))[0]
+        """The context the Brain would assemble for ``text`` (read-only; nothing is logged).
+
+        The audience is ``visible_channel`` (default: ``channel_id``); with
+        neither, a public audience that sees only what everyone may see.
+        """
+        return (await self.contexts([(text, scope)], channel_id=channel_id, k=k, author_id=author_id,
+                                    visible_channel=visible_channel))[0]
 
     async def contexts(
         self, queries: Sequence[tuple[str, str]], *, channel_id: str | None = None, k: int | None = None,
-        author_id: str | None = None,
+        author_id: str | None = None, visible_channel: str | None = None,
     ) -> list[ContextBundle]:
         """``context`` for many (text, scope) pairs, embedded in one batch."""
         texts = [self.validate(t) for t, _ in queries]
@@ -293,13 +339,15 @@ class Brain:
             plan = self.archetypes.classify(vector)
             if k is not None:
                 plan = replace(plan, vectors=max(0, k))
-            bundles.append(await self.recall.gather(
-                scope, vector, plan, channel_id=channel_id, text=text, author_id=author_id, now=self.clock.now()))
+            bundles.append(await self.recall.gather(recall_query(
+                scope, text, vector, plan, self.clock.now(), channel_id=channel_id,
+                visible_channel=visible_channel or channel_id, author_id=author_id)))
         return bundles
 
     # --- after the reply ------------------------------------------------------------
 
     def _after_reply(self, reply: Reply, vector: np.ndarray) -> None:
+        self._active.discard(reply)
         text = reply.text.strip()
         now = self.clock.now()
         pending = None
@@ -308,82 +356,69 @@ class Brain:
                 id=next(self._temp_ids), scope=reply.turn.scope, source=reply.turn.source,
                 external_id=reply.external_id, channel_id=reply.turn.channel_id, author_id=self.bot_id,
                 author_name=self.bot_name, is_bot=True, content=text, derived_from_id=reply.message.id,
-                created_at=now,
+                created_at=now, visible_in=reply.message.visible_in, thread_parent_id=reply.message.thread_parent_id,
             )
             self._unsaved[pending.external_id] = pending
+        hints = AbsorbHints(reply.message.content, vector, reply.mean_surprise, reply.prompt.used)
 
         async def write() -> None:
             started = time.perf_counter()
             try:
-                await self._write_turn(reply, vector, pending, now)
+                if pending is not None:
+                    await self.conversations.add(NewMessage(
+                        scope=pending.scope, source=pending.source, external_id=pending.external_id,
+                        channel_id=pending.channel_id, author_id=pending.author_id,
+                        author_name=pending.author_name, content=pending.content, created_at=now,
+                        is_bot=True, derived_from_id=reply.message.id, visible_in=pending.visible_in,
+                        thread_parent_id=pending.thread_parent_id,
+                    ))
+                await self.absorber.absorb(reply.message.id, hints)
             finally:
                 if pending is not None:
                     self._unsaved.pop(pending.external_id, None)
             reply.trace.write_s = time.perf_counter() - started
 
-        self.writer.submit(f"turn message={reply.message.id}", write)
-
-    async def _write_turn(
-        self, reply: Reply, vector: np.ndarray, pending: StoredMessage | None, now: datetime
-    ) -> None:
-        message, bundle = reply.message, reply.bundle
-        novelty = bundle.novelty
-        if bundle.nearest_similarity is None and bundle.plan.vectors == 0:
-            nearest = await self.episodes.search(message.scope, vector, 1)
-            novelty = episode_novelty(nearest[0].similarity) if nearest else 1.0
-        surprise = reply.mean_surprise
-        salience = self._gate.score(surprise, novelty)
-        async with self.conversations.transaction() as conn:
-            stored_reply = None
+        try:
+            self.writer.submit(f"turn message={reply.message.id}", write)
+        except Busy:  # the message stays unabsorbed in the store and is absorbed at the next start
             if pending is not None:
-                stored_reply = await self.conversations.add(
-                    NewMessage(
-                        scope=pending.scope, source=pending.source, external_id=pending.external_id,
-                        channel_id=pending.channel_id, author_id=pending.author_id,
-                        author_name=pending.author_name, content=pending.content, created_at=now,
-                        is_bot=True, derived_from_id=message.id,
-                    ),
-                    conn,
-                )
-            content = f"{message.author_name}: {message.content}"
-            if stored_reply is not None:
-                content += f"\n{self.bot_name}: {stored_reply.content}"
-            await self.episodes.add_many(
-                [
-                    NewEpisode(
-                        scope=message.scope, channel_id=message.channel_id, author_id=message.author_id,
-                        message_id=message.id, content=content, embedding=vector, created_at=message.created_at,
-                        reply_message_id=stored_reply.id if stored_reply else None,
-                        surprise=surprise, novelty=novelty, salience=salience,
-                    )
-                ],
-                conn,
-            )
-            await self._archetype_store.record_matches(
-                [MatchRecord(message.scope, message.id, bundle.plan, message.created_at, vector)], conn
-            )
-            await self.episodes.mark_recalled(message.scope, reply.prompt.episodes_used, now, conn)
-            if self.semantic is not None:
-                await self.semantic.review(message.scope, reply.prompt.facts_used, now, conn)
-        if self.semantic is not None:
-            # Only the person's own words: never the bot's reply, never what was just recalled.
-            await self.semantic.absorb(message, now)
+                self._unsaved.pop(pending.external_id, None)
+            log.warning("memory writes backed up; message %s will be absorbed later", reply.message.id)
+
+    async def _absorb_quietly(self, message_id: int) -> None:
+        await self.absorber.absorb(message_id)
 
     async def edit(self, source: str, channel_id: str, external_id: str, new_text: str) -> bool:
-        """A person edited a message: update it and the episode derived from it. False when unknown."""
+        """A person edited a message: store the new text now; every layer follows after the queued writes.
+
+        False when the message is unknown or the bot's own. An edit that lands
+        before the turn's queued write wins, since the write re-reads the text.
+        """
         stored = await self.conversations.find_transport(source, channel_id, external_id)
         if stored is None or stored.is_bot:
             return False
         text = self.validate(new_text)
-        vector = await self.embedder.embed(text)
-        async with self.conversations.transaction() as conn:
-            await self.conversations.set_content(stored.id, text, self.clock.now(), conn)
-            episode = await conn.fetchval("SELECT content FROM episodes WHERE message_id = $1", stored.id)
-            if episode is not None:
-                _, _, rest = episode.partition("\n")
-                updated = f"{stored.author_name}: {text}" + (f"\n{rest}" if rest else "")
-                await self.episodes.update_source(stored.scope, stored.id, updated, vector, conn)
+        await self.conversations.set_content(stored.id, text, self.clock.now())
+        self.writer.submit(f"edit message={stored.id}", lambda: self._follow_edit(stored.id))
         return True
+
+    async def _follow_edit(self, message_id: int) -> None:
+        await self.absorber.edited(message_id)
+
+    async def absorb_backlog(self, *, limit: int = 10_000, progress: Callable[[int, int], None] | None = None) -> int:
+        """At start-up: absorb what a crash or a kill left unabsorbed (oldest first)."""
+        return await self.absorber.backlog(limit=limit, progress=progress)
+
+    async def shutdown(self, *, timeout: float = 30.0) -> bool:
+        """Stop taking messages, cancel generations (their turns are still absorbed), drain the writes.
+
+        True when every write finished within ``timeout``; what did not is
+        still in the store and is absorbed at the next start.
+        """
+        self.accepting = False
+        for reply in list(self._active):
+            reply.cancel()
+        return await self.writer.drain(timeout)
 
     async def drain(self) -> None:
         await self.writer.drain()

@@ -76,6 +76,12 @@ class Settings(BaseSettings):
     )
     max_message_chars: int = Field(default=8000, ge=1, description="Longer messages are refused.")
     console_scope: str = Field(default="local", description="Memory scope of `hippobot chat`.")
+    layer_timeout_s: float = Field(default=2.0, gt=0, description="A memory layer slower than this is skipped.")
+    max_pending_replies: int = Field(default=8, ge=1, description="Replies generating or queued; more: 'busy'.")
+    max_pending_writes: int = Field(default=256, ge=1, description="Queued memory writes; more: 'busy'.")
+    absorb_backlog_limit: int = Field(
+        default=10_000, ge=0, description="At start-up, absorb at most this many messages a crash left unabsorbed.")
+    shutdown_timeout_s: float = Field(default=30.0, gt=0, description="How long a stop waits for memory writes.")
 
     # --- archetypes ----------------------------------------------------------
     archetype_min_similarity: float = Field(

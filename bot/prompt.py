@@ -6,17 +6,19 @@ with speaker labels, which the model continues; the stop pattern ends the
 reply where the model starts writing the next speaker's line.
 
 Budget: the current message always goes in (cut from the front if it alone
-is too long); then recalled episodes best first, up to ~40 % of the budget;
-then recent turns newest first; then any remaining episodes.
+is too long); then the layers' preamble sections, then their memory
+sections by priority (each best first), up to ~40 % of the budget; then the
+recent turns newest first; then any remaining memories. The prompt records
+which items of each layer made it in, so each layer can reinforce them.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
 
+from memory.layers.base import MEMORY, PREAMBLE, TRANSCRIPT, MemoryItem, Section
 from memory.recall import ContextBundle
 
 # A new line that starts with "<speaker>:" ends the bot's turn in a transcript.
@@ -30,9 +32,16 @@ class Prompt:
     stop: tuple[str, ...]
     stop_pattern: re.Pattern[str] | None
     tokens: int
-    episodes_used: tuple[int, ...]  # episode ids that made it into the prompt
+    used: Mapping[str, tuple[int, ...]]  # layer -> refs of the items that made it into the prompt
     turns_used: int
-    facts_used: tuple[int, ...] = ()  # knowledge-graph edge ids that made it into the prompt
+
+    @property
+    def episodes_used(self) -> tuple[int, ...]:
+        return tuple(self.used.get("episodes", ()))
+
+    @property
+    def facts_used(self) -> tuple[int, ...]:
+        return tuple(self.used.get("facts", ()))
 
 
 @dataclass(frozen=True)
@@ -44,7 +53,13 @@ class PromptBuilder:
     render_chat: Callable[[list[dict[str, str]]], str] | None = None  # None: transcript
 
     def build(self, bundle: ContextBundle, author_name: str, text: str) -> Prompt:
+        """The prompt for ``text``: the layers' sections fitted to the budget by priority."""
         count = self.count_tokens
+        preamble = sorted((s for s in bundle.sections if s.placement == PREAMBLE and s.items),
+                          key=lambda s: s.priority)
+        memory = sorted((s for s in bundle.sections if s.placement == MEMORY), key=lambda s: s.priority)
+        transcript = [i for s in bundle.sections if s.placement == TRANSCRIPT for i in s.items]
+
         header = self.persona.strip()
         current = f"{author_name}: {text}"
         fixed = count(header) + count(current) + count(f"\n{self.bot_name}:") + 16
@@ -53,52 +68,71 @@ class PromptBuilder:
             current = f"{author_name}: {text}"
             fixed = count(header) + count(current) + count(f"\n{self.bot_name}:") + 16
         left = self.budget_tokens - fixed
-
-        memories: list[tuple[int, str]] = []
-        memory_cap = int(left * _MEMORY_SHARE)
         spent = 0
-        facts: list[int] = []
-        for fact in bundle.facts:  # compact and specific: before episodes
-            line = "- " + fact.sentence()
+        used: dict[str, list[int]] = {}
+        chosen: dict[int, list[str]] = {}  # section index -> lines (memory sections)
+
+        def take(section_key: int, layer: str, item: MemoryItem, limit: int) -> bool:
+            nonlocal spent
+            line = "- " + item.prompt_line
             cost = count(line) + 1
-            if spent + cost > memory_cap:
-                break
-            memories.append((-fact.edge_id, line))
-            facts.append(fact.edge_id)
+            if spent + cost > limit:
+                return False
+            chosen.setdefault(section_key, []).append(line)
+            if item.ref is not None:
+                used.setdefault(layer, []).append(item.ref)
             spent += cost
-        pending = list(bundle.episodes)
-        while pending:
-            line = "- " + _one_line(pending[0].episode.content, pending[0].episode.created_at)
-            cost = count(line) + 1
-            if spent + cost > memory_cap:
-                break
-            memories.append((pending.pop(0).episode.id, line))
-            spent += cost
+            return True
+
+        # Preamble sections (a self-narrative, say) first, within the memory share.
+        memory_cap = int(left * _MEMORY_SHARE)
+        preamble_lines: list[str] = []
+        for s in preamble:
+            for item in s.items:
+                line = item.prompt_line
+                cost = count(line) + 1
+                if spent + cost > memory_cap:
+                    break
+                preamble_lines.append(line)
+                if item.ref is not None:
+                    used.setdefault(s.layer, []).append(item.ref)
+                spent += cost
+        # Memories by section priority, best first, up to the memory share ...
+        pending: list[tuple[int, Section, MemoryItem]] = []
+        for key, s in enumerate(memory):
+            items = list(s.items)
+            while items and take(key, s.layer, items[0], memory_cap):
+                items.pop(0)
+            pending += [(key, s, i) for i in items]
+        # ... then the recent turns, newest first ...
         turns: list[str] = []
-        for message in reversed(bundle.turns):
-            label = self.bot_name if message.is_bot else message.author_name
-            line = f"{label}: {message.content}"
+        kept: list[MemoryItem] = []
+        for item in reversed(transcript):
+            message = item.payload
+            label = self.bot_name if message is not None and message.is_bot else None
+            line = f"{label}: {message.content}" if label else item.prompt_line
             cost = count(line) + 1
             if spent + cost > left:
                 break
             turns.insert(0, line)
+            kept.insert(0, item)
             spent += cost
-        for hit in pending:  # room left after the turns
-            line = "- " + _one_line(hit.episode.content, hit.episode.created_at)
-            cost = count(line) + 1
-            if spent + cost <= left:
-                memories.append((hit.episode.id, line))
-                spent += cost
+        # ... then whatever memories still fit.
+        for key, s, item in pending:
+            take(key, s.layer, item, left)
 
+        blocks = [(s.title.replace("{bot}", self.bot_name), chosen[k]) for k, s in enumerate(memory) if k in chosen]
+        if preamble_lines:
+            header = header + "\n" + "\n".join(preamble_lines)
         speakers = {author_name, self.bot_name} | {
-            m.author_name for m in bundle.turns if not m.is_bot
+            i.payload.author_name for i in transcript if i.payload is not None and not i.payload.is_bot
         }
         if self.render_chat is not None:
-            rendered = self._chat(header, memories, bundle, turns, current)
+            rendered = self._chat(header, blocks, kept, turns, current)
             stop: tuple[str, ...] = ()
             pattern = None
         else:
-            rendered = self._transcript(header, memories, turns, current)
+            rendered = self._transcript(header, blocks, turns, current)
             stop = tuple(f"\n{s}:" for s in sorted(speakers))
             pattern = SPEAKER_LINE
         return Prompt(
@@ -106,31 +140,28 @@ class PromptBuilder:
             stop=stop,
             stop_pattern=pattern,
             tokens=count(rendered),
-            episodes_used=tuple(i for i, _ in memories if i > 0),
-            facts_used=tuple(facts),
+            used={k: tuple(v) for k, v in used.items()},
             turns_used=len(turns),
         )
 
-    def _transcript(self, header: str, memories: list[tuple[int, str]], turns: list[str], current: str) -> str:
+    def _transcript(self, header: str, blocks: list[tuple[str, list[str]]], turns: list[str], current: str) -> str:
         parts = [header]
-        if memories:
-            parts.append(f"What {self.bot_name} remembers from earlier conversations:\n"
-                         + "\n".join(line for _, line in memories))
+        parts += [f"{title}:\n" + "\n".join(lines) for title, lines in blocks]
         parts.append("Conversation:\n" + "\n".join([*turns, current, f"{self.bot_name}:"]))
         return "\n\n".join(parts)
 
-    def _chat(
-        self, header: str, memories: list[tuple[int, str]], bundle: ContextBundle, turns: list[str], text: str
-    ) -> str:
+    def _chat(self, header: str, blocks: list[tuple[str, list[str]]], kept: list[MemoryItem], turns: list[str],
+              text: str) -> str:
         assert self.render_chat is not None
         system = header
-        if memories:
-            system += "\n\nWhat you remember from earlier conversations:\n" + "\n".join(l for _, l in memories)
+        for title, lines in blocks:
+            system += f"\n\n{title}:\n" + "\n".join(lines)
         messages = [{"role": "system", "content": system}]
-        kept = bundle.turns[len(bundle.turns) - len(turns) :] if turns else []
-        for m in kept:
-            role = "assistant" if m.is_bot else "user"
-            content = m.content if m.is_bot else f"{m.author_name}: {m.content}"
+        for item in kept:
+            m = item.payload
+            is_bot = m is not None and m.is_bot
+            role = "assistant" if is_bot else "user"
+            content = m.content if is_bot else item.prompt_line
             if messages[-1]["role"] == role:  # templates want alternating roles
                 messages[-1]["content"] += "\n" + content
             else:
@@ -140,11 +171,6 @@ class PromptBuilder:
         else:
             messages.append({"role": "user", "content": text})
         return self.render_chat(messages)
-
-
-def _one_line(content: str, at: datetime) -> str:
-    flat = " / ".join(line.strip() for line in content.splitlines() if line.strip())
-    return f"[{at:%Y-%m-%d}] {flat}"
 
 
 def _tail_within(text: str, budget: int, count: Callable[[str], int]) -> str:

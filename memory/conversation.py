@@ -132,20 +132,23 @@ class ConversationStore:
         return {(r["channel_id"], r["external_id"]) for r in rows}
 
     async def recent(
-        self, scope: str, channel_id: str, limit: int, *, before_id: int | None = None
+        self, scope: str, channel_id: str, limit: int, *, before_id: int | None = None,
+        visible_channel: str | None = None,
     ) -> list[StoredMessage]:
-        """The last ``limit`` messages of a conversation, oldest first."""
+        """The last ``limit`` messages of a conversation that the audience may see, oldest first."""
         require_scope(scope)
         if limit <= 0:
             return []
         rows = await self._pool.fetch(
             f"""SELECT {_COLUMNS} FROM messages
                 WHERE scope = $1 AND channel_id = $2 AND ($3::bigint IS NULL OR id < $3)
+                  AND (visible_in IS NULL OR visible_in = $5::text)
                 ORDER BY created_at DESC, id DESC LIMIT $4""",
             scope,
             channel_id,
             before_id,
             limit,
+            visible_channel if visible_channel is not None else channel_id,
         )
         return [_stored(r) for r in reversed(rows)]
 
@@ -155,6 +158,34 @@ class ConversationStore:
             f"SELECT {_COLUMNS} FROM messages WHERE scope = $1 AND id = $2", scope, message_id
         )
         return _stored(row) if row else None
+
+    async def by_id(self, message_id: int) -> StoredMessage | None:
+        """A message by its row id, in whatever scope (for the absorber, which was handed the id)."""
+        row = await self._pool.fetchrow(f"SELECT {_COLUMNS} FROM messages WHERE id = $1", message_id)
+        return _stored(row) if row else None
+
+    async def reply_to(self, message_id: int) -> StoredMessage | None:
+        """The bot's latest reply to a message, if one was stored."""
+        row = await self._pool.fetchrow(
+            f"""SELECT {_COLUMNS} FROM messages WHERE derived_from_id = $1 AND is_bot
+                ORDER BY created_at DESC, id DESC LIMIT 1""", message_id)
+        return _stored(row) if row else None
+
+    async def is_absorbed(self, message_id: int) -> bool:
+        return bool(await self._pool.fetchval(
+            "SELECT absorbed_at IS NOT NULL FROM messages WHERE id = $1", message_id))
+
+    async def mark_absorbed(self, message_id: int, at: datetime) -> None:
+        await self._pool.execute("UPDATE messages SET absorbed_at = $2 WHERE id = $1", message_id, at)
+
+    async def unabsorbed(self, limit: int) -> list[int]:
+        """Person messages never absorbed into memory, oldest first (what a crash left behind)."""
+        rows = await self._pool.fetch(
+            "SELECT id FROM messages WHERE absorbed_at IS NULL AND NOT is_bot ORDER BY id LIMIT $1", limit)
+        return [r["id"] for r in rows]
+
+    async def count_unabsorbed(self) -> int:
+        return await self._pool.fetchval("SELECT count(*) FROM messages WHERE absorbed_at IS NULL AND NOT is_bot")
 
     async def find_external(self, scope: str, external_id: str) -> list[StoredMessage]:
         require_scope(scope)

@@ -19,6 +19,7 @@ import asyncpg
 import numpy as np
 
 from memory.conversation import require_scope
+from memory.sources import SourceRef
 
 # Per-query HNSW candidate list: the scope filter is applied after the index
 # scan (pgvector 0.6 has no iterative scans), so look at more than k.
@@ -26,7 +27,7 @@ HNSW_EF_SEARCH = 200
 
 _COLUMNS = (
     "id, scope, channel_id, author_id, message_id, reply_message_id, content, "
-    "salience, pinned, created_at"
+    "salience, pinned, created_at, visible_in"
 )
 
 
@@ -42,6 +43,7 @@ class Episode:
     salience: float
     pinned: bool
     created_at: datetime
+    visible_in: str | None = None
 
     @property
     def message_ids(self) -> tuple[int, ...]:
@@ -53,6 +55,7 @@ class Episode:
 class EpisodeHit:
     episode: Episode
     similarity: float
+    sources: tuple[SourceRef, ...] = ()  # its messages, with the ids their users know
 
 
 @dataclass(frozen=True)
@@ -94,9 +97,36 @@ def _episode(row: asyncpg.Record) -> Episode:
     return Episode(**{k: row[k] for k in Episode.__dataclass_fields__})
 
 
+def _sources(row: asyncpg.Record) -> tuple[SourceRef, ...]:
+    out = [SourceRef(row["message_id"], row["m_external"], row["m_channel"], row["m_source"])]
+    if row["reply_message_id"] is not None and row["r_external"] is not None:
+        out.append(SourceRef(row["reply_message_id"], row["r_external"], row["r_channel"], row["r_source"]))
+    return tuple(out)
+
+
+def novelty(nearest_similarity: float | None) -> float:
+    """Seed 001's novelty, 1 - max cos, from a similarity on the (1 + cos) / 2 scale (1.0 with nothing near)."""
+    if nearest_similarity is None:
+        return 1.0
+    return min(max(2.0 * (1.0 - nearest_similarity), 0.0), 1.0)
+
+
 class EpisodicStore:
     def __init__(self, pool: asyncpg.Pool) -> None:
         self._pool = pool
+
+    @property
+    def pool(self) -> asyncpg.Pool:
+        return self._pool
+
+    async def nearest_other(self, scope: str, vector: np.ndarray, message_id: int,
+                            conn: asyncpg.Connection | None = None) -> float | None:
+        """Similarity of this scope's nearest episode that is not this message's (for the write gate's novelty)."""
+        require_scope(scope)
+        return await (conn or self._pool).fetchval(
+            """SELECT 1 - (embedding <=> $2) / 2 FROM episodes WHERE scope = $1 AND message_id <> $3
+               ORDER BY embedding <=> $2 LIMIT 1""",
+            scope, np.asarray(vector, dtype=np.float32), message_id)
 
     async def add_many(self, episodes: Sequence[NewEpisode], conn: asyncpg.Connection | None = None) -> int:
         """Insert episodes (one per source message; a repeat is ignored). Returns rows written."""
@@ -125,27 +155,42 @@ class EpisodicStore:
         )
         return len(episodes) - before
 
-    async def search(self, scope: str, vector: np.ndarray, k: int) -> list[EpisodeHit]:
-        """The ``k`` nearest episodes of this scope, best first (similarity on the (1 + cos) / 2 scale)."""
+    async def search(self, scope: str, vector: np.ndarray, k: int, *,
+                     visible_channel: str | None = None) -> list[EpisodeHit]:
+        """The ``k`` nearest episodes this audience may see, best first (similarity on the (1 + cos) / 2 scale).
+
+        The audience is the scope and, inside it, ``visible_channel``: episodes
+        of restricted channels are seen only there (None: public ones only).
+        """
         require_scope(scope)
         if k <= 0:
             return []
-        query = f"""SELECT {_COLUMNS}, 1 - (embedding <=> $2) / 2 AS similarity
-                    FROM episodes WHERE scope = $1
-                    ORDER BY embedding <=> $2 LIMIT $3"""
+        inner = """SELECT {cols}, embedding <=> $2 AS distance FROM episodes
+                   WHERE scope = $1 AND (visible_in IS NULL OR visible_in = $4::text)
+                   ORDER BY {order} LIMIT $3"""
+        query = f"""SELECT e.*, 1 - e.distance / 2 AS similarity,
+                           m.external_id AS m_external, m.channel_id AS m_channel, m.source AS m_source,
+                           r.external_id AS r_external, r.channel_id AS r_channel, r.source AS r_source
+                    FROM ({{inner}}) e
+                    LEFT JOIN messages m ON m.id = e.message_id
+                    LEFT JOIN messages r ON r.id = e.reply_message_id"""
+        cols = ", ".join(_COLUMNS.split(", "))
         key = np.asarray(vector, dtype=np.float32)
         async with self._pool.acquire() as conn, conn.transaction():
             await conn.execute(f"SET LOCAL hnsw.ef_search = {max(HNSW_EF_SEARCH, k)}")
-            rows = await conn.fetch(query, scope, key, k)
+            rows = await conn.fetch(query.format(inner=inner.format(cols=cols, order="embedding <=> $2")),
+                                    scope, key, k, visible_channel)
             if len(rows) < k and await conn.fetchval(
-                    "SELECT count(*) > $2 FROM (SELECT 1 FROM episodes WHERE scope = $1 LIMIT $3) s",
-                    scope, len(rows), k):
-                # The HNSW scan filters by scope after the fact (pgvector 0.6 has no iterative
-                # scans), so a small scope in a big table can come back short: scan it exactly
-                # (ordering by an expression the vector index cannot serve).
-                rows = await conn.fetch(query.replace("ORDER BY embedding <=> $2", "ORDER BY (embedding <=> $2) + 0"),
-                                        scope, key, k)
-        hits = [EpisodeHit(_episode(r), float(r["similarity"])) for r in rows]
+                    """SELECT count(*) > $2 FROM (SELECT 1 FROM episodes WHERE scope = $1
+                       AND (visible_in IS NULL OR visible_in = $4::text) LIMIT $3) s""",
+                    scope, len(rows), k, visible_channel):
+                # A filtered HNSW scan can come back short (before pgvector 0.8's iterative scans, or past
+                # hnsw.max_scan_tuples): scan the audience's rows exactly (ordering by an expression the
+                # vector index cannot serve).
+                rows = await conn.fetch(
+                    query.format(inner=inner.format(cols=cols, order="(embedding <=> $2) + 0")),
+                    scope, key, k, visible_channel)
+        hits = [EpisodeHit(_episode(r), float(r["similarity"]), _sources(r)) for r in rows]
         hits.sort(key=lambda h: h.similarity, reverse=True)  # the contract: best first
         return hits
 
@@ -155,7 +200,8 @@ class EpisodicStore:
         require_scope(scope)
         if episode_ids:
             await (conn or self._pool).execute(
-                """UPDATE episodes SET recall_count = recall_count + 1, last_recalled_at = $3
+                """UPDATE episodes SET recall_count = recall_count + 1, last_recalled_at = $3,
+                       last_reinforced_at = GREATEST(last_reinforced_at, $3)
                    WHERE scope = $1 AND id = ANY($2::bigint[])""",
                 scope,
                 list(episode_ids),
@@ -166,7 +212,8 @@ class EpisodicStore:
         """Pin (or unpin) the episode of a message: pinned memories never decay. Returns rows changed."""
         require_scope(scope)
         status = await self._pool.execute(
-            "UPDATE episodes SET pinned = $3 WHERE scope = $1 AND (message_id = $2 OR reply_message_id = $2)",
+            """UPDATE episodes SET pinned = $3, last_reinforced_at = GREATEST(last_reinforced_at, now())
+               WHERE scope = $1 AND (message_id = $2 OR reply_message_id = $2)""",
             scope, message_id, pinned,
         )
         return int(status.split()[-1])

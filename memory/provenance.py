@@ -1,95 +1,142 @@
-"""Provenance: forgetting a message or a person removes what was derived from them.
+"""Provenance: forgetting a message, a person or a channel removes every copy of what came from it.
 
-Derived rows reference their source messages with ON DELETE CASCADE (a
-reply references the message it answered, an episode both of its messages,
-an archetype match its message), so deleting the sources is the whole job;
-this module counts what goes, inside one transaction, for the caller's report.
+In one transaction: the messages to forget (and the bot replies derived from
+them, transitively) are collected; every memory layer removes what database
+cascades cannot reach and counts what goes; then the messages are deleted,
+and the cascades and triggers do the rest: episodes, facts left without
+support, archetype matches, gate logs, the forgotten words inside proposals
+(examples and evidence redacted, re-posted from the outbox) and inside
+approved archetypes' examples (the centroid is recomputed). Forgetting a
+person also anonymises their votes.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 import asyncpg
 
 from memory.conversation import require_scope
+from memory.layers.base import MemoryLayer
+
+# What a report names, in this order, and how.
+_KINDS = (("messages", "message(s)"), ("episodes", "episode(s)"), ("facts", "fact(s)"),
+          ("archetype_matches", "archetype match(es)"), ("proposals_redacted", "proposal(s) redacted"),
+          ("archetype_examples", "archetype example(s)"), ("votes_anonymised", "vote(s) anonymised"))
 
 
 @dataclass(frozen=True)
 class ForgetReport:
-    messages: int
-    episodes: int
-    facts: int = 0  # knowledge-graph edges that lose their last supporting message
+    counts: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def messages(self) -> int:
+        return self.counts.get("messages", 0)
+
+    @property
+    def episodes(self) -> int:
+        return self.counts.get("episodes", 0)
+
+    @property
+    def facts(self) -> int:
+        return self.counts.get("facts", 0)
 
     def __str__(self) -> str:
-        return f"forgot {self.messages} message(s), {self.episodes} episode(s) and {self.facts} fact(s)"
+        names = dict(_KINDS)
+        parts = [f"{self.counts.get(k, 0)} {names[k]}" for k, _ in _KINDS[:3]]
+        parts += [f"{n} {names.get(k, k.replace('_', ' '))}" for k, n in self.counts.items()
+                  if k not in ("messages", "episodes", "facts") and n]
+        return "forgot " + ", ".join(parts)
 
 
 # All messages reachable from the roots through derived_from_id: what cascades.
 _CLOSURE = """
 WITH RECURSIVE doomed(id) AS (
-    SELECT id FROM messages WHERE scope = $1 AND {roots}
+    SELECT id FROM messages WHERE {roots}
     UNION
     SELECT m.id FROM messages m JOIN doomed d ON m.derived_from_id = d.id
 )
+SELECT id FROM doomed
 """
 
 
 class Provenance:
-    def __init__(self, pool: asyncpg.Pool) -> None:
+    def __init__(self, pool: asyncpg.Pool, layers: Sequence[MemoryLayer] = ()) -> None:
         self._pool = pool
+        self._layers = list(layers)
 
-    async def _forget(self, scope: str, roots: str, arg: object) -> ForgetReport:
-        require_scope(scope)
+    async def _forget(self, roots: str, *args: object, author: tuple[str, str] | None = None) -> ForgetReport:
         async with self._pool.acquire() as conn, conn.transaction():
-            closure = _CLOSURE.format(roots=roots)
-            episodes = await conn.fetchval(
-                closure
-                + """SELECT count(*) FROM episodes e WHERE e.scope = $1 AND (
-                         e.message_id IN (SELECT id FROM doomed) OR e.reply_message_id IN (SELECT id FROM doomed))""",
-                scope,
-                arg,
-            )
-            messages = await conn.fetchval(
-                closure + "SELECT count(*) FROM doomed",
-                scope,
-                arg,
-            )
-            facts = await conn.fetchval(
-                closure
-                + """SELECT count(*) FROM kg_edges e WHERE e.scope = $1
-                       AND EXISTS (SELECT 1 FROM kg_edge_sources s WHERE s.edge_id = e.id
-                                   AND s.message_id IN (SELECT id FROM doomed))
-                       AND NOT EXISTS (SELECT 1 FROM kg_edge_sources s WHERE s.edge_id = e.id
-                                       AND s.message_id NOT IN (SELECT id FROM doomed))""",
-                scope,
-                arg,
-            )
-            await conn.execute(f"DELETE FROM messages WHERE scope = $1 AND {roots}", scope, arg)
-        return ForgetReport(messages=messages, episodes=episodes, facts=facts)
+            doomed = [r["id"] for r in await conn.fetch(_CLOSURE.format(roots=roots), *args)]
+            counts: Counter[str] = Counter(messages=len(doomed))
+            if doomed:
+                for layer in self._layers:
+                    counts.update(await layer.forgetting(conn, doomed))
+                counts["archetype_matches"] += await conn.fetchval(
+                    "SELECT count(*) FROM archetype_matches WHERE message_id = ANY($1::bigint[])", doomed)
+                counts["proposals_redacted"] += await conn.fetchval(
+                    "SELECT count(DISTINCT proposal_id) FROM proposal_sources WHERE message_id = ANY($1::bigint[])",
+                    doomed)
+                counts["archetype_examples"] += await conn.fetchval(
+                    "SELECT count(*) FROM archetype_example_sources WHERE message_id = ANY($1::bigint[])", doomed)
+                await conn.execute("DELETE FROM messages WHERE id = ANY($1::bigint[])", doomed)
+            if author is not None:
+                counts["votes_anonymised"] += await _anonymise_votes(conn, *author)
+        return ForgetReport(dict(counts))
 
     async def forget_message(self, scope: str, message_id: int) -> ForgetReport:
         """Delete one stored message (by row id) and everything derived from it."""
-        return await self._forget(scope, "id = $2", message_id)
+        require_scope(scope)
+        return await self._forget("scope = $1 AND id = $2", scope, message_id)
 
     async def forget_external_message(self, scope: str, external_id: str) -> ForgetReport:
         """Delete a message by its Discord / import id, and everything derived from it."""
-        return await self._forget(scope, "external_id = $2", external_id)
+        require_scope(scope)
+        return await self._forget("scope = $1 AND external_id = $2", scope, external_id)
 
-    async def forget_transport_message(self, source: str, channel_id: str, external_id: str) -> ForgetReport | None:
-        """Delete a transport's message (a Discord message id in its channel) wherever it is stored.
+    async def forget_transport_message(self, source: str, channel_id: str, external_id: str, *,
+                                       scope: str | None = None) -> ForgetReport | None:
+        """Delete a transport's message (a Discord message id in its channel); None when not stored.
 
-        The (source, channel, id) triple names one message; its own scope is
-        used, so nothing outside that scope is touched. None when not stored.
+        With ``scope``, only a message stored in that scope is touched: an
+        admin's link naming another server's channel finds nothing.
         """
-        row = await self._pool.fetchrow(
-            "SELECT scope, id FROM messages WHERE source = $1 AND channel_id = $2 AND external_id = $3",
-            source, channel_id, external_id,
-        )
-        if row is None:
+        found = await self._pool.fetchval(
+            """SELECT count(*) FROM messages WHERE source = $1 AND channel_id = $2 AND external_id = $3
+               AND ($4::text IS NULL OR scope = $4)""", source, channel_id, external_id, scope)
+        if not found:
             return None
-        return await self.forget_message(row["scope"], row["id"])
+        return await self._forget(
+            "source = $1 AND channel_id = $2 AND external_id = $3 AND ($4::text IS NULL OR scope = $4)",
+            source, channel_id, external_id, scope)
+
+    async def forget_transport_messages(self, source: str, channel_id: str, external_ids: Sequence[str], *,
+                                        scope: str | None = None) -> ForgetReport:
+        """A bulk delete: these messages of one channel, and everything derived from them."""
+        return await self._forget(
+            """source = $1 AND channel_id = $2 AND external_id = ANY($3::text[])
+               AND ($4::text IS NULL OR scope = $4)""", source, channel_id, list(external_ids), scope)
+
+    async def forget_channel(self, source: str, channel_id: str, *, scope: str | None = None) -> ForgetReport:
+        """A deleted channel or thread: its messages, its threads' messages, and everything derived from them."""
+        return await self._forget(
+            """source = $1 AND (channel_id = $2 OR thread_parent_id = $2)
+               AND ($3::text IS NULL OR scope = $3)""", source, channel_id, scope)
 
     async def forget_author(self, scope: str, author_id: str) -> ForgetReport:
-        """Delete everything one person said in this scope, and everything derived from it."""
-        return await self._forget(scope, "author_id = $2 AND NOT is_bot", author_id)
+        """Delete everything one person said in this scope and everything derived from it; anonymise their votes."""
+        require_scope(scope)
+        return await self._forget("scope = $1 AND author_id = $2 AND NOT is_bot", scope, author_id,
+                                  author=(scope, author_id))
+
+
+async def _anonymise_votes(conn: asyncpg.Connection, scope: str, voter_id: str) -> int:
+    """Votes are the record of a decision: keep the vote, drop who cast it."""
+    status = await conn.execute(
+        """UPDATE proposal_votes v SET voter_id = 'forgotten:' || md5(v.voter_id || v.proposal_id::text),
+                                       voter_name = '(forgotten)'
+           FROM proposals p WHERE p.id = v.proposal_id AND v.voter_id = $2
+             AND (p.scope = $1 OR p.scope IS NULL)""", scope, voter_id)
+    return int(status.split()[-1])

@@ -1,79 +1,88 @@
-"""Recall: assemble what the plan asks for into one ContextBundle.
+"""Recall: ask every registered memory layer, concurrently, for its section of one message's context.
 
-The plan (from the archetype) says how many recent turns of this
-conversation, how many episodes and above which similarity. Episodes that
-are already in the recent-turns window are not repeated.
+A layer that fails or takes longer than ``timeout`` seconds is logged,
+counted and skipped: memory is an aid to the reply, never a reason not to
+give one. A memory item that repeats a message already in the transcript
+(the recent turns) is dropped, and each section is cut to its own limit.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
-
-import numpy as np
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any
 
 from memory.archetypes import ContextPlan
-from memory.conversation import ConversationStore, StoredMessage, require_scope
-from memory.episodic import EpisodeHit, EpisodicStore
-from memory.semantic import Fact, SemanticMemory
+from memory.conversation import StoredMessage, require_scope
+from memory.episodic import EpisodeHit, novelty
+from memory.layers.base import (MEMORY, PREAMBLE, TRANSCRIPT, Audience, MemoryItem, MemoryLayer, RecallQuery,
+                                Section)
+from memory.semantic import Fact
 
+log = logging.getLogger(__name__)
 
-def novelty(nearest_similarity: float) -> float:
-    """Seed 001's novelty, 1 - max cos, from a similarity on the (1 + cos) / 2 scale."""
-    return min(max(2.0 * (1.0 - nearest_similarity), 0.0), 1.0)
-
-
-@dataclass(frozen=True)
-class MemoryItem:
-    """One piece of recalled context, as shown to admins and the CLI."""
-
-    kind: str  # 'turn' | 'episode' | 'fact'
-    score: float | None
-    text: str
-    message_ids: tuple[int, ...]
-    created_at: datetime | None
-
-    def as_dict(self) -> dict[str, object]:
-        return {
-            "kind": self.kind,
-            "score": None if self.score is None else round(self.score, 4),
-            "text": self.text,
-            "message_ids": list(self.message_ids),
-            "created_at": self.created_at.isoformat() if self.created_at else None,
-        }
+DEFAULT_LAYER_TIMEOUT_S = 2.0
 
 
 @dataclass(frozen=True)
 class ContextBundle:
+    """Everything recalled for one message: the plan and one section per layer that answered."""
+
     scope: str
     plan: ContextPlan
-    turns: list[StoredMessage] = field(default_factory=list)  # oldest first
-    episodes: list[EpisodeHit] = field(default_factory=list)  # best first, above threshold
-    nearest_similarity: float | None = None  # best episode similarity, thresholded or not
-    facts: list[Fact] = field(default_factory=list)  # knowledge-graph facts, best first
-    author_id: str | None = None  # whose message this context is for (GhostKG's "user" view)
+    sections: tuple[Section, ...] = ()
+    author_id: str | None = None
+    skipped: tuple[str, ...] = ()  # layers that failed or timed out
+
+    def section(self, layer: str) -> Section | None:
+        return next((s for s in self.sections if s.layer == layer), None)
+
+    def _payloads(self, layer: str) -> list[Any]:
+        s = self.section(layer)
+        return [i.payload for i in s.items] if s else []
+
+    @property
+    def turns(self) -> list[StoredMessage]:
+        """The recent turns, oldest first."""
+        return self._payloads("turns")
+
+    @property
+    def episodes(self) -> list[EpisodeHit]:
+        return self._payloads("episodes")
+
+    @property
+    def facts(self) -> list[Fact]:
+        return self._payloads("facts")
+
+    @property
+    def nearest_similarity(self) -> float | None:
+        s = self.section("episodes")
+        return None if s is None else s.meta.get("nearest_similarity")
 
     @property
     def novelty(self) -> float:
         """1 - max cosine to this scope's episodes, in [0, 1] (1.0 for an empty scope)."""
-        return 1.0 if self.nearest_similarity is None else novelty(self.nearest_similarity)
+        return novelty(self.nearest_similarity)
+
+    @property
+    def boosts(self) -> dict[int, float]:
+        """Every section's token boosts, summed."""
+        total: Counter[int] = Counter()
+        for s in self.sections:
+            total.update(s.boosts)
+        return dict(total)
 
     def items(self) -> list[MemoryItem]:
-        """Facts, then episodes best first, then the recent turns newest first."""
-        out = [
-            MemoryItem("fact", f.retrievability, f"[{f.view(self.author_id)}] {f.sentence()}", f.message_ids, None)
-            for f in self.facts
-        ]
-        out += [
-            MemoryItem("episode", h.similarity, h.episode.content, h.episode.message_ids, h.episode.created_at)
-            for h in self.episodes
-        ]
-        out += [
-            MemoryItem("turn", None, f"{m.author_name}: {m.content}", (m.id,), m.created_at)
-            for m in reversed(self.turns)
-        ]
+        """Preamble and memory sections by priority (each best first), then the recent turns newest first."""
+        ordered = sorted((s for s in self.sections if s.placement != TRANSCRIPT), key=lambda s: s.priority)
+        out = [i for s in ordered for i in s.items]
+        for s in self.sections:
+            if s.placement == TRANSCRIPT:
+                out += list(reversed(s.items))
         return out
 
     def as_dict(self) -> dict[str, object]:
@@ -89,76 +98,56 @@ class ContextBundle:
                 "triple_depth": self.plan.triple_depth,
             },
             "items": [i.as_dict() for i in self.items()],
+            "skipped_layers": list(self.skipped),
         }
 
 
+@dataclass
 class Recall:
-    def __init__(self, conversations: ConversationStore, episodes: EpisodicStore,
-                 semantic: SemanticMemory | None = None) -> None:
-        self._conversations = conversations
-        self._episodes = episodes
-        self._semantic = semantic
+    layers: Sequence[MemoryLayer]
+    timeout: float = DEFAULT_LAYER_TIMEOUT_S
+    failures: Counter[str] = field(default_factory=Counter)  # layer -> recalls skipped (errors and timeouts)
 
-    async def gather(
-        self,
-        scope: str,
-        vector: np.ndarray,
-        plan: ContextPlan,
-        *,
-        channel_id: str | None = None,
-        before_message_id: int | None = None,
-        extra_turns: Sequence[StoredMessage] = (),
-        text: str | None = None,
-        author_id: str | None = None,
-        now: datetime | None = None,
-    ) -> ContextBundle:
-        """Recent turns of ``channel_id`` (before the current message) and episodes above threshold.
+    async def gather(self, query: RecallQuery) -> ContextBundle:
+        """Every layer's section for ``query``, within the audience; failing or slow layers skipped."""
+        require_scope(query.scope)
+        results = await asyncio.gather(*(self._one(layer, query) for layer in self.layers))
+        sections = [s for s in results if isinstance(s, Section)]
+        skipped = tuple(layer.name for layer, s in zip(self.layers, results) if s is _SKIPPED)
+        return ContextBundle(query.scope, query.plan, tuple(_tidy(sections)), query.author_id, skipped)
 
-        ``extra_turns`` are messages known to the caller but maybe not yet
-        written (a reply whose write is still queued); they are merged in.
-        """
-        require_scope(scope)
-        # The graph walk (a spaCy parse, some lookups) does not depend on the rest: run it alongside.
-        facts_task = None
-        if self._semantic is not None and text is not None and plan.triple_depth > 0:
-            facts_task = asyncio.create_task(self._semantic.facts_for(
-                scope, text, author_id=author_id, depth=plan.triple_depth, now=now or datetime.now(UTC)))
+    async def _one(self, layer: MemoryLayer, query: RecallQuery) -> Section | None | object:
         try:
-            turns = await self._turns(scope, plan, channel_id, before_message_id, extra_turns)
-            hits, nearest = await self._episodes_for(scope, vector, plan, turns, before_message_id)
-            facts: list[Fact] = await facts_task if facts_task is not None else []
-        finally:
-            if facts_task is not None and not facts_task.done():
-                facts_task.cancel()
-        return ContextBundle(scope=scope, plan=plan, turns=turns, episodes=hits, nearest_similarity=nearest,
-                             facts=facts, author_id=author_id)
+            return await asyncio.wait_for(layer.recall(query), self.timeout)
+        except TimeoutError:
+            self.failures[layer.name] += 1
+            log.warning("memory layer %s took over %.1f s for scope %s; skipped", layer.name, self.timeout,
+                        query.scope)
+        except Exception:
+            self.failures[layer.name] += 1
+            log.exception("memory layer %s failed for scope %s; skipped", layer.name, query.scope)
+        return _SKIPPED
 
-    async def _turns(self, scope: str, plan: ContextPlan, channel_id: str | None, before_message_id: int | None,
-                     extra_turns: Sequence[StoredMessage]) -> list[StoredMessage]:
-        if channel_id is None or plan.turns <= 0:
-            return []
-        turns = await self._conversations.recent(scope, channel_id, plan.turns, before_id=before_message_id)
-        stored = {m.external_id for m in turns}
-        pending = [
-            m for m in extra_turns
-            if m.external_id not in stored and m.scope == scope and m.channel_id == channel_id
-        ]
-        if pending:
-            turns = sorted(turns + pending, key=lambda m: m.created_at)[-plan.turns :]
-        return turns
 
-    async def _episodes_for(self, scope: str, vector: np.ndarray, plan: ContextPlan, turns: list[StoredMessage],
-                            before_message_id: int | None) -> tuple[list[EpisodeHit], float | None]:
-        if plan.vectors <= 0:
-            return [], None
-        window = {m.id for m in turns}
-        # Ask for a few more so that skipping in-window episodes still leaves k.
-        candidates = await self._episodes.search(scope, vector, plan.vectors + len(window))
-        nearest = candidates[0].similarity if candidates else None
-        hits = [
-            h
-            for h in candidates
-            if h.similarity >= plan.similarity_threshold and not (set(h.episode.message_ids) & window)
-            and h.episode.message_id != before_message_id
-        ][: plan.vectors]
-        return hits, nearest
+_SKIPPED = object()
+
+
+def _tidy(sections: list[Section]) -> list[Section]:
+    """Drop memory items that repeat a transcript message, then cut each section to its limit."""
+    in_transcript = {i for s in sections if s.placement == TRANSCRIPT for item in s.items for i in item.message_ids}
+    out = []
+    for s in sections:
+        items = s.items
+        if s.placement in (MEMORY, PREAMBLE) and in_transcript:
+            items = tuple(i for i in items if not set(i.message_ids) & in_transcript)
+        limit = s.meta.get("limit")
+        if limit is not None:
+            items = items[: max(int(limit), 0)]
+        out.append(replace(s, items=items))
+    return out
+
+
+def recall_query(scope: str, text: str, vector: Any, plan: ContextPlan, now: datetime, **kw: Any) -> RecallQuery:
+    """A RecallQuery for a scope (audience fields and the rest as keywords)."""
+    audience = Audience(scope, kw.pop("channel_id", None), kw.pop("visible_channel", None))
+    return RecallQuery(audience, text, vector, plan, now, **kw)

@@ -64,13 +64,13 @@ async def test_the_next_turn_sees_the_last_reply_even_before_its_write_lands(app
 
 async def test_memory_writes_do_not_delay_the_reply(app: App, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch) -> None:
     gate = asyncio.Event()
-    original = app.brain._write_turn
+    original = app.brain.absorber.absorb
 
     async def slow_write(*args: object, **kw: object) -> None:
         await gate.wait()
         await original(*args, **kw)
 
-    monkeypatch.setattr(app.brain, "_write_turn", slow_write)
+    monkeypatch.setattr(app.brain.absorber, "absorb", slow_write)
     text = await asyncio.wait_for(say(app, "a message whose write is held back"), timeout=10)
     assert text == llm.reply  # the reply finished while its write is still blocked
     assert await app.db.pool.fetchval("SELECT count(*) FROM episodes") == 0

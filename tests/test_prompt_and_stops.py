@@ -9,6 +9,9 @@ from bot.prompt import SPEAKER_LINE, PromptBuilder
 from memory.archetypes import ContextPlan
 from memory.conversation import StoredMessage
 from memory.episodic import Episode, EpisodeHit
+from memory.layers.base import TRANSCRIPT, Section
+from memory.layers.episodes import episode_item
+from memory.layers.turns import turn_item
 from memory.recall import ContextBundle
 
 AT = datetime(2026, 11, 1, tzinfo=UTC)
@@ -30,7 +33,10 @@ def bundle(n_turns: int = 0, n_episodes: int = 0) -> ContextBundle:
                    0.9 - i * 0.01)
         for i in range(n_episodes)
     ]
-    return ContextBundle("g", plan, turns, hits)
+    return ContextBundle("g", plan, (
+        Section("turns", "Conversation", tuple(turn_item(m) for m in turns), placement=TRANSCRIPT, priority=0),
+        Section("episodes", "What {bot} remembers", tuple(episode_item(h) for h in hits), priority=20),
+    ))
 
 
 def builder(budget: int, render_chat=None) -> PromptBuilder:

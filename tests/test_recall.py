@@ -12,7 +12,10 @@ from memory.conversation import ConversationStore, NewMessage
 from memory.embed import MiniLMEmbedder
 from memory.episodic import EpisodicStore, NewEpisode
 from memory.errors import ScopeError
-from memory.recall import Recall
+from memory.episodic import WriteGate
+from memory.layers.episodes import EpisodesLayer
+from memory.layers.turns import TurnsLayer
+from memory.recall import Recall, recall_query
 
 T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 
@@ -23,6 +26,14 @@ FACTS = [
     "I'm training for the Berlin marathon in September",
     "We had pasta carbonara for dinner on Friday",
 ]
+
+
+def recaller(pool: asyncpg.Pool, embedder: MiniLMEmbedder) -> Recall:
+    return Recall([TurnsLayer(ConversationStore(pool)), EpisodesLayer(EpisodicStore(pool), WriteGate(), embedder)])
+
+
+async def gather(recall: Recall, scope: str, vector, plan, **kw):  # type: ignore[no-untyped-def]
+    return await recall.gather(recall_query(scope, "query", vector, plan, T0 + timedelta(days=1), **kw))
 
 
 def plan(vectors: int = 5, threshold: float = 0.0, turns: int = 4) -> ContextPlan:
@@ -43,8 +54,8 @@ async def seed(pool: asyncpg.Pool, embedder: MiniLMEmbedder, scope: str, texts: 
 
 async def test_episodes_come_best_first(pool: asyncpg.Pool, embedder: MiniLMEmbedder) -> None:
     await seed(pool, embedder, "g1", FACTS)
-    recall = Recall(ConversationStore(pool), EpisodicStore(pool))
-    bundle = await recall.gather("g1", await embedder.embed("what's my cat's name?"), plan())
+    recall = recaller(pool, embedder)
+    bundle = await gather(recall, "g1", await embedder.embed("what's my cat's name?"), plan())
     sims = [h.similarity for h in bundle.episodes]
     assert sims == sorted(sims, reverse=True)
     assert "Miso" in bundle.episodes[0].episode.content
@@ -53,34 +64,34 @@ async def test_episodes_come_best_first(pool: asyncpg.Pool, embedder: MiniLMEmbe
 
 async def test_threshold_and_k_limit_what_comes_back(pool: asyncpg.Pool, embedder: MiniLMEmbedder) -> None:
     await seed(pool, embedder, "g1", FACTS)
-    recall = Recall(ConversationStore(pool), EpisodicStore(pool))
+    recall = recaller(pool, embedder)
     vector = await embedder.embed("what's my cat's name?")
-    strict = await recall.gather("g1", vector, plan(vectors=5, threshold=0.72))
+    strict = await gather(recall, "g1", vector, plan(vectors=5, threshold=0.72))
     assert [("Miso" in h.episode.content) for h in strict.episodes] == [True]
     assert all(h.similarity >= 0.72 for h in strict.episodes)
-    assert len((await recall.gather("g1", vector, plan(vectors=2))).episodes) == 2
-    assert (await recall.gather("g1", vector, plan(vectors=0))).episodes == []
+    assert len((await gather(recall, "g1", vector, plan(vectors=2))).episodes) == 2
+    assert (await gather(recall, "g1", vector, plan(vectors=0))).episodes == []
 
 
 async def test_recall_never_crosses_scopes(pool: asyncpg.Pool, embedder: MiniLMEmbedder) -> None:
     await seed(pool, embedder, "guild-a", FACTS)
     await seed(pool, embedder, "guild-b", ["My dog Rex loves the beach", "I adopted a cat named Pixel"])
-    recall = Recall(ConversationStore(pool), EpisodicStore(pool))
+    recall = recaller(pool, embedder)
     vector = await embedder.embed("what's my cat's name?")
-    b = await recall.gather("guild-b", vector, plan(vectors=15))
+    b = await gather(recall, "guild-b", vector, plan(vectors=15))
     assert len(b.episodes) == 2 and all(h.episode.scope == "guild-b" for h in b.episodes)
     assert all("Miso" not in h.episode.content for h in b.episodes)
-    turns = await recall.gather("guild-b", vector, plan(vectors=0, turns=20), channel_id="c1")
+    turns = await gather(recall, "guild-b", vector, plan(vectors=0, turns=20), channel_id="c1")
     assert len(turns.turns) == 2 and all(m.scope == "guild-b" for m in turns.turns)
-    empty = await recall.gather("dm:42", vector, plan(vectors=15), channel_id="c1")
+    empty = await gather(recall, "dm:42", vector, plan(vectors=15), channel_id="c1")
     assert empty.episodes == [] and empty.turns == []
 
 
 async def test_a_missing_scope_is_an_error_not_all_scopes(pool: asyncpg.Pool, embedder: MiniLMEmbedder) -> None:
-    recall = Recall(ConversationStore(pool), EpisodicStore(pool))
+    recall = recaller(pool, embedder)
     for scope in ("", "   ", None):
         with pytest.raises(ScopeError):
-            await recall.gather(scope, await embedder.embed("x"), plan())  # type: ignore[arg-type]
+            await gather(recall, scope, await embedder.embed("x"), plan())  # type: ignore[arg-type]
 
 
 async def test_recent_turns_are_the_plans_window_oldest_first_and_not_repeated_as_episodes(
@@ -88,9 +99,8 @@ async def test_recent_turns_are_the_plans_window_oldest_first_and_not_repeated_a
 ) -> None:
     ids = await seed(pool, embedder, "g1", FACTS)
     await seed(pool, embedder, "g1-other", ["noise"], channel="c1")
-    recall = Recall(ConversationStore(pool), EpisodicStore(pool))
-    bundle = await recall.gather(
-        "g1", await embedder.embed("tell me about my cat"), plan(vectors=5, turns=3), channel_id="c1",
+    recall = recaller(pool, embedder)
+    bundle = await gather(recall, "g1", await embedder.embed("tell me about my cat"), plan(vectors=5, turns=3), channel_id="c1",
         before_message_id=ids[-1],
     )
     assert [m.id for m in bundle.turns] == ids[1:4]

@@ -1,0 +1,121 @@
+"""Durable absorption: what every memory layer learns from a message, resumed after a crash.
+
+Each person message records when its memory was absorbed
+(``messages.absorbed_at``). ``absorb`` re-reads the message and the bot's
+reply by id, so an edit or a delete that landed first wins; it runs every
+layer's ``absorb``, logs the archetype match and marks the message absorbed.
+Layers are idempotent, so a message interrupted half-way is simply absorbed
+again. At start-up ``backlog`` absorbs every person message that never was,
+oldest first. Edits fan out over the layers the same way.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from memory.archetypes import ArchetypeRouter, ArchetypeStore, MatchRecord
+from memory.clock import Clock
+from memory.conversation import ConversationStore
+from memory.embed import Embedder
+from memory.layers.base import AbsorbedTurn, MemoryLayer
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class AbsorbHints:
+    """What the live turn knew that the store does not: the vector of the text it saw, the reply's surprise,
+    and which items of each layer reached the prompt."""
+
+    text: str | None = None
+    vector: np.ndarray | None = None
+    surprise: float | None = None
+    used: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+
+
+@dataclass
+class Absorber:
+    conversations: ConversationStore
+    layers: Sequence[MemoryLayer]
+    router: ArchetypeRouter
+    archetypes: ArchetypeStore
+    embedder: Embedder
+    clock: Clock
+    failures: Counter[str] = field(default_factory=Counter)  # layer -> failed absorptions
+
+    async def absorb(self, message_id: int, hints: AbsorbHints | None = None) -> bool:
+        """Absorb one person message into every layer; False when it is gone, a bot's, or already absorbed.
+
+        A layer that fails leaves the message unabsorbed (it is retried at the
+        next start); the other layers still absorb it.
+        """
+        hints = hints or AbsorbHints()
+        message = await self.conversations.by_id(message_id)
+        if message is None or message.is_bot or await self.conversations.is_absorbed(message_id):
+            return False
+        reply = await self.conversations.reply_to(message_id)
+        if hints.vector is not None and hints.text == message.content:
+            vector = hints.vector
+        else:  # edited since, or a restart: the text as it is now
+            vector = await self.embedder.embed(message.content)
+        plan = self.router.classify(vector)
+        now = self.clock.now()
+        turn = AbsorbedTurn(message, reply, vector, plan, now, hints.surprise, hints.used)
+        ok = True
+        for layer in self.layers:
+            try:
+                await layer.absorb(turn)
+            except Exception:
+                ok = False
+                self.failures[layer.name] += 1
+                log.exception("memory layer %s could not absorb message %s", layer.name, message_id)
+        await self.archetypes.record_matches([MatchRecord(message.scope, message.id, plan, message.created_at, vector)])
+        if ok:
+            await self.conversations.mark_absorbed(message_id, now)
+        return ok
+
+    async def backlog(self, *, limit: int = 10_000, progress: Callable[[int, int], None] | None = None) -> int:
+        """Absorb person messages never absorbed (a crash, a kill), oldest first; at most ``limit``."""
+        total = min(await self.conversations.count_unabsorbed(), limit)
+        done = 0
+        attempted: set[int] = set()
+        while done < total:
+            ids = [i for i in await self.conversations.unabsorbed(min(256, total - done) + len(attempted))
+                   if i not in attempted][: total - done]
+            if not ids:
+                break
+            for message_id in ids:
+                attempted.add(message_id)
+                await self.absorb(message_id)
+                done += 1
+                if progress is not None:
+                    progress(done, total)
+        return done
+
+    async def edited(self, message_id: int) -> bool:
+        """The text of an absorbed message changed: every layer follows. False when not absorbed yet
+        (the pending absorption will read the new text) or gone."""
+        message = await self.conversations.by_id(message_id)
+        if message is None or message.is_bot or not await self.conversations.is_absorbed(message_id):
+            return False
+        async with self.conversations.transaction() as conn:
+            for layer in self.layers:
+                await layer.edited(message, conn)
+            vector = await self.embedder.embed(message.content)
+            plan = self.router.classify(vector)
+            await conn.execute("DELETE FROM archetype_matches WHERE message_id = $1", message.id)
+            await self.archetypes.record_matches(
+                [MatchRecord(message.scope, message.id, plan, message.created_at, vector)], conn)
+        now = self.clock.now()
+        for layer in self.layers:
+            try:
+                await layer.after_edit(message, now)
+            except Exception:
+                self.failures[layer.name] += 1
+                log.exception("memory layer %s could not follow the edit of message %s", layer.name, message_id)
+        return True

@@ -1,0 +1,184 @@
+"""The memory layer seam: what every kind of memory provides, and what it is given.
+
+A layer owns its tables, its SQL and its rules. The composition root
+registers layers in a list; Recall, the absorber, edits and forgetting
+iterate that list and never name a layer. A layer implements what it needs
+of ``MemoryLayer`` (``BaseLayer`` supplies the no-op defaults):
+
+- ``recall(query) -> Section | None``: its contribution to one message's
+  context, filtered on the query's audience;
+- ``absorb(turn)``: what it learns from a finished turn (idempotent: after a
+  crash the same message may be absorbed again);
+- ``edited(message, conn)``: the message's text changed after it was absorbed
+  (inside the edit's transaction), and ``after_edit(message, now)`` after it
+  (slow work such as parsing, outside the transaction);
+- ``forgetting(conn, message_ids) -> counts``: called inside the forgetting
+  transaction before the messages are deleted, to remove copies the database
+  cascades cannot reach (caches, text inside other rows) and to count, by kind,
+  what goes;
+- ``dream_steps()`` and ``proposal_kinds()``: what it contributes to the dream
+  cycle and to governance.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol, runtime_checkable
+
+import asyncpg
+import numpy as np
+
+from memory.archetypes import ContextPlan
+from memory.conversation import StoredMessage
+from memory.sources import SourceRef, sources_of  # noqa: F401  (re-exported: part of the seam)
+
+# Where a section goes in the prompt.
+PREAMBLE, MEMORY, TRANSCRIPT = "preamble", "memory", "transcript"
+
+
+@dataclass(frozen=True)
+class Audience:
+    """Who will read the reply: a scope, and inside it the channel whose visibility applies.
+
+    ``visible_channel`` is the channel for visibility purposes (a thread's
+    parent). None is a public audience: it sees only what everyone in the
+    scope may see.
+    """
+
+    scope: str
+    channel_id: str | None = None  # the conversation (for recent turns)
+    visible_channel: str | None = None
+
+    def sql_visible(self, column: str, param: int) -> str:
+        """A SQL condition: ``column`` (a visible_in column) is visible to this audience (``$param``)."""
+        return f"({column} IS NULL OR {column} = ${param}::text)"
+
+
+@dataclass(frozen=True)
+class MemoryItem:
+    """One piece of recalled context."""
+
+    kind: str  # the layer's word for it: 'turn', 'episode', 'fact', ...
+    score: float | None
+    text: str  # as shown to people (CLI, /memory recall)
+    prompt_line: str  # as written into the prompt
+    message_ids: tuple[int, ...]
+    created_at: datetime | None = None
+    ref: int | None = None  # the layer's own id, reported back in AbsorbedTurn.used when it reached the prompt
+    sources: tuple[SourceRef, ...] = ()
+    payload: Any = field(default=None, compare=False, repr=False)  # the layer's own object (not shown)
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "kind": self.kind,
+            "score": None if self.score is None else round(self.score, 4),
+            "text": self.text,
+            "message_ids": list(self.message_ids),
+            "sources": [s.as_dict() for s in self.sources],
+            "created_at": self.created_at.isoformat() if self.created_at else None,
+        }
+
+
+@dataclass(frozen=True)
+class Section:
+    """What one layer contributes: items in its own order (best first), and optional token boosts."""
+
+    layer: str
+    title: str  # heading in the prompt ("" for none)
+    items: tuple[MemoryItem, ...] = ()
+    placement: str = MEMORY  # PREAMBLE | MEMORY | TRANSCRIPT
+    priority: int = 50  # lower fills the prompt first
+    boosts: Mapping[int, float] = field(default_factory=dict)  # engine token id -> logit boost
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RecallQuery:
+    audience: Audience
+    text: str
+    vector: np.ndarray
+    plan: ContextPlan
+    now: datetime
+    author_id: str | None = None
+    before_message_id: int | None = None  # the message being answered (excluded from its own context)
+    extra_turns: tuple[StoredMessage, ...] = ()  # replies whose write is still queued
+
+    @property
+    def scope(self) -> str:
+        return self.audience.scope
+
+
+@dataclass(frozen=True)
+class AbsorbedTurn:
+    """A finished turn, re-read from the store: a later edit or delete wins over what was generated."""
+
+    message: StoredMessage
+    reply: StoredMessage | None
+    vector: np.ndarray  # of message.content as it is now
+    plan: ContextPlan
+    now: datetime
+    surprise: float | None = None  # the reply's mean surprise (None after a restart)
+    used: Mapping[str, tuple[int, ...]] = field(default_factory=dict)  # layer -> item refs that reached the prompt
+
+
+@dataclass
+class StepResult:
+    """What a layer's dream step did: counts for the report and digest, and notes."""
+
+    counts: dict[str, int | float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+# A layer's dream step: (now, scope or None for every scope) -> StepResult. The dream
+# cycle wraps it (memory never imports dream).
+LayerStep = Callable[[datetime, "str | None"], Awaitable[StepResult]]
+# A proposal kind's handler: (connection in the deciding transaction, the proposal, approvers) -> applied id.
+KindHandler = Callable[[asyncpg.Connection, Any, str], Awaitable[Any]]
+
+
+@runtime_checkable
+class MemoryLayer(Protocol):
+    name: str
+
+    async def recall(self, query: RecallQuery) -> Section | None: ...
+
+    async def absorb(self, turn: AbsorbedTurn) -> None: ...
+
+    async def edited(self, message: StoredMessage, conn: asyncpg.Connection) -> None: ...
+
+    async def after_edit(self, message: StoredMessage, now: datetime) -> None: ...
+
+    async def forgetting(self, conn: asyncpg.Connection, message_ids: Sequence[int]) -> Mapping[str, int]: ...
+
+    def dream_steps(self) -> Sequence[tuple[str, LayerStep]]: ...
+
+    def proposal_kinds(self) -> Mapping[str, KindHandler]: ...
+
+
+class BaseLayer:
+    """No-op defaults for every hook; a layer overrides what it needs."""
+
+    name = "base"
+
+    async def recall(self, query: RecallQuery) -> Section | None:
+        return None
+
+    async def absorb(self, turn: AbsorbedTurn) -> None:
+        return None
+
+    async def edited(self, message: StoredMessage, conn: asyncpg.Connection) -> None:
+        return None
+
+    async def after_edit(self, message: StoredMessage, now: datetime) -> None:
+        return None
+
+    async def forgetting(self, conn: asyncpg.Connection, message_ids: Sequence[int]) -> Mapping[str, int]:
+        return {}
+
+    def dream_steps(self) -> Sequence[tuple[str, LayerStep]]:
+        return ()
+
+    def proposal_kinds(self) -> Mapping[str, KindHandler]:
+        return {}

@@ -1,0 +1,88 @@
+"""The facts layer (seeds 004 GhostKG and 001 SGC-RSS): knowledge-graph triples owned by people.
+
+A thin adapter from the seam to ``SemanticMemory``: recall walks the graph
+from the message's entities to the plan's depth (only facts the audience
+may see); absorb extracts triples from the person's own words (never the
+bot's reply) and reviews the facts that reached the prompt; an edit retracts
+what the old text supported and absorbs the new text; its dream step prunes
+faded facts and merges near-duplicate nodes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+
+import asyncpg
+
+from memory.conversation import StoredMessage
+from memory.layers.base import (MEMORY, AbsorbedTurn, BaseLayer, LayerStep, MemoryItem, RecallQuery, Section,
+                                StepResult, sources_of)
+from memory.semantic import Fact, SemanticMemory
+
+
+class FactsLayer(BaseLayer):
+    name = "facts"
+
+    def __init__(self, semantic: SemanticMemory, *, prune_retrievability: float = 0.6,
+                 prune_confidence: float = 0.6) -> None:
+        self.semantic = semantic
+        self._prune_retrievability = prune_retrievability
+        self._prune_confidence = prune_confidence
+
+    async def recall(self, query: RecallQuery) -> Section | None:
+        if query.plan.triple_depth <= 0:
+            return None
+        facts = await self.semantic.facts_for(
+            query.scope, query.text, author_id=query.author_id, depth=query.plan.triple_depth, now=query.now,
+            visible_channel=query.audience.visible_channel)
+        refs = await sources_of(self.semantic.pool, sorted({i for f in facts for i in f.message_ids}))
+        items = tuple(_item(f, query.author_id, refs) for f in facts)
+        return Section(self.name, "What {bot} knows", items, placement=MEMORY, priority=10)
+
+    async def absorb(self, turn: AbsorbedTurn) -> None:
+        used = turn.used.get(self.name, ())
+        if used:
+            await self.semantic.review(turn.message.scope, used, turn.now)
+        # Only the person's own words: never the bot's reply, never what was just recalled.
+        await self.semantic.absorb(turn.message, turn.now)
+
+    async def edited(self, message: StoredMessage, conn: asyncpg.Connection) -> None:
+        await self.semantic.retract(message.id, conn)
+
+    async def after_edit(self, message: StoredMessage, now: datetime) -> None:
+        """After the edit's transaction: the new text's facts (extraction runs outside the transaction)."""
+        await self.semantic.absorb(message, now)
+
+    async def forgetting(self, conn: asyncpg.Connection, message_ids: Sequence[int]) -> Mapping[str, int]:
+        n = await conn.fetchval(
+            """SELECT count(*) FROM kg_edges e
+               WHERE EXISTS (SELECT 1 FROM kg_edge_sources s WHERE s.edge_id = e.id
+                             AND s.message_id = ANY($1::bigint[]))
+                 AND NOT EXISTS (SELECT 1 FROM kg_edge_sources s WHERE s.edge_id = e.id
+                                 AND NOT s.message_id = ANY($1::bigint[]))""", list(message_ids))
+        # Remove the support now (the trigger drops edges left without any), then the nodes those
+        # edges leave alone: a person's own node and their things carry their name.
+        scopes = [r["scope"] for r in await conn.fetch(
+            "SELECT DISTINCT scope FROM messages WHERE id = ANY($1::bigint[])", list(message_ids))]
+        await conn.execute("DELETE FROM kg_edge_sources WHERE message_id = ANY($1::bigint[])", list(message_ids))
+        await conn.execute(
+            """DELETE FROM kg_nodes n WHERE n.scope = ANY($1::text[]) AND NOT EXISTS (
+                   SELECT 1 FROM kg_edges e WHERE e.source_id = n.id OR e.target_id = n.id)""", scopes)
+        return {"facts": n}
+
+    def dream_steps(self) -> Sequence[tuple[str, LayerStep]]:
+        return (("knowledge_graph", self._maintain),)
+
+    async def _maintain(self, now: datetime, scope: str | None) -> StepResult:
+        """Prune faded, doubtful edges (never pinned ones) and merge near-duplicate nodes of one owner."""
+        pruned = await self.semantic.prune(now, min_retrievability=self._prune_retrievability,
+                                           min_confidence=self._prune_confidence, scope=scope)
+        merged = await self.semantic.merge_near_duplicates(scope=scope)
+        return StepResult(counts={"pruned_edges": pruned, "merged_nodes": merged})
+
+
+def _item(f: Fact, author_id: str | None, refs: Mapping[int, object]) -> MemoryItem:
+    sources = tuple(refs[i] for i in f.message_ids if i in refs)  # type: ignore[misc]
+    return MemoryItem("fact", f.retrievability, f"[{f.view(author_id)}] {f.sentence()}", f.sentence(),
+                      f.message_ids, None, ref=f.edge_id, sources=sources, payload=f)
