@@ -17,7 +17,7 @@ from bot.prompt import PromptBuilder
 from dream.cycle import DreamChannel, DreamConfig, DreamCycle, DreamServices
 from dream.governance import ApproverPolicy, Governance
 from dream.scheduler import DreamScheduler
-from dream.steps import DEFAULT_STEPS
+from dream.steps import build_steps
 from memory.archetypes import ArchetypeRouter, ArchetypeStore
 from memory.conversation import ConversationStore
 from memory.db import Database
@@ -81,6 +81,7 @@ class App:
     archetype_store: ArchetypeStore
     router: ArchetypeRouter
     provenance: Provenance
+    layers: list[MemoryLayer]
     importer: Importer
     brain: Brain
     llm: LanguageModel | None
@@ -178,7 +179,7 @@ class App:
                     pool=pool, embedder=embedder, archetypes=archetype_store, router=router, governance=governance,
                     config=dream_config(settings), semantic=semantic,
                 ),
-                DEFAULT_STEPS,
+                build_steps(layers),
             )
             if llm is not None and settings.model is not None:
                 # a configured (not the bundled base) model names proposals and extracts facts
@@ -190,7 +191,8 @@ class App:
             raise
         return cls(
             settings=settings, db=db, embedder=embedder, conversations=conversations, episodes=episodes,
-            archetype_store=archetype_store, router=router, provenance=Provenance(db.pool, layers), importer=importer,
+            archetype_store=archetype_store, router=router, provenance=Provenance(db.pool, layers), layers=layers,
+            importer=importer,
             brain=brain, llm=llm, governance=governance, dream=dream,
         )
 

@@ -65,7 +65,7 @@ SELECT id FROM doomed
 class Provenance:
     def __init__(self, pool: asyncpg.Pool, layers: Sequence[MemoryLayer] = ()) -> None:
         self._pool = pool
-        self._layers = list(layers)
+        self._layers = layers  # the composition root's list, shared with Recall and the absorber
 
     async def _forget(self, roots: str, *args: object, author: tuple[str, str] | None = None) -> ForgetReport:
         async with self._pool.acquire() as conn, conn.transaction():

@@ -19,7 +19,7 @@ from typing import Any
 from memory.archetypes import ContextPlan
 from memory.conversation import StoredMessage, require_scope
 from memory.episodic import EpisodeHit, novelty
-from memory.layers.base import (MEMORY, PREAMBLE, TRANSCRIPT, Audience, MemoryItem, MemoryLayer, RecallQuery,
+from memory.layers.base import (MEMORY, TRANSCRIPT, Audience, MemoryItem, MemoryLayer, RecallQuery,
                                 Section)
 from memory.semantic import Fact
 
@@ -133,12 +133,13 @@ _SKIPPED = object()
 
 
 def _tidy(sections: list[Section]) -> list[Section]:
-    """Drop memory items that repeat a transcript message, then cut each section to its limit."""
+    """Drop memory items that repeat a transcript message (a preamble is kept whole), then cut each section
+    to its limit."""
     in_transcript = {i for s in sections if s.placement == TRANSCRIPT for item in s.items for i in item.message_ids}
     out = []
     for s in sections:
         items = s.items
-        if s.placement in (MEMORY, PREAMBLE) and in_transcript:
+        if s.placement == MEMORY and in_transcript:
             items = tuple(i for i in items if not set(i.message_ids) & in_transcript)
         limit = s.meta.get("limit")
         if limit is not None:

@@ -20,6 +20,7 @@ class ScriptedLLM:
         self.delay = delay
         self.surprise = surprise
         self.prompts: list[str] = []
+        self.boosts: list[dict[int, float]] = []  # per generation
 
     def count_tokens(self, text: str) -> int:
         return len(text.split()) + text.count("\n")
@@ -37,6 +38,7 @@ class ScriptedLLM:
         boosts: Mapping[int, float] | None = None,
     ) -> Generation:
         self.prompts.append(prompt)
+        self.boosts.append(dict(boosts or {}))
         generation = Generation(asyncio.get_running_loop())
         asyncio.get_running_loop().create_task(self._stream(generation, StopScanner(tuple(stop), stop_pattern)))
         return generation
