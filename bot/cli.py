@@ -13,10 +13,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
+import signal
 import sys
+from collections.abc import Coroutine
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -87,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     from memory.errors import MemoryStoreError
 
     try:
-        return asyncio.run(handler(settings, args))
+        return asyncio.run(_stoppable(handler(settings, args)))
     except KeyboardInterrupt:
         return 130
     except (LLMError, MemoryStoreError) as exc:
@@ -97,6 +101,45 @@ def main(argv: list[str] | None = None) -> int:
         log.debug("startup failed", exc_info=True)
         print(f"hippobot {args.command}: cannot reach the database or a file: {exc}", file=sys.stderr)
         return EXIT_ERROR
+
+
+EXIT_TERMINATED = 128 + signal.SIGTERM
+
+
+async def _stoppable(work: Coroutine[Any, Any, int]) -> int:
+    """Run a command so that SIGTERM (docker stop, systemd) stops it the way Ctrl-C does: the command's own
+    clean-up runs (stop taking messages, drain memory writes, stop the embedded database)."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    assert task is not None
+    terminated = False
+
+    def terminate() -> None:
+        nonlocal terminated
+        terminated = True
+        task.cancel()
+
+    try:
+        loop.add_signal_handler(signal.SIGTERM, terminate)
+    except (NotImplementedError, RuntimeError):  # not on this platform / not the main thread
+        pass
+    try:
+        return await work
+    except asyncio.CancelledError:
+        if terminated:
+            print("hippobot: stopped (SIGTERM); memory writes were drained", file=sys.stderr)
+            return EXIT_TERMINATED
+        raise
+    finally:
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.remove_signal_handler(signal.SIGTERM)
+
+
+def _backlog_progress(done: int, total: int) -> None:
+    print(f"\rabsorbing {done}/{total} message(s) left unabsorbed by the last run", end="", file=sys.stderr,
+          flush=True)
+    if done == total:
+        print("", file=sys.stderr)
 
 
 async def _open(settings: Settings, *, with_llm: bool):  # -> App (imported lazily: it pulls in torch)
@@ -111,6 +154,7 @@ async def _chat(settings: Settings, args: argparse.Namespace) -> int:
     identity = ConsoleIdentity(user=args.user, channel=args.channel, scope=args.scope or settings.console_scope)
     app = await _open(settings, with_llm=True)
     try:
+        await app.absorb_backlog(progress=_backlog_progress)
         channel = ConsoleDreamChannel(sys.stdout)
         app.start_scheduler(channel)
         console = Console(
