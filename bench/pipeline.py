@@ -9,7 +9,11 @@ For each M it builds a fresh database (embedded PostgreSQL unless
 N chat messages through the real Brain (real MiniLM, real archetype router,
 real pgvector recall, real prompt assembly, and the real bundled Gemma unless
 --no-llm) and prints p50 / p95 of every stage, plus recall@k of the HNSW
-search against an exact scan.
+search against an exact scan. The filtered case asks for the top 10 of a
+small scope (about 1 % of the table) three ways: the HNSW index alone (no
+B-tree on the filter) with pgvector 0.8's iterative scans on (as the pool
+sets them) and off, and the exact path (B-tree on scope, then a sort): rows
+returned, recall@10 against an exact scan, and latency.
 
 Synthetic episodes: 1,500 distinct chat statements are generated from
 templates (people, pets, places, hobbies, jobs, plans, opinions) and embedded
@@ -106,7 +110,8 @@ async def fill(dsn: str, m: int, embedder, rng: random.Random) -> None:
             author = rng.choice(NAMES)
             text = texts[picks[i]]
             msg_rows.append((i + 1, scopes[i], "import", f"s{i}", f"chan-{i % 7}", author.lower(), author, False, text, at))
-            ep_rows.append((scopes[i], f"chan-{i % 7}", author.lower(), i + 1, f"{author}: {text}", vectors[i], 0.5, at))
+            ep_rows.append((scopes[i], f"chan-{i % 7}", author.lower(), i + 1, f"{author}: {text}", vectors[i], 0.5, at,
+                            at))
         await conn.copy_records_to_table(
             "messages", records=msg_rows,
             columns=["id", "scope", "source", "external_id", "channel_id", "author_id", "author_name", "is_bot",
@@ -114,7 +119,8 @@ async def fill(dsn: str, m: int, embedder, rng: random.Random) -> None:
         await conn.execute("SELECT setval('messages_id_seq', $1)", m + 1)
         await conn.copy_records_to_table(
             "episodes", records=ep_rows,
-            columns=["scope", "channel_id", "author_id", "message_id", "content", "embedding", "salience", "created_at"])
+            columns=["scope", "channel_id", "author_id", "message_id", "content", "embedding", "salience", "created_at",
+                     "last_reinforced_at"])
         started = time.perf_counter()
         await conn.execute("SET maintenance_work_mem = '1GB'")
         await conn.execute("CREATE INDEX episodes_embedding_idx ON episodes USING hnsw (embedding vector_cosine_ops)")
@@ -124,15 +130,41 @@ async def fill(dsn: str, m: int, embedder, rng: random.Random) -> None:
         await conn.close()
 
 
-async def exact_top(pool, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
+async def exact_top(pool, vector: np.ndarray, k: int, scope: str = SCOPE) -> list[tuple[int, float]]:
     """The true top-k (id, similarity) of the scope, by a sequential scan."""
     async with pool.acquire() as conn, conn.transaction():
         await conn.execute("SET LOCAL enable_indexscan = off")
         await conn.execute("SET LOCAL enable_bitmapscan = off")
         rows = await conn.fetch(
             "SELECT id, 1 - (embedding <=> $2) / 2 AS s FROM episodes WHERE scope = $1 ORDER BY embedding <=> $2 LIMIT $3",
-            SCOPE, vector, k)
+            scope, vector, k)
     return [(r["id"], float(r["s"])) for r in rows]
+
+
+SMALL_SCOPE = "other-0"  # about 1 % of the table
+# "scope || ''": no B-tree can serve the filter, so the plan is the HNSW scan plus a filter (what a
+# large scope or a visibility filter gets); relaxed_order results are re-sorted, as pgvector advises.
+FILTERED_HNSW = """WITH hits AS MATERIALIZED (
+                       SELECT id, 1 - (embedding <=> $2) / 2 AS s FROM episodes
+                       WHERE scope || '' = $1 ORDER BY embedding <=> $2 LIMIT $3)
+                   SELECT id, s FROM hits ORDER BY s DESC"""
+# The exact path for a filter that leaves few rows: the B-tree on scope, then a sort ("+ 0": no vector index).
+FILTERED_EXACT = """SELECT id, 1 - (embedding <=> $2) / 2 AS s FROM episodes
+                    WHERE scope = $1 ORDER BY (embedding <=> $2) + 0 LIMIT $3"""
+
+
+async def filtered_top(pool, scope: str, vector: np.ndarray, k: int, *, mode: str,
+                       iterative_off: bool = False) -> tuple[list[int], float]:
+    """Ids of a scope's top-k by ``mode`` ("exact", or the HNSW index with a filter it cannot use), and seconds."""
+    async with pool.acquire() as conn, conn.transaction():
+        if mode != "exact":
+            await conn.execute("SET LOCAL enable_seqscan = off")
+        if iterative_off:
+            await conn.execute("SET LOCAL hnsw.iterative_scan = off")
+        started = time.perf_counter()
+        rows = await conn.fetch(FILTERED_EXACT if mode == "exact" else FILTERED_HNSW, scope, vector, k)
+        took = time.perf_counter() - started
+    return [r["id"] for r in rows], took
 
 
 async def run_one(m: int, args: argparse.Namespace, admin_url: str, embedder, llm) -> dict[str, object]:
@@ -155,11 +187,15 @@ async def run_one(m: int, args: argparse.Namespace, admin_url: str, embedder, ll
     settings = Settings(_env_file=None, database_url=dsn, data_dir=Path(tempfile.mkdtemp()), max_new_tokens=args.tokens)
     app = await App.open(settings, with_llm=True, llm=llm or ScriptedLLM(delay=0.0), embedder=embedder)
     app.llm = None  # shared across runs; closed by main
+    app_iterative = app.db.iterative_scans
+    small_rows = await app.db.pool.fetchval("SELECT count(*) FROM episodes WHERE scope = $1", SMALL_SCOPE)
     stages: dict[str, list[float]] = {k: [] for k in
                                       ["embed", "classify", "embed+classify", "recall", "prompt", "first_token", "write"]}
     tps: list[float] = []
     hits = total = 0
     gaps: list[float] = []
+    # the filtered case, per mode: rows returned, hits against the exact top 10, query seconds
+    filtered = {mode: {"rows": 0, "hits": 0, "total": 0, "seconds": []} for mode in ("iterative", "plain", "exact")}
     try:
         for i in range(args.messages):
             text = MESSAGES[i % len(MESSAGES)]
@@ -187,6 +223,16 @@ async def run_one(m: int, args: argparse.Namespace, admin_url: str, embedder, ll
             # near-duplicates make ids a harsh test: also compare the similarities found
             if approx and exact:
                 gaps.append(statistics.fmean(s for _, s in exact) - statistics.fmean(h.similarity for h in approx))
+            exact_small = {i for i, _ in await exact_top(app.db.pool, vector, 10, SMALL_SCOPE)}
+            for mode, f in filtered.items():
+                if mode == "iterative" and not app_iterative:
+                    continue  # pgvector < 0.8: there is only the plain scan
+                ids, took = await filtered_top(app.db.pool, SMALL_SCOPE, vector, 10, mode=mode,
+                                               iterative_off=mode == "plain" and app_iterative)
+                f["rows"] += len(ids)
+                f["hits"] += len(set(ids) & exact_small)
+                f["total"] += len(exact_small)
+                f["seconds"].append(took)
     finally:
         await app.close()
         admin = await asyncpg.connect(admin_url)
@@ -202,6 +248,14 @@ async def run_one(m: int, args: argparse.Namespace, admin_url: str, embedder, ll
         "tokens_per_s": {"p50": pct(tps, 50), "p95": pct(tps, 95), "n": len(tps)} if tps else None,
         "hnsw_recall_at_10": hits / total if total else None,
         "hnsw_mean_similarity_gap_at_10": statistics.fmean(gaps) if gaps else None,
+        "iterative_scans": app_iterative,
+        "filtered": {
+            "scope_rows": small_rows,
+            **{mode: {"mean_rows": f["rows"] / len(f["seconds"]),
+                      "recall_at_10": f["hits"] / f["total"] if f["total"] else None,
+                      "p50_ms": pct(f["seconds"], 50) * 1000, "p95_ms": pct(f["seconds"], 95) * 1000}
+               if f["seconds"] else None for mode, f in filtered.items()},
+        },
     }
     return result
 
@@ -223,6 +277,15 @@ def print_table(results: list[dict[str, object]]) -> None:
     print(row)
     print(f"{'hnsw recall@10':<16}" + "".join(f"{r['hnsw_recall_at_10']:>24.3f}" for r in results))
     print(f"{'hnsw sim gap@10':<16}" + "".join(f"{r['hnsw_mean_similarity_gap_at_10']:>24.4f}" for r in results))
+    print("filtered: top 10 of a small scope: HNSW alone with iterative scans on / off, and B-tree + exact sort")
+    print(f"{'scope rows':<16}" + "".join(f"{r['filtered']['scope_rows']:>24,}" for r in results))
+    for mode in ("iterative", "plain", "exact"):
+        rows = [r["filtered"][mode] for r in results]  # type: ignore[index]
+        print(f"{mode + ' rows':<16}" + "".join(f"{f['mean_rows']:>24.1f}" if f else f"{'-':>24}" for f in rows))
+        print(f"{mode + ' rec@10':<16}" + "".join(
+            f"{f['recall_at_10']:>24.3f}" if f and f["recall_at_10"] is not None else f"{'-':>24}" for f in rows))
+        print(f"{mode + ' p50/p95 ms':<16}" + "".join(
+            f"{f['p50_ms']:>12.1f}{f['p95_ms']:>12.1f}" if f else f"{'-':>24}" for f in rows))
 
 
 async def main() -> None:
