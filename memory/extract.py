@@ -7,6 +7,13 @@ First person resolves to the author, "you" to the bot, he/she/it/they to
 the last fitting noun of the same message. Negation stays in the relation
 ("not_like"). Questions yield nothing. Sentiment is TextBlob's polarity;
 hedges and sarcasm markers lower the confidence.
+
+Ownership: a thing the speaker calls "my X"/"our X", or has, owns, adopts,
+buys or gets ("I adopted a cat"), is owned by the speaker (USER); "your X" is
+the bot's (BOT); everything else is shared (None). Two people's "my sister"
+are then two things. A pronoun takes its antecedent's owner ("my sister ...
+she lives in Oslo"), and "the X" later in the same message is the X owned
+earlier in it ("I have a dog ... the dog is lazy").
 """
 
 from __future__ import annotations
@@ -28,6 +35,9 @@ _PERSON_NOUNS = {"sister", "brother", "mother", "father", "mom", "mum", "dad", "
 _HEDGES = re.compile(r"\b(maybe|perhaps|probably|might|i think|i guess|not sure|kind of|sort of)\b", re.I)
 _SARCASM = re.compile(r"(yeah,? right|/s\b|oh sure|as if|totally not|😒|🙄)", re.I)
 _LIGHT_VERBS = {"have", "be", "do", "get", "go", "make"}
+# Verbs whose object becomes the subject's own thing ("I adopted a cat" -> the speaker's cat).
+_POSSESSING = {"have", "own", "adopt", "buy", "get", "rescue"}
+_OWNED_PREFIXES = {"my ": USER, "our ": USER, "your ": BOT}
 
 
 @dataclass(frozen=True)
@@ -39,6 +49,28 @@ class Triple:
     confidence: float
     subject_display: str
     object_display: str
+    # Whose thing each end is: USER (the speaker's), BOT (the bot's) or None (shared, or a person).
+    subject_owner: str | None = None
+    object_owner: str | None = None
+
+
+@dataclass(frozen=True)
+class Mention:
+    """A thing a message talks about: USER, BOT or a name, and whose it is (for retrieval)."""
+
+    name: str
+    owner: str | None = None
+
+
+def owned_name(name: str) -> tuple[str, str | None]:
+    """Split "my sister" -> ("sister", USER), "your joke" -> ("joke", BOT); others are unowned.
+
+    For triples that come without owners (an LLM's [subject, relation, object]).
+    """
+    for prefix, owner in _OWNED_PREFIXES.items():
+        if name.startswith(prefix) and len(name) > len(prefix):
+            return name[len(prefix):].strip(), owner
+    return name, None
 
 
 class TripleExtractor:
@@ -59,16 +91,23 @@ class TripleExtractor:
 
     def entities(self, text: str) -> list[str]:
         """Normalised names of the things a message talks about (for retrieval)."""
+        return list(dict.fromkeys(m.name for m in self.mentions(text)))
+
+    def mentions(self, text: str) -> list[Mention]:
+        """The things a message talks about with their owners: "my sister" is the speaker's sister."""
         doc = self._pipeline()(text)
-        out: list[str] = []
+        owners = _owners(doc)
+        out: list[Mention] = []
         for token in doc:
             low = token.lower_
             if low in _FIRST:
-                out.append(USER)
+                out.append(Mention(USER))
             elif low in _SECOND:
-                out.append(BOT)
-            elif token.pos_ in ("NOUN", "PROPN") and not token.is_stop:
-                out.append(_name(token))
+                out.append(Mention(BOT))
+            elif token.pos_ in ("NOUN", "PROPN") and not token.is_stop and token.dep_ != "compound":
+                out.append(Mention(_name(token), owners.get(token.i)))
+                if _common_before_name(token) is not None:  # "my dog Rex": the dog, and the name Rex
+                    out.append(Mention(token.text.lower()))
         return list(dict.fromkeys(out))
 
     def is_question(self, text: str) -> bool:
@@ -77,6 +116,7 @@ class TripleExtractor:
 
     def extract(self, text: str) -> list[Triple]:
         doc = self._pipeline()(text)
+        owners = _owners(doc)
         triples: list[Triple] = []
         antecedents: list[Any] = []
         for sent in doc.sents:
@@ -90,14 +130,14 @@ class TripleExtractor:
             if _SARCASM.search(sent.text):
                 confidence = 0.3
             for verb in _verbs(sent):
-                triples += _triples_of(verb, antecedents, polarity, confidence)
-            triples += _named(sent, antecedents, polarity, confidence)
-            triples += _possessions(sent, antecedents, polarity, confidence)
+                triples += _triples_of(verb, antecedents, owners, polarity, confidence)
+            triples += _named(sent, owners, polarity, confidence)
+            triples += _possessions(sent, owners, polarity, confidence)
             _remember_nouns(sent, antecedents)
-        unique: dict[tuple[str, str, str], Triple] = {}
+        unique: dict[tuple[str, str | None, str, str, str | None], Triple] = {}
         for t in triples:
-            if t.subject != t.object:
-                unique.setdefault((t.subject, t.relation, t.object), t)
+            if (t.subject, t.subject_owner) != (t.object, t.object_owner):
+                unique.setdefault((t.subject, t.subject_owner, t.relation, t.object, t.object_owner), t)
         return list(unique.values())
 
 
@@ -154,25 +194,69 @@ def _display(token: Any) -> str:
     return " ".join([p.text for p in parts] + [token.text])
 
 
-def _resolve(token: Any, antecedents: list[Any]) -> tuple[str, str] | None:
-    """(name, display) of a subject or object token, pronouns resolved; None when unknown."""
+def _owners(doc: Any) -> dict[int, str]:
+    """Token index -> USER or BOT for the nouns that are someone's own things (see the module docstring)."""
+    owners: dict[int, str] = {}
+    by_name: dict[str, str] = {}
+    for token in doc:
+        if token.pos_ not in ("NOUN", "PROPN"):
+            continue
+        owner = _explicit_owner(token)
+        if owner is None and token.pos_ == "NOUN":
+            if any(c.dep_ == "det" and c.lower_ == "the" for c in token.children):
+                owner = by_name.get(_name(token))  # "the dog" after "I have a dog"
+        if owner is not None:
+            owners[token.i] = owner
+            by_name.setdefault(_name(token), owner)
+    return owners
+
+
+def _explicit_owner(token: Any) -> str | None:
+    for child in token.children:
+        if child.dep_ == "poss":
+            if child.lower_ in ("my", "our"):
+                return USER
+            if child.lower_ == "your":
+                return BOT
+            return None  # "Ana's cat", "its tail": not the speaker's nor the bot's
+    if token.pos_ != "NOUN":
+        return None  # proper names are shared: "I visited Rome" does not make Rome the speaker's
+    # the object of "I have / adopted / bought ..." (and its conjuncts: "a dog and a cat")
+    head = token
+    while head.dep_ == "conj" and head.head is not head:
+        head = head.head
+    verb = head.head
+    if head.dep_ == "dobj" and verb.lemma_.lower() in _POSSESSING:
+        subject = _subject_of(verb)
+        if subject is not None and subject.lower_ in _FIRST:
+            return USER
+        if subject is not None and subject.lower_ in _SECOND:
+            return BOT
+    return None
+
+
+Resolved = tuple[str, str, str | None]  # (name, display, owner)
+
+
+def _resolve(token: Any, antecedents: list[Any], owners: dict[int, str]) -> Resolved | None:
+    """(name, display, owner) of a subject or object token, pronouns resolved; None when unknown."""
     low = token.lower_
     if low in _FIRST:
-        return USER, USER
+        return USER, USER, None
     if low in _SECOND:
-        return BOT, BOT
+        return BOT, BOT, None
     if token.pos_ == "PRON":
         want_person = low in ("he", "him", "she", "her", "they", "them")
         for candidate in reversed(antecedents):
             is_person = (candidate.ent_type_ == "PERSON" or candidate.lemma_.lower() in _PERSON_NOUNS
                          or (candidate.pos_ == "PROPN" and candidate.ent_type_ in ("", "PERSON")))
             if is_person == want_person or low in ("they", "them"):
-                return _name(candidate), _display(candidate)
+                return _name(candidate), _display(candidate), owners.get(candidate.i)
         return None
     if token.pos_ in ("NOUN", "PROPN", "NUM", "ADJ"):
-        return _name(token), _display(token)
+        return _name(token), _display(token), owners.get(token.i)
     if token.pos_ == "VERB" and token.tag_ == "VBG":  # a gerund as an object: "hiking"
-        return token.lower_, token.text
+        return token.lower_, token.text, None
     return None
 
 
@@ -180,8 +264,8 @@ def _remember_nouns(sent: Any, antecedents: list[Any]) -> None:
     antecedents.extend(t for t in sent if t.pos_ in ("NOUN", "PROPN") and t.dep_ not in ("compound",))
 
 
-def _triple(s: tuple[str, str], relation: str, o: tuple[str, str], polarity: float, confidence: float) -> Triple:
-    return Triple(s[0], relation, o[0], polarity, confidence, s[1], o[1])
+def _triple(s: Resolved, relation: str, o: Resolved, polarity: float, confidence: float) -> Triple:
+    return Triple(s[0], relation, o[0], polarity, confidence, s[1], o[1], s[2], o[2])
 
 
 def _subject_of(verb: Any) -> Any | None:
@@ -194,11 +278,12 @@ def _subject_of(verb: Any) -> Any | None:
     return None
 
 
-def _triples_of(verb: Any, antecedents: list[Any], polarity: float, confidence: float) -> list[Triple]:
+def _triples_of(verb: Any, antecedents: list[Any], owners: dict[int, str], polarity: float,
+                confidence: float) -> list[Triple]:
     subject_token = _subject_of(verb)
     if subject_token is None:
         return []
-    subject = _resolve(subject_token, antecedents)
+    subject = _resolve(subject_token, antecedents, owners)
     if subject is None:
         return []
     negated = any(c.dep_ == "neg" for c in verb.children)
@@ -228,7 +313,7 @@ def _triples_of(verb: Any, antecedents: list[Any], polarity: float, confidence: 
     for relation, obj in objects:
         targets = [obj] + [c for c in obj.conjuncts]
         for target in targets:
-            resolved = _resolve(target, antecedents)
+            resolved = _resolve(target, antecedents, owners)
             if resolved is None:
                 continue
             rel = relation
@@ -242,30 +327,34 @@ def _triples_of(verb: Any, antecedents: list[Any], polarity: float, confidence: 
     return out
 
 
-def _named(sent: Any, antecedents: list[Any], polarity: float, confidence: float) -> list[Triple]:
-    """"a cat called Miso", "my sister Lena", "a dog named Rex"."""
+def _named(sent: Any, owners: dict[int, str], polarity: float, confidence: float) -> list[Triple]:
+    """"a cat called Miso", "my sister Lena", "a dog named Rex" (the name itself is shared)."""
     out = []
     for token in sent:
         if token.dep_ == "acl" and token.lemma_.lower() in ("call", "name") and token.head.pos_ in ("NOUN", "PROPN"):
             for child in token.children:
                 if child.dep_ in ("oprd", "dobj", "attr", "npadvmod", "xcomp") and child.pos_ in ("PROPN", "NOUN"):
-                    out.append(_triple((_name(token.head), _display(token.head)), "named",
-                                       (_name(child), _display(child)), polarity, confidence))
+                    out.append(_triple(_thing(token.head, owners), "named", (_name(child), _display(child), None),
+                                       polarity, confidence))
         common = _common_before_name(token)
-        if common is not None:
-            out.append(_triple((common.lemma_.lower(), common.text), "named", (token.text.lower(), token.text),
-                               polarity, confidence))
+        if common is not None:  # "my dog Rex": "my" hangs on Rex, the owner is the dog's
+            out.append(_triple((common.lemma_.lower(), common.text, owners.get(token.i)), "named",
+                               (token.text.lower(), token.text, None), polarity, confidence))
         if token.dep_ == "appos" and token.pos_ == "PROPN" and token.head.pos_ == "NOUN":
-            out.append(_triple((_name(token.head), _display(token.head)), "named",
-                               (_name(token), _display(token)), polarity, confidence))
+            out.append(_triple(_thing(token.head, owners), "named", (_name(token), _display(token), None),
+                               polarity, confidence))
     return out
 
 
-def _possessions(sent: Any, antecedents: list[Any], polarity: float, confidence: float) -> list[Triple]:
-    """"my cat ..." -> (user, has, cat); "your jokes" -> (bot, has, joke)."""
+def _thing(token: Any, owners: dict[int, str]) -> Resolved:
+    return _name(token), _display(token), owners.get(token.i)
+
+
+def _possessions(sent: Any, owners: dict[int, str], polarity: float, confidence: float) -> list[Triple]:
+    """"my cat ..." -> (user, has, the user's cat); "your jokes" -> (bot, has, the bot's joke)."""
     out = []
     for token in sent:
         if token.dep_ == "poss" and token.lower_ in ("my", "our", "your") and token.head.pos_ in ("NOUN", "PROPN"):
-            owner = (USER, USER) if token.lower_ in ("my", "our") else (BOT, BOT)
-            out.append(_triple(owner, "has", (_name(token.head), _display(token.head)), polarity, confidence))
+            owner: Resolved = (USER, USER, None) if token.lower_ in ("my", "our") else (BOT, BOT, None)
+            out.append(_triple(owner, "has", _thing(token.head, owners), polarity, confidence))
     return out
