@@ -15,14 +15,26 @@ Nodes and edges carry an FSRS-6 card from the ``fsrs`` package: saying a fact
 again or using it in a reply is a review; retrievability falls with time and
 ranks what is recalled. Retrieval starts from the entities of the incoming
 message and walks the plan's ``triple_depth`` hops, within one scope.
+
+Ownership: a person's own things are their own nodes (owner 'user:<id>'),
+so two people's "my sister" never meet; "your X" is the bot's (owner 'bot');
+world things are shared (owner ''). Audiences: each edge's sources keep the
+visibility of the message they came from, and a reader sees an edge only when
+one of its sources is visible to them (public, or said in their channel).
+Absorbing a message is idempotent, and ``retract`` takes back what one
+message said (an edit: retract the old text, absorb the new).
+
+Nothing is cached in memory here (only running gate counters): every read
+goes to the database, so forgetting needs no cache eviction in this module.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -32,11 +44,20 @@ from fsrs import Card, Rating, Scheduler, State
 
 from memory.conversation import StoredMessage, require_scope
 from memory.embed import Embedder
-from memory.extract import BOT, USER, Triple, TripleExtractor
+from memory.extract import BOT, USER, Mention, Triple, TripleExtractor, owned_name
+
+log = logging.getLogger(__name__)
 
 COMMON_RELATIONS = {"has", "is", "like", "love", "hate", "named", "live_in", "work_at", "work_as", "play", "adopt",
                     "not_like", "enjoy", "prefer", "study", "speak", "visit", "move_to", "grow_up_in"}
 _CARD_COLUMNS = "fsrs_state, fsrs_step, stability, difficulty, due, last_review, reps"
+WORLD, BOT_OWNER = "", "bot"  # kg_nodes.owner of shared things and of the bot's own; a person's is 'user:<id>'
+
+
+def _visible(edge: str, channel_param: str) -> str:
+    """SQL: edge ``edge`` has a source the audience may see (public, or said in its channel)."""
+    return (f"EXISTS (SELECT 1 FROM kg_edge_sources vs WHERE vs.edge_id = {edge}.id "
+            f"AND (vs.visible_in IS NULL OR vs.visible_in = {channel_param}::text))")
 
 
 @dataclass(frozen=True)
@@ -75,23 +96,44 @@ class Fact:
     message_ids: tuple[int, ...]
     speakers: tuple[str, ...]
     hops: int = 0
+    # Whose each end is ('' shared, 'bot', 'user:<id>') and the owner's display name.
+    subject_owner: str = WORLD
+    object_owner: str = WORLD
+    subject_owner_name: str = ""
+    object_owner_name: str = ""
 
     def view(self, author_id: str | None) -> str:
-        """GhostKG's views: what the bot holds, what this user said of themselves, the world, others."""
-        if self.subject_name == "bot":
+        """GhostKG's views: what the bot holds, what this user said of themselves (and their things),
+        the world, others."""
+        if BOT_OWNER in (self.subject_name, self.subject_owner):
             return "self"
-        if author_id is not None and self.subject_name == f"user:{author_id}":
+        if author_id is not None and f"user:{author_id}" in (self.subject_name, self.subject_owner):
             return "user"
-        if self.subject_name.startswith("user:"):
+        if self.subject_name.startswith("user:") or self.subject_owner.startswith("user:"):
             return "others"
         return "world"
 
     def sentence(self) -> str:
-        """The fact in words, from the bot's point of view ("I ..." for its own)."""
-        subject = "I" if self.subject_name == "bot" else self.subject
+        """The fact in words, from the bot's point of view ("I ..." for its own, "my X" for its things);
+        a person's things carry the person's name ("ana's sister"), so two sisters read apart."""
+        subject = "I" if self.subject_name == "bot" else _owned(self.subject, self.subject_owner,
+                                                               self.subject_owner_name)
         relation = self.relation.replace("not_", "not ").replace("_", " ")
-        obj = "me" if self.object_name == "bot" else self.object
+        if self.object_name == "bot":
+            obj = "me"
+        elif self.object_owner and self.object_owner == self.subject_name and not self.subject_owner:
+            obj = self.object  # "ana has sister", not "ana has ana's sister"
+        else:
+            obj = _owned(self.object, self.object_owner, self.object_owner_name)
         return f"{subject} {relation} {obj}"
+
+
+def _owned(display: str, owner: str, owner_name: str) -> str:
+    if not owner:
+        return display
+    if owner == BOT_OWNER:
+        return f"my {display}"
+    return f"{owner_name or 'someone'}'s {display}"
 
 
 @dataclass
@@ -135,23 +177,77 @@ class SemanticMemory:
     # --- writing ----------------------------------------------------------------
 
     async def absorb(self, message: StoredMessage, now: datetime) -> list[GateDecision]:
-        """Extract triples from a person's message and pass each through the gate. Never for bot messages."""
+        """Extract triples from a person's message and pass each through the gate. Never for bot messages.
+
+        Idempotent per message: a message that already has gate decisions (absorbed before a crash, or
+        twice by two paths) returns [] and counts no evidence again. A message deleted meanwhile
+        leaves nothing behind (the delete wins).
+        """
         require_scope(message.scope)
-        if message.is_bot:
+        if message.is_bot or await self._absorbed(self.pool, message.id):
             return []
-        triples = await self._extract(message.content)
+        triples = [_with_owners(t) for t in await self._extract(message.content)]
         if not triples:
             return []
-        names = sorted({n for t in triples for n, d in ((t.subject, t.subject_display), (t.object, t.object_display))
-                        if n not in (USER, BOT)})
+        names = sorted({n for t in triples for n in (t.subject, t.object) if n not in (USER, BOT)})
         vectors = dict(zip(names, await self.embedder.embed_many(names))) if names else {}
         decisions = []
-        async with self.pool.acquire() as conn, conn.transaction():
-            for triple in triples:
-                decision = await self._admit(conn, message, triple, vectors, now)
-                decisions.append(decision)
-                self.counters.add(decision.action)
+        try:
+            async with self.pool.acquire() as conn, conn.transaction():
+                await self._lock(conn, message.scope)
+                if await self._absorbed(conn, message.id):  # another path absorbed it while we parsed
+                    return []
+                for triple in triples:
+                    decisions.append(await self._admit(conn, message, triple, vectors, now))
+        except asyncpg.ForeignKeyViolationError:
+            log.info("message %s was deleted while its facts were absorbed; nothing kept", message.id)
+            return []
+        for decision in decisions:
+            self.counters.add(decision.action)
         return decisions
+
+    async def retract(self, message_id: int, conn: asyncpg.Connection | None = None) -> int:
+        """Take back what one message said (its text was edited): its support leaves every edge (edges
+        nothing else supports go, the others lose that evidence), its gate decisions are dropped (so the
+        new text is absorbed afresh) and nodes left without edges go. Returns how many edges went."""
+        if conn is None:
+            async with self.pool.acquire() as own, own.transaction():
+                return await self._retract(own, message_id)
+        return await self._retract(conn, message_id)
+
+    async def _retract(self, conn: asyncpg.Connection, message_id: int) -> int:
+        scope = await conn.fetchval("SELECT scope FROM messages WHERE id = $1", message_id)
+        if scope is None:
+            return 0  # deleted: the cascades already took its support
+        await self._lock(conn, scope)
+        touched = await conn.fetchval(
+            """SELECT array_agg(DISTINCT n) FROM kg_edge_sources s JOIN kg_edges e ON e.id = s.edge_id,
+                      unnest(ARRAY[e.source_id, e.target_id]) AS n WHERE s.message_id = $1""", message_id)
+        removed = await conn.fetchval(
+            """SELECT count(*) FROM kg_edge_sources s WHERE s.message_id = $1 AND NOT EXISTS (
+                   SELECT 1 FROM kg_edge_sources o WHERE o.edge_id = s.edge_id AND o.message_id <> $1)""",
+            message_id)
+        # the kg_edge_source_removed trigger lowers evidence and deletes edges left without support
+        await conn.execute("DELETE FROM kg_edge_sources WHERE message_id = $1", message_id)
+        await conn.execute("DELETE FROM kg_gate_log WHERE message_id = $1", message_id)
+        if touched:
+            await conn.execute(
+                """DELETE FROM kg_nodes n WHERE n.id = ANY($1::bigint[]) AND NOT EXISTS (
+                       SELECT 1 FROM kg_edges e WHERE e.source_id = n.id OR e.target_id = n.id)""", touched)
+        log.info("retracted message %s: %d edges removed", message_id, removed)
+        return int(removed)
+
+    @staticmethod
+    async def _lock(conn: asyncpg.Connection, scope: str) -> None:
+        # Graph writes of one scope take turns: no two absorbs of one message both pass the
+        # idempotency check, and retract never deletes a node another absorb is about to use.
+        await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended('kg:' || $1, 0))", scope)
+
+    @staticmethod
+    async def _absorbed(db: asyncpg.Pool | asyncpg.Connection, message_id: int) -> bool:
+        return bool(await db.fetchval(
+            """SELECT EXISTS (SELECT 1 FROM kg_edge_sources WHERE message_id = $1)
+                   OR EXISTS (SELECT 1 FROM kg_gate_log WHERE message_id = $1)""", message_id))
 
     async def _extract(self, text: str) -> list[Triple]:
         if self.llm_extract is not None and not await asyncio.to_thread(self.extractor.is_question, text):
@@ -160,30 +256,38 @@ class SemanticMemory:
                 return triples
         return await asyncio.to_thread(self.extractor.extract, text)
 
-    async def _node(self, conn: asyncpg.Connection, scope: str, key: str, display: str, message: StoredMessage,
-                    vectors: dict[str, np.ndarray], now: datetime) -> int:
+    def _owner_key(self, owner: str | None, message: StoredMessage) -> str:
+        if owner == USER:
+            return f"user:{message.author_id}"
+        if owner == BOT:
+            return BOT_OWNER
+        return WORLD
+
+    async def _node(self, conn: asyncpg.Connection, scope: str, key: str, display: str, owner: str | None,
+                    message: StoredMessage, vectors: dict[str, np.ndarray], now: datetime) -> int:
         if key == USER:
-            name, display, kind = f"user:{message.author_id}", message.author_name, "person"
+            name, display, kind, owner_key = f"user:{message.author_id}", message.author_name, "person", WORLD
         elif key == BOT:
-            name, display, kind = "bot", self.bot_name, "bot"
+            name, display, kind, owner_key = "bot", self.bot_name, "bot", WORLD
         else:
-            name, kind = key, "entity"
-        row = await conn.fetchrow("SELECT id FROM kg_nodes WHERE scope = $1 AND name = $2", scope, name)
+            name, kind, owner_key = key, "entity", self._owner_key(owner, message)
+        row = await conn.fetchrow("SELECT id FROM kg_nodes WHERE scope = $1 AND owner = $2 AND name = $3",
+                                  scope, owner_key, name)
         if row is not None:
             return row["id"]
         card, _ = self.fsrs.review_card(Card(), Rating.Good, now)
         return await conn.fetchval(
-            f"""INSERT INTO kg_nodes (scope, name, display, kind, embedding, {_CARD_COLUMNS}, created_at)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 1, $12)
-                ON CONFLICT (scope, name) DO UPDATE SET display = kg_nodes.display RETURNING id""",
-            scope, name, display, kind, vectors.get(key), *_card_values(card), now,
+            f"""INSERT INTO kg_nodes (scope, owner, name, display, kind, embedding, {_CARD_COLUMNS}, created_at)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 1, $13)
+                ON CONFLICT (scope, owner, name) DO UPDATE SET display = kg_nodes.display RETURNING id""",
+            scope, owner_key, name, display, kind, vectors.get(key), *_card_values(card), now,
         )
 
     async def _admit(self, conn: asyncpg.Connection, message: StoredMessage, t: Triple,
                      vectors: dict[str, np.ndarray], now: datetime) -> GateDecision:
         scope = message.scope
-        source = await self._node(conn, scope, t.subject, t.subject_display, message, vectors, now)
-        target = await self._node(conn, scope, t.object, t.object_display, message, vectors, now)
+        source = await self._node(conn, scope, t.subject, t.subject_display, t.subject_owner, message, vectors, now)
+        target = await self._node(conn, scope, t.object, t.object_display, t.object_owner, message, vectors, now)
         edge = await conn.fetchrow(
             f"SELECT id, confidence, sentiment, evidence_count, {_CARD_COLUMNS} FROM kg_edges "
             "WHERE scope = $1 AND source_id = $2 AND relation = $3 AND target_id = $4",
@@ -191,7 +295,12 @@ class SemanticMemory:
         )
         payload = {"subject": t.subject_display, "relation": t.relation, "object": t.object_display,
                    "confidence": t.confidence, "sentiment": t.sentiment}
+        payload |= {k: v for k, v in (("subject_owner", t.subject_owner), ("object_owner", t.object_owner)) if v}
         if edge is not None:
+            if not await self._source(conn, edge["id"], message):
+                # one message saying a thing twice is one piece of evidence
+                return await self._log(conn, message, GateDecision("aggregate", "already said in this message",
+                                                                   None, t), payload, now)
             card, _ = self.fsrs.review_card(_card(edge, edge["id"]), Rating.Good, now)
             n = edge["evidence_count"]
             await conn.execute(
@@ -201,7 +310,6 @@ class SemanticMemory:
                     WHERE id = $1""",
                 edge["id"], now, t.confidence, n, t.sentiment, *_card_values(card),
             )
-            await self._source(conn, edge["id"], message)
             return await self._log(conn, message, GateDecision("aggregate", "edge exists", None, t), payload, now)
         score, parts = await self._score(conn, scope, source, t, message, now)
         if self.gate.enabled and (score < self.gate.threshold or t.confidence < self.gate.min_confidence):
@@ -233,11 +341,14 @@ class SemanticMemory:
         score = g.w_conf * t.confidence + g.w_schema * schema + g.w_rec * recency - g.w_hub * hub
         return score, f"conf {t.confidence:.2f}, schema {schema:.2f}, recency {recency:.2f}, hub {hub:.2f}"
 
-    async def _source(self, conn: asyncpg.Connection, edge_id: int, message: StoredMessage) -> None:
-        await conn.execute(
-            "INSERT INTO kg_edge_sources (edge_id, message_id, speaker_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
-            edge_id, message.id, message.author_id,
+    async def _source(self, conn: asyncpg.Connection, edge_id: int, message: StoredMessage) -> bool:
+        """Record that ``message`` supports the edge, with its audience; False when it already did."""
+        status = await conn.execute(
+            """INSERT INTO kg_edge_sources (edge_id, message_id, speaker_id, visible_in) VALUES ($1, $2, $3, $4)
+               ON CONFLICT DO NOTHING""",
+            edge_id, message.id, message.author_id, message.visible_in,
         )
+        return status.endswith(" 1")
 
     async def _log(self, conn: asyncpg.Connection, message: StoredMessage, d: GateDecision,
                    payload: dict[str, Any], now: datetime) -> GateDecision:
@@ -251,50 +362,31 @@ class SemanticMemory:
     # --- reading ------------------------------------------------------------------------
 
     async def facts_for(self, scope: str, text: str, *, author_id: str | None, depth: int, now: datetime,
-                        limit: int = 12) -> list[Fact]:
-        """Facts around the entities of ``text``, ``depth`` hops out, best first (retrievability x weight)."""
+                        limit: int = 12, visible_channel: str | None = None) -> list[Fact]:
+        """Facts around the things ``text`` talks about, ``depth`` hops out, best first
+        (retrievability x weight), only those the audience may see: with ``visible_channel`` None
+        a public audience (public sources only), else also what was said in that channel.
+
+        "my X" is the asking author's X, "your X" the bot's, a bare "X" the shared X (see _seeds).
+        The walk follows visible edges only, so nothing is reached through what the audience
+        may not see.
+        """
         require_scope(scope)
         if depth <= 0:
             return []
-        entities = await asyncio.to_thread(self.extractor.entities, text)
-        names = []
-        for e in entities:
-            if e == USER:
-                if author_id is not None:
-                    names.append(f"user:{author_id}")
-            elif e == BOT:
-                names.append("bot")
-            else:
-                names.append(e)
-        seeds: dict[int, int] = {}
-        found: set[str] = set()
-        if names:
-            for r in await self.pool.fetch(
-                    "SELECT id, name FROM kg_nodes WHERE scope = $1 AND name = ANY($2::text[])", scope, names):
-                seeds[r["id"]] = 0
-                found.add(r["name"])
-        # Names said differently ("kitty" for "cat"): nearest node by embedding. Skipped when the
-        # scope's graph is empty, since embedding the names is most of this step's cost.
-        plain = [n for n in names if not n.startswith("user:") and n != "bot" and n not in found]
-        if plain and await self.pool.fetchval(
-                "SELECT EXISTS (SELECT 1 FROM kg_nodes WHERE scope = $1 AND embedding IS NOT NULL)", scope):
-            for vector in await self.embedder.embed_many(plain):
-                row = await self.pool.fetchrow(
-                    """SELECT id, 1 - (embedding <=> $2) / 2 AS sim FROM kg_nodes
-                       WHERE scope = $1 AND embedding IS NOT NULL ORDER BY embedding <=> $2 LIMIT 1""",
-                    scope, vector)
-                if row is not None and row["sim"] >= 0.9:
-                    seeds.setdefault(row["id"], 0)
+        mentions = await asyncio.to_thread(self.extractor.mentions, text)
+        seeds = await self._seeds(scope, mentions, author_id, visible_channel)
         if not seeds:
             return []
-        hops = dict(seeds)
+        hops = {s: 0 for s in seeds}
         frontier = set(seeds)
         edges: dict[int, int] = {}
         for hop in range(1, depth + 1):
             rows = await self.pool.fetch(
-                """SELECT id, source_id, target_id FROM kg_edges
-                   WHERE scope = $1 AND (source_id = ANY($2::bigint[]) OR target_id = ANY($2::bigint[]))""",
-                scope, list(frontier))
+                f"""SELECT e.id, e.source_id, e.target_id FROM kg_edges e
+                    WHERE e.scope = $1 AND (e.source_id = ANY($2::bigint[]) OR e.target_id = ANY($2::bigint[]))
+                      AND {_visible('e', '$3')}""",
+                scope, list(frontier), visible_channel)
             nxt = set()
             for r in rows:
                 edges.setdefault(r["id"], hop)
@@ -305,32 +397,108 @@ class SemanticMemory:
             frontier = nxt
             if not frontier:
                 break
-        facts = await self._facts(scope, list(edges), now, hops=edges)
+        facts = await self._facts(scope, list(edges), now, hops=edges, visible_channel=visible_channel)
         facts.sort(key=lambda f: f.retrievability * f.confidence * (1 + math.log(f.evidence)) * 0.8 ** (f.hops - 1),
                    reverse=True)
         return facts[:limit]
 
+    async def _seeds(self, scope: str, mentions: Sequence[Mention], author_id: str | None,
+                     visible_channel: str | None) -> set[int]:
+        """The nodes a question starts from, among those with an edge the audience may see.
+
+        "my X": the author's own X; failing that, a shared X linked to the author (graphs written
+        before ownership, and extractors that give no owners). "your X": the bot's, the same way.
+        A bare "X": the shared X; failing that, the author's own X ("where does the cat sleep?" is
+        about one's own cat). Never someone else's X: that is exactly the mix-up ownership prevents.
+        Their things stay reachable through them ("what does ben's sister do?" walks from ben).
+        """
+        me = f"user:{author_id}" if author_id is not None else None
+        wanted: list[list[tuple[str, str]]] = []  # per mention, (owner, name) in order of preference
+        linked: dict[tuple[str, str], str] = {}  # a shared fallback needs an edge to this node
+        for m in mentions:
+            if m.name == USER:
+                wanted.append([(WORLD, me)] if me else [])
+            elif m.name == BOT:
+                wanted.append([(WORLD, "bot")])
+            elif m.owner == USER:
+                wanted.append([(me, m.name), (WORLD, m.name)] if me else [])
+                if me:
+                    linked[(WORLD, m.name)] = me
+            elif m.owner == BOT:
+                wanted.append([(BOT_OWNER, m.name), (WORLD, m.name)])
+                linked[(WORLD, m.name)] = "bot"
+            else:
+                wanted.append([(WORLD, m.name)] + ([(me, m.name)] if me else []))
+        keys = {k for options in wanted for k in options}
+        if not keys:
+            return set()
+        owners, names = zip(*keys)
+        rows = await self.pool.fetch(
+            f"""SELECT n.id, n.owner, n.name,
+                       array_agg(DISTINCT o.name) FILTER (WHERE o.name IS NOT NULL) AS neighbours
+                FROM unnest($2::text[], $3::text[]) AS k(owner, name)
+                JOIN kg_nodes n ON n.scope = $1 AND n.owner = k.owner AND n.name = k.name
+                JOIN kg_edges e ON (e.source_id = n.id OR e.target_id = n.id) AND {_visible('e', '$4')}
+                LEFT JOIN kg_nodes o ON o.owner = '' AND o.id = CASE WHEN e.source_id = n.id
+                                                                     THEN e.target_id ELSE e.source_id END
+                GROUP BY n.id""",
+            scope, list(owners), list(names), visible_channel)
+        found = {(r["owner"], r["name"]): (r["id"], set(r["neighbours"] or ())) for r in rows}
+        seeds: set[int] = set()
+        unmatched: list[tuple[str, list[str]]] = []
+        for options in wanted:
+            for key in options:
+                hit = found.get(key)
+                if hit is not None and (key not in linked or linked[key] in hit[1]):
+                    seeds.add(hit[0])
+                    break
+            else:
+                if options and options[0][1] not in ("bot",) and not options[0][1].startswith("user:"):
+                    unmatched.append((options[0][1], list(dict.fromkeys(o for o, _ in options))))
+        # Names said differently ("kitty" for "cat"): the nearest node of a fitting owner by
+        # embedding. Skipped when the scope's graph is empty: embedding is most of this step's cost.
+        if unmatched and await self.pool.fetchval(
+                "SELECT EXISTS (SELECT 1 FROM kg_nodes WHERE scope = $1 AND embedding IS NOT NULL)", scope):
+            for (_, allowed), vector in zip(unmatched, await self.embedder.embed_many([n for n, _ in unmatched])):
+                row = await self.pool.fetchrow(
+                    f"""SELECT n.id, 1 - (n.embedding <=> $2) / 2 AS sim FROM kg_nodes n
+                        WHERE n.scope = $1 AND n.embedding IS NOT NULL AND n.owner = ANY($3::text[])
+                          AND EXISTS (SELECT 1 FROM kg_edges e WHERE (e.source_id = n.id OR e.target_id = n.id)
+                                      AND {_visible('e', '$4')})
+                        ORDER BY n.embedding <=> $2 LIMIT 1""",
+                    scope, vector, allowed, visible_channel)
+                if row is not None and row["sim"] >= 0.9:
+                    seeds.add(row["id"])
+        return seeds
+
     async def _facts(self, scope: str, edge_ids: Sequence[int], now: datetime,
-                     hops: dict[int, int] | None = None) -> list[Fact]:
+                     hops: dict[int, int] | None = None, visible_channel: str | None = None) -> list[Fact]:
+        """The edges as facts; their message ids and speakers are only the sources the audience may see."""
         if not edge_ids:
             return []
         rows = await self.pool.fetch(
             f"""SELECT e.id, e.relation, e.sentiment, e.confidence, e.evidence_count,
                        {', '.join('e.' + c for c in _CARD_COLUMNS.split(', '))},
-                       s.display AS s_display, s.name AS s_name, t.display AS t_display, t.name AS t_name,
+                       s.display AS s_display, s.name AS s_name, s.owner AS s_owner, so.display AS s_owner_name,
+                       t.display AS t_display, t.name AS t_name, t.owner AS t_owner, tod.display AS t_owner_name,
                        array_agg(src.message_id ORDER BY src.message_id) AS message_ids,
                        array_agg(DISTINCT src.speaker_id) AS speakers
                 FROM kg_edges e JOIN kg_nodes s ON s.id = e.source_id JOIN kg_nodes t ON t.id = e.target_id
+                LEFT JOIN kg_nodes so ON so.scope = s.scope AND so.owner = '' AND so.name = s.owner
+                LEFT JOIN kg_nodes tod ON tod.scope = t.scope AND tod.owner = '' AND tod.name = t.owner
                 JOIN kg_edge_sources src ON src.edge_id = e.id
+                     AND (src.visible_in IS NULL OR src.visible_in = $3::text)
                 WHERE e.scope = $1 AND e.id = ANY($2::bigint[])
-                GROUP BY e.id, s.id, t.id""",
-            scope, list(edge_ids))
+                GROUP BY e.id, s.id, t.id, so.display, tod.display""",
+            scope, list(edge_ids), visible_channel)
         return [
             Fact(edge_id=r["id"], subject=r["s_display"], subject_name=r["s_name"], relation=r["relation"],
                  object=r["t_display"], object_name=r["t_name"], sentiment=r["sentiment"],
                  confidence=r["confidence"], evidence=r["evidence_count"],
                  retrievability=self.retrievability(r, r["id"], now), message_ids=tuple(r["message_ids"]),
-                 speakers=tuple(r["speakers"]), hops=(hops or {}).get(r["id"], 0))
+                 speakers=tuple(r["speakers"]), hops=(hops or {}).get(r["id"], 0),
+                 subject_owner=r["s_owner"], object_owner=r["t_owner"],
+                 subject_owner_name=r["s_owner_name"] or "", object_owner_name=r["t_owner_name"] or "")
             for r in rows
         ]
 
@@ -359,13 +527,16 @@ class SemanticMemory:
             await db.execute(f"UPDATE kg_nodes SET ({_CARD_COLUMNS}) = ($2, $3, $4, $5, $6, $7, reps + 1) "
                              "WHERE id = $1", r["id"], *_card_values(card))
 
-    async def about_author(self, scope: str, author_id: str, now: datetime, limit: int = 50) -> list[Fact]:
-        """Facts that this person's messages support (for /whatdoyouknow)."""
+    async def about_author(self, scope: str, author_id: str, now: datetime, limit: int = 50, *,
+                           visible_channel: str | None = None) -> list[Fact]:
+        """Facts that this person's messages support (for /whatdoyouknow), only through messages the
+        audience may see (``visible_channel`` None: public ones only)."""
         require_scope(scope)
         rows = await self.pool.fetch(
             """SELECT DISTINCT e.id FROM kg_edges e JOIN kg_edge_sources s ON s.edge_id = e.id
-               WHERE e.scope = $1 AND s.speaker_id = $2 LIMIT $3""", scope, author_id, limit)
-        return await self._facts(scope, [r["id"] for r in rows], now)
+               WHERE e.scope = $1 AND s.speaker_id = $2 AND (s.visible_in IS NULL OR s.visible_in = $4::text)
+               ORDER BY e.id LIMIT $3""", scope, author_id, limit, visible_channel)
+        return await self._facts(scope, [r["id"] for r in rows], now, visible_channel=visible_channel)
 
     async def gate_counts(self, scope: str) -> dict[str, int]:
         rows = await self.pool.fetch("SELECT action, count(*) AS n FROM kg_gate_log WHERE scope = $1 GROUP BY action",
@@ -376,38 +547,77 @@ class SemanticMemory:
 
     # --- maintenance (dream steps) ---------------------------------------------------------------
 
-    async def prune(self, now: datetime, *, min_retrievability: float, min_confidence: float) -> int:
-        """Delete unpinned edges whose retrievability and confidence both fell below the thresholds."""
+    async def prune(self, now: datetime, *, min_retrievability: float, min_confidence: float,
+                    scope: str | None = None) -> int:
+        """Delete unpinned edges whose retrievability and confidence both fell below the thresholds, and
+        nodes left without edges for a day, in ``scope`` (None: every scope). Returns edges deleted."""
         rows = await self.pool.fetch(
-            f"SELECT id, confidence, {_CARD_COLUMNS} FROM kg_edges WHERE NOT pinned AND confidence < $1",
-            min_confidence)
+            f"""SELECT id, confidence, {_CARD_COLUMNS} FROM kg_edges
+                WHERE NOT pinned AND confidence < $1 AND ($2::text IS NULL OR scope = $2)""",
+            min_confidence, scope)
         doomed = [r["id"] for r in rows if self.retrievability(r, r["id"], now) < min_retrievability]
         if doomed:
             await self.pool.execute("DELETE FROM kg_edges WHERE id = ANY($1::bigint[])", doomed)
+        # a day's grace: a node an absorb just created may not have its edge yet
         await self.pool.execute(
-            "DELETE FROM kg_nodes n WHERE NOT EXISTS (SELECT 1 FROM kg_edges e WHERE e.source_id = n.id "
-            "OR e.target_id = n.id) AND n.created_at < $1", now - timedelta(days=1))
+            """DELETE FROM kg_nodes n WHERE ($2::text IS NULL OR n.scope = $2) AND n.created_at < $1
+                 AND NOT EXISTS (SELECT 1 FROM kg_edges e WHERE e.source_id = n.id OR e.target_id = n.id)""",
+            now - timedelta(days=1), scope)
         return len(doomed)
 
-    async def merge_near_duplicates(self, *, similarity: float = 0.97) -> int:
-        """Merge entity nodes of one scope whose names embed as near-duplicates ("cats"/"cat")."""
+    async def merge_near_duplicates(self, *, similarity: float = 0.97, scope: str | None = None) -> int:
+        """Merge entity nodes whose names embed as near-duplicates ("cats"/"cat") within one scope and
+        one owner (ana's cat never merges with ben's, nor with the world's), in ``scope`` (None: all).
+        The dropped node's edges move to the kept one; an edge the kept node already has gains the
+        other's sources (evidence and audiences), so no support is lost. Returns nodes merged."""
         pairs = await self.pool.fetch(
             """SELECT a.id AS keep, b.id AS drop FROM kg_nodes a JOIN kg_nodes b
-                 ON a.scope = b.scope AND a.id < b.id AND a.kind = 'entity' AND b.kind = 'entity'
-               WHERE 1 - (a.embedding <=> b.embedding) / 2 >= $1""", similarity)
+                 ON a.scope = b.scope AND a.owner = b.owner AND a.kind = b.kind AND a.id < b.id
+               WHERE a.kind = 'entity' AND ($2::text IS NULL OR a.scope = $2)
+                 AND 1 - (a.embedding <=> b.embedding) / 2 >= $1
+               ORDER BY a.id, b.id""", similarity, scope)
         merged = 0
         gone: set[int] = set()
         for p in pairs:
             if p["keep"] in gone or p["drop"] in gone:
                 continue
             async with self.pool.acquire() as conn, conn.transaction():
-                for column, other in (("source_id", "target_id"), ("target_id", "source_id")):
-                    # move edges unless the same edge already exists on the kept node
-                    await conn.execute(
-                        f"""UPDATE kg_edges e SET {column} = $1 WHERE {column} = $2 AND NOT EXISTS (
-                               SELECT 1 FROM kg_edges x WHERE x.{column} = $1 AND x.{other} = e.{other}
-                               AND x.relation = e.relation)""", p["keep"], p["drop"])
-                await conn.execute("DELETE FROM kg_nodes WHERE id = $1", p["drop"])
+                await self._merge(conn, p["keep"], p["drop"])
             gone.add(p["drop"])
             merged += 1
         return merged
+
+    async def _merge(self, conn: asyncpg.Connection, keep: int, drop: int) -> None:
+        for column, other in (("source_id", "target_id"), ("target_id", "source_id")):
+            twins = await conn.fetch(
+                f"""SELECT e.id AS from_edge, x.id AS to_edge FROM kg_edges e JOIN kg_edges x
+                      ON x.{column} = $1 AND x.{other} = e.{other} AND x.relation = e.relation
+                    WHERE e.{column} = $2""", keep, drop)
+            for twin in twins:
+                status = await conn.execute(
+                    """INSERT INTO kg_edge_sources (edge_id, message_id, speaker_id, visible_in)
+                       SELECT $1, message_id, speaker_id, visible_in FROM kg_edge_sources WHERE edge_id = $2
+                       ON CONFLICT DO NOTHING""", twin["to_edge"], twin["from_edge"])
+                await conn.execute(
+                    """UPDATE kg_edges k SET evidence_count = k.evidence_count + $3,
+                           confidence = GREATEST(k.confidence, d.confidence), last_seen = GREATEST(k.last_seen, d.last_seen)
+                       FROM kg_edges d WHERE k.id = $1 AND d.id = $2""",
+                    twin["to_edge"], twin["from_edge"], int(status.split()[-1]))
+            # the rest move over (the twins go with the dropped node)
+            await conn.execute(
+                f"""UPDATE kg_edges e SET {column} = $1 WHERE {column} = $2 AND NOT EXISTS (
+                       SELECT 1 FROM kg_edges x WHERE x.{column} = $1 AND x.{other} = e.{other}
+                       AND x.relation = e.relation)""", keep, drop)
+        await conn.execute("DELETE FROM kg_nodes WHERE id = $1", drop)
+
+
+def _with_owners(t: Triple) -> Triple:
+    """An extractor that gives no owners (an LLM's "my sister") still gets them from the words."""
+    changes: dict[str, str | None] = {}
+    for end in ("subject", "object"):
+        name = getattr(t, end)
+        if getattr(t, f"{end}_owner") is None and name not in (USER, BOT):
+            plain, owner = owned_name(name)
+            if owner is not None:
+                changes |= {end: plain, f"{end}_display": plain, f"{end}_owner": owner}
+    return replace(t, **changes) if changes else t
