@@ -453,8 +453,10 @@ class SemanticMemory:
                     seeds.add(hit[0])
                     break
             else:
-                if options and options[0][1] not in ("bot",) and not options[0][1].startswith("user:"):
-                    unmatched.append((options[0][1], list(dict.fromkeys(o for o, _ in options))))
+                if options and options[0][1] != "bot" and not options[0][1].startswith("user:"):
+                    # an owned "my X" may only be said differently among its owner's things
+                    owners_ok = [o for o, n in options if (o, n) not in linked]
+                    unmatched.append((options[0][1], owners_ok))
         # Names said differently ("kitty" for "cat"): the nearest node of a fitting owner by
         # embedding. Skipped when the scope's graph is empty: embedding is most of this step's cost.
         if unmatched and await self.pool.fetchval(
