@@ -1,11 +1,16 @@
 """Context archetypes (seed 003): pick a context plan from the message embedding.
 
 Archetypes are rows of ``context_archetypes``: example messages, a cached
-centroid, and a context configuration. The router keeps the active ones in
-memory as one matrix; classifying a message is a single matrix-vector product
-against the vector the Brain already computed (no second embedding). The cache
-reloads every ``refresh_seconds`` and at once when PostgreSQL notifies that an
-archetype changed (trigger ``archetypes_changed``).
+centroid, and a context configuration. An archetype is global (scope NULL:
+seeded, or the owner's) or a scope's own. A scope sees the global archetypes
+plus its own, where its own archetype shadows a global one of the same name,
+and ``archetype_overrides`` switch archetypes off (or on) for that scope only.
+
+The router keeps every archetype in memory as one matrix, with an index mask
+per scope that has its own archetypes or overrides; classifying a message is
+a single matrix-vector product against the vector the Brain already computed
+(no second embedding). The cache reloads every ``refresh_seconds`` and at
+once when PostgreSQL notifies that an archetype or an override changed.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from uuid import UUID
 import asyncpg
 import numpy as np
 
+from memory.conversation import require_scope
 from memory.embed import Embedder, similarity
 from memory.errors import InvalidInput
 
@@ -64,6 +70,8 @@ class Archetype:
     approved_by: str | None
     match_count: int
     avg_similarity: float | None
+    scope: str | None = None  # None: global
+    override_by: str | None = None  # who switched it in the scope it was listed for (None: no override)
 
 
 @dataclass(frozen=True)
@@ -76,6 +84,7 @@ class MatchRecord:
 
 
 def _archetype(row: asyncpg.Record) -> Archetype:
+    keys = row.keys()
     return Archetype(
         id=row["id"],
         name=row["archetype_name"],
@@ -85,12 +94,26 @@ def _archetype(row: asyncpg.Record) -> Archetype:
         vectors=row["context_vectors"],
         similarity_threshold=row["similarity_threshold"],
         triple_depth=row["triple_depth"],
-        active=row["active"],
+        active=row["effective_active"] if "effective_active" in keys else row["active"],
         created_by=row["created_by"],
         approved_by=row["approved_by"],
         match_count=row["match_count"],
         avg_similarity=row["avg_similarity"],
+        scope=row["scope"],
+        override_by=row["override_by"] if "override_by" in keys else None,
     )
+
+
+# The archetypes a scope sees ($1; NULL: the global view): its own, and the global ones it does not
+# shadow with an own archetype of the same name, with its overrides applied.
+_VIEW = """
+    SELECT a.*, COALESCE(o.active, a.active) AS effective_active, o.set_by AS override_by
+    FROM context_archetypes a
+    LEFT JOIN archetype_overrides o ON o.archetype_id = a.id AND o.scope = $1::text
+    WHERE a.scope = $1::text
+       OR (a.scope IS NULL AND NOT EXISTS (
+               SELECT 1 FROM context_archetypes own WHERE own.scope = $1::text
+                 AND own.archetype_name = a.archetype_name))"""
 
 
 class ArchetypeStore:
@@ -99,42 +122,79 @@ class ArchetypeStore:
     def __init__(self, pool: asyncpg.Pool) -> None:
         self._pool = pool
 
-    async def list_archetypes(self, *, active_only: bool = False) -> list[Archetype]:
+    async def list_archetypes(self, *, scope: str | None = None, active_only: bool = False) -> list[Archetype]:
+        """The archetypes ``scope`` routes with (None: the global ones), with its overrides applied."""
         rows = await self._pool.fetch(
-            "SELECT * FROM context_archetypes WHERE $1 = false OR active ORDER BY archetype_name",
-            active_only,
+            f"SELECT * FROM ({_VIEW}) v WHERE $2 = false OR effective_active ORDER BY archetype_name",
+            scope, active_only,
         )
         return [_archetype(r) for r in rows]
 
-    async def get(self, name: str) -> Archetype:
-        row = await self._pool.fetchrow("SELECT * FROM context_archetypes WHERE archetype_name = $1", name)
+    async def get(self, name: str, *, scope: str | None = None) -> Archetype:
+        """The archetype ``name`` as ``scope`` sees it: its own first, then the global one."""
+        row = await self._pool.fetchrow(f"SELECT * FROM ({_VIEW}) v WHERE archetype_name = $2", scope, name)
         if row is None:
-            raise InvalidInput(f"unknown archetype {name!r}")
+            raise InvalidInput(f"unknown archetype {name!r}" + (f" in {scope}" if scope else ""))
         return _archetype(row)
 
-    async def set_examples(self, name: str, examples: Sequence[str]) -> None:
-        """Replace the examples; the trigger invalidates the centroid."""
+    async def set_examples(self, name: str, examples: Sequence[str], *, scope: str | None = None) -> None:
+        """Replace the examples of the global archetype ``name`` (or ``scope``'s own); the trigger
+        invalidates the centroid."""
         cleaned = [e.strip() for e in examples if e.strip()]
         if not cleaned:
             raise InvalidInput("an archetype needs at least one non-empty example message")
         status = await self._pool.execute(
-            "UPDATE context_archetypes SET example_messages = $2 WHERE archetype_name = $1", name, cleaned
+            """UPDATE context_archetypes SET example_messages = $2
+               WHERE archetype_name = $1 AND scope IS NOT DISTINCT FROM $3::text""", name, cleaned, scope
         )
         if status.endswith(" 0"):
             raise InvalidInput(f"unknown archetype {name!r}")
 
     async def set_active(self, name: str, active: bool) -> None:
+        """Switch a global archetype for every scope (the owner's power; a guild uses ``set_override``)."""
         status = await self._pool.execute(
-            "UPDATE context_archetypes SET active = $2, updated_at = now() WHERE archetype_name = $1",
+            """UPDATE context_archetypes SET active = $2, updated_at = now()
+               WHERE archetype_name = $1 AND scope IS NULL""",
             name,
             active,
         )
         if status.endswith(" 0"):
             raise InvalidInput(f"unknown archetype {name!r}")
 
-    async def active_with_centroids(self) -> list[tuple[Archetype, np.ndarray | None]]:
-        rows = await self._pool.fetch("SELECT * FROM context_archetypes WHERE active ORDER BY archetype_name")
+    async def set_override(self, scope: str, name: str, active: bool, set_by: str) -> Archetype:
+        """Switch ``name`` on or off in ``scope`` only, recording who did it.
+
+        ``name`` is resolved as the scope sees it (its own archetype first, then the
+        global one); InvalidInput when the scope has no archetype of that name.
+        Returns the archetype as the scope now sees it.
+        """
+        require_scope(scope)
+        if not set_by or not set_by.strip():
+            raise InvalidInput("an override needs to say who set it")
+        async with self._pool.acquire() as conn, conn.transaction():
+            row = await conn.fetchrow(f"SELECT id FROM ({_VIEW}) v WHERE archetype_name = $2", scope, name)
+            if row is None:
+                raise InvalidInput(f"unknown archetype {name!r} in {scope}")
+            await conn.execute(
+                """INSERT INTO archetype_overrides (scope, archetype_id, active, set_by, set_at)
+                   VALUES ($1, $2, $3, $4, now())
+                   ON CONFLICT (scope, archetype_id)
+                   DO UPDATE SET active = excluded.active, set_by = excluded.set_by, set_at = excluded.set_at""",
+                scope, row["id"], active, set_by,
+            )
+            updated = await conn.fetchrow(f"SELECT * FROM ({_VIEW}) v WHERE id = $2", scope, row["id"])
+        log.info("archetype %s switched %s in %s by %s", name, "on" if active else "off", scope, set_by)
+        return _archetype(updated)
+
+    async def all_with_centroids(self) -> list[tuple[Archetype, np.ndarray | None]]:
+        """Every archetype of every scope, active or not (the router masks per scope)."""
+        rows = await self._pool.fetch("SELECT * FROM context_archetypes ORDER BY archetype_name, scope NULLS FIRST")
         return [(_archetype(r), r["centroid_embedding"]) for r in rows]
+
+    async def overrides(self) -> list[tuple[str, UUID, bool, str]]:
+        """Every scope's overrides: (scope, archetype id, active, set_by)."""
+        rows = await self._pool.fetch("SELECT scope, archetype_id, active, set_by FROM archetype_overrides")
+        return [(r["scope"], r["archetype_id"], r["active"], r["set_by"]) for r in rows]
 
     async def store_centroid(self, archetype: Archetype, centroid: np.ndarray) -> None:
         # Only if the examples are still the ones the centroid was computed from.
@@ -187,8 +247,29 @@ class ArchetypeStore:
                 await run(c)
 
 
+@dataclass(frozen=True)
+class _Cache:
+    """One consistent snapshot: every archetype's centroid, and which rows each scope routes with."""
+
+    archetypes: tuple[Archetype, ...]  # as stored (active: the global switch)
+    matrix: np.ndarray  # one unit centroid per archetype
+    global_view: tuple[int, ...]  # rows of the global, active archetypes
+    scope_views: dict[str, tuple[tuple[int, ...], tuple[bool, ...]]]  # scope -> (rows it sees, active flags)
+
+
+def scope_view(
+    archetypes: Sequence[Archetype], scope: str, overrides: dict[UUID, bool]
+) -> tuple[tuple[int, ...], tuple[bool, ...]]:
+    """The rows ``scope`` sees (its own, plus the global ones it does not shadow) and, for each,
+    whether it is active there (its override, else the archetype's own switch)."""
+    own = {a.name for a in archetypes if a.scope == scope}
+    rows = [i for i, a in enumerate(archetypes)
+            if a.scope == scope or (a.scope is None and a.name not in own)]
+    return tuple(rows), tuple(overrides.get(archetypes[i].id, archetypes[i].active) for i in rows)
+
+
 class ArchetypeRouter:
-    """Classifies message vectors against the cached centroids of active archetypes."""
+    """Classifies message vectors against the cached centroids of the archetypes a scope routes with."""
 
     def __init__(
         self,
@@ -204,8 +285,7 @@ class ArchetypeRouter:
         self._default = default_plan
         self._min_similarity = min_similarity
         self._refresh_seconds = refresh_seconds
-        self._archetypes: list[Archetype] = []
-        self._matrix = np.zeros((0, embedder.dimensions), dtype=np.float32)
+        self._cache = _Cache((), np.zeros((0, embedder.dimensions), dtype=np.float32), (), {})
         self._changed = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._listener: asyncpg.Connection | None = None
@@ -214,7 +294,17 @@ class ArchetypeRouter:
 
     @property
     def archetypes(self) -> list[Archetype]:
-        return list(self._archetypes)
+        """The global, active archetypes (what a scope without its own sees)."""
+        return self.archetypes_in(None)
+
+    def archetypes_in(self, scope: str | None) -> list[Archetype]:
+        """The archetypes ``scope`` routes with now (active there), by name."""
+        cache = self._cache
+        rows = self._active_rows(cache, scope)
+        if scope is None or scope not in cache.scope_views:
+            return [cache.archetypes[i] for i in rows]
+        overridden = dict(zip(*cache.scope_views[scope]))
+        return [replace(cache.archetypes[i], active=overridden[i]) for i in rows]
 
     async def start(self, pool: asyncpg.Pool) -> None:
         """Load now, then keep the cache fresh (poll + LISTEN) until ``stop``."""
@@ -247,26 +337,34 @@ class ArchetypeRouter:
             try:
                 await self.refresh()
             except Exception:  # a broken refresh keeps the last good cache
-                log.exception("archetype refresh failed; keeping %d cached", len(self._archetypes))
+                log.exception("archetype refresh failed; keeping %d cached", len(self._cache.archetypes))
 
     async def refresh(self) -> None:
-        """Reload active archetypes, computing and caching any missing centroid."""
+        """Reload every archetype and override, computing and caching any missing centroid."""
         async with self._refresh_lock:
-            rows = await self.store.active_with_centroids()
+            rows = await self.store.all_with_centroids()
+            overrides = await self.store.overrides()
             archetypes, centroids = [], []
             for archetype, centroid in rows:
                 if centroid is None:
                     centroid = await self._centroid(archetype.examples)
                     await self.store.store_centroid(archetype, centroid)
-                    log.info("computed centroid for archetype %s", archetype.name)
+                    log.info("computed centroid for archetype %s (scope %s)", archetype.name, archetype.scope)
                 if hasattr(centroid, "to_numpy"):  # pgvector's Vector
                     centroid = centroid.to_numpy()
                 vector = np.asarray(centroid, dtype=np.float32)
                 archetypes.append(archetype)
                 centroids.append(vector / max(float(np.linalg.norm(vector)), 1e-12))
-            self._archetypes = archetypes
-            self._matrix = (
-                np.stack(centroids) if centroids else np.zeros((0, self._embedder.dimensions), np.float32)
+            by_scope: dict[str, dict[UUID, bool]] = defaultdict(dict)
+            for scope, archetype_id, active, _ in overrides:
+                by_scope[scope][archetype_id] = active
+            # Only scopes with their own archetypes or overrides need a view of their own.
+            special = {a.scope for a in archetypes if a.scope is not None} | set(by_scope)
+            self._cache = _Cache(
+                archetypes=tuple(archetypes),
+                matrix=np.stack(centroids) if centroids else np.zeros((0, self._embedder.dimensions), np.float32),
+                global_view=tuple(i for i, a in enumerate(archetypes) if a.scope is None and a.active),
+                scope_views={s: scope_view(archetypes, s, by_scope.get(s, {})) for s in special},
             )
             self.loaded_at = datetime.now().astimezone()
 
@@ -275,17 +373,29 @@ class ArchetypeRouter:
         centroid = vectors.mean(axis=0)
         return (centroid / max(float(np.linalg.norm(centroid)), 1e-12)).astype(np.float32)
 
-    def similarities(self, vector: np.ndarray) -> list[tuple[Archetype, float]]:
-        """Every active archetype with its similarity ((1 + cos) / 2), best first."""
-        if not self._archetypes:
-            return []
-        sims = similarity(self._matrix @ np.asarray(vector, dtype=np.float32))
-        order = np.argsort(-sims)
-        return [(self._archetypes[i], float(sims[i])) for i in order]
+    @staticmethod
+    def _active_rows(cache: _Cache, scope: str | None) -> tuple[int, ...]:
+        if scope is None or scope not in cache.scope_views:
+            return cache.global_view
+        rows, active = cache.scope_views[scope]
+        return tuple(r for r, on in zip(rows, active) if on)
 
-    def classify(self, vector: np.ndarray) -> ContextPlan:
-        """The plan for an L2-normalised message vector; the default plan when nothing fits."""
-        ranked = self.similarities(vector)
+    def similarities(self, vector: np.ndarray, scope: str | None = None) -> list[tuple[Archetype, float]]:
+        """Every archetype active in ``scope`` (None: the global ones) with its similarity
+        ((1 + cos) / 2), best first."""
+        cache = self._cache
+        rows = np.asarray(self._active_rows(cache, scope), dtype=np.intp)
+        if rows.size == 0:
+            return []
+        # One product against every centroid, then the scope's mask (no per-call copy of the matrix).
+        sims = similarity(cache.matrix @ np.asarray(vector, dtype=np.float32))[rows]
+        order = np.argsort(-sims)
+        return [(cache.archetypes[rows[i]], float(sims[i])) for i in order]
+
+    def classify(self, vector: np.ndarray, scope: str | None = None) -> ContextPlan:
+        """The plan for an L2-normalised message vector in ``scope`` (None: global archetypes only);
+        the default plan when nothing fits."""
+        ranked = self.similarities(vector, scope)
         if not ranked:
             return self._default
         best, similarity = ranked[0]
