@@ -207,3 +207,53 @@ async def test_a_vote_after_a_restart_counts(bot: SingleShardHippoBot) -> None:
     await dpytest.add_reaction(members()[2], message, "❌")
     await settle(bot)
     assert (await bot.app.governance.get(pid)).status == "rejected"
+
+
+async def test_a_restricted_channels_messages_are_visible_only_there(bot: SingleShardHippoBot) -> None:
+    from discord.ext.test import backend
+
+    general, allowed, _ = channels()
+    backend.update_text_channel(allowed, allowed.guild.default_role, discord.PermissionOverwrite(view_channel=False))
+    await dpytest.message("the launch code is 0000", channel=allowed, member=members()[0])
+    await dpytest.message(f"<@{bot.user.id}> hello everyone", channel=general, member=members()[1])
+    await settle(bot)
+    rows = {r["content"]: r["visible_in"] for r in await bot.app.db.pool.fetch(
+        "SELECT content, visible_in FROM messages WHERE NOT is_bot")}
+    assert rows == {"the launch code is 0000": str(allowed.id), "hello everyone": None}
+    assert await bot.app.db.pool.fetchval("SELECT visible_in FROM episodes WHERE content LIKE '%launch%'") == str(allowed.id)
+
+
+async def test_a_failed_edit_while_streaming_cancels_the_generation_and_keeps_the_turn(
+        bot: SingleShardHippoBot, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch) -> None:
+    from types import SimpleNamespace
+
+    llm.reply = " ".join(f"word{i}" for i in range(400))
+    llm.delay = 0.002
+    replies = []
+    respond = bot.app.brain.respond
+
+    async def keep(turn):  # type: ignore[no-untyped-def]
+        replies.append(await respond(turn))
+        return replies[-1]
+
+    async def refuse(self, **kwargs):  # type: ignore[no-untyped-def]
+        raise discord.Forbidden(SimpleNamespace(status=403, reason="Forbidden"), "Missing Access")
+
+    monkeypatch.setattr(bot.app.brain, "respond", keep)
+    monkeypatch.setattr(discord.Message, "edit", refuse)
+    _, allowed, _ = channels()
+    await dpytest.message("tell me everything", channel=allowed, member=members()[0])
+    await settle(bot)
+    assert replies and replies[0]._generation.cancelled.is_set(), "nobody is left generating for"
+    pool = bot.app.db.pool
+    assert await pool.fetchval("SELECT absorbed_at IS NOT NULL FROM messages WHERE NOT is_bot"), "the turn is absorbed"
+    assert await pool.fetchval("SELECT count(*) FROM episodes") == 1
+
+
+async def test_a_busy_bot_says_so_and_keeps_the_message(bot: SingleShardHippoBot) -> None:
+    bot.app.brain._max_generations = 0  # every generation slot taken
+    _, allowed, _ = channels()
+    await dpytest.message("are you there?", channel=allowed, member=members()[0])
+    await settle(bot)
+    assert dpytest.verify().message().content("I'm busy right now — try again in a moment.")
+    assert await bot.app.db.pool.fetchval("SELECT count(*) FROM messages WHERE NOT is_bot") == 1

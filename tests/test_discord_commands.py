@@ -270,3 +270,13 @@ async def test_run_with_a_token_discord_refuses_says_what_to_fix(app: App, monke
     with pytest.raises(client_module.DiscordSetupError, match="Discord refused the token"):
         await client_module.run_discord(settings)
     assert app.closed, "the app (and the embedded database) is closed on the way out"
+
+
+def test_visibility_follows_everyones_view_and_threads_follow_their_parent() -> None:
+    from bot.discord.rules import Visibility, visibility_for
+
+    assert visibility_for(is_dm=False, channel_id=10, parent_channel_id=None, everyone_can_view=True) == Visibility(None, None)
+    assert visibility_for(is_dm=False, channel_id=10, parent_channel_id=None, everyone_can_view=False) == Visibility("10", None)
+    assert visibility_for(is_dm=False, channel_id=11, parent_channel_id=10, everyone_can_view=True) == Visibility(None, "10")
+    assert visibility_for(is_dm=False, channel_id=11, parent_channel_id=10, everyone_can_view=False) == Visibility("10", "10")
+    assert visibility_for(is_dm=True, channel_id=12, parent_channel_id=None, everyone_can_view=False) == Visibility(None, None)

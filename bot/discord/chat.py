@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 import discord
 from discord.ext import commands
 
-from bot.brain import IncomingTurn
-from bot.discord.rules import MessageFacts, scope_for, should_answer, strip_mentions
+from bot.brain import Busy, IncomingTurn
+from bot.discord.rules import MessageFacts, Visibility, scope_for, should_answer, strip_mentions, visibility_for
 from bot.discord.streaming import StreamingReply
 from bot.llm import LLMError
 from memory.errors import InvalidInput, MemoryStoreError
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _CUT = "\n[… cut to fit]"
+BUSY = "I'm busy right now — try again in a moment."
 TEXT_SUFFIXES = (".txt", ".md", ".py", ".json", ".jsonl", ".csv", ".log", ".yaml", ".yml", ".toml", ".ini", ".sql")
 
 
@@ -45,6 +46,21 @@ async def read_text_attachments(attachments: Sequence[Any], limit: int) -> str:
         parts.append(header + text)
         left -= len(parts[-1]) + (2 if len(parts) > 1 else 0)
     return "\n\n".join(parts)
+
+
+def visibility_of(channel: Any) -> Visibility:
+    """Who may see what is said in ``channel``: from @everyone's view permission, threads following their parent."""
+    guild = getattr(channel, "guild", None)
+    if guild is None:
+        return visibility_for(is_dm=True, channel_id=channel.id, parent_channel_id=None, everyone_can_view=True)
+    thread = isinstance(channel, discord.Thread)
+    target = channel.parent if thread else channel
+    # a private thread is narrower than its parent: never public, at most the parent's audience
+    private_thread = thread and channel.type == discord.ChannelType.private_thread
+    everyone = (target is not None and not private_thread
+                and target.permissions_for(guild.default_role).view_channel)
+    return visibility_for(is_dm=False, channel_id=channel.id, parent_channel_id=channel.parent_id if thread else None,
+                          everyone_can_view=everyone)
 
 
 def with_attachments(text: str, attached: str) -> str:
@@ -89,6 +105,7 @@ class ChatCog(commands.Cog):
             room = attachment_room(text, max_attachment_chars=settings.max_attachment_chars,
                                    max_message_chars=settings.max_message_chars)
             text = with_attachments(text, await read_text_attachments(message.attachments, room))
+        seen_by = visibility_of(message.channel)
         turn = IncomingTurn(
             scope=scope_for(message.guild.id if message.guild else None, message.author.id),
             source="discord",
@@ -98,37 +115,74 @@ class ChatCog(commands.Cog):
             text=text,
             external_id=str(message.id),
             created_at=message.created_at,
+            visible_in=seen_by.visible_in,
+            thread_parent_id=seen_by.thread_parent_id,
         )
-        brain = self.bot.app.brain
         try:
             async with message.channel.typing():
-                reply = await brain.respond(turn)
-
-                async def send(content: str) -> discord.Message:
-                    if not stream.messages:
-                        return await message.reply(content, mention_author=False)
-                    return await message.channel.send(content)
-
-                stream = StreamingReply(send, interval=settings.discord_edit_interval)
-
-                def remember_id(first: Any) -> None:
-                    reply.external_id = str(first.id)  # the reply is stored under its Discord id
-
-                await stream.run(reply.__aiter__(), on_first=remember_id)
+                await self._answer(message, turn)
+        except Busy:
+            log.info("busy: message %s stored, not answered", message.id)
+            await self._say(message, BUSY)
         except InvalidInput as exc:
-            await message.reply(f"⚠️ {exc}", mention_author=False)
+            await self._say(message, f"⚠️ {exc}")
         except (LLMError, MemoryStoreError):
             log.exception("reply failed for message %s", message.id)
-            await message.reply("⚠️ Something went wrong while answering; your message is saved.",
-                                mention_author=False)
+            await self._say(message, "⚠️ Something went wrong while answering; your message is saved.")
+
+    async def _answer(self, message: discord.Message, turn: IncomingTurn) -> None:
+        """Stream the Brain's reply; if Discord refuses a send or an edit, stop generating (the turn is still absorbed)."""
+        reply = await self.bot.app.brain.respond(turn)
+
+        async def send(content: str) -> discord.Message:
+            if not stream.messages:
+                return await message.reply(content, mention_author=False)
+            return await message.channel.send(content)
+
+        stream = StreamingReply(send, interval=self.bot.settings.discord_edit_interval)
+
+        def remember_id(first: Any) -> None:
+            reply.external_id = str(first.id)  # the reply is stored under its Discord id
+
+        try:
+            await stream.run(reply.__aiter__(), on_first=remember_id)
+        except discord.HTTPException as exc:  # Forbidden and NotFound included
+            reply.cancel()
+            log.warning("streaming the reply to message %s failed (HTTP %s); generation cancelled",
+                        message.id, exc.status)
+
+    async def _say(self, message: discord.Message, text: str) -> None:
+        try:
+            await message.reply(text, mention_author=False)
+        except discord.HTTPException:
+            log.warning("could not answer message %s", message.id)
 
     @commands.Cog.listener()
     async def on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
         report = await self.bot.app.provenance.forget_transport_message(
-            "discord", str(payload.channel_id), str(payload.message_id)
+            "discord", str(payload.channel_id), str(payload.message_id), scope=_guild_scope(payload.guild_id)
         )
         if report is not None:
             log.info("message %s deleted: %s", payload.message_id, report)
+
+    @commands.Cog.listener()
+    async def on_raw_bulk_message_delete(self, payload: discord.RawBulkMessageDeleteEvent) -> None:
+        report = await self.bot.app.provenance.forget_transport_messages(
+            "discord", str(payload.channel_id), [str(i) for i in payload.message_ids],
+            scope=_guild_scope(payload.guild_id))
+        log.info("%d message(s) bulk-deleted in channel %s: %s", len(payload.message_ids), payload.channel_id, report)
+
+    @commands.Cog.listener()
+    async def on_guild_channel_delete(self, channel: discord.abc.GuildChannel) -> None:
+        report = await self.bot.app.provenance.forget_channel("discord", str(channel.id),
+                                                             scope=_guild_scope(channel.guild.id))
+        log.info("channel %s deleted: %s", channel.id, report)
+
+    @commands.Cog.listener()
+    async def on_raw_thread_delete(self, payload: discord.RawThreadDeleteEvent) -> None:
+        report = await self.bot.app.provenance.forget_channel("discord", str(payload.thread_id),
+                                                             scope=_guild_scope(payload.guild_id))
+        log.info("thread %s deleted: %s", payload.thread_id, report)
 
     @commands.Cog.listener()
     async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
@@ -139,3 +193,8 @@ class ChatCog(commands.Cog):
             await self.bot.app.brain.edit("discord", str(payload.channel_id), str(payload.message_id), content)
         except InvalidInput:
             log.info("edit of message %s left it empty or too long; memory unchanged", payload.message_id)
+
+
+def _guild_scope(guild_id: int | None) -> str | None:
+    """A guild event touches only that guild's scope; a DM event names no user, so its channel id must do."""
+    return str(guild_id) if guild_id is not None else None

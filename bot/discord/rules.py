@@ -1,4 +1,4 @@
-"""Pure rules of the Discord front: when to answer, scopes, splitting, links.
+"""Pure rules of the Discord front: when to answer, scopes, audiences, splitting, links.
 
 No discord.py objects here: the cogs pass plain values, so every rule is
 tested without Discord.
@@ -29,6 +29,31 @@ class MessageFacts:
 def scope_for(guild_id: int | None, user_id: int) -> str:
     """The memory scope: the guild, or one user's DMs."""
     return str(guild_id) if guild_id is not None else f"dm:{user_id}"
+
+
+@dataclass(frozen=True)
+class Visibility:
+    """Who may see a message: ``visible_in`` None is everyone in the scope, else that channel's audience."""
+
+    visible_in: str | None
+    thread_parent_id: str | None
+
+
+def visibility_for(*, is_dm: bool, channel_id: int, parent_channel_id: int | None,
+                   everyone_can_view: bool) -> Visibility:
+    """The audience of a message.
+
+    ``everyone_can_view`` is whether @everyone may view the channel (for a
+    thread: its parent), permission overwrites applied. A thread follows its
+    parent: its messages are visible where the parent's are, and
+    ``visible_in`` names the parent. DMs are the whole (one-person) scope.
+    """
+    if is_dm:
+        return Visibility(None, None)
+    parent = str(parent_channel_id) if parent_channel_id is not None else None
+    if everyone_can_view:
+        return Visibility(None, parent)
+    return Visibility(parent or str(channel_id), parent)
 
 
 def should_answer(facts: MessageFacts, *, allowed_channels: Collection[int], dream_channel_id: int | None) -> bool:
