@@ -257,3 +257,49 @@ async def test_a_busy_bot_says_so_and_keeps_the_message(bot: SingleShardHippoBot
     await settle(bot)
     assert dpytest.verify().message().content("I'm busy right now — try again in a moment.")
     assert await bot.app.db.pool.fetchval("SELECT count(*) FROM messages WHERE NOT is_bot") == 1
+
+
+async def store(bot: SingleShardHippoBot, channel_id: int, external_id: str, text: str, *,
+                thread_parent: int | None = None) -> None:
+    from bot.brain import IncomingTurn
+
+    guild = channels()[0].guild
+    await bot.app.brain.receive(IncomingTurn(
+        str(guild.id), "discord", str(channel_id), str(members()[0].id), "ana", text, external_id=external_id,
+        thread_parent_id=None if thread_parent is None else str(thread_parent)))
+
+
+async def stored_texts(bot: SingleShardHippoBot) -> set[str]:
+    return {r["content"] for r in await bot.app.db.pool.fetch("SELECT content FROM messages")}
+
+
+async def test_a_bulk_delete_forgets_those_messages_only(bot: SingleShardHippoBot) -> None:
+    general, allowed, _ = channels()
+    for i, text in enumerate(("spam one", "spam two", "keep me")):
+        await store(bot, allowed.id, str(1000 + i), text)
+    bot._connection.parse_message_delete_bulk(
+        {"ids": ["1000", "1001"], "channel_id": str(allowed.id), "guild_id": str(general.guild.id)})
+    await settle(bot)
+    assert await stored_texts(bot) == {"keep me"}
+
+
+async def test_deleting_a_channel_forgets_it_and_its_threads(bot: SingleShardHippoBot) -> None:
+    from discord.ext.test import backend
+
+    general, allowed, _ = channels()
+    await store(bot, allowed.id, "2000", "said in the channel")
+    await store(bot, 424242, "2001", "said in its thread", thread_parent=allowed.id)
+    await store(bot, general.id, "2002", "said elsewhere")
+    backend.delete_channel(allowed)
+    await settle(bot)
+    assert await stored_texts(bot) == {"said elsewhere"}
+
+
+async def test_deleting_a_thread_forgets_its_messages(bot: SingleShardHippoBot) -> None:
+    general, _, _ = channels()
+    await store(bot, 434343, "3000", "said in the thread", thread_parent=general.id)
+    await store(bot, general.id, "3001", "said in the parent")
+    bot._connection.parse_thread_delete(
+        {"id": "434343", "guild_id": str(general.guild.id), "parent_id": str(general.id), "type": 11})
+    await settle(bot)
+    assert await stored_texts(bot) == {"said in the parent"}
