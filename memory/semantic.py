@@ -184,7 +184,7 @@ class SemanticMemory:
         leaves nothing behind (the delete wins).
         """
         require_scope(message.scope)
-        if message.is_bot or await self._absorbed(self.pool, message.id):
+        if message.is_bot or await self._absorbed(self.pool, message):
             return []
         triples = [_with_owners(t) for t in await self._extract(message.content)]
         if not triples:
@@ -195,7 +195,7 @@ class SemanticMemory:
         try:
             async with self.pool.acquire() as conn, conn.transaction():
                 await self._lock(conn, message.scope)
-                if await self._absorbed(conn, message.id):  # another path absorbed it while we parsed
+                if await self._absorbed(conn, message):  # another path absorbed it while we parsed
                     return []
                 for triple in triples:
                     decisions.append(await self._admit(conn, message, triple, vectors, now))
@@ -229,7 +229,7 @@ class SemanticMemory:
             message_id)
         # the kg_edge_source_removed trigger lowers evidence and deletes edges left without support
         await conn.execute("DELETE FROM kg_edge_sources WHERE message_id = $1", message_id)
-        await conn.execute("DELETE FROM kg_gate_log WHERE message_id = $1", message_id)
+        await conn.execute("DELETE FROM kg_gate_log WHERE scope = $2 AND message_id = $1", message_id, scope)
         if touched:
             await conn.execute(
                 """DELETE FROM kg_nodes n WHERE n.id = ANY($1::bigint[]) AND NOT EXISTS (
@@ -244,10 +244,12 @@ class SemanticMemory:
         await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended('kg:' || $1, 0))", scope)
 
     @staticmethod
-    async def _absorbed(db: asyncpg.Pool | asyncpg.Connection, message_id: int) -> bool:
+    async def _absorbed(db: asyncpg.Pool | asyncpg.Connection, message: StoredMessage) -> bool:
+        # Every admission is logged; the scope narrows the log (it has no index on message_id).
         return bool(await db.fetchval(
             """SELECT EXISTS (SELECT 1 FROM kg_edge_sources WHERE message_id = $1)
-                   OR EXISTS (SELECT 1 FROM kg_gate_log WHERE message_id = $1)""", message_id))
+                   OR EXISTS (SELECT 1 FROM kg_gate_log WHERE scope = $2 AND message_id = $1)""",
+            message.id, message.scope))
 
     async def _extract(self, text: str) -> list[Triple]:
         if self.llm_extract is not None and not await asyncio.to_thread(self.extractor.is_question, text):
