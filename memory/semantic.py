@@ -415,23 +415,19 @@ class SemanticMemory:
         Their things stay reachable through them ("what does ben's sister do?" walks from ben).
         """
         me = f"user:{author_id}" if author_id is not None else None
-        wanted: list[list[tuple[str, str]]] = []  # per mention, (owner, name) in order of preference
-        linked: dict[tuple[str, str], str] = {}  # a shared fallback needs an edge to this node
+        # per mention, in order of preference: (owner, name, the node a shared fallback must touch)
+        wanted: list[list[tuple[str, str, str | None]]] = []
         for m in mentions:
             if m.name == USER:
-                wanted.append([(WORLD, me)] if me else [])
+                wanted.append([(WORLD, me, None)] if me else [])
             elif m.name == BOT:
-                wanted.append([(WORLD, "bot")])
-            elif m.owner == USER:
-                wanted.append([(me, m.name), (WORLD, m.name)] if me else [])
-                if me:
-                    linked[(WORLD, m.name)] = me
-            elif m.owner == BOT:
-                wanted.append([(BOT_OWNER, m.name), (WORLD, m.name)])
-                linked[(WORLD, m.name)] = "bot"
+                wanted.append([(WORLD, "bot", None)])
+            elif m.owner in (USER, BOT):
+                owner = me if m.owner == USER else BOT_OWNER
+                wanted.append([(owner, m.name, None), (WORLD, m.name, owner)] if owner else [])
             else:
-                wanted.append([(WORLD, m.name)] + ([(me, m.name)] if me else []))
-        keys = {k for options in wanted for k in options}
+                wanted.append([(WORLD, m.name, None)] + ([(me, m.name, None)] if me else []))
+        keys = {(o, n) for options in wanted for o, n, _ in options}
         if not keys:
             return set()
         owners, names = zip(*keys)
@@ -449,16 +445,15 @@ class SemanticMemory:
         seeds: set[int] = set()
         unmatched: list[tuple[str, list[str]]] = []
         for options in wanted:
-            for key in options:
-                hit = found.get(key)
-                if hit is not None and (key not in linked or linked[key] in hit[1]):
+            for owner, name, link in options:
+                hit = found.get((owner, name))
+                if hit is not None and (link is None or link in hit[1]):
                     seeds.add(hit[0])
                     break
             else:
                 if options and options[0][1] != "bot" and not options[0][1].startswith("user:"):
-                    # an owned "my X" may only be said differently among its owner's things
-                    owners_ok = [o for o, n in options if (o, n) not in linked]
-                    unmatched.append((options[0][1], owners_ok))
+                    # "my X" said differently is looked for among its owner's things only
+                    unmatched.append((options[0][1], [o for o, _, link in options if link is None]))
         # Names said differently ("kitty" for "cat"): the nearest node of a fitting owner by
         # embedding. Skipped when the scope's graph is empty: embedding is most of this step's cost.
         if unmatched and await self.pool.fetchval(
