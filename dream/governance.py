@@ -6,15 +6,24 @@ quorum, one by default); approval applies the change in the same
 transaction that records the deciding vote. Rejections are remembered so the
 dream cycle does not propose the same thing again. Only approvers may vote,
 and the service checks that itself.
+
+Proposals belong to a scope: one made from a guild's data applies to that
+guild only (NULL: global, the owner's). The messages a proposal quotes are
+recorded in ``proposal_sources``, so forgetting one redacts its words.
+What approval does is registered per kind (``register_kind``), not written
+here: layers contribute their kinds, and the archetype kinds are registered
+by default (``dream.archetype_kinds``).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+import re
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Final
+from uuid import UUID
 
 import asyncpg
 import numpy as np
@@ -25,6 +34,19 @@ log = logging.getLogger(__name__)
 
 PENDING, APPROVED, REJECTED, EXPIRED, APPLIED = "pending", "approved", "rejected", "expired", "applied"
 NEW_ARCHETYPE, EDIT_ARCHETYPE = "new_archetype", "edit_archetype"
+_KIND_OK = re.compile(r"^[a-z][a-z0-9_]{1,62}$")  # as proposals_kind_check
+
+
+class _AnyScope:
+    def __repr__(self) -> str:
+        return "ANY_SCOPE"
+
+
+ANY_SCOPE: Final = _AnyScope()  # "do not filter on scope" (None means the global proposals)
+
+# What approving a kind does: (connection in the deciding transaction, the proposals row, approvers' names)
+# -> what it applied (an archetype id is recorded on the proposal).
+KindHandler = Callable[[asyncpg.Connection, asyncpg.Record, str], Awaitable[Any]]
 
 
 class GovernanceError(Exception):
@@ -40,6 +62,23 @@ class NotAnApprover(GovernanceError):
 class UnknownProposal(GovernanceError):
     def __init__(self, proposal_id: int) -> None:
         super().__init__(f"there is no proposal #{proposal_id}")
+        self.proposal_id = proposal_id
+
+
+class UnknownKind(GovernanceError):
+    def __init__(self, kind: str, proposal_id: int | None = None) -> None:
+        where = f"proposal #{proposal_id} has" if proposal_id is not None else "there is"
+        super().__init__(f"{where} a kind no handler is registered for: {kind!r}")
+        self.kind = kind
+        self.proposal_id = proposal_id
+
+
+class OtherScope(GovernanceError):
+    """A vote from a scope the proposal does not apply to (another guild, or a global proposal)."""
+
+    def __init__(self, proposal_id: int, scope: str | None) -> None:
+        super().__init__(f"proposal #{proposal_id} does not belong to this server"
+                         + ("" if scope else " (only the bot's owner decides global proposals)"))
         self.proposal_id = proposal_id
 
 
@@ -75,11 +114,13 @@ class Proposal:
     decided_by: str | None
     posted_ref: str | None
     votes: tuple[tuple[str, str], ...] = field(default=())  # (voter name, vote)
+    target_scope: str | None = None  # proposals.scope: where it applies (None: global)
+    post_pending: bool = False  # the outbox has yet to (re)post it
 
     @property
     def scope(self) -> str | None:
-        """The scope its evidence came from (examples are that scope's messages)."""
-        return self.evidence.get("scope")
+        """The scope it applies to, whose messages its examples are (None: global)."""
+        return self.target_scope if self.target_scope is not None else self.evidence.get("scope")
 
     def render(self, *, show_examples: bool = True) -> str:
         """The proposal as posted for humans (seed 003's format).
@@ -131,14 +172,42 @@ def _proposal(row: asyncpg.Record, votes: Sequence[asyncpg.Record] = ()) -> Prop
         rationale=row["rationale"], evidence=row["evidence"], created_at=row["created_at"],
         expires_at=row["expires_at"], decided_at=row["decided_at"], decided_by=row["decided_by"],
         posted_ref=row["posted_ref"], votes=tuple((v["voter_name"], v["vote"]) for v in votes),
+        target_scope=row["scope"], post_pending=row["post_pending"],
     )
 
 
 class Governance:
-    def __init__(self, pool: asyncpg.Pool, policy: ApproverPolicy, *, ttl: timedelta) -> None:
+    def __init__(
+        self, pool: asyncpg.Pool, policy: ApproverPolicy, *, ttl: timedelta, archetype_kinds: bool = True
+    ) -> None:
+        """``archetype_kinds``: register ``new_archetype`` and ``edit_archetype`` (the composition root
+        registers the kinds its memory layers contribute with ``register_kind``)."""
         self._pool = pool
         self.policy = policy
         self._ttl = ttl
+        self._kinds: dict[str, KindHandler] = {}
+        if archetype_kinds:
+            from dream.archetype_kinds import register_archetype_kinds  # it imports this module
+
+            register_archetype_kinds(self)
+
+    def register_kind(self, kind: str, apply: KindHandler) -> None:
+        """What approving a proposal of ``kind`` does. Registering the same handler again is a no-op;
+        a second, different handler for a kind is a GovernanceError."""
+        if not _KIND_OK.match(kind):
+            raise GovernanceError(f"a proposal kind is a lowercase identifier, not {kind!r}")
+        if self._kinds.get(kind, apply) is not apply:
+            raise GovernanceError(f"proposal kind {kind!r} is already registered")
+        self._kinds[kind] = apply
+
+    def register_kinds(self, kinds: Mapping[str, KindHandler]) -> None:
+        """Every kind of a mapping (a memory layer's ``proposal_kinds()``)."""
+        for kind, apply in kinds.items():
+            self.register_kind(kind, apply)
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        return tuple(sorted(self._kinds))
 
     async def propose(
         self,
@@ -151,14 +220,53 @@ class Governance:
         centroid: np.ndarray | None,
         now: datetime,
         dream_run_id: int | None = None,
+        scope: str | None = None,
+        sources: Sequence[tuple[int, str | None]] = (),
     ) -> Proposal:
-        row = await self._pool.fetchrow(
-            """INSERT INTO proposals (kind, title, payload, rationale, evidence, centroid, dream_run_id,
-                                      created_at, expires_at)
-               VALUES ($1, $2, $3::jsonb, $4, $5::jsonb, $6, $7, $8, $9) RETURNING *""",
-            kind, title, payload, rationale, evidence,
-            None if centroid is None else np.asarray(centroid, dtype=np.float32), dream_run_id, now, now + self._ttl,
-        )
+        """Store a pending proposal for ``scope`` (None: global), queued for the outbox to post.
+
+        ``sources`` are (message id, the example quoted from it or None) for every message the
+        proposal cites: forgetting one later redacts its words. A source that is already gone
+        is redacted now; one from another scope is a GovernanceError.
+        """
+        if kind not in self._kinds:
+            raise UnknownKind(kind)
+        cited: dict[int, str | None] = {}
+        for message_id, example in sources:
+            cited[int(message_id)] = cited.get(int(message_id)) or example
+        async with self._pool.acquire() as conn, conn.transaction():
+            if scope is not None:
+                # An example quoted word for word from one of the scope's messages is cited even when
+                # the caller did not say so: forgetting that message must redact it too.
+                quoted = set(e for e in payload.get("examples") or () if isinstance(e, str)) - set(cited.values())
+                for r in await conn.fetch(
+                        "SELECT id, content FROM messages WHERE scope = $1 AND content = ANY($2::text[])",
+                        scope, sorted(quoted)) if quoted else ():
+                    cited.setdefault(r["id"], r["content"])
+            # Lock the cited messages so none is forgotten between this check and the insert.
+            rows = await conn.fetch(
+                "SELECT id, scope FROM messages WHERE id = ANY($1::bigint[]) FOR KEY SHARE", list(cited))
+            present = {r["id"]: r["scope"] for r in rows}
+            foreign = sorted(i for i, s in present.items() if scope is not None and s != scope)
+            if foreign:
+                raise GovernanceError(f"a proposal for {scope} cites messages of another scope: {foreign[:5]}")
+            gone = [i for i in cited if i not in present]
+            if gone:
+                payload, evidence = _redacted(payload, evidence, {i: cited[i] for i in gone})
+            row = await conn.fetchrow(
+                """INSERT INTO proposals (kind, title, payload, rationale, evidence, centroid, dream_run_id,
+                                          created_at, expires_at, scope)
+                   VALUES ($1, $2, $3::jsonb, $4, $5::jsonb, $6, $7, $8, $9, $10) RETURNING *""",
+                kind, title, payload, rationale, evidence,
+                None if centroid is None else np.asarray(centroid, dtype=np.float32), dream_run_id, now,
+                now + self._ttl, scope,
+            )
+            await conn.executemany(
+                "INSERT INTO proposal_sources (proposal_id, message_id, example) VALUES ($1, $2, $3)",
+                [(row["id"], i, cited[i]) for i in cited if i in present],
+            )
+        log.info("proposal %s (%s) stored for %s with %d source(s)", row["id"], kind, scope or "global",
+                 len(present))
         return _proposal(row)
 
     async def get(self, proposal_id: int) -> Proposal:
@@ -174,35 +282,62 @@ class Governance:
         row = await self._pool.fetchrow("SELECT id FROM proposals WHERE posted_ref = $1", posted_ref)
         return None if row is None else await self.get(row["id"])
 
-    async def list(self, statuses: Sequence[str] = (PENDING,)) -> list[Proposal]:
-        rows = await self._pool.fetch(
-            "SELECT * FROM proposals WHERE status = ANY($1::text[]) ORDER BY id", list(statuses)
-        )
+    async def list(
+        self, statuses: Sequence[str] = (PENDING,), *, scope: str | None | _AnyScope = ANY_SCOPE
+    ) -> list[Proposal]:
+        """Proposals with these statuses, oldest first; only ``scope``'s when given (None: the global ones)."""
+        if scope is ANY_SCOPE:
+            rows = await self._pool.fetch(
+                "SELECT * FROM proposals WHERE status = ANY($1::text[]) ORDER BY id", list(statuses)
+            )
+        else:
+            rows = await self._pool.fetch(
+                """SELECT * FROM proposals WHERE status = ANY($1::text[]) AND scope IS NOT DISTINCT FROM $2::text
+                   ORDER BY id""", list(statuses), scope)
         return [_proposal(r) for r in rows]
 
     async def set_posted_ref(self, proposal_id: int, ref: str) -> None:
         await self._pool.execute("UPDATE proposals SET posted_ref = $2 WHERE id = $1", proposal_id, ref)
 
-    async def similar_decided_or_open(self, centroid: np.ndarray, threshold: float) -> Proposal | None:
-        """A pending, approved, applied or rejected proposal whose centroid is this close (same idea)."""
+    async def similar_decided_or_open(
+        self, centroid: np.ndarray, threshold: float, *, scope: str | None | _AnyScope = ANY_SCOPE
+    ) -> Proposal | None:
+        """A pending, approved, applied or rejected proposal whose centroid is this close (same idea).
+
+        With ``scope``: only that scope's proposals and the global ones count (another guild's
+        rejection does not decide for this one).
+        """
         row = await self._pool.fetchrow(
             """SELECT *, 1 - (centroid <=> $1) / 2 AS similarity FROM proposals
                WHERE centroid IS NOT NULL AND status IN ('pending', 'approved', 'applied', 'rejected')
+                 AND ($2 OR scope IS NULL OR scope = $3::text)
                ORDER BY centroid <=> $1 LIMIT 1""",
-            np.asarray(centroid, dtype=np.float32),
+            np.asarray(centroid, dtype=np.float32), scope is ANY_SCOPE, None if scope is ANY_SCOPE else scope,
         )
         if row is None or row["similarity"] < threshold:
             return None
         return _proposal(row)
 
-    async def vote(self, proposal_id: int, voter: Voter, approve: bool, *, now: datetime) -> VoteOutcome:
-        """Record a vote; decide and apply once the quorum is reached. Non-approvers are refused."""
+    async def vote(
+        self, proposal_id: int, voter: Voter, approve: bool, *, now: datetime,
+        scope: str | None | _AnyScope = ANY_SCOPE,
+    ) -> VoteOutcome:
+        """Record a vote; decide and apply once the quorum is reached. Non-approvers are refused.
+
+        ``scope``: where the vote was cast (a guild); a proposal of another scope, or a global
+        one, is refused there with OtherScope. Left out: the owner's vote, anywhere.
+        A proposal of a kind with no registered handler is refused with UnknownKind.
+        """
         if not self.policy.allows(voter):
             raise NotAnApprover(voter.id)
         async with self._pool.acquire() as conn, conn.transaction():
             row = await conn.fetchrow("SELECT * FROM proposals WHERE id = $1 FOR UPDATE", proposal_id)
             if row is None:
                 raise UnknownProposal(proposal_id)
+            if scope is not ANY_SCOPE and row["scope"] != scope:
+                raise OtherScope(proposal_id, row["scope"])
+            if row["kind"] not in self._kinds:
+                raise UnknownKind(row["kind"], proposal_id)
             if row["status"] != PENDING or row["expires_at"] <= now:
                 return VoteOutcome(await self._get(conn, proposal_id), counted=False, decided=False)
             await conn.execute(
@@ -220,7 +355,8 @@ class Governance:
             decided = False
             if len(names.get("approve", [])) >= self.policy.quorum:
                 approvers = ", ".join(names["approve"])
-                archetype_id = await self._apply(conn, row, approvers)
+                applied = await self._kinds[row["kind"]](conn, row, approvers)
+                archetype_id = applied if isinstance(applied, UUID) else None
                 await conn.execute(
                     """UPDATE proposals SET status = 'applied', decided_at = $2, decided_by = $3,
                            applied_archetype_id = $4 WHERE id = $1""",
@@ -251,20 +387,19 @@ class Governance:
         )
         return _proposal(row, votes)
 
-    async def _apply(self, conn: asyncpg.Connection, row: asyncpg.Record, approvers: str) -> Any:
-        p = row["payload"]
-        if row["kind"] == NEW_ARCHETYPE:
-            return await conn.fetchval(
-                """INSERT INTO context_archetypes (archetype_name, description, example_messages, context_turns,
-                       context_vectors, similarity_threshold, triple_depth, created_by, approved_by)
-                   VALUES ($1, $2, $3, $4, $5, $6, $7, 'ai_dream_cycle', $8) RETURNING id""",
-                p["name"], p["description"], p["examples"], p["context_turns"], p["context_vectors"],
-                p["similarity_threshold"], p["triple_depth"], approvers,
-            )
-        if row["kind"] == EDIT_ARCHETYPE:
-            return await conn.fetchval(
-                """UPDATE context_archetypes SET example_messages = $2, approved_by = $3, updated_at = now()
-                   WHERE archetype_name = $1 RETURNING id""",
-                p["name"], p["examples"], approvers,
-            )
-        raise GovernanceError(f"proposal #{row['id']} has an unknown kind {row['kind']!r}")
+
+
+def _redacted(
+    payload: dict[str, Any], evidence: dict[str, Any], gone: Mapping[int, str | None]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Payload and evidence without the words and entries of messages that no longer exist
+    (what the proposal_source_removed trigger does for a message forgotten later)."""
+    words = {e for e in gone.values() if e is not None}
+    payload = dict(payload)
+    if isinstance(payload.get("examples"), list):
+        payload["examples"] = [e for e in payload["examples"] if e not in words]
+    evidence = dict(evidence)
+    if isinstance(evidence.get("messages"), list):
+        evidence["messages"] = [m for m in evidence["messages"]
+                                if not (isinstance(m, dict) and m.get("message_id") in gone)]
+    return payload, evidence
