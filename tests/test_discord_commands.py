@@ -22,9 +22,10 @@ from bot.discord.streaming import StreamingReply
 GUILD = 555
 
 
-def member(user_id: int, *, manage: bool = False, roles: tuple[str, ...] = ()) -> MagicMock:
+def member(user_id: int, *, manage: bool = False, roles: tuple[str, ...] = (), guild: int = GUILD) -> MagicMock:
     m = MagicMock(spec=discord.Member)
     m.id = user_id
+    m.guild = SimpleNamespace(id=guild)
     m.display_name = f"user{user_id}"
     m.bot = False
     m.guild_permissions = discord.Permissions(manage_guild=manage)
@@ -37,11 +38,14 @@ def member(user_id: int, *, manage: bool = False, roles: tuple[str, ...] = ()) -
     return m
 
 
-def interaction(user: MagicMock, client: object = None) -> MagicMock:
+def interaction(user: MagicMock, client: object = None, *, guild: int | None = GUILD,
+                channels: tuple[int, ...] = (42,)) -> MagicMock:
     i = MagicMock(spec=discord.Interaction)
     i.user = user
-    i.guild_id = GUILD
+    i.guild_id = guild
+    i.guild = None if guild is None else SimpleNamespace(id=guild, channels=[SimpleNamespace(id=c) for c in channels])
     i.channel_id = 42
+    i.channel = None
     i.client = client
     i.message = None
     i.response = MagicMock(spec=discord.InteractionResponse)
@@ -51,6 +55,7 @@ def interaction(user: MagicMock, client: object = None) -> MagicMock:
     i.response.defer = AsyncMock()
     i.followup = MagicMock(spec=discord.Webhook)
     i.followup.send = AsyncMock()
+    i.edit_original_response = AsyncMock()
     return i
 
 
@@ -59,13 +64,15 @@ def said(i: MagicMock) -> str:
     return call.args[0] if call.args else call.kwargs.get("content", "")
 
 
-def fake_bot(app: App) -> SimpleNamespace:
-    return SimpleNamespace(app=app, settings=app.settings, user=None)
+def fake_bot(app: App, **settings: object) -> SimpleNamespace:
+    return SimpleNamespace(app=app, settings=app.settings.model_copy(update=settings), user=None,
+                           get_cog=lambda name: None)
 
 
-async def talk(app: App, user_id: int, text: str) -> None:
-    reply = await app.brain.respond(IncomingTurn(str(GUILD), "discord", "42", str(user_id), f"user{user_id}", text,
-                                                 external_id=f"m{user_id}-{abs(hash(text))}"))
+async def talk(app: App, user_id: int, text: str, *, scope: str = str(GUILD), channel: str = "42",
+               external_id: str | None = None) -> None:
+    reply = await app.brain.respond(IncomingTurn(scope, "discord", channel, str(user_id), f"user{user_id}", text,
+                                                 external_id=external_id or f"m{user_id}-{abs(hash(text))}"))
     await reply.complete()
 
 
@@ -91,7 +98,7 @@ async def test_forget_me_asks_first_then_removes_only_that_user(two_speakers: Ap
     assert await pool.fetchval("SELECT count(*) FROM messages WHERE author_id = '111'") == 1, "only the asker can confirm"
     confirm = interaction(member(111))
     await view.confirm.callback(confirm)
-    assert "forgot 2 message(s), 1 episode(s) and 1 fact(s)" in confirm.response.edit_message.call_args.kwargs["content"]
+    assert "forgot 2 message(s), 1 episode(s), 1 fact(s)" in confirm.edit_original_response.call_args.kwargs["content"]
     assert await pool.fetchval("SELECT count(*) FROM episodes WHERE author_id = '111'") == 0
     assert await pool.fetchval("SELECT count(*) FROM messages WHERE author_id = '222'") == 1
     assert await pool.fetchval("SELECT count(*) FROM episodes WHERE author_id = '222'") == 1
@@ -138,8 +145,8 @@ async def test_a_persistent_button_votes_after_a_restart(app: App) -> None:
     proposal = await app.governance.propose(
         "new_archetype", "t", {"name": "tea_talk", "description": "Tea", "examples": ["tea?"] * 5,
                                "context_turns": 5, "context_vectors": 5, "similarity_threshold": 0.7, "triple_depth": 1},
-        "r", {"messages": []}, centroid=None, now=datetime.now(UTC))
-    bot = SimpleNamespace(app=app, settings=app.settings, user=None)
+        "r", {"messages": []}, centroid=None, now=datetime.now(UTC), scope=str(GUILD))
+    bot = fake_bot(app)
     cog = DreamCog(bot)  # type: ignore[arg-type]
     client = SimpleNamespace(get_cog=lambda name: cog if name == "DreamCog" else None)
     custom_id = f"hippobot:proposal:approve:{proposal.id}"

@@ -1,8 +1,11 @@
 """Slash commands: admin groups (/memory, /archetype, /dream, /config) and /forget me, /whatdoyouknow.
 
-Admin commands check at run time that the member has Manage Server or the
-approver role (Discord's default permissions are only a first filter).
-Errors are ephemeral; long output is sent as a file.
+Admin commands act on the guild they run in and show only its data; the
+bot's owner sees everything through `!hippobot` prefix commands. They check
+at run time that the member is an approver, by the one rule Governance votes
+with (Discord's default permissions are only a first filter). `/forget me`
+and `/whatdoyouknow` also work in DMs, for the DM scope. Errors are
+ephemeral; long output is sent as a file.
 """
 
 from __future__ import annotations
@@ -16,9 +19,13 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot.console import format_archetypes, format_bundle
-from bot.discord.rules import parse_message_link, scope_for
+from bot.discord.dream import voter_from
+from bot.discord.guild_view import GuildView
+from bot.discord.rules import guild_settings_view, parse_message_link, scope_for, source_label
+from dream.governance import ApproverPolicy
+from memory.archetypes import Archetype
 from memory.errors import MemoryStoreError
+from memory.recall import ContextBundle
 
 if TYPE_CHECKING:
     from bot.discord.client import HippoBotBase
@@ -26,13 +33,14 @@ if TYPE_CHECKING:
 INLINE_LIMIT = 1900
 
 
-def is_admin(interaction: discord.Interaction, approver_role: str) -> bool:
+def is_admin(interaction: discord.Interaction, policy: ApproverPolicy) -> bool:
+    """A guild member whom the approver policy allows (the same rule as votes); never in DMs."""
     member = interaction.user
-    if not isinstance(member, discord.Member):
-        return False
-    if member.guild_permissions.manage_guild:
-        return True
-    return any(r.name == approver_role or str(r.id) == approver_role for r in member.roles)
+    return isinstance(member, discord.Member) and policy.allows(voter_from(member))
+
+
+def dm_or_guild() -> app_commands.AppCommandContext:
+    return app_commands.AppCommandContext(guild=True, dm_channel=True, private_channel=False)
 
 
 async def reply(interaction: discord.Interaction, text: str, *, ephemeral: bool = True) -> None:
@@ -56,10 +64,12 @@ class ConfirmForget(discord.ui.View):
         if interaction.user.id != self.user_id:
             await interaction.response.send_message("This button is not for you.", ephemeral=True)
             return
+        self.stop()
+        # answer (and take the buttons away) before the work, which may outlast Discord's 3 seconds
+        await interaction.response.edit_message(content="Forgetting…", view=None)
         report = await self.bot.app.provenance.forget_author(self.scope, str(self.user_id))
         self.report = str(report)
-        self.stop()
-        await interaction.response.edit_message(content=f"Done: {report}.", view=None)
+        await interaction.edit_original_response(content=f"Done: {report}.")
 
     @discord.ui.button(label="Cancel", style=discord.ButtonStyle.secondary)
     async def cancel(self, interaction: discord.Interaction, button: discord.ui.Button) -> None:
@@ -72,13 +82,14 @@ class AdminCog(commands.Cog):
     archetype = app_commands.Group(name="archetype", description="Context archetypes", guild_only=True)
     dream = app_commands.Group(name="dream", description="The dream cycle", guild_only=True)
     config = app_commands.Group(name="config", description="Bot settings", guild_only=True)
-    forget = app_commands.Group(name="forget", description="Make the bot forget", guild_only=True)
+    forget = app_commands.Group(name="forget", description="Make the bot forget", allowed_contexts=dm_or_guild())
 
     def __init__(self, bot: HippoBotBase) -> None:
         self.bot = bot
+        self.view = GuildView(bot.app.db.pool)
 
     async def _admin(self, interaction: discord.Interaction) -> bool:
-        if is_admin(interaction, self.bot.settings.approver_role):
+        if interaction.guild_id is not None and is_admin(interaction, self.bot.app.governance.policy):
             return True
         await reply(interaction, "This command needs Manage Server or the approver role.")
         return False
@@ -98,9 +109,8 @@ class AdminCog(commands.Cog):
         if semantic is not None:
             gate = await semantic.gate_counts(scope)
             stats.update({f"graph gate {k}": v for k, v in gate.items()})
-            stats["graph edges"] = await self.bot.app.db.pool.fetchval(
-                "SELECT count(*) FROM kg_edges WHERE scope = $1", scope)
-        pending = len(await self.bot.app.governance.list())
+            stats["graph edges"] = await self.view.graph_edges(scope)
+        pending = await self.view.pending_proposals(scope)
         await reply(interaction, "\n".join(f"{k}: {v}" for k, v in stats.items()) + f"\npending proposals: {pending}")
 
     @memory.command(name="recall", description="Show what the bot would recall for a text")
@@ -108,11 +118,13 @@ class AdminCog(commands.Cog):
         if not await self._admin(interaction):
             return
         try:
-            bundle = await self.bot.app.brain.context(text, self._scope(interaction), channel_id=str(interaction.channel_id))
+            bundle = await self.bot.app.brain.context(text, self._scope(interaction),
+                                                      channel_id=str(interaction.channel_id),
+                                                      visible_channel=_visible_channel(interaction))
         except MemoryStoreError as exc:
             await reply(interaction, f"⚠️ {exc}")
             return
-        await reply(interaction, format_bundle(bundle))
+        await reply(interaction, format_recall(bundle, interaction.guild_id))
 
     @memory.command(name="forget", description="Forget a member, or one message, and all derived from it")
     async def memory_forget(self, interaction: discord.Interaction, user: discord.Member | None = None,
@@ -131,7 +143,9 @@ class AdminCog(commands.Cog):
         if link is None or link.guild_id != interaction.guild_id:
             await reply(interaction, "That is not a link to a message in this server.")
             return
-        found = await self.bot.app.provenance.forget_transport_message("discord", str(link.channel_id), str(link.message_id))
+        # only inside this guild's scope: a link naming this guild but another server's channel finds nothing
+        found = await self.bot.app.provenance.forget_transport_message(
+            "discord", str(link.channel_id), str(link.message_id), scope=scope)
         await reply(interaction, f"{found}." if found else "I hold nothing from that message.")
 
     @memory.command(name="pin", description="Pin the memory of a message so it never decays")
@@ -143,32 +157,34 @@ class AdminCog(commands.Cog):
             await reply(interaction, "That is not a link to a message in this server.")
             return
         stored = await self.bot.app.conversations.find_transport("discord", str(link.channel_id), str(link.message_id))
-        if stored is None or stored.scope != self._scope(interaction):
+        if stored is None or stored.scope != self._scope(interaction):  # another server's message: not ours to touch
             await reply(interaction, "I hold nothing from that message.")
             return
         pinned = await self.bot.app.episodes.pin(stored.scope, stored.id)
         await reply(interaction, "Pinned." if pinned else "That message has no memory to pin yet.")
 
-    # --- /archetype -------------------------------------------------------------------
+    # --- /archetype: this guild's view, and its own switches ------------------------------
 
-    @archetype.command(name="list", description="The archetypes and their statistics")
+    @archetype.command(name="list", description="The archetypes this server routes with")
     async def archetype_list(self, interaction: discord.Interaction) -> None:
         if not await self._admin(interaction):
             return
-        await self.bot.app.router.refresh()
-        await reply(interaction, f"```\n{format_archetypes(self.bot.app.router)}\n```")
+        archetypes = await self.bot.app.archetype_store.list_archetypes(scope=self._scope(interaction))
+        await reply(interaction, f"```\n{format_archetypes(archetypes)}\n```")
 
     @archetype.command(name="show", description="One archetype in full")
     async def archetype_show(self, interaction: discord.Interaction, name: str) -> None:
         if not await self._admin(interaction):
             return
         try:
-            a = await self.bot.app.archetype_store.get(name)
+            a = await self.bot.app.archetype_store.get(name, scope=self._scope(interaction))
         except MemoryStoreError as exc:
             await reply(interaction, f"⚠️ {exc}")
             return
         examples = "\n".join(f"- {e}" for e in a.examples)
-        await reply(interaction, f"**{a.name}** ({'active' if a.active else 'disabled'}): {a.description or ''}\n"
+        switched = f"; switched here by {a.override_by}" if a.override_by else ""
+        await reply(interaction, f"**{a.name}** ({'active' if a.active else 'disabled'}, "
+                                 f"{'this server' if a.scope else 'global'}{switched}): {a.description or ''}\n"
                                  f"turns {a.turns}, memories {a.vectors}, threshold {a.similarity_threshold}, "
                                  f"depth {a.triple_depth}; created by {a.created_by}, approved by {a.approved_by}\n"
                                  f"{examples}")
@@ -177,61 +193,70 @@ class AdminCog(commands.Cog):
         if not await self._admin(interaction):
             return
         try:
-            await self.bot.app.archetype_store.set_active(name, active)
+            await self.bot.app.archetype_store.set_override(self._scope(interaction), name, active,
+                                                            str(interaction.user.id))
         except MemoryStoreError as exc:
             await reply(interaction, f"⚠️ {exc}")
             return
         await self.bot.app.router.refresh()
-        await reply(interaction, f"{name} {'enabled' if active else 'disabled'}.")
+        await reply(interaction, f"{name} {'enabled' if active else 'disabled'} in this server.")
 
-    @archetype.command(name="enable", description="Enable an archetype")
+    @archetype.command(name="enable", description="Enable an archetype in this server")
     async def archetype_enable(self, interaction: discord.Interaction, name: str) -> None:
         await self._set_active(interaction, name, True)
 
-    @archetype.command(name="disable", description="Disable an archetype")
+    @archetype.command(name="disable", description="Disable an archetype in this server")
     async def archetype_disable(self, interaction: discord.Interaction, name: str) -> None:
         await self._set_active(interaction, name, False)
 
-    # --- /dream, /config ---------------------------------------------------------------
+    # --- /dream, /config: this guild only ---------------------------------------------
 
-    @dream.command(name="run", description="Run a dream cycle now")
+    @dream.command(name="run", description="Run a dream cycle over this server's memory now")
     async def dream_run(self, interaction: discord.Interaction) -> None:
         if not await self._admin(interaction):
             return
         await interaction.response.defer(ephemeral=True, thinking=True)
-        report = await self.bot.app.dream.run(datetime.now(UTC))
+        report = await self.bot.app.dream.run(datetime.now(UTC), scope=self._scope(interaction))
+        dream_cog = self.bot.get_cog("DreamCog")
+        if dream_cog is not None:
+            await dream_cog.flush_outbox()  # type: ignore[attr-defined]  # its proposals, posted now
         await reply(interaction, f"```\n{report.render()}\n```")
 
     @dream.command(name="status", description="The last dream runs and the next one")
     async def dream_status(self, interaction: discord.Interaction) -> None:
         if not await self._admin(interaction):
             return
-        rows = await self.bot.app.db.pool.fetch(
-            "SELECT id, trigger, started_at, status FROM dream_runs ORDER BY id DESC LIMIT 5")
-        lines = [f"#{r['id']} {r['trigger']} {r['started_at']:%Y-%m-%d %H:%M} {r['status']}" for r in rows]
+        scope = self._scope(interaction)
+        lines = [f"#{r.id} {r.trigger} {r.started_at:%Y-%m-%d %H:%M} {r.status}"
+                 f"{' (this server)' if r.scope else ' (nightly, every server)'}"
+                 for r in await self.view.dream_runs(scope)]
         scheduler = self.bot.app.scheduler
         nxt = scheduler.next_run if scheduler else None
         lines.append(f"next run: {nxt:%Y-%m-%d %H:%M %Z}" if nxt else "next run: not scheduled")
-        lines.append(f"pending proposals: {len(await self.bot.app.governance.list())}")
+        lines.append(f"pending proposals: {await self.view.pending_proposals(scope)}")
         await reply(interaction, "\n".join(lines))
 
-    @config.command(name="show", description="The bot's settings (no secrets)")
+    @config.command(name="show", description="The bot's settings as they apply here (no secrets)")
     async def config_show(self, interaction: discord.Interaction) -> None:
         if not await self._admin(interaction):
             return
-        await reply(interaction, f"```json\n{json.dumps(self.bot.settings.public_view(), indent=1, default=str)}\n```")
+        guild = interaction.guild
+        here = {c.id for c in guild.channels} if guild is not None else set()
+        view = guild_settings_view(self.bot.settings.public_view(), here)
+        await reply(interaction, f"```json\n{json.dumps(view, indent=1, default=str)}\n```")
 
-    # --- for everyone ----------------------------------------------------------------------
+    # --- for everyone, in a server or in DMs --------------------------------------------------
 
     @forget.command(name="me", description="Forget everything the bot learned from you here")
     async def forget_me(self, interaction: discord.Interaction) -> None:
+        where = "in this server" if interaction.guild_id is not None else "in our DMs"
         view = ConfirmForget(self.bot, self._scope(interaction), interaction.user.id)
         await interaction.response.send_message(
-            "This deletes every message of yours the bot stored in this server and everything derived from "
+            f"This deletes every message of yours the bot stored {where} and everything derived from "
             "them. Sure?", view=view, ephemeral=True)
 
     @app_commands.command(name="whatdoyouknow", description="What the bot remembers about you")
-    @app_commands.guild_only()
+    @app_commands.allowed_contexts(guilds=True, dms=True, private_channels=False)
     async def whatdoyouknow(self, interaction: discord.Interaction) -> None:
         scope, user = self._scope(interaction), str(interaction.user.id)
         episodes = await self.bot.app.episodes.by_author(scope, user, 30)
@@ -250,3 +275,47 @@ class AdminCog(commands.Cog):
             lines += [f"- [{e.created_at:%Y-%m-%d}] {e.content.splitlines()[0]} (message {e.message_id})"
                       for e in episodes]
         await reply(interaction, "\n".join(lines))
+
+
+def _visible_channel(interaction: discord.Interaction) -> str | None:
+    """The audience's channel: a thread's parent, since threads follow their parent."""
+    channel = interaction.channel
+    if isinstance(channel, discord.Thread):
+        return str(channel.parent_id)
+    return None if interaction.channel_id is None else str(interaction.channel_id)
+
+
+def format_recall(bundle: ContextBundle, guild_id: int | None) -> str:
+    """What would be recalled, each item with the messages it came from, named the way people know them."""
+    plan = bundle.plan
+    name = plan.archetype or f"default plan (best: {plan.best_archetype or 'none'})"
+    lines = [f"archetype: {name}  similarity {plan.similarity:.3f}",
+             f"plan: turns={plan.turns} vectors={plan.vectors} threshold={plan.similarity_threshold:.2f} "
+             f"triple_depth={plan.triple_depth}"]
+    items = bundle.items()
+    if not items:
+        lines.append("(no memories recalled)")
+    for item in items:
+        score = "-" if item.score is None else f"{item.score:.3f}"
+        lines.append(f"- {item.kind} {score}: {item.text.replace(chr(10), ' / ')}")
+        sources = getattr(item, "sources", ())
+        if sources:
+            lines.append("  from " + ", ".join(
+                f"#{s.id} " + source_label(s.source, s.external_id, s.channel_id, guild_id) for s in sources))
+        elif item.message_ids:
+            lines.append("  from " + ", ".join(f"#{i}" for i in item.message_ids))
+    return "\n".join(lines)
+
+
+def format_archetypes(archetypes: list[Archetype]) -> str:
+    """One line per archetype as a guild sees it: global or its own, on or off, and who switched it here.
+
+    No match statistics: a global archetype's are summed over every server.
+    """
+    lines = []
+    for a in archetypes:
+        where = "own" if a.scope else "global"
+        switched = f" (switched here by {a.override_by})" if a.override_by else ""
+        lines.append(f"{a.name:<24} {where:<6} {'on ' if a.active else 'off'} turns={a.turns:<2} "
+                     f"vectors={a.vectors:<2} threshold={a.similarity_threshold:.2f} depth={a.triple_depth}{switched}")
+    return "\n".join(lines) or "(no archetypes)"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import logging
 
 import discord
@@ -12,6 +13,7 @@ from bot.config import Settings
 from bot.discord.admin import AdminCog
 from bot.discord.chat import ChatCog
 from bot.discord.dream import DiscordDreamChannel, DreamCog, ProposalButton
+from bot.discord.guild_view import GuildView
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +44,7 @@ class HippoBotBase(commands.bot.BotBase):
             await self.add_cog(cog(self))  # type: ignore[arg-type]
         self.add_dynamic_items(ProposalButton)  # dream-channel buttons keep working after a restart
         self.add_command(sync)
+        self.add_command(owner_stats)
         channel = DiscordDreamChannel(self, self.settings.dream_channel_id) if self.settings.dream_channel_id else None
         self.app.start_scheduler(channel)
 
@@ -70,6 +73,22 @@ async def sync(ctx: commands.Context) -> None:
     """Owner only: publish the slash commands (never done on start)."""
     synced = await ctx.bot.tree.sync()
     await ctx.reply(f"Synced {len(synced)} slash command(s).")
+
+
+@commands.command(name="stats")
+@commands.is_owner()
+async def owner_stats(ctx: commands.Context) -> None:
+    """Owner only: every scope's counts, sent by DM (a server's channel must not see other servers')."""
+    rows = await GuildView(ctx.bot.app.db.pool).all_scopes()
+    lines = [f"{r.scope}: {r.messages} message(s), {r.people} people, {r.episodes} episode(s), "
+             f"{r.pending_proposals} pending proposal(s)" for r in rows] or ["nothing stored yet"]
+    text = "\n".join(lines)
+    if len(text) <= 1900:
+        await ctx.author.send(text)
+    else:
+        await ctx.author.send("Every scope's counts:", file=discord.File(io.BytesIO(text.encode()), filename="stats.txt"))
+    if ctx.guild is not None:
+        await ctx.reply("Sent you the stats of every scope by DM.")
 
 
 async def run_discord(settings: Settings) -> int:

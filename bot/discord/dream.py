@@ -1,9 +1,14 @@
-"""The dream channel: proposals posted with reactions and persistent buttons; votes go to Governance.
+"""The dream channel: proposals posted from the outbox with reactions and persistent buttons; votes go to Governance.
 
-Raw reaction events are used, so votes on messages posted before a restart
-count; the buttons are dynamic items whose custom ids carry the proposal id,
-so they keep working after a restart too. Only approvers count (Governance
-checks); the bot's own reactions and other bots are ignored.
+Proposals are stored first and posted from the outbox (dream/outbox.py): on
+ready, every minute, and right after `/dream run`, so one made while the
+channel was unreachable, or by `hippobot dream` with the bot off, is posted
+when it can be. Raw reaction events are used, so votes on messages posted
+before a restart count; the buttons are dynamic items whose custom ids carry
+the proposal id, so they keep working after a restart too. Buttons defer
+before the vote, so a slow vote never shows "interaction failed". Only
+approvers count (Governance checks); the bot's own reactions and other bots
+are ignored.
 """
 
 from __future__ import annotations
@@ -15,9 +20,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import discord
-from discord.ext import commands
+from discord.ext import commands, tasks
 
-from dream.governance import GovernanceError, NotAnApprover, Proposal, VoteOutcome, Voter
+from dream.governance import PENDING, GovernanceError, NotAnApprover, Proposal, VoteOutcome, Voter
+from dream.outbox import Outbox
 
 if TYPE_CHECKING:
     from bot.discord.client import HippoBotBase
@@ -25,9 +31,11 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 APPROVE, REJECT, DISCUSS = "✅", "❌", "💬"
+OUTBOX_INTERVAL_MINUTES = 1.0
 
 
 def voter_from(member: discord.Member | discord.User) -> Voter:
+    """What Governance's ApproverPolicy decides on: the member's roles (names and ids) and Manage Server."""
     roles = frozenset()
     manage = False
     if isinstance(member, discord.Member):
@@ -69,8 +77,10 @@ class ProposalButton(discord.ui.DynamicItem[discord.ui.Button], template=r"hippo
             if interaction.message is not None:
                 await cog.open_thread(interaction.message, self.proposal_id)
             return
+        # acknowledge within Discord's 3 seconds first: applying a proposal may take longer
+        await interaction.response.defer(ephemeral=True, thinking=True)
         message = await cog.vote(self.proposal_id, interaction.user, self.action == "approve", interaction.message)
-        await interaction.response.send_message(message, ephemeral=True)
+        await interaction.followup.send(message, ephemeral=True)
 
 
 def proposal_view(proposal_id: int) -> discord.ui.View:
@@ -94,12 +104,28 @@ class DiscordDreamChannel:
         return channel
 
     async def post_proposal(self, proposal: Proposal) -> str | None:
+        """Post a proposal; a pending one gets the vote buttons and reactions. Returns the message id."""
         channel = self._channel()
         guild_id = channel.guild.id if getattr(channel, "guild", None) else None
-        message = await channel.send(proposal_content(proposal, guild_id), view=proposal_view(proposal.id))
-        for emoji in (APPROVE, REJECT, DISCUSS):
-            await message.add_reaction(emoji)
+        pending = proposal.status == PENDING
+        message = await channel.send(proposal_content(proposal, guild_id),
+                                     view=proposal_view(proposal.id) if pending else discord.utils.MISSING)
+        if pending:
+            for emoji in (APPROVE, REJECT, DISCUSS):
+                await message.add_reaction(emoji)
         return str(message.id)
+
+    async def edit_proposal(self, proposal: Proposal, ref: str) -> str | None:
+        """Update a posted proposal in place (posted anew if its message is gone). Returns the message id."""
+        channel = self._channel()
+        try:
+            message = await channel.fetch_message(int(ref))
+        except discord.NotFound:
+            return await self.post_proposal(proposal)
+        guild_id = channel.guild.id if getattr(channel, "guild", None) else None
+        await message.edit(content=proposal_content(proposal, guild_id),
+                           view=proposal_view(proposal.id) if proposal.status == PENDING else None)
+        return ref
 
     async def post_digest(self, text: str, chart: Path | None) -> None:
         file = discord.File(chart, filename=chart.name) if chart else discord.utils.MISSING
@@ -109,6 +135,33 @@ class DiscordDreamChannel:
 class DreamCog(commands.Cog):
     def __init__(self, bot: HippoBotBase) -> None:
         self.bot = bot
+        self.outbox = Outbox(bot.app.db.pool)
+
+    def dream_channel(self) -> DiscordDreamChannel | None:
+        channel_id = self.bot.settings.dream_channel_id
+        return DiscordDreamChannel(self.bot, channel_id) if channel_id else None
+
+    async def flush_outbox(self) -> int:
+        """Post what the outbox holds to the dream channel (none configured: they wait). Returns how many."""
+        channel = self.dream_channel()
+        if channel is None:
+            return 0
+        return await self.outbox.flush(self.bot.app.governance, channel)
+
+    @tasks.loop(minutes=OUTBOX_INTERVAL_MINUTES)
+    async def outbox_loop(self) -> None:
+        try:
+            await self.flush_outbox()
+        except Exception:  # a database hiccup must not stop the loop for good
+            log.exception("outbox flush failed")
+
+    @commands.Cog.listener()
+    async def on_ready(self) -> None:
+        if not self.outbox_loop.is_running():
+            self.outbox_loop.start()  # its first run is now: what waited while the bot was off goes out
+
+    async def cog_unload(self) -> None:
+        self.outbox_loop.cancel()
 
     @commands.Cog.listener()
     async def on_raw_reaction_add(self, payload: discord.RawReactionActionEvent) -> None:
@@ -141,10 +194,18 @@ class DreamCog(commands.Cog):
 
     async def vote(self, proposal_id: int, user: discord.Member | discord.User, approve: bool,
                    message: discord.Message | None) -> str:
-        """Cast a vote through Governance; edit the outcome into the proposal message. Returns a reply line."""
+        """Cast a vote through Governance; edit the outcome into the proposal message. Returns a reply line.
+
+        A member votes for their own server: Governance refuses another
+        server's proposal, or a global one, unless the voter is the bot's owner.
+        """
+        where: dict[str, Any] = {}
+        if not await self._is_owner(user):
+            guild = getattr(user, "guild", None)
+            where["scope"] = str(guild.id) if guild is not None else None
         try:
             outcome: VoteOutcome = await self.bot.app.governance.vote(
-                proposal_id, voter_from(user), approve, now=datetime.now(UTC)
+                proposal_id, voter_from(user), approve, now=datetime.now(UTC), **where
             )
         except NotAnApprover:
             log.info("vote by non-approver %s on proposal %s ignored", user.id, proposal_id)
@@ -164,6 +225,10 @@ class DreamCog(commands.Cog):
                     log.warning("could not edit proposal message %s", message.id)
             return f"Proposal #{proposal_id} {outcome.proposal.status}."
         return f"Vote recorded on proposal #{proposal_id}."
+
+    async def _is_owner(self, user: discord.abc.User) -> bool:
+        is_owner = getattr(self.bot, "is_owner", None)  # commands.Bot's; absent on test doubles
+        return bool(is_owner is not None and await is_owner(user))
 
     async def open_thread(self, message: discord.Message, proposal_id: int) -> None:
         if message.thread is not None:

@@ -7,10 +7,12 @@ tested without Discord.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 DISCORD_LIMIT = 2000
+# Settings naming the host's files: the owner's business, not a guild admin's.
+_HOST_SETTINGS = ("data_dir", "models_dir", "lora_adapter")
 _LINK = re.compile(r"https?://(?:\w+\.)?discord(?:app)?\.com/channels/(@me|\d+)/(\d+)/(\d+)")
 
 
@@ -103,3 +105,31 @@ def parse_message_link(link: str) -> MessageLink | None:
         return None
     guild = None if match.group(1) == "@me" else int(match.group(1))
     return MessageLink(guild, int(match.group(2)), int(match.group(3)))
+
+
+def jump_link(guild_id: int | None, channel_id: str, message_id: str) -> str:
+    """The Discord link that opens a message (``@me`` for DMs)."""
+    return f"https://discord.com/channels/{guild_id if guild_id is not None else '@me'}/{channel_id}/{message_id}"
+
+
+def source_label(source: str, external_id: str, channel_id: str, guild_id: int | None) -> str:
+    """A message named the way its user knows it: a jump link for Discord, else the id it was imported or typed under."""
+    if source == "discord":
+        return f"<{jump_link(guild_id, channel_id, external_id)}>"  # <...>: no embed preview
+    return f"{source} {external_id}"
+
+
+def guild_settings_view(view: Mapping[str, object], guild_channel_ids: Collection[int]) -> dict[str, object]:
+    """The settings as one guild's admins may see them: only their own channel ids, no host paths.
+
+    ``view`` is ``Settings.public_view()`` (secrets already masked).
+    """
+    out = dict(view)
+    allowed = out.get("discord_allowed_channels") or []
+    out["discord_allowed_channels"] = [c for c in allowed if c in guild_channel_ids]  # type: ignore[union-attr]
+    if out.get("dream_channel_id") not in guild_channel_ids:
+        out["dream_channel_id"] = None if out.get("dream_channel_id") is None else "(in another server)"
+    for name in _HOST_SETTINGS:
+        if out.get(name) is not None:
+            out[name] = "(owner only)"
+    return out

@@ -1,0 +1,72 @@
+"""Read-only queries behind the admin commands: one guild's data, or every scope's for the bot's owner.
+
+A guild admin sees only rows of the guild's own scope (and, for dream runs,
+the nightly runs over every scope, whose reports name no other guild's data);
+``all_scopes`` is for the owner's ``!hippobot stats`` alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+import asyncpg
+
+from memory.conversation import require_scope
+
+# A proposal's scope: the column (006), or for rows written before a store set it, its evidence.
+_PROPOSAL_SCOPE = "COALESCE(scope, evidence ->> 'scope')"
+
+
+@dataclass(frozen=True)
+class DreamRunRow:
+    id: int
+    trigger: str
+    started_at: datetime
+    status: str
+    scope: str | None  # None: the nightly run over every scope
+
+
+@dataclass(frozen=True)
+class ScopeCounts:
+    scope: str
+    messages: int
+    people: int
+    episodes: int
+    pending_proposals: int
+
+
+class GuildView:
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self._pool = pool
+
+    async def pending_proposals(self, scope: str) -> int:
+        """Pending proposals made from this scope's data."""
+        require_scope(scope)
+        return await self._pool.fetchval(
+            f"SELECT count(*) FROM proposals WHERE status = 'pending' AND {_PROPOSAL_SCOPE} = $1", scope)
+
+    async def graph_edges(self, scope: str) -> int:
+        require_scope(scope)
+        return await self._pool.fetchval("SELECT count(*) FROM kg_edges WHERE scope = $1", scope)
+
+    async def dream_runs(self, scope: str, limit: int = 5) -> list[DreamRunRow]:
+        """This scope's own runs and the nightly runs over every scope, newest first."""
+        require_scope(scope)
+        rows = await self._pool.fetch(
+            """SELECT id, trigger, started_at, status, scope FROM dream_runs
+               WHERE scope = $1 OR scope IS NULL ORDER BY id DESC LIMIT $2""", scope, limit)
+        return [DreamRunRow(r["id"], r["trigger"], r["started_at"], r["status"], r["scope"]) for r in rows]
+
+    async def all_scopes(self) -> list[ScopeCounts]:
+        """Every scope that holds messages, with its counts (the owner's overview)."""
+        rows = await self._pool.fetch(
+            """SELECT m.scope, count(*) AS messages,
+                       count(DISTINCT m.author_id) FILTER (WHERE NOT m.is_bot) AS people,
+                       (SELECT count(*) FROM episodes e WHERE e.scope = m.scope) AS episodes,
+                       (SELECT count(*) FROM proposals p
+                        WHERE p.status = 'pending'
+                          AND COALESCE(p.scope, p.evidence ->> 'scope') = m.scope) AS pending_proposals
+                FROM messages m GROUP BY m.scope ORDER BY m.scope""")
+        return [ScopeCounts(r["scope"], r["messages"], r["people"], r["episodes"], r["pending_proposals"])
+                for r in rows]

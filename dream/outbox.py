@@ -1,0 +1,100 @@
+"""The proposal outbox: proposals are stored first, then posted, so none is lost while the channel is away.
+
+A proposal is inserted with ``post_pending`` true (sql/006_trust.sql). The
+outbox posts every such proposal to the dream channel; one already posted
+whose ``post_pending`` was set again (a forgetting redacted its examples) is
+edited in place where the channel can (``edit_proposal``) and posted again
+where it cannot. A channel failure leaves ``post_pending`` true, so the next
+flush tries again: proposals made while Discord was unreachable, or by
+``hippobot dream`` with no bot running, are posted when the bot is back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import UTC, datetime
+from typing import Protocol
+
+import asyncpg
+
+from dream.governance import Governance, Proposal
+
+log = logging.getLogger(__name__)
+
+OUTBOX_LOCK_KEY = 0x6F7574626F78  # "outbox": one poster at a time, even across processes
+
+
+class ProposalChannel(Protocol):
+    """Where proposals are posted (dream.cycle.DreamChannel's proposal half).
+
+    A channel may also offer ``async edit_proposal(proposal, ref) -> str | None``
+    to update a post in place; without it, an updated proposal is posted anew.
+    """
+
+    async def post_proposal(self, proposal: Proposal) -> str | None: ...  # a reference to the post, if any
+
+
+class Outbox:
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self._pool = pool
+        self._lock = asyncio.Lock()
+
+    async def pending(self, limit: int = 50) -> list[int]:
+        """Ids of the proposals waiting to be posted or re-posted, oldest first."""
+        rows = await self._pool.fetch("SELECT id FROM proposals WHERE post_pending ORDER BY id LIMIT $1", limit)
+        return [r["id"] for r in rows]
+
+    async def mark_posted(self, proposal_id: int, ref: str | None, at: datetime,
+                          *, as_posted: Proposal | None = None) -> bool:
+        """Record a post: its reference (None keeps the old one), when, and that nothing is left to post.
+
+        With ``as_posted``, ``post_pending`` is cleared only if the proposal
+        still reads as it was posted: a redaction that landed during the post
+        is posted at the next flush. True when nothing is left to post.
+        """
+        if as_posted is None:
+            status = await self._pool.execute(
+                """UPDATE proposals SET posted_ref = COALESCE($2, posted_ref), posted_at = $3, post_pending = false
+                   WHERE id = $1""", proposal_id, ref, at)
+            return status.split()[-1] != "0"
+        cleared = await self._pool.fetchval(
+            """UPDATE proposals SET posted_ref = COALESCE($2, posted_ref), posted_at = $3,
+                   post_pending = post_pending AND NOT (payload = $4::jsonb AND evidence = $5::jsonb AND status = $6)
+               WHERE id = $1 RETURNING NOT post_pending""",
+            proposal_id, ref, at, as_posted.payload, as_posted.evidence, as_posted.status)
+        return bool(cleared)
+
+    async def flush(self, governance: Governance, channel: ProposalChannel, *, now: datetime | None = None,
+                    limit: int = 50) -> int:
+        """Post (or update) every proposal waiting in the outbox; returns how many went out.
+
+        A failing post is logged and left pending for the next flush.
+        """
+        async with self._lock, self._pool.acquire() as lock_conn:
+            if not await lock_conn.fetchval("SELECT pg_try_advisory_lock($1)", OUTBOX_LOCK_KEY):
+                return 0  # another process is posting right now
+            try:
+                return await self._flush(governance, channel, now, limit)
+            finally:
+                await lock_conn.execute("SELECT pg_advisory_unlock($1)", OUTBOX_LOCK_KEY)
+
+    async def _flush(self, governance: Governance, channel: ProposalChannel, now: datetime | None,
+                     limit: int) -> int:
+        posted = 0
+        for proposal_id in await self.pending(limit):
+            proposal = await governance.get(proposal_id)
+            edit = getattr(channel, "edit_proposal", None)
+            try:
+                if proposal.posted_ref is not None and edit is not None:
+                    ref = await edit(proposal, proposal.posted_ref)
+                else:
+                    ref = await channel.post_proposal(proposal)
+            except Exception as exc:  # the channel is away or refused: try again at the next flush
+                log.warning("could not post proposal %s (%s: %s); it stays in the outbox",
+                            proposal_id, type(exc).__name__, exc)
+                continue
+            await self.mark_posted(proposal_id, ref, now or datetime.now(UTC), as_posted=proposal)
+            posted += 1
+            log.info("proposal %s posted (ref %s)", proposal_id, ref)
+        return posted
