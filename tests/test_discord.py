@@ -12,7 +12,6 @@ import pytest
 
 from bot.app import App
 from bot.discord.client import COGS, SingleShardHippoBot
-from bot.discord.dream import DiscordDreamChannel
 from tests.fakes import ScriptedLLM
 
 
@@ -147,21 +146,26 @@ def approver_role(guild: discord.Guild) -> discord.Role:
     return backend.make_role("hippobot-approver", guild)
 
 
-async def posted_proposal(bot: SingleShardHippoBot) -> tuple[int, discord.Message]:
+async def make_proposal(bot: SingleShardHippoBot, name: str = "project_planning") -> int:
     proposal = await bot.app.governance.propose(
-        "new_archetype", "new archetype 'project_planning'",
-        {"name": "project_planning", "description": "Planning a project",
+        "new_archetype", f"new archetype '{name}'",
+        {"name": name, "description": "Planning a project",
          "examples": ["let's plan the launch", "what milestones should we set?", "help me break this into phases",
                       "what's the timeline?", "who owns which task?"],
          "context_turns": 10, "context_vectors": 7, "similarity_threshold": 0.7, "triple_depth": 2},
-        "- because", {"messages": []}, centroid=None, now=datetime.now(UTC),
+        "- because", {"messages": []}, centroid=None, now=datetime.now(UTC), scope=str(channels()[0].guild.id),
     )
-    channel = DiscordDreamChannel(bot, channels()[2].id)
-    ref = await channel.post_proposal(proposal)
-    await bot.app.governance.set_posted_ref(proposal.id, ref)
+    return proposal.id
+
+
+async def posted_proposal(bot: SingleShardHippoBot) -> tuple[int, discord.Message]:
+    """A proposal of this guild, posted to the dream channel from the outbox."""
+    pid = await make_proposal(bot)
+    assert await bot.get_cog("DreamCog").flush_outbox() == 1
     await settle(bot)
+    ref = (await bot.app.governance.get(pid)).posted_ref
     message = await channels()[2].fetch_message(int(ref))
-    return proposal.id, message
+    return pid, message
 
 
 async def test_an_approvers_reaction_applies_the_proposal(bot: SingleShardHippoBot) -> None:
@@ -175,7 +179,7 @@ async def test_an_approvers_reaction_applies_the_proposal(bot: SingleShardHippoB
     await settle(bot)
     proposal = await bot.app.governance.get(pid)
     assert proposal.status == "applied" and proposal.decided_by == mod.display_name
-    assert "project_planning" in [a.name for a in bot.app.router.archetypes]
+    assert "project_planning" in [a.name for a in bot.app.router.archetypes_in(str(guild.id))], "in this guild"
     edited = await channels()[2].fetch_message(message.id)
     assert "applied by" in edited.content
 
