@@ -307,3 +307,77 @@ async def test_deleting_a_thread_forgets_its_messages(bot: SingleShardHippoBot) 
         {"id": "434343", "guild_id": str(general.guild.id), "parent_id": str(general.id), "type": 11})
     await settle(bot)
     assert await stored_texts(bot) == {"said in the parent"}
+
+
+async def test_a_proposal_made_while_the_channel_is_unreachable_is_posted_when_it_is_back(
+        bot: SingleShardHippoBot, monkeypatch: pytest.MonkeyPatch) -> None:
+    dream = channels()[2]
+    get_channel = bot.get_channel
+    monkeypatch.setattr(bot, "get_channel", lambda cid: None if cid == dream.id else get_channel(cid))
+    pid = await make_proposal(bot)
+    cog = bot.get_cog("DreamCog")
+    assert await cog.flush_outbox() == 0
+    assert (await bot.app.governance.get(pid)).posted_ref is None
+    assert await bot.app.db.pool.fetchval("SELECT post_pending FROM proposals WHERE id = $1", pid)
+    monkeypatch.setattr(bot, "get_channel", get_channel)  # Discord is back
+    assert await cog.flush_outbox() == 1
+    await settle(bot)
+    ref = (await bot.app.governance.get(pid)).posted_ref
+    posted = await dream.fetch_message(int(ref))
+    assert f"Proposal #{pid}" in posted.content and "React ✅ to approve" in posted.content, "posted as pending"
+    assert not await bot.app.db.pool.fetchval("SELECT post_pending FROM proposals WHERE id = $1", pid)
+    assert await cog.flush_outbox() == 0, "posted once"
+
+
+async def test_a_proposal_made_with_the_bot_off_is_posted_when_it_starts(bot: SingleShardHippoBot) -> None:
+    pid = await make_proposal(bot)  # as `hippobot dream` leaves it: stored, never posted
+    cog = bot.get_cog("DreamCog")
+    bot.dispatch("ready")
+    try:
+        for _ in range(50):
+            await asyncio.sleep(0.02)
+            if (await bot.app.governance.get(pid)).posted_ref is not None:
+                break
+        ref = (await bot.app.governance.get(pid)).posted_ref
+        assert ref is not None and cog.outbox_loop.is_running(), "posted on ready, then every minute"
+        assert f"Proposal #{pid}" in (await channels()[2].fetch_message(int(ref))).content
+    finally:
+        cog.outbox_loop.cancel()
+
+
+async def test_a_redacted_proposal_is_edited_in_place(bot: SingleShardHippoBot) -> None:
+    pid, message = await posted_proposal(bot)
+    pool = bot.app.db.pool
+    await pool.execute("""UPDATE proposals SET payload = jsonb_set(payload, '{examples}', '["what is the timeline?"]'),
+                          post_pending = true WHERE id = $1""", pid)  # as a forgetting leaves it
+    assert await bot.get_cog("DreamCog").flush_outbox() == 1
+    await settle(bot)
+    edited = await channels()[2].fetch_message(message.id)
+    assert "let's plan the launch" not in edited.content and "what is the timeline?" in edited.content
+    assert (await bot.app.governance.get(pid)).posted_ref == str(message.id), "the same post, edited"
+
+
+async def test_the_owners_stats_cover_every_scope_by_dm(bot: SingleShardHippoBot) -> None:
+    from bot.brain import IncomingTurn
+
+    owner = members()[0]
+    bot.owner_id = owner.id
+    for scope in ("111", "dm:7"):
+        await bot.app.brain.receive(IncomingTurn(scope, "discord", "1", "7", "x", "hello", external_id=f"s{scope}"))
+    await dpytest.message("!hippobot stats", channel=channels()[0], member=owner)
+    await settle(bot)
+    texts = []
+    while not dpytest.sent_queue.empty():
+        texts.append((await dpytest.sent_queue.get()).content)
+    assert any("111: 1 message(s)" in t and "dm:7: 1 message(s)" in t for t in texts)
+    assert any("by DM" in t for t in texts)
+
+
+async def test_the_owners_stats_are_refused_to_others(bot: SingleShardHippoBot) -> None:
+    from discord.ext import commands
+
+    bot.owner_id = members()[0].id
+    with pytest.raises(commands.NotOwner):  # dpytest re-raises what the bot's error handler would log
+        await dpytest.message("!hippobot stats", channel=channels()[0], member=members()[1])
+    await settle(bot)
+    assert dpytest.verify().message().nothing()
