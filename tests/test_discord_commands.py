@@ -287,3 +287,214 @@ def test_visibility_follows_everyones_view_and_threads_follow_their_parent() -> 
     assert visibility_for(is_dm=False, channel_id=11, parent_channel_id=10, everyone_can_view=True) == Visibility(None, "10")
     assert visibility_for(is_dm=False, channel_id=11, parent_channel_id=10, everyone_can_view=False) == Visibility("10", "10")
     assert visibility_for(is_dm=True, channel_id=12, parent_channel_id=None, everyone_can_view=False) == Visibility(None, None)
+
+
+OTHER = 777  # another server the bot is in
+
+
+async def test_forget_by_a_link_naming_this_server_cannot_touch_another_servers_message(app: App) -> None:
+    await talk(app, 111, "our merger closes on friday", scope=str(OTHER), channel="88", external_id="5001")
+    await app.brain.drain()
+    cog = AdminCog(fake_bot(app))  # type: ignore[arg-type]
+    i = interaction(member(2, manage=True))
+    # the admin of GUILD pastes a link with their own guild id but the other server's channel and message
+    await cog.memory_forget.callback(cog, i, None, f"https://discord.com/channels/{GUILD}/88/5001")
+    assert "I hold nothing from that message" in said(i)
+    pool = app.db.pool
+    assert await pool.fetchval("SELECT count(*) FROM messages WHERE scope = $1 AND NOT is_bot", str(OTHER)) == 1
+    assert await pool.fetchval("SELECT count(*) FROM episodes WHERE scope = $1", str(OTHER)) == 1
+
+
+async def test_forget_by_a_link_in_this_server_forgets_it(app: App) -> None:
+    await talk(app, 111, "oops, my password is hunter2", external_id="5002")
+    await app.brain.drain()
+    cog = AdminCog(fake_bot(app))  # type: ignore[arg-type]
+    i = interaction(member(2, manage=True))
+    await cog.memory_forget.callback(cog, i, None, f"https://discord.com/channels/{GUILD}/42/5002")
+    assert "forgot 2 message(s), 1 episode(s)" in said(i)
+    assert await app.db.pool.fetchval("SELECT count(*) FROM messages") == 0
+
+
+async def test_pin_by_a_link_cannot_touch_another_server(app: App) -> None:
+    await talk(app, 111, "the other server's plan", scope=str(OTHER), channel="88", external_id="5003")
+    await app.brain.drain()
+    cog = AdminCog(fake_bot(app))  # type: ignore[arg-type]
+    i = interaction(member(2, manage=True))
+    await cog.memory_pin.callback(cog, i, f"https://discord.com/channels/{GUILD}/88/5003")
+    assert "I hold nothing from that message" in said(i)
+    assert not await app.db.pool.fetchval("SELECT pinned FROM episodes WHERE scope = $1", str(OTHER))
+
+
+async def propose(app: App, scope: str, name: str) -> int:
+    p = await app.governance.propose(
+        "new_archetype", name, {"name": name, "description": "d", "examples": ["x"] * 5, "context_turns": 5,
+                                "context_vectors": 5, "similarity_threshold": 0.7, "triple_depth": 1},
+        "r", {"messages": []}, centroid=None, now=datetime.now(UTC), scope=scope)
+    return p.id
+
+
+async def test_memory_stats_show_only_this_server(app: App) -> None:
+    await talk(app, 111, "hello from here")
+    for text in ("one", "two", "three"):
+        await talk(app, 222, f"elsewhere {text}", scope=str(OTHER))
+    await app.brain.drain()
+    await propose(app, str(OTHER), "their_idea")
+    cog = AdminCog(fake_bot(app))  # type: ignore[arg-type]
+    i = interaction(member(2, manage=True))
+    await cog.memory_stats.callback(cog, i)
+    assert "messages: 2" in said(i) and "people: 1" in said(i) and "pending proposals: 0" in said(i)
+
+
+async def test_dream_status_shows_this_servers_runs_and_the_nightly_ones_only(app: App) -> None:
+    pool = app.db.pool
+    ids = {}
+    for scope in (str(GUILD), str(OTHER), None):
+        ids[scope] = await pool.fetchval(
+            "INSERT INTO dream_runs (trigger, started_at, status, scope) VALUES ('manual', now(), 'ok', $1) RETURNING id",
+            scope)
+    await propose(app, str(OTHER), "their_idea")
+    await propose(app, str(GUILD), "our_idea")
+    cog = AdminCog(fake_bot(app))  # type: ignore[arg-type]
+    i = interaction(member(2, manage=True))
+    await cog.dream_status.callback(cog, i)
+    lines = said(i).splitlines()
+    assert any(line.startswith(f"#{ids[str(GUILD)]} ") for line in lines)
+    assert any(line.startswith(f"#{ids[None]} ") for line in lines)
+    assert not any(line.startswith(f"#{ids[str(OTHER)]} ") for line in lines)
+    assert "pending proposals: 1" in said(i)
+
+
+async def test_dream_run_dreams_only_this_server(app: App) -> None:
+    cog = AdminCog(fake_bot(app))  # type: ignore[arg-type]
+    i = interaction(member(2, manage=True))
+    await cog.dream_run.callback(cog, i)
+    assert i.response.defer.await_count == 1
+    assert await app.db.pool.fetchval("SELECT scope FROM dream_runs") == str(GUILD)
+
+
+async def test_config_show_names_only_this_servers_channels(app: App) -> None:
+    cog = AdminCog(fake_bot(app, discord_allowed_channels=[42, 9191], dream_channel_id=9292))  # type: ignore[arg-type]
+    i = interaction(member(2, manage=True), channels=(42, 43))
+    await cog.config_show.callback(cog, i)
+    assert "42" in said(i) and "9191" not in said(i) and "9292" not in said(i)
+    assert str(app.settings.data_dir) not in said(i)
+
+
+async def test_archetype_disable_is_this_servers_override_with_who_did_it(app: App) -> None:
+    cog = AdminCog(fake_bot(app))  # type: ignore[arg-type]
+    i = interaction(member(2, manage=True))
+    await cog.archetype_disable.callback(cog, i, "technical_debugging")
+    assert "disabled in this server" in said(i)
+    store = app.archetype_store
+    here = {a.name: a for a in await store.list_archetypes(scope=str(GUILD))}
+    there = {a.name: a for a in await store.list_archetypes(scope=str(OTHER))}
+    assert not here["technical_debugging"].active and here["technical_debugging"].override_by == "2"
+    assert there["technical_debugging"].active, "another server still routes with it"
+    assert "technical_debugging" in [a.name for a in app.router.archetypes_in(str(OTHER))]
+    assert "technical_debugging" not in [a.name for a in app.router.archetypes_in(str(GUILD))]
+    listed = interaction(member(2, manage=True))
+    await cog.archetype_list.callback(cog, listed)
+    assert any("technical_debugging" in line and "off" in line and "switched here by 2" in line
+               for line in said(listed).splitlines())
+    unknown = interaction(member(2, manage=True))
+    await cog.archetype_enable.callback(cog, unknown, "no_such_thing")
+    assert said(unknown).startswith("⚠️")
+
+
+async def test_admin_and_votes_use_one_approver_rule(app: App) -> None:
+    from dream.governance import ApproverPolicy
+
+    app.governance.policy = ApproverPolicy(frozenset({"council"}))
+    cog = AdminCog(fake_bot(app))  # type: ignore[arg-type]
+    old_role = interaction(member(3, roles=("hippobot-approver",)))
+    await cog.memory_stats.callback(cog, old_role)
+    assert "needs Manage Server or the approver role" in said(old_role)
+    council = interaction(member(4, roles=("council",)))
+    await cog.memory_stats.callback(cog, council)
+    assert "messages: 0" in said(council)
+
+
+async def test_admin_commands_refuse_dms(app: App) -> None:
+    cog = AdminCog(fake_bot(app))  # type: ignore[arg-type]
+    i = interaction(member(2, manage=True), guild=None)
+    await cog.memory_stats.callback(cog, i)
+    assert "needs Manage Server or the approver role" in said(i)
+
+
+async def test_forget_me_and_whatdoyouknow_work_in_dms_for_the_dm_scope(app: App) -> None:
+    await talk(app, 111, "in a DM: I collect stamps", scope="dm:111", channel="dm-chan")
+    await talk(app, 111, "in the server: I am allergic to peanuts")
+    await app.brain.drain()
+    assert AdminCog.forget.allowed_contexts.dm_channel and AdminCog.whatdoyouknow.allowed_contexts.dm_channel
+    cog = AdminCog(fake_bot(app))  # type: ignore[arg-type]
+    user = MagicMock(spec=discord.User)
+    user.id, user.display_name = 111, "user111"
+    know = interaction(user, guild=None)
+    await cog.whatdoyouknow.callback(cog, know)
+    assert "stamps" in said(know) and "peanuts" not in said(know)
+    ask = interaction(user, guild=None)
+    await cog.forget_me.callback(cog, ask)
+    assert "in our DMs" in said(ask)
+    confirm = interaction(user, guild=None)
+    await ask.response.send_message.call_args.kwargs["view"].confirm.callback(confirm)
+    assert "forgot 2 message(s), 1 episode(s)" in confirm.edit_original_response.call_args.kwargs["content"]
+    pool = app.db.pool
+    assert await pool.fetchval("SELECT count(*) FROM messages WHERE scope = 'dm:111'") == 0
+    assert await pool.fetchval("SELECT count(*) FROM messages WHERE scope = $1 AND NOT is_bot", str(GUILD)) == 1
+
+
+async def test_a_vote_button_defers_before_the_vote(app: App) -> None:
+    pid = await propose(app, str(GUILD), "tea_talk")
+    order: list[str] = []
+    vote = app.governance.vote
+
+    async def recording_vote(*args, **kwargs):  # type: ignore[no-untyped-def]
+        order.append("vote")
+        return await vote(*args, **kwargs)
+
+    app.governance.vote = recording_vote  # type: ignore[method-assign]
+    cog = DreamCog(fake_bot(app))  # type: ignore[arg-type]
+    client = SimpleNamespace(get_cog=lambda name: cog)
+    i = interaction(member(3, roles=("hippobot-approver",)), client)
+    i.response.defer.side_effect = lambda **kw: order.append("defer")
+    await ProposalButton("approve", pid).callback(i)
+    assert order == ["defer", "vote"]
+    assert i.response.defer.call_args.kwargs["ephemeral"] is True
+    assert f"Proposal #{pid} applied" in i.followup.send.call_args.args[0]
+    assert not i.response.send_message.called
+
+
+async def test_forget_me_answers_before_forgetting(two_speakers: App) -> None:
+    app = two_speakers
+    order: list[str] = []
+    forget_author = app.provenance.forget_author
+
+    async def recording(*args, **kwargs):  # type: ignore[no-untyped-def]
+        order.append("forget")
+        return await forget_author(*args, **kwargs)
+
+    app.provenance.forget_author = recording  # type: ignore[method-assign]
+    cog = AdminCog(fake_bot(app))  # type: ignore[arg-type]
+    ask = interaction(member(111))
+    await cog.forget_me.callback(cog, ask)
+    confirm = interaction(member(111))
+    confirm.response.edit_message.side_effect = lambda **kw: order.append("answer")
+    await ask.response.send_message.call_args.kwargs["view"].confirm.callback(confirm)
+    assert order == ["answer", "forget"]
+
+
+async def test_memory_recall_links_its_sources(app: App) -> None:
+    await talk(app, 111, "my cat Miso loves tuna", external_id="987654321")
+    await app.brain.drain()
+    cog = AdminCog(fake_bot(app))  # type: ignore[arg-type]
+    i = interaction(member(2, manage=True))
+    await cog.memory_recall.callback(cog, i, "what does Miso eat?")
+    assert f"<https://discord.com/channels/{GUILD}/42/987654321>" in said(i)
+
+
+def test_source_labels() -> None:
+    from bot.discord.rules import source_label
+
+    assert source_label("discord", "3", "2", 1) == "<https://discord.com/channels/1/2/3>"
+    assert source_label("discord", "3", "2", None) == "<https://discord.com/channels/@me/2/3>"
+    assert source_label("import", "msg-17", "general", 1) == "import msg-17"
