@@ -40,9 +40,11 @@ class Outbox:
         self._pool = pool
         self._lock = asyncio.Lock()
 
-    async def pending(self, limit: int = 50) -> list[int]:
-        """Ids of the proposals waiting to be posted or re-posted, oldest first."""
-        rows = await self._pool.fetch("SELECT id FROM proposals WHERE post_pending ORDER BY id LIMIT $1", limit)
+    async def pending(self, limit: int = 50, *, scope: str | None = None) -> list[int]:
+        """Ids of the proposals waiting to be posted or re-posted, oldest first (only ``scope``'s, if given)."""
+        rows = await self._pool.fetch(
+            "SELECT id FROM proposals WHERE post_pending AND ($2::text IS NULL OR scope = $2) ORDER BY id LIMIT $1",
+            limit, scope)
         return [r["id"] for r in rows]
 
     async def mark_posted(self, proposal_id: int, ref: str | None, at: datetime,
@@ -66,23 +68,25 @@ class Outbox:
         return bool(cleared)
 
     async def flush(self, governance: Governance, channel: ProposalChannel, *, now: datetime | None = None,
-                    limit: int = 50) -> int:
+                    limit: int = 50, scope: str | None = None) -> int:
         """Post (or update) every proposal waiting in the outbox; returns how many went out.
 
-        A failing post is logged and left pending for the next flush.
+        ``scope`` limits it to one scope's proposals (the console posts only its
+        own, leaving the guilds' to the Discord bot). A failing post is logged
+        and left pending for the next flush.
         """
         async with self._lock, self._pool.acquire() as lock_conn:
             if not await lock_conn.fetchval("SELECT pg_try_advisory_lock($1)", OUTBOX_LOCK_KEY):
                 return 0  # another process is posting right now
             try:
-                return await self._flush(governance, channel, now, limit)
+                return await self._flush(governance, channel, now, limit, scope)
             finally:
                 await lock_conn.execute("SELECT pg_advisory_unlock($1)", OUTBOX_LOCK_KEY)
 
     async def _flush(self, governance: Governance, channel: ProposalChannel, now: datetime | None,
-                     limit: int) -> int:
+                     limit: int, scope: str | None) -> int:
         posted = 0
-        for proposal_id in await self.pending(limit):
+        for proposal_id in await self.pending(limit, scope=scope):
             proposal = await governance.get(proposal_id)
             edit = getattr(channel, "edit_proposal", None)
             try:

@@ -85,3 +85,16 @@ async def test_an_updated_post_is_edited_where_the_channel_can(app: App) -> None
     await app.db.pool.execute("UPDATE proposals SET post_pending = true WHERE id = $1", pid)
     await outbox.flush(app.governance, channel)
     assert len(channel.posts) == 1 and edits == [(pid, "msg-1")]
+
+
+async def test_a_flush_for_one_scope_leaves_the_others(app: App) -> None:
+    ours = await new_proposal(app, "tea_talk")
+    theirs = await app.governance.propose(
+        "new_archetype", "x", {"name": "coffee_talk", "description": "d", "examples": ["coffee?"],
+                               "context_turns": 5, "context_vectors": 5, "similarity_threshold": 0.7,
+                               "triple_depth": 1},
+        "r", {"messages": []}, centroid=None, now=datetime.now(UTC), scope="local")
+    outbox = Outbox(app.db.pool)
+    printing = PrintingChannel()
+    assert await outbox.flush(app.governance, printing, scope="local") == 1
+    assert [p.id for p in printing.posts] == [theirs.id] and await outbox.pending() == [ours]
