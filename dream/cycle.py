@@ -4,6 +4,11 @@ Each step is ``async (services, now) -> StepReport``. A failing step is
 recorded and the others still run. Every run is a ``dream_runs`` row. A
 PostgreSQL advisory lock lets only one process dream at a time, and a
 scheduled slot runs once even when several bot processes share a database.
+
+A run for one scope (a guild's ``/dream run``) gives every step
+``services.scope`` and each step works on that scope only; the nightly run
+has scope None and processes every scope, each separately. Steps do their
+CPU work (clustering, ordering, merging) in threads, never on the loop.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ import logging
 import time
 import traceback
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
@@ -21,7 +26,9 @@ import asyncpg
 
 from dream.governance import Governance, Proposal
 from memory.archetypes import ArchetypeRouter, ArchetypeStore
+from memory.conversation import require_scope
 from memory.embed import Embedder
+from memory.salience import TRIVIA
 from memory.semantic import SemanticMemory
 
 log = logging.getLogger(__name__)
@@ -49,12 +56,14 @@ class DreamConfig:
     low_similarity: float = 0.68  # matches below this count as poorly served
     min_cluster_size: int = 5
     cluster_distance: float = 0.72  # average-linkage cosine distance that separates clusters
+    theme_merge_similarity: float = 0.70  # clusters whose centroids are this alike are one theme (dream.themes)
     same_idea_similarity: float = 0.9  # a candidate this close to an open/decided proposal is not proposed again
     sunk_similarity_drop: float = 0.05  # recent avg similarity this far below the archetype's average
     min_recent_matches: int = 10
-    decay_after_days: int = 14
-    decay_factor: float = 0.9
-    forget_below_salience: float = 0.05
+    # Decay by elapsed time (dream.replay): trivia, salience below this, is forgotten once unreinforced
+    # for forget_after_days (up to twice that as its salience nears the ceiling); nothing else is.
+    trivia_salience: float = TRIVIA
+    forget_after_days: int = 60
     duplicate_similarity: float = 0.985  # (1 + cos) / 2; cos 0.97
     replay_batch: int = 32
     chart_days: int = 14
@@ -77,6 +86,7 @@ class DreamServices:
     semantic: SemanticMemory | None = None
     channel: DreamChannel | None = None
     namer: Namer | None = None
+    scope: str | None = None  # this run's scope; None: every scope, each processed separately
     run_id: int | None = None
     reports: dict[str, StepReport] = field(default_factory=dict)  # earlier steps of this run
 
@@ -101,11 +111,12 @@ class RunReport:
     status: str  # ok | partial | failed | skipped
     steps: dict[str, StepReport]
     reason: str | None = None
+    scope: str | None = None  # the scope it dreamt for (None: every scope)
 
     def render(self) -> str:
         if self.status == "skipped":
             return f"dream cycle skipped: {self.reason}"
-        lines = [f"dream run #{self.run_id}: {self.status}"]
+        lines = [f"dream run #{self.run_id}" + (f" for {self.scope}" if self.scope else "") + f": {self.status}"]
         for name, step in self.steps.items():
             counts = ", ".join(f"{k}={v}" for k, v in step.counts.items()) or "-"
             lines.append(f"  {name:<20} {'FAILED: ' + step.error if step.error else counts}")
@@ -118,42 +129,49 @@ class DreamCycle:
         self.services = services
         self.steps = list(steps)
 
-    async def run(self, now: datetime, *, trigger: str = "manual", slot: datetime | None = None) -> RunReport:
-        """Run every step once, unless another process is dreaming (or already ran this slot)."""
+    async def run(
+        self, now: datetime, *, trigger: str = "manual", slot: datetime | None = None, scope: str | None = None
+    ) -> RunReport:
+        """Run every step once, for ``scope`` only when given (None: every scope), unless another
+        process is dreaming (or already ran this slot)."""
+        if scope is not None:
+            require_scope(scope)
         pool = self.services.pool
         async with pool.acquire() as lock_conn:
             if not await lock_conn.fetchval("SELECT pg_try_advisory_lock($1)", DREAM_LOCK_KEY):
                 return RunReport(None, "skipped", {}, "another process is dreaming right now")
             try:
-                return await self._run_locked(now, trigger, slot)
+                return await self._run_locked(now, trigger, slot, scope)
             finally:
                 await lock_conn.execute("SELECT pg_advisory_unlock($1)", DREAM_LOCK_KEY)
 
-    async def _run_locked(self, now: datetime, trigger: str, slot: datetime | None) -> RunReport:
+    async def _run_locked(self, now: datetime, trigger: str, slot: datetime | None, scope: str | None) -> RunReport:
         pool = self.services.pool
         try:
             run_id = await pool.fetchval(
-                "INSERT INTO dream_runs (trigger, scheduled_for, started_at) VALUES ($1, $2, $3) RETURNING id",
-                trigger, slot, now,
+                """INSERT INTO dream_runs (trigger, scheduled_for, started_at, scope)
+                   VALUES ($1, $2, $3, $4) RETURNING id""",
+                trigger, slot, now, scope,
             )
         except asyncpg.UniqueViolationError:
             return RunReport(None, "skipped", {}, f"the {slot:%Y-%m-%d %H:%M} run already happened")
-        self.services.run_id = run_id
-        self.services.reports = {}
+        # This run's own view of the services: its id, scope and the reports of the steps so far.
+        services = replace(self.services, scope=scope, run_id=run_id, reports={})
         for name, step in self.steps:
             started = time.perf_counter()
             try:
-                report = await step(self.services, now)
+                report = await step(services, now)
             except Exception as exc:  # recorded; the other steps still run
                 log.exception("dream step %s failed (run %s)", name, run_id)
                 report = StepReport(error=f"{type(exc).__name__}: {exc}")
                 report.notes.append(traceback.format_exc(limit=3).splitlines()[-1])
             report.seconds = time.perf_counter() - started
-            self.services.reports[name] = report
-        failed = [n for n, r in self.services.reports.items() if r.error]
+            services.reports[name] = report
+        failed = [n for n, r in services.reports.items() if r.error]
         status = "ok" if not failed else ("failed" if len(failed) == len(self.steps) else "partial")
         await pool.execute(
             "UPDATE dream_runs SET finished_at = now(), status = $2, report = $3::jsonb WHERE id = $1",
-            run_id, status, {n: r.as_dict() for n, r in self.services.reports.items()},
+            run_id, status, {n: r.as_dict() for n, r in services.reports.items()},
         )
-        return RunReport(run_id, status, dict(self.services.reports))
+        log.info("dream run %s (%s) for %s: %s", run_id, trigger, scope or "every scope", status)
+        return RunReport(run_id, status, dict(services.reports), scope=scope)

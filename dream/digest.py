@@ -3,7 +3,8 @@
 The chart (matplotlib, drawn off-screen) shows, for the last days, how many
 messages each archetype served (stacked bars) and the mean best-archetype
 similarity (line). It is written under the dream output directory and posted
-with the summary to the dream channel, or printed by the console.
+with the summary to the dream channel, or printed by the console. A run for
+one scope charts that scope's messages only.
 """
 
 from __future__ import annotations
@@ -23,16 +24,17 @@ async def digest(services: DreamServices, now: datetime) -> StepReport:
                   CASE WHEN am.used_default THEN '(default plan)' ELSE ca.archetype_name END AS archetype,
                   count(*) AS n, avg(am.similarity) AS sim
            FROM archetype_matches am LEFT JOIN context_archetypes ca ON ca.id = am.archetype_id
-           WHERE am.matched_at >= $1 AND am.matched_at <= $2
+           WHERE am.matched_at >= $1 AND am.matched_at <= $2 AND ($3::text IS NULL OR am.scope = $3::text)
            GROUP BY 1, 2 ORDER BY 1""",
-        since, now,
+        since, now, services.scope,
     )
     chart = None
     if rows:
         cfg.output_dir.mkdir(parents=True, exist_ok=True)
         chart = cfg.output_dir / f"digest-{services.run_id or 'adhoc'}.png"
         await asyncio.to_thread(_draw, rows, chart, since, cfg.chart_days)
-    lines = [f"Dream digest, run #{services.run_id} ({now:%Y-%m-%d %H:%M %Z})"]
+    lines = [f"Dream digest, run #{services.run_id}" + (f" for {services.scope}" if services.scope else "")
+             + f" ({now:%Y-%m-%d %H:%M %Z})"]
     for name, report in services.reports.items():
         counts = ", ".join(f"{k} {v}" for k, v in report.counts.items())
         lines.append(f"- {name}: {'failed (' + report.error + ')' if report.error else counts or 'done'}")

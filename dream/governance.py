@@ -373,10 +373,12 @@ class Governance:
                 log.info("proposal %s rejected", proposal_id)
             return VoteOutcome(await self._get(conn, proposal_id), counted=True, decided=decided)
 
-    async def expire(self, now: datetime) -> int:
+    async def expire(self, now: datetime, *, scope: str | None = None) -> int:
+        """Expire pending proposals past their time (only ``scope``'s when given); returns how many."""
         status = await self._pool.execute(
-            "UPDATE proposals SET status = 'expired', decided_at = $1 WHERE status = 'pending' AND expires_at <= $1",
-            now,
+            """UPDATE proposals SET status = 'expired', decided_at = $1
+               WHERE status = 'pending' AND expires_at <= $1 AND ($2::text IS NULL OR scope = $2::text)""",
+            now, scope,
         )
         return int(status.split()[-1])
 

