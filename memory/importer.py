@@ -250,7 +250,13 @@ class Importer:
                         conn,
                     )
                 )
-            salience = self._gate.score(None, None)
+            # No reply, no surprise: salience calibrated from each message itself (memory.salience),
+            # so decay forgets imported trivia, never most of a history. CPU work: off the loop.
+            import asyncio
+
+            from memory.salience import imported_saliences
+
+            saliences = await asyncio.to_thread(imported_saliences, [s.content for s in stored], vectors)
             written = await self._episodes.add_many(
                 [
                     NewEpisode(
@@ -258,7 +264,7 @@ class Importer:
                         content=f"{s.author_name}: {s.content}", embedding=v, created_at=s.created_at,
                         salience=salience,
                     )
-                    for s, v in zip(stored, vectors)
+                    for s, v, salience in zip(stored, vectors, saliences)
                 ],
                 conn,
             )
