@@ -13,6 +13,7 @@ from bot.config import Settings
 from memory.archetypes import ArchetypeRouter, ArchetypeStore, MatchRecord
 from memory.conversation import ConversationStore, NewMessage
 from memory.embed import MiniLMEmbedder
+from memory.errors import InvalidInput
 
 # Paraphrases that are not among any archetype's examples.
 HELD_OUT = {
@@ -149,3 +150,76 @@ async def test_matches_are_logged_and_fold_into_statistics(pool: asyncpg.Pool, e
     sims = [r.plan.similarity for r in records if r.plan.archetype == "simple_continuation"]
     assert row["match_count"] == len(sims) == 2
     assert row["avg_similarity"] == pytest.approx(sum(sims) / 2, abs=1e-5)
+
+
+# --- per-server archetypes and overrides ------------------------------------------------------------
+
+async def test_a_guild_override_switches_an_archetype_off_there_only(pool: asyncpg.Pool, embedder: MiniLMEmbedder) -> None:
+    router = router_for(pool, embedder)
+    store = router.store
+    switched = await store.set_override("g1", "simple_continuation", False, "u-admin")
+    assert switched.active is False and switched.override_by == "u-admin"
+    await router.refresh()
+    thanks = await embedder.embed("thanks a lot")
+    assert router.classify(thanks, "g1").archetype != "simple_continuation"
+    assert router.classify(thanks, "g2").archetype == "simple_continuation"
+    assert router.classify(thanks).archetype == "simple_continuation"
+    in_g1 = {a.name: a for a in await store.list_archetypes(scope="g1")}
+    assert in_g1["simple_continuation"].active is False
+    assert "simple_continuation" not in {a.name for a in await store.list_archetypes(scope="g1", active_only=True)}
+    assert (await store.get("simple_continuation")).active is True, "the global row is unchanged"
+    row = await pool.fetchrow("SELECT scope, active, set_by FROM archetype_overrides")
+    assert tuple(row) == ("g1", False, "u-admin")
+    with pytest.raises(InvalidInput, match="unknown archetype"):
+        await store.set_override("g1", "no_such_thing", False, "u-admin")
+
+
+async def test_a_guild_can_switch_on_what_the_owner_switched_off(pool: asyncpg.Pool, embedder: MiniLMEmbedder) -> None:
+    router = router_for(pool, embedder)
+    await router.store.set_active("simple_continuation", False)
+    await router.store.set_override("g1", "simple_continuation", True, "u-admin")
+    await router.refresh()
+    thanks = await embedder.embed("thanks a lot")
+    assert router.classify(thanks, "g1").archetype == "simple_continuation"
+    assert router.classify(thanks, "g2").archetype != "simple_continuation"
+    assert "simple_continuation" in {a.name for a in router.archetypes_in("g1")}
+
+
+async def test_a_guilds_own_archetype_shadows_the_global_one_of_that_name(
+    pool: asyncpg.Pool, embedder: MiniLMEmbedder
+) -> None:
+    await pool.execute(
+        """INSERT INTO context_archetypes (archetype_name, description, example_messages, context_turns,
+               context_vectors, similarity_threshold, triple_depth, scope)
+           SELECT archetype_name, description, example_messages, 3, 1, 0.8, 0, 'g1'
+           FROM context_archetypes WHERE archetype_name = 'general_question' AND scope IS NULL""")
+    router = router_for(pool, embedder)
+    await router.refresh()
+    question = await embedder.embed("how do volcanoes erupt?")
+    mine, theirs = router.classify(question, "g1"), router.classify(question, "g2")
+    assert mine.archetype == theirs.archetype == "general_question"
+    assert (mine.turns, mine.triple_depth) == (3, 0) and (theirs.turns, theirs.triple_depth) != (3, 0)
+    assert [a.name for a in router.archetypes_in("g1")].count("general_question") == 1
+    assert (await router.store.get("general_question", scope="g1")).scope == "g1"
+    assert (await router.store.get("general_question")).scope is None
+    # an override in g1 switches its own archetype, not the global one
+    await router.store.set_override("g1", "general_question", False, "u-admin")
+    own_id = (await router.store.get("general_question", scope="g1")).id
+    assert await pool.fetchval("SELECT archetype_id FROM archetype_overrides") == own_id
+
+
+async def test_an_override_reaches_a_running_router_without_waiting_for_the_poll(
+    pool: asyncpg.Pool, embedder: MiniLMEmbedder
+) -> None:
+    router = router_for(pool, embedder, refresh_seconds=3600)
+    await router.start(pool)
+    try:
+        await router.store.set_override("g1", "simple_continuation", False, "u-admin")
+        for _ in range(50):
+            if "simple_continuation" not in [a.name for a in router.archetypes_in("g1")]:
+                break
+            await asyncio.sleep(0.1)
+        assert "simple_continuation" not in [a.name for a in router.archetypes_in("g1")]
+        assert "simple_continuation" in [a.name for a in router.archetypes]
+    finally:
+        await router.stop()

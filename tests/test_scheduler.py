@@ -41,7 +41,8 @@ async def test_a_firing_runs_the_cycle_and_records_its_slot(app: App) -> None:
                 break
             await asyncio.sleep(0.05)
         assert scheduler.last_report is not None and scheduler.last_report.status == "ok"
-        row = await app.db.pool.fetchrow("SELECT trigger, scheduled_for FROM dream_runs")
+        row = await app.db.pool.fetchrow("SELECT trigger, scheduled_for, scope FROM dream_runs")
         assert row["trigger"] == "schedule" and row["scheduled_for"] == scheduler.slot(datetime.now(UTC))
+        assert row["scope"] is None, "the nightly run dreams for every scope"
     finally:
         scheduler.shutdown()
