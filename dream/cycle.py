@@ -66,6 +66,7 @@ class DreamConfig:
     forget_after_days: int = 60
     duplicate_similarity: float = 0.985  # (1 + cos) / 2; cos 0.97
     replay_batch: int = 32
+    replay_interval_hours: float = 20.0  # one replay batch per scope per night
     chart_days: int = 14
     kg_prune_retrievability: float = 0.6
     kg_prune_confidence: float = 0.6

@@ -4,17 +4,18 @@ Replay picks, per scope, the episodes with the highest priority
 ``lambda1 * salience + lambda2 * recency + lambda3 * diversity`` (diversity:
 unlike the episodes already picked in this batch, a representation-cosine
 proxy for low gradient overlap) and reinforces them (salience up,
-``last_reinforced_at`` now). How many it replays accrues with the time since
-the scope's last replay (a full batch a day), so a second run the same night
-replays nothing.
+``last_reinforced_at`` now), one batch per scope per night: a second run
+the same night replays nothing.
 
 Decay works by the time since an episode was last reinforced (written,
 recalled, replayed or pinned), never by how many times the cycle ran: only
 trivia (salience below ``trivia_salience``) is forgotten, once unreinforced
 for ``forget_after_days``, up to twice that as its salience nears the
 ceiling; substantive and pinned episodes are never forgotten by decay.
-Near-duplicates (same scope and visibility) are merged until none is left,
-so the next run finds nothing to merge. Forgetting an episode keeps its
+Near-duplicates are merged until none is left, so the next run finds
+nothing to merge: same scope and visibility, keys at least
+``duplicate_similarity`` alike, and nearly the same words (a one-word change
+such as another day, name or number is another moment, not a duplicate). Forgetting an episode keeps its
 messages in the conversation log; only the memory fades. The CPU work (the
 replay order) runs in a thread.
 """
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import re
 from datetime import datetime, timedelta
 
 import numpy as np
@@ -51,12 +53,11 @@ def replay_order(salience: np.ndarray, age_days: np.ndarray, vectors: np.ndarray
     return chosen
 
 
-def replay_budget(batch: int, last_replay: datetime | None, now: datetime) -> int:
-    """How many episodes a scope may replay now: a full batch per day since its last replay."""
-    if last_replay is None:
+def replay_budget(batch: int, last_replay: datetime | None, now: datetime, interval: timedelta) -> int:
+    """How many episodes a scope may replay now: one batch per ``interval`` (a night), none sooner."""
+    if last_replay is None or now - last_replay >= interval:
         return batch
-    days = max((now - last_replay).total_seconds(), 0.0) / 86400.0
-    return min(batch, int(batch * days))
+    return 0
 
 
 async def _scopes(services: DreamServices, sql: str, *args: object) -> list[str]:
@@ -72,7 +73,7 @@ async def replay(services: DreamServices, now: datetime) -> StepReport:
     since = now - timedelta(days=cfg.lookback_days)
     for scope in await _scopes(services, "SELECT DISTINCT scope FROM episodes WHERE created_at >= $1", since):
         last = await services.pool.fetchval("SELECT max(last_replayed_at) FROM episodes WHERE scope = $1", scope)
-        k = replay_budget(cfg.replay_batch, last, now)
+        k = replay_budget(cfg.replay_batch, last, now, timedelta(hours=cfg.replay_interval_hours))
         if k <= 0:
             continue
         rows = await services.pool.fetch(
@@ -125,9 +126,9 @@ async def _merge_pass(services: DreamServices, now: datetime) -> int:
     cfg = services.config
     pool = services.pool
     pairs = await pool.fetch(
-        """SELECT e.id AS a, n.id AS b FROM episodes e
+        """SELECT e.id AS a, n.id AS b, e.content AS a_text, n.content AS b_text FROM episodes e
            CROSS JOIN LATERAL (
-               SELECT o.id, 1 - (o.embedding <=> e.embedding) / 2 AS sim FROM episodes o
+               SELECT o.id, o.content, 1 - (o.embedding <=> e.embedding) / 2 AS sim FROM episodes o
                WHERE o.scope = e.scope AND o.id <> e.id AND o.visible_in IS NOT DISTINCT FROM e.visible_in
                ORDER BY o.embedding <=> e.embedding LIMIT 1) n
            WHERE e.created_at >= $1 AND n.sim >= $2 AND ($3::text IS NULL OR e.scope = $3::text)
@@ -138,7 +139,7 @@ async def _merge_pass(services: DreamServices, now: datetime) -> int:
     gone: set[int] = set()
     for pair in pairs:
         a, b = pair["a"], pair["b"]
-        if a in gone or b in gone:
+        if a in gone or b in gone or not same_words(pair["a_text"], pair["b_text"]):
             continue
         async with pool.acquire() as conn, conn.transaction():
             rows = await conn.fetch(
@@ -160,6 +161,20 @@ async def _merge_pass(services: DreamServices, now: datetime) -> int:
             gone.add(drop["id"])
             merged += 1
     return merged
+
+
+def same_words(a: str, b: str, *, min_overlap: float = 0.9) -> bool:
+    """Whether two episodes say nearly the same words (Jaccard of their message lines' word sets;
+    the speaker's name prefix is left out)."""
+
+    def words(text: str) -> set[str]:
+        first = text.split("\n", 1)[0]
+        return set(re.findall(r"[^\W_]+", first.partition(": ")[2].lower() or first.lower()))
+
+    wa, wb = words(a), words(b)
+    if not wa or not wb:
+        return wa == wb
+    return len(wa & wb) / len(wa | wb) >= min_overlap
 
 
 async def expire_proposals(services: DreamServices, now: datetime) -> StepReport:
