@@ -28,7 +28,6 @@ from uuid import UUID
 import asyncpg
 import numpy as np
 
-from memory.embed import similarity
 
 log = logging.getLogger(__name__)
 
