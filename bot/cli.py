@@ -55,7 +55,8 @@ def _parser() -> argparse.ArgumentParser:
     rec.add_argument("--json", action="store_true", help="print JSON")
     rec.add_argument("--queries", type=Path, help='JSON Lines of {"text": ..., "scope": ...}; one JSON result a line')
 
-    sub.add_parser("dream", help="run one dream cycle now and print its report")
+    dr = sub.add_parser("dream", help="run one dream cycle now and print its report and proposals")
+    dr.add_argument("--scope", help="dream for this scope only (default: every scope)")
     sub.add_parser("migrate", help="apply database migrations and exit")
     sub.add_parser("run", help="run the Discord bot")
     return p
@@ -246,13 +247,15 @@ def _read_queries(path: Path, default_scope: str) -> list[tuple[str, str]]:
 async def _dream(settings: Settings, args: argparse.Namespace) -> int:
     from datetime import UTC, datetime
 
-    from bot.console import ConsoleDreamChannel
+    from bot.console import ConsoleDreamChannel, post_proposals
 
     app = await _open(settings, with_llm=False)
     try:
         app.dream.services.channel = ConsoleDreamChannel(sys.stdout)
-        report = await app.dream.run(datetime.now(UTC))
+        report = await app.dream.run(datetime.now(UTC), scope=args.scope)
         print(report.render())
+        # The console's own proposals are posted here; a server's wait for `hippobot run` to post them.
+        await post_proposals(app.governance, sys.stdout, scope=settings.console_scope)
         return 0 if report.status in ("ok", "skipped") else EXIT_ERROR
     finally:
         await app.close()

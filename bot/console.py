@@ -98,6 +98,31 @@ class ConsoleDreamChannel:
         self._out.flush()
 
 
+async def post_proposals(governance: Governance, out: TextIO, *, scope: str | None) -> int:
+    """Print what waits in the outbox after a dream run; returns how many were printed.
+
+    ``scope``'s proposals (the console's own) are posted here: printed and
+    marked posted. Other scopes' proposals are printed for the operator but
+    stay in the outbox, so the Discord bot posts them to their server's dream
+    channel when it runs. ``scope=None`` leaves every proposal in the outbox.
+    """
+    from dream.outbox import Outbox
+
+    outbox = Outbox(governance.pool)
+    posted = 0
+    if scope is not None:
+        posted = await outbox.flush(governance, ConsoleDreamChannel(out), scope=scope)
+    for proposal_id in await outbox.pending():
+        proposal = await governance.get(proposal_id)
+        if proposal.scope == scope and scope is not None:
+            continue  # its post failed; the flush logged why
+        out.write("\n" + proposal.render() + f"\n(waits in the outbox for {proposal.scope or 'every'} server's "
+                  "dream channel; `hippobot run` posts it)\n")
+        posted += 1
+    out.flush()
+    return posted
+
+
 class Console:
     def __init__(self, brain: Brain, identity: ConsoleIdentity, stdin: TextIO, stdout: TextIO, stderr: TextIO,
                  *, interactive: bool, governance: Governance | None = None, dream: DreamCycle | None = None,
@@ -173,8 +198,9 @@ class Console:
             self._print("\n\n".join(p.render() for p in pending) if pending else "(no pending proposals)")
             return
         if command == "/dream":
-            report = await self._dream.run(now)
+            report = await self._dream.run(now, scope=self._me.scope)
             self._print(report.render())
+            await post_proposals(self._governance, self._out, scope=self._me.scope)
             return
         verb, _, arg = command.partition(" ")
         if not arg.strip().lstrip("#").isdigit():

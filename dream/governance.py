@@ -190,6 +190,10 @@ class Governance:
 
             register_archetype_kinds(self)
 
+    @property
+    def pool(self) -> asyncpg.Pool:
+        return self._pool
+
     def register_kind(self, kind: str, apply: KindHandler) -> None:
         """What approving a proposal of ``kind`` does. Registering the same handler again is a no-op;
         a second, different handler for a kind is a GovernanceError."""

@@ -67,7 +67,8 @@ class Provenance:
         self._pool = pool
         self._layers = layers  # the composition root's list, shared with Recall and the absorber
 
-    async def _forget(self, roots: str, *args: object, author: tuple[str, str] | None = None) -> ForgetReport:
+    async def _forget(self, roots: str, *args: object, author: tuple[str, str] | None = None,
+                      whole_scope: str | None = None) -> ForgetReport:
         async with self._pool.acquire() as conn, conn.transaction():
             doomed = [r["id"] for r in await conn.fetch(_CLOSURE.format(roots=roots), *args)]
             counts: Counter[str] = Counter(messages=len(doomed))
@@ -84,6 +85,8 @@ class Provenance:
                 await conn.execute("DELETE FROM messages WHERE id = ANY($1::bigint[])", doomed)
             if author is not None:
                 counts["votes_anonymised"] += await _anonymise_votes(conn, *author)
+            if whole_scope is not None:
+                counts.update(await _drop_scope(conn, whole_scope))
         return ForgetReport(dict(counts))
 
     async def forget_message(self, scope: str, message_id: int) -> ForgetReport:
@@ -126,10 +129,30 @@ class Provenance:
                AND ($3::text IS NULL OR scope = $3)""", source, channel_id, scope)
 
     async def forget_author(self, scope: str, author_id: str) -> ForgetReport:
-        """Delete everything one person said in this scope and everything derived from it; anonymise their votes."""
+        """Delete everything one person said in this scope and everything derived from it; anonymise their votes.
+
+        In the person's own DM scope (``dm:<their id>``) the scope itself is
+        theirs: every message and every row of any table kept for that scope
+        (archetypes, overrides, proposals, dream runs, the graph) goes too.
+        """
         require_scope(scope)
+        if scope == f"dm:{author_id}":
+            return await self._forget("scope = $1", scope, author=(scope, author_id), whole_scope=scope)
         return await self._forget("scope = $1 AND author_id = $2 AND NOT is_bot", scope, author_id,
                                   author=(scope, author_id))
+
+
+async def _drop_scope(conn: asyncpg.Connection, scope: str) -> Counter[str]:
+    """Delete every row kept for ``scope`` in any table with a ``scope`` column (a layer's new table included)."""
+    tables = [r["table_name"] for r in await conn.fetch(
+        """SELECT table_name FROM information_schema.columns
+           WHERE table_schema = current_schema() AND column_name = 'scope' ORDER BY table_name""")]
+    dropped: Counter[str] = Counter()
+    for table in tables:
+        status = await conn.execute(f'DELETE FROM "{table}" WHERE scope = $1', scope)
+        if n := int(status.split()[-1]):
+            dropped[f"{table}_dropped"] += n
+    return dropped
 
 
 async def _anonymise_votes(conn: asyncpg.Connection, scope: str, voter_id: str) -> int:
