@@ -291,7 +291,7 @@ class Brain:
         t1 = time.perf_counter()
         vector = await self.embedder.embed(message.content)
         t2 = time.perf_counter()
-        plan = self.archetypes.classify(vector)
+        plan = self.archetypes.classify(vector, turn.scope)
         t3 = time.perf_counter()
         bundle = await self.recall.gather(recall_query(
             turn.scope, message.content, vector, plan, self.clock.now(), channel_id=turn.channel_id,
@@ -336,7 +336,7 @@ class Brain:
         vectors = await self.embedder.embed_many(texts) if texts else []
         bundles = []
         for text, (_, scope), vector in zip(texts, queries, vectors):
-            plan = self.archetypes.classify(vector)
+            plan = self.archetypes.classify(vector, scope)
             if k is not None:
                 plan = replace(plan, vectors=max(0, k))
             bundles.append(await self.recall.gather(recall_query(

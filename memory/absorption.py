@@ -63,7 +63,7 @@ class Absorber:
             vector = hints.vector
         else:  # edited since, or a restart: the text as it is now
             vector = await self.embedder.embed(message.content)
-        plan = self.router.classify(vector)
+        plan = self.router.classify(vector, message.scope)
         now = self.clock.now()
         turn = AbsorbedTurn(message, reply, vector, plan, now, hints.surprise, hints.used)
         ok = True
@@ -107,7 +107,7 @@ class Absorber:
             for layer in self.layers:
                 await layer.edited(message, conn)
             vector = await self.embedder.embed(message.content)
-            plan = self.router.classify(vector)
+            plan = self.router.classify(vector, message.scope)
             await conn.execute("DELETE FROM archetype_matches WHERE message_id = $1", message.id)
             await self.archetypes.record_matches(
                 [MatchRecord(message.scope, message.id, plan, message.created_at, vector)], conn)

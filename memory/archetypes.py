@@ -212,23 +212,25 @@ class ArchetypeStore:
         """Log classifications and fold the used ones into match_count / avg_similarity."""
         if not records:
             return
-        rows = [
-            (r.scope, r.message_id, r.plan.archetype_id, float(r.plan.similarity), r.plan.used_default, r.matched_at,
-             None if r.vector is None else np.asarray(r.vector, dtype=np.float32))
-            for r in records
-        ]
-        used: dict[UUID, list[float]] = defaultdict(list)
-        for r in records:
-            if not r.plan.used_default and r.plan.archetype_id is not None:
-                used[r.plan.archetype_id].append(float(r.plan.similarity))
 
         async def run(c: asyncpg.Connection) -> None:
+            # A message already logged (an absorption retried after a partial failure) is not counted twice.
+            seen = {r["message_id"] for r in await c.fetch(
+                "SELECT message_id FROM archetype_matches WHERE message_id = ANY($1::bigint[])",
+                [r.message_id for r in records])}
+            fresh = [r for r in records if r.message_id not in seen]
             await c.executemany(
                 """INSERT INTO archetype_matches
                        (scope, message_id, archetype_id, similarity, used_default, matched_at, embedding)
                    VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (message_id) DO NOTHING""",
-                rows,
+                [(r.scope, r.message_id, r.plan.archetype_id, float(r.plan.similarity), r.plan.used_default,
+                  r.matched_at, None if r.vector is None else np.asarray(r.vector, dtype=np.float32))
+                 for r in fresh],
             )
+            used: dict[UUID, list[float]] = defaultdict(list)
+            for r in fresh:
+                if not r.plan.used_default and r.plan.archetype_id is not None:
+                    used[r.plan.archetype_id].append(float(r.plan.similarity))
             for archetype_id, sims in used.items():
                 await c.execute(
                     """UPDATE context_archetypes SET

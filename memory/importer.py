@@ -270,7 +270,7 @@ class Importer:
             )
             await self._archetype_store.record_matches(
                 [
-                    MatchRecord(scope, s.id, self._router.classify(v), s.created_at, v)
+                    MatchRecord(scope, s.id, self._router.classify(v, scope), s.created_at, v)
                     for s, v in zip(stored, vectors) if not s.is_bot
                 ],
                 conn,

@@ -184,7 +184,7 @@ async def test_the_console_approves_and_the_next_message_uses_the_new_plan(app: 
     assert f"proposal #{planning[0].id} applied by mod" in text
     await app.router.refresh()
     assert app.router.classify(await app.embedder.embed(HELD_OUT_PLANNING[0]), "g1").archetype == name
-    # (That the console's next message then uses it needs the Brain to classify in its scope.)
+    assert f"archetype: {name}" in text  # the console's /recall routed with the guild's new archetype
 
 
 def test_registry_order_ends_with_the_digest() -> None:

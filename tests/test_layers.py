@@ -112,6 +112,14 @@ async def test_a_slow_or_failing_layer_is_skipped_and_the_reply_still_comes(app:
     assert await app.db.pool.fetchval("SELECT count(*) FROM episodes") == 1
     assert await app.conversations.count_unabsorbed() == 1
     assert app.brain.absorber.failures["broken"] == 1
+    # Retried once the layer is fixed: the others' work is not doubled, the archetype match not counted twice.
+    matches = await app.db.pool.fetchval("SELECT coalesce(sum(match_count), 0) FROM context_archetypes")
+    app.layers.remove(next(layer for layer in app.layers if layer.name == "broken"))
+    assert await app.absorb_backlog() == 1
+    assert await app.conversations.count_unabsorbed() == 0
+    assert await app.db.pool.fetchval("SELECT count(*) FROM episodes") == 1
+    assert await app.db.pool.fetchval("SELECT count(*) FROM archetype_matches") == 1
+    assert await app.db.pool.fetchval("SELECT coalesce(sum(match_count), 0) FROM context_archetypes") == matches
 
 
 async def test_an_edit_before_the_queued_write_wins(app: App, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch) -> None:
