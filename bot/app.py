@@ -174,6 +174,8 @@ class App:
                 ApproverPolicy(frozenset({settings.approver_role}), quorum=settings.approval_quorum),
                 ttl=timedelta(hours=settings.proposal_ttl_hours),
             )
+            for layer in layers:  # what approving a layer's proposals does (e.g. persona shifts, adapters)
+                governance.register_kinds(layer.proposal_kinds())
             dream = DreamCycle(
                 DreamServices(
                     pool=pool, embedder=embedder, archetypes=archetype_store, router=router, governance=governance,

@@ -273,10 +273,23 @@ async def test_run_with_a_token_discord_refuses_says_what_to_fix(app: App, monke
 
     monkeypatch.setattr(client_module.App, "open", open_app)
     monkeypatch.setattr(client_module.HippoBot, "start", refuse)
+    # The last run died after storing a message and before absorbing it: this start absorbs it first.
+    await app.brain.receive(IncomingTurn(scope=str(GUILD), source="discord", channel_id="5", author_id="9",
+                                         author_name="Flo", text="my bike is a green Brompton", external_id="4242"))
+    assert await app.conversations.count_unabsorbed() == 1
+    absorbed: list[int] = []
+    backlog = app.absorb_backlog
+
+    async def spy(**kw):  # type: ignore[no-untyped-def]
+        absorbed.append(await backlog(**kw))
+        return absorbed[-1]
+
+    monkeypatch.setattr(app, "absorb_backlog", spy)
     settings = app.settings.model_copy(update={"discord_token": SecretStr("not-a-token")})
     with pytest.raises(client_module.DiscordSetupError, match="Discord refused the token"):
         await client_module.run_discord(settings)
     assert app.closed, "the app (and the embedded database) is closed on the way out"
+    assert absorbed == [1]
 
 
 def test_visibility_follows_everyones_view_and_threads_follow_their_parent() -> None:

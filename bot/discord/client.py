@@ -102,6 +102,9 @@ async def run_discord(settings: Settings) -> int:
     app = await App.open(settings, with_llm=True)
     bot = HippoBot(app, settings)
     try:
+        # What the last run received but never absorbed (a crash, a kill) is absorbed before new messages come.
+        if absorbed := await app.absorb_backlog(progress=_log_backlog):
+            log.info("absorbed %d message(s) left by the last run", absorbed)
         await bot.start(token)
     except discord.LoginFailure:
         raise DiscordSetupError("Discord refused the token (HIPPOBOT_DISCORD_TOKEN): check it in the "
@@ -118,6 +121,11 @@ async def run_discord(settings: Settings) -> int:
             log.debug("bot close after a failed start", exc_info=True)
         await app.close()  # idempotent
     return 0
+
+
+def _log_backlog(done: int, total: int) -> None:
+    if done == total or done % 500 == 0:
+        log.info("absorbing the last run's backlog: %d/%d", done, total)
 
 
 class DiscordSetupError(Exception):
