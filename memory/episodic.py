@@ -2,8 +2,9 @@
 
 An episode is a user turn with the bot's reply, or one imported message. Its
 key is the MiniLM vector of the user's message (computed once, shared with
-archetype routing). Search is cosine over pgvector's HNSW index, always
-within one scope, best first. The write gate scores salience from surprise,
+archetype routing). Search is cosine, always within one scope and audience,
+best first: an exact scan of a small audience, pgvector's HNSW index for a
+large one. The write gate scores salience from surprise,
 novelty and pinning (seed 001, 5.1); replay and decay arrive with the dream
 cycle.
 """
@@ -19,11 +20,17 @@ import asyncpg
 import numpy as np
 
 from memory.conversation import require_scope
+from memory.db import iterative_scans
 from memory.sources import SourceRef
 
-# Per-query HNSW candidate list: the scope filter is applied after the index
-# scan (pgvector 0.6 has no iterative scans), so look at more than k.
-HNSW_EF_SEARCH = 200
+# How a top-k is found (bench/pipeline.py, filtered case): an audience of up to
+# EXACT_SCAN_ROWS episodes is scanned exactly (recall 1.0, a few ms at most);
+# a larger one through HNSW. With pgvector >= 0.8 the pool runs filtered HNSW
+# scans iteratively (memory/db.py), so a modest candidate list suffices;
+# without them the scope filter is applied after the scan, so look further.
+EXACT_SCAN_ROWS = 5_000
+HNSW_EF_SEARCH = 40
+HNSW_EF_SEARCH_POST_FILTER = 200
 
 _COLUMNS = (
     "id, scope, channel_id, author_id, message_id, reply_message_id, content, "
@@ -168,28 +175,32 @@ class EpisodicStore:
         inner = """SELECT {cols}, embedding <=> $2 AS distance FROM episodes
                    WHERE scope = $1 AND (visible_in IS NULL OR visible_in = $4::text)
                    ORDER BY {order} LIMIT $3"""
-        query = f"""SELECT e.*, 1 - e.distance / 2 AS similarity,
-                           m.external_id AS m_external, m.channel_id AS m_channel, m.source AS m_source,
-                           r.external_id AS r_external, r.channel_id AS r_channel, r.source AS r_source
-                    FROM ({{inner}}) e
-                    LEFT JOIN messages m ON m.id = e.message_id
-                    LEFT JOIN messages r ON r.id = e.reply_message_id"""
-        cols = ", ".join(_COLUMNS.split(", "))
+        query = """SELECT e.*, 1 - e.distance / 2 AS similarity,
+                          m.external_id AS m_external, m.channel_id AS m_channel, m.source AS m_source,
+                          r.external_id AS r_external, r.channel_id AS r_channel, r.source AS r_source
+                   FROM ({inner}) e
+                   LEFT JOIN messages m ON m.id = e.message_id
+                   LEFT JOIN messages r ON r.id = e.reply_message_id"""
         key = np.asarray(vector, dtype=np.float32)
+        # Ordering by an expression the vector index cannot serve makes the planner scan the audience's rows.
+        exact = query.format(inner=inner.format(cols=_COLUMNS, order="(embedding <=> $2) + 0"))
+        indexed = query.format(inner=inner.format(cols=_COLUMNS, order="embedding <=> $2"))
         async with self._pool.acquire() as conn, conn.transaction():
-            await conn.execute(f"SET LOCAL hnsw.ef_search = {max(HNSW_EF_SEARCH, k)}")
-            rows = await conn.fetch(query.format(inner=inner.format(cols=cols, order="embedding <=> $2")),
-                                    scope, key, k, visible_channel)
-            if len(rows) < k and await conn.fetchval(
-                    """SELECT count(*) > $2 FROM (SELECT 1 FROM episodes WHERE scope = $1
-                       AND (visible_in IS NULL OR visible_in = $4::text) LIMIT $3) s""",
-                    scope, len(rows), k, visible_channel):
-                # A filtered HNSW scan can come back short (before pgvector 0.8's iterative scans, or past
-                # hnsw.max_scan_tuples): scan the audience's rows exactly (ordering by an expression the
-                # vector index cannot serve).
-                rows = await conn.fetch(
-                    query.format(inner=inner.format(cols=cols, order="(embedding <=> $2) + 0")),
-                    scope, key, k, visible_channel)
+            audience = await conn.fetchval(
+                """SELECT count(*) FROM (SELECT 1 FROM episodes WHERE scope = $1
+                   AND (visible_in IS NULL OR visible_in = $2::text) LIMIT $3) s""",
+                scope, visible_channel, EXACT_SCAN_ROWS + 1)
+            if audience <= EXACT_SCAN_ROWS:
+                rows = await conn.fetch(exact, scope, key, k, visible_channel)
+            else:
+                iterative = await iterative_scans(conn)
+                ef = HNSW_EF_SEARCH if iterative else HNSW_EF_SEARCH_POST_FILTER
+                await conn.execute(f"SET LOCAL hnsw.ef_search = {max(ef, k)}")
+                rows = await conn.fetch(indexed, scope, key, k, visible_channel)
+                if len(rows) < min(k, audience):
+                    # Past hnsw.max_scan_tuples (or without iterative scans) a filtered scan can come back
+                    # short: scan the audience exactly.
+                    rows = await conn.fetch(exact, scope, key, k, visible_channel)
         hits = [EpisodeHit(_episode(r), float(r["similarity"]), _sources(r)) for r in rows]
         hits.sort(key=lambda h: h.similarity, reverse=True)  # the contract: best first
         return hits

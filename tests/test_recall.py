@@ -109,9 +109,16 @@ async def test_recent_turns_are_the_plans_window_oldest_first_and_not_repeated_a
     assert all(h.episode.message_id != ids[-1] for h in bundle.episodes)
 
 
-async def test_a_small_scope_in_a_big_table_still_gets_k_episodes(db_url: str, pool: asyncpg.Pool) -> None:
-    """The HNSW scan filters by scope afterwards; a short answer falls back to an exact scan of the scope."""
+@pytest.mark.parametrize("exact_rows", [5_000, 4])
+async def test_a_small_scope_in_a_big_table_still_gets_k_episodes(db_url: str, pool: asyncpg.Pool, exact_rows: int,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A small audience is scanned exactly; a larger one goes through HNSW, and a short answer there (the
+    scope filtered after the scan) falls back to an exact scan of the audience."""
     import asyncpg as apg
+
+    import memory.episodic
+
+    monkeypatch.setattr(memory.episodic, "EXACT_SCAN_ROWS", exact_rows)
     import numpy as np
 
     from memory.db import _init_connection
