@@ -55,16 +55,18 @@ class FactsLayer(BaseLayer):
         await self.semantic.absorb(message, now)
 
     async def forgetting(self, conn: asyncpg.Connection, message_ids: Sequence[int]) -> Mapping[str, int]:
+        # Remove the support now (the trigger drops edges left without any), then the nodes those
+        # edges leave alone: a person's own node and their things carry their name.
+        scopes = [r["scope"] for r in await conn.fetch(
+            "SELECT DISTINCT scope FROM messages WHERE id = ANY($1::bigint[]) ORDER BY scope", list(message_ids))]
+        for scope in scopes:  # the graph's writers of these scopes wait (absorb takes the same lock), in one order
+            await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended('kg:' || $1, 0))", scope)
         n = await conn.fetchval(
             """SELECT count(*) FROM kg_edges e
                WHERE EXISTS (SELECT 1 FROM kg_edge_sources s WHERE s.edge_id = e.id
                              AND s.message_id = ANY($1::bigint[]))
                  AND NOT EXISTS (SELECT 1 FROM kg_edge_sources s WHERE s.edge_id = e.id
                                  AND NOT s.message_id = ANY($1::bigint[]))""", list(message_ids))
-        # Remove the support now (the trigger drops edges left without any), then the nodes those
-        # edges leave alone: a person's own node and their things carry their name.
-        scopes = [r["scope"] for r in await conn.fetch(
-            "SELECT DISTINCT scope FROM messages WHERE id = ANY($1::bigint[])", list(message_ids))]
         await conn.execute("DELETE FROM kg_edge_sources WHERE message_id = ANY($1::bigint[])", list(message_ids))
         await conn.execute(
             """DELETE FROM kg_nodes n WHERE n.scope = ANY($1::text[]) AND NOT EXISTS (
