@@ -13,6 +13,7 @@ CPU work (clustering, ordering, merging) in threads, never on the loop.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 import traceback
@@ -148,6 +149,9 @@ class DreamCycle:
 
     async def _run_locked(self, now: datetime, trigger: str, slot: datetime | None, scope: str | None) -> RunReport:
         pool = self.services.pool
+        # Holding the dream lock, any run still 'running' belongs to a process that stopped part-way.
+        await pool.execute("UPDATE dream_runs SET status = 'abandoned', finished_at = $1 WHERE status = 'running'",
+                           now)
         try:
             run_id = await pool.fetchval(
                 """INSERT INTO dream_runs (trigger, scheduled_for, started_at, scope)
@@ -158,6 +162,17 @@ class DreamCycle:
             return RunReport(None, "skipped", {}, f"the {slot:%Y-%m-%d %H:%M} run already happened")
         # This run's own view of the services: its id, scope and the reports of the steps so far.
         services = replace(self.services, scope=scope, run_id=run_id, reports={})
+        try:
+            return await self._steps(services, now, run_id, trigger, scope)
+        except asyncio.CancelledError:  # shutting down: say so, and keep what the finished steps did
+            await asyncio.shield(pool.execute(
+                "UPDATE dream_runs SET finished_at = now(), status = 'abandoned', report = $2::jsonb WHERE id = $1",
+                run_id, {n: r.as_dict() for n, r in services.reports.items()}))
+            raise
+
+    async def _steps(self, services: DreamServices, now: datetime, run_id: int, trigger: str,
+                     scope: str | None) -> RunReport:
+        pool = self.services.pool
         for name, step in self.steps:
             started = time.perf_counter()
             try:

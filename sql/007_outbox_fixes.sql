@@ -21,3 +21,8 @@ $$ LANGUAGE plpgsql;
 
 -- Forgetting and re-absorbing look up the relational gate's log by message.
 CREATE INDEX IF NOT EXISTS kg_gate_log_message_idx ON kg_gate_log (message_id);
+
+-- A dream run stopped part-way (SIGTERM, a kill) is 'abandoned', not 'running' forever.
+ALTER TABLE dream_runs DROP CONSTRAINT dream_runs_status_check;
+ALTER TABLE dream_runs ADD CONSTRAINT dream_runs_status_check
+    CHECK (status IN ('running', 'ok', 'partial', 'failed', 'abandoned'));

@@ -151,6 +151,32 @@ async def test_a_failing_step_leaves_the_others_work_in_place(app: App) -> None:
     assert await app.db.pool.fetchval("SELECT count(*) FROM dream_runs") == 3
 
 
+async def test_a_run_stopped_part_way_is_abandoned_and_the_next_one_runs(app: App) -> None:
+    started = asyncio.Event()
+
+    async def done(services, now):  # type: ignore[no-untyped-def]
+        return StepReport(counts={"done": 1})
+
+    async def forever(services, now):  # type: ignore[no-untyped-def]
+        started.set()
+        await asyncio.sleep(3600)
+        return StepReport()
+
+    run = asyncio.create_task(DreamCycle(app.dream.services, [("first", done), ("stuck", forever)]).run(NOW))
+    await started.wait()
+    run.cancel()  # what SIGTERM does to the scheduler's run
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    row = await app.db.pool.fetchrow("SELECT status, report FROM dream_runs")
+    assert row["status"] == "abandoned" and row["report"]["first"]["counts"] == {"done": 1}
+    # A row a killed process left 'running' is closed by the next run, which goes ahead.
+    await app.db.pool.execute("INSERT INTO dream_runs (trigger) VALUES ('manual')")
+    report = await DreamCycle(app.dream.services, [("first", done)]).run(NOW)
+    assert report.status == "ok"
+    statuses = [r["status"] for r in await app.db.pool.fetch("SELECT status FROM dream_runs ORDER BY id")]
+    assert statuses == ["abandoned", "abandoned", "ok"]
+
+
 async def test_replay_and_decay_respect_pins_merge_duplicates_and_keep_messages(app: App, tmp_path: Path) -> None:
     await app.importer.run(month_of_history(tmp_path / "month.jsonl"), "g1")
     pool = app.db.pool
