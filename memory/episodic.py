@@ -240,11 +240,14 @@ class EpisodicStore:
         )
         return int(status.split()[-1])
 
-    async def by_author(self, scope: str, author_id: str, limit: int = 50) -> list[Episode]:
+    async def by_author(self, scope: str, author_id: str, limit: int = 50, *,
+                        visible_channel: str | None = None) -> list[Episode]:
+        """This person's latest episodes that the audience may see (``visible_channel`` None: public ones)."""
         require_scope(scope)
         rows = await self._pool.fetch(
-            f"SELECT {_COLUMNS} FROM episodes WHERE scope = $1 AND author_id = $2 ORDER BY created_at DESC LIMIT $3",
-            scope, author_id, limit,
+            f"""SELECT {_COLUMNS} FROM episodes WHERE scope = $1 AND author_id = $2
+                AND (visible_in IS NULL OR visible_in = $4::text) ORDER BY created_at DESC LIMIT $3""",
+            scope, author_id, limit, visible_channel,
         )
         return [_episode(r) for r in rows]
 

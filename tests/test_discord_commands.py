@@ -141,6 +141,23 @@ async def test_whatdoyouknow_lists_only_the_askers_memories(two_speakers: App) -
     assert "peanuts" in said(i) and "trumpet" not in said(i)
 
 
+async def test_whatdoyouknow_shows_a_restricted_channels_memories_only_there(app: App) -> None:
+    reply = await app.brain.respond(IncomingTurn(str(GUILD), "discord", "77", "111", "user111",
+                                                 "my salary review is on the ninth", external_id="m-77",
+                                                 visible_in="77"))
+    await reply.complete()
+    await talk(app, 111, "I am allergic to peanuts")
+    await app.brain.drain()
+    cog = AdminCog(fake_bot(app))  # type: ignore[arg-type]
+    public = interaction(member(111))  # asked in channel 42, which everyone sees
+    await cog.whatdoyouknow.callback(cog, public)
+    assert "peanuts" in said(public) and "salary" not in said(public)
+    inside = interaction(member(111))
+    inside.channel_id = 77
+    await cog.whatdoyouknow.callback(cog, inside)
+    assert "salary" in said(inside) and "peanuts" in said(inside)
+
+
 async def test_a_persistent_button_votes_after_a_restart(app: App) -> None:
     proposal = await app.governance.propose(
         "new_archetype", "t", {"name": "tea_talk", "description": "Tea", "examples": ["tea?"] * 5,

@@ -259,9 +259,12 @@ class AdminCog(commands.Cog):
     @app_commands.allowed_contexts(guilds=True, dms=True, private_channels=False)
     async def whatdoyouknow(self, interaction: discord.Interaction) -> None:
         scope, user = self._scope(interaction), str(interaction.user.id)
-        episodes = await self.bot.app.episodes.by_author(scope, user, 30)
+        # What this channel's audience may see: a restricted channel's memories are shown only there.
+        audience = _visible_channel(interaction)
+        episodes = await self.bot.app.episodes.by_author(scope, user, 30, visible_channel=audience)
         semantic = self.bot.app.brain.semantic
-        facts = await semantic.about_author(scope, user, datetime.now(UTC)) if semantic else []
+        facts = (await semantic.about_author(scope, user, datetime.now(UTC), visible_channel=audience)
+                 if semantic else [])
         if not episodes and not facts:
             await reply(interaction, "I don't remember anything you said here.")
             return
