@@ -1,0 +1,73 @@
+"""Lexical search over the message log: words and speakers, BM25 order, scope and audience."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import asyncpg
+
+from memory.conversation import ConversationStore, NewMessage
+from memory.lexical import LexicalSearch, _term_frequencies
+
+T0 = datetime(2026, 5, 1, 18, 0, tzinfo=UTC)
+
+
+async def store(pool: asyncpg.Pool, scope: str, lines: list[tuple[str, str]], *, visible_in: str | None = None,
+                channel: str = "chat") -> list[int]:
+    conversations = ConversationStore(pool)
+    ids = []
+    for i, (who, text) in enumerate(lines):
+        m = await conversations.add(NewMessage(scope, "import", f"{scope}-{channel}-{i}", channel, f"u-{who}", who,
+                                               text, T0 + timedelta(minutes=i), visible_in=visible_in))
+        ids.append(m.id)
+    return ids
+
+
+CHAT = [
+    ("Maya", "Morning Leo! How was the weekend?"),
+    ("Leo", "Pretty good Maya, I finally repaired the bike chain"),
+    ("Maya", "Nice. I went to the pottery class again, made a wonky bowl"),
+    ("Leo", "Haha Maya, a wonky bowl is still a bowl"),
+    ("Maya", "Also my sister Ines is moving to Rotterdam in June"),
+    ("Leo", "Rotterdam! That's a big move"),
+]
+
+
+async def test_words_find_the_message_and_rare_words_weigh_more(pool: asyncpg.Pool) -> None:
+    ids = await store(pool, "g1", CHAT)
+    search = LexicalSearch(pool)
+    hits = await search.search("g1", "Where is Maya's sister relocating to?", 3)
+    assert hits[0].message.id == ids[4]  # 'sister' is rare; 'Maya' is in half the messages
+    hits = await search.search("g1", "what did Leo fix on his bicycle chain", 2)
+    assert hits[0].message.id == ids[1]
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+async def test_the_speaker_is_searchable(pool: asyncpg.Pool) -> None:
+    ids = await store(pool, "g1", CHAT)
+    hits = await LexicalSearch(pool).search("g1", "Leo", 10)
+    assert {h.message.id for h in hits} >= {ids[1], ids[3], ids[5]}
+
+
+async def test_never_another_scope_or_a_restricted_channel(pool: asyncpg.Pool) -> None:
+    await store(pool, "g1", CHAT)
+    secret = await store(pool, "g1", [("Maya", "the pottery studio password is kiln42")], visible_in="staff",
+                         channel="staff")
+    other = await store(pool, "g2", [("Zed", "pottery pottery pottery")])
+    search = LexicalSearch(pool)
+    found = {h.message.id for h in await search.search("g1", "pottery password", 10)}
+    assert secret[0] not in found and other[0] not in found
+    inside = {h.message.id for h in await search.search("g1", "pottery password", 10, visible_channel="staff")}
+    assert secret[0] in inside and other[0] not in inside
+
+
+async def test_nothing_to_search_for_gives_nothing(pool: asyncpg.Pool) -> None:
+    await store(pool, "g1", CHAT)
+    search = LexicalSearch(pool)
+    assert await search.search("g1", "the of and", 5) == []  # stop words only
+    assert await search.search("g1", "'; DROP TABLE messages; --", 5) == []
+    assert await search.search("g1", "O'Brien's \\\\ back\\slash", 5) == []
+
+
+def test_term_frequencies_read_a_tsvectors_text() -> None:
+    assert _term_frequencies("'bowl':9,14 'wonki':8 'maya':1") == {"bowl": 2, "wonki": 1, "maya": 1}
