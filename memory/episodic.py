@@ -205,6 +205,31 @@ class EpisodicStore:
         hits.sort(key=lambda h: h.similarity, reverse=True)  # the contract: best first
         return hits
 
+    async def for_messages(self, scope: str, message_ids: Sequence[int], vector: np.ndarray, *,
+                           visible_channel: str | None = None) -> dict[int, EpisodeHit]:
+        """The audience's episodes of these messages (by the message that opened them), with their similarity
+        to ``vector``: a lexical hit's episode, scored on the same scale as the dense ones."""
+        require_scope(scope)
+        if not message_ids:
+            return {}
+        rows = await self._pool.fetch(
+            f"""SELECT e.*, 1 - e.distance / 2 AS similarity,
+                       m.external_id AS m_external, m.channel_id AS m_channel, m.source AS m_source,
+                       r.external_id AS r_external, r.channel_id AS r_channel, r.source AS r_source
+                FROM (SELECT {_COLUMNS}, embedding <=> $3 AS distance FROM episodes
+                      WHERE scope = $1 AND (message_id = ANY($2::bigint[]) OR reply_message_id = ANY($2::bigint[]))
+                        AND (visible_in IS NULL OR visible_in = $4::text)) e
+                LEFT JOIN messages m ON m.id = e.message_id
+                LEFT JOIN messages r ON r.id = e.reply_message_id""",
+            scope, list(message_ids), np.asarray(vector, dtype=np.float32), visible_channel)
+        hits = {}
+        for r in rows:
+            hit = EpisodeHit(_episode(r), float(r["similarity"]), _sources(r))
+            hits[r["message_id"]] = hit
+            if r["reply_message_id"] is not None:
+                hits.setdefault(r["reply_message_id"], hit)
+        return hits
+
     async def mark_recalled(
         self, scope: str, episode_ids: Sequence[int], at: datetime, conn: asyncpg.Connection | None = None
     ) -> None:

@@ -115,3 +115,33 @@ def _term_frequencies(tsv: str) -> dict[str, int]:
             continue
         counts[lexeme] = positions.count(",") + 1
     return counts
+
+
+async def neighbours(db: asyncpg.Pool | asyncpg.Connection, scope: str, message_ids: Sequence[int], n: int, *,
+                     visible_channel: str | None = None) -> dict[int, list[StoredMessage]]:
+    """Each message's conversation around it: up to ``n`` messages of its channel either side that the
+    audience may see, oldest first (the message itself included)."""
+    require_scope(scope)
+    if n <= 0 or not message_ids:
+        return {}
+    cols = ", ".join(f"x.{c}" for c in _MESSAGE_COLUMNS.split(", "))
+    rows = await db.fetch(
+        f"""SELECT a.id AS anchor, {cols} FROM messages a
+            CROSS JOIN LATERAL (
+                (SELECT * FROM messages b WHERE b.scope = a.scope AND b.channel_id = a.channel_id
+                   AND (b.created_at, b.id) < (a.created_at, a.id)
+                   AND (b.visible_in IS NULL OR b.visible_in = $3::text)
+                 ORDER BY b.created_at DESC, b.id DESC LIMIT $4)
+                UNION ALL SELECT * FROM messages c WHERE c.id = a.id
+                UNION ALL
+                (SELECT * FROM messages d WHERE d.scope = a.scope AND d.channel_id = a.channel_id
+                   AND (d.created_at, d.id) > (a.created_at, a.id)
+                   AND (d.visible_in IS NULL OR d.visible_in = $3::text)
+                 ORDER BY d.created_at, d.id LIMIT $4)) x
+            WHERE a.scope = $1 AND a.id = ANY($2::bigint[])
+            ORDER BY a.id, x.created_at, x.id""",
+        scope, list(message_ids), visible_channel, n)
+    out: dict[int, list[StoredMessage]] = {}
+    for r in rows:
+        out.setdefault(r["anchor"], []).append(StoredMessage(**{c: r[c] for c in _MESSAGE_COLUMNS.split(", ")}))
+    return out

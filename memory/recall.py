@@ -52,7 +52,8 @@ class ContextBundle:
 
     @property
     def episodes(self) -> list[EpisodeHit]:
-        return self._payloads("episodes")
+        """The recalled episodes (not the logged messages found only by their words)."""
+        return [p for p in self._payloads("episodes") if isinstance(p, EpisodeHit)]
 
     @property
     def facts(self) -> list[Fact]:

@@ -1,7 +1,12 @@
-"""The episodes layer (seed 001 HEI-NW): past moments, written through the gate, recalled by similarity.
+"""The episodes layer (seed 001 HEI-NW): past moments, written through the gate, recalled by hybrid search.
 
-Recall: the plan's k nearest episodes the audience may see, above the plan's
-threshold, skipping those already in the recent-turns window. Absorb: the
+Recall fuses two ranked lists by reciprocal rank (RRF): the dense one (the
+episodes nearest the message's vector) and the lexical one (BM25 over the
+raw message log, memory/lexical.py, so a message the gate declined is still
+findable by its words). A candidate is kept when its episode is at least the
+plan's threshold similar, or when it is among the very best lexical
+matches; the plan's k best are returned, each optionally with the turns
+around it, skipping those already in the recent-turns window. Absorb: the
 person's message with the bot's reply becomes one episode keyed by the
 message's vector, with the write gate's salience from the reply's surprise
 and the message's novelty; the episodes that reached the prompt are marked
@@ -10,38 +15,109 @@ recalled (which reinforces them).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
 import asyncpg
 
-from memory.episodic import EpisodeHit, EpisodicStore, NewEpisode, WriteGate, novelty
 from memory.conversation import StoredMessage
 from memory.embed import Embedder
-from memory.layers.base import MEMORY, AbsorbedTurn, BaseLayer, MemoryItem, RecallQuery, Section
+from memory.episodic import EpisodeHit, EpisodicStore, NewEpisode, WriteGate, novelty
+from memory.layers.base import MEMORY, AbsorbedTurn, BaseLayer, MemoryItem, RecallQuery, Section, SourceRef
+from memory.lexical import LexicalHit, LexicalSearch, neighbours
+
+
+@dataclass(frozen=True)
+class HybridConfig:
+    """How the episodes layer searches (defaults chosen by bench/memory_eval.py on its dev split)."""
+
+    lexical: bool = True  # fuse BM25 over the message log with the dense episodes
+    rrf_k: float = 60.0
+    dense_weight: float = 1.0
+    lexical_weight: float = 1.0
+    candidates: int = 50  # per list, before fusion
+    lexical_keep: int = 3  # a candidate below the threshold is kept when it is among this many best lexical hits
+    neighbours: int = 0  # turns of context either side of each hit
 
 
 class EpisodesLayer(BaseLayer):
     name = "episodes"
 
-    def __init__(self, store: EpisodicStore, gate: WriteGate, embedder: Embedder) -> None:
+    def __init__(self, store: EpisodicStore, gate: WriteGate, embedder: Embedder, *,
+                 lexical: LexicalSearch | None = None, config: HybridConfig | None = None) -> None:
         self.store = store
         self._gate = gate
         self._embedder = embedder
+        self.lexical = lexical if lexical is not None else LexicalSearch(store.pool)
+        self.config = config or HybridConfig()
 
     async def recall(self, query: RecallQuery) -> Section | None:
-        plan = query.plan
+        plan, cfg, audience = query.plan, self.config, query.audience
         if plan.vectors <= 0:
             return None
         # Recall drops items that repeat the recent turns (the turns layer runs alongside), so ask
         # for as many more as the window may hold; the section's limit is the plan's k.
-        extra = plan.turns if query.audience.channel_id is not None else 0
-        candidates = await self.store.search(query.scope, query.vector, plan.vectors + extra + 1,
-                                             visible_channel=query.audience.visible_channel)
-        candidates = [h for h in candidates if h.episode.message_id != query.before_message_id]
-        nearest = candidates[0].similarity if candidates else None
-        hits = [h for h in candidates if h.similarity >= plan.similarity_threshold]
-        return Section(self.name, "What {bot} remembers from earlier conversations",
-                       tuple(episode_item(h) for h in hits), placement=MEMORY, priority=20,
-                       meta={"nearest_similarity": nearest, "limit": plan.vectors})
+        extra = plan.turns if audience.channel_id is not None else 0
+        n = max(cfg.candidates, plan.vectors + extra + 1)
+        exclude = [query.before_message_id] if query.before_message_id is not None else []
+        dense_search = self.store.search(query.scope, query.vector, n, visible_channel=audience.visible_channel)
+        if cfg.lexical:
+            dense, lexical = await asyncio.gather(dense_search, self.lexical.search(
+                query.scope, query.text, n, visible_channel=audience.visible_channel, exclude_ids=exclude))
+        else:
+            dense, lexical = await dense_search, []
+        dense = [h for h in dense if h.episode.message_id != query.before_message_id]
+        nearest = dense[0].similarity if dense else None
+        ranked = await self._fuse(query, dense, lexical)
+        kept = [c for c in ranked if c.kept(plan.similarity_threshold, cfg.lexical_keep)]
+        items = [c.item() for c in kept[: plan.vectors + extra]]
+        if cfg.neighbours > 0 and items:
+            items = await self._with_neighbours(query, items)
+        return Section(self.name, "What {bot} remembers from earlier conversations", tuple(items),
+                       placement=MEMORY, priority=20, meta={"nearest_similarity": nearest, "limit": plan.vectors})
+
+    async def _fuse(self, query: RecallQuery, dense: list[EpisodeHit], lexical: list[LexicalHit]) -> list[_Candidate]:
+        """One list, best first: reciprocal-rank fusion of the dense and lexical ranks, by the message that
+        opened each episode (a lexical hit on a bot reply counts for the episode it belongs to)."""
+        cfg = self.config
+        found = await self.store.for_messages(
+            query.scope, [h.message.id for h in lexical], query.vector,
+            visible_channel=query.audience.visible_channel) if lexical else {}
+        candidates: dict[int, _Candidate] = {}
+        for rank, h in enumerate(dense):
+            c = candidates.setdefault(h.episode.message_id, _Candidate(hit=h))
+            c.score += cfg.dense_weight / (cfg.rrf_k + rank + 1)
+        for rank, h in enumerate(lexical):
+            episode = found.get(h.message.id)
+            anchor = episode.episode.message_id if episode is not None else h.message.id
+            if anchor == query.before_message_id:
+                continue
+            c = candidates.setdefault(anchor, _Candidate(hit=episode, message=h.message))
+            if c.lexical_rank is None:
+                c.lexical_rank = rank
+                c.score += cfg.lexical_weight / (cfg.rrf_k + rank + 1)
+        return sorted(candidates.values(), key=lambda c: -c.score)
+
+    async def _with_neighbours(self, query: RecallQuery, items: list[MemoryItem]) -> list[MemoryItem]:
+        """Each item with the turns around it (its text, prompt line and sources)."""
+        anchors = [i.message_ids[0] for i in items]
+        around = await neighbours(self.store.pool, query.scope, anchors, self.config.neighbours,
+                                  visible_channel=query.audience.visible_channel)
+        out = []
+        for item in items:
+            window = around.get(item.message_ids[0])
+            if not window:
+                out.append(item)
+                continue
+            lines = [f"{m.author_name}: {m.content}" for m in window]
+            when = f"[{window[0].created_at:%Y-%m-%d}] " if window[0].created_at else ""
+            seen = {s.id for s in item.sources}
+            extra = tuple(SourceRef(m.id, m.external_id, m.channel_id, m.source) for m in window if m.id not in seen)
+            out.append(replace(item, text="\n".join(lines), prompt_line=when + " / ".join(lines),
+                               message_ids=item.message_ids + tuple(s.id for s in extra),
+                               sources=item.sources + extra))
+        return out
 
     async def absorb(self, turn: AbsorbedTurn) -> None:
         message, reply = turn.message, turn.reply
@@ -76,6 +152,32 @@ class EpisodesLayer(BaseLayer):
             """SELECT count(*) FROM episodes
                WHERE message_id = ANY($1::bigint[]) OR reply_message_id = ANY($1::bigint[])""", list(message_ids))
         return {"episodes": n}
+
+
+@dataclass
+class _Candidate:
+    hit: EpisodeHit | None = None  # its episode, when it has one the audience may see
+    message: StoredMessage | None = None  # else the message the words found
+    score: float = 0.0  # reciprocal-rank fusion
+    lexical_rank: int | None = None
+
+    def kept(self, threshold: float, lexical_keep: int) -> bool:
+        if self.hit is not None and self.hit.similarity >= threshold:
+            return True
+        return self.lexical_rank is not None and self.lexical_rank < lexical_keep
+
+    def item(self) -> MemoryItem:
+        if self.hit is not None:
+            return episode_item(self.hit)
+        assert self.message is not None
+        return message_item(self.message)
+
+
+def message_item(m: StoredMessage) -> MemoryItem:
+    """A logged message the gate made no episode of, found by its words."""
+    line = f"{m.author_name}: {m.content}"
+    return MemoryItem("message", None, line, f"[{m.created_at:%Y-%m-%d}] {line}", (m.id,), m.created_at, ref=None,
+                      sources=(SourceRef(m.id, m.external_id, m.channel_id, m.source),), payload=m)
 
 
 def episode_item(h: EpisodeHit) -> MemoryItem:
