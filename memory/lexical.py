@@ -50,6 +50,13 @@ class LexicalSearch:
         self._pool = pool
         self._ttl = stats_ttl_s
         self._stats: dict[tuple[str, str | None], _Stats] = {}
+        self._no_cache_until = 0.0
+
+    def forget_cached(self, *, for_s: float = 10.0) -> None:
+        """Drop the cached document frequencies (they count the words of messages being forgotten), and
+        cache none for ``for_s`` seconds, so statistics read before the forgetting commits are not kept."""
+        self._stats.clear()
+        self._no_cache_until = time.monotonic() + for_s
 
     async def search(self, scope: str, text: str, k: int, *, visible_channel: str | None = None,
                      exclude_ids: Sequence[int] = ()) -> list[LexicalHit]:
@@ -102,7 +109,8 @@ class LexicalSearch:
             f"SELECT count(*) AS n, avg(length(search_tsv)) AS avg_len FROM messages WHERE {_AUDIENCE}",
             scope, visible_channel)
         stats = _Stats(row["n"], float(row["avg_len"] or 1.0), df, time.monotonic())
-        self._stats[key] = stats
+        if stats.at >= self._no_cache_until:
+            self._stats[key] = stats
         return stats
 
 

@@ -151,6 +151,7 @@ class EpisodesLayer(BaseLayer):
         n = await conn.fetchval(
             """SELECT count(*) FROM episodes
                WHERE message_id = ANY($1::bigint[]) OR reply_message_id = ANY($1::bigint[])""", list(message_ids))
+        self.lexical.forget_cached()  # word statistics that counted these messages
         return {"episodes": n}
 
 
