@@ -39,6 +39,12 @@ class HybridConfig:
     candidates: int = 50  # per list, before fusion
     lexical_keep: int = 3  # a candidate below the threshold is kept when it is among this many best lexical hits
     neighbours: int = 0  # turns of context either side of each hit
+    speaker_keys: bool = True  # an episode's key embeds "Name: text", so questions naming people find them
+
+
+def key_text(author_name: str, content: str) -> str:
+    """What an episode's key embeds: who said it, and what."""
+    return f"{author_name}: {content}"
 
 
 class EpisodesLayer(BaseLayer):
@@ -121,15 +127,18 @@ class EpisodesLayer(BaseLayer):
 
     async def absorb(self, turn: AbsorbedTurn) -> None:
         message, reply = turn.message, turn.reply
+        key = turn.vector
+        if self.config.speaker_keys:
+            key = await self._embedder.embed(key_text(message.author_name, message.content))
         async with self.store.pool.acquire() as conn, conn.transaction():
-            nearest = await self.store.nearest_other(message.scope, turn.vector, message.id, conn)
+            nearest = await self.store.nearest_other(message.scope, key, message.id, conn)
             salience = self._gate.score(turn.surprise, novelty(nearest))
             content = f"{message.author_name}: {message.content}"
             if reply is not None:
                 content += f"\n{reply.author_name}: {reply.content}"
             await self.store.add_many([NewEpisode(
                 scope=message.scope, channel_id=message.channel_id, author_id=message.author_id,
-                message_id=message.id, content=content, embedding=turn.vector, created_at=message.created_at,
+                message_id=message.id, content=content, embedding=key, created_at=message.created_at,
                 reply_message_id=reply.id if reply else None, surprise=turn.surprise, novelty=novelty(nearest),
                 salience=salience, visible_in=message.visible_in,
             )], conn)
@@ -144,7 +153,8 @@ class EpisodesLayer(BaseLayer):
             return
         _, _, rest = episode.partition("\n")
         updated = f"{message.author_name}: {message.content}" + (f"\n{rest}" if rest else "")
-        vector = await self._embedder.embed(message.content)
+        vector = await self._embedder.embed(
+            key_text(message.author_name, message.content) if self.config.speaker_keys else message.content)
         await self.store.update_source(message.scope, message.id, updated, vector, conn)
 
     async def forgetting(self, conn: asyncpg.Connection, message_ids: Sequence[int]) -> Mapping[str, int]:
