@@ -167,7 +167,7 @@ class App:
             )
             importer = Importer(
                 conversations, episodes, router, archetype_store, embedder, gate,
-                max_chars=settings.max_message_chars,
+                max_chars=settings.max_message_chars, absorber=absorber,
             )
             governance = Governance(
                 pool,

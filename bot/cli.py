@@ -45,6 +45,8 @@ def _parser() -> argparse.ArgumentParser:
     imp = sub.add_parser("import", help="load a conversation history (JSON Lines or DiscordChatExporter JSON)")
     imp.add_argument("file", type=Path)
     imp.add_argument("--scope", default=None, help="memory scope to import into (default: the console scope)")
+    imp.add_argument("--private-channel", action="append", default=[], metavar="C",
+                     help="a restricted channel: its messages are recalled only for its own audience (repeatable)")
 
     rec = sub.add_parser("recall", help="print the context the bot would assemble for a text")
     rec.add_argument("text", nargs="?")
@@ -174,11 +176,15 @@ async def _import(settings: Settings, args: argparse.Namespace) -> int:
     scope = args.scope or settings.console_scope
     app = await _open(settings, with_llm=False)
     try:
-        def progress(done: int, total: int) -> None:
+        def embedding(done: int, total: int) -> None:
             print(f"\rembedding {done}/{total}", end="", file=sys.stderr, flush=True)
 
+        def absorbing(done: int, total: int) -> None:
+            print(f"\rabsorbing into memory {done}/{total}", end="", file=sys.stderr, flush=True)
+
         try:
-            report = await app.importer.run(args.file, scope, progress=progress)
+            report = await app.importer.run(args.file, scope, progress=embedding, absorb_progress=absorbing,
+                                            private_channels=args.private_channel)
         except MemoryStoreError as exc:
             print(f"hippobot import: {exc}", file=sys.stderr)
             return EXIT_ERROR

@@ -113,13 +113,13 @@ class ConversationStore:
         return _stored(row)
 
     async def existing_external_ids(
-        self, scope: str, source: str, keys: Sequence[tuple[str, str]]
+        self, scope: str, source: str, keys: Sequence[tuple[str, str]], conn: asyncpg.Connection | None = None
     ) -> set[tuple[str, str]]:
         """Which (channel_id, external_id) pairs are already stored in this scope."""
         require_scope(scope)
         if not keys:
             return set()
-        rows = await self._pool.fetch(
+        rows = await (conn or self._pool).fetch(
             """SELECT m.channel_id, m.external_id FROM messages m
                JOIN unnest($3::text[], $4::text[]) AS k(channel_id, external_id)
                  ON m.channel_id = k.channel_id AND m.external_id = k.external_id

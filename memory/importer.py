@@ -14,8 +14,9 @@ timestamp so the dream cycle sees imported history as history.
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,10 +25,13 @@ from typing import Any
 import numpy as np
 
 from memory.archetypes import ArchetypeRouter, ArchetypeStore, MatchRecord
-from memory.conversation import ConversationStore, NewMessage, require_scope
+from memory.absorption import AbsorbHints, Absorber
+from memory.conversation import ConversationStore, NewMessage, StoredMessage, require_scope
 from memory.embed import Embedder
 from memory.episodic import EpisodicStore, NewEpisode, WriteGate
 from memory.errors import ImportFileError
+from memory.layers.episodes import key_text
+from memory.salience import imported_saliences
 
 SOURCE = "import"
 MAX_FILE_BYTES = 512 * 1024 * 1024
@@ -208,6 +212,7 @@ class Importer:
         gate: WriteGate,
         *,
         max_chars: int,
+        absorber: Absorber | None = None,
     ) -> None:
         self._conversations = conversations
         self._episodes = episodes
@@ -216,66 +221,81 @@ class Importer:
         self._embedder = embedder
         self._gate = gate
         self._max_chars = max_chars
+        self._absorber = absorber
 
     async def run(
-        self, path: Path, scope: str, *, progress: Callable[[int, int], None] | None = None
+        self, path: Path, scope: str, *, progress: Callable[[int, int], None] | None = None,
+        private_channels: Collection[str] = (), absorb_progress: Callable[[int, int], None] | None = None,
     ) -> ImportReport:
-        """Import ``path`` into ``scope`` in one transaction; all or nothing."""
+        """Import ``path`` into ``scope``: all the messages or none, then every memory layer absorbs them.
+
+        Messages, their episodes (keyed like live ones, "Name: text") and
+        archetype matches are written in one transaction, under a per-scope
+        lock so that two imports of one file write it once. Then the absorber
+        gives every new person message to every memory layer (the graph's
+        facts, and whatever layers exist), marking each absorbed; what an
+        interrupted import leaves is absorbed at the next start. Messages of
+        ``private_channels`` are restricted to their channel's audience.
+        """
         require_scope(scope)
+        private = frozenset(private_channels)
         messages, empty = parse_import_file(path, max_chars=self._max_chars)
         present = await self._conversations.existing_external_ids(
-            scope, SOURCE, [(m.channel_id, m.external_id) for m in messages]
-        )
+            scope, SOURCE, [(m.channel_id, m.external_id) for m in messages])
         new = [m for m in messages if (m.channel_id, m.external_id) not in present]
-        vectors = np.zeros((0, self._embedder.dimensions), dtype=np.float32)
-        if new:
-            chunks = []
-            for start in range(0, len(new), _EMBED_CHUNK):
-                chunk = new[start : start + _EMBED_CHUNK]
-                chunks.append(await self._embedder.embed_many([m.text for m in chunk]))
-                if progress:
-                    progress(min(start + _EMBED_CHUNK, len(new)), len(new))
-            vectors = np.concatenate(chunks)
-        written = 0
+        bare, keys = await self._embed(new, progress)
         async with self._conversations.transaction() as conn:
+            await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended('import:' || $1, 0))", scope)
+            # Another import of the same messages may have committed while this one embedded.
+            present = await self._conversations.existing_external_ids(
+                scope, SOURCE, [(m.channel_id, m.external_id) for m in messages], conn)
+            fresh = [(m, b, k) for m, b, k in zip(new, bare, keys) if (m.channel_id, m.external_id) not in present]
             stored = []
-            for m in new:
-                stored.append(
-                    await self._conversations.add(
-                        NewMessage(
-                            scope=scope, source=SOURCE, external_id=m.external_id, channel_id=m.channel_id,
-                            author_id=m.author_id, author_name=m.author_name, content=m.text,
-                            created_at=m.created_at, is_bot=m.is_bot, reply_to_external=m.reply_to,
-                        ),
-                        conn,
-                    )
-                )
-            # No reply, no surprise: salience calibrated from each message itself (memory.salience),
-            # so decay forgets imported trivia, never most of a history. CPU work: off the loop.
-            import asyncio
-
-            from memory.salience import imported_saliences
-
-            saliences = await asyncio.to_thread(imported_saliences, [s.content for s in stored], vectors)
-            written = await self._episodes.add_many(
-                [
-                    NewEpisode(
-                        scope=scope, channel_id=s.channel_id, author_id=s.author_id, message_id=s.id,
-                        content=f"{s.author_name}: {s.content}", embedding=v, created_at=s.created_at,
-                        salience=salience,
-                    )
-                    for s, v, salience in zip(stored, vectors, saliences)
-                ],
-                conn,
-            )
-            await self._archetype_store.record_matches(
-                [
-                    MatchRecord(scope, s.id, self._router.classify(v, scope), s.created_at, v)
-                    for s, v in zip(stored, vectors) if not s.is_bot
-                ],
-                conn,
-            )
+            for m, _, _ in fresh:
+                stored.append(await self._conversations.add(NewMessage(
+                    scope=scope, source=SOURCE, external_id=m.external_id, channel_id=m.channel_id,
+                    author_id=m.author_id, author_name=m.author_name, content=m.text, created_at=m.created_at,
+                    is_bot=m.is_bot, reply_to_external=m.reply_to,
+                    visible_in=m.channel_id if m.channel_id in private else None), conn))
+            # No reply, no surprise: salience calibrated from each message itself (memory.salience), so decay
+            # forgets imported trivia, never most of a history. CPU work: off the loop.
+            saliences = await asyncio.to_thread(
+                imported_saliences, [s.content for s in stored], np.asarray([b for _, b, _ in fresh]))
+            written = await self._episodes.add_many([
+                NewEpisode(scope=scope, channel_id=s.channel_id, author_id=s.author_id, message_id=s.id,
+                           content=f"{s.author_name}: {s.content}", embedding=k, created_at=s.created_at,
+                           salience=salience, visible_in=s.visible_in)
+                for s, (_, _, k), salience in zip(stored, fresh, saliences)], conn)
+            await self._archetype_store.record_matches([
+                MatchRecord(scope, s.id, self._router.classify(b, scope), s.created_at, b)
+                for s, (_, b, _) in zip(stored, fresh) if not s.is_bot], conn)
+        await self._absorb(stored, [b for _, b, _ in fresh], absorb_progress)
         return ImportReport(
-            read=len(messages), imported=len(new), already_present=len(present), skipped_empty=empty,
-            episodes=written,
+            read=len(messages), imported=len(stored), already_present=len(messages) - len(stored),
+            skipped_empty=empty, episodes=written,
         )
+
+    async def _embed(self, new: list[ImportedMessage],
+                     progress: Callable[[int, int], None] | None) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """Each message's own vector (archetype routing, salience) and its episode key ("Name: text")."""
+        bare: list[np.ndarray] = []
+        keys: list[np.ndarray] = []
+        for start in range(0, len(new), _EMBED_CHUNK):
+            chunk = new[start: start + _EMBED_CHUNK]
+            vectors = await self._embedder.embed_many(
+                [m.text for m in chunk] + [key_text(m.author_name, m.text) for m in chunk])
+            bare += list(vectors[: len(chunk)])
+            keys += list(vectors[len(chunk):])
+            if progress:
+                progress(min(start + _EMBED_CHUNK, len(new)), len(new))
+        return bare, keys
+
+    async def _absorb(self, stored: list[StoredMessage], vectors: list[np.ndarray],
+                      progress: Callable[[int, int], None] | None) -> None:
+        if self._absorber is None:
+            return
+        people = [(s, v) for s, v in zip(stored, vectors) if not s.is_bot]
+        for done, (s, v) in enumerate(people, start=1):
+            await self._absorber.absorb(s.id, AbsorbHints(text=s.content, vector=v))
+            if progress and (done % 50 == 0 or done == len(people)):
+                progress(done, len(people))

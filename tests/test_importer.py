@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
 import asyncpg
+import numpy as np
 import pytest
 
 from bot.app import App
@@ -98,3 +100,36 @@ async def test_imported_history_is_recalled(app: App, tmp_path: Path) -> None:
     await app.importer.run(write_jsonl(tmp_path / "h.jsonl", LINES), "g1")
     bundle = await app.brain.context("where do I live now?", "g1", k=3)
     assert bundle.episodes and "Porto" in bundle.episodes[0].episode.content
+
+
+async def test_import_absorbs_into_every_layer_and_marks_messages_absorbed(app: App, tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "h.jsonl", LINES)
+    await app.importer.run(path, "g1")
+    pool = app.db.pool
+    assert await app.conversations.count_unabsorbed() == 0, "nothing left for the next start to absorb"
+    assert await pool.fetchval("SELECT count(*) FROM kg_edges WHERE scope = 'g1'") > 0, "Porto reached the graph"
+    # Keys like live episodes: who said it, then what.
+    key = await pool.fetchval("SELECT embedding FROM episodes e JOIN messages m ON m.id = e.message_id "
+                              "WHERE m.external_id = '1'")
+    expected = await app.embedder.embed("ana: I moved to Porto last year")
+    assert abs(float(np.dot(np.asarray(key.to_list()), expected)) - 1.0) < 1e-3
+
+
+async def test_two_imports_of_one_file_at_once_write_it_once(app: App, tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "h.jsonl", LINES)
+    reports = await asyncio.gather(app.importer.run(path, "g1"), app.importer.run(path, "g1"))
+    assert sorted(r.imported for r in reports) == [0, 2]
+    assert sorted(r.already_present for r in reports) == [0, 2]
+    assert await app.db.pool.fetchval("SELECT count(*) FROM episodes") == 2
+
+
+async def test_a_private_channel_is_recalled_only_by_its_audience(app: App, tmp_path: Path) -> None:
+    rows = [{"id": "s1", "channel": "staff", "author": "ana", "timestamp": "2026-10-01T10:00:00Z",
+             "text": "the vault combination is 4-8-15"},
+            {"id": "p1", "channel": "general", "author": "ben", "timestamp": "2026-10-01T10:01:00Z",
+             "text": "I like my vault of old comics"}]
+    await app.importer.run(write_jsonl(tmp_path / "h.jsonl", rows), "g1", private_channels=["staff"])
+    public = await app.brain.context("what is the vault combination?", "g1", k=5)
+    assert all("4-8-15" not in i.text for i in public.items())
+    staff = await app.brain.context("what is the vault combination?", "g1", k=5, channel_id="staff")
+    assert any("4-8-15" in i.text for i in staff.items())

@@ -127,6 +127,8 @@ class EpisodesLayer(BaseLayer):
 
     async def absorb(self, turn: AbsorbedTurn) -> None:
         message, reply = turn.message, turn.reply
+        if await self.store.pool.fetchval("SELECT EXISTS (SELECT 1 FROM episodes WHERE message_id = $1)", message.id):
+            return  # written already (an import writes episodes in bulk; a retried absorption)
         key = turn.vector
         if self.config.speaker_keys:
             key = await self._embedder.embed(key_text(message.author_name, message.content))
