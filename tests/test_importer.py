@@ -6,7 +6,6 @@ import asyncio
 import json
 from pathlib import Path
 
-import asyncpg
 import numpy as np
 import pytest
 
