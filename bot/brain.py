@@ -39,6 +39,9 @@ from memory.recall import ContextBundle, Recall, recall_query
 
 log = logging.getLogger(__name__)
 
+CONTEXTS_IN_FLIGHT = 4  # recall --queries: recalls running at once (the pool has connections for them)
+BATCH_LAYER_TIMEOUT_S = 30.0  # nobody waits on a batch's single answer: a layer is skipped only when stuck
+
 
 @dataclass(frozen=True)
 class IncomingTurn:
@@ -334,15 +337,19 @@ class Brain:
         for _, scope in queries:
             require_scope(scope)
         vectors = await self.embedder.embed_many(texts) if texts else []
-        bundles = []
-        for text, (_, scope), vector in zip(texts, queries, vectors):
+        slots = asyncio.Semaphore(CONTEXTS_IN_FLIGHT)  # the layers' database and thread work overlaps
+
+        async def one(text: str, scope: str, vector: np.ndarray) -> ContextBundle:
             plan = self.archetypes.classify(vector, scope)
             if k is not None:
                 plan = replace(plan, vectors=max(0, k))
-            bundles.append(await self.recall.gather(recall_query(
-                scope, text, vector, plan, self.clock.now(), channel_id=channel_id,
-                visible_channel=visible_channel or channel_id, author_id=author_id)))
-        return bundles
+            async with slots:
+                return await self.recall.gather(recall_query(
+                    scope, text, vector, plan, self.clock.now(), channel_id=channel_id,
+                    visible_channel=visible_channel or channel_id, author_id=author_id),
+                    timeout=BATCH_LAYER_TIMEOUT_S)
+
+        return list(await asyncio.gather(*(one(t, s, v) for t, (_, s), v in zip(texts, queries, vectors))))
 
     # --- after the reply ------------------------------------------------------------
 

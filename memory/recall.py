@@ -109,20 +109,22 @@ class Recall:
     timeout: float = DEFAULT_LAYER_TIMEOUT_S
     failures: Counter[str] = field(default_factory=Counter)  # layer -> recalls skipped (errors and timeouts)
 
-    async def gather(self, query: RecallQuery) -> ContextBundle:
-        """Every layer's section for ``query``, within the audience; failing or slow layers skipped."""
+    async def gather(self, query: RecallQuery, *, timeout: float | None = None) -> ContextBundle:
+        """Every layer's section for ``query``, within the audience; failing or slow layers skipped
+        (``timeout``: this call's limit per layer instead of the live one, e.g. for offline batches)."""
         require_scope(query.scope)
-        results = await asyncio.gather(*(self._one(layer, query) for layer in self.layers))
+        limit = self.timeout if timeout is None else timeout
+        results = await asyncio.gather(*(self._one(layer, query, limit) for layer in self.layers))
         sections = [s for s in results if isinstance(s, Section)]
         skipped = tuple(layer.name for layer, s in zip(self.layers, results) if s is _SKIPPED)
         return ContextBundle(query.scope, query.plan, tuple(_tidy(sections)), query.author_id, skipped)
 
-    async def _one(self, layer: MemoryLayer, query: RecallQuery) -> Section | None | object:
+    async def _one(self, layer: MemoryLayer, query: RecallQuery, timeout: float) -> Section | None | object:
         try:
-            return await asyncio.wait_for(layer.recall(query), self.timeout)
+            return await asyncio.wait_for(layer.recall(query), timeout)
         except TimeoutError:
             self.failures[layer.name] += 1
-            log.warning("memory layer %s took over %.1f s for scope %s; skipped", layer.name, self.timeout,
+            log.warning("memory layer %s took over %.1f s for scope %s; skipped", layer.name, timeout,
                         query.scope)
         except Exception:
             self.failures[layer.name] += 1
