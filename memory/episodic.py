@@ -205,6 +205,34 @@ class EpisodicStore:
         hits.sort(key=lambda h: h.similarity, reverse=True)  # the contract: best first
         return hits
 
+    async def search_between(self, scope: str, vector: np.ndarray, k: int, start: datetime, end: datetime, *,
+                             visible_channel: str | None = None) -> list[EpisodeHit]:
+        """The ``k`` episodes of [start, end) nearest ``vector`` that the audience may see (an exact scan of
+        that stretch), best first."""
+        require_scope(scope)
+        if k <= 0:
+            return []
+        rows = await self._pool.fetch(
+            f"""SELECT e.*, 1 - e.distance / 2 AS similarity,
+                       m.external_id AS m_external, m.channel_id AS m_channel, m.source AS m_source,
+                       r.external_id AS r_external, r.channel_id AS r_channel, r.source AS r_source
+                FROM (SELECT {_COLUMNS}, embedding <=> $2 AS distance FROM episodes
+                      WHERE scope = $1 AND created_at >= $4 AND created_at < $5
+                        AND (visible_in IS NULL OR visible_in = $6::text)
+                      ORDER BY (embedding <=> $2) + 0 LIMIT $3) e
+                LEFT JOIN messages m ON m.id = e.message_id
+                LEFT JOIN messages r ON r.id = e.reply_message_id
+                ORDER BY e.distance""",
+            scope, np.asarray(vector, dtype=np.float32), k, start, end, visible_channel)
+        return [EpisodeHit(_episode(r), float(r["similarity"]), _sources(r)) for r in rows]
+
+    async def any_between(self, scope: str, start: datetime, end: datetime, *,
+                          visible_channel: str | None = None) -> bool:
+        return bool(await self._pool.fetchval(
+            """SELECT EXISTS (SELECT 1 FROM episodes WHERE scope = $1 AND created_at >= $2 AND created_at < $3
+                              AND (visible_in IS NULL OR visible_in = $4::text))""",
+            scope, start, end, visible_channel))
+
     async def for_messages(self, scope: str, message_ids: Sequence[int], vector: np.ndarray, *,
                            visible_channel: str | None = None) -> dict[int, EpisodeHit]:
         """The audience's episodes of these messages (by the message that opened them), with their similarity

@@ -144,3 +144,19 @@ async def test_a_small_scope_in_a_big_table_still_gets_k_episodes(db_url: str, p
         assert [h.similarity for h in hits] == sorted((h.similarity for h in hits), reverse=True)
     finally:
         await forced.close()
+
+
+async def test_a_question_naming_a_time_finds_that_stretch(pool: asyncpg.Pool, embedder: MiniLMEmbedder) -> None:
+    conversations, episodes = ConversationStore(pool), EpisodicStore(pool)
+    lines = [(datetime(2025, 3, 10, tzinfo=UTC), "We went hiking near the lake, lovely weather"),
+             (datetime(2025, 5, 12, tzinfo=UTC), "Spent the whole weekend painting the fence"),
+             (datetime(2025, 8, 2, tzinfo=UTC), "We went hiking in the mountains this time")]
+    for i, (at, text) in enumerate(lines):
+        m = await conversations.add(NewMessage("g1", "import", f"t{i}", "c1", "u1", "Ana", text, at))
+        await episodes.add_many([NewEpisode("g1", "c1", "u1", m.id, f"Ana: {text}",
+                                            await embedder.embed(f"Ana: {text}"), at)])
+    recall = recaller(pool, embedder)
+    question = "what did Ana do in May?"
+    bundle = await recall.gather(recall_query("g1", question, await embedder.embed(question), plan(vectors=1),
+                                              datetime(2026, 11, 1, tzinfo=UTC)))
+    assert "fence" in bundle.episodes[0].episode.content  # the May of the history, a year before 'now'

@@ -26,6 +26,7 @@ from memory.embed import Embedder
 from memory.episodic import EpisodeHit, EpisodicStore, NewEpisode, WriteGate, novelty
 from memory.layers.base import MEMORY, AbsorbedTurn, BaseLayer, MemoryItem, RecallQuery, Section, SourceRef
 from memory.lexical import LexicalHit, LexicalSearch, neighbours
+from memory.timeparse import time_range
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,7 @@ class HybridConfig:
     lexical_keep: int = 3  # a candidate below the threshold is kept when it is among this many best lexical hits
     neighbours: int = 0  # turns of context either side of each hit
     speaker_keys: bool = True  # an episode's key embeds "Name: text", so questions naming people find them
+    time_weight: float = 1.0  # a question naming a time ("last week", "in May"): that stretch's nearest episodes
 
 
 def key_text(author_name: str, content: str) -> str:
@@ -75,7 +77,8 @@ class EpisodesLayer(BaseLayer):
             dense, lexical = await dense_search, []
         dense = [h for h in dense if h.episode.message_id != query.before_message_id]
         nearest = dense[0].similarity if dense else None
-        ranked = await self._fuse(query, dense, lexical)
+        in_time = await self._in_time(query, n) if cfg.time_weight > 0 else []
+        ranked = await self._fuse(query, dense, lexical, in_time)
         kept = [c for c in ranked if c.kept(plan.similarity_threshold, cfg.lexical_keep)]
         items = [c.item() for c in kept[: plan.vectors + extra]]
         if cfg.neighbours > 0 and items:
@@ -83,9 +86,26 @@ class EpisodesLayer(BaseLayer):
         return Section(self.name, "What {bot} remembers from earlier conversations", tuple(items),
                        placement=MEMORY, priority=20, meta={"nearest_similarity": nearest, "limit": plan.vectors})
 
-    async def _fuse(self, query: RecallQuery, dense: list[EpisodeHit], lexical: list[LexicalHit]) -> list[_Candidate]:
-        """One list, best first: reciprocal-rank fusion of the dense and lexical ranks, by the message that
-        opened each episode (a lexical hit on a bot reply counts for the episode it belongs to)."""
+    async def _in_time(self, query: RecallQuery, n: int) -> list[EpisodeHit]:
+        """The nearest episodes of the stretch of time the question names (none named: nothing)."""
+        when = time_range(query.text, query.now)
+        if when is None:
+            return []
+        visible = query.audience.visible_channel
+        if when.yearless:  # "in May" of a history: the latest May that has memories
+            for back in range(6):
+                if await self.store.any_between(query.scope, when.years_back(back).start,
+                                                when.years_back(back).end, visible_channel=visible):
+                    when = when.years_back(back)
+                    break
+        hits = await self.store.search_between(query.scope, query.vector, n, when.start, when.end,
+                                               visible_channel=visible)
+        return [h for h in hits if h.episode.message_id != query.before_message_id]
+
+    async def _fuse(self, query: RecallQuery, dense: list[EpisodeHit], lexical: list[LexicalHit],
+                    in_time: Sequence[EpisodeHit] = ()) -> list[_Candidate]:
+        """One list, best first: reciprocal-rank fusion of the dense, lexical and in-time ranks, by the message
+        that opened each episode (a lexical hit on a bot reply counts for the episode it belongs to)."""
         cfg = self.config
         found = await self.store.for_messages(
             query.scope, [h.message.id for h in lexical], query.vector,
@@ -94,6 +114,10 @@ class EpisodesLayer(BaseLayer):
         for rank, h in enumerate(dense):
             c = candidates.setdefault(h.episode.message_id, _Candidate(hit=h))
             c.score += cfg.dense_weight / (cfg.rrf_k + rank + 1)
+        for rank, h in enumerate(in_time):
+            c = candidates.setdefault(h.episode.message_id, _Candidate(hit=h))
+            c.score += cfg.time_weight / (cfg.rrf_k + rank + 1)
+            c.time_rank = rank
         for rank, h in enumerate(lexical):
             episode = found.get(h.message.id)
             anchor = episode.episode.message_id if episode is not None else h.message.id
@@ -173,11 +197,13 @@ class _Candidate:
     message: StoredMessage | None = None  # else the message the words found
     score: float = 0.0  # reciprocal-rank fusion
     lexical_rank: int | None = None
+    time_rank: int | None = None  # among the episodes of the stretch of time the question names
 
-    def kept(self, threshold: float, lexical_keep: int) -> bool:
+    def kept(self, threshold: float, keep: int) -> bool:
+        """Similar enough, or among the ``keep`` best by words or of the time asked about."""
         if self.hit is not None and self.hit.similarity >= threshold:
             return True
-        return self.lexical_rank is not None and self.lexical_rank < lexical_keep
+        return any(rank is not None and rank < keep for rank in (self.lexical_rank, self.time_rank))
 
     def item(self) -> MemoryItem:
         if self.hit is not None:

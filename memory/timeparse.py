@@ -1,0 +1,105 @@
+"""Time in a question: the stretch of dates it asks about ("last week", "in May", "3 days ago").
+
+``time_range(text, now)`` returns the half-open range [start, end) in UTC a
+question refers to, or None. Relative phrases count back from ``now`` (the
+time the question is asked); a month without a year is the latest such month
+not after ``now``. Recall uses the range to search the messages of that
+stretch as one more ranked list (memory/layers/episodes.py).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+MONTHS = {name: i for i, name in enumerate(
+    ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+     "november", "december"), start=1)}
+MONTHS.update({name[:3]: i for name, i in list(MONTHS.items())})
+MONTHS.pop("may", None)
+MONTHS["may"] = 5
+WEEKDAYS = {name: i for i, name in enumerate(
+    ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"))}
+_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+            "eight": 8, "nine": 9, "ten": 10, "couple of": 2, "few": 3}
+_UNIT_DAYS = {"day": 1, "week": 7, "month": 30, "year": 365}
+
+_AGO = re.compile(r"\b(\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|couple of|few)\s+"
+                  r"(day|week|month|year)s?\s+ago\b")
+_LAST = re.compile(r"\b(last|previous|this|past)\s+(week|month|year|weekend|"
+                   + "|".join(WEEKDAYS) + r")\b")
+_MONTH = re.compile(r"\b(?:in|during|since|by|of|around|early|late|mid)?\s*(" + "|".join(
+    sorted(MONTHS, key=len, reverse=True)) + r")\b\.?(?:\s+(\d{4}))?")
+_YEAR = re.compile(r"\b(?:in|during|of)\s+((?:19|20)\d{2})\b")
+
+
+@dataclass(frozen=True)
+class TimeRange:
+    start: datetime
+    end: datetime
+    phrase: str  # what in the question gave it
+    yearless: bool = False  # a month named without a year: the caller may move it to an earlier year
+
+    def years_back(self, n: int) -> TimeRange:
+        return TimeRange(self.start.replace(year=self.start.year - n), self.end.replace(year=self.end.year - n),
+                         self.phrase, self.yearless)
+
+
+def time_range(text: str, now: datetime) -> TimeRange | None:
+    """The stretch of time ``text`` asks about, or None when it names none."""
+    now = now.astimezone(UTC)
+    t = text.lower()
+    today = datetime(now.year, now.month, now.day, tzinfo=UTC)
+    if m := re.search(r"\byesterday\b", t):
+        return TimeRange(today - timedelta(days=1), today, m.group(0))
+    if m := re.search(r"\btoday\b|\bthis morning\b|\btonight\b", t):
+        return TimeRange(today, today + timedelta(days=1), m.group(0))
+    if m := _AGO.search(t):
+        n = int(m.group(1)) if m.group(1).isdigit() else _NUMBERS[m.group(1)]
+        days = n * _UNIT_DAYS[m.group(2)]
+        slack = max(1, days // 4)  # "three weeks ago" is not to the day
+        centre = today - timedelta(days=days)
+        return TimeRange(centre - timedelta(days=slack), centre + timedelta(days=slack + 1), m.group(0))
+    if m := _LAST.search(t):
+        which, unit = m.group(1), m.group(2)
+        if unit in WEEKDAYS:
+            back = (today.weekday() - WEEKDAYS[unit]) % 7 or 7
+            day = today - timedelta(days=back)
+            return TimeRange(day, day + timedelta(days=1), m.group(0))
+        if unit == "weekend":
+            saturday = today - timedelta(days=(today.weekday() - 5) % 7 or 7)
+            return TimeRange(saturday, saturday + timedelta(days=2), m.group(0))
+        monday = today - timedelta(days=today.weekday())
+        if unit == "week":
+            start = monday if which == "this" else monday - timedelta(days=7)
+            return TimeRange(start, start + timedelta(days=7), m.group(0))
+        if unit == "month":
+            first = today.replace(day=1)
+            start = first if which == "this" else (first - timedelta(days=1)).replace(day=1)
+            return TimeRange(start, _next_month(start), m.group(0))
+        start = datetime(now.year if which == "this" else now.year - 1, 1, 1, tzinfo=UTC)
+        return TimeRange(start, start.replace(year=start.year + 1), m.group(0))
+    for m in _MONTH.finditer(t):
+        name = m.group(1)
+        if name == "may" and not _may_is_a_month(t, m):
+            continue
+        month = MONTHS[name]
+        year = int(m.group(2)) if m.group(2) else (now.year if month <= now.month else now.year - 1)
+        start = datetime(year, month, 1, tzinfo=UTC)
+        return TimeRange(start, _next_month(start), m.group(0).strip(), yearless=not m.group(2))
+    if m := _YEAR.search(t):
+        start = datetime(int(m.group(1)), 1, 1, tzinfo=UTC)
+        return TimeRange(start, start.replace(year=start.year + 1), m.group(0))
+    return None
+
+
+def _next_month(first: datetime) -> datetime:
+    return first.replace(year=first.year + 1, month=1) if first.month == 12 else first.replace(month=first.month + 1)
+
+
+def _may_is_a_month(text: str, m: re.Match[str]) -> bool:
+    """'may' the month ("in May", "May 2024"), not the verb ("may I ask")."""
+    before = text[: m.start(1)].rstrip().split()[-1:] or [""]
+    return bool(m.group(2)) or before[0] in ("in", "during", "since", "by", "of", "around", "early", "late",
+                                             "mid", "last", "next", "this")

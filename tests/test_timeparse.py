@@ -1,0 +1,38 @@
+"""Time in questions: relative phrases count back from when it is asked."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from memory.timeparse import time_range
+
+NOW = datetime(2026, 6, 17, 15, 0, tzinfo=UTC)  # a Wednesday
+
+
+def d(*args: int) -> datetime:
+    return datetime(*args, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(("text", "start", "end"), [
+    ("what did Maya do yesterday?", d(2026, 6, 16), d(2026, 6, 17)),
+    ("what happened last week?", d(2026, 6, 8), d(2026, 6, 15)),
+    ("anything this week?", d(2026, 6, 15), d(2026, 6, 22)),
+    ("where did Leo go last month", d(2026, 5, 1), d(2026, 6, 1)),
+    ("what did we talk about in May?", d(2026, 5, 1), d(2026, 6, 1)),
+    ("plans from November?", d(2025, 11, 1), d(2025, 12, 1)),
+    ("what about march 2024", d(2024, 3, 1), d(2024, 4, 1)),
+    ("what did Ana cook last Friday?", d(2026, 6, 12), d(2026, 6, 13)),
+    ("how was last weekend", d(2026, 6, 13), d(2026, 6, 15)),
+    ("what did she say two weeks ago", d(2026, 5, 31), d(2026, 6, 7)),
+    ("trips in 2025", d(2025, 1, 1), d(2026, 1, 1)),
+])
+def test_phrases_give_their_range(text: str, start: datetime, end: datetime) -> None:
+    r = time_range(text, NOW)
+    assert r is not None and (r.start, r.end) == (start, end), r
+
+
+@pytest.mark.parametrize("text", ["may I ask what your dog is called?", "what is Maya's job?", "", "I marched on"])
+def test_no_time_no_range(text: str) -> None:
+    assert time_range(text, NOW) is None
