@@ -67,20 +67,20 @@ TRIPS = [
     ("Iceland", "we chased waterfalls and saw the northern lights once", "saw waterfalls and the northern lights", "to see the aurora"),
     ("Barcelona", "beach all day and tapas until midnight", "beach days and tapas", "for a Spanish city break"),
     ("Lake Tahoe", "mostly kayaking and doing absolutely nothing in a cabin", "kayaking and relaxing in a cabin", "for a lakeside getaway"),
-    ("Edinburgh", "climbed Arthur's Seat in sideways rain", "climbed Arthur's Seat", "to Scotland's capital"),
+    ("Edinburgh", "climbed Arthur's Seat in sideways rain", "climbed Arthur's Seat", "in Scotland"),
     ("Mexico City", "tacos, museums, more tacos", "ate tacos and went to museums", "to eat street food in Mexico"),
-    ("Copenhagen", "biked everywhere and ate too many pastries", "cycled around the city", "to Denmark"),
-    ("Marrakech", "got lost in the souks for hours", "wandered the souks", "to Morocco"),
+    ("Copenhagen", "biked everywhere and ate too many pastries", "cycled around the city", "in Denmark"),
+    ("Marrakech", "got lost in the souks for hours", "wandered the souks", "in Morocco"),
     ("Vancouver Island", "whale watching!! we saw a pod of orcas", "went whale watching", "to see orcas"),
     ("Prague", "a friend's stag weekend, do not ask", "a stag weekend", "for a bachelor party"),
-    ("Crete", "snorkeling and lying on the beach like a lizard", "snorkeling", "to a Greek island"),
+    ("Crete", "snorkeling and lying on the beach like a lizard", "snorkeling", "on a Greek island holiday"),
     ("Montreal", "the jazz festival, so much live music", "went to the jazz festival", "for a music festival in Canada"),
-    ("Yosemite", "camped for three nights under the stars", "camping", "to a national park"),
-    ("Seoul", "karaoke and street food every night", "karaoke and street food", "to South Korea"),
-    ("Vienna", "went to the opera for the first time in my life", "went to the opera", "to Austria"),
+    ("Yosemite", "camped for three nights under the stars", "camping", "for a national park trip"),
+    ("Seoul", "karaoke and street food every night", "karaoke and street food", "in South Korea"),
+    ("Vienna", "went to the opera for the first time in my life", "went to the opera", "in Austria"),
     ("Cornwall", "surf lessons, I fell off about a hundred times", "took surf lessons", "to learn surfing"),
-    ("Budapest", "thermal baths every day, pure bliss", "soaked in the thermal baths", "to Hungary"),
-    ("Rome", "ate carbonara twice a day and saw the Colosseum", "saw the Colosseum", "to Italy"),
+    ("Budapest", "thermal baths every day, pure bliss", "soaked in the thermal baths", "in Hungary"),
+    ("Rome", "ate carbonara twice a day and saw the Colosseum", "saw the Colosseum", "in Italy"),
 ]
 # injury text, short answer, cause text, cause answer
 INJURIES = [
@@ -496,32 +496,36 @@ def fact_questions(f: Fact, people_facts: dict[str, list[Fact]]) -> list[Candida
     has = {x.kind for x in people_facts[p]}
     if f.kind == "job" and "job_change" not in has:
         c("single_hop", [f"What is {p}'s profession?", f"What line of work is {p} in?",
-                         f"What does {p} do for a living?"], v["job"])
-        c("single_hop", [f"Which organisation employs {p}?", f"Who is {p}'s employer?"], v["company"])
+                         f"What does {p} do for a living?", f"What does {p} do at {v['company']}?"], v["job"])
+        c("single_hop", [f"Which organisation employs {p}?", f"Who is {p}'s employer?",
+                         f"Where is {p} employed as {an(v['job'])}?"], v["company"])
     if f.kind == "job_change":
-        c("single_hop", [f"Which company is {p} joining?", f"Who is {p}'s new employer?"], v["company"])
-        c("single_hop", [f"What position will {p} hold in the new role?", f"What is {p}'s new occupation?"], v["job"])
+        c("single_hop", [f"Which company is {p} joining?", f"Who is {p}'s new employer?",
+                         f"Where is {p} going to work after leaving {v['old']}?"], v["company"])
+        c("single_hop", [f"What position will {p} hold in the new role?", f"What is {p}'s new occupation?",
+                         f"What will {p} do at {v['company']}?"], v["job"])
         c("temporal", [f"When does {p} begin the new position?", f"What day does {p} start the new employment?"],
           f.when_answer)
     if f.kind == "home" and "move" not in has:
         c("single_hop", [f"Which city does {p} live in?", f"Where is {p} based?", f"What town is {p}'s home?"],
           v["city"])
     if f.kind == "move":
-        c("single_hop", [f"Which city is {p} relocating to?", f"Where is {p}'s new home going to be?"], v["city"])
+        c("single_hop", [f"Which city is {p} relocating to?", f"Where is {p}'s new home going to be?",
+                         f"Where is {p} heading after {v['old']}?"], v["city"])
         c("temporal", [f"When is {p} relocating?", f"When does {p}'s move happen?"], f.when_answer)
     if f.kind == "pet":
         a = v["animal"]
         c("single_hop", [f"What breed is {p}'s {a}?", f"What kind of {a} does {p} have?",
-                         f"What breed is {p}'s new pet?"], v["breed"])
+                         f"What breed is {p}'s new pet?", f"What breed is {p}'s {v['young']}?"], v["breed"])
         c("single_hop", [f"What is the name of {p}'s {a}?", f"What did {p} name the new pet?",
-                         f"What is {p}'s pet called?"], v["name"])
+                         f"What is {p}'s pet called?", f"What is the name of {p}'s {v['breed']}?"], v["name"])
         c("temporal", [f"When did {p} get the {a}?", f"When did {p} adopt {v['name']}?",
                        f"When did {v['name']} join {p}'s household?"], f.when_answer)
         c("open_domain", [f"Would {p} likely need a pet sitter when travelling?",
                           f"Is {p} likely an animal lover?"], "yes")
     if f.kind == "trip":
         place, _, did_short, q_act = v["trip"]
-        c("single_hop", [f"Where did {p} travel {q_act}?", f"Which destination did {p} visit {q_act}?"], place)
+        c("single_hop", [f"Where did {p} go {q_act}?", f"Which place did {p} travel to {q_act}?"], place)
         c("single_hop", [f"What did {p} do while visiting {place}?", f"How did {p} spend the time in {place}?"],
           did_short)
         c("temporal", [f"When did {p} visit {place}?", f"When was {p}'s trip to {place}?",
@@ -544,16 +548,19 @@ def fact_questions(f: Fact, people_facts: dict[str, list[Fact]]) -> list[Candida
     if f.kind == "purchase":
         item, cat = v["item"]
         c("single_hop", [f"What {cat} did {p} recently buy?", f"Which {cat} did {p} purchase?"], item)
-        c("temporal", [f"When did {p} buy the {cat}?", f"When did {p} purchase the new {cat}?"], f.when_answer)
+        c("temporal", [f"When did {p} buy the {cat}?", f"When did {p} purchase the new {cat}?",
+                       f"When did {p} buy {item}?"], f.when_answer)
     if f.kind == "health":
         _, injury, _, cause = v["injury"]
         c("single_hop", [f"What injury did {p} suffer?", f"How did {p} get hurt?", f"What happened to {p}'s health?"],
           injury)
-        c("single_hop", [f"What was {p} doing when the injury happened?", f"What caused {p}'s injury?"], cause)
+        c("single_hop", [f"What was {p} doing when the injury happened?", f"What caused {p}'s injury?",
+                         f"What was {p} doing when {p} got {injury}?"], cause)
         c("temporal", [f"When did {p} get injured?", f"When was {p} hurt?"], f.when_answer)
     if f.kind == "event":
         ev, noun = v["event"]
-        c("temporal", [f"When is {p}'s {noun}?", f"What is the date of {p}'s {noun}?"], f.when_answer)
+        c("temporal", [f"When is {p}'s {noun}?", f"What is the date of {p}'s {noun}?",
+                       f"When will {p} have {ev.removeprefix('my ')}?"], f.when_answer)
     if f.kind == "gossip":
         _, question, answer = v["gossip"]
         c("single_hop", [question.format(p=p)], answer)
@@ -771,7 +778,10 @@ def make_questions(rng: random.Random, conv: str, facts: list[Fact], people: lis
                   and all(shared_fraction(q, e.text) <= MAX_SHARED for e in cand.evidence)]
             if not ok:
                 continue
-            q = rng.choice(ok)
+            # Half the time the phrasing that reuses the most evidence words (still within the cap), as people
+            # asking about a chat often reuse its key noun; otherwise any allowed phrasing.
+            overlap = {x: max((shared_fraction(x, e.text) for e in cand.evidence), default=0.0) for x in ok}
+            q = max(ok, key=lambda x: overlap[x]) if rng.random() < 0.5 else rng.choice(ok)
             seen_q.add(q)
             chosen.append((cand, q))
             taken += 1
