@@ -1,0 +1,407 @@
+"""Memory evaluation (issue 9, seed 001's teach -> test): import long chats, ask questions, score the recall.
+
+    python bench/memory_eval.py                          # heldout split, hippobot + baselines
+    python bench/memory_eval.py --split dev --k 20 --json bench/results/memory_dev.json
+    python bench/memory_eval.py --split dev --conversations 2 --llm --llm-limit 40
+    python bench/memory_eval.py --database-url postgresql://...  # a server whose user may create databases
+
+Teach: every conversation of the split (bench/data/memory_eval/, written by
+bench/memory_data.py) is imported into its own scope (scope = conversation id)
+through `hippobot import`'s code, App.importer.run, which returns when every
+memory layer has absorbed the messages. The app runs on a throwaway database:
+an embedded PostgreSQL in a temporary data directory, or a scratch database
+created on --database-url and dropped afterwards.
+
+Test: each question goes through `hippobot recall --queries`'s code,
+App.brain.contexts([(question, scope)], k=K, author_id=...), one question a
+call so that each has its own latency (the whole split is also asked in one
+batched call, timed, to report the batched cost per query). Ranking rule:
+the bundle's items in bundle.items() order (memory sections by priority, each
+best first); the recent-turns transcript section is left out (it holds the
+conversation's last turns whatever is asked, which is recency, not recall;
+--with-transcript keeps it, after the memories). An item covers the import
+ids of its sources (turns, episodes and graph facts alike); an evidence turn
+is found at k when it is among the sources of the first k items. Each turn
+id counts at its first rank only.
+
+Printed per category and overall: n, recall_any@k and recall_all@k for
+k = 5, 10, 20, mean words in the top 10 items, p50/p95 latency per query.
+Adversarial questions have no evidence: their row shows the mean top-1 score
+instead, and they are left out of the overall recall.
+
+Baselines on the same questions, in-process (not through hippobot): MiniLM
+over "speaker: text" of every turn (cosine), BM25 over the same strings, and
+BM25 + MiniLM fused by reciprocal rank (k = 60, each list's top 100).
+
+--llm: the bundled Gemma answers each of the first --llm-limit questions
+(taken round-robin over categories) three ways, greedy: core (no memory),
+memory (the recalled items laid out by the app's PromptBuilder) and
+long-context (the conversation's most recent turns that fit the prompt
+budget); EM and token F1 after SQuAD-style normalisation (lower case, no
+punctuation, no articles), a lenient 'contains' (the gold answer inside the
+reply), ΔEM core -> memory, and memory_hit_rate (seed 001: the share of
+memory answers whose prompt held a relevant trace, here an evidence turn's
+text).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.evallib import (  # noqa: E402
+    BM25, CATEGORIES, DATA_DIR, Question, Turn, contains_match, dedupe_ranked, exact_match, hits_at,
+    load_conversation, load_questions, percentile, rrf, select, token_f1, words,
+)
+from bot.config import Settings, offline_environment  # noqa: E402
+
+CUTOFFS = (5, 10, 20)
+AUTHOR = "console:memeval"
+ASKER = "asker"
+RRF_K = 60
+BASELINE_DEPTH = 100
+
+
+@dataclass
+class Answered:
+    """One question's ranked result from one system."""
+
+    question: Question
+    ranked: list[tuple[str, ...]]  # per item, the import ids of its sources, best first
+    words_top10: int
+    top1: float | None
+    latency_s: float | None = None
+    bundle: object = field(default=None, repr=False)
+
+
+# --- the app ------------------------------------------------------------------------------------------------
+
+
+def ranked_items(bundle, *, with_transcript: bool) -> list:
+    from memory.layers.base import TRANSCRIPT
+
+    if with_transcript:
+        return bundle.items()
+    kept = replace(bundle, sections=tuple(s for s in bundle.sections if s.placement != TRANSCRIPT))
+    return kept.items()
+
+
+def _answered(q: Question, items: list, latency: float | None, bundle: object) -> Answered:
+    ranked: list[tuple[str, ...]] = []
+    seen: set[str] = set()
+    for item in items:
+        ids = tuple(s.external_id for s in item.sources if s.external_id not in seen)
+        seen.update(ids)
+        ranked.append(ids)
+    top1 = next((i.score for i in items if i.score is not None), None)
+    return Answered(q, ranked, sum(len(words(i.text)) for i in items[:10]), top1, latency, bundle)
+
+
+async def run_hippobot(args: argparse.Namespace, questions: list[Question], convs: list[str], embedder) -> dict:
+    from bot.app import App
+
+    admin_url, scratch = args.database_url, None
+    data_dir = Path(tempfile.mkdtemp(prefix="hippobot-memeval-"))
+    url = None
+    if admin_url:
+        import asyncpg
+
+        from memory.db import with_database
+
+        scratch = "memeval_" + uuid.uuid4().hex[:10]
+        conn = await asyncpg.connect(admin_url)
+        try:
+            await conn.execute(f"CREATE DATABASE {scratch}")
+        finally:
+            await conn.close()
+        url = with_database(admin_url, scratch)
+    settings = Settings(_env_file=None, data_dir=data_dir, database_url=url)
+    started = time.perf_counter()
+    app = await App.open(settings, with_llm=False, embedder=embedder)
+    out: dict = {"open_s": time.perf_counter() - started, "imports": {}}
+    try:
+        for conv in convs:
+            t0 = time.perf_counter()
+            report = await app.importer.run(DATA_DIR / f"{conv}.jsonl", conv)
+            out["imports"][conv] = {"seconds": time.perf_counter() - t0, "report": str(report),
+                                    "imported": report.imported}
+            print(f"  imported {conv}: {report} in {out['imports'][conv]['seconds']:.1f} s", file=sys.stderr)
+        answered = []
+        for q in questions:
+            t0 = time.perf_counter()
+            [bundle] = await app.brain.contexts([(q.question, q.conv)], k=args.k, author_id=AUTHOR)
+            latency = time.perf_counter() - t0
+            answered.append(_answered(q, ranked_items(bundle, with_transcript=args.with_transcript), latency,
+                                      bundle))
+        t0 = time.perf_counter()
+        await app.brain.contexts([(q.question, q.conv) for q in questions], k=args.k, author_id=AUTHOR)
+        out["batched_s"] = time.perf_counter() - t0
+        out["answered"] = answered
+    finally:
+        await app.close()
+        if admin_url and scratch:
+            import asyncpg
+
+            conn = await asyncpg.connect(admin_url)
+            try:
+                await conn.execute(f"DROP DATABASE IF EXISTS {scratch} WITH (FORCE)")
+            finally:
+                await conn.close()
+    return out
+
+
+# --- baselines ----------------------------------------------------------------------------------------------
+
+
+def run_baselines(questions: list[Question], turns: dict[str, list[Turn]], embedder) -> dict[str, list[Answered]]:
+    out: dict[str, list[Answered]] = {"MiniLM": [], "BM25": [], "BM25+MiniLM RRF": []}
+    for conv in sorted({q.conv for q in questions}):
+        ts = turns[conv]
+        docs = [f"{t.speaker}: {t.text}" for t in ts]
+        qs = [q for q in questions if q.conv == conv]
+        dv = embedder.encode_sync(docs)
+        qv = embedder.encode_sync([q.question for q in qs])
+        bm = BM25(docs)
+        for q, v in zip(qs, qv):
+            t0 = time.perf_counter()
+            sims = dv @ v
+            dense = list(np.argsort(-sims, kind="stable")[:BASELINE_DEPTH])
+            dense_s = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            scores = bm.scores(q.question)
+            lexical = sorted(scores, key=lambda i: (-scores[i], i))[:BASELINE_DEPTH]
+            lex_s = time.perf_counter() - t0
+            fused = rrf([dense, lexical], k=RRF_K, limit=BASELINE_DEPTH)
+
+            def ans(order: Sequence[int], top1: float | None, latency: float) -> Answered:
+                return Answered(q, [(ts[i].id,) for i in order], sum(len(words(docs[i])) for i in order[:10]),
+                                top1, latency)
+
+            out["MiniLM"].append(ans(dense, float(sims[dense[0]]), dense_s))
+            out["BM25"].append(ans(lexical, scores[lexical[0]] if lexical else 0.0, lex_s))
+            fused_top = 1 / (RRF_K + 1) * ((dense[:1] == fused[:1]) + (lexical[:1] == fused[:1]))
+            out["BM25+MiniLM RRF"].append(ans(fused, fused_top, dense_s + lex_s))
+    return out
+
+
+# --- tables -------------------------------------------------------------------------------------------------
+
+
+def summarize(answered: list[Answered]) -> dict[str, dict]:
+    rows: dict[str, dict] = {}
+    groups = {c: [a for a in answered if a.question.category == c] for c in CATEGORIES}
+    groups["overall"] = [a for a in answered if a.question.category != "adversarial"]
+    for name, group in groups.items():
+        if not group:
+            continue
+        row: dict = {"n": len(group)}
+        if name != "adversarial":
+            for k in CUTOFFS:
+                hits = [hits_at(a.ranked, a.question.evidence, k) for a in group]
+                row[f"any@{k}"] = sum(h[0] for h in hits) / len(group)
+                row[f"all@{k}"] = sum(h[1] for h in hits) / len(group)
+        tops = [a.top1 for a in group if a.top1 is not None]
+        row["top1"] = statistics.fmean(tops) if tops else None
+        row["words@10"] = statistics.fmean(a.words_top10 for a in group)
+        lat = [a.latency_s for a in group if a.latency_s is not None]
+        row["p50_ms"] = percentile(lat, 50) * 1000 if lat else None
+        row["p95_ms"] = percentile(lat, 95) * 1000 if lat else None
+        rows[name] = row
+    return rows
+
+
+def print_table(title: str, rows: dict[str, dict]) -> None:
+    print(f"\n{title}")
+    head = ["category", "n"] + [f"any@{k}" for k in CUTOFFS] + [f"all@{k}" for k in CUTOFFS] + [
+        "words@10", "top1", "p50 ms", "p95 ms"]
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for name, r in rows.items():
+        cells = [name, str(r["n"])]
+        for key in [f"any@{k}" for k in CUTOFFS] + [f"all@{k}" for k in CUTOFFS]:
+            cells.append(f"{r[key]:.3f}" if key in r else "-")
+        cells.append(f"{r['words@10']:.0f}")
+        cells.append(f"{r['top1']:.3f}" if r.get("top1") is not None and name == "adversarial" else "-")
+        cells += [f"{r['p50_ms']:.1f}" if r["p50_ms"] is not None else "-",
+                  f"{r['p95_ms']:.1f}" if r["p95_ms"] is not None else "-"]
+        print("| " + " | ".join(cells) + " |")
+
+
+def print_comparison(systems: dict[str, dict[str, dict]], k: int = 10) -> None:
+    names = list(systems)
+    print(f"\nrecall_any@{k} by system (adversarial excluded from overall)")
+    print("| category | " + " | ".join(names) + " |")
+    print("|---|" + "---|" * len(names))
+    for cat in [*CATEGORIES[:-1], "overall"]:
+        cells = [f"{systems[s][cat][f'any@{k}']:.3f}" if cat in systems[s] else "-" for s in names]
+        print(f"| {cat} | " + " | ".join(cells) + " |")
+
+
+# --- answers with the bundled model -------------------------------------------------------------------------
+
+
+def pick_for_llm(answered: list[Answered], limit: int) -> list[Answered]:
+    by = {c: [a for a in answered if a.question.category == c] for c in CATEGORIES}
+    out: list[Answered] = []
+    while len(out) < limit and any(by.values()):
+        for c in CATEGORIES:
+            if by[c] and len(out) < limit:
+                out.append(by[c].pop(0))
+    return out
+
+
+async def run_llm(args: argparse.Namespace, answered: list[Answered], turns: dict[str, list[Turn]]) -> dict:
+    from bot.llm import EngineConfig, TransformersLLM
+    from bot.prompt import PromptBuilder
+    from memory.layers.base import TRANSCRIPT, MemoryItem, Section
+
+    settings = Settings(_env_file=None)
+    t0 = time.perf_counter()
+    llm = await asyncio.to_thread(TransformersLLM.load, EngineConfig(
+        cache_dir=settings.model_cache_dir, dtype=settings.model_dtype, max_new_tokens=args.llm_tokens,
+        temperature=0.0, repetition_penalty=settings.repetition_penalty, seed=7, progress=False))
+    print(f"  model loaded in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    builder = PromptBuilder(
+        bot_name=settings.bot_name, persona=settings.persona,
+        budget_tokens=max(settings.context_tokens - args.llm_tokens, 64), count_tokens=llm.count_tokens,
+        render_chat=llm.render_chat if llm.uses_chat_template else None)
+    results = []
+    try:
+        for a in pick_for_llm(answered, args.llm_limit):
+            q, bundle = a.question, a.bundle
+            memory_bundle = replace(bundle, sections=tuple(s for s in bundle.sections if s.placement != TRANSCRIPT))
+            history = tuple(MemoryItem("turn", None, f"{t.speaker}: {t.text}", f"{t.speaker}: {t.text}", ())
+                            for t in turns[q.conv])
+            prompts = {
+                "core": builder.build(replace(bundle, sections=()), ASKER, q.question),
+                "memory": builder.build(memory_bundle, ASKER, q.question),
+                "longctx": builder.build(replace(bundle, sections=(
+                    Section("turns", "Conversation", history, placement=TRANSCRIPT),)), ASKER, q.question),
+            }
+            row: dict = {"qid": q.qid, "category": q.category, "question": q.question, "gold": q.answer}
+            evidence_texts = [t.text for t in turns[q.conv] if t.id in set(q.evidence)]
+            row["memory_hit"] = bool(evidence_texts) and any(e in prompts["memory"].text for e in evidence_texts)
+            for mode, prompt in prompts.items():
+                t1 = time.perf_counter()
+                gen = llm.generate(prompt.text, stop=prompt.stop, stop_pattern=prompt.stop_pattern,
+                                   max_new_tokens=args.llm_tokens)
+                reply = (await gen.complete()).strip().split("\n")[0].strip()
+                row[mode] = {"reply": reply, "em": exact_match(reply, q.answer), "f1": token_f1(reply, q.answer),
+                             "contains": contains_match(reply, q.answer), "tokens": prompt.tokens,
+                             "seconds": time.perf_counter() - t1}
+            results.append(row)
+            print(f"  llm {len(results)}/{args.llm_limit} {q.qid}: core={row['core']['reply'][:40]!r} "
+                  f"memory={row['memory']['reply'][:40]!r}", file=sys.stderr)
+    finally:
+        llm.close()
+    return {"rows": results}
+
+
+def print_llm(result: dict) -> dict:
+    rows = result["rows"]
+    summary: dict = {}
+    print("\nanswers (bundled model, greedy): EM / F1 / contains per mode; ΔEM = EM(memory) - EM(core)")
+    head = ["category", "n", "core EM", "core F1", "mem EM", "mem F1", "mem contains", "long EM", "long F1",
+            "long contains", "ΔEM", "memory_hit_rate"]
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    groups = {c: [r for r in rows if r["category"] == c] for c in CATEGORIES}
+    groups["overall"] = rows
+    for name, g in groups.items():
+        if not g:
+            continue
+
+        def m(mode: str, key: str) -> float:
+            return statistics.fmean(r[mode][key] for r in g)
+
+        with_evidence = [r for r in g if r["category"] != "adversarial"]
+        hit = statistics.fmean(r["memory_hit"] for r in with_evidence) if with_evidence else float("nan")
+        s = {"n": len(g), **{f"{mode}_{key}": m(mode, key) for mode in ("core", "memory", "longctx")
+                             for key in ("em", "f1", "contains")}, "delta_em": m("memory", "em") - m("core", "em"),
+             "memory_hit_rate": hit}
+        summary[name] = s
+        print(f"| {name} | {len(g)} | {s['core_em']:.3f} | {s['core_f1']:.3f} | {s['memory_em']:.3f} | "
+              f"{s['memory_f1']:.3f} | {s['memory_contains']:.3f} | {s['longctx_em']:.3f} | {s['longctx_f1']:.3f} | "
+              f"{s['longctx_contains']:.3f} | {s['delta_em']:+.3f} | {hit:.3f} |")
+    return summary
+
+
+# --- main ---------------------------------------------------------------------------------------------------
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--split", choices=["dev", "heldout", "all"], default="heldout")
+    p.add_argument("--conversations", type=int, default=None, help="only the first N conversations of the split")
+    p.add_argument("--k", type=int, default=20, help="items asked of recall (the plan's vector count)")
+    p.add_argument("--json", type=Path, default=None, help="write every number (and per-question ranks) here")
+    p.add_argument("--database-url", default=None, help="admin URL of a server; default: embedded, throwaway")
+    p.add_argument("--with-transcript", action="store_true", help="rank the recent-turns section too (last)")
+    p.add_argument("--no-baselines", action="store_true")
+    p.add_argument("--no-hippobot", action="store_true", help="baselines only (no database)")
+    p.add_argument("--llm", action="store_true", help="also score answers of the bundled model")
+    p.add_argument("--llm-limit", type=int, default=40)
+    p.add_argument("--llm-tokens", type=int, default=24, help="max new tokens per answer")
+    return p.parse_args(argv)
+
+
+async def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    offline_environment()
+    from memory.embed import MiniLMEmbedder
+
+    questions = select(load_questions(DATA_DIR / "questions.jsonl"), args.split, args.conversations)
+    convs = sorted({q.conv for q in questions})
+    turns = {c: load_conversation(DATA_DIR / f"{c}.jsonl") for c in convs}
+    print(f"split {args.split}: {len(convs)} conversation(s), {sum(len(t) for t in turns.values())} turns, "
+          f"{len(questions)} questions; k={args.k}", file=sys.stderr)
+    embedder = MiniLMEmbedder()
+    embedder.load()
+    systems: dict[str, dict[str, dict]] = {}
+    report: dict = {"split": args.split, "conversations": convs, "k": args.k, "questions": len(questions)}
+    hb = None
+    if not args.no_hippobot:
+        hb = await run_hippobot(args, questions, convs, embedder)
+        systems["hippobot"] = summarize(hb["answered"])
+        total_import = sum(v["seconds"] for v in hb["imports"].values())
+        imported = sum(v["imported"] for v in hb["imports"].values())
+        report["hippobot"] = {"imports": hb["imports"], "open_s": hb["open_s"], "batched_s": hb["batched_s"],
+                              "ranks": {a.question.qid: dedupe_ranked(a.ranked)[:20] for a in hb["answered"]}}
+        print(f"\nimport: {imported} messages in {total_import:.1f} s ({imported / max(total_import, 1e-9):.0f}/s); "
+              f"app open {hb['open_s']:.1f} s; batched recall of {len(questions)} queries "
+              f"{hb['batched_s']:.2f} s ({hb['batched_s'] / max(len(questions), 1) * 1000:.1f} ms/query)")
+        print_table(f"hippobot recall (split {args.split}, k={args.k}; per-query latency = one "
+                    "brain.contexts call per question, embedding included)", systems["hippobot"])
+    if not args.no_baselines:
+        baselines = run_baselines(questions, turns, embedder)
+        for name, answered in baselines.items():
+            systems[name] = summarize(answered)
+            print_table(f"baseline {name} (in-process over 'speaker: text'; latency = ranking only, the "
+                        "question's embedding not included)", systems[name])
+    if len(systems) > 1:
+        print_comparison(systems)
+    report["systems"] = systems
+    if args.llm and hb is not None:
+        result = await run_llm(args, hb["answered"], turns)
+        report["llm"] = {"summary": print_llm(result), "rows": result["rows"]}
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(report, indent=2, default=str), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))
