@@ -226,6 +226,34 @@ class EpisodicStore:
             scope, np.asarray(vector, dtype=np.float32), k, start, end, visible_channel)
         return [EpisodeHit(_episode(r), float(r["similarity"]), _sources(r)) for r in rows]
 
+    async def search_by_authors(self, scope: str, vector: np.ndarray, k: int, author_ids: Sequence[str], *,
+                                visible_channel: str | None = None) -> list[EpisodeHit]:
+        """The ``k`` episodes these people said that are nearest ``vector`` (an exact scan of their episodes)."""
+        require_scope(scope)
+        if k <= 0 or not author_ids:
+            return []
+        rows = await self._pool.fetch(
+            f"""SELECT e.*, 1 - e.distance / 2 AS similarity,
+                       m.external_id AS m_external, m.channel_id AS m_channel, m.source AS m_source,
+                       r.external_id AS r_external, r.channel_id AS r_channel, r.source AS r_source
+                FROM (SELECT {_COLUMNS}, embedding <=> $2 AS distance FROM episodes
+                      WHERE scope = $1 AND author_id = ANY($4::text[])
+                        AND (visible_in IS NULL OR visible_in = $5::text)
+                      ORDER BY (embedding <=> $2) + 0 LIMIT $3) e
+                LEFT JOIN messages m ON m.id = e.message_id
+                LEFT JOIN messages r ON r.id = e.reply_message_id
+                ORDER BY e.distance""",
+            scope, np.asarray(vector, dtype=np.float32), k, list(author_ids), visible_channel)
+        return [EpisodeHit(_episode(r), float(r["similarity"]), _sources(r)) for r in rows]
+
+    async def speakers(self, scope: str) -> dict[str, str]:
+        """Who has spoken in the scope: author id -> name (people only)."""
+        require_scope(scope)
+        rows = await self._pool.fetch(
+            "SELECT DISTINCT ON (author_id) author_id, author_name FROM messages WHERE scope = $1 AND NOT is_bot "
+            "ORDER BY author_id, created_at DESC", scope)
+        return {r["author_id"]: r["author_name"] for r in rows}
+
     async def any_between(self, scope: str, start: datetime, end: datetime, *,
                           visible_channel: str | None = None) -> bool:
         return bool(await self._pool.fetchval(

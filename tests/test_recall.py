@@ -13,7 +13,7 @@ from memory.embed import MiniLMEmbedder
 from memory.episodic import EpisodicStore, NewEpisode
 from memory.errors import ScopeError
 from memory.episodic import WriteGate
-from memory.layers.episodes import EpisodesLayer
+from memory.layers.episodes import EpisodesLayer, HybridConfig
 from memory.layers.turns import TurnsLayer
 from memory.recall import Recall, recall_query
 
@@ -28,8 +28,9 @@ FACTS = [
 ]
 
 
-def recaller(pool: asyncpg.Pool, embedder: MiniLMEmbedder) -> Recall:
-    return Recall([TurnsLayer(ConversationStore(pool)), EpisodesLayer(EpisodicStore(pool), WriteGate(), embedder)])
+def recaller(pool: asyncpg.Pool, embedder: MiniLMEmbedder, **config: object) -> Recall:
+    return Recall([TurnsLayer(ConversationStore(pool)),
+                   EpisodesLayer(EpisodicStore(pool), WriteGate(), embedder, config=HybridConfig(**config))])
 
 
 async def gather(recall: Recall, scope: str, vector, plan, **kw):  # type: ignore[no-untyped-def]
@@ -64,13 +65,16 @@ async def test_episodes_come_best_first(pool: asyncpg.Pool, embedder: MiniLMEmbe
 
 async def test_threshold_and_k_limit_what_comes_back(pool: asyncpg.Pool, embedder: MiniLMEmbedder) -> None:
     await seed(pool, embedder, "g1", FACTS)
-    recall = recaller(pool, embedder)
+    recall = recaller(pool, embedder, keep_top=0)  # the threshold alone decides
     vector = await embedder.embed("what's my cat's name?")
     strict = await gather(recall, "g1", vector, plan(vectors=5, threshold=0.72))
     assert [("Miso" in h.episode.content) for h in strict.episodes] == [True]
     assert all(h.similarity >= 0.72 for h in strict.episodes)
     assert len((await gather(recall, "g1", vector, plan(vectors=2))).episodes) == 2
     assert (await gather(recall, "g1", vector, plan(vectors=0))).episodes == []
+    # By default a list's leaders stay even below the threshold: the best match by words, speaker or time.
+    lenient = await gather(recaller(pool, embedder), "g1", vector, plan(vectors=5, threshold=0.72))
+    assert len(lenient.episodes) > 1 and "Miso" in lenient.episodes[0].episode.content
 
 
 async def test_recall_never_crosses_scopes(pool: asyncpg.Pool, embedder: MiniLMEmbedder) -> None:
@@ -160,3 +164,28 @@ async def test_a_question_naming_a_time_finds_that_stretch(pool: asyncpg.Pool, e
     bundle = await recall.gather(recall_query("g1", question, await embedder.embed(question), plan(vectors=1),
                                               datetime(2026, 11, 1, tzinfo=UTC)))
     assert "fence" in bundle.episodes[0].episode.content  # the May of the history, a year before 'now'
+
+
+async def test_a_question_naming_a_speaker_finds_their_own_words(pool: asyncpg.Pool, embedder: MiniLMEmbedder) -> None:
+    """Everyone talks about hobbies; asked about Oscar's, Oscar's own line is recalled, not only his fillers
+    (whose keys, "Oscar: ...", are near any question naming him)."""
+    conversations, episodes = ConversationStore(pool), EpisodicStore(pool)
+    lines = [("Oscar", "later all"), ("Oscar", "hmm interesting"), ("Julia", "I'm learning guitar from youtube"),
+             ("Kofi", "doing watercolours every sunday now"), ("Oscar", "been practising the cello every evening"),
+             ("Julia", "growing tomatoes on my balcony is my new thing"), ("Oscar", "wait really?"),
+             ("Oscar", "same here"), ("Julia", "my guitar teacher says I'm improving"), ("Oscar", "ok ok")]
+    for i, (who, text) in enumerate(lines):
+        at = T0 + timedelta(minutes=i)
+        m = await conversations.add(NewMessage("g1", "import", f"s{i}", "c1", f"u-{who}", who, text, at))
+        await episodes.add_many([NewEpisode("g1", "c1", f"u-{who}", m.id, f"{who}: {text}",
+                                            await embedder.embed(f"{who}: {text}"), at)])
+    question = "Which instrument is Oscar learning?"
+    layer = EpisodesLayer(EpisodicStore(pool), WriteGate(), embedder)
+    query = recall_query("g1", question, await embedder.embed(question), plan(vectors=3), T0)
+    named, rest = await layer._named_speakers(query)
+    assert named == ["u-Oscar"] and "Oscar" not in rest
+    theirs = await layer._by_speakers(query, named, rest, 3)
+    assert all(h.episode.author_id == "u-Oscar" for h in theirs)
+    assert "cello" in theirs[0].episode.content  # asked without his name, his fillers do not lead
+    bundle = await recaller(pool, embedder).gather(query)
+    assert "cello" in bundle.episodes[0].episode.content
