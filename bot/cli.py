@@ -93,6 +93,23 @@ def main(argv: list[str] | None = None) -> int:
     from bot.llm import LLMError
     from memory.errors import MemoryStoreError
 
+    scope = getattr(args, "scope", None)
+    if scope is not None:  # before anything starts: a malformed scope is a usage error
+        from memory.conversation import require_scope
+        from memory.errors import ScopeError
+
+        try:
+            require_scope(scope)
+        except ScopeError as exc:
+            print(f"hippobot {args.command}: --scope: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+    from memory.fields import id_problem
+
+    for option in ("user", "channel"):
+        value = getattr(args, option, None)
+        if isinstance(value, str) and (problem := id_problem(value, f"--{option}")):
+            print(f"hippobot {args.command}: {problem}", file=sys.stderr)
+            return EXIT_USAGE
     try:
         return asyncio.run(_stoppable(handler(settings, args)))
     except KeyboardInterrupt:
@@ -155,6 +172,8 @@ async def _chat(settings: Settings, args: argparse.Namespace) -> int:
     from bot.console import Console, ConsoleDreamChannel, ConsoleIdentity
 
     identity = ConsoleIdentity(user=args.user, channel=args.channel, scope=args.scope or settings.console_scope)
+    if hasattr(sys.stdin, "reconfigure"):  # a line that is not valid UTF-8 is read with U+FFFD, not a crash
+        sys.stdin.reconfigure(errors="replace")
     app = await _open(settings, with_llm=True)
     try:
         await app.absorb_backlog(progress=_backlog_progress)
@@ -233,6 +252,8 @@ async def _recall(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _read_queries(path: Path, default_scope: str) -> list[tuple[str, str]]:
+    from memory.fields import id_problem
+
     queries = []
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         if not line.strip():
@@ -241,11 +262,15 @@ def _read_queries(path: Path, default_scope: str) -> list[tuple[str, str]]:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
             raise ValueError(f"line {number}: invalid JSON ({exc.msg})") from None
+        except RecursionError:
+            raise ValueError(f"line {number}: JSON nested too deeply") from None
         if not isinstance(obj, dict) or not isinstance(obj.get("text"), str) or not obj["text"].strip():
             raise ValueError(f"line {number}: expected an object with a non-empty \"text\"")
         scope = obj.get("scope", default_scope)
         if not isinstance(scope, str) or not scope.strip():
             raise ValueError(f"line {number}: \"scope\" must be a non-empty string")
+        if problem := id_problem(scope, '"scope"'):
+            raise ValueError(f"line {number}: {problem}")
         queries.append((obj["text"], scope))
     return queries
 

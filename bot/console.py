@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
+import threading
 from dataclasses import dataclass
 from typing import TextIO
 
@@ -65,7 +67,8 @@ def format_bundle(bundle: ContextBundle) -> str:
         lines.append("(no memories recalled)")
     for item in items:
         score = "     -" if item.score is None else f"{item.score:6.3f}"
-        ids = ",".join(str(i) for i in item.message_ids)
+        # The ids people know (the Discord or imported message id), else the store's own.
+        ids = ",".join(s.external_id for s in item.sources) or ",".join(str(i) for i in item.message_ids)
         text = item.text.replace("\n", " / ")
         lines.append(f"  {item.kind:<7} {score}  [{ids}]  {text}")
     return "\n".join(lines)
@@ -145,11 +148,12 @@ class Console:
         if self._interactive:
             self._print(f"hippobot console — you are {self._me.user} in #{self._me.channel} "
                         f"(scope {self._me.scope}). /help for commands.")
+        lines = self._reader()
         try:
             while True:
                 if self._interactive:
                     self._print(f"{self._me.user}> ", end="")
-                line = await asyncio.to_thread(self._in.readline)
+                line = await lines.get()
                 if not line:  # end of input
                     break
                 line = line.rstrip("\r\n")
@@ -161,6 +165,28 @@ class Console:
         finally:
             await self._brain.drain()
         return 0
+
+    def _reader(self) -> asyncio.Queue[str]:
+        """Lines of input, read on a daemon thread: a stop (SIGTERM) never waits for a line nobody types."""
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[str] = asyncio.Queue()
+
+        def read() -> None:
+            while True:
+                try:
+                    line = self._in.readline()
+                except (UnicodeDecodeError, ValueError, OSError) as exc:  # unreadable input ends the session
+                    self._err.write(f"error: cannot read input ({exc})\n")
+                    line = ""
+                try:
+                    loop.call_soon_threadsafe(queue.put_nowait, line)
+                except RuntimeError:  # the loop is gone
+                    return
+                if not line:
+                    return
+
+        threading.Thread(target=read, name="console-input", daemon=True).start()
+        return queue
 
     async def _handle(self, line: str) -> None:
         stripped = line.strip()
@@ -203,10 +229,11 @@ class Console:
             await post_proposals(self._governance, self._out, scope=self._me.scope)
             return
         verb, _, arg = command.partition(" ")
-        if not arg.strip().lstrip("#").isdigit():
+        number = arg.strip().lstrip("#")
+        if not re.fullmatch(r"[0-9]{1,18}", number):  # ASCII digits that fit a bigint ('²' is a digit too)
             self._print(f"usage: {verb} N (the proposal number; /proposals lists them)")
             return
-        outcome = await self._governance.vote(int(arg.strip().lstrip("#")), self._voter, verb == "/approve", now=now)
+        outcome = await self._governance.vote(int(number), self._voter, verb == "/approve", now=now)
         p = outcome.proposal
         if not outcome.counted:
             self._print(f"proposal #{p.id} is {p.status}; the vote changes nothing")

@@ -13,6 +13,7 @@ from datetime import datetime
 
 import asyncpg
 
+from memory.fields import id_problem
 from memory.errors import ScopeError
 
 _COLUMNS = (
@@ -22,9 +23,11 @@ _COLUMNS = (
 
 
 def require_scope(scope: str | None) -> str:
-    """The scope itself, or ScopeError when it is missing or blank."""
+    """The scope itself, or ScopeError when it is missing, blank or malformed."""
     if scope is None or not str(scope).strip():
         raise ScopeError("a memory scope is required (a guild id, dm:<user id>, or a console scope)")
+    if problem := id_problem(str(scope), "the scope"):
+        raise ScopeError(problem)
     return str(scope)
 
 

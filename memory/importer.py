@@ -30,6 +30,7 @@ from memory.conversation import ConversationStore, NewMessage, StoredMessage, re
 from memory.embed import Embedder
 from memory.episodic import EpisodicStore, NewEpisode, WriteGate
 from memory.errors import ImportFileError
+from memory.fields import check_id, check_time, clean_text
 from memory.layers.episodes import key_text
 from memory.salience import imported_saliences
 
@@ -70,7 +71,7 @@ class ImportReport:
 def _ident(value: Any, what: str) -> str:
     if isinstance(value, bool) or not isinstance(value, str | int) or str(value).strip() == "":
         raise ValueError(f"{what} must be a non-empty string or integer")
-    return str(value).strip()
+    return check_id(str(value).strip(), what)
 
 
 def _timestamp(value: Any) -> datetime:
@@ -78,9 +79,22 @@ def _timestamp(value: Any) -> datetime:
         raise ValueError("timestamp must be an ISO 8601 string")
     try:
         parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-    except ValueError:
+        return check_time(parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC))
+    except OverflowError:
+        raise ValueError(f"timestamp {value[:40]!r} is out of range") from None
+    except ValueError as exc:
+        if "outside" in str(exc):
+            raise
         raise ValueError(f"timestamp {value[:40]!r} is not ISO 8601") from None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _text(value: Any, what: str, max_chars: int) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"{what} must be a string")
+    text = clean_text(value).strip()
+    if len(text) > max_chars:
+        raise ValueError(f"{what} is {len(text):,} characters; the limit is {max_chars:,}")
+    return text
 
 
 def _jsonl_record(obj: Any, max_chars: int) -> ImportedMessage | None:
@@ -96,13 +110,12 @@ def _jsonl_record(obj: Any, max_chars: int) -> ImportedMessage | None:
     else:
         author_name = _ident(author, "author")
         author_id = author_name
-    if not isinstance(obj["text"], str):
-        raise ValueError("text must be a string")
-    text = obj["text"].replace("\x00", "").strip()
-    if len(text) > max_chars:
-        raise ValueError(f"text is {len(text):,} characters; the limit is {max_chars:,}")
+    text = _text(obj["text"], "text", max_chars)
     if not text:
         return None
+    is_bot = obj.get("bot", False)
+    if not isinstance(is_bot, bool):
+        raise ValueError('"bot" must be true or false (JSON booleans), not ' + json.dumps(is_bot)[:20])
     reply_to = obj.get("reply_to")
     return ImportedMessage(
         external_id=_ident(obj["id"], "id"),
@@ -112,24 +125,19 @@ def _jsonl_record(obj: Any, max_chars: int) -> ImportedMessage | None:
         text=text,
         created_at=_timestamp(obj["timestamp"]),
         reply_to=None if reply_to in (None, "") else _ident(reply_to, "reply_to"),
-        is_bot=bool(obj.get("bot", False)),
+        is_bot=is_bot,
     )
 
 
 def _dce_record(obj: Any, channel_id: str, max_chars: int) -> ImportedMessage | None:
     if not isinstance(obj, dict):
         raise ValueError("expected a message object")
-    if obj.get("type") in _SKIPPED_DCE_TYPES:
+    if isinstance(obj.get("type"), str) and obj["type"] in _SKIPPED_DCE_TYPES:
         return None
     author = obj.get("author")
     if not isinstance(author, dict):
         raise ValueError("author must be an object")
-    content = obj.get("content", "")
-    if not isinstance(content, str):
-        raise ValueError("content must be a string")
-    text = content.replace("\x00", "").strip()
-    if len(text) > max_chars:
-        raise ValueError(f"content is {len(text):,} characters; the limit is {max_chars:,}")
+    text = _text(obj.get("content", ""), "content", max_chars)
     if not text:
         return None
     reference = obj.get("reference") or {}
@@ -139,11 +147,11 @@ def _dce_record(obj: Any, channel_id: str, max_chars: int) -> ImportedMessage | 
         external_id=_ident(obj.get("id"), "id"),
         channel_id=channel_id,
         author_id=author_id,
-        author_name=str(author.get("nickname") or author.get("name") or author_id),
+        author_name=_ident(author.get("nickname") or author.get("name") or author_id, "author.name"),
         text=text,
         created_at=_timestamp(obj.get("timestamp")),
-        reply_to=None if reply_to in (None, "") else str(reply_to),
-        is_bot=bool(author.get("isBot", False)),
+        reply_to=None if reply_to in (None, "") else _ident(reply_to, "reference.messageId"),
+        is_bot=author.get("isBot") is True,
     )
 
 
@@ -171,9 +179,17 @@ def parse_import_file(path: Path, *, max_chars: int) -> tuple[list[ImportedMessa
             whole = json.loads(raw)
         except json.JSONDecodeError:
             whole = None  # not one document: JSON Lines
+        except RecursionError:
+            raise ImportFileError(str(path), [(0, "JSON nested too deeply")]) from None
     if isinstance(whole, dict) and isinstance(whole.get("messages"), list):
         channel = whole.get("channel") or {}
-        channel_id = str(channel.get("id") or channel.get("name") or path.stem)
+        try:
+            if isinstance(channel, dict):
+                channel_id = _ident(channel.get("id") or channel.get("name") or path.stem, "channel.id")
+            else:  # some exports give the channel as its name or id
+                channel_id = _ident(channel, "channel")
+        except ValueError as exc:
+            raise ImportFileError(str(path), [(0, str(exc))]) from None
         for number, obj in enumerate(whole["messages"], start=1):
             try:
                 parsed.append(_dce_record(obj, channel_id, max_chars))
@@ -187,6 +203,8 @@ def parse_import_file(path: Path, *, max_chars: int) -> tuple[list[ImportedMessa
                 parsed.append(_jsonl_record(json.loads(line), max_chars))
             except json.JSONDecodeError as exc:
                 problems.append((number, f"invalid JSON ({exc.msg})"))
+            except RecursionError:
+                problems.append((number, "JSON nested too deeply"))
             except ValueError as exc:
                 problems.append((number, str(exc)))
     if problems:

@@ -1,0 +1,54 @@
+"""What may be stored: identifiers, text and times checked once, with messages a person can act on.
+
+PostgreSQL refuses NUL characters and invalid UTF-8 (a lone surrogate), a
+B-tree index refuses very long keys, and Python's datetime overflows near
+the ends of its range: each of those would otherwise surface as a
+traceback from deep inside the store. Identifiers (scopes, channel, author
+and message ids) are refused when malformed; message text is repaired
+(NUL removed, a lone surrogate replaced) because losing a person's words
+over one bad character would be worse.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+
+MAX_ID_CHARS = 200  # sql/006_trust.sql's CHECK on messages
+EARLIEST_YEAR, LATEST_YEAR = 1970, 2200
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def clean_text(text: str) -> str:
+    """Text as it can be stored: NUL characters dropped, lone surrogates replaced."""
+    return text.replace("\x00", "").encode("utf-8", "replace").decode("utf-8")
+
+
+def id_problem(value: str, what: str = "an id") -> str | None:
+    """Why ``value`` cannot be an identifier, or None when it can."""
+    if not value.strip():
+        return f"{what} is empty"
+    if len(value) > MAX_ID_CHARS:
+        return f"{what} is {len(value):,} characters long; the limit is {MAX_ID_CHARS}"
+    if _CONTROL.search(value):
+        return f"{what} contains a control character (such as NUL or a line break)"
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return f"{what} is not valid text (a lone surrogate)"
+    return None
+
+
+def check_id(value: str, what: str = "an id") -> str:
+    """``value`` as an identifier, or ValueError saying why it cannot be one."""
+    if problem := id_problem(value, what):
+        raise ValueError(problem)
+    return value
+
+
+def check_time(value: datetime, what: str = "a timestamp") -> datetime:
+    """A timezone-aware time in UTC within the years a conversation can have happened."""
+    aware = value if value.tzinfo else value.replace(tzinfo=UTC)
+    if not EARLIEST_YEAR <= aware.year <= LATEST_YEAR:
+        raise ValueError(f"{what} in the year {aware.year} is outside {EARLIEST_YEAR}-{LATEST_YEAR}")
+    return aware.astimezone(UTC)
