@@ -277,7 +277,7 @@ async def run_llm(args: argparse.Namespace, answered: list[Answered], turns: dic
     builder = PromptBuilder(
         bot_name=settings.bot_name, persona=settings.persona,
         budget_tokens=max(settings.context_tokens - args.llm_tokens, 64), count_tokens=llm.count_tokens,
-        render_chat=llm.render_chat if llm.uses_chat_template else None)
+        render_chat=llm.render_chat if llm.uses_chat_template else None, memory_style=args.memory_style)
     results = []
     try:
         for a in pick_for_llm(answered, args.llm_limit):
@@ -354,6 +354,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--no-hippobot", action="store_true", help="baselines only (no database)")
     p.add_argument("--llm", action="store_true", help="also score answers of the bundled model")
     p.add_argument("--llm-limit", type=int, default=40)
+    p.add_argument("--memory-style", choices=("plain", "example"), default="plain",
+                   help="how memories are laid out in the base model's prompt (bot/prompt.py)")
     p.add_argument("--llm-tokens", type=int, default=24, help="max new tokens per answer")
     return p.parse_args(argv)
 

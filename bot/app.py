@@ -134,6 +134,7 @@ class App:
                     budget_tokens=max(settings.context_tokens - settings.max_new_tokens, 64),
                     count_tokens=llm.count_tokens,
                     render_chat=render,
+                    memory_style=settings.memory_prompt_style,
                 )
             episodes_layer = EpisodesLayer(episodes, gate, embedder)
             semantic = None

@@ -60,6 +60,10 @@ class Settings(BaseSettings):
         default="auto",
         description="auto: the model's chat template when it has one, else a plain transcript.",
     )
+    memory_prompt_style: Literal["plain", "example"] = Field(
+        default="plain",
+        description="How a base model sees its memories: a titled list, or the list after one worked example.",
+    )
     max_new_tokens: int = Field(default=96, ge=1, le=2048)
     context_tokens: int = Field(default=1024, ge=128, description="Prompt budget in tokens.")
     temperature: float = Field(default=0.7, ge=0.0, le=2.0)

@@ -24,6 +24,11 @@ from memory.recall import ContextBundle
 # A new line that starts with "<speaker>:" ends the bot's turn in a transcript.
 SPEAKER_LINE = re.compile(r"\n[^\n:]{1,40}:")
 _MEMORY_SHARE = 0.4
+# One worked example of answering from a remembered line (memory_style "example"); about 60 tokens.
+MEMORY_EXAMPLE = """Example of using a memory:
+Memory: [2024-02-03] Sam: my dog is called Biscuit and he loves the beach
+Sam: what was my dog's name again?
+{bot}: Your dog is called Biscuit, the one who loves the beach."""
 
 
 @dataclass(frozen=True)
@@ -51,6 +56,9 @@ class PromptBuilder:
     budget_tokens: int
     count_tokens: Callable[[str], int]
     render_chat: Callable[[list[dict[str, str]]], str] | None = None  # None: transcript
+    # How a base model is shown its memories: "plain" (a titled list) or "example" (the list, then one worked
+    # example of a reply that uses a remembered fact, so the model answers from memory instead of rambling).
+    memory_style: str = "plain"
 
     def build(self, bundle: ContextBundle, author_name: str, text: str) -> Prompt:
         """The prompt for ``text``: the layers' sections fitted to the budget by priority."""
@@ -146,6 +154,8 @@ class PromptBuilder:
 
     def _transcript(self, header: str, blocks: list[tuple[str, list[str]]], turns: list[str], current: str) -> str:
         parts = [header]
+        if blocks and self.memory_style == "example":
+            parts.append(MEMORY_EXAMPLE.format(bot=self.bot_name))
         parts += [f"{title}:\n" + "\n".join(lines) for title, lines in blocks]
         parts.append("Conversation:\n" + "\n".join([*turns, current, f"{self.bot_name}:"]))
         return "\n\n".join(parts)
