@@ -53,7 +53,8 @@ def _parser() -> argparse.ArgumentParser:
     rec.add_argument("--scope", default=None, help="memory scope (default: the console scope)")
     rec.add_argument("--channel", default=None, help="also show recent turns of this channel id")
     rec.add_argument("--user", default="you", help="whose question it is, as in `chat --user` (default: you)")
-    rec.add_argument("--k", type=int, default=None, help="number of episodes (default: the archetype plan's)")
+    rec.add_argument("--k", type=int, default=None,
+                     help="number of episodes (default: the archetype plan's; with --queries, 10)")
     rec.add_argument("--json", action="store_true", help="print JSON")
     rec.add_argument("--queries", type=Path, help='JSON Lines of {"text": ..., "scope": ...}; one JSON result a line')
 
@@ -124,6 +125,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 EXIT_TERMINATED = 128 + signal.SIGTERM
+QUERIES_DEFAULT_K = 10
 
 
 async def _stoppable(work: Coroutine[Any, Any, int]) -> int:
@@ -235,7 +237,9 @@ async def _recall(settings: Settings, args: argparse.Namespace) -> int:
     try:
         try:
             if args.queries is not None:
-                bundles = await app.brain.contexts(queries, k=args.k, author_id=f"console:{args.user}")
+                # A batch is ranked retrieval: the 10 best memories per query unless --k says otherwise.
+                k = QUERIES_DEFAULT_K if args.k is None else args.k
+                bundles = await app.brain.contexts(queries, k=k, author_id=f"console:{args.user}")
                 for (text, _), bundle in zip(queries, bundles):
                     print(json.dumps({"text": text, **bundle.as_dict()}, ensure_ascii=False))
                 return 0
