@@ -227,7 +227,7 @@ class EpisodicStore:
         return [EpisodeHit(_episode(r), float(r["similarity"]), _sources(r)) for r in rows]
 
     async def search_by_authors(self, scope: str, vector: np.ndarray, k: int, author_ids: Sequence[str], *,
-                                visible_channel: str | None = None) -> list[EpisodeHit]:
+                                visible_channel: str | None = None, min_words: int = 0) -> list[EpisodeHit]:
         """The ``k`` episodes these people said that are nearest ``vector`` (an exact scan of their episodes)."""
         require_scope(scope)
         if k <= 0 or not author_ids:
@@ -239,11 +239,12 @@ class EpisodicStore:
                 FROM (SELECT {_COLUMNS}, embedding <=> $2 AS distance FROM episodes
                       WHERE scope = $1 AND author_id = ANY($4::text[])
                         AND (visible_in IS NULL OR visible_in = $5::text)
+                        AND array_length(regexp_split_to_array(split_part(content, E'\n', 1), '\s+'), 1) > $6
                       ORDER BY (embedding <=> $2) + 0 LIMIT $3) e
                 LEFT JOIN messages m ON m.id = e.message_id
                 LEFT JOIN messages r ON r.id = e.reply_message_id
                 ORDER BY e.distance""",
-            scope, np.asarray(vector, dtype=np.float32), k, list(author_ids), visible_channel)
+            scope, np.asarray(vector, dtype=np.float32), k, list(author_ids), visible_channel, min_words)
         return [EpisodeHit(_episode(r), float(r["similarity"]), _sources(r)) for r in rows]
 
     async def speakers(self, scope: str) -> dict[str, str]:

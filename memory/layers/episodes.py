@@ -55,6 +55,7 @@ class HybridConfig:
     speaker_keys: bool = True  # an episode's key embeds "Name: text", so questions naming people find them
     time_weight: float = 1.0  # a question naming a time ("last week", "in May"): that stretch's nearest episodes
     speaker_weight: float = 1.0  # a question naming someone who spoke here: their nearest episodes
+    speaker_min_words: int = 4  # the speaker list skips lines of this many words or fewer (fillers: "can't complain")
     lexical_without_speakers: bool = True  # BM25 ignores the names of people who speak here
 
 
@@ -141,7 +142,8 @@ class EpisodesLayer(BaseLayer):
         decides."""
         vector = await self._embedder.embed(rest) if rest.strip() else query.vector
         hits = await self.store.search_by_authors(query.scope, vector, n, named,
-                                                  visible_channel=query.audience.visible_channel)
+                                                  visible_channel=query.audience.visible_channel,
+                                                  min_words=self.config.speaker_min_words + 1)
         return [h for h in hits if h.episode.message_id != query.before_message_id]
 
     async def _speakers(self, scope: str) -> dict[str, str]:
