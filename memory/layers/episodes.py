@@ -35,6 +35,10 @@ SPEAKERS_TTL_S = 60.0
 _WORD = re.compile(r"[\w'-]+")
 
 
+async def _nothing() -> list:  # type: ignore[type-arg]
+    return []
+
+
 def _bare(word: str) -> str:
     """A word without its possessive: "Maya's" -> "maya"."""
     w = word.lower()
@@ -89,14 +93,12 @@ class EpisodesLayer(BaseLayer):
         named, rest = await self._named_speakers(query)
         # Lexical search leaves out the names of people who speak here (they are in most messages).
         words = rest if cfg.lexical_without_speakers and named else query.text
-        no_hits = asyncio.sleep(0, result=[])
         dense, lexical, in_time, theirs = await asyncio.gather(
             self.store.search(query.scope, query.vector, n, visible_channel=visible),
             self.lexical.search(query.scope, words, n, visible_channel=visible, exclude_ids=exclude)
-            if cfg.lexical else no_hits,
-            self._in_time(query, n) if cfg.time_weight > 0 else asyncio.sleep(0, result=[]),
-            self._by_speakers(query, named, rest, n) if cfg.speaker_weight > 0 and named
-            else asyncio.sleep(0, result=[]))
+            if cfg.lexical else _nothing(),
+            self._in_time(query, n) if cfg.time_weight > 0 else _nothing(),
+            self._by_speakers(query, named, rest, n) if cfg.speaker_weight > 0 and named else _nothing())
         dense = [h for h in dense if h.episode.message_id != query.before_message_id]
         nearest = dense[0].similarity if dense else None
         ranked = await self._fuse(query, dense, lexical, in_time, theirs)
