@@ -239,7 +239,7 @@ class EpisodicStore:
                 FROM (SELECT {_COLUMNS}, embedding <=> $2 AS distance FROM episodes
                       WHERE scope = $1 AND author_id = ANY($4::text[])
                         AND (visible_in IS NULL OR visible_in = $5::text)
-                        AND array_length(regexp_split_to_array(split_part(content, E'\n', 1), '\s+'), 1) > $6
+                        AND array_length(regexp_split_to_array(split_part(content, chr(10), 1), '[[:space:]]+'), 1) > $6
                       ORDER BY (embedding <=> $2) + 0 LIMIT $3) e
                 LEFT JOIN messages m ON m.id = e.message_id
                 LEFT JOIN messages r ON r.id = e.reply_message_id
