@@ -105,13 +105,9 @@ def main(argv: list[str] | None = None) -> int:
         except ScopeError as exc:
             print(f"hippobot {args.command}: --scope: {exc}", file=sys.stderr)
             return EXIT_USAGE
-    from memory.fields import id_problem
-
-    for option in ("user", "channel"):
-        value = getattr(args, option, None)
-        if isinstance(value, str) and (problem := id_problem(value, f"--{option}")):
-            print(f"hippobot {args.command}: {problem}", file=sys.stderr)
-            return EXIT_USAGE
+    if problem := _option_problem(args):
+        print(f"hippobot {args.command}: {problem}", file=sys.stderr)
+        return EXIT_USAGE
     try:
         return asyncio.run(_stoppable(handler(settings, args)))
     except KeyboardInterrupt:
@@ -123,6 +119,22 @@ def main(argv: list[str] | None = None) -> int:
         log.debug("startup failed", exc_info=True)
         print(f"hippobot {args.command}: cannot reach the database or a file: {exc}", file=sys.stderr)
         return EXIT_ERROR
+
+
+def _option_problem(args: argparse.Namespace) -> str | None:
+    """Why an id given as an option cannot be used, or None: checked before anything starts."""
+    from memory.fields import MAX_ID_CHARS, id_problem
+
+    # The console stores its user and channel as "console:NAME": the name leaves room for the prefix.
+    room = MAX_ID_CHARS - len("console:")
+    for option in ("user", "channel"):
+        value = getattr(args, option, None)
+        if isinstance(value, str) and (problem := id_problem(value, f"--{option}", max_chars=room)):
+            return problem
+    for value in getattr(args, "private_channel", None) or ():
+        if problem := id_problem(value, "--private-channel"):
+            return problem
+    return None
 
 
 EXIT_TERMINATED = 128 + signal.SIGTERM
@@ -230,9 +242,15 @@ async def _recall(settings: Settings, args: argparse.Namespace) -> int:
     queries: list[tuple[str, str]] = []
     if args.queries is not None:
         try:
-            queries = _read_queries(args.queries, settings.console_scope)
+            queries = _read_queries(args.queries, settings.console_scope, settings.max_message_chars)
         except (OSError, ValueError) as exc:
             print(f"hippobot recall: {args.queries}: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+    else:
+        try:
+            args.text = _query_text(args.text, settings.max_message_chars)
+        except ValueError as exc:
+            print(f"hippobot recall: {exc}", file=sys.stderr)
             return EXIT_USAGE
     app = await _open(settings, with_llm=False)
     try:
@@ -256,11 +274,24 @@ async def _recall(settings: Settings, args: argparse.Namespace) -> int:
         await app.close()
 
 
-def _read_queries(path: Path, default_scope: str) -> list[tuple[str, str]]:
+def _query_text(text: str, max_chars: int) -> str:
+    """A recall text as it can be searched and printed back (NUL dropped, a lone surrogate replaced)."""
+    from memory.fields import clean_text
+
+    cleaned = clean_text(text).strip()
+    if not cleaned:
+        raise ValueError("the text to recall is empty")
+    if len(cleaned) > max_chars:
+        raise ValueError(f"the text to recall is {len(cleaned):,} characters long; the limit is {max_chars:,}")
+    return cleaned
+
+
+def _read_queries(path: Path, default_scope: str, max_chars: int) -> list[tuple[str, str]]:
+    """Every query of ``path``, or ValueError naming the first bad line (before anything starts)."""
     from memory.fields import id_problem
 
     queries = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, line in enumerate(path.read_text(encoding="utf-8-sig", errors="strict").splitlines(), start=1):
         if not line.strip():
             continue
         try:
@@ -269,14 +300,20 @@ def _read_queries(path: Path, default_scope: str) -> list[tuple[str, str]]:
             raise ValueError(f"line {number}: invalid JSON ({exc.msg})") from None
         except RecursionError:
             raise ValueError(f"line {number}: JSON nested too deeply") from None
-        if not isinstance(obj, dict) or not isinstance(obj.get("text"), str) or not obj["text"].strip():
+        except ValueError:  # Python refuses integers of more than 4,300 digits
+            raise ValueError(f"line {number}: a number in it is too long") from None
+        if not isinstance(obj, dict) or not isinstance(obj.get("text"), str):
             raise ValueError(f"line {number}: expected an object with a non-empty \"text\"")
+        try:
+            text = _query_text(obj["text"], max_chars)
+        except ValueError as exc:
+            raise ValueError(f"line {number}: {exc}") from None
         scope = obj.get("scope", default_scope)
         if not isinstance(scope, str) or not scope.strip():
             raise ValueError(f"line {number}: \"scope\" must be a non-empty string")
         if problem := id_problem(scope, '"scope"'):
             raise ValueError(f"line {number}: {problem}")
-        queries.append((obj["text"], scope))
+        queries.append((text, scope))
     return queries
 
 

@@ -24,6 +24,7 @@ from dream.governance import Governance, GovernanceError, Proposal, Voter
 from memory.archetypes import ArchetypeRouter
 from memory.errors import MemoryStoreError
 from memory.recall import ContextBundle
+from memory.sources import SourceRef
 
 log = logging.getLogger(__name__)
 
@@ -67,11 +68,18 @@ def format_bundle(bundle: ContextBundle) -> str:
         lines.append("(no memories recalled)")
     for item in items:
         score = "     -" if item.score is None else f"{item.score:6.3f}"
-        # The ids people know (the Discord or imported message id), else the store's own.
-        ids = ",".join(s.external_id for s in item.sources) or ",".join(str(i) for i in item.message_ids)
+        ids = ",".join(_source_label(s) for s in item.sources) or ",".join(f"#{i}" for i in item.message_ids)
         text = item.text.replace("\n", " / ")
         lines.append(f"  {item.kind:<7} {score}  [{ids}]  {text}")
     return "\n".join(lines)
+
+
+def _source_label(source: SourceRef) -> str:
+    """A message as a person finds it: channel/id for Discord and imported messages (ids are unique per
+    channel), the store's #id for the console's own (its ids are generated)."""
+    if source.source == "console":
+        return f"#{source.id}"
+    return f"{source.channel_id}/{source.external_id}"
 
 
 def format_archetypes(router: ArchetypeRouter) -> str:

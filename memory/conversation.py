@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 import asyncpg
 
-from memory.fields import id_problem
-from memory.errors import ScopeError
+from memory.fields import check_time, clean_name, clean_text, id_problem
+from memory.errors import InvalidInput, ScopeError
 
 _COLUMNS = (
     "id, scope, source, external_id, channel_id, author_id, author_name, is_bot, content, "
@@ -46,6 +46,29 @@ class NewMessage:
     reply_to_external: str | None = None
     visible_in: str | None = None  # None: everyone in the scope; else the channel whose audience may see it
     thread_parent_id: str | None = None  # a thread's parent channel
+
+
+def storable(message: NewMessage) -> NewMessage:
+    """``message`` as it can be stored, or InvalidInput naming what cannot be.
+
+    The one check every write passes (import, console, Discord): ids are
+    refused when malformed (NUL, control characters, over 200 characters,
+    a lone surrogate), since a repaired id would no longer name the message;
+    the text and the author's display name are repaired instead, so nobody's
+    words are lost over one bad character.
+    """
+    require_scope(message.scope)
+    for what, value in (("the message id", message.external_id), ("the channel id", message.channel_id),
+                        ("the author id", message.author_id), ("the replied-to id", message.reply_to_external),
+                        ("the visible channel", message.visible_in), ("the parent channel", message.thread_parent_id)):
+        if value is not None and (problem := id_problem(str(value), what)):
+            raise InvalidInput(problem)
+    try:
+        created_at = check_time(message.created_at, "the message's time")
+    except (ValueError, OverflowError) as exc:
+        raise InvalidInput(str(exc)) from None
+    return replace(message, content=clean_text(message.content), created_at=created_at,
+                   author_name=clean_name(message.author_name) or message.author_id)
 
 
 @dataclass(frozen=True)
@@ -80,8 +103,11 @@ class ConversationStore:
             yield conn
 
     async def add(self, message: NewMessage, conn: asyncpg.Connection | None = None) -> StoredMessage:
-        """Persist a message; a re-delivered one (same ids) returns the stored row."""
-        require_scope(message.scope)
+        """Persist a message; a re-delivered one (same ids) returns the stored row.
+
+        Raises InvalidInput (nothing written) for an id that cannot be stored; see ``storable``.
+        """
+        message = storable(message)
         db = conn or self._pool
         row = await db.fetchrow(
             f"""INSERT INTO messages (scope, source, external_id, channel_id, author_id, author_name,

@@ -16,11 +16,16 @@ class InvalidInput(MemoryStoreError):
 
 
 class ImportFileError(InvalidInput):
-    """An import file with problems; ``problems`` lists (line number, reason)."""
+    """An import file with problems; ``problems`` lists (line number, reason), line 0 for the whole file.
+
+    A DiscordChatExporter file is one JSON document: its problems carry the
+    message's number instead, and their reason says so ("message 3: ...").
+    """
 
     def __init__(self, path: str, problems: list[tuple[int, str]]) -> None:
         self.path = path
         self.problems = problems
-        shown = "; ".join(f"line {n}: {why}" for n, why in problems[:10])
+        shown = "; ".join(why if n == 0 or why.startswith("message ") else f"line {n}: {why}"
+                          for n, why in problems[:10])
         more = f" (and {len(problems) - 10} more)" if len(problems) > 10 else ""
         super().__init__(f"{path}: {len(problems)} malformed record(s), nothing imported: {shown}{more}")

@@ -24,12 +24,21 @@ def clean_text(text: str) -> str:
     return text.replace("\x00", "").encode("utf-8", "replace").decode("utf-8")
 
 
-def id_problem(value: str, what: str = "an id") -> str | None:
-    """Why ``value`` cannot be an identifier, or None when it can."""
+def clean_name(name: str) -> str:
+    """A display name as it can be stored: control characters become spaces, cut to the id limit."""
+    return " ".join(_CONTROL.sub(" ", clean_text(name)).split())[:MAX_ID_CHARS]
+
+
+def id_problem(value: str, what: str = "an id", *, max_chars: int = MAX_ID_CHARS) -> str | None:
+    """Why ``value`` cannot be an identifier, or None when it can.
+
+    ``max_chars`` is lower where the value is stored with a prefix (the
+    console's ``console:NAME``), so the stored id still fits.
+    """
     if not value.strip():
         return f"{what} is empty"
-    if len(value) > MAX_ID_CHARS:
-        return f"{what} is {len(value):,} characters long; the limit is {MAX_ID_CHARS}"
+    if len(value) > max_chars:
+        return f"{what} is {len(value):,} characters long; the limit is {max_chars}"
     if _CONTROL.search(value):
         return f"{what} contains a control character (such as NUL or a line break)"
     try:
@@ -49,6 +58,12 @@ def check_id(value: str, what: str = "an id") -> str:
 def check_time(value: datetime, what: str = "a timestamp") -> datetime:
     """A timezone-aware time in UTC within the years a conversation can have happened."""
     aware = value if value.tzinfo else value.replace(tzinfo=UTC)
-    if not EARLIEST_YEAR <= aware.year <= LATEST_YEAR:
-        raise ValueError(f"{what} in the year {aware.year} is outside {EARLIEST_YEAR}-{LATEST_YEAR}")
-    return aware.astimezone(UTC)
+    _check_year(aware.year, what)  # first: converting 9999-12-31 at -05:00 to UTC overflows
+    utc = aware.astimezone(UTC)
+    _check_year(utc.year, what)  # 2200-12-31 at -05:00 is already 2201 in UTC
+    return utc
+
+
+def _check_year(year: int, what: str) -> None:
+    if not EARLIEST_YEAR <= year <= LATEST_YEAR:
+        raise ValueError(f"{what} in the year {year} is outside {EARLIEST_YEAR}-{LATEST_YEAR}")

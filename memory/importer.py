@@ -29,8 +29,8 @@ from memory.absorption import AbsorbHints, Absorber
 from memory.conversation import ConversationStore, NewMessage, StoredMessage, require_scope
 from memory.embed import Embedder
 from memory.episodic import EpisodicStore, NewEpisode, WriteGate
-from memory.errors import ImportFileError
-from memory.fields import check_id, check_time, clean_text
+from memory.errors import ImportFileError, InvalidInput
+from memory.fields import check_id, check_time, clean_text, id_problem
 from memory.layers.episodes import key_text
 from memory.salience import imported_saliences
 
@@ -155,6 +155,17 @@ def _dce_record(obj: Any, channel_id: str, max_chars: int) -> ImportedMessage | 
     )
 
 
+def _first_line_is_whole(raw: str) -> bool:
+    """Whether the first line of ``raw`` is a JSON document of its own (JSON Lines, not a pretty-printed export)."""
+    try:
+        json.loads(raw.lstrip().split("\n", 1)[0])
+    except json.JSONDecodeError:
+        return False
+    except (ValueError, RecursionError):
+        return True
+    return True
+
+
 def parse_import_file(path: Path, *, max_chars: int) -> tuple[list[ImportedMessage], int]:
     """All messages of ``path`` (deduplicated, oldest first) and how many had no text.
 
@@ -165,7 +176,7 @@ def parse_import_file(path: Path, *, max_chars: int) -> tuple[list[ImportedMessa
         size = path.stat().st_size
         if size > MAX_FILE_BYTES:
             raise ImportFileError(str(path), [(0, f"file is {size:,} bytes; the limit is {MAX_FILE_BYTES:,}")])
-        raw = path.read_text(encoding="utf-8")
+        raw = path.read_text(encoding="utf-8-sig")  # a byte-order mark (Windows editors) is not content
     except UnicodeDecodeError as exc:
         raise ImportFileError(str(path), [(0, f"not UTF-8 text ({exc.reason})")]) from None
     except OSError as exc:
@@ -177,14 +188,19 @@ def parse_import_file(path: Path, *, max_chars: int) -> tuple[list[ImportedMessa
     if raw.lstrip().startswith("{"):
         try:
             whole = json.loads(raw)
-        except json.JSONDecodeError:
-            whole = None  # not one document: JSON Lines
+        except ValueError as exc:  # not one document: JSON Lines, whose lines are checked one by one below
+            if not isinstance(exc, json.JSONDecodeError) and not _first_line_is_whole(raw):
+                # Python refuses integers of more than 4,300 digits; this file is one (exporter) document.
+                raise ImportFileError(str(path), [(0, "a number in it is too long")]) from None
+            whole = None
         except RecursionError:
             raise ImportFileError(str(path), [(0, "JSON nested too deeply")]) from None
     if isinstance(whole, dict) and isinstance(whole.get("messages"), list):
-        channel = whole.get("channel") or {}
+        channel = whole.get("channel")
         try:
-            if isinstance(channel, dict):
+            if channel is None:
+                channel_id = check_id(path.stem, "the channel (the file's name, as the export names none)")
+            elif isinstance(channel, dict):
                 channel_id = _ident(channel.get("id") or channel.get("name") or path.stem, "channel.id")
             else:  # some exports give the channel as its name or id
                 channel_id = _ident(channel, "channel")
@@ -200,11 +216,18 @@ def parse_import_file(path: Path, *, max_chars: int) -> tuple[list[ImportedMessa
             if not line.strip():
                 continue
             try:
-                parsed.append(_jsonl_record(json.loads(line), max_chars))
+                obj = json.loads(line)
             except json.JSONDecodeError as exc:
                 problems.append((number, f"invalid JSON ({exc.msg})"))
+                continue
             except RecursionError:
                 problems.append((number, "JSON nested too deeply"))
+                continue
+            except ValueError:  # Python refuses integers of more than 4,300 digits
+                problems.append((number, "a number in it is too long"))
+                continue
+            try:
+                parsed.append(_jsonl_record(obj, max_chars))
             except ValueError as exc:
                 problems.append((number, str(exc)))
     if problems:
@@ -257,7 +280,15 @@ class Importer:
         """
         require_scope(scope)
         private = frozenset(private_channels)
+        for channel in private:
+            if problem := id_problem(channel, "a private channel"):
+                raise InvalidInput(problem)
         messages, empty = parse_import_file(path, max_chars=self._max_chars)
+        if unknown := private - {m.channel_id for m in messages}:
+            # A misspelt private channel would otherwise leave the real one public.
+            known = ", ".join(sorted({m.channel_id for m in messages})[:10])
+            raise InvalidInput(f"private channel {', '.join(sorted(unknown))}: no message of {path} is in it "
+                               f"(its channels: {known}); nothing imported")
         present = await self._conversations.existing_external_ids(
             scope, SOURCE, [(m.channel_id, m.external_id) for m in messages])
         new = [m for m in messages if (m.channel_id, m.external_id) not in present]

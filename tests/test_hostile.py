@@ -13,14 +13,17 @@ import io
 import json
 import subprocess
 import sys
+from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from bot.app import App
 from bot.cli import main
-from bot.console import Console, ConsoleIdentity
-from memory.errors import ImportFileError, ScopeError
+from bot.console import Console, ConsoleIdentity, format_bundle
+from memory.conversation import NewMessage
+from memory.errors import ImportFileError, InvalidInput, ScopeError
 from memory.importer import parse_import_file
 from tests.fakes import ScriptedLLM
 from tests.test_cli import env, run_cli  # noqa: F401  (the fixture)
@@ -48,6 +51,10 @@ BAD_RECORDS = {
     "text a number": ({**GOOD, "text": 5}, "text must be a string"),
     "author a list": ({**GOOD, "author": ["ana"]}, "author must be a non-empty string"),
     "lone surrogate in id": ({**GOOD, "id": "\ud800"}, "lone surrogate"),
+    "NUL in reply_to": ({**GOOD, "reply_to": "9\x00"}, "control character"),
+    "2200 at -05:00 is 2201 in UTC": ({**GOOD, "timestamp": "2200-12-31T23:59:59-05:00"}, "year 2201"),
+    "a 5,000-digit id": ('{"id": ' + "9" * 5000 + ', "channel": "c", "author": "a", "timestamp": "2026-10-01T10:00:00Z",'
+                         ' "text": "t"}', "a number in it is too long"),
 }
 
 
@@ -60,24 +67,48 @@ def test_a_bad_record_is_named_by_line_and_nothing_else_happens(tmp_path: Path, 
     assert why in str(info.value)
 
 
-@pytest.mark.parametrize(("content", "why"), [
-    (DEEP, "nested too deeply"),
-    ('{"a":' * 60_000 + "1" + "}" * 60_000, "nested too deeply"),
-    (json.dumps({"channel": "general", "messages": [{"id": "1", "author": {"id": "7"}, "timestamp": "2026-01-01T00:00:00Z",
-                                                   "content": "hi"}]}), None),
-    (json.dumps({"channel": "gen\x00", "messages": []}), "control character"),
-    (json.dumps({"channel": {"id": "1"}, "messages": [{"id": "1", "type": ["x"], "author": {"id": "7"},
-                                                      "timestamp": "2026-01-01T00:00:00Z", "content": "hi"}]}), None),
-])
-def test_hostile_files(tmp_path: Path, content: str, why: str | None) -> None:
+DCE_MESSAGE = {"id": "1", "author": {"id": "7"}, "timestamp": "2026-01-01T00:00:00Z", "content": "hi"}
+
+
+def dce(channel: object, *messages: object) -> str:
+    return json.dumps({"channel": channel, "messages": list(messages or [DCE_MESSAGE])}, indent=2)
+
+
+HOSTILE_FILES = {
+    "JSON Lines nested 100,000 deep": (DEEP, "nested too deeply"),
+    "an export nested 60,000 deep": ('{"a":' * 60_000 + "1" + "}" * 60_000, "nested too deeply"),
+    "an export with a 5,000-digit number": (dce({"id": "1"}, {**DCE_MESSAGE, "id": int("9" * 40)}).replace(
+        "9" * 40, "9" * 5000), "f.json: 1 malformed record.s., nothing imported: a number in it is too long"),
+    "an export's channel true": (dce(True), "channel must be a non-empty string"),
+    "an export's channel false": (dce(False), "channel must be a non-empty string"),  # was the file's name
+    "an export's channel a list": (dce(["general"]), "channel must be a non-empty string"),
+    "an export's channel with NUL": (dce("gen\x00"), "control character"),
+    "an export's channel id of 3,000 characters": (dce({"id": "c" * 3000}), "the limit is 200"),
+    "an export's author a string": (dce({"id": "1"}, {**DCE_MESSAGE, "author": "ana"}), "author must be an object"),
+    "an export's reply id an object": (dce({"id": "1"}, {**DCE_MESSAGE, "reference": {"messageId": {"a": 1}}}),
+                                       "reference.messageId must be"),
+}
+
+
+@pytest.mark.parametrize("case", HOSTILE_FILES, ids=list(HOSTILE_FILES))
+def test_hostile_files_are_refused_with_a_reason(tmp_path: Path, case: str) -> None:
+    content, why = HOSTILE_FILES[case]
     path = tmp_path / "f.json"
     path.write_text(content, encoding="utf-8")
-    if why is None:  # accepted: a string channel is the channel's id, an odd message type is a message
-        messages, _ = parse_import_file(path, max_chars=8000)
-        assert messages[0].channel_id in ("general", "1")
-        return
     with pytest.raises(ImportFileError, match=why):
         parse_import_file(path, max_chars=8000)
+
+
+@pytest.mark.parametrize(("content", "channel"), [
+    (dce("general"), "general"),  # a channel given as its name or id is that channel
+    (dce({"id": "1"}, {**DCE_MESSAGE, "type": ["x"]}), "1"),  # an odd message type is still a message
+    ("\ufeff" + dce({"id": "1"}), "1"),  # a byte-order mark, as Windows editors write
+])
+def test_unusual_but_meaningful_exports_are_accepted(tmp_path: Path, content: str, channel: str) -> None:
+    path = tmp_path / "f.json"
+    path.write_text(content, encoding="utf-8")
+    messages, _ = parse_import_file(path, max_chars=8000)
+    assert [m.channel_id for m in messages] == [channel]
 
 
 def test_a_lone_surrogate_in_text_is_repaired_not_refused(tmp_path: Path) -> None:
@@ -113,6 +144,11 @@ def test_a_bad_scope_is_a_scope_error_everywhere(scope: str) -> None:
     ["dream", "--scope", " "],
     ["chat", "--user", "u" * 3000],
     ["recall", "hi", "--channel", "c\x00"],
+    ["chat", "--user", "u" * 195],  # stored as "console:" + 195 characters: over the 200 the database allows
+    ["chat", "--channel", "c" * 195],
+    ["import", "x.jsonl", "--private-channel", "staff\x00"],
+    ["recall", "   "],
+    ["recall", "x" * 9000],
 ])
 def test_bad_options_are_usage_errors_before_anything_starts(argv: list[str],
                                                              capsys: pytest.CaptureFixture[str]) -> None:
@@ -121,14 +157,39 @@ def test_bad_options_are_usage_errors_before_anything_starts(argv: list[str],
     assert err.startswith("hippobot ") and err.count("\n") == 1 and "Traceback" not in err
 
 
-def test_recall_queries_with_hostile_lines_name_the_line(env: dict[str, str], tmp_path: Path) -> None:  # noqa: F811
-    for content, why in ((DEEP + "\n", "line 1: JSON nested too deeply"),
-                         (json.dumps({"text": "hi", "scope": "s" * 3000}) + "\n", "line 1: \"scope\" is 3,000"),
-                         ('{"text": "ok"}\n' + json.dumps({"text": "x", "scope": "a\x00"}) + "\n", "line 2:")):
-        path = tmp_path / "q.jsonl"
-        path.write_text(content, encoding="utf-8")
-        result = run_cli(["recall", "--queries", str(path)], env)
-        assert result.returncode == 2 and why in result.stderr and "Traceback" not in result.stderr, result.stderr
+QUERY_FILES = {
+    "nested 100,000 deep": (DEEP + "\n", "line 1: JSON nested too deeply"),
+    "a 3,000-character scope": (json.dumps({"text": "hi", "scope": "s" * 3000}) + "\n", 'line 1: "scope" is 3,000'),
+    "NUL in a scope": ('{"text": "ok"}\n' + json.dumps({"text": "x", "scope": "a\x00"}) + "\n", "line 2: "),
+    "a huge line": ('{"text": "ok"}\n' + json.dumps({"text": "x" * 100_000}) + "\n",
+                    "line 2: the text to recall is 100,000 characters long"),
+    "a 5,000-digit number": ('{"text": "ok", "k": ' + "1" * 5000 + "}\n", "line 1: a number in it is too long"),
+    "an empty text": ('{"text": "\\u0000 "}\n', "line 1: the text to recall is empty"),
+}
+
+
+@pytest.mark.parametrize("case", QUERY_FILES, ids=list(QUERY_FILES))
+def test_recall_queries_with_hostile_lines_name_the_line(tmp_path: Path, case: str,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    content, why = QUERY_FILES[case]
+    path = tmp_path / "q.jsonl"
+    path.write_bytes(content.encode("utf-8", "surrogateescape"))
+    assert main(["recall", "--queries", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert why in err and err.count("\n") == 1 and "Traceback" not in err, err
+
+
+def test_recall_queries_with_a_lone_surrogate_and_nul_print_their_results(
+        env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,  # noqa: F811
+        capsys: pytest.CaptureFixture[str]) -> None:
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    path = tmp_path / "q.jsonl"
+    path.write_text(json.dumps({"text": "caf\ud800e?"}) + "\n" + json.dumps({"text": "a\x00b"}) + "\n",
+                    encoding="utf-8")
+    assert main(["recall", "--queries", str(path)]) == 0
+    texts = [json.loads(line)["text"] for line in capsys.readouterr().out.splitlines()]
+    assert texts == ["caf?e?", "ab"]
 
 
 def test_a_hostile_import_file_exits_1_with_one_line(env: dict[str, str], tmp_path: Path) -> None:  # noqa: F811
@@ -159,3 +220,37 @@ def test_hippobot_chat_survives_invalid_utf8_and_bad_approvals(env: dict[str, st
     assert result.returncode == 0 and "Traceback" not in err, err
     assert out.count("usage: /approve N") == 2
     assert out.count("hippobot: ") == 2, out  # both messages answered, the undecodable one included
+
+
+async def test_a_misspelt_private_channel_imports_nothing(app: App, tmp_path: Path) -> None:
+    path = jsonl(tmp_path, GOOD, {**GOOD, "id": "2", "channel": "staff", "text": "the vault code is 4-8-15"})
+    with pytest.raises(InvalidInput, match="private channel stafff: no message .* is in it"):
+        await app.importer.run(path, "g1", private_channels=["stafff"])
+    assert await app.db.pool.fetchval("SELECT count(*) FROM messages") == 0, "staff would have been public"
+
+
+@pytest.mark.parametrize(("field", "value", "why"), [
+    ("channel_id", "c" * 3000, "the channel id is 3,000 characters long"),
+    ("author_id", "a\x00", "the author id contains a control character"),
+    ("external_id", "\ud800", "the message id is not valid text"),
+    ("created_at", datetime(1, 1, 1, tzinfo=UTC), "the message's time in the year 1"),
+])
+async def test_the_store_refuses_what_it_cannot_keep(app: App, field: str, value: object, why: str) -> None:
+    message = NewMessage(scope="g1", source="console", external_id="m1", channel_id="c", author_id="a",
+                         author_name="ana", content="hello", created_at=datetime(2026, 10, 1, tzinfo=UTC))
+    with pytest.raises(InvalidInput, match=why):
+        await app.conversations.add(replace(message, **{field: value}))
+    assert await app.db.pool.fetchval("SELECT count(*) FROM messages") == 0
+
+
+async def test_the_store_repairs_text_and_names(app: App) -> None:
+    stored = await app.conversations.add(NewMessage(
+        scope="g1", source="console", external_id="m1", channel_id="c", author_id="a", author_name="an\ta\x00",
+        content="caf\ud800e \x00ok", created_at=datetime(2026, 10, 1, tzinfo=UTC)))
+    assert (stored.content, stored.author_name) == ("caf?e ok", "an a")
+
+
+async def test_recall_lists_the_ids_a_person_can_find(app: App, tmp_path: Path) -> None:
+    await app.importer.run(jsonl(tmp_path, {**GOOD, "id": "m-77", "text": "my cat is called Miso"}), "g1")
+    bundle = await app.brain.context("what is my cat called?", "g1", k=3)
+    assert "[general/m-77]" in format_bundle(bundle)
