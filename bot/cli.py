@@ -1,7 +1,7 @@
 """The `hippobot` command line.
 
     hippobot chat     [--user NAME] [--channel NAME] [--scope S]
-    hippobot import   FILE --scope S
+    hippobot import   FILE --scope S [--private-channel C ...]
     hippobot recall   TEXT --scope S [--k K] [--channel C] [--json]
     hippobot recall   --queries FILE [--k K]
     hippobot dream
