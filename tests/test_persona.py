@@ -249,3 +249,59 @@ async def test_a_reset_is_a_proposal_and_starts_a_new_epoch_on_approval(app: App
     await app.governance.vote(proposal.id, MOD, True, now=NOW, scope="g1")
     state = (await layer.store.current("g1", None)).state  # type: ignore[union-attr]
     assert not state.beliefs and state.epoch == 1
+
+
+# --- seeing and steering it ------------------------------------------------------------------------------
+
+
+async def test_the_cli_shows_the_persona_its_json_and_its_history(app: App, db_url: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import argparse
+    import io
+    import json
+
+    from bot.persona_cli import add_parser, run
+    from tests.conftest import make_settings
+
+    await persona_app(app)
+    await say(app, *STRONG_FOR, *FILLER[:COOLING_PERIOD])
+    parser = argparse.ArgumentParser()
+    add_parser(parser.add_subparsers(dest="command"))
+    settings = make_settings(db_url, tmp_path / "cli", console_scope="g1")
+    out = io.StringIO()
+    assert await run(settings, parser.parse_args(["persona", "--history"]), out) == 0
+    text = out.getvalue()
+    assert "Persona of g1, version 6" in text and "remote work" in text and "History:" in text
+    assert "Core identity (fixed): " + settings.persona in text
+    out = io.StringIO()
+    assert await run(settings, parser.parse_args(["persona", "--scope", "g1", "--json"]), out) == 0
+    data = json.loads(out.getvalue())
+    assert data["version"] == 6 and data["state"]["beliefs"]["remote work"]["position"] > 0
+    out = io.StringIO()
+    assert await run(settings, parser.parse_args(["persona", "--scope", "nobody-here"]), out) == 0
+    assert "not shaped by anyone yet" in out.getvalue()
+
+
+async def test_the_discord_commands_show_for_everyone_and_reset_only_as_an_admins_proposal(app: App) -> None:
+    from bot.discord.persona import PersonaCog
+    from tests.test_discord_commands import GUILD, fake_bot, interaction, member, said
+
+    layer = await persona_app(app)
+    await say(app, *STRONG_FOR, *FILLER[:COOLING_PERIOD], scope=str(GUILD), channel="42")
+    cog = PersonaCog(fake_bot(app))  # type: ignore[arg-type]
+    show = interaction(member(111))
+    await cog.show.callback(cog, show)  # type: ignore[arg-type]
+    assert "remote work" in said(show) and "Snapshot:" in said(show)
+    history = interaction(member(111))
+    await cog.history.callback(cog, history)  # type: ignore[arg-type]
+    assert said(history).startswith("v6")
+    refused = interaction(member(111))
+    await cog.reset.callback(cog, refused)  # type: ignore[arg-type]
+    assert "needs Manage Server" in said(refused)
+    assert not await app.governance.list(scope=str(GUILD))
+    asked = interaction(member(222, manage=True))
+    await cog.reset.callback(cog, asked)  # type: ignore[arg-type]
+    assert "waiting for approval" in said(asked)
+    [proposal] = await app.governance.list(scope=str(GUILD))
+    assert proposal.kind == "persona" and proposal.payload["action"] == "reset"
+    state = (await layer.store.current(str(GUILD), None)).state  # type: ignore[union-attr]
+    assert state.beliefs and state.epoch == 0  # nothing changed before the approval
