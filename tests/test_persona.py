@@ -140,6 +140,20 @@ async def test_the_scorer_tells_evidence_from_pressure(embedder) -> None:  # typ
     assert (await layer.score("hi, how are you?")).reasoning_type == "no_argument"
 
 
+async def test_a_configured_model_scores_with_the_seeds_json_and_a_bad_answer_falls_back(embedder) -> None:  # type: ignore[no-untyped-def]
+    answer = ('{"score": 0.7, "reasoning_type": "expert_opinion", "source_reliability": "established_expert", '
+              '"novelty": 0.8, "topics": ["remote work"], "opinion_direction": "opposes"}')
+    llm = ScriptedLLM(answer)
+    layer = PersonaLayer(None, embedder, llm=llm)  # type: ignore[arg-type]
+    got = await layer.score(STRONG_FOR[0])
+    assert (got.scorer, got.score, got.reasoning_type, got.topics) == ("llm", 0.7, "expert_opinion",
+                                                                       (("remote work", -1),))
+    assert "Message: " + STRONG_FOR[0] in llm.prompts[-1] and "hippobot" not in llm.prompts[-1]  # the message only
+    llm.reply = "I think it is pretty strong evidence!"
+    fallback = await layer.score(STRONG_FOR[0])
+    assert fallback.scorer == "deterministic" and fallback.topics[0] == ("remote work", 1)
+
+
 # --- the layer in the app --------------------------------------------------------------------------------
 
 
@@ -160,7 +174,8 @@ async def test_strong_evidence_moves_an_opinion_and_pressure_does_not(app: App, 
     # The persona section opens the prompt, after the fixed core identity, with the opinion and its confidence.
     await say(app, "what do you think about working from home?")
     prompt = llm.prompts[-1]
-    assert prompt.index(app.settings.persona.strip()) < prompt.index("about itself") < prompt.index("Conversation:")
+    assert prompt.index(app.settings.persona.strip()) < prompt.index("Self-description: ") < prompt.index(
+        "Conversation:")
     assert "favour remote work" in prompt or "lean towards remote work" in prompt
     history = await layer.store.history("g1", None, limit=100)
     assert [v.version for v in history] == sorted((v.version for v in history), reverse=True)
