@@ -24,6 +24,11 @@ STRONG_FOR = [
     "A 2023 survey of 30,000 employees across 27 countries found remote work improved output by 9 percent.",
     "Data from 500 firms published in a peer-reviewed journal show remote work cut turnover by 35%.",
 ]
+AGAINST = [
+    "A 2022 study of 8,000 zebrafinch breeders published in Nature found remote work reduced innovation by 20%.",
+    "According to data from 1,200 firms, remote work lowered promotions by 30 percent in 2023.",
+    "A 2024 meta-analysis of 40 studies found remote work harms mentoring, with 25% fewer contacts.",
+]
 FILLER = ["ok, thanks for listening to all that.", "what time is it where you are?", "tell me a joke please",
           "good morning everyone!", "I'll be back later tonight."]
 
@@ -183,6 +188,8 @@ async def test_strong_evidence_moves_an_opinion_and_pressure_does_not(app: App, 
 
 
 async def test_forgetting_a_person_removes_their_evidence_and_recomputes(app: App) -> None:
+    from tests.test_forgetting import traces
+
     layer = await persona_app(app)
     await say(app, *STRONG_FOR, author="zed")
     await say(app, *FILLER[:COOLING_PERIOD], author="ana")
@@ -192,9 +199,30 @@ async def test_forgetting_a_person_removes_their_evidence_and_recomputes(app: Ap
     state = (await layer.store.current("g1", None)).state  # type: ignore[union-attr]
     assert "remote work" not in state.beliefs and "remote work" not in state.engagement
     assert state.interaction_count == COOLING_PERIOD
-    for table, column in (("persona_versions", "state::text || reason"), ("persona_evidence", "topics::text")):
-        leaks = await app.db.pool.fetchval(f"SELECT count(*) FROM {table} WHERE {column} ILIKE '%remote work%'")
-        assert leaks == 0, table
+    assert await traces(app, "remote work") == {}  # the topic only her words named is gone from every table
+    assert await traces(app, "u-zed") == {}
+
+
+async def test_forgetting_the_evidence_of_a_pending_shift_withdraws_its_proposal(app: App) -> None:
+    from tests.test_forgetting import traces
+
+    layer = await persona_app(app)
+    async with app.db.pool.acquire() as conn, conn.transaction():
+        await layer.store.lock(conn, "g1", None)
+        await layer.store.write(conn, "g1", None, PersonaState(
+            interaction_count=30, last_reflection_at=30, beliefs={"remote work": Belief(0.12, confidence(4), 4, 30, [])}),
+            "test: a settled view", NOW)
+    await say(app, *AGAINST, author="zed")
+    await say(app, *FILLER[:COOLING_PERIOD], author="ana")
+    [proposal] = await app.governance.list(scope="g1")
+    assert proposal.kind == "persona" and await traces(app, "zebrafinch")
+    await app.provenance.forget_author("g1", "u-zed")
+    withdrawn = await app.governance.get(proposal.id)
+    assert withdrawn.status == "expired" and withdrawn.payload["action"] == "withdrawn"
+    assert await traces(app, "zebrafinch") == {}
+    state = (await layer.store.current("g1", None)).state  # type: ignore[union-attr]
+    assert not state.held and state.pending_proposal is None
+    assert state.beliefs["remote work"].position == pytest.approx(0.12)  # back to the view before her evidence
 
 
 async def test_a_restricted_channels_evidence_shapes_only_its_own_persona(app: App, llm: ScriptedLLM) -> None:
@@ -237,17 +265,14 @@ async def test_a_large_shift_waits_for_approval_and_is_applied_only_after_it(app
         held = PersonaState(interaction_count=30, last_reflection_at=30,
                             beliefs={"remote work": Belief(0.15, confidence(4), 4, 30, [])})
         await layer.store.write(conn, "g1", None, held, "test: a settled view", NOW)
-    against = ["A 2022 study of 8,000 employees published in Nature found remote work reduced innovation by 20%.",
-               "According to data from 1,200 firms, remote work lowered promotions by 30 percent in 2023.",
-               "A 2024 meta-analysis of 40 studies found remote work harms mentoring, with 25% fewer contacts."]
-    await say(app, *against, *FILLER[:COOLING_PERIOD])
+    await say(app, *AGAINST, *FILLER[:COOLING_PERIOD])
     state = (await layer.store.current("g1", None)).state  # type: ignore[union-attr]
     assert 0 < state.beliefs["remote work"].position < 0.15  # moved, not flipped
     assert state.held and state.pending_proposal is not None
     proposal = await app.governance.get(state.pending_proposal)
     assert proposal.kind == "persona" and proposal.status == "pending" and proposal.scope == "g1"
     assert "Before:" in proposal.render() and "After:" in proposal.render()
-    assert set(proposal.payload["examples"]) <= set(against) and proposal.payload["examples"]
+    assert set(proposal.payload["examples"]) <= set(AGAINST) and proposal.payload["examples"]
     outcome = await app.governance.vote(proposal.id, MOD, True, now=NOW, scope="g1")
     assert outcome.decided and outcome.proposal.status == "applied"
     state = (await layer.store.current("g1", None)).state  # type: ignore[union-attr]
