@@ -283,7 +283,8 @@ async def test_boosted_tokens_appear_more_often_with_the_real_model(pool) -> Non
     """Gemma 3 270M: with a moment's boosts, its words are sampled significantly more often than without.
 
     Paired design: the same seeds with and without the boosts (the same random draws until the texts part),
-    64 samples of 12 tokens in one batch each; a one-sided sign test over the pairs that differ.
+    128 samples of 4 tokens in one batch each, after a prompt where the moment's words are plausible but not
+    certain; a one-sided sign test over the pairs whose counts of boosted tokens differ.
     """
     import torch
 
@@ -300,16 +301,16 @@ async def test_boosted_tokens_appear_more_often_with_the_real_model(pool) -> Non
 
         boosts = token_boosts({w: 0.3 for w in ids}, ids)
         assert max(boosts.values()) <= MAX_BOOST
-        prompt = "ana: What fruit should I buy at the market today?\nhippobot:"
+        prompt = "ana: Name your favourite fruits.\nhippobot: My favourite fruits are"
         model, tok = gemma._model, gemma._tokenizer
-        inputs = tok([prompt] * 64, return_tensors="pt").to(next(model.parameters()).device)
+        inputs = tok([prompt] * 128, return_tensors="pt").to(next(model.parameters()).device)
         target = torch.tensor(sorted(boosts))
 
         def sample(with_boosts: bool) -> list[int]:
             torch.manual_seed(1234)
             processors = [boost_processor(boosts, target.device)] if with_boosts else []
             with torch.inference_mode():
-                out = model.generate(**inputs, max_new_tokens=12, do_sample=True, temperature=0.7, top_p=0.9,
+                out = model.generate(**inputs, max_new_tokens=4, do_sample=True, temperature=0.7, top_p=0.9,
                                      top_k=None, repetition_penalty=1.15, logits_processor=processors,
                                      pad_token_id=tok.pad_token_id)
             new = out[:, inputs["input_ids"].shape[1]:]
