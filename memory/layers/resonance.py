@@ -95,12 +95,15 @@ class ResonanceLayer(BaseLayer):
         if not text:
             log.info("resonance: empty prompt in scope %s; no boosts", query.scope)
             return None
-        candidates = await self.moments.candidates(query.scope, query.audience.visible_channel, self.candidates)
-        if not candidates:
-            log.debug("resonance: no moments in scope %s", query.scope)
-            return None
         probe = Probe(frozenset(words(text)), frozenset(themes([text], query.plan.archetype)),
                       arousal(text, self._sentiment()), query.now)
+        # only moments sharing a word or a theme other than the archetype can score (scoring.score)
+        sharing = (sorted(probe.words), sorted(t for t in probe.themes if not t.startswith("@")))
+        candidates = await self.moments.candidates(query.scope, query.audience.visible_channel, self.candidates,
+                                                   sharing=sharing)
+        if not candidates:
+            log.debug("resonance: nothing in scope %s shares a word with the message", query.scope)
+            return None
         winners = [w for w in select(probe, _sound(candidates), k=self.top_k, threshold=self.threshold)]
         if not winners:
             return None

@@ -265,12 +265,19 @@ class MomentStore:
                  AND r.reply_id IS NOT NULL AND r.created_at >= $5
                ORDER BY r.message_id DESC LIMIT 1""", scope, channel_id, author_id, before_id, since)
 
-    async def candidates(self, scope: str, visible_channel: str | None, limit: int = CANDIDATES) -> list[Candidate]:
-        """The scope's last ``limit`` moments with a reply that the audience may see, newest first."""
+    async def candidates(self, scope: str, visible_channel: str | None, limit: int = CANDIDATES, *,
+                         sharing: tuple[Sequence[str], Sequence[str]] | None = None) -> list[Candidate]:
+        """The scope's last ``limit`` moments with a reply that the audience may see, newest first; with
+        ``sharing`` (words, themes), only those among them that share a word or a theme (what can score)."""
         rows = await self.pool.fetch(
-            """SELECT id, words, themes, arousal, quality, uses, created_at, last_used_at FROM resonance_moments
-               WHERE scope = $1 AND (visible_in IS NULL OR visible_in = $2::text) AND reply_id IS NOT NULL
-               ORDER BY created_at DESC, id DESC LIMIT $3""", scope, visible_channel, limit)
+            """SELECT * FROM (
+                   SELECT id, words, themes, arousal, quality, uses, created_at, last_used_at FROM resonance_moments
+                   WHERE scope = $1 AND (visible_in IS NULL OR visible_in = $2::text) AND reply_id IS NOT NULL
+                   ORDER BY created_at DESC, id DESC LIMIT $3) recent
+               WHERE $4::text[] IS NULL OR words && $4::text[] OR themes && $5::text[]
+               ORDER BY created_at DESC, id DESC""",
+            scope, visible_channel, limit, list(sharing[0]) if sharing else None,
+            list(sharing[1]) if sharing else None)
         out = []
         for r in rows:
             try:
