@@ -39,7 +39,6 @@ log = logging.getLogger(__name__)
 
 PERSONA_KIND = "persona"
 _RELEVANT = 0.35  # a topic this close to the message is shown before stronger, unrelated ones
-_PROMPT_CHARS = 600  # of the snapshot in the prompt (a preamble line that does not fit is left out whole)
 
 
 class PersonaLayer(BaseLayer):
@@ -66,11 +65,11 @@ class PersonaLayer(BaseLayer):
     async def recall(self, query: RecallQuery) -> Section | None:
         current = await self.store.for_audience(query.scope, query.audience.visible_channel)
         state = current.state if current is not None else PersonaState()
-        items = [MemoryItem("persona", None, state.snapshot, "Self-description: " + _first_sentences(state.snapshot),
-                            (), ref=None)]
+        items = [MemoryItem("persona", None, state.snapshot, f"{{bot}} about itself: {state.snapshot}", (),
+                            ref=None)]
         for topic, belief in await self._shown(state, query.vector):
             line = describe(topic, belief)
-            items.append(MemoryItem("opinion", belief.confidence, line, "View: " + line,
+            items.append(MemoryItem("opinion", belief.confidence, line, "{bot}'s view: " + line,
                                     tuple(belief.provenance[-5:]), payload=(topic, belief)))
         return Section(self.name, "", tuple(items), placement=PREAMBLE, priority=1,
                        meta={"version": current.version if current else 0})
@@ -344,15 +343,6 @@ class PersonaLayer(BaseLayer):
                                  f"0.05 confidence dropped")
         return StepResult(counts={"beliefs_decayed": decayed, "beliefs_dropped": dropped, "reflections": reflected},
                           notes=notes)
-
-
-def _first_sentences(text: str, limit: int = _PROMPT_CHARS) -> str:
-    """The snapshot's opening sentences within ``limit`` characters (the opinions follow as their own lines)."""
-    if len(text) <= limit:
-        return text
-    cut = text[:limit]
-    end = max(cut.rfind(". "), cut.rfind("; "))
-    return cut[: end + 1] if end > 0 else cut
 
 
 def _with_held(state: PersonaState) -> PersonaState:

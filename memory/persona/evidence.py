@@ -152,13 +152,13 @@ worth worthwhile recommend support supports protect protects protective valuable
 stronger strengthen strengthens productive productivity happier lower-cost affordable outperform outperforms
 innovation promotions wages income earnings wellbeing well-being satisfaction learning mentoring collaboration creativity
 output performance quality safety health happiness trust access savings jobs employment revenue profits literacy
-attendance retention biodiversity yields lifespan longevity resilience excellent wonderful amazing fantastic
+attendance retention biodiversity yields lifespan longevity resilience
 outperformed superior enhances enhance enhanced promotes promote prevents prevent reduces reduce reduced cuts lowers
 lowered decreases decreased fewer less""".split())
 _NEG = set("""harm harms harmful dangerous danger risk risks risky worse worst ineffective fail fails failed failure damage
 damages damaging costly expensive pollute pollutes polluting pollution death deaths kill kills killed toxic bad negative
-loss losses waste wasteful unreliable addictive problem problems hurt hurts hurting threat
-threatens inferior weaker disaster disastrous terrible awful horrible dreadful useless pointless weakens undermines undermine crime poverty disease illness cancer injuries injury accidents
+decline declines declined loss losses waste wasteful unreliable addictive problem problems hurt hurts hurting threat
+threatens inferior weaker weakens undermines undermine crime poverty disease illness cancer injuries injury accidents
 emissions debt inflation unemployment obesity depression anxiety stress corruption inequality overrated bans ban banned
 banning abolish scrap restrict limit turnover costs cost crashes errors absenteeism burnout loneliness isolation mortality
 hospitalizations fatalities fraud congestion smog""".split())
@@ -166,11 +166,9 @@ hospitalizations fatalities fraud congestion smog""".split())
 _REDUCERS = {"reduces", "reduce", "reduced", "cuts", "cut", "lowers", "lowered", "lower", "decreases", "decreased",
              "fewer", "less", "prevents", "prevent", "prevented", "avoids", "avoid", "eliminates", "eliminate",
              "lowering", "reducing", "cutting", "preventing", "slashes", "halves", "halved", "drops", "dropped",
-             "fell", "falls", "declined", "declines", "decline", "shrank", "shrunk", "shrinks", "plummeted",
-             "plunged", "sank", "dipped", "down"}
+             "fell", "falls"}
 _INCREASERS = {"increases", "increase", "increased", "raises", "raised", "more", "higher", "boosts", "doubles",
-               "doubled", "triples", "rises", "rose", "grows", "grew", "causes", "caused", "leads", "led", "up",
-               "soared", "jumped", "climbed"}
+               "doubled", "triples", "rises", "rose", "grows", "grew", "causes", "caused", "leads", "led"}
 _NEGATORS = {"not", "no", "never", "n't", "isn't", "doesn't", "don't", "aren't", "wasn't", "won't", "cannot",
              "can't", "neither", "nor", "without", "hardly"}
 # Harm verbs act like reducers on a good thing ("kills productivity") and are harms on their own.
@@ -188,7 +186,7 @@ person thing things study studies research researchers data evidence report surv
 experts expert scientists professor professors doctor doctors economist economists friend friends brother sister mom dad
 lot lots way ways time times year years day days number numbers figure figures percent rate majority minority point
 question answer opinion mind view views fact facts one ones something anything nothing everything what who which
-reason reasons case cases meta article peer firms firm companies company sample paper papers journal source sources statistic statistics result results finding
+reason reasons case cases article peer firms firm companies company sample paper papers journal source sources statistic statistics result results finding
 findings idiot bot hippobot heart friend""".split())
 _TOPIC_SIM = 0.72  # a phrase this close to a known topic is that topic
 
@@ -254,9 +252,6 @@ class EvidenceScorer:
         cues = {k: len(p.findall(text)) for k, p in CUES.items()}
         caps = sum(1 for w in re.findall(r"\b[A-Z]{3,}\b", text) if w not in {"TWH", "GDP", "WHO", "NASA"})
         cues["shouting"] = 1 if caps >= 2 else 0
-        sentences = [re.sub(r"[^a-z ]", "", x.lower()).strip() for x in re.split(r"[.!?;:,]+", text)]
-        sentences = [x for x in sentences if x]
-        cues["repeated"] = len(sentences) - len(set(sentences))  # the same claim said again is not a new reason
         rtype, why = _reasoning_type(text, sims, cues, parsed["words"])
         score = _score(rtype, cues, parsed["words"])
         topics = parsed["topics"]
@@ -283,8 +278,7 @@ class EvidenceScorer:
 
     async def _direction(self, text: str, vector: np.ndarray, topic: str,
                          parsed: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-        topic_words = set(topic.split())
-        lex = _lexical_stance([w if w not in topic_words else "_" for w in parsed["tokens"]])
+        lex = _lexical_stance(parsed["tokens"])
         if _SHOULD_NEG.search(text):
             lex -= 1.0
         if _SHOULD_POS.search(text):
@@ -391,8 +385,7 @@ def _reasoning_type(text: str, sims: np.ndarray, cues: dict[str, int], words: in
     bonus[EXPERT] += 0.12 * min(cues["expert"], 2) + 0.03 * min(cues["source"], 1)
     bonus[LOGICAL] += 0.1 * min(cues["logic"], 2)
     bonus[ANECDOTAL] += 0.15 * min(cues["anecdote"], 2)
-    bonus[SOCIAL] += (0.12 * min(cues["pressure"], 3) + 0.15 * min(cues["insult"], 2) + 0.1 * cues["shouting"]
-                      + 0.15 * min(cues["repeated"], 2))
+    bonus[SOCIAL] += 0.12 * min(cues["pressure"], 3) + 0.15 * min(cues["insult"], 2) + 0.1 * cues["shouting"]
     bonus[EMOTIONAL] += 0.15 * min(cues["emotion"], 2)
     if words < 5 or (text.strip().endswith("?") and cues["figure"] + cues["source"] + cues["logic"] == 0):
         return NO_ARGUMENT, "short or a question"
@@ -413,10 +406,7 @@ def _score(rtype: str, cues: dict[str, int], words: int) -> float:
         s += 0.03 * min(cues["figure"], 1)
     if rtype in (EMPIRICAL, EXPERT, LOGICAL) and words < 10:
         s *= 0.7  # a bare claim dressed up
-    supported = {EMPIRICAL: cues["figure"] + cues["source"], EXPERT: cues["expert"], LOGICAL: cues["logic"]}
-    if supported.get(rtype, 1) == 0:
-        s *= 0.5  # it reads like that kind of argument, but nothing in it is one
-    pressure = cues["pressure"] + 2 * cues["insult"] + cues["shouting"] + cues["repeated"]
+    pressure = cues["pressure"] + 2 * cues["insult"] + cues["shouting"]
     if pressure and rtype not in (SOCIAL, EMOTIONAL, NO_ARGUMENT):
         s *= 0.5 if pressure < 3 else 0.3  # evidence wrapped in pressure counts for less
     return max(0.0, min(1.0, s))
@@ -430,45 +420,24 @@ def _novelty(vector: np.ndarray, previous: Sequence[np.ndarray]) -> float:
 
 
 def _lexical_stance(tokens: Sequence[str]) -> float:
-    """Sum of stance words. Each is reversed by the nearest reducer or harm verb acting on it (before it:
-    "reduces deaths", "kills productivity"; or right after it, as its verb: "deaths fell") and by a negator
-    in the three words before it. A harm verb acting on no stance word is a harm itself."""
-    def stance(w: str) -> float:
-        if w in _REDUCERS or w in _INCREASERS or w in _HARM_VERBS:
-            return 0.0
-        return 1.0 if w in _POS else -1.0 if w in _NEG else 0.0
-
-    def acts_on_next(j: int) -> bool:  # a reducer at j has a stance word within the three words after it
-        return any(stance(w) for w in tokens[j + 1:j + 4])
-
+    """Sum of stance words, each reversed by a negator, a reducer or a harm verb within the three words before it;
+    a harm verb with no stance word after it counts as a harm itself."""
     total = 0.0
-    flipped: dict[int, bool] = {}  # stance word index -> reversed by a reducer (a compound shares it)
     for i, tok in enumerate(tokens):
-        if tok in _HARM_VERBS and not acts_on_next(i):
-            total -= -1.0 if any(w in _NEGATORS for w in tokens[max(0, i - 3):i]) else 1.0
+        if tok in _HARM_VERBS:
+            ahead = tokens[i + 1:i + 4]
+            if not any(w in _POS or w in _NEG for w in ahead if w not in _REDUCERS):
+                total -= -1.0 if any(w in _NEGATORS for w in tokens[max(0, i - 3):i]) else 1.0
             continue
-        value = stance(tok)
+        if tok in _REDUCERS or tok in _INCREASERS:
+            continue  # they act on what follows
+        value = 1.0 if tok in _POS else -1.0 if tok in _NEG else 0.0
         if not value:
             continue
-        reversed_ = False
-        for j in range(i - 1, max(-1, i - 4), -1):  # before it, nearest first, up to another stance word
-            if stance(tokens[j]):
-                reversed_ = j == i - 1 and flipped.get(j, False)  # "reduces depression risk"
-                break
-            if tokens[j] in _REDUCERS or tokens[j] in _HARM_VERBS:
-                reversed_ = True
-                break
-        if not reversed_:
-            for j in range(i + 1, min(len(tokens), i + 3)):  # its own verb right after it
-                if stance(tokens[j]):
-                    break
-                if tokens[j] in _REDUCERS and not acts_on_next(j):
-                    reversed_ = True
-                    break
-        flipped[i] = reversed_
-        if reversed_:
-            value = -value
-        if any(w in _NEGATORS for w in tokens[max(0, i - 3):i]):
+        window = tokens[max(0, i - 3):i]
+        if any(w in _REDUCERS or w in _HARM_VERBS for w in window):
+            value = -value  # reduces harm: good; kills productivity: bad
+        if any(w in _NEGATORS for w in window):
             value = -value
         total += value
     return total
@@ -481,31 +450,17 @@ _VERBISH = {"VBD", "VBZ", "VBP", "VBN", "VBG", "MD"}
 
 
 def _topics(doc: Any) -> list[str]:
-    """Up to three topic phrases, the most often named first (then the first named), without speakers,
-    evidence words, sources or numbers.
+    """Up to three topic phrases: subjects first, then objects, without speakers, evidence words, sources or numbers.
 
-    Candidates are noun chunks and runs of adjectives and nouns, cut where a verb begins (the small parser
-    sometimes runs "remote work reduced innovation" together, or tags "increases" as a noun); the
-    population of a study ("a study of 8,000 employees") is not a topic.
+    A noun chunk is cut where a verb begins (the small parser sometimes runs "remote work reduced innovation"
+    together), and the population of a study ("a study of 8,000 employees") is not a topic.
     """
-    spans: list[tuple[int, list[Any], Any]] = []
+    ranked: list[tuple[int, int, str]] = []
     for chunk in doc.noun_chunks:
-        spans.append((chunk.start, list(chunk), chunk.root))
-    run: list[Any] = []
-    for t in [*doc, None]:
-        if t is not None and t.pos_ in ("ADJ", "NOUN", "PROPN") and t.lower_ not in _REDUCERS | _HARM_VERBS | \
-                _INCREASERS and t.is_alpha:
-            run.append(t)
-            continue
-        if run and any(x.pos_ in ("NOUN", "PROPN") for x in run):
-            spans.append((run[0].i, run, run[-1]))
-        run = []
-    found: dict[str, tuple[int, int]] = {}  # phrase -> (first start, subject rank)
-    for start, tokens, root in spans:
         words = []
-        for t in tokens:
-            if words and (t.tag_ in _VERBISH or t.lower_ in _REDUCERS or t.lower_ in _HARM_VERBS
-                          or t.lower_ in _INCREASERS):
+        for t in chunk:
+            if t.i > chunk.start and (t.tag_ in _VERBISH or t.lower_ in _REDUCERS or t.lower_ in _HARM_VERBS
+                                      or t.lower_ in _INCREASERS):
                 break
             if not (t.is_stop or t.is_punct or t.like_num or t.pos_ in ("DET", "PRON", "NUM")) and t.is_alpha:
                 words.append(t)
@@ -514,6 +469,7 @@ def _topics(doc: Any) -> list[str]:
             words = words[1:]
         if not words:
             continue
+        root = chunk.root
         head = words[-1].lemma_.lower()
         phrase = " ".join(t.lower_ for t in words)
         if (head in _NOT_TOPICS or phrase in _NOT_TOPICS or len(phrase) < 3
@@ -521,13 +477,13 @@ def _topics(doc: Any) -> list[str]:
             continue
         if root.dep_ == "pobj" and root.head.head is not None and root.head.head.lemma_.lower() in _EVIDENCE_HEADS:
             continue  # the population or source of a study
-        subject = root.dep_ in ("nsubj", "nsubjpass")
-        if all(t.pos_ == "PROPN" for t in words) and not subject:
+        dep = root.dep_
+        if all(t.pos_ == "PROPN" for t in words) and dep not in ("nsubj", "nsubjpass"):
             continue  # a source's name (a journal, a university), not what the message is about
-        first, rank = found.get(phrase, (start, 1))
-        found[phrase] = (min(first, start), 0 if subject else rank)
-    # A phrase inside a longer candidate ("income" in "universal basic income") is that candidate.
-    phrases = [p for p in found if not any(p != q and f" {p} " in f" {q} " for q in found)]
-    text = " " + " ".join(t.lower_ for t in doc) + " "
-    ranked = sorted(phrases, key=lambda p: (-text.count(f" {p} "), found[p][0]))
-    return ranked[:3]
+        rank = 0 if dep in ("nsubj", "nsubjpass") else 1 if dep in ("dobj", "attr", "pobj") else 2
+        ranked.append((rank, chunk.start, phrase[:60]))
+    out: list[str] = []
+    for _, _, phrase in sorted(ranked):
+        if phrase not in out:
+            out.append(phrase)
+    return out[:3]
