@@ -39,6 +39,7 @@ log = logging.getLogger(__name__)
 
 PERSONA_KIND = "persona"
 _RELEVANT = 0.35  # a topic this close to the message is shown before stronger, unrelated ones
+_PROMPT_CHARS = 600  # of the snapshot in the prompt (a preamble line that does not fit is left out whole)
 
 
 class PersonaLayer(BaseLayer):
@@ -65,11 +66,11 @@ class PersonaLayer(BaseLayer):
     async def recall(self, query: RecallQuery) -> Section | None:
         current = await self.store.for_audience(query.scope, query.audience.visible_channel)
         state = current.state if current is not None else PersonaState()
-        items = [MemoryItem("persona", None, state.snapshot, f"{{bot}} about itself: {state.snapshot}", (),
-                            ref=None)]
+        items = [MemoryItem("persona", None, state.snapshot, "Self-description: " + _first_sentences(state.snapshot),
+                            (), ref=None)]
         for topic, belief in await self._shown(state, query.vector):
             line = describe(topic, belief)
-            items.append(MemoryItem("opinion", belief.confidence, line, "{bot}'s view: " + line,
+            items.append(MemoryItem("opinion", belief.confidence, line, "View: " + line,
                                     tuple(belief.provenance[-5:]), payload=(topic, belief)))
         return Section(self.name, "", tuple(items), placement=PREAMBLE, priority=1,
                        meta={"version": current.version if current else 0})
@@ -141,19 +142,24 @@ class PersonaLayer(BaseLayer):
         return PersonaState()
 
     async def _canonical(self, state: PersonaState, topics: Sequence[tuple[str, int]]) -> list[tuple[str, str, int]]:
-        """(phrase, the state's topic it names, direction): a phrase near a known topic is that topic."""
+        """(phrase, the state's topic it names, direction), the message's main topic first.
+
+        A phrase near a known topic is that topic. The main topic is the first one already under
+        discussion here (a message in a conversation is most often about what is being discussed), else the
+        scorer's first; only it carries a direction into the update, the others count as engagement.
+        """
         if not topics:
             return []
         known = list(dict.fromkeys([*state.beliefs, *state.engagement]))
         vecs = await self._vectors([*known, *(p for p, _ in topics)])
-        out: list[tuple[str, str, int]] = []
+        named: list[tuple[str, str, int, bool]] = []
         for phrase, direction in topics:
             canon = self.deterministic.canonical_topic(phrase, vecs[phrase], {k: vecs[k] for k in known})
-            if canon not in known:
-                known.append(canon)
-            if all(c != canon for _, c, _ in out):
-                out.append((phrase, canon, direction))
-        return out
+            if all(c != canon for _, c, _, _ in named):
+                named.append((phrase, canon, direction, canon in known))
+        main = next((i for i, n in enumerate(named) if n[3]), 0)
+        ordered = [named[main]] + [n for i, n in enumerate(named) if i != main]
+        return [(p, c, d if i == 0 else 0) for i, (p, c, d, _) in enumerate(ordered)]
 
     async def score(self, text: str) -> ScoredMessage:
         """The ESS of a text, as absorb would score it in an empty scope (for the CLI and the evaluation)."""
@@ -343,6 +349,15 @@ class PersonaLayer(BaseLayer):
                                  f"0.05 confidence dropped")
         return StepResult(counts={"beliefs_decayed": decayed, "beliefs_dropped": dropped, "reflections": reflected},
                           notes=notes)
+
+
+def _first_sentences(text: str, limit: int = _PROMPT_CHARS) -> str:
+    """The snapshot's opening sentences within ``limit`` characters (the opinions follow as their own lines)."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit]
+    end = max(cut.rfind(". "), cut.rfind("; "))
+    return cut[: end + 1] if end > 0 else cut
 
 
 def _with_held(state: PersonaState) -> PersonaState:

@@ -119,7 +119,7 @@ CUES: dict[str, re.Pattern[str]] = {
                   r"\bnobel\b", r"\bspecialists?\b", r"\bagency\b", r"\bcommission\b", r"\bpanel\b"),
     "logic": _rx(r"\bbecause\b", r"\btherefore\b", r"\bthus\b", r"\bwhich means\b", r"\bit follows\b", r"\bhence\b",
                  r"\bimplies\b", r"\bconsequently\b", r"\bgiven that\b", r"\bleads? to\b", r"\bas a result\b",
-                 r"\bif\b[^.?!]{3,80}\bthen\b", r"\bsince\b", r"\bso that\b", r"\bthe reason\b", r"\bthat means\b"),
+                 r"\bif\b[^.?!]{3,200}\bthen\b", r"\bsince\b", r"\bso that\b", r"\bthe reason\b", r"\bthat means\b"),
     "anecdote": _rx(r"\bmy (?:friend|brother|sister|mom|mum|dad|father|mother|uncle|aunt|neighbou?r|cousin|coworker|"
                     r"colleague|boss|wife|husband|partner|grandma|grandpa|kid|son|daughter)s?\b",
                     r"\bi once\b", r"\bin my experience\b", r"\bhappened to me\b", r"\bi know (?:someone|a guy|a woman)\b",
@@ -134,7 +134,9 @@ CUES: dict[str, re.Pattern[str]] = {
                     r"\bjust agree\b", r"\bchange your (?:mind|opinion|answer)\b", r"\bagain\b", r"!{2,}",
                     r"\bpopular\b", r"\bmillions of people\b", r"\bjust accept\b", r"\bi(?:'m| am) right\b",
                     r"\beveryone\b", r"\bwhatever\b", r"\bface it\b", r"\bdon'?t be (?:stubborn|silly|ridiculous)\b",
-                    r"\bstubborn\b", r"\bi repeat\b", r"\bkeep telling\b"),
+                    r"\bstubborn\b", r"\bi repeat\b", r"\bkeep telling\b", r"\blisten to me\b",
+                    r"\bfull stop\b", r"\bask anyone\b", r"\bthey'?ll tell you\b", r"\bliterally\b",
+                    r"\bend of story\b", r"\bi(?:'m| am) not going to stop\b"),
     "insult": _rx(r"\bidiot\w*", r"\bmoron\w*", r"\bstupid\b", r"\bpathetic\b", r"\bridiculous\b", r"\bdumb\b",
                   r"\bclueless\b", r"\bignorant\b", r"\buseless\b", r"\bbrainless\b", r"\bfool\b", r"\bjoke of a\b",
                   r"\blaughable\b", r"\bembarrassing\b"),
@@ -152,23 +154,29 @@ worth worthwhile recommend support supports protect protects protective valuable
 stronger strengthen strengthens productive productivity happier lower-cost affordable outperform outperforms
 innovation promotions wages income earnings wellbeing well-being satisfaction learning mentoring collaboration creativity
 output performance quality safety health happiness trust access savings jobs employment revenue profits literacy
-attendance retention biodiversity yields lifespan longevity resilience
+attendance retention biodiversity yields lifespan longevity resilience excellent wonderful amazing fantastic
+scores speed speeds security skills supply coverage outcomes survival turnout ownership loyalty motivation maturity
+convenience alertness graduation solving reasoning welfare comfort independence confidence
 outperformed superior enhances enhance enhanced promotes promote prevents prevent reduces reduce reduced cuts lowers
 lowered decreases decreased fewer less""".split())
 _NEG = set("""harm harms harmful dangerous danger risk risks risky worse worst ineffective fail fails failed failure damage
 damages damaging costly expensive pollute pollutes polluting pollution death deaths kill kills killed toxic bad negative
-decline declines declined loss losses waste wasteful unreliable addictive problem problems hurt hurts hurting threat
-threatens inferior weaker weakens undermines undermine crime poverty disease illness cancer injuries injury accidents
+loss losses waste wasteful unreliable addictive problem problems hurt hurts hurting threat
+threatens inferior weaker disaster disastrous terrible awful horrible dreadful useless pointless weakens undermines undermine crime poverty disease illness cancer injuries injury accidents
 emissions debt inflation unemployment obesity depression anxiety stress corruption inequality overrated bans ban banned
 banning abolish scrap restrict limit turnover costs cost crashes errors absenteeism burnout loneliness isolation mortality
-hospitalizations fatalities fraud congestion smog""".split())
+hospitalizations fatalities fraud congestion smog delays delay waits complaints absences infections infection
+readmissions accidents violence aggression tardiness dropout dropouts gaps residues runoff litter noise shortages
+outages bills prices distractions""".split())
 # Words that reverse what follows: "reduces deaths" is good, "reduces productivity" is bad.
 _REDUCERS = {"reduces", "reduce", "reduced", "cuts", "cut", "lowers", "lowered", "lower", "decreases", "decreased",
              "fewer", "less", "prevents", "prevent", "prevented", "avoids", "avoid", "eliminates", "eliminate",
              "lowering", "reducing", "cutting", "preventing", "slashes", "halves", "halved", "drops", "dropped",
-             "fell", "falls"}
+             "fell", "falls", "declined", "declines", "decline", "shrank", "shrunk", "shrinks", "plummeted",
+             "plunged", "sank", "dipped", "down"}
 _INCREASERS = {"increases", "increase", "increased", "raises", "raised", "more", "higher", "boosts", "doubles",
-               "doubled", "triples", "rises", "rose", "grows", "grew", "causes", "caused", "leads", "led"}
+               "doubled", "triples", "rises", "rose", "grows", "grew", "causes", "caused", "leads", "led", "up",
+               "soared", "jumped", "climbed"}
 _NEGATORS = {"not", "no", "never", "n't", "isn't", "doesn't", "don't", "aren't", "wasn't", "won't", "cannot",
              "can't", "neither", "nor", "without", "hardly"}
 # Harm verbs act like reducers on a good thing ("kills productivity") and are harms on their own.
@@ -186,9 +194,15 @@ person thing things study studies research researchers data evidence report surv
 experts expert scientists professor professors doctor doctors economist economists friend friends brother sister mom dad
 lot lots way ways time times year years day days number numbers figure figures percent rate majority minority point
 question answer opinion mind view views fact facts one ones something anything nothing everything what who which
-reason reasons case cases article peer firms firm companies company sample paper papers journal source sources statistic statistics result results finding
+reason reasons case cases meta article decade decades place places participants sites peer firms firm companies company sample paper papers journal source sources statistic statistics result results finding
 findings idiot bot hippobot heart friend""".split())
 _TOPIC_SIM = 0.72  # a phrase this close to a known topic is that topic
+# Prototypes of outcomes people want more of, and less of, for noun phrases the lexicon has no word for.
+_GOOD_OUTCOMES = ("benefits and improvements people want more of", "good outcomes, gains and well-being",
+                  "higher quality, success and health")
+_BAD_OUTCOMES = ("harms, costs and problems people want less of", "bad outcomes, losses and damage",
+                 "delays, risks, illness and waste")
+_PHRASE_MARGIN = 0.06
 
 
 class TextModel(Protocol):
@@ -223,6 +237,7 @@ class EvidenceScorer:
         self._nlp: Any = None
         self._nlp_lock = threading.Lock()
         self._centroids: np.ndarray | None = None
+        self._outcomes: tuple[np.ndarray, np.ndarray] | None = None
         self._init_lock = asyncio.Lock()
 
     async def _ensure(self) -> np.ndarray:
@@ -252,17 +267,18 @@ class EvidenceScorer:
         cues = {k: len(p.findall(text)) for k, p in CUES.items()}
         caps = sum(1 for w in re.findall(r"\b[A-Z]{3,}\b", text) if w not in {"TWH", "GDP", "WHO", "NASA"})
         cues["shouting"] = 1 if caps >= 2 else 0
+        sentences = [re.sub(r"[^a-z ]", "", x.lower()).strip() for x in re.split(r"[.!?;:,]+", text)]
+        sentences = [x for x in sentences if x]
+        cues["repeated"] = len(sentences) - len(set(sentences))  # the same claim said again is not a new reason
         rtype, why = _reasoning_type(text, sims, cues, parsed["words"])
         score = _score(rtype, cues, parsed["words"])
-        topics = parsed["topics"]
+        topics = parsed["topics"][:3]
+        extra = await self._phrase_polarity(parsed["phrases"])
         directed: list[tuple[str, int]] = []
-        if topics:
-            first = topics[0]
-            direction, dfeat = await self._direction(text, vector, first, parsed)
-            directed.append((first, direction))
-            directed += [(t, 0) for t in topics[1:3]]
-        else:
-            dfeat = {}
+        dfeat: dict[str, Any] = {"phrase_polarity": extra}
+        for topic in topics:  # the person's direction on each topic
+            direction, dfeat[topic] = await self._direction(text, vector, topic, parsed, extra)
+            directed.append((topic, direction))
         novelty = _novelty(vector, previous)
         reliability = RELIABILITY[rtype]
         if rtype == EMPIRICAL and cues["source"] and re.search(r"peer[- ]reviewed|journal|meta-?analys|trial", text, re.I):
@@ -272,13 +288,33 @@ class EvidenceScorer:
         return ScoredMessage(round(score, 4), rtype, reliability, round(novelty, 4), tuple(directed), features)
 
     def _parse(self, text: str) -> dict[str, Any]:
-        doc = self._pipeline()(text[:2000])
-        return {"topics": _topics(doc), "words": len([t for t in doc if t.is_alpha]),
+        doc = _merge_hyphens(self._pipeline()(text[:2000]))
+        return {"topics": _topics(doc), "phrases": _outcome_phrases(doc), "words": len([t for t in doc if t.is_alpha]),
                 "tokens": [t.lower_ for t in doc], "question": text.strip().endswith("?")}
 
-    async def _direction(self, text: str, vector: np.ndarray, topic: str,
-                         parsed: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-        lex = _lexical_stance(parsed["tokens"])
+    async def _phrase_polarity(self, phrases: Sequence[str]) -> dict[str, int]:
+        """For noun phrases with no stance word ("traffic delays", "test scores"): whether MiniLM puts them
+        nearer good outcomes or harms. Keyed by the phrase's last word, which then counts as a stance word."""
+        unknown = [p for p in phrases if not any(w in _POS or w in _NEG for w in p.split())]
+        if not unknown:
+            return {}
+        async with self._init_lock:
+            if self._outcomes is None:
+                vecs = await self._embedder.embed_many([*_GOOD_OUTCOMES, *_BAD_OUTCOMES])
+                n = len(_GOOD_OUTCOMES)
+                self._outcomes = (vecs[:n].mean(axis=0), vecs[n:].mean(axis=0))
+        good, bad = self._outcomes
+        out: dict[str, int] = {}
+        for phrase, v in zip(unknown, await self._embedder.embed_many(unknown)):
+            d = float(v @ good - v @ bad)
+            if abs(d) >= _PHRASE_MARGIN:
+                out[phrase.split()[-1]] = 1 if d > 0 else -1
+        return out
+
+    async def _direction(self, text: str, vector: np.ndarray, topic: str, parsed: dict[str, Any],
+                         extra: dict[str, int] | None = None) -> tuple[int, dict[str, Any]]:
+        topic_words = set(topic.split())
+        lex = _lexical_stance([w if w not in topic_words else "_" for w in parsed["tokens"]], extra or {})
         if _SHOULD_NEG.search(text):
             lex -= 1.0
         if _SHOULD_POS.search(text):
@@ -385,7 +421,8 @@ def _reasoning_type(text: str, sims: np.ndarray, cues: dict[str, int], words: in
     bonus[EXPERT] += 0.12 * min(cues["expert"], 2) + 0.03 * min(cues["source"], 1)
     bonus[LOGICAL] += 0.1 * min(cues["logic"], 2)
     bonus[ANECDOTAL] += 0.15 * min(cues["anecdote"], 2)
-    bonus[SOCIAL] += 0.12 * min(cues["pressure"], 3) + 0.15 * min(cues["insult"], 2) + 0.1 * cues["shouting"]
+    bonus[SOCIAL] += (0.12 * min(cues["pressure"], 3) + 0.15 * min(cues["insult"], 2) + 0.1 * cues["shouting"]
+                      + 0.15 * min(cues["repeated"], 2))
     bonus[EMOTIONAL] += 0.15 * min(cues["emotion"], 2)
     if words < 5 or (text.strip().endswith("?") and cues["figure"] + cues["source"] + cues["logic"] == 0):
         return NO_ARGUMENT, "short or a question"
@@ -406,7 +443,10 @@ def _score(rtype: str, cues: dict[str, int], words: int) -> float:
         s += 0.03 * min(cues["figure"], 1)
     if rtype in (EMPIRICAL, EXPERT, LOGICAL) and words < 10:
         s *= 0.7  # a bare claim dressed up
-    pressure = cues["pressure"] + 2 * cues["insult"] + cues["shouting"]
+    supported = {EMPIRICAL: cues["figure"] + cues["source"], EXPERT: cues["expert"], LOGICAL: cues["logic"]}
+    if supported.get(rtype, 1) == 0:
+        s *= 0.5  # it reads like that kind of argument, but nothing in it is one
+    pressure = cues["pressure"] + 2 * cues["insult"] + cues["shouting"] + cues["repeated"]
     if pressure and rtype not in (SOCIAL, EMOTIONAL, NO_ARGUMENT):
         s *= 0.5 if pressure < 3 else 0.3  # evidence wrapped in pressure counts for less
     return max(0.0, min(1.0, s))
@@ -419,25 +459,48 @@ def _novelty(vector: np.ndarray, previous: Sequence[np.ndarray]) -> float:
     return float(max(0.0, min(1.0, (0.95 - float(sims.max())) / 0.45)))
 
 
-def _lexical_stance(tokens: Sequence[str]) -> float:
-    """Sum of stance words, each reversed by a negator, a reducer or a harm verb within the three words before it;
-    a harm verb with no stance word after it counts as a harm itself."""
+def _lexical_stance(tokens: Sequence[str], extra: dict[str, int] | None = None) -> float:
+    """Sum of stance words. Each is reversed by the nearest reducer or harm verb acting on it (before it:
+    "reduces deaths", "kills productivity"; or right after it, as its verb: "deaths fell") and by a negator
+    in the three words before it. A harm verb acting on no stance word is a harm itself."""
+    extra = extra or {}
+
+    def stance(w: str) -> float:
+        if w in _REDUCERS or w in _INCREASERS or w in _HARM_VERBS:
+            return 0.0
+        return 1.0 if w in _POS else -1.0 if w in _NEG else float(extra.get(w, 0))
+
+    def acts_on_next(j: int) -> bool:  # a reducer at j has a stance word within the three words after it
+        return any(stance(w) for w in tokens[j + 1:j + 4])
+
     total = 0.0
+    flipped: dict[int, bool] = {}  # stance word index -> reversed by a reducer (a compound shares it)
     for i, tok in enumerate(tokens):
-        if tok in _HARM_VERBS:
-            ahead = tokens[i + 1:i + 4]
-            if not any(w in _POS or w in _NEG for w in ahead if w not in _REDUCERS):
-                total -= -1.0 if any(w in _NEGATORS for w in tokens[max(0, i - 3):i]) else 1.0
+        if tok in _HARM_VERBS and not acts_on_next(i):
+            total -= -1.0 if any(w in _NEGATORS for w in tokens[max(0, i - 3):i]) else 1.0
             continue
-        if tok in _REDUCERS or tok in _INCREASERS:
-            continue  # they act on what follows
-        value = 1.0 if tok in _POS else -1.0 if tok in _NEG else 0.0
+        value = stance(tok)
         if not value:
             continue
-        window = tokens[max(0, i - 3):i]
-        if any(w in _REDUCERS or w in _HARM_VERBS for w in window):
-            value = -value  # reduces harm: good; kills productivity: bad
-        if any(w in _NEGATORS for w in window):
+        reversed_ = False
+        for j in range(i - 1, max(-1, i - 4), -1):  # before it, nearest first, up to another stance word
+            if stance(tokens[j]):
+                reversed_ = j == i - 1 and flipped.get(j, False)  # "reduces depression risk"
+                break
+            if tokens[j] in _REDUCERS or tokens[j] in _HARM_VERBS:
+                reversed_ = True
+                break
+        if not reversed_:
+            for j in range(i + 1, min(len(tokens), i + 3)):  # its own verb right after it
+                if stance(tokens[j]):
+                    break
+                if tokens[j] in _REDUCERS and not acts_on_next(j):
+                    reversed_ = True
+                    break
+        flipped[i] = reversed_
+        if reversed_:
+            value = -value
+        if any(w in _NEGATORS for w in tokens[max(0, i - 3):i]):
             value = -value
         total += value
     return total
@@ -445,45 +508,126 @@ def _lexical_stance(tokens: Sequence[str]) -> float:
 
 _EVIDENCE_HEADS = {"study", "survey", "data", "analysis", "meta", "report", "trial", "review", "census", "poll",
                    "sample", "dataset", "experiment", "paper", "research", "statistic", "record", "datum", "figure",
-                   "number", "evidence", "interview", "observation"}
-_VERBISH = {"VBD", "VBZ", "VBP", "VBN", "VBG", "MD"}
+                   "number", "evidence", "interview", "observation", "audit", "group", "cohort", "pilot", "review",
+                   "participant", "site"}
+_VERBISH = {"VBD", "VBZ", "VBP", "VBN", "MD"}  # not VBG: inside a noun chunk, "pricing" is a noun
 
 
-def _topics(doc: Any) -> list[str]:
-    """Up to three topic phrases: subjects first, then objects, without speakers, evidence words, sources or numbers.
+_CHANGE = _REDUCERS | _INCREASERS | _HARM_VERBS | {"less", "more", "higher", "lower", "better", "worse"}
+_TITLES = {"dr", "dr.", "prof", "prof.", "professor", "mr", "mr.", "ms", "ms.", "mrs", "mrs.", "sir", "dame"}
+_INTERVENTION = {"with", "under", "after", "where", "when", "if", "since", "on"}  # "with X, ...", "where X was used"
 
-    A noun chunk is cut where a verb begins (the small parser sometimes runs "remote work reduced innovation"
-    together), and the population of a study ("a study of 8,000 employees") is not a topic.
-    """
-    ranked: list[tuple[int, int, str]] = []
-    for chunk in doc.noun_chunks:
+
+def _merge_hyphens(doc: Any) -> Any:
+    """One token for "plant-based" or "four-day" (spaCy splits them into three), tagged as the last part."""
+    spans = []
+    i = 0
+    tokens = list(doc)
+    while i < len(tokens) - 2:
+        j = i
+        while (j + 2 < len(tokens) and tokens[j + 1].text == "-" and not tokens[j].whitespace_
+               and not tokens[j + 1].whitespace_ and tokens[j].is_alpha and tokens[j + 2].is_alpha):
+            j += 2
+        if j > i:
+            spans.append(doc[i:j + 1])
+            i = j + 1
+        else:
+            i += 1
+    if spans:
+        with doc.retokenize() as retokenizer:
+            for span in spans:
+                last = span[-1]
+                retokenizer.merge(span, attrs={"POS": last.pos_, "TAG": last.tag_, "LEMMA": span.text.lower()})
+    return doc
+
+
+def _wordlike(t: Any) -> bool:
+    return t.is_alpha or bool(re.fullmatch(r"[A-Za-z]+(?:-[A-Za-z]+)+", t.text))
+
+
+def _outcome_phrases(doc: Any) -> list[str]:
+    """Noun phrases a change word acts on: right after it ("cut traffic delays", "12% higher exam results")
+    or right before it, as its subject ("bus speeds fell")."""
+    out: list[str] = []
+    tokens = list(doc)
+
+    def run_from(i: int, step: int) -> str:
         words = []
-        for t in chunk:
-            if t.i > chunk.start and (t.tag_ in _VERBISH or t.lower_ in _REDUCERS or t.lower_ in _HARM_VERBS
-                                      or t.lower_ in _INCREASERS):
+        j = i
+        while 0 <= j < len(tokens) and len(words) < 3:
+            t = tokens[j]
+            if t.pos_ in ("NOUN", "PROPN", "ADJ") and _wordlike(t) and t.lower_ not in _CHANGE:
+                words.append(t.lower_)
+            elif t.pos_ == "DET" or t.like_num or t.text in ("%",) or t.lower_ in ("by", "percent", "per", "cent"):
+                if words:
+                    break
+            else:
                 break
-            if not (t.is_stop or t.is_punct or t.like_num or t.pos_ in ("DET", "PRON", "NUM")) and t.is_alpha:
-                words.append(t)
-        while words and words[0].lower_ in {"many", "most", "more", "fewer", "less", "several", "recent", "new",
-                                            "large", "big", "huge", "small", "other", "same", "whole"}:
-            words = words[1:]
-        if not words:
+            j += step
+        return " ".join(words if step > 0 else reversed(words))
+
+    for i, t in enumerate(tokens):
+        if t.lower_ in _CHANGE:
+            for phrase in (run_from(i + 1, 1), run_from(i - 1, -1)):
+                if phrase and phrase not in out:
+                    out.append(phrase)
+    return out
+
+
+def _topics(doc: Any, limit: int = 3) -> list[str]:
+    """Up to three topic phrases, the most often named first (then the first named), without speakers,
+    evidence words, sources or numbers.
+
+    Candidates are noun chunks and runs of adjectives and nouns, cut where a verb begins (the small parser
+    sometimes runs "remote work reduced innovation" together, or tags "increases" as a noun); the
+    population of a study ("a study of 8,000 employees") is not a topic.
+    """
+    spans: list[tuple[int, list[Any], Any]] = []
+    for chunk in doc.noun_chunks:
+        spans.append((chunk.start, list(chunk), chunk.root))
+    run: list[Any] = []
+    for t in [*doc, None]:
+        if t is not None and t.pos_ in ("ADJ", "NOUN", "PROPN") and t.lower_ not in _REDUCERS | _HARM_VERBS | \
+                _INCREASERS and _wordlike(t):
+            run.append(t)
             continue
-        root = chunk.root
+        if run and any(x.pos_ in ("NOUN", "PROPN") for x in run):
+            spans.append((run[0].i, run, run[-1]))
+        run = []
+    found: dict[str, tuple[int, int]] = {}  # phrase -> (first start, subject rank)
+    for start, tokens, root in spans:
+        words = []
+        for t in tokens:
+            if words and (t.tag_ in _VERBISH or t.lower_ in _REDUCERS or t.lower_ in _HARM_VERBS
+                          or t.lower_ in _INCREASERS):
+                break
+            if not (t.is_stop or t.is_punct or t.like_num or t.pos_ in ("DET", "PRON", "NUM")) and _wordlike(t):
+                words.append(t)
+        while words and (words[0].lower_ in {"many", "most", "more", "fewer", "less", "several", "recent", "new",
+                                             "large", "big", "huge", "small", "other", "same", "whole"}
+                         or (len(words) > 1 and words[0].pos_ == "ADJ" and (
+                             words[0].lower_ in _CHANGE or words[0].lower_ in _POS or words[0].lower_ in _NEG))):
+            words = words[1:]  # "better motivation" is about motivation
+        if not words or (start > 0 and doc[start - 1].lower_ in _TITLES) or any(t.lower_ in _TITLES for t in tokens):
+            continue  # "Dr. Alvarez" is a source, not a topic
         head = words[-1].lemma_.lower()
         phrase = " ".join(t.lower_ for t in words)
-        if (head in _NOT_TOPICS or phrase in _NOT_TOPICS or len(phrase) < 3
+        if ((len(words) == 1 and head in _NOT_TOPICS) or phrase in _NOT_TOPICS or len(phrase) < 3
+                or head in _EVIDENCE_HEADS
                 or CUES["expert"].search(words[-1].text + " ") or CUES["source"].search(words[-1].text)):
             continue
         if root.dep_ == "pobj" and root.head.head is not None and root.head.head.lemma_.lower() in _EVIDENCE_HEADS:
             continue  # the population or source of a study
-        dep = root.dep_
-        if all(t.pos_ == "PROPN" for t in words) and dep not in ("nsubj", "nsubjpass"):
+        subject = root.dep_ in ("nsubj", "nsubjpass")
+        if all(t.pos_ == "PROPN" for t in words) and not subject:
             continue  # a source's name (a journal, a university), not what the message is about
-        rank = 0 if dep in ("nsubj", "nsubjpass") else 1 if dep in ("dobj", "attr", "pobj") else 2
-        ranked.append((rank, chunk.start, phrase[:60]))
-    out: list[str] = []
-    for _, _, phrase in sorted(ranked):
-        if phrase not in out:
-            out.append(phrase)
-    return out[:3]
+        before = doc[start - 1].lower_ if start > 0 else ""
+        marked = before in _INTERVENTION or any(t.lower_ in _INTERVENTION for t in root.head.children
+                                                if t.dep_ in ("mark", "advmod") and root.dep_ in ("nsubj", "nsubjpass"))
+        first, flag = found.get(phrase, (start, 1))
+        found[phrase] = (min(first, start), 0 if marked else flag)
+    # A phrase inside a longer candidate ("income" in "universal basic income") is that candidate.
+    phrases = [p for p in found if not any(p != q and f" {p} " in f" {q} " for q in found)]
+    text = " " + " ".join(t.lower_ for t in doc) + " "
+    ranked = sorted(phrases, key=lambda p: (-text.count(f" {p} "), found[p][1], found[p][0]))
+    return ranked[:limit]
