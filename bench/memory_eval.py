@@ -91,12 +91,11 @@ class Answered:
 
 
 def ranked_items(bundle, *, with_transcript: bool) -> list:
-    from memory.layers.base import TRANSCRIPT
+    """The recalled memories in bundle.items() order; the preamble (the bot's persona) is no memory."""
+    from memory.layers.base import MEMORY, TRANSCRIPT
 
-    if with_transcript:
-        return bundle.items()
-    kept = replace(bundle, sections=tuple(s for s in bundle.sections if s.placement != TRANSCRIPT))
-    return kept.items()
+    kept = (MEMORY, TRANSCRIPT) if with_transcript else (MEMORY,)
+    return replace(bundle, sections=tuple(s for s in bundle.sections if s.placement in kept)).items()
 
 
 def _answered(q: Question, items: list, latency: float | None, bundle: object) -> Answered:

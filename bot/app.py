@@ -31,6 +31,8 @@ from memory.clock import SystemClock
 from memory.layers.base import MemoryLayer
 from memory.layers.episodes import EpisodesLayer
 from memory.layers.facts import FactsLayer
+from memory.layers.persona import PersonaLayer
+from memory.layers.resonance import ResonanceLayer
 from memory.layers.turns import TurnsLayer
 from memory.recall import Recall
 from memory.semantic import GateConfig, SemanticMemory
@@ -148,6 +150,13 @@ class App:
                 )
                 layers.append(FactsLayer(semantic, prune_retrievability=settings.kg_prune_retrievability,
                                          prune_confidence=settings.kg_prune_confidence))
+            if settings.persona_enabled:
+                # a configured (not the bundled base) model scores evidence with the seed's classifier
+                layers.append(PersonaLayer(pool, embedder,
+                                           llm=llm if llm is not None and settings.model is not None else None,
+                                           proposal_ttl=timedelta(hours=settings.proposal_ttl_hours)))
+            if settings.resonance_enabled:
+                layers.append(ResonanceLayer(pool, llm, bot_name=settings.bot_name))
             clock = SystemClock()
             recall = Recall(layers, timeout=settings.layer_timeout_s)
             absorber = Absorber(conversations, layers, router, archetype_store, embedder, clock)

@@ -4,7 +4,8 @@
     hippobot import   FILE --scope S [--private-channel C ...]
     hippobot recall   TEXT --scope S [--k K] [--channel C] [--json]
     hippobot recall   --queries FILE [--k K]
-    hippobot dream
+    hippobot dream    [--scope S]
+    hippobot persona  [--scope S] [--channel C] [--json] [--history]
     hippobot migrate
     hippobot run      (the Discord bot)
 """
@@ -60,6 +61,9 @@ def _parser() -> argparse.ArgumentParser:
 
     dr = sub.add_parser("dream", help="run one dream cycle now and print its report and proposals")
     dr.add_argument("--scope", help="dream for this scope only (default: every scope)")
+    from bot import persona_cli
+
+    persona_cli.add_parser(sub)
     sub.add_parser("migrate", help="apply database migrations and exit")
     sub.add_parser("run", help="run the Discord bot")
     return p
@@ -90,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         "recall": _recall,
         "migrate": _migrate,
         "dream": _dream,
+        "persona": _persona,
         "run": _run,
     }[args.command]
     from bot.llm import LLMError
@@ -315,6 +320,12 @@ def _read_queries(path: Path, default_scope: str, max_chars: int) -> list[tuple[
             raise ValueError(f"line {number}: {problem}")
         queries.append((text, scope))
     return queries
+
+
+async def _persona(settings: Settings, args: argparse.Namespace) -> int:
+    from bot import persona_cli
+
+    return await persona_cli.run(settings, args)
 
 
 async def _dream(settings: Settings, args: argparse.Namespace) -> int:

@@ -105,6 +105,9 @@ class Settings(BaseSettings):
 
     # --- semantic memory (knowledge graph) ------------------------------------
     kg_enabled: bool = Field(default=True, description="Extract facts into the knowledge graph.")
+    persona_enabled: bool = Field(default=True, description="The persona layer: opinions that move only on evidence.")
+    resonance_enabled: bool = Field(default=True, description="The resonance layer: the bot's best replies bend "
+                                    "its sampling.")
     kg_gate_enabled: bool = Field(default=True, description="The relational admission gate (off for ablations).")
     kg_gate_threshold: float = Field(default=0.6, description="Gate score needed to insert a new edge.")
     # FSRS-6 forgets slowly (a fact said once: R 0.67 after 30 days, 0.57 after 90, 0.46 after a year).

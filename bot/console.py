@@ -36,6 +36,7 @@ HELP = """Commands:
   /approve N        approve proposal N (what a check-mark reaction does in Discord)
   /reject N         reject proposal N
   /dream            run a dream cycle now and print its report
+  /good, /bad       rate the bot's last reply (what a thumbs up or down does in Discord)
   /quit             leave (end of input does the same)
 Anything else is a message to the bot."""
 
@@ -209,6 +210,11 @@ class Console:
                 bundle = await self._brain.context(query, self._me.scope, channel_id=self._me.channel_id,
                                                    author_id=self._me.author_id)
                 self._print(format_bundle(bundle))
+            elif stripped in ("/good", "/bad"):
+                from memory.layers.resonance import rate_last_reply
+
+                self._print(await rate_last_reply(self._brain, self._me.scope, self._me.channel_id,
+                                                  self._me.author_id, stripped == "/good"))
             elif stripped in ("/proposals", "/dream") or stripped.split(" ")[0] in ("/approve", "/reject"):
                 await self._governance_command(stripped)
             elif stripped.startswith("/") and " " not in stripped:

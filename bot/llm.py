@@ -4,7 +4,11 @@ One generation at a time: requests go through a queue to a single worker
 thread, which streams text deltas back to the event loop. Each generation
 stops at a stop string, a stop pattern (a new speaker label in a
 transcript), EOS, or ``max_new_tokens``; it can carry per-token boosts (a
-LogitsProcessor) and reports the mean surprise, -log p, of what it produced.
+LogitsProcessor) and reports the mean surprise, -log p, of what it produced and
+the mean entropy of the distributions it sampled from (both under the
+unboosted model). ``word_token_ids`` maps words to the engine's own token
+ids for such boosts, leaving out special tokens, stop labels and
+punctuation-only tokens.
 
 The default model is the bundled Gemma 3 270M GGUF, converted once to a
 safetensors copy under the models cache (later starts load in seconds).
@@ -20,7 +24,7 @@ import re
 import shutil
 import threading
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -41,6 +45,7 @@ class GenerationStats:
     prompt_tokens: int = 0
     tokens: int = 0
     mean_surprise: float | None = None  # nats per generated token, under the unboosted model
+    mean_entropy: float | None = None  # nats: mean entropy of each step's distribution, under the unboosted model
     first_token_s: float | None = None  # from submit to the first streamed text
     total_s: float = 0.0
     stopped_by: str = "length"  # 'stop' | 'eos' | 'length' | 'cancelled'
@@ -95,6 +100,12 @@ class LanguageModel(Protocol):
     uses_chat_template: bool
 
     def count_tokens(self, text: str) -> int: ...
+
+    def word_token_ids(self, words: Iterable[str], *, exclude: Sequence[str] = ()) -> dict[str, tuple[int, ...]]:
+        """Each word's token ids as the engine would write it in running text (after a space, as written and
+        capitalised), for logit boosts: never special tokens, tokens of ``exclude`` (stop labels such as
+        "\nana:"), line breaks or punctuation-only tokens. A word with no such token is left out."""
+        ...
 
     def render_chat(self, messages: Sequence[Mapping[str, str]]) -> str: ...
 
@@ -275,6 +286,7 @@ class TransformersLLM:
         self._config = config
         self.name = name
         self.uses_chat_template = bool(getattr(tokenizer, "chat_template", None))
+        self._word_ids: dict[str, tuple[int, ...]] = {}  # word -> boostable ids (before ``exclude``)
         self._jobs: queue.Queue[_Job | None] = queue.Queue()
         self._worker = threading.Thread(target=self._run, name="llm-worker", daemon=True)
         self._worker.start()
@@ -339,6 +351,23 @@ class TransformersLLM:
     def token_ids(self, text: str) -> list[int]:
         return self._tokenizer(text, add_special_tokens=False)["input_ids"]
 
+    def word_token_ids(self, words: Iterable[str], *, exclude: Sequence[str] = ()) -> dict[str, tuple[int, ...]]:
+        tok = self._tokenizer
+        banned = set(tok.all_special_ids) | {i for e in exclude if e for i in self.token_ids(e)}
+        out: dict[str, tuple[int, ...]] = {}
+        for word in words:
+            ids = self._word_ids.get(word)
+            if ids is None:
+                forms = dict.fromkeys((" " + word, " " + word[:1].upper() + word[1:]))
+                ids = tuple(dict.fromkeys(i for f in forms for i in self.token_ids(f)
+                                          if _boostable(tok.decode([i]))))
+                if len(self._word_ids) < _WORD_CACHE:
+                    self._word_ids[word] = ids
+            ids = tuple(i for i in ids if i not in banned)
+            if ids:
+                out[word] = ids
+        return out
+
     # --- generation ---------------------------------------------------------
 
     def generate(
@@ -383,7 +412,7 @@ class TransformersLLM:
         device = next(self._model.parameters()).device
         inputs = tok(job.prompt, return_tensors="pt").to(device)
         gen.stats.prompt_tokens = int(inputs["input_ids"].shape[1])
-        state: dict[str, Any] = {"ids": [], "logp": None, "surprise": []}
+        state: dict[str, Any] = {"ids": [], "logp": None, "surprise": [], "entropy": []}
         stream = TextStream(job.scanner)
 
         def emit(delta: str) -> None:
@@ -396,16 +425,10 @@ class TransformersLLM:
             """First in the chain: remembers the model's own log-probabilities."""
 
             def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
-                state["logp"] = torch.log_softmax(scores[0].float(), dim=-1)
-                return scores
-
-        class Boost(LogitsProcessor):
-            def __init__(self, boosts: Mapping[int, float]) -> None:
-                self.ids = torch.tensor(list(boosts.keys()), dtype=torch.long, device=device)
-                self.values = torch.tensor(list(boosts.values()), dtype=torch.float32, device=device)
-
-            def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
-                scores[:, self.ids] += self.values.to(scores.dtype)
+                logp = torch.log_softmax(scores[0].float(), dim=-1)
+                state["logp"] = logp
+                # -sum p log p; tokens at -inf (p = 0) contribute nothing
+                state["step_entropy"] = float(-(logp.exp() * logp.nan_to_num(neginf=0.0)).sum())
                 return scores
 
         class Streamer(BaseStreamer):
@@ -419,6 +442,7 @@ class TransformersLLM:
                 token = int(value.reshape(-1)[0])
                 if state["logp"] is not None:
                     state["surprise"].append(-float(state["logp"][token]))
+                    state["entropy"].append(state["step_entropy"])
                 state["ids"].append(token)
                 emit(stream.update(tok.decode(state["ids"], skip_special_tokens=True).lstrip()))
 
@@ -432,7 +456,7 @@ class TransformersLLM:
 
         processors = LogitsProcessorList([Surprise()])
         if job.boosts:
-            processors.append(Boost(job.boosts))
+            processors.append(boost_processor(job.boosts, device))
         cfg = self._config
         sampling = cfg.temperature > 0
         if cfg.seed is not None:
@@ -463,5 +487,37 @@ class TransformersLLM:
         s.mean_surprise = sum(state["surprise"]) / len(state["surprise"]) if state["surprise"] else None
         if s.mean_surprise is not None and not math.isfinite(s.mean_surprise):
             s.mean_surprise = None
+        s.mean_entropy = sum(state["entropy"]) / len(state["entropy"]) if state["entropy"] else None
+        if s.mean_entropy is not None and not math.isfinite(s.mean_entropy):
+            s.mean_entropy = None
         s.total_s = time.perf_counter() - gen.submitted_at
         s.stopped_by = stopped_by
+
+
+# ---------------------------------------------------------------------------
+# boosts
+
+
+_WORD_CACHE = 50_000  # words whose ids are remembered (a few MB at most)
+
+
+def _boostable(piece: str) -> bool:
+    """A decoded token worth boosting: it has a letter or a digit and no line break."""
+    return "\n" not in piece and any(ch.isalnum() for ch in piece)
+
+
+def boost_processor(boosts: Mapping[int, float], device: Any) -> Any:
+    """A LogitsProcessor adding ``boosts`` (token id -> logit delta) to every row's scores."""
+    import torch
+    from transformers import LogitsProcessor
+
+    class Boost(LogitsProcessor):
+        def __init__(self) -> None:
+            self.ids = torch.tensor(list(boosts.keys()), dtype=torch.long, device=device)
+            self.values = torch.tensor(list(boosts.values()), dtype=torch.float32, device=device)
+
+        def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+            scores[:, self.ids] += self.values.to(scores.dtype)
+            return scores
+
+    return Boost()

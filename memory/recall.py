@@ -19,7 +19,7 @@ from typing import Any
 from memory.archetypes import ContextPlan
 from memory.conversation import StoredMessage, require_scope
 from memory.episodic import EpisodeHit, novelty
-from memory.layers.base import (MEMORY, TRANSCRIPT, Audience, MemoryItem, MemoryLayer, RecallQuery,
+from memory.layers.base import (MEMORY, PREAMBLE, TRANSCRIPT, Audience, MemoryItem, MemoryLayer, RecallQuery,
                                 Section)
 from memory.semantic import Fact
 
@@ -77,13 +77,18 @@ class ContextBundle:
             total.update(s.boosts)
         return dict(total)
 
-    def items(self) -> list[MemoryItem]:
-        """Preamble and memory sections by priority (each best first), then the recent turns newest first."""
-        ordered = sorted((s for s in self.sections if s.placement != TRANSCRIPT), key=lambda s: s.priority)
+    def items(self, *, preamble: bool = True) -> list[MemoryItem]:
+        """What was recalled: memory sections by priority (each best first), the recent turns newest first,
+        then the preamble sections (the bot's own state, e.g. its persona: not a recalled memory, so never
+        ahead of one in a ranking)."""
+        ordered = sorted((s for s in self.sections if s.placement == MEMORY), key=lambda s: s.priority)
         out = [i for s in ordered for i in s.items]
         for s in self.sections:
             if s.placement == TRANSCRIPT:
                 out += list(reversed(s.items))
+        if preamble:
+            for s in sorted((s for s in self.sections if s.placement == PREAMBLE), key=lambda s: s.priority):
+                out += list(s.items)
         return out
 
     def as_dict(self) -> dict[str, object]:
@@ -98,7 +103,9 @@ class ContextBundle:
                 "similarity_threshold": self.plan.similarity_threshold,
                 "triple_depth": self.plan.triple_depth,
             },
-            "items": [i.as_dict() for i in self.items()],
+            "items": [i.as_dict() for i in self.items(preamble=False)],
+            # the bot's own state (its persona), not recalled memories
+            "preamble": [i.as_dict() for s in self.sections if s.placement == PREAMBLE for i in s.items],
             "skipped_layers": list(self.skipped),
         }
 

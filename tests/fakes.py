@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from bot.llm import Generation, StopScanner, TextStream
 
@@ -15,15 +15,30 @@ class ScriptedLLM:
     name = "scripted"
     uses_chat_template = False
 
-    def __init__(self, reply: str = "Nice to meet you.", *, delay: float = 0.0, surprise: float = 2.5) -> None:
+    def __init__(self, reply: str = "Nice to meet you.", *, delay: float = 0.0, surprise: float = 2.5,
+                 entropy: float = 3.0) -> None:
         self.reply = reply
         self.delay = delay
         self.surprise = surprise
+        self.entropy = entropy
+        self.vocab: dict[str, int] = {}  # word (lower case) -> a made-up token id, stable for this instance
         self.prompts: list[str] = []
         self.boosts: list[dict[int, float]] = []  # per generation
 
     def count_tokens(self, text: str) -> int:
         return len(text.split()) + text.count("\n")
+
+    def word_token_ids(self, words: Iterable[str], *, exclude: Sequence[str] = ()) -> dict[str, tuple[int, ...]]:
+        """One made-up id per word (1000, 1001, ... in first-seen order); punctuation-only words and the words
+        of ``exclude`` have none."""
+        banned = {w.strip(":").lower() for e in exclude for w in e.split()}
+        out = {}
+        for word in words:
+            key = word.lower()
+            if not any(ch.isalnum() for ch in key) or key in banned:
+                continue
+            out[word] = (self.vocab.setdefault(key, 1000 + len(self.vocab)),)
+        return out
 
     def render_chat(self, messages: Sequence[Mapping[str, str]]) -> str:
         return "\n".join(f"<{m['role']}>{m['content']}" for m in messages) + "\n<assistant>"
@@ -63,6 +78,7 @@ class ScriptedLLM:
         generation.text = stream.text
         generation.stats.tokens = sent
         generation.stats.mean_surprise = self.surprise
+        generation.stats.mean_entropy = self.entropy
         generation.stats.first_token_s = 0.001
         generation._push("done")
 

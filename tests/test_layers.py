@@ -87,7 +87,7 @@ async def test_a_new_layer_plugs_in_by_registration_alone(app: App, llm: Scripte
     second = await app.brain.respond(turn("what was the word?"))
     await second.complete()
     assert "noted: pineapple" in llm.prompts[-1]  # its section reached the prompt
-    assert llm.boosts[-1] == {7: 0.3}  # and its boosts the engine
+    assert llm.boosts[-1][7] == 0.3  # and its boosts the engine (beside resonance's from the first reply)
     assert second.prompt.used["notebook"] == (first.message.id,)
     await app.brain.drain()
 

@@ -10,7 +10,6 @@ import pytest
 from bot.app import App
 from bot.brain import IncomingTurn
 from dream.governance import Voter
-from dream.steps import build_steps
 from memory.layers.persona import PersonaLayer
 from memory.persona.evidence import parse_ess
 from memory.persona.state import (COOLING_PERIOD, EMPIRICAL, SOCIAL, Belief, Evidence, PersonaState, Staged,
@@ -24,6 +23,11 @@ STRONG_FOR = [
     "A 2023 survey of 30,000 employees across 27 countries found remote work improved output by 9 percent.",
     "Data from 500 firms published in a peer-reviewed journal show remote work cut turnover by 35%.",
 ]
+AGAINST = [
+    "A 2022 study of 8,000 zebrafinch breeders published in Nature found remote work reduced innovation by 20%.",
+    "According to data from 1,200 firms, remote work lowered promotions by 30 percent in 2023.",
+    "A 2024 meta-analysis of 40 studies found remote work harms mentoring, with 25% fewer contacts.",
+]
 FILLER = ["ok, thanks for listening to all that.", "what time is it where you are?", "tell me a joke please",
           "good morning everyone!", "I'll be back later tonight."]
 
@@ -35,10 +39,9 @@ def turn(text: str, *, scope: str = "g1", author: str = "ana", channel: str = "c
 
 
 async def persona_app(app: App) -> PersonaLayer:
-    layer = PersonaLayer(app.db.pool, app.embedder)
-    app.layers.append(layer)  # the composition root's one line
-    app.governance.register_kinds(layer.proposal_kinds())
-    app.dream.steps = build_steps(app.layers)
+    layer = app.brain.layer("persona")
+    assert isinstance(layer, PersonaLayer)  # registered by App.open (settings.persona_enabled)
+    app.brain.recall.timeout = 60.0  # what is recalled is under test here, not how fast (a busy CI machine)
     return layer
 
 
@@ -140,6 +143,20 @@ async def test_the_scorer_tells_evidence_from_pressure(embedder) -> None:  # typ
     assert (await layer.score("hi, how are you?")).reasoning_type == "no_argument"
 
 
+async def test_a_configured_model_scores_with_the_seeds_json_and_a_bad_answer_falls_back(embedder) -> None:  # type: ignore[no-untyped-def]
+    answer = ('{"score": 0.7, "reasoning_type": "expert_opinion", "source_reliability": "established_expert", '
+              '"novelty": 0.8, "topics": ["remote work"], "opinion_direction": "opposes"}')
+    llm = ScriptedLLM(answer)
+    layer = PersonaLayer(None, embedder, llm=llm)  # type: ignore[arg-type]
+    got = await layer.score(STRONG_FOR[0])
+    assert (got.scorer, got.score, got.reasoning_type, got.topics) == ("llm", 0.7, "expert_opinion",
+                                                                       (("remote work", -1),))
+    assert "Message: " + STRONG_FOR[0] in llm.prompts[-1] and "hippobot" not in llm.prompts[-1]  # the message only
+    llm.reply = "I think it is pretty strong evidence!"
+    fallback = await layer.score(STRONG_FOR[0])
+    assert fallback.scorer == "deterministic" and fallback.topics[0] == ("remote work", 1)
+
+
 # --- the layer in the app --------------------------------------------------------------------------------
 
 
@@ -160,7 +177,8 @@ async def test_strong_evidence_moves_an_opinion_and_pressure_does_not(app: App, 
     # The persona section opens the prompt, after the fixed core identity, with the opinion and its confidence.
     await say(app, "what do you think about working from home?")
     prompt = llm.prompts[-1]
-    assert prompt.index(app.settings.persona.strip()) < prompt.index("about itself") < prompt.index("Conversation:")
+    assert prompt.index(app.settings.persona.strip()) < prompt.index("Self-description: ") < prompt.index(
+        "Conversation:")
     assert "favour remote work" in prompt or "lean towards remote work" in prompt
     history = await layer.store.history("g1", None, limit=100)
     assert [v.version for v in history] == sorted((v.version for v in history), reverse=True)
@@ -168,6 +186,8 @@ async def test_strong_evidence_moves_an_opinion_and_pressure_does_not(app: App, 
 
 
 async def test_forgetting_a_person_removes_their_evidence_and_recomputes(app: App) -> None:
+    from tests.test_forgetting import traces
+
     layer = await persona_app(app)
     await say(app, *STRONG_FOR, author="zed")
     await say(app, *FILLER[:COOLING_PERIOD], author="ana")
@@ -177,9 +197,30 @@ async def test_forgetting_a_person_removes_their_evidence_and_recomputes(app: Ap
     state = (await layer.store.current("g1", None)).state  # type: ignore[union-attr]
     assert "remote work" not in state.beliefs and "remote work" not in state.engagement
     assert state.interaction_count == COOLING_PERIOD
-    for table, column in (("persona_versions", "state::text || reason"), ("persona_evidence", "topics::text")):
-        leaks = await app.db.pool.fetchval(f"SELECT count(*) FROM {table} WHERE {column} ILIKE '%remote work%'")
-        assert leaks == 0, table
+    assert await traces(app, "remote work") == {}  # the topic only her words named is gone from every table
+    assert await traces(app, "u-zed") == {}
+
+
+async def test_forgetting_the_evidence_of_a_pending_shift_withdraws_its_proposal(app: App) -> None:
+    from tests.test_forgetting import traces
+
+    layer = await persona_app(app)
+    async with app.db.pool.acquire() as conn, conn.transaction():
+        await layer.store.lock(conn, "g1", None)
+        await layer.store.write(conn, "g1", None, PersonaState(
+            interaction_count=30, last_reflection_at=30, beliefs={"remote work": Belief(0.12, confidence(4), 4, 30, [])}),
+            "test: a settled view", NOW)
+    await say(app, *AGAINST, author="zed")
+    await say(app, *FILLER[:COOLING_PERIOD], author="ana")
+    [proposal] = await app.governance.list(scope="g1")
+    assert proposal.kind == "persona" and await traces(app, "zebrafinch")
+    await app.provenance.forget_author("g1", "u-zed")
+    withdrawn = await app.governance.get(proposal.id)
+    assert withdrawn.status == "expired" and withdrawn.payload["action"] == "withdrawn"
+    assert await traces(app, "zebrafinch") == {}
+    state = (await layer.store.current("g1", None)).state  # type: ignore[union-attr]
+    assert not state.held and state.pending_proposal is None
+    assert state.beliefs["remote work"].position == pytest.approx(0.12)  # back to the view before her evidence
 
 
 async def test_a_restricted_channels_evidence_shapes_only_its_own_persona(app: App, llm: ScriptedLLM) -> None:
@@ -222,30 +263,88 @@ async def test_a_large_shift_waits_for_approval_and_is_applied_only_after_it(app
         held = PersonaState(interaction_count=30, last_reflection_at=30,
                             beliefs={"remote work": Belief(0.15, confidence(4), 4, 30, [])})
         await layer.store.write(conn, "g1", None, held, "test: a settled view", NOW)
-    against = ["A 2022 study of 8,000 employees published in Nature found remote work reduced innovation by 20%.",
-               "According to data from 1,200 firms, remote work lowered promotions by 30 percent in 2023.",
-               "A 2024 meta-analysis of 40 studies found remote work harms mentoring, with 25% fewer contacts."]
-    await say(app, *against, *FILLER[:COOLING_PERIOD])
+    await say(app, *AGAINST, *FILLER[:COOLING_PERIOD])
     state = (await layer.store.current("g1", None)).state  # type: ignore[union-attr]
     assert 0 < state.beliefs["remote work"].position < 0.15  # moved, not flipped
     assert state.held and state.pending_proposal is not None
     proposal = await app.governance.get(state.pending_proposal)
     assert proposal.kind == "persona" and proposal.status == "pending" and proposal.scope == "g1"
     assert "Before:" in proposal.render() and "After:" in proposal.render()
-    assert set(proposal.payload["examples"]) <= set(against) and proposal.payload["examples"]
+    assert set(proposal.payload["examples"]) <= set(AGAINST) and proposal.payload["examples"]
     outcome = await app.governance.vote(proposal.id, MOD, True, now=NOW, scope="g1")
     assert outcome.decided and outcome.proposal.status == "applied"
     state = (await layer.store.current("g1", None)).state  # type: ignore[union-attr]
     assert state.beliefs["remote work"].position < 0 and not state.held and state.pending_proposal is None
 
 
-async def test_a_reset_is_a_proposal_and_starts_a_new_epoch_on_approval(app: App) -> None:
-    layer = await persona_app(app)
+# --- seeing and steering it ------------------------------------------------------------------------------
+
+
+async def test_the_cli_shows_the_persona_its_json_and_its_history(app: App, db_url: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import argparse
+    import io
+    import json
+
+    from bot.persona_cli import add_parser, run
+    from tests.conftest import make_settings
+
+    await persona_app(app)
     await say(app, *STRONG_FOR, *FILLER[:COOLING_PERIOD])
-    proposal = await app.governance.propose(
-        "persona", "Reset the persona", {"action": "reset", "visible_in": None}, "asked by an admin",
-        {"scope": "g1"}, centroid=None, now=NOW, scope="g1")
-    assert (await layer.store.current("g1", None)).state.beliefs  # type: ignore[union-attr]  (not yet)
-    await app.governance.vote(proposal.id, MOD, True, now=NOW, scope="g1")
+    parser = argparse.ArgumentParser()
+    add_parser(parser.add_subparsers(dest="command"))
+    settings = make_settings(db_url, tmp_path / "cli", console_scope="g1")
+    out = io.StringIO()
+    assert await run(settings, parser.parse_args(["persona", "--history"]), out) == 0
+    text = out.getvalue()
+    assert "Persona of g1, version 6" in text and "remote work" in text and "History:" in text
+    assert "Core identity (fixed): " + settings.persona in text
+    out = io.StringIO()
+    assert await run(settings, parser.parse_args(["persona", "--scope", "g1", "--json"]), out) == 0
+    data = json.loads(out.getvalue())
+    assert data["version"] == 6 and data["state"]["beliefs"]["remote work"]["position"] > 0
+    out = io.StringIO()
+    assert await run(settings, parser.parse_args(["persona", "--scope", "nobody-here"]), out) == 0
+    assert "not shaped by anyone yet" in out.getvalue()
+
+
+async def test_the_discord_commands_show_for_everyone_and_reset_only_as_an_approved_proposal(app: App) -> None:
+    from bot.discord.persona import PersonaCog
+    from tests.test_discord_commands import GUILD, fake_bot, interaction, member, said
+
+    layer = await persona_app(app)
+    await say(app, *STRONG_FOR, *FILLER[:COOLING_PERIOD], scope=str(GUILD), channel="42")
+    cog = PersonaCog(fake_bot(app))  # type: ignore[arg-type]
+    show = interaction(member(111))
+    await cog.show.callback(cog, show)  # type: ignore[arg-type]
+    assert "remote work" in said(show) and "Snapshot:" in said(show)
+    history = interaction(member(111))
+    await cog.history.callback(cog, history)  # type: ignore[arg-type]
+    assert said(history).startswith("v6")
+    refused = interaction(member(111))
+    await cog.reset.callback(cog, refused)  # type: ignore[arg-type]
+    assert "needs Manage Server" in said(refused)
+    assert not await app.governance.list(scope=str(GUILD))
+    asked = interaction(member(222, manage=True))
+    await cog.reset.callback(cog, asked)  # type: ignore[arg-type]
+    assert "waiting for approval" in said(asked)
+    [proposal] = await app.governance.list(scope=str(GUILD))
+    assert proposal.kind == "persona" and proposal.payload["action"] == "reset"
+    state = (await layer.store.current(str(GUILD), None)).state  # type: ignore[union-attr]
+    assert state.beliefs and state.epoch == 0  # nothing changed before the approval
+    await app.governance.vote(proposal.id, MOD, True, now=NOW, scope=str(GUILD))
+    state = (await layer.store.current(str(GUILD), None)).state  # type: ignore[union-attr]
+    assert not state.beliefs and state.epoch == 1  # approved: a new epoch, the old evidence no longer counts
+
+
+async def test_an_edit_replaces_the_messages_evidence(app: App) -> None:
+    layer = await persona_app(app)
+    reply = await app.brain.respond(turn(STRONG_FOR[0]))
+    await reply.complete()
+    await app.brain.drain()
+    assert (await layer.store.current("g1", None)).state.staged  # type: ignore[union-attr]
+    assert await app.brain.edit("console", "c1", reply.message.external_id, "never mind, ignore that")
+    await app.brain.drain()
+    rows = await app.db.pool.fetch("SELECT score, reasoning_type FROM persona_evidence")
+    assert len(rows) == 1 and rows[0]["score"] < 0.25  # scored again, as the new text
     state = (await layer.store.current("g1", None)).state  # type: ignore[union-attr]
-    assert not state.beliefs and state.epoch == 1
+    assert not state.staged and "remote work" not in state.engagement

@@ -110,8 +110,12 @@ class AdminCog(commands.Cog):
             gate = await semantic.gate_counts(scope)
             stats.update({f"graph gate {k}": v for k, v in gate.items()})
             stats["graph edges"] = await self.view.graph_edges(scope)
+        lines = [f"{k}: {v}" for k, v in stats.items()]
+        resonance = self.bot.app.brain.layer("resonance")
+        if resonance is not None and hasattr(resonance, "stats"):
+            lines.append("resonance " + (await resonance.stats(scope)).render())
         pending = await self.view.pending_proposals(scope)
-        await reply(interaction, "\n".join(f"{k}: {v}" for k, v in stats.items()) + f"\npending proposals: {pending}")
+        await reply(interaction, "\n".join(lines) + f"\npending proposals: {pending}")
 
     @memory.command(name="recall", description="Show what the bot would recall for a text")
     async def memory_recall(self, interaction: discord.Interaction, text: str) -> None:

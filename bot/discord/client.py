@@ -14,11 +14,13 @@ from bot.discord.admin import AdminCog
 from bot.discord.chat import ChatCog
 from bot.discord.dream import DiscordDreamChannel, DreamCog, ProposalButton
 from bot.discord.guild_view import GuildView
+from bot.discord.persona import PersonaCog
+from bot.discord.reactions import ReactionsCog
 
 log = logging.getLogger(__name__)
 
 PREFIX = "!hippobot "
-COGS = (ChatCog, DreamCog, AdminCog)
+COGS = (ChatCog, DreamCog, AdminCog, PersonaCog, ReactionsCog)
 
 
 def intents() -> discord.Intents:

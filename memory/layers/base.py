@@ -121,6 +121,8 @@ class AbsorbedTurn:
     now: datetime
     surprise: float | None = None  # the reply's mean surprise (None after a restart)
     used: Mapping[str, tuple[int, ...]] = field(default_factory=dict)  # layer -> item refs that reached the prompt
+    entropy: float | None = None  # the reply's mean token entropy in nats (None after a restart)
+    novelty: float | None = None  # the message's novelty at recall, 1 - max cosine to the scope's episodes
 
 
 @dataclass

@@ -1,0 +1,89 @@
+"""The reactions cog: what people do with the bot's replies teaches their moments' quality.
+
+A reaction on one of the bot's replies (👍 ❤️ 😂 up, 👎 down; taking it back
+takes the signal back) and a person replying to it directly are handed to
+the resonance layer (memory/layers/resonance.py), which finds the reply's
+moment and recomputes its quality. A deleted reply needs nothing here: the
+chat cog forgets the message, and the layer's ``forgetting`` marks its
+moment down. Raw events, so replies posted before a restart count; the
+bot's own reactions and other bots are ignored. Each event touches only the
+scope it happened in.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import discord
+from discord.ext import commands
+
+from bot.discord.rules import scope_for
+from memory.layers.resonance import ResonanceLayer
+
+if TYPE_CHECKING:
+    from bot.discord.client import HippoBotBase
+
+log = logging.getLogger(__name__)
+
+
+class ReactionsCog(commands.Cog):
+    def __init__(self, bot: HippoBotBase) -> None:
+        self.bot = bot
+
+    def _layer(self) -> ResonanceLayer | None:
+        layer = self.bot.app.brain.layer(ResonanceLayer.name)
+        return layer if isinstance(layer, ResonanceLayer) else None
+
+    def _is_me(self, user_id: int) -> bool:
+        me = self.bot.user
+        return me is not None and me.id == user_id
+
+    @commands.Cog.listener()
+    async def on_raw_reaction_add(self, payload: discord.RawReactionActionEvent) -> None:
+        await self._reaction(payload, added=True)
+
+    @commands.Cog.listener()
+    async def on_raw_reaction_remove(self, payload: discord.RawReactionActionEvent) -> None:
+        await self._reaction(payload, added=False)
+
+    async def _reaction(self, payload: Any, *, added: bool) -> None:
+        layer = self._layer()
+        member = getattr(payload, "member", None)
+        if layer is None or self._is_me(payload.user_id) or (member is not None and member.bot):
+            return
+        try:
+            quality = await layer.react(
+                "discord", str(payload.channel_id), str(payload.message_id), str(payload.user_id),
+                str(payload.emoji), added=added, now=datetime.now(UTC), scope=_scope(payload.guild_id, payload.user_id))
+        except Exception:  # a lost reaction must never disturb the bot
+            log.exception("reaction on message %s not recorded", payload.message_id)
+            return
+        if quality is not None:
+            log.info("reaction %s on reply %s: quality %.2f", "added" if added else "removed", payload.message_id,
+                     quality)
+
+    @commands.Cog.listener()
+    async def on_message(self, message: discord.Message) -> None:
+        ref = message.reference
+        if ref is None or ref.message_id is None or message.author.bot:
+            return
+        layer = self._layer()
+        if layer is None:
+            return
+        guild_id = message.guild.id if message.guild else None
+        try:
+            quality = await layer.replied_to(
+                "discord", str(ref.channel_id or message.channel.id), str(ref.message_id), str(message.author.id),
+                now=datetime.now(UTC), scope=_scope(guild_id, message.author.id))
+        except Exception:
+            log.exception("reply %s to message %s not recorded", message.id, ref.message_id)
+            return
+        if quality is not None:
+            log.info("reply to reply %s: quality %.2f", ref.message_id, quality)
+
+
+def _scope(guild_id: int | None, user_id: int) -> str:
+    """The scope an event belongs to: its guild's; in a DM, the person's own."""
+    return scope_for(guild_id, user_id)

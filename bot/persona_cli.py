@@ -1,0 +1,49 @@
+"""`hippobot persona [--scope S] [--json] [--history]`: the bot's persona in a scope, as it stands and as it moved.
+
+Opens only the database (no models). Wired into bot/cli.py with ``add_parser(sub)`` and ``run``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import TextIO
+
+from bot.config import Settings
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
+    p = subparsers.add_parser("persona", help="show the bot's persona (snapshot, opinions) in a scope")
+    p.add_argument("--scope", help="the memory scope (default: the console scope)")
+    p.add_argument("--channel", help="a restricted channel's own persona in that scope")
+    p.add_argument("--json", action="store_true", help="the whole state as JSON")
+    p.add_argument("--history", action="store_true", help="every version, newest first, with why it changed")
+    p.add_argument("--limit", type=int, default=50, help="versions shown with --history")
+    return p
+
+
+async def run(settings: Settings, args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
+    from memory.db import Database
+    from memory.persona.store import PersonaStore
+    from memory.persona.view import as_json, render, render_history
+
+    scope = args.scope or settings.console_scope
+    url = settings.database_url.get_secret_value() if settings.database_url else None
+    db = await Database.open(url, settings.data_dir)
+    try:
+        store = PersonaStore(db.pool)
+        current = await store.current(scope, args.channel)
+        history = await store.history(scope, args.channel, limit=max(args.limit, 1)) if args.history else None
+        if args.json:
+            data = as_json(current, history)
+            data["scope"], data["visible_in"] = scope, args.channel
+            data["core_identity"] = settings.persona
+            out.write(json.dumps(data, indent=2, default=str) + "\n")
+        else:
+            out.write(render(current, core_identity=settings.persona, scope=scope) + "\n")
+            if history is not None:
+                out.write("\nHistory:\n" + render_history(history) + "\n")
+    finally:
+        await db.close()
+    return 0
