@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import json
 import random
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, time, timedelta
 from pathlib import Path
 
-NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
+# Yesterday at noon (UTC), not a fixed date: proposals made "now" expire after their TTL, and the console and
+# the buttons vote on the real clock (a fixed date here made those tests fail once it was 3 days old).
+NOW = datetime.combine(datetime.now(UTC).date() - timedelta(days=1), time(12, 0), tzinfo=UTC)
 
 PLANNING = [
     "let's plan the roadmap for our app launch",

@@ -97,7 +97,7 @@ def test_dream_prints_a_report_with_a_proposal(env: dict[str, str], tmp_path: Pa
 
     history = month_of_history(tmp_path / "month.jsonl")
     assert run_cli(["import", str(history), "--scope", "g1"], env).returncode == 0
-    env = {**env, "HIPPOBOT_DREAM_LOOKBACK_DAYS": "365"}  # the synthetic month ends on 2026-11-20
+    env = {**env, "HIPPOBOT_DREAM_LOOKBACK_DAYS": "365"}  # the synthetic month ends yesterday
     result = run_cli(["dream"], env)
     assert result.returncode == 0, result.stderr
     assert re.search(r"dream run #\d+: ok", result.stdout)
