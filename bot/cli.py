@@ -6,6 +6,7 @@
     hippobot recall   --queries FILE [--k K]
     hippobot dream    [--scope S]
     hippobot persona  [--scope S] [--channel C] [--json] [--history]
+    hippobot places   TEXT --scope S [--channel C] [--k N] [--json] | --stats
     hippobot migrate
     hippobot run      (the Discord bot)
 """
@@ -64,6 +65,9 @@ def _parser() -> argparse.ArgumentParser:
     from bot import persona_cli
 
     persona_cli.add_parser(sub)
+    from bot import places_cli
+
+    places_cli.add_parser(sub)
     sub.add_parser("migrate", help="apply database migrations and exit")
     sub.add_parser("run", help="run the Discord bot")
     return p
@@ -95,6 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         "migrate": _migrate,
         "dream": _dream,
         "persona": _persona,
+        "places": _places,
         "run": _run,
     }[args.command]
     from bot.llm import LLMError
@@ -326,6 +331,12 @@ async def _persona(settings: Settings, args: argparse.Namespace) -> int:
     from bot import persona_cli
 
     return await persona_cli.run(settings, args)
+
+
+async def _places(settings: Settings, args: argparse.Namespace) -> int:
+    from bot import places_cli
+
+    return await places_cli.run(settings, args)
 
 
 async def _dream(settings: Settings, args: argparse.Namespace) -> int:

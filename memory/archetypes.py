@@ -49,6 +49,7 @@ class ContextPlan:
     triple_depth: int
     archetype_id: UUID | None = None  # the best archetype, used or not
     best_archetype: str | None = None
+    place_depth: int = 0  # "where this is discussed" routes the places layer adds (0: none; sql/011)
 
     @property
     def used_default(self) -> bool:
@@ -72,6 +73,7 @@ class Archetype:
     avg_similarity: float | None
     scope: str | None = None  # None: global
     override_by: str | None = None  # who switched it in the scope it was listed for (None: no override)
+    place_depth: int = 0
 
 
 @dataclass(frozen=True)
@@ -101,6 +103,7 @@ def _archetype(row: asyncpg.Record) -> Archetype:
         avg_similarity=row["avg_similarity"],
         scope=row["scope"],
         override_by=row["override_by"] if "override_by" in keys else None,
+        place_depth=row.get("place_depth", 0),  # keys() is an iterator: use get
     )
 
 
@@ -414,4 +417,5 @@ class ArchetypeRouter:
             triple_depth=best.triple_depth,
             archetype_id=best.id,
             best_archetype=best.name,
+            place_depth=best.place_depth,
         )

@@ -114,6 +114,10 @@ class AdminCog(commands.Cog):
         resonance = self.bot.app.brain.layer("resonance")
         if resonance is not None and hasattr(resonance, "stats"):
             lines.append("resonance " + (await resonance.stats(scope)).render())
+        for name in ("places", "macros"):
+            layer = self.bot.app.brain.layer(name)
+            if layer is not None and hasattr(layer, "stats"):
+                lines += [f"{k}: {v}" for k, v in (await layer.stats(scope)).items()]
         pending = await self.view.pending_proposals(scope)
         await reply(interaction, "\n".join(lines) + f"\npending proposals: {pending}")
 

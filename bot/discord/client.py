@@ -15,12 +15,13 @@ from bot.discord.chat import ChatCog
 from bot.discord.dream import DiscordDreamChannel, DreamCog, ProposalButton
 from bot.discord.guild_view import GuildView
 from bot.discord.persona import PersonaCog
+from bot.discord.places import PlacesCog
 from bot.discord.reactions import ReactionsCog
 
 log = logging.getLogger(__name__)
 
 PREFIX = "!hippobot "
-COGS = (ChatCog, DreamCog, AdminCog, PersonaCog, ReactionsCog)
+COGS = (ChatCog, DreamCog, AdminCog, PersonaCog, ReactionsCog, PlacesCog)
 
 
 def intents() -> discord.Intents:

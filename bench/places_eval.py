@@ -1,0 +1,176 @@
+"""Places and procedures evaluation (issue 13, seed 001 SMPD): does the map answer "where do I ask", and does the
+macro library hand back what worked?
+
+The committed server history (bench/data/places/history.jsonl, written by bench/data/places/generate.py: 13
+topic channels and #general, two topics spread over two channels, 20 people moving between channels, 39
+solved how-to threads) is imported through the real pipeline (Importer -> Absorber -> every layer, the places
+and macros layers included, on a real PostgreSQL with the real MiniLM), the dream's place and macro steps run
+once, then held-out questions are asked:
+
+- **where**: "where do I ask about X" from #general; right channel first (any channel where X is discussed),
+  and the stricter share where it is the topic's home channel. Goal >= 0.9 on the held-out split. The dev
+  split is the only one looked at while choosing the constants.
+- **procedures**: held-out rewordings of the solved problems; the right procedure in the top 3 (goal >= 0.8)
+  and at the top.
+- **spatial bar** (seed 10.1: EM >= 0.10 or steps to goal down by >= 20 % against no macros): a simulation.
+  Each held-out problem starts in #general. Steps to goal = hops to the right channel + attempts until the
+  working fix. *History*: what the thread took in the generated history (a detour through #general when the
+  asker went there, a failed suggestion when there was one). *Places only*: one hop when the plan's first
+  channel is right (else the history's detour), then the history's attempts. *Places + macros*: the same hop,
+  then the suggested procedures tried in order (rank r of the right one = r attempts; not in the top 3 = the
+  history's attempts). EM = the first route and the first procedure both right.
+
+    .venv/bin/python -m bench.places_eval [--database-url URL] [--json F]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+
+from bot.config import Settings, offline_environment
+
+DATA = Path(__file__).resolve().parent / "data" / "places"
+SCOPE = "900000000000000001"
+GOALS = {"where": 0.9, "top3": 0.8}
+
+
+def table(title: str, header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    cells = [[str(c) for c in header]] + [[f"{c:.3f}" if isinstance(c, float) else str(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    line = lambda r: "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |"  # noqa: E731
+    return "\n".join([title, line(cells[0]), "|" + "|".join("-" * (w + 2) for w in widths) + "|",
+                      *(line(r) for r in cells[1:])])
+
+
+async def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--database-url", help="an admin URL to create a scratch database on (default: embedded)")
+    p.add_argument("--json", type=Path)
+    args = p.parse_args(argv)
+    offline_environment()
+    from bot.app import App
+    from memory.embed import MiniLMEmbedder
+    from memory.layers.macros import MacrosLayer
+    from memory.layers.places import PlacesLayer
+    from bench.data.places.generate import CHANNELS
+    from tests.fakes import ScriptedLLM
+
+    url = None
+    if args.database_url:
+        import asyncpg
+
+        from memory.db import with_database
+
+        name = "placeseval_" + uuid.uuid4().hex[:10]
+        conn = await asyncpg.connect(args.database_url)
+        try:
+            await conn.execute(f"CREATE DATABASE {name}")
+        finally:
+            await conn.close()
+        url = with_database(args.database_url, name)
+    embedder = MiniLMEmbedder()
+    await asyncio.to_thread(embedder.load)
+    settings = Settings(_env_file=None, data_dir=Path(tempfile.mkdtemp(prefix="hippobot-placeseval-")),
+                        database_url=url)
+    app = await App.open(settings, with_llm=True, llm=ScriptedLLM("I see."), embedder=embedder)
+    places, macros = PlacesLayer(app.db.pool, embedder), MacrosLayer(app.db.pool, embedder)
+    app.layers.extend([places, macros])
+    questions = json.loads((DATA / "questions.json").read_text("utf-8"))
+    by_ask = {ask: pid for _, (_, _, ps) in CHANNELS.items() for pid, ask, _, _, _ in ps}
+    results: dict[str, object] = {}
+    try:
+        t0 = time.perf_counter()
+        report = await app.importer.run(DATA / "history.jsonl", SCOPE)
+        import_s = time.perf_counter() - t0
+        from datetime import UTC, datetime
+
+        now = datetime.now(UTC)
+        dream = {}
+        for layer in (places, macros):
+            for step_name, step in layer.dream_steps():
+                if step_name in ("place_ttl", "macro_aging"):
+                    continue  # the history is months old on purpose; its age is not what is measured
+                dream[step_name] = (await step(now, SCOPE)).counts
+        stats = {**await places.stats(SCOPE), **await macros.stats(SCOPE)}
+        print(f"imported {report.imported} messages in {import_s:.1f} s; {stats}; dream {dream}\n")
+
+        # where do I ask about X
+        rows = []
+        for split in ("dev", "heldout"):
+            qs = questions["where"][split]
+            first = home = top3 = 0
+            misses = []
+            for q in qs:
+                routes = await places.where_to(SCOPE, q["text"], channel_id="general", k=3)
+                got = [r.destination.channel_id for r in routes]
+                first += bool(got) and got[0] in q["channels"]
+                home += bool(got) and got[0] == q["channel"]
+                top3 += any(c in q["channels"] for c in got)
+                if not got or got[0] not in q["channels"]:
+                    misses.append(f"{q['text']!r}: wanted {q['channel']}, got {got}")
+            n = len(qs)
+            rows.append((split, n, first / n, home / n, top3 / n))
+            results[f"where_{split}"] = {"n": n, "right_first": first / n, "home_first": home / n,
+                                         "right_top3": top3 / n, "misses": misses}
+        print(table("Where do I ask about X? (asked from #general)",
+                    ["split", "questions", "right channel first", "home channel first", "right in top 3"], rows))
+        for m in results["where_heldout"]["misses"]:  # type: ignore[index]
+            print("  held-out miss:", m)
+
+        # procedures for held-out problems, and the spatial bar
+        hist = routed = with_macros = 0
+        top1 = top3 = em = 0
+        misses = []
+        problems = questions["problems"]
+        for q in problems:
+            found = await macros.suggest(SCOPE, q["text"], top_k=3)
+            ids = [by_ask.get(m.signature) for m in found]
+            rank = ids.index(q["problem"]) + 1 if q["problem"] in ids else None
+            top1 += rank == 1
+            top3 += rank is not None
+            routes = await places.where_to(SCOPE, q["text"], channel_id="general", k=1)
+            right_place = bool(routes) and routes[0].destination.channel_id in q["channels"]
+            detour = 2 if q["detour"] else 1  # hops to the right channel: via #general, or straight there
+            attempts = q["attempts"]  # suggestions tried until the fix
+            hops = 1 if right_place else detour
+            hist += detour + attempts
+            routed += hops + attempts
+            with_macros += hops + (rank if rank is not None else attempts)
+            em += right_place and rank == 1
+            if rank is None:
+                misses.append(f"{q['problem']}: {q['text']!r} -> {ids}")
+        n = len(problems)
+        print()
+        print(table("Procedures for held-out problems", ["problems", "right procedure first", "right in top 3"],
+                    [(n, top1 / n, top3 / n)]))
+        for m in misses:
+            print("  miss:", m)
+        cut = 1 - with_macros / routed if routed else 0.0
+        print()
+        print(table("Spatial bar (seed 10.1; simulation, see the module docstring)",
+                    ["condition", "mean steps to goal", "EM (first route and first procedure right)"],
+                    [("history (no memory)", hist / n, "-"), ("places only (no macros)", routed / n, "-"),
+                     ("places + macros", with_macros / n, em / n)]))
+        print(f"steps to goal vs no macros: -{cut:.1%} (bar: -20 %); EM {em / n:.3f} (bar: 0.10)")
+        results.update({"procedures": {"n": n, "top1": top1 / n, "top3": top3 / n, "misses": misses},
+                        "spatial": {"steps_history": hist / n, "steps_places": routed / n,
+                                    "steps_macros": with_macros / n, "reduction_vs_no_macros": cut, "em": em / n},
+                        "stats": stats, "dream": dream})
+    finally:
+        await app.close()
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(results, indent=2, default=str), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))

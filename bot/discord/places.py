@@ -1,0 +1,60 @@
+"""/whereto <topic> for everyone: where to ask about something here, and the procedures that worked for it.
+
+Thin: the places and macros layers plan and rank; this cog formats. The audience is the channel's (a
+restricted channel also sees its own places and procedures); in DMs, the DM scope's.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import discord
+from discord import app_commands
+from discord.ext import commands
+
+from bot.discord.admin import _visible_channel, reply
+from bot.discord.rules import scope_for
+from memory.errors import MemoryStoreError
+from memory.layers.macros import describe
+from memory.places.codes import channel_label
+
+if TYPE_CHECKING:
+    from bot.discord.client import HippoBotBase
+
+
+class PlacesCog(commands.Cog):
+    def __init__(self, bot: HippoBotBase) -> None:
+        self.bot = bot
+
+    @app_commands.command(name="whereto", description="Where to ask about a topic here, and what worked for it")
+    @app_commands.allowed_contexts(guilds=True, dms=True, private_channels=False)
+    @app_commands.describe(topic="what you want to ask about, e.g. 'docker networking'")
+    async def whereto(self, interaction: discord.Interaction, topic: str) -> None:
+        places = self.bot.app.brain.layer("places")
+        if places is None:
+            await reply(interaction, "The places memory is not enabled on this bot.")
+            return
+        scope = scope_for(interaction.guild_id, interaction.user.id)
+        visible = _visible_channel(interaction) if interaction.guild_id is not None else None
+        try:
+            routes = await places.where_to(scope, topic, channel_id=str(interaction.channel_id),
+                                           visible_channel=visible, k=3)
+            macros = self.bot.app.brain.layer("macros")
+            found = await macros.suggest(scope, topic, visible_channel=visible) if macros is not None else []
+        except MemoryStoreError as exc:
+            await reply(interaction, f"⚠️ {exc}")
+            return
+        await reply(interaction, render(topic, routes, found))
+
+
+def render(topic: str, routes: list, macros: list) -> str:
+    if not routes:
+        lines = [f"I don't know yet where {topic!r} is discussed here."]
+    else:
+        lines = [f"Where to ask about {topic!r}:"]
+        lines += [f"{i}. {' → '.join(channel_label(p.channel_id) for p in r.places)} — {r.reason}"
+                  for i, r in enumerate(routes, 1)]
+    if macros:
+        lines.append("What worked before:")
+        lines += [f"• {describe(m)}" for m in macros]
+    return "\n".join(lines)

@@ -1,0 +1,88 @@
+"""`hippobot places TEXT --scope S [--json]`: where to ask about something, where it was discussed, and the
+procedures that worked for it.
+
+Opens the database and the embedder (no language model). Wired into bot/cli.py with ``add_parser(sub)`` and
+``run``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from typing import Any, TextIO
+
+from bot.config import Settings
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
+    p = subparsers.add_parser("places", help="where to ask about a topic, and the procedures that worked for it")
+    p.add_argument("text", nargs="?", help="the topic or problem (omit with --stats)")
+    p.add_argument("--scope", help="the memory scope (default: the console scope)")
+    p.add_argument("--channel", help="where you are asking from (routes start there; its audience applies)")
+    p.add_argument("--private", action="store_true",
+                   help="--channel is restricted: also show what only its audience may see")
+    p.add_argument("--k", type=int, default=3, help="how many places and procedures (1-10, default 3)")
+    p.add_argument("--stats", action="store_true", help="places, edges, macros and the spatial gate's counters")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    return p
+
+
+async def run(settings: Settings, args: argparse.Namespace, out: TextIO = sys.stdout, *,
+              embedder: Any = None) -> int:
+    from memory.db import Database
+    from memory.errors import InvalidInput
+    from memory.layers.macros import MacrosLayer, describe
+    from memory.layers.places import PlacesLayer
+    from memory.places.codes import channel_label
+
+    scope = args.scope or settings.console_scope
+    text = (args.text or "").strip()
+    if not args.stats and not text:
+        print("hippobot places: give a topic, e.g. `hippobot places \"docker networking\" --scope 123`",
+              file=sys.stderr)
+        return 2
+    if not 1 <= args.k <= 10:
+        print("hippobot places: --k must be between 1 and 10", file=sys.stderr)
+        return 2
+    if embedder is None:
+        from memory.embed import MiniLMEmbedder
+
+        embedder = MiniLMEmbedder()
+        await asyncio.to_thread(embedder.load)
+    url = settings.database_url.get_secret_value() if settings.database_url else None
+    db = await Database.open(url, settings.data_dir)
+    try:
+        places = PlacesLayer(db.pool, embedder)
+        macros = MacrosLayer(db.pool, embedder, top_k=args.k)
+        visible = args.channel if args.private else None
+        if args.stats:
+            stats = {**await places.stats(scope), **await macros.stats(scope)}
+            out.write(json.dumps(stats, indent=2) + "\n" if args.json else
+                      "\n".join(f"{k}: {v}" for k, v in stats.items()) + "\n")
+            return 0
+        try:
+            routes = await places.where_to(scope, text, channel_id=args.channel, visible_channel=visible, k=args.k)
+            seen = await places.where_discussed(scope, text, visible_channel=visible, k=args.k)
+            found = await macros.suggest(scope, text, visible_channel=visible, top_k=args.k)
+        except InvalidInput as exc:
+            print(f"hippobot places: {exc}", file=sys.stderr)
+            return 2
+        if args.json:
+            out.write(json.dumps({"scope": scope, "text": text, "ask_in": [r.as_dict() for r in routes],
+                                  "discussed_in": [r.as_dict() for r in seen],
+                                  "procedures": [m.as_dict() for m in found]}, indent=2, default=str) + "\n")
+            return 0
+        lines = [f"Where to ask about {text!r}:"]
+        lines += [f"  {i}. {' → '.join(channel_label(p.channel_id) for p in r.places)}: {r.reason}"
+                  for i, r in enumerate(routes, 1)] or ["  nowhere yet: no place here is about that"]
+        lines.append("Where it was discussed:")
+        lines += [f"  {channel_label(r.destination.channel_id)} (fit {r.fit:.2f}): {r.reason}" for r in seen] or [
+            "  nowhere yet"]
+        lines.append("Procedures that worked:")
+        lines += [f"  #{m.id} {describe(m)}" for m in found] or ["  none yet"]
+        out.write("\n".join(lines) + "\n")
+    finally:
+        await db.close()
+    return 0

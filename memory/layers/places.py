@@ -1,0 +1,135 @@
+"""The places layer (seed 001 SMPD): where things are discussed in this server, and how to get there.
+
+Absorb assigns each person message to a place (a channel's topic code) and
+integrates the path (memory.places.graph); the spatial gate decides what
+each move does to the graph. Recall, when the archetype's plan asks for it
+(``place_depth`` > 0), plans with A* from the person's channel and adds a
+short "where this is discussed" note. ``where_to`` and ``where_discussed``
+serve ``/whereto`` and ``hippobot places``. The dream merges similar places
+and drops those unused for a TTL. Forgetting rebuilds what the messages
+shaped. Everything is filtered on the audience: a restricted channel's
+places and moves are seen only there.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+
+import asyncpg
+import numpy as np
+
+from memory.conversation import StoredMessage, require_scope
+from memory.embed import Embedder
+from memory.errors import InvalidInput
+from memory.layers.base import MEMORY, AbsorbedTurn, BaseLayer, LayerStep, MemoryItem, RecallQuery, Section, StepResult
+from memory.places.codes import channel_label, topic_of
+from memory.places.gate import GateConfig
+from memory.places.graph import MERGE_SIMILARITY, PLACE_TTL, Observation, PlaceStore
+from memory.places.planner import Route, discussed, plan
+
+log = logging.getLogger(__name__)
+
+MAX_TOPIC_CHARS = 500
+
+
+class PlacesLayer(BaseLayer):
+    name = "places"
+
+    def __init__(self, pool: asyncpg.Pool, embedder: Embedder, *, gate: GateConfig | None = None,
+                 merge_similarity: float = MERGE_SIMILARITY, ttl: timedelta = PLACE_TTL) -> None:
+        self.store = PlaceStore(pool, gate=gate)
+        self.embedder = embedder
+        self.merge_similarity = merge_similarity
+        self.ttl = ttl
+
+    # --- recall --------------------------------------------------------------------------------------------
+
+    async def recall(self, query: RecallQuery) -> Section | None:
+        depth = getattr(query.plan, "place_depth", 0)
+        if depth <= 0 or not query.text.strip():
+            return None
+        topic = topic_of(query.text)
+        vector = query.vector if topic == " ".join(query.text.split()) else await self.embedder.embed(topic)
+        graph = await self.store.graph(query.scope, query.audience.visible_channel)
+        routes = plan(graph, vector, start_channel=query.audience.channel_id, k=depth)
+        if not routes:
+            return None
+        items = tuple(MemoryItem("place", r.fit, _route_text(r), "Discussed in " + _route_text(r), (),
+                                 ref=r.destination.id, payload=r) for r in routes)
+        return Section(self.name, "Where this is discussed", items, placement=MEMORY, priority=80,
+                       meta={"limit": depth})
+
+    async def where_to(self, scope: str, topic: str, *, channel_id: str | None = None,
+                       visible_channel: str | None = None, k: int = 3) -> list[Route]:
+        """"Where do I ask about ``topic``?": up to ``k`` routes (each to a different channel), best first, from
+        ``channel_id`` for the audience of ``visible_channel`` (None: what everyone may see)."""
+        vector = await self._topic_vector(scope, topic, k)
+        graph = await self.store.graph(scope, visible_channel)
+        return plan(graph, vector, start_channel=channel_id, k=k)
+
+    async def where_discussed(self, scope: str, topic: str, *, visible_channel: str | None = None,
+                              k: int = 5) -> list[Route]:
+        """"Where has ``topic`` been discussed?": the best-fitting place of each channel, best first."""
+        vector = await self._topic_vector(scope, topic, k)
+        graph = await self.store.graph(scope, visible_channel)
+        return discussed(graph, vector, k=k)
+
+    async def _topic_vector(self, scope: str, topic: str, k: int) -> np.ndarray:
+        require_scope(scope)
+        text = " ".join((topic or "").split())
+        if not text:
+            raise InvalidInput("say what the topic is, e.g. `/whereto docker networking`")
+        if len(text) > MAX_TOPIC_CHARS:
+            raise InvalidInput(f"the topic is {len(text)} characters; keep it under {MAX_TOPIC_CHARS}")
+        if not 1 <= k <= 10:
+            raise InvalidInput("ask for 1 to 10 places")
+        return await self.embedder.embed(topic_of(text))
+
+    # --- absorb, edits, forgetting -------------------------------------------------------------------------
+
+    async def absorb(self, turn: AbsorbedTurn) -> None:
+        await self.observe(turn.message, turn.vector, turn.now)
+
+    async def observe(self, message: StoredMessage, vector: np.ndarray, now: datetime) -> Observation | None:
+        return await self.store.observe(message, vector, now)
+
+    async def resolved(self, message: StoredMessage) -> int | None:
+        """A ✅ reaction (or a solved tag) on ``message``: its conversation ended well (the reactions cog calls
+        this)."""
+        return await self.store.mark_resolved(message)
+
+    async def edited(self, message: StoredMessage, conn: asyncpg.Connection) -> None:
+        await self.store.forgetting(conn, [message.id])
+
+    async def after_edit(self, message: StoredMessage, now: datetime) -> None:
+        await self.store.observe(message, await self.embedder.embed(message.content), now)
+
+    async def forgetting(self, conn: asyncpg.Connection, message_ids: Sequence[int]) -> Mapping[str, int]:
+        return await self.store.forgetting(conn, message_ids)
+
+    # --- stats and dream -----------------------------------------------------------------------------------
+
+    async def stats(self, scope: str) -> dict[str, int]:
+        """For /memory stats: places, edges and the spatial gate's counters."""
+        counts = await self.store.counts(scope)
+        counts.update({f"spatial gate {k}": v for k, v in (await self.store.gate_counts(scope)).items()})
+        return counts
+
+    def dream_steps(self) -> Sequence[tuple[str, LayerStep]]:
+        return (("place_merge", self.merge_step), ("place_ttl", self.ttl_step))
+
+    async def merge_step(self, now: datetime, scope: str | None) -> StepResult:
+        merged = await self.store.merge_similar(scope, self.merge_similarity)
+        return StepResult(counts={"places_merged": merged})
+
+    async def ttl_step(self, now: datetime, scope: str | None) -> StepResult:
+        dropped = await self.store.drop_unused(now, scope, self.ttl)
+        notes = [f"{dropped} place(s) unused for {self.ttl.days} days dropped"] if dropped else []
+        return StepResult(counts={"places_dropped": dropped}, notes=notes)
+
+
+def _route_text(r: Route) -> str:
+    hops = " → ".join(channel_label(p.channel_id) for p in r.places)
+    return f"{hops}: {r.reason}"

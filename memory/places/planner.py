@@ -1,0 +1,161 @@
+"""A* over the place graph: "where do I ask about X?" and "where has X been discussed?".
+
+The search runs from where the person is (the places of their channel; with
+none, a virtual start) to a virtual goal. Every place is a possible
+destination: entering the goal from place ``g`` costs ``relevance_weight *
+(1 - fit(g))``, where ``fit`` is the similarity of the topic to the place's
+code plus a little for how often questions there were resolved. Moves along
+known transitions cost ``-log(success probability)`` plus a little for the
+time they took; a jump to a place nobody went to from here costs ``jump``.
+So the best route is the most fitting place, reached the way people
+actually got there and got answers, and a near tie is broken by that path.
+The heuristic (the cheapest goal entry) never overestimates, so A* returns
+the cheapest route.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from memory.embed import similarity
+from memory.places.codes import channel_label, unit
+from memory.places.graph import PlaceGraph, PlaceNode, Transition
+
+RELEVANCE_WEIGHT = 30.0
+JUMP_COST = 1.5
+SUCCESS_BONUS = 0.10  # fit: added for a place whose questions were resolved (times its resolution rate)
+MIN_FIT = 0.55  # below this a place is not about the topic at all
+_START = -1
+_GOAL = -2
+
+
+@dataclass(frozen=True)
+class Route:
+    places: tuple[PlaceNode, ...]  # from where the person is (when known) to the destination
+    fit: float  # the destination's fit to the topic (hippobot's similarity scale, plus the success bonus)
+    cost: float
+    reason: str
+
+    @property
+    def destination(self) -> PlaceNode:
+        return self.places[-1]
+
+    def as_dict(self) -> dict[str, object]:
+        return {"channel": self.destination.channel_id, "place": self.destination.id,
+                "route": [p.channel_id for p in self.places], "fit": round(self.fit, 4), "cost": round(self.cost, 4),
+                "about": self.destination.label, "reason": self.reason}
+
+
+def fit(node: PlaceNode, vector: np.ndarray) -> tuple[float, float]:
+    """(similarity of the topic to the place's code, that plus the success bonus)."""
+    sim = float(similarity(float(node.centroid @ vector)))
+    return sim, sim + SUCCESS_BONUS * node.resolution_rate
+
+
+def edge_cost(t: Transition) -> float:
+    return -math.log(t.success_prob) + 0.05 * math.log1p(t.cost_s / 60.0)
+
+
+def plan(graph: PlaceGraph, vector: np.ndarray, *, start_channel: str | None = None, k: int = 3,
+         relevance_weight: float = RELEVANCE_WEIGHT, jump: float = JUMP_COST, min_fit: float = MIN_FIT) -> list[Route]:
+    """Up to ``k`` routes, each to a different channel, cheapest first."""
+    if k < 1:
+        raise ValueError("k must be >= 1")
+    v = unit(vector)
+    fits = {i: fit(n, v) for i, n in graph.nodes.items()}
+    entry = {i: relevance_weight * (1.0 - f) for i, (_, f) in fits.items() if f >= min_fit}
+    starts = [i for i, n in graph.nodes.items() if start_channel is not None and n.channel_id == start_channel]
+    routes: list[Route] = []
+    excluded: set[str] = set()
+    while len(routes) < k:
+        goals = {i: c for i, c in entry.items() if graph.nodes[i].channel_id not in excluded}
+        if not goals:
+            break
+        found = _astar(graph, goals, starts, jump)
+        if found is None:
+            break
+        path, cost = found
+        nodes = tuple(graph.nodes[i] for i in path)
+        dest = nodes[-1]
+        routes.append(Route(nodes, fits[dest.id][1], cost, _reason(graph, nodes, fits[dest.id][0], start_channel)))
+        excluded.add(dest.channel_id)
+    return routes
+
+
+def discussed(graph: PlaceGraph, vector: np.ndarray, *, k: int = 5, min_fit: float = MIN_FIT) -> list[Route]:
+    """Where the topic has been discussed: the best-fitting place of each channel, best first."""
+    v = unit(vector)
+    best: dict[str, tuple[float, PlaceNode]] = {}
+    for n in graph.nodes.values():
+        sim, _ = fit(n, v)
+        if sim >= min_fit and (n.channel_id not in best or sim > best[n.channel_id][0]):
+            best[n.channel_id] = (sim, n)
+    ranked = sorted(best.values(), key=lambda x: (-x[0], x[1].id))[:k]
+    return [Route((n,), sim, 0.0, f"{n.messages} message(s) about {n.label or 'this'}") for sim, n in ranked]
+
+
+def _astar(graph: PlaceGraph, goals: dict[int, float], starts: Sequence[int],
+           jump: float) -> tuple[list[int], float] | None:
+    min_entry = min(goals.values())
+
+    def h(node: int) -> float:  # every route still has to enter the goal from some place
+        return 0.0 if node == _GOAL else min_entry
+
+    frontier: list[tuple[float, float, int]] = []
+    best: dict[int, float] = {}
+    parent: dict[int, int] = {}
+    for s in [*starts, _START]:  # from one's own channel's places, or anywhere by a jump
+        best[s] = 0.0
+        heapq.heappush(frontier, (h(s), 0.0, s))
+    closed: set[int] = set()
+    while frontier:
+        _, g, node = heapq.heappop(frontier)
+        if node in closed:
+            continue
+        if node == _GOAL:
+            path = [parent[_GOAL]]
+            while path[-1] in parent:
+                path.append(parent[path[-1]])
+            return [p for p in reversed(path) if p >= 0], g
+        closed.add(node)
+        for nxt, cost in _neighbours(graph, node, goals, jump, starts):
+            ng = g + cost
+            if ng < best.get(nxt, math.inf):
+                best[nxt] = ng
+                parent[nxt] = node
+                heapq.heappush(frontier, (ng + h(nxt), ng, nxt))
+    return None
+
+
+def _neighbours(graph: PlaceGraph, node: int, goals: dict[int, float], jump: float,
+                starts: Sequence[int]) -> list[tuple[int, float]]:
+    if node == _START:
+        return [(i, 0.0 if i in starts else jump) for i in graph.nodes]
+    out = [(t.dst, edge_cost(t)) for t in graph.out.get(node, ()) if t.dst in graph.nodes]
+    if node in goals:
+        out.append((_GOAL, goals[node]))
+    return out
+
+
+def _reason(graph: PlaceGraph, nodes: Sequence[PlaceNode], sim: float, start_channel: str | None) -> str:
+    dest = nodes[-1]
+    parts = [f"about {dest.label or 'this'} (fit {sim:.2f})"]
+    if dest.questions:
+        parts.append(f"{dest.resolutions} of {dest.questions} question(s) there resolved")
+    if len(nodes) > 1:
+        hops = []
+        for a, b in zip(nodes, nodes[1:]):
+            t = next((t for t in graph.out.get(a.id, ()) if t.dst == b.id), None)
+            if t is not None:
+                hops.append(f"{channel_label(a.channel_id)} → {channel_label(b.channel_id)} "
+                            f"({t.moves} move(s), {t.success_prob:.0%} ended well)")
+        if hops:
+            parts.append("people went " + "; ".join(hops))
+    elif start_channel is not None and dest.channel_id == start_channel:
+        parts.append("right here")
+    return "; ".join(parts)

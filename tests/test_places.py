@@ -1,0 +1,310 @@
+"""Places and procedures (issue 13, seed 001 SMPD): place codes, gated moves, A*, macros, audience, forgetting."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
+from unittest.mock import AsyncMock, MagicMock
+
+import discord
+import numpy as np
+import pytest
+
+from bot import places_cli
+from bot.app import App
+from bot.discord.places import PlacesCog
+from memory.conversation import ConversationStore, NewMessage, StoredMessage
+from memory.errors import InvalidInput
+from memory.layers.macros import MacrosLayer
+from memory.layers.places import PlacesLayer
+from memory.places import AGGREGATE, BLOCK, INSERT, GateConfig, SpatialGate, outcome, plan, steps
+from memory.places.graph import PlaceGraph, PlaceNode, Transition
+
+SCOPE = "g1"
+T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
+
+DOCKER = ["How do I expose a port from my docker container to the host?",
+          "docker compose keeps restarting my container, how do I see the logs?",
+          "what is the difference between a docker volume and a bind mount?"]
+BREAD = ["My sourdough starter smells like acetone, is it dead?",
+         "How long should I proof a bread dough in the fridge overnight?",
+         "what flour is best for a chewy baguette crust?"]
+
+
+# --- pure parts ------------------------------------------------------------------------------------------------
+
+
+def test_outcomes_steps_and_questions_are_read_from_words() -> None:
+    assert outcome("thanks, that worked!") == "success"
+    assert outcome("✅") == "success"
+    assert outcome("thanks but still the same error") == "failure"
+    assert outcome("I have a question about docker") is None
+    lines = steps("Hmm. You should run `docker logs web` first. Then restart the daemon! Is it up?")
+    assert lines == ["Run `docker logs web` first.", "Restart the daemon!"]
+    assert steps("I think it's the network, not sure.") == []
+
+
+def test_the_gate_inserts_aggregates_and_blocks_with_reasons() -> None:
+    gate = SpatialGate(GateConfig(max_degree=3))
+    d = gate.decide(1, 2, edge_exists=False, reverse_exists=False, recent=[], degree_src=0, degree_dst=0)
+    assert d.action == INSERT and "novel" in d.reason
+    d = gate.decide(1, 2, edge_exists=True, reverse_exists=False, recent=[(1, 2)], degree_src=1, degree_dst=1)
+    assert d.action == AGGREGATE
+    # bouncing straight back over an existing edge is flapping: no new edge
+    d = gate.decide(2, 1, edge_exists=False, reverse_exists=True, recent=[(1, 2)], degree_src=1, degree_dst=1)
+    assert d.action == BLOCK and "bounce" in d.reason
+    # the same move later, after other moves, is a real route
+    d = gate.decide(2, 1, edge_exists=False, reverse_exists=True, recent=[(1, 2), (2, 3), (3, 2)], degree_src=1,
+                    degree_dst=1)
+    assert d.action == INSERT
+    d = gate.decide(1, 4, edge_exists=False, reverse_exists=False, recent=[], degree_src=3, degree_dst=0)
+    assert d.action == BLOCK and "degree" in d.reason
+    assert SpatialGate(GateConfig(enabled=False)).decide(2, 1, edge_exists=False, reverse_exists=True,
+                                                         recent=[(1, 2)], degree_src=1, degree_dst=1).action == INSERT
+    with pytest.raises(ValueError):
+        GateConfig(repeat_N=0)
+
+
+def _node(i: int, channel: str, v: np.ndarray, *, questions: int = 0, resolutions: int = 0) -> PlaceNode:
+    return PlaceNode(i, channel, None, None, v / np.linalg.norm(v), channel, 10, questions, resolutions, T0)
+
+
+def test_astar_picks_the_fitting_place_and_breaks_near_ties_by_routes_that_worked() -> None:
+    e = np.eye(384, dtype=np.float32)
+    topic = e[0]
+    nodes = {1: _node(1, "lobby", e[5]), 2: _node(2, "help-a", e[0] + 0.05 * e[1]),
+             3: _node(3, "help-b", e[0] + 0.05 * e[2]), 4: _node(4, "music", e[3])}
+    bare = PlaceGraph(nodes, {})
+    routes = plan(bare, topic, start_channel="lobby", k=3)
+    assert {r.destination.channel_id for r in routes[:2]} == {"help-a", "help-b"}
+    assert len({r.destination.channel_id for r in routes}) == len(routes)  # one route per channel
+    assert all(r.destination.channel_id != "music" for r in routes)  # not about the topic at all
+    # people who asked in the lobby went to help-b and got answers: that route wins the near tie
+    worn = PlaceGraph(nodes, {1: (Transition(1, 3, 8, 7, 120.0),)})
+    best = plan(worn, topic, start_channel="lobby", k=1)[0]
+    assert [p.channel_id for p in best.places] == ["lobby", "help-b"] and "people went" in best.reason
+    costs = [r.cost for r in plan(worn, topic, start_channel="lobby", k=2)]
+    assert costs == sorted(costs)
+    with pytest.raises(ValueError):
+        plan(bare, topic, k=0)
+
+
+# --- the place graph in PostgreSQL -----------------------------------------------------------------------------
+
+
+class History:
+    """Messages stored for real, one minute apart, in the order written."""
+
+    def __init__(self, pool) -> None:  # type: ignore[no-untyped-def]
+        self.store = ConversationStore(pool)
+        self.t = T0
+        self.n = 0
+
+    async def say(self, author: str, channel: str, text: str, *, visible_in: str | None = None,
+                  reply_to: str | None = None, minutes: float = 1) -> StoredMessage:
+        self.n += 1
+        self.t += timedelta(minutes=minutes)
+        return await self.store.add(NewMessage(
+            scope=SCOPE, source="import", external_id=f"x{self.n}", channel_id=channel, author_id=f"u-{author}",
+            author_name=author, content=text, created_at=self.t, reply_to_external=reply_to, visible_in=visible_in))
+
+
+@pytest.fixture
+async def layers(pool, embedder):  # type: ignore[no-untyped-def]
+    return PlacesLayer(pool, embedder), MacrosLayer(pool, embedder)
+
+
+async def absorb(layers, embedder, m: StoredMessage) -> None:  # type: ignore[no-untyped-def]
+    from memory.archetypes import ContextPlan
+    from memory.layers.base import AbsorbedTurn
+
+    plan_ = ContextPlan(None, 0.0, 8, 5, 0.65, 1)
+    turn = AbsorbedTurn(m, None, await embedder.embed(m.content), plan_, m.created_at)
+    for layer in layers:
+        await layer.absorb(turn)
+
+
+async def test_places_follow_topics_and_moves_become_gated_edges(pool, embedder, layers) -> None:  # type: ignore[no-untyped-def]
+    places, _ = layers
+    h = History(pool)
+    for i, (d, b) in enumerate(zip(DOCKER, BREAD)):
+        await absorb(layers, embedder, await h.say(f"d{i}", "devops", d))
+        await absorb(layers, embedder, await h.say(f"b{i}", "baking", b))
+    graph = await places.store.graph(SCOPE, None)
+    assert {n.channel_id for n in graph.nodes.values()} == {"devops", "baking"}
+    assert len(graph.nodes) == 2  # each channel's messages share one topic code
+    # ana asks in the lobby, is sent to devops, and it works there
+    await absorb(layers, embedder, await h.say("ana", "lobby", "where can I get help with my docker networking setup?"))
+    await absorb(layers, embedder, await h.say("ana", "devops", "my docker container cannot reach the host port"))
+    await absorb(layers, embedder, await h.say("ana", "devops", "thanks, that worked!"))
+    graph = await places.store.graph(SCOPE, None)
+    edges = [t for ts in graph.out.values() for t in ts]
+    assert len(edges) == 1 and edges[0].moves == 1 and edges[0].successes == 1
+    assert graph.nodes[edges[0].dst].channel_id == "devops"
+    # bouncing back at once makes no edge: blocked, logged with its reason, counted
+    await absorb(layers, embedder, await h.say("ana", "lobby", "ok see you all later friends, going offline now"))
+    await absorb(layers, embedder, await h.say("ana", "devops", "one more docker question about compose files"))
+    await absorb(layers, embedder, await h.say("ana", "lobby", "back in the lobby again to chat about nothing"))
+    counts = await places.store.gate_counts(SCOPE)
+    assert counts["blocked_new_edges"] >= 1 and counts["attempts"] == 4
+    blocked = [d for d in await places.store.decisions(SCOPE) if d["action"] == BLOCK]
+    assert blocked and "redundant" in blocked[0]["reason"]
+    stats = await places.stats(SCOPE)
+    assert stats["spatial gate attempts"] == 4 and stats["places"] >= 3
+    # "where do I ask about X?" from the lobby: devops first, along the route that worked
+    routes = await places.where_to(SCOPE, "docker port mapping", channel_id="lobby")
+    assert routes[0].destination.channel_id == "devops"
+    assert [p.channel_id for p in routes[0].places] == ["lobby", "devops"]
+    seen = await places.where_discussed(SCOPE, "sourdough bread")
+    assert seen[0].destination.channel_id == "baking"
+    with pytest.raises(InvalidInput):
+        await places.where_to(SCOPE, "   ")
+    with pytest.raises(InvalidInput):
+        await places.where_to(SCOPE, "x" * 600)
+
+
+async def test_a_restricted_channel_is_a_place_only_its_audience_sees(pool, embedder, layers) -> None:  # type: ignore[no-untyped-def]
+    places, _ = layers
+    h = History(pool)
+    await absorb(layers, embedder, await h.say("ana", "general", "what's everyone cooking for dinner tonight?"))
+    await absorb(layers, embedder, await h.say("ana", "mods", "should we ban the spam account posting crypto links?",
+                                               visible_in="mods"))
+    public = await places.store.graph(SCOPE, None)
+    inside = await places.store.graph(SCOPE, "mods")
+    assert {n.channel_id for n in public.nodes.values()} == {"general"}
+    assert {n.channel_id for n in inside.nodes.values()} == {"general", "mods"}
+    edge = await pool.fetchrow("SELECT visible_in FROM place_edges")
+    assert edge["visible_in"] == "mods"  # the move touched the restricted channel: only its audience sees it
+    assert not public.out and inside.out
+    assert await places.where_to(SCOPE, "ban a spam account", channel_id="general") == [] or all(
+        r.destination.channel_id != "mods" for r in await places.where_to(SCOPE, "ban a spam account"))
+
+
+async def test_forgetting_removes_what_a_message_alone_built(app: App, embedder) -> None:  # type: ignore[no-untyped-def]
+    places, macros = app.brain.layer("places"), app.brain.layer("macros")  # registered by App.open
+    assert isinstance(places, PlacesLayer) and isinstance(macros, MacrosLayer)
+    h = History(app.db.pool)
+    q = await h.say("ana", "devops", "docker compose says port 5432 is already allocated, how do I fix it?")
+    await absorb((places, macros), embedder, q)
+    tip = await h.say("bob", "devops", "Run `docker ps` to find the old container. Then stop it with docker stop.",
+                      reply_to=q.external_id)
+    await absorb((places, macros), embedder, tip)
+    ok = await h.say("ana", "devops", "thanks, that worked!")
+    await absorb((places, macros), embedder, ok)
+    assert await app.db.pool.fetchval("SELECT count(*) FROM macros") == 1
+    report = await app.provenance.forget_message(SCOPE, tip.id)
+    assert report.counts.get("macros") == 1  # its steps were the macro's only steps
+    assert await app.db.pool.fetchval("SELECT count(*) FROM macros") == 0
+    assert await app.db.pool.fetchval("SELECT count(*) FROM macro_steps") == 0
+    # bob's only message built bob's membership; the place stays (ana's messages), recomputed without it
+    assert await app.db.pool.fetchval("SELECT messages FROM places") == 2
+    report = await app.provenance.forget_author(SCOPE, "u-ana")
+    assert report.counts.get("places") == 1
+    for table in ("places", "place_messages", "place_moves", "place_edges", "macros", "macro_problems"):
+        assert await app.db.pool.fetchval(f"SELECT count(*) FROM {table}") == 0, table
+
+
+# --- macros ----------------------------------------------------------------------------------------------------
+
+
+async def test_a_confirmed_exchange_becomes_a_procedure_without_the_failed_attempt(pool, embedder, layers) -> None:  # type: ignore[no-untyped-def]
+    _, macros = layers
+    h = History(pool)
+    q = await h.say("ana", "python", "pip install fails with 'externally-managed-environment' on Debian, why?")
+    await absorb(layers, embedder, await h.say("cy", "python", "anyone watching the match tonight?"))
+    await absorb(layers, embedder, q)
+    await absorb(layers, embedder, await h.say("bob", "python", "Reinstall python from source.", reply_to=q.external_id))
+    await absorb(layers, embedder, await h.say("ana", "python", "still the same error"))
+    fix = await h.say("bob", "python", "Create a venv with `python3 -m venv .venv`. Then activate it and run pip "
+                                       "there.", reply_to=q.external_id)
+    await absorb(layers, embedder, fix)
+    done = await h.say("ana", "python", "that did it, thanks!")
+    await absorb(layers, embedder, done)
+    found = await macros.suggest(SCOPE, "Debian says externally managed environment when I pip install")
+    assert len(found) == 1
+    m = found[0]
+    assert m.steps == ("Create a venv with `python3 -m venv .venv`.", "Activate it and run pip there.")
+    assert m.successes == 1 and m.failures == 0 and "externally-managed" in m.signature
+    assert await macros.suggest(SCOPE, "my sourdough starter smells of acetone") == []
+    # absorbing the confirmation again (after a crash) files nothing twice
+    await absorb(layers, embedder, done)
+    assert await pool.fetchval("SELECT count(*) FROM macro_outcomes") == 1
+    # the macro reached someone's prompt and they said it did not work: a failure for it
+    later = await h.say("dan", "python", "pip refuses: externally managed environment error on my debian box")
+    from memory.archetypes import ContextPlan
+    from memory.layers.base import AbsorbedTurn
+
+    await macros.absorb(AbsorbedTurn(later, None, await embedder.embed(later.content),
+                                     ContextPlan(None, 0.0, 8, 5, 0.65, 1), later.created_at,
+                                     used={"macros": (m.id,)}))
+    await macros.absorb(AbsorbedTurn(nope := await h.say("dan", "python", "didn't work for me, same error"), None,
+                                     await embedder.embed(nope.content), ContextPlan(None, 0.0, 8, 5, 0.65, 1),
+                                     nope.created_at))
+    again = await macros.store.get(SCOPE, m.id)
+    assert again is not None and again.failures == 1 and again.uses == 1
+    # the dream ages it by elapsed time and merges near-duplicates
+    aged = await macros.age_step(T0 + timedelta(days=120), SCOPE)
+    assert aged.counts["macros_aged"] == 1
+    strength = await pool.fetchval("SELECT strength FROM macros WHERE id = $1", m.id)
+    assert 0.2 < strength < 0.3  # two half-lives
+    assert (await macros.merge_step(T0, SCOPE)).counts["macros_merged"] == 0
+
+
+async def test_dream_steps_merge_places_and_drop_unused_ones(pool, embedder, layers) -> None:  # type: ignore[no-untyped-def]
+    places, _ = layers
+    h = History(pool)
+    # a high join threshold splits one topic into two places; the dream merges them back
+    strict = PlacesLayer(pool, embedder, merge_similarity=0.6)
+    strict.store.join_similarity = 0.99
+    for text in DOCKER:
+        await strict.observe(m := await h.say("ana", "devops", text), await embedder.embed(m.content), m.created_at)
+    assert await pool.fetchval("SELECT count(*) FROM places") == 3
+    merged = await strict.merge_step(T0, SCOPE)
+    assert merged.counts["places_merged"] >= 1
+    assert await pool.fetchval("SELECT sum(messages) FROM places") == 3
+    dropped = await places.ttl_step(T0 + timedelta(days=400), SCOPE)
+    assert dropped.counts["places_dropped"] >= 1 and await pool.fetchval("SELECT count(*) FROM places") == 0
+
+
+# --- the plan field, recall, the CLI and /whereto ----------------------------------------------------------------
+
+
+async def test_recall_adds_where_and_what_worked_when_the_plan_asks(app: App, embedder) -> None:  # type: ignore[no-untyped-def]
+    places, macros = app.brain.layer("places"), app.brain.layer("macros")  # registered by App.open
+    assert isinstance(places, PlacesLayer) and isinstance(macros, MacrosLayer)
+    app.brain.recall.timeout = 60.0
+    h = History(app.db.pool)
+    for i, text in enumerate(DOCKER):
+        await absorb((places, macros), embedder, await h.say(f"d{i}", "devops", text))
+    debugging = await app.brain.context("Why isn't my docker container working? I get an error", SCOPE)
+    assert debugging.plan.archetype == "technical_debugging" and debugging.plan.place_depth == 1
+    section = debugging.section("places")
+    assert section is not None and "#devops" in section.items[0].prompt_line
+    chat = await app.brain.context("ok", SCOPE)
+    assert chat.plan.place_depth == 0 and chat.section("places") is None
+    # the CLI and the slash command on the same memory
+    out = io.StringIO()
+    args = argparse.Namespace(text="docker volumes", scope=SCOPE, channel=None, private=False, k=3, stats=False,
+                              json=True)
+    assert await places_cli.run(app.settings, args, out, embedder=embedder) == 0
+    data = json.loads(out.getvalue())
+    assert data["ask_in"][0]["channel"] == "devops"
+    out = io.StringIO()
+    args.json, args.stats = False, True
+    assert await places_cli.run(app.settings, args, out, embedder=embedder) == 0
+    assert "spatial gate attempts" in out.getvalue()
+    args.stats, args.text = False, ""
+    assert await places_cli.run(app.settings, args, io.StringIO(), embedder=embedder) == 2
+    cog = PlacesCog(SimpleNamespace(app=app, settings=app.settings))  # type: ignore[arg-type]
+    i = MagicMock(spec=discord.Interaction)
+    i.user = SimpleNamespace(id=7)
+    i.guild_id, i.channel_id, i.channel = int("1"), 42, None
+    i.response = MagicMock(spec=discord.InteractionResponse)
+    i.response.is_done.return_value = False
+    i.response.send_message = AsyncMock()
+    i.guild_id = None  # a DM: the DM scope has no places
+    await PlacesCog.whereto.callback(cog, i, "docker volumes")
+    assert "don't know yet" in i.response.send_message.call_args.args[0]
