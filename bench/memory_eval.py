@@ -149,6 +149,9 @@ async def run_hippobot(args: argparse.Namespace, questions: list[Question], conv
         await app.brain.contexts([(q.question, q.conv) for q in questions], k=args.k, author_id=AUTHOR)
         out["batched_s"] = time.perf_counter() - t0
         out["answered"] = answered
+        out["writes"] = await writes_per_1k_words(app, convs)
+        if args.ablation:
+            out["ablation"] = await run_ablation(args, app, questions, convs)
     finally:
         await app.close()
         if admin_url and scratch:
@@ -160,6 +163,89 @@ async def run_hippobot(args: argparse.Namespace, questions: list[Question], conv
             finally:
                 await conn.close()
     return out
+
+
+async def ask(args: argparse.Namespace, app, questions: list[Question], scope_of=lambda c: c) -> list[Answered]:
+    out = []
+    for q in questions:
+        t0 = time.perf_counter()
+        [bundle] = await app.brain.contexts([(q.question, scope_of(q.conv))], k=args.k, author_id=AUTHOR)
+        out.append(_answered(q, ranked_items(bundle, with_transcript=args.with_transcript),
+                             time.perf_counter() - t0, None))
+    return out
+
+
+async def writes_per_1k_words(app, scopes: Sequence[str]) -> dict[str, float]:
+    """The write gate's rate: episodes written per 1,000 words of imported conversation."""
+    pool = app.db.pool
+    episodes = await pool.fetchval("SELECT count(*) FROM episodes WHERE scope = ANY($1::text[])", list(scopes))
+    n_words = await pool.fetchval(
+        "SELECT coalesce(sum(array_length(regexp_split_to_array(trim(content), '\\s+'), 1)), 0) FROM messages "
+        "WHERE scope = ANY($1::text[])", list(scopes))
+    return {"episodes": episodes, "words": n_words, "per_1k_words": 1000.0 * episodes / max(n_words, 1)}
+
+
+async def run_ablation(args: argparse.Namespace, app, questions: list[Question], convs: list[str]) -> dict:
+    """HEI-NW's parts and the hybrid lists, each switched off alone, on the same imported data (the gate:
+    the split imported again under a threshold tau, into scopes of its own)."""
+    from dataclasses import replace as _replace
+
+    from memory.associative import AssociativeIndex
+    from memory.episodic import WriteGate
+
+    layer = app.brain.layer("episodes")
+    recall = app.brain.recall
+    base_cfg, base_index, base_layers = layer.config, layer.associative, list(recall.layers)
+    rows: dict[str, dict] = {}
+
+    async def variant(name: str, *, cfg=None, assoc=None, layers=None) -> None:
+        layer.config = cfg or base_cfg
+        layer.associative = AssociativeIndex(app.db.pool, assoc) if assoc is not None else base_index
+        recall.layers = layers if layers is not None else base_layers
+        try:
+            print(f"  ablation: {name}", file=sys.stderr)
+            rows[name] = summarize(await ask(args, app, questions))
+        finally:
+            layer.config, layer.associative, recall.layers = base_cfg, base_index, base_layers
+
+    a, hei = base_index.config, _replace(base_cfg, associative=True)
+    await variant("+HEI-NW list (k-WTA keys, FAISS, Hopfield)", cfg=hei)
+    await variant("+HEI-NW list -sparsity (dense keys)", cfg=hei, assoc=_replace(a, sparse=False))
+    await variant("+HEI-NW list -Hopfield", cfg=hei, assoc=_replace(a, hopfield=False))
+    await variant("+HEI-NW list, Hopfield 3 steps", cfg=hei, assoc=_replace(a, hopfield_steps=3))
+    await variant("-hybrid (dense episodes only)", cfg=_replace(base_cfg, lexical=False, time_weight=0.0,
+                                                                speaker_weight=0.0, associative=False))
+    await variant("-graph -hybrid", cfg=_replace(base_cfg, lexical=False, time_weight=0.0, speaker_weight=0.0,
+                                                 associative=False),
+                  layers=[x for x in base_layers if x.name != "facts"])
+    await variant("-graph (no facts layer)", layers=[x for x in base_layers if x.name != "facts"])
+    gated: dict[str, float] = {}
+    for tau in args.gate_taus:
+        gate = WriteGate(tau=tau)  # the importer's and the layer's (absorption writes what the import did not)
+        saved = app.importer._gate, layer._gate
+        app.importer._gate = layer._gate = gate
+        try:
+            for conv in convs:
+                await app.importer.run(DATA_DIR / f"{conv}.jsonl", f"{conv}~tau{tau}")
+        finally:
+            app.importer._gate, layer._gate = saved
+        print(f"  ablation: gate tau={tau}", file=sys.stderr)
+        rows[f"+gate (tau {tau})"] = summarize(await ask(args, app, questions, lambda c, t=tau: f"{c}~tau{t}"))
+        gated[f"tau {tau}"] = (await writes_per_1k_words(app, [f"{c}~tau{tau}" for c in convs]))["per_1k_words"]
+    return {"rows": rows, "writes_per_1k_words": gated}
+
+
+def print_ablation(default: dict[str, dict], ablation: dict, writes: dict, k: int = 10) -> None:
+    print(f"\nablation: recall_any@{k} with one part changed (same data and questions; gate rows re-import)")
+    cats = [*CATEGORIES[:-1], "overall"]
+    print("| configuration | " + " | ".join(cats) + " | writes / 1k words |")
+    print("|---|" + "---|" * (len(cats) + 1))
+    for name, rows in [("default", default), *ablation["rows"].items()]:
+        cells = [f"{rows[c][f'any@{k}']:.3f}" if c in rows else "-" for c in cats]
+        rate = writes["per_1k_words"] if name == "default" else ablation["writes_per_1k_words"].get(
+            name.removeprefix("+gate (").removesuffix(")"), None)
+        print(f"| {name} | " + " | ".join(cells) + f" | {rate:.1f} |" if rate is not None else
+              f"| {name} | " + " | ".join(cells) + " | - |")
 
 
 # --- baselines ----------------------------------------------------------------------------------------------
@@ -350,6 +436,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--database-url", default=None, help="admin URL of a server; default: embedded, throwaway")
     p.add_argument("--with-transcript", action="store_true", help="rank the recent-turns section too (last)")
     p.add_argument("--no-baselines", action="store_true")
+    p.add_argument("--ablation", action="store_true", help="also each HEI-NW part and hybrid list switched off")
+    p.add_argument("--gate-taus", type=float, nargs="*", default=[0.3, 0.5],
+                   help="write-gate thresholds the ablation imports again under")
     p.add_argument("--no-hippobot", action="store_true", help="baselines only (no database)")
     p.add_argument("--llm", action="store_true", help="also score answers of the bundled model")
     p.add_argument("--llm-limit", type=int, default=40)
@@ -386,6 +475,13 @@ async def main(argv: Sequence[str] | None = None) -> int:
               f"{hb['batched_s']:.2f} s ({hb['batched_s'] / max(len(questions), 1) * 1000:.1f} ms/query)")
         print_table(f"hippobot recall (split {args.split}, k={args.k}; per-query latency = one "
                     "brain.contexts call per question, embedding included)", systems["hippobot"])
+        w = hb["writes"]
+        print(f"write gate: {w['episodes']} episodes from {w['words']} words "
+              f"({w['per_1k_words']:.1f} per 1,000 words)")
+        report["hippobot"]["writes"] = w
+        if "ablation" in hb:
+            print_ablation(systems["hippobot"], hb["ablation"], w)
+            report["ablation"] = hb["ablation"]
     if not args.no_baselines:
         baselines = run_baselines(questions, turns, embedder)
         for name, answered in baselines.items():

@@ -31,7 +31,9 @@ from memory.clock import SystemClock
 from memory.layers.base import MemoryLayer
 from memory.layers.episodes import EpisodesLayer
 from memory.layers.facts import FactsLayer
+from memory.layers.macros import MacrosLayer
 from memory.layers.persona import PersonaLayer
+from memory.layers.places import PlacesLayer
 from memory.layers.resonance import ResonanceLayer
 from memory.layers.turns import TurnsLayer
 from memory.recall import Recall
@@ -124,7 +126,8 @@ class App:
                 refresh_seconds=settings.archetype_refresh_seconds,
             )
             await router.start(pool)
-            gate = WriteGate(settings.gate_alpha_surprise, settings.gate_beta_novelty, settings.gate_delta_pin)
+            gate = WriteGate(settings.gate_alpha_surprise, settings.gate_beta_novelty, settings.gate_delta_pin,
+                             settings.gate_tau)
             prompts = None
             if llm is not None:
                 render = None
@@ -157,6 +160,9 @@ class App:
                                            proposal_ttl=timedelta(hours=settings.proposal_ttl_hours)))
             if settings.resonance_enabled:
                 layers.append(ResonanceLayer(pool, llm, bot_name=settings.bot_name))
+            if settings.places_enabled:
+                layers.append(PlacesLayer(pool, embedder))
+                layers.append(MacrosLayer(pool, embedder))
             clock = SystemClock()
             recall = Recall(layers, timeout=settings.layer_timeout_s)
             absorber = Absorber(conversations, layers, router, archetype_store, embedder, clock)

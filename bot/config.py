@@ -102,10 +102,14 @@ class Settings(BaseSettings):
     gate_alpha_surprise: float = 0.4
     gate_beta_novelty: float = 0.6
     gate_delta_pin: float = 1.0
+    gate_tau: float = Field(default=0.0, ge=0.0, description="Write-gate threshold: a message scoring below it "
+                            "gets no episode (the log keeps it; lexical search still finds it).")
 
     # --- semantic memory (knowledge graph) ------------------------------------
     kg_enabled: bool = Field(default=True, description="Extract facts into the knowledge graph.")
     persona_enabled: bool = Field(default=True, description="The persona layer: opinions that move only on evidence.")
+    places_enabled: bool = Field(default=True, description="The places and macros layers: where things are "
+                                 "discussed here, and procedures that worked.")
     resonance_enabled: bool = Field(default=True, description="The resonance layer: the bot's best replies bend "
                                     "its sampling.")
     kg_gate_enabled: bool = Field(default=True, description="The relational admission gate (off for ablations).")

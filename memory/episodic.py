@@ -93,6 +93,10 @@ class WriteGate:
     alpha: float = 0.4
     beta: float = 0.6
     delta: float = 1.0
+    tau: float = 0.0  # what enters the episodic index: S >= tau (the message log keeps everything)
+
+    def admits(self, salience: float, pinned: bool = False) -> bool:
+        return pinned or salience >= self.tau
 
     def score(self, surprise: float | None, novelty: float | None, pin: bool = False) -> float:
         s = 0.0 if surprise is None or not math.isfinite(surprise) else max(surprise, 0.0)

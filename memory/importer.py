@@ -314,7 +314,7 @@ class Importer:
                 NewEpisode(scope=scope, channel_id=s.channel_id, author_id=s.author_id, message_id=s.id,
                            content=f"{s.author_name}: {s.content}", embedding=k, created_at=s.created_at,
                            salience=salience, visible_in=s.visible_in)
-                for s, (_, _, k), salience in zip(stored, fresh, saliences)], conn)
+                for s, (_, _, k), salience in zip(stored, fresh, saliences) if self._gate.admits(salience)], conn)
             await self._archetype_store.record_matches([
                 MatchRecord(scope, s.id, self._router.classify(b, scope), s.created_at, b)
                 for s, (_, b, _) in zip(stored, fresh) if not s.is_bot], conn)

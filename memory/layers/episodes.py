@@ -23,13 +23,13 @@ from dataclasses import dataclass, replace
 
 import asyncpg
 
+from memory.associative import AssociativeConfig, AssociativeHit, AssociativeIndex
 from memory.conversation import StoredMessage
 from memory.embed import Embedder
 from memory.episodic import EpisodeHit, EpisodicStore, NewEpisode, WriteGate, novelty
 from memory.layers.base import MEMORY, AbsorbedTurn, BaseLayer, MemoryItem, RecallQuery, Section, SourceRef
 from memory.lexical import LexicalHit, LexicalSearch, neighbours
 from memory.timeparse import time_range
-
 
 SPEAKERS_TTL_S = 60.0
 _WORD = re.compile(r"[\w'-]+")
@@ -61,6 +61,11 @@ class HybridConfig:
     speaker_weight: float = 1.0  # a question naming someone who spoke here: their nearest episodes
     speaker_min_words: int = 4  # the speaker list skips lines of this many words or fewer (fillers: "can't complain")
     lexical_without_speakers: bool = True  # BM25 ignores the names of people who speak here
+    # HEI-NW's list: k-WTA keys in FAISS after Hopfield completion (memory.associative). Off: on the dev split it
+    # cost recall (a fifth list of near-duplicates of the dense one dilutes the fusion; bench/memory_eval.py
+    # --ablation).
+    associative: bool = False
+    associative_weight: float = 1.0
 
 
 def key_text(author_name: str, content: str) -> str:
@@ -72,12 +77,14 @@ class EpisodesLayer(BaseLayer):
     name = "episodes"
 
     def __init__(self, store: EpisodicStore, gate: WriteGate, embedder: Embedder, *,
-                 lexical: LexicalSearch | None = None, config: HybridConfig | None = None) -> None:
+                 lexical: LexicalSearch | None = None, config: HybridConfig | None = None,
+                 associative: AssociativeConfig | None = None) -> None:
         self.store = store
         self._gate = gate
         self._embedder = embedder
         self.lexical = lexical if lexical is not None else LexicalSearch(store.pool)
         self.config = config or HybridConfig()
+        self.associative = AssociativeIndex(store.pool, associative)
         self._speaker_cache: dict[str, tuple[float, dict[str, str]]] = {}  # scope -> (when, id -> name)
 
     async def recall(self, query: RecallQuery) -> Section | None:
@@ -93,15 +100,17 @@ class EpisodesLayer(BaseLayer):
         named, rest = await self._named_speakers(query)
         # Lexical search leaves out the names of people who speak here (they are in most messages).
         words = rest if cfg.lexical_without_speakers and named else query.text
-        dense, lexical, in_time, theirs = await asyncio.gather(
+        dense, lexical, in_time, theirs, associated = await asyncio.gather(
             self.store.search(query.scope, query.vector, n, visible_channel=visible),
             self.lexical.search(query.scope, words, n, visible_channel=visible, exclude_ids=exclude)
             if cfg.lexical else _nothing(),
             self._in_time(query, n) if cfg.time_weight > 0 else _nothing(),
-            self._by_speakers(query, named, rest, n) if cfg.speaker_weight > 0 and named else _nothing())
+            self._by_speakers(query, named, rest, n) if cfg.speaker_weight > 0 and named else _nothing(),
+            self.associative.search(query.scope, query.vector, n, visible_channel=visible)
+            if cfg.associative else _nothing())
         dense = [h for h in dense if h.episode.message_id != query.before_message_id]
         nearest = dense[0].similarity if dense else None
-        ranked = await self._fuse(query, dense, lexical, in_time, theirs)
+        ranked = await self._fuse(query, dense, lexical, in_time, theirs, associated)
         kept = [c for c in ranked if c.kept(plan.similarity_threshold, cfg.keep_top)]
         items = [c.item() for c in kept[: plan.vectors + extra]]
         if cfg.neighbours > 0 and items:
@@ -157,14 +166,25 @@ class EpisodesLayer(BaseLayer):
         return speakers
 
     async def _fuse(self, query: RecallQuery, dense: list[EpisodeHit], lexical: list[LexicalHit],
-                    in_time: Sequence[EpisodeHit] = (), theirs: Sequence[EpisodeHit] = ()) -> list[_Candidate]:
-        """One list, best first: reciprocal-rank fusion of the dense, lexical and in-time ranks, by the message
-        that opened each episode (a lexical hit on a bot reply counts for the episode it belongs to)."""
+                    in_time: Sequence[EpisodeHit] = (), theirs: Sequence[EpisodeHit] = (),
+                    associated: Sequence[AssociativeHit] = ()) -> list[_Candidate]:
+        """One list, best first: reciprocal-rank fusion of the dense, lexical, in-time, speaker and associative
+        ranks, by the message that opened each episode (a lexical hit on a bot reply counts for the episode it
+        belongs to)."""
         cfg = self.config
+        wanted = [h.message.id for h in lexical] + [h.message_id for h in associated]
         found = await self.store.for_messages(
-            query.scope, [h.message.id for h in lexical], query.vector,
-            visible_channel=query.audience.visible_channel) if lexical else {}
+            query.scope, wanted, query.vector, visible_channel=query.audience.visible_channel) if wanted else {}
         candidates: dict[int, _Candidate] = {}
+        rank = 0
+        for h in associated:
+            episode = found.get(h.message_id)
+            if episode is None or h.message_id == query.before_message_id:
+                continue  # gone since the cache was built, or the message being answered
+            c = candidates.setdefault(h.message_id, _Candidate(hit=episode))
+            c.score += cfg.associative_weight / (cfg.rrf_k + rank + 1)
+            c.best_rank = min(c.best_rank, rank)
+            rank += 1
         for rank, h in enumerate(dense):
             c = candidates.setdefault(h.episode.message_id, _Candidate(hit=h))
             c.score += cfg.dense_weight / (cfg.rrf_k + rank + 1)
@@ -219,6 +239,8 @@ class EpisodesLayer(BaseLayer):
         async with self.store.pool.acquire() as conn, conn.transaction():
             nearest = await self.store.nearest_other(message.scope, key, message.id, conn)
             salience = self._gate.score(turn.surprise, novelty(nearest))
+            if not self._gate.admits(salience):
+                return  # below tau: the message log keeps it, found by its words
             content = f"{message.author_name}: {message.content}"
             if reply is not None:
                 content += f"\n{reply.author_name}: {reply.content}"
@@ -242,6 +264,7 @@ class EpisodesLayer(BaseLayer):
         vector = await self._embedder.embed(
             key_text(message.author_name, message.content) if self.config.speaker_keys else message.content)
         await self.store.update_source(message.scope, message.id, updated, vector, conn)
+        self.associative.invalidate(message.scope)
 
     async def forgetting(self, conn: asyncpg.Connection, message_ids: Sequence[int]) -> Mapping[str, int]:
         n = await conn.fetchval(
@@ -249,6 +272,7 @@ class EpisodesLayer(BaseLayer):
                WHERE message_id = ANY($1::bigint[]) OR reply_message_id = ANY($1::bigint[])""", list(message_ids))
         self.lexical.forget_cached()  # word statistics that counted these messages
         self._speaker_cache.clear()  # and the names of who spoke
+        self.associative.invalidate()  # and the associative keys
         return {"episodes": n}
 
 
