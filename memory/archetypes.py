@@ -86,7 +86,7 @@ class MatchRecord:
 
 
 def _archetype(row: asyncpg.Record) -> Archetype:
-    keys = row.keys()
+    keys = set(row.keys())  # asyncpg's keys() is an iterator: a second `in` would search only what is left
     return Archetype(
         id=row["id"],
         name=row["archetype_name"],
@@ -103,7 +103,7 @@ def _archetype(row: asyncpg.Record) -> Archetype:
         avg_similarity=row["avg_similarity"],
         scope=row["scope"],
         override_by=row["override_by"] if "override_by" in keys else None,
-        place_depth=row.get("place_depth", 0),  # keys() is an iterator: use get
+        place_depth=row["place_depth"] if "place_depth" in keys else 0,
     )
 
 
