@@ -226,6 +226,14 @@ class ScoredMessage:
     scorer: str = "deterministic"
 
 
+_CACHE_SIZE = 20_000
+
+
+def _poles(topic: str) -> tuple[str, str]:
+    """The two sentences a person's direction on ``topic`` is measured between."""
+    return (f"{topic} is good, beneficial and worth supporting.", f"{topic} is bad, harmful and should be opposed.")
+
+
 class EvidenceScorer:
     """The deterministic ESS: prototypes + lexical cues + spaCy topics + a stance lexicon."""
 
@@ -239,6 +247,18 @@ class EvidenceScorer:
         self._centroids: np.ndarray | None = None
         self._outcomes: tuple[np.ndarray, np.ndarray] | None = None
         self._init_lock = asyncio.Lock()
+        self._cache: dict[str, np.ndarray] = {}  # phrase and topic-pole sentences -> MiniLM vector
+
+    async def _embedded(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
+        """MiniLM vectors of ``texts``, one batched call for those not seen before (topics and outcome phrases
+        recur across a conversation: re-embedding them was most of the cost of scoring a message)."""
+        missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
+        if missing:
+            if len(self._cache) + len(missing) > _CACHE_SIZE:  # a cache, not a store
+                self._cache = {t: self._cache[t] for t in texts if t in self._cache}
+            for t, v in zip(missing, await self._embedder.embed_many(missing)):
+                self._cache[t] = np.asarray(v, dtype=np.float32)
+        return {t: self._cache[t] for t in texts}
 
     async def _ensure(self) -> np.ndarray:
         async with self._init_lock:
@@ -273,6 +293,7 @@ class EvidenceScorer:
         rtype, why = _reasoning_type(text, sims, cues, parsed["words"])
         score = _score(rtype, cues, parsed["words"])
         topics = parsed["topics"][:3]
+        await self._embedded([pole for topic in topics for pole in _poles(topic)])  # one call for every topic
         extra = await self._phrase_polarity(parsed["phrases"])
         directed: list[tuple[str, int]] = []
         dfeat: dict[str, Any] = {"phrase_polarity": extra}
@@ -305,7 +326,9 @@ class EvidenceScorer:
                 self._outcomes = (vecs[:n].mean(axis=0), vecs[n:].mean(axis=0))
         good, bad = self._outcomes
         out: dict[str, int] = {}
-        for phrase, v in zip(unknown, await self._embedder.embed_many(unknown)):
+        vectors = await self._embedded(unknown)
+        for phrase in unknown:
+            v = vectors[phrase]
             d = float(v @ good - v @ bad)
             if abs(d) >= _PHRASE_MARGIN:
                 out[phrase.split()[-1]] = 1 if d > 0 else -1
@@ -319,8 +342,9 @@ class EvidenceScorer:
             lex -= 1.0
         if _SHOULD_POS.search(text):
             lex += 1.0
-        good, bad = await self._embedder.embed_many([f"{topic} is good, beneficial and worth supporting.",
-                                                     f"{topic} is bad, harmful and should be opposed."])
+        poles = _poles(topic)
+        vectors = await self._embedded(poles)
+        good, bad = vectors[poles[0]], vectors[poles[1]]
         v = np.asarray(vector, dtype=np.float32)
         emb = float(v @ good - v @ bad)
         total = lex + 4.0 * emb
