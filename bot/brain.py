@@ -34,6 +34,7 @@ from memory.clock import Clock, SystemClock
 from memory.conversation import ConversationStore, NewMessage, StoredMessage, require_scope
 from memory.embed import Embedder
 from memory.errors import InvalidInput
+from memory.episodic import novelty
 from memory.layers.base import MemoryLayer
 from memory.recall import ContextBundle, Recall, recall_query
 
@@ -159,6 +160,16 @@ class Reply:
     @property
     def mean_surprise(self) -> float | None:
         return self._generation.stats.mean_surprise
+
+    @property
+    def mean_entropy(self) -> float | None:
+        return self._generation.stats.mean_entropy
+
+    @property
+    def novelty(self) -> float | None:
+        """The message's novelty at recall (1 - max cosine to the scope's episodes), when episodes were asked."""
+        section = self.bundle.section("episodes")
+        return None if section is None else novelty(section.meta.get("nearest_similarity"))
 
     def __aiter__(self) -> AsyncIterator[str]:
         return self._stream()
@@ -366,7 +377,8 @@ class Brain:
                 created_at=now, visible_in=reply.message.visible_in, thread_parent_id=reply.message.thread_parent_id,
             )
             self._unsaved[pending.external_id] = pending
-        hints = AbsorbHints(reply.message.content, vector, reply.mean_surprise, reply.prompt.used)
+        hints = AbsorbHints(reply.message.content, vector, reply.mean_surprise, reply.prompt.used,
+                            reply.mean_entropy, reply.novelty)
 
         async def write() -> None:
             started = time.perf_counter()

@@ -29,13 +29,15 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class AbsorbHints:
-    """What the live turn knew that the store does not: the vector of the text it saw, the reply's surprise,
-    and which items of each layer reached the prompt."""
+    """What the live turn knew that the store does not: the vector of the text it saw, the reply's surprise and
+    entropy, the message's novelty at recall, and which items of each layer reached the prompt."""
 
     text: str | None = None
     vector: np.ndarray | None = None
     surprise: float | None = None
     used: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    entropy: float | None = None
+    novelty: float | None = None
 
 
 @dataclass
@@ -65,7 +67,9 @@ class Absorber:
             vector = await self.embedder.embed(message.content)
         plan = self.router.classify(vector, message.scope)
         now = self.clock.now()
-        turn = AbsorbedTurn(message, reply, vector, plan, now, hints.surprise, hints.used)
+        fresh = hints.text == message.content  # the novelty was measured for this text
+        turn = AbsorbedTurn(message, reply, vector, plan, now, hints.surprise, hints.used, hints.entropy,
+                            hints.novelty if fresh else None)
         ok = True
         for layer in self.layers:
             try:

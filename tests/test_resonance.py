@@ -58,6 +58,18 @@ async def section(app: App, text: str, *, channel: str = "c2", scope: str = SCOP
     return bundle.section("resonance")
 
 
+async def test_a_live_moment_keeps_the_generations_entropy_and_the_messages_novelty(
+        app: App, resonance: ResonanceLayer, llm: ScriptedLLM) -> None:
+    llm.entropy = 2.5
+    await say(app, llm, "I adopted a tortoise called Biscuit", "Biscuit is a wonderful name for a tortoise")
+    first = await app.db.pool.fetchrow("SELECT entropy, novelty, surprise FROM resonance_moments")
+    assert first["entropy"] == pytest.approx(2.5) and first["surprise"] is not None
+    assert first["novelty"] == pytest.approx(1.0)  # nothing in the scope's episodes yet
+    await say(app, llm, "I adopted a tortoise called Biscuit", "You told me, Biscuit the tortoise")
+    again = await app.db.pool.fetchval("SELECT novelty FROM resonance_moments ORDER BY id DESC LIMIT 1")
+    assert again < 0.2  # said before: its episode is the nearest one
+
+
 # --- the seed's five -------------------------------------------------------------------------------------------
 
 
@@ -234,8 +246,9 @@ async def test_carrying_on_and_console_ratings(app: App, resonance: ResonanceLay
     line = await rate_last_reply(app.brain, SCOPE, "c1", "u-ana", good=True)  # her new rating replaces the old
     assert "quality 0.75" in line
     assert await rate_last_reply(app.brain, SCOPE, "elsewhere", "u-ana", good=True) == "no reply to rate yet"
-    stats = await resonance.stats(SCOPE)
+    stats = await resonance.moment_stats(SCOPE)
     assert stats.moments == 2 and stats.rated == 2 and sum(stats.buckets) == 2 and "moments: 2" in stats.render()
+    assert "moments: 2 (2 rated)" in str((await resonance.stats(SCOPE))["resonance"])  # what /memory stats shows
 
 
 # --- who may see what, and forgetting ----------------------------------------------------------------------------
