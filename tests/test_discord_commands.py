@@ -373,6 +373,8 @@ async def test_memory_stats_show_only_this_server(app: App) -> None:
     i = interaction(member(2, manage=True))
     await cog.memory_stats.callback(cog, i)
     assert "messages: 2" in said(i) and "people: 1" in said(i) and "pending proposals: 0" in said(i)
+    # every layer's own figures, this server's only (the other server's three replies are not moments here)
+    assert "graph edges: " in said(i) and "resonance: moments: 1 " in said(i) and "spatial gate attempts" in said(i)
 
 
 async def test_dream_status_shows_this_servers_runs_and_the_nightly_ones_only(app: App) -> None:

@@ -104,22 +104,11 @@ class AdminCog(commands.Cog):
         if not await self._admin(interaction):
             return
         scope = self._scope(interaction)
-        stats = await self.bot.app.conversations.stats(scope)
-        semantic = self.bot.app.brain.semantic
-        if semantic is not None:
-            gate = await semantic.gate_counts(scope)
-            stats.update({f"graph gate {k}": v for k, v in gate.items()})
-            stats["graph edges"] = await self.view.graph_edges(scope)
-        lines = [f"{k}: {v}" for k, v in stats.items()]
-        resonance = self.bot.app.brain.layer("resonance")
-        if resonance is not None and hasattr(resonance, "stats"):
-            lines.append("resonance " + (await resonance.stats(scope)).render())
-        for name in ("places", "macros"):
-            layer = self.bot.app.brain.layer(name)
-            if layer is not None and hasattr(layer, "stats"):
-                lines += [f"{k}: {v}" for k, v in (await layer.stats(scope)).items()]
+        stats: dict[str, object] = dict(await self.bot.app.conversations.stats(scope))
+        for layer in self.bot.app.brain.layers:  # each layer's own figures (the seam's stats hook)
+            stats.update(await layer.stats(scope))
         pending = await self.view.pending_proposals(scope)
-        await reply(interaction, "\n".join(lines) + f"\npending proposals: {pending}")
+        await reply(interaction, "\n".join(f"{k}: {v}" for k, v in stats.items()) + f"\npending proposals: {pending}")
 
     @memory.command(name="recall", description="Show what the bot would recall for a text")
     async def memory_recall(self, interaction: discord.Interaction, text: str) -> None:
@@ -128,7 +117,7 @@ class AdminCog(commands.Cog):
         try:
             bundle = await self.bot.app.brain.context(text, self._scope(interaction),
                                                       channel_id=str(interaction.channel_id),
-                                                      visible_channel=_visible_channel(interaction))
+                                                      visible_channel=visible_channel(interaction))
         except MemoryStoreError as exc:
             await reply(interaction, f"⚠️ {exc}")
             return
@@ -268,7 +257,7 @@ class AdminCog(commands.Cog):
     async def whatdoyouknow(self, interaction: discord.Interaction) -> None:
         scope, user = self._scope(interaction), str(interaction.user.id)
         # What this channel's audience may see: a restricted channel's memories are shown only there.
-        audience = _visible_channel(interaction)
+        audience = visible_channel(interaction)
         episodes = await self.bot.app.episodes.by_author(scope, user, 30, visible_channel=audience)
         semantic = self.bot.app.brain.semantic
         facts = (await semantic.about_author(scope, user, datetime.now(UTC), visible_channel=audience)
@@ -288,7 +277,7 @@ class AdminCog(commands.Cog):
         await reply(interaction, "\n".join(lines))
 
 
-def _visible_channel(interaction: discord.Interaction) -> str | None:
+def visible_channel(interaction: discord.Interaction) -> str | None:
     """The audience's channel: a thread's parent, since threads follow their parent."""
     channel = interaction.channel
     if isinstance(channel, discord.Thread):

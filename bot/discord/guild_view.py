@@ -46,10 +46,6 @@ class GuildView:
         return await self._pool.fetchval(
             f"SELECT count(*) FROM proposals WHERE status = 'pending' AND {_PROPOSAL_SCOPE} = $1", scope)
 
-    async def graph_edges(self, scope: str) -> int:
-        require_scope(scope)
-        return await self._pool.fetchval("SELECT count(*) FROM kg_edges WHERE scope = $1", scope)
-
     async def dream_runs(self, scope: str, limit: int = 5) -> list[DreamRunRow]:
         """This scope's own runs and the nightly runs over every scope, newest first."""
         require_scope(scope)

@@ -158,6 +158,8 @@ class MemoryLayer(Protocol):
 
     def proposal_kinds(self) -> Mapping[str, KindHandler]: ...
 
+    async def stats(self, scope: str) -> Mapping[str, object]: ...
+
 
 class BaseLayer:
     """No-op defaults for every hook; a layer overrides what it needs."""
@@ -183,4 +185,8 @@ class BaseLayer:
         return ()
 
     def proposal_kinds(self) -> Mapping[str, KindHandler]:
+        return {}
+
+    async def stats(self, scope: str) -> Mapping[str, object]:
+        """What ``/memory stats`` and ``hippobot places --stats`` show of this layer in a scope (label -> value)."""
         return {}

@@ -40,6 +40,11 @@ class FactsLayer(BaseLayer):
         items = tuple(_item(f, query.author_id, refs) for f in facts)
         return Section(self.name, "What {bot} knows", items, placement=MEMORY, priority=10)
 
+    async def stats(self, scope: str) -> Mapping[str, object]:
+        out: dict[str, object] = {f"graph gate {k}": v for k, v in (await self.semantic.gate_counts(scope)).items()}
+        out["graph edges"] = await self.semantic.pool.fetchval("SELECT count(*) FROM kg_edges WHERE scope = $1", scope)
+        return out
+
     async def absorb(self, turn: AbsorbedTurn) -> None:
         used = turn.used.get(self.name, ())
         if used:

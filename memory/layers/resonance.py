@@ -249,8 +249,11 @@ class ResonanceLayer(BaseLayer):
         return await self.moments.signal(moment_id, "rating", RATING_WEIGHT if good else -RATING_WEIGHT, now,
                                          actor_id=actor_id)
 
-    async def stats(self, scope: str) -> Stats:
+    async def moment_stats(self, scope: str) -> Stats:
         return await self.moments.stats(scope)
+
+    async def stats(self, scope: str) -> Mapping[str, object]:
+        return {"resonance": (await self.moment_stats(scope)).render()}
 
 
 class _BrainLike(Protocol):
