@@ -286,14 +286,13 @@ async def _recall(settings: Settings, args: argparse.Namespace) -> int:
 
 def _query_text(text: str, max_chars: int) -> str:
     """A recall text as it can be searched and printed back (NUL dropped, a lone surrogate replaced)."""
-    from memory.fields import clean_text
+    from memory.errors import InvalidInput
+    from memory.fields import check_text
 
-    cleaned = clean_text(text).strip()
-    if not cleaned:
-        raise ValueError("the text to recall is empty")
-    if len(cleaned) > max_chars:
-        raise ValueError(f"the text to recall is {len(cleaned):,} characters long; the limit is {max_chars:,}")
-    return cleaned
+    try:
+        return check_text(text, "the text to recall", max_chars)
+    except InvalidInput as exc:
+        raise ValueError(str(exc)) from None
 
 
 def _read_queries(path: Path, default_scope: str, max_chars: int) -> list[tuple[str, str]]:

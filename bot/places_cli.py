@@ -34,19 +34,24 @@ async def run(settings: Settings, args: argparse.Namespace, out: TextIO = sys.st
     from memory.db import Database
     from memory.errors import InvalidInput
     from memory.layers.macros import MacrosLayer, describe
-    from memory.layers.places import PlacesLayer
+    from memory.layers.places import PlacesLayer, topic_text
     from memory.places.codes import channel_label
 
     scope = args.scope or settings.console_scope
-    text = (args.text or "").strip()
-    if not args.stats and not text:
-        print("hippobot places: give a topic, e.g. `hippobot places \"docker networking\" --scope 123`",
-              file=sys.stderr)
-        return 2
+    text = ""
+    if not args.stats:  # checked before the models and the database start
+        try:
+            text = topic_text(args.text)
+        except InvalidInput as exc:
+            print(f"hippobot places: {exc}", file=sys.stderr)
+            return 2
     if not 1 <= args.k <= 10:
         print("hippobot places: --k must be between 1 and 10", file=sys.stderr)
         return 2
-    if embedder is None:
+    if args.private and not args.channel:
+        print("hippobot places: --private needs --channel (the restricted channel you ask from)", file=sys.stderr)
+        return 2
+    if embedder is None and not args.stats:  # the counters need no model
         from memory.embed import MiniLMEmbedder
 
         embedder = MiniLMEmbedder()
@@ -74,7 +79,7 @@ async def run(settings: Settings, args: argparse.Namespace, out: TextIO = sys.st
                                   "discussed_in": [r.as_dict() for r in seen],
                                   "procedures": [m.as_dict() for m in found]}, indent=2, default=str) + "\n")
             return 0
-        lines = [f"Where to ask about {text!r}:"]
+        lines = [f"Where to ask about “{text}”:"]
         lines += [f"  {i}. {' → '.join(channel_label(p.channel_id) for p in r.places)}: {r.reason}"
                   for i, r in enumerate(routes, 1)] or ["  nowhere yet: no place here is about that"]
         lines.append("Where it was discussed:")

@@ -24,6 +24,19 @@ def clean_text(text: str) -> str:
     return text.replace("\x00", "").encode("utf-8", "replace").decode("utf-8")
 
 
+def check_text(text: str | None, what: str, max_chars: int, *, example: str = "") -> str:
+    """A text someone asks with (a recall query, a topic), cleaned and stripped; InvalidInput when it is empty
+    or longer than ``max_chars``."""
+    from memory.errors import InvalidInput
+
+    cleaned = clean_text(text or "").strip()
+    if not cleaned:
+        raise InvalidInput(f"{what} is empty" + (f"; {example}" if example else ""))
+    if len(cleaned) > max_chars:
+        raise InvalidInput(f"{what} is {len(cleaned):,} characters long; the limit is {max_chars:,}")
+    return cleaned
+
+
 def clean_name(name: str) -> str:
     """A display name as it can be stored: control characters become spaces, cut to the id limit."""
     return " ".join(_CONTROL.sub(" ", clean_text(name)).split())[:MAX_ID_CHARS]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import json
 from datetime import UTC, datetime, timedelta
@@ -98,8 +99,9 @@ def test_astar_picks_the_fitting_place_and_breaks_near_ties_by_routes_that_worke
 class History:
     """Messages stored for real, one minute apart, in the order written."""
 
-    def __init__(self, pool) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, pool, scope: str = SCOPE) -> None:  # type: ignore[no-untyped-def]
         self.store = ConversationStore(pool)
+        self.scope = scope
         self.t = T0
         self.n = 0
 
@@ -108,7 +110,7 @@ class History:
         self.n += 1
         self.t += timedelta(minutes=minutes)
         return await self.store.add(NewMessage(
-            scope=SCOPE, source="import", external_id=f"x{self.n}", channel_id=channel, author_id=f"u-{author}",
+            scope=self.scope, source="import", external_id=f"x{self.n}", channel_id=channel, author_id=f"u-{author}",
             author_name=author, content=text, created_at=self.t, reply_to_external=reply_to, visible_in=visible_in))
 
 
@@ -197,6 +199,9 @@ async def test_forgetting_removes_what_a_message_alone_built(app: App, embedder)
     assert await app.db.pool.fetchval("SELECT count(*) FROM macros") == 1
     report = await app.provenance.forget_message(SCOPE, tip.id)
     assert report.counts.get("macros") == 1  # its steps were the macro's only steps
+    from tests.test_forgetting import traces
+
+    assert await traces(app, "container") == {}  # a word only bob's tip used: in no label, signature or step
     assert await app.db.pool.fetchval("SELECT count(*) FROM macros") == 0
     assert await app.db.pool.fetchval("SELECT count(*) FROM macro_steps") == 0
     # bob's only message built bob's membership; the place stays (ana's messages), recomputed without it
@@ -308,3 +313,65 @@ async def test_recall_adds_where_and_what_worked_when_the_plan_asks(app: App, em
     i.guild_id = None  # a DM: the DM scope has no places
     await PlacesCog.whereto.callback(cog, i, "docker volumes")
     assert "don't know yet" in i.response.send_message.call_args.args[0]
+
+
+def interaction(guild_id: int | None, channel_id: int) -> MagicMock:
+    i = MagicMock(spec=discord.Interaction)
+    i.user = SimpleNamespace(id=7)
+    i.guild_id, i.channel_id, i.channel = guild_id, channel_id, None
+    i.response = MagicMock(spec=discord.InteractionResponse)
+    i.response.is_done.return_value = False
+    i.response.send_message = AsyncMock()
+    return i
+
+
+async def test_whereto_in_a_server_keeps_a_restricted_channels_places_and_procedures_there(
+        app: App, embedder) -> None:  # type: ignore[no-untyped-def]
+    places, macros = app.brain.layer("places"), app.brain.layer("macros")
+    guild = "77"
+    h = History(app.db.pool, scope=guild)
+    for i, text in enumerate(DOCKER):
+        await absorb((places, macros), embedder, await h.say(f"d{i}", "100", text))
+    q = await h.say("ana", "200", "how do I ban a spam bot account that keeps posting invite links?",
+                    visible_in="200")
+    tip = await h.say("bob", "200", "Open the member list. Then right-click the account and choose Ban.",
+                      reply_to=q.external_id, visible_in="200")
+    ok = await h.say("ana", "200", "thanks, that worked!", visible_in="200")
+    for m in (q, tip, ok):
+        await absorb((places, macros), embedder, m)
+    cog = PlacesCog(SimpleNamespace(app=app, settings=app.settings))  # type: ignore[arg-type]
+    outside = interaction(77, 100)  # the public channel of the same server
+    await PlacesCog.whereto.callback(cog, outside, "banning spam accounts")
+    said = outside.response.send_message.call_args.args[0]
+    assert "<#200>" not in said and "member list" not in said and "What worked before" not in said
+    inside = interaction(77, 200)  # the restricted channel itself
+    await PlacesCog.whereto.callback(cog, inside, "banning spam accounts")
+    said = inside.response.send_message.call_args.args[0]
+    assert "<#200>" in said and "Open the member list" in said
+    assert await macros.suggest(guild, "ban a spam account") == []  # what everyone may see
+    assert await macros.suggest(guild, "ban a spam account", visible_channel="200")
+    assert await macros.suggest("g2", "ban a spam account", visible_channel="200") == []  # another server
+    # bad topics: a clear reply, nothing raised
+    for bad in ("", "   ", "\x00", "x" * 10_000):
+        i = interaction(77, 100)
+        await PlacesCog.whereto.callback(cog, i, bad)
+        assert "⚠️" in i.response.send_message.call_args.args[0]
+
+
+async def test_the_cli_checks_the_topic_before_anything_starts(app: App, embedder) -> None:  # type: ignore[no-untyped-def]
+    places, macros = app.brain.layer("places"), app.brain.layer("macros")
+    h = History(app.db.pool)
+    for i, text in enumerate(DOCKER):
+        await absorb((places, macros), embedder, await h.say(f"d{i}", "devops", text))
+    unreachable = app.settings.model_copy(update={"database_url": "postgresql://nobody@127.0.0.1:1/none"})
+    for bad in ("", "\x00\x00", "y" * 600):
+        args = argparse.Namespace(text=bad, scope=SCOPE, channel=None, private=False, k=3, stats=False, json=True)
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            assert await places_cli.run(unreachable, args, io.StringIO()) == 2  # no database, no model needed
+        assert "the topic is" in err.getvalue()
+    args = argparse.Namespace(text="\ud800 docker volumes", scope=SCOPE, channel=None, private=False, k=3,
+                              stats=False, json=True)
+    out = io.StringIO()
+    assert await places_cli.run(app.settings, args, out, embedder=embedder) == 0  # a lone surrogate is replaced
+    assert json.loads(out.getvalue())["ask_in"][0]["channel"] == "devops"

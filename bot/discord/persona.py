@@ -14,7 +14,7 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot.discord.admin import _visible_channel, dm_or_guild, is_admin, reply
+from bot.discord.admin import visible_channel, dm_or_guild, is_admin, reply
 from bot.discord.rules import scope_for
 from dream.governance import GovernanceError
 from memory.persona.store import PersonaStore
@@ -34,7 +34,7 @@ class PersonaCog(commands.Cog):
 
     def _where(self, interaction: discord.Interaction) -> tuple[str, str | None]:
         scope = scope_for(interaction.guild_id, interaction.user.id)
-        return scope, (_visible_channel(interaction) if interaction.guild_id is not None else None)
+        return scope, (visible_channel(interaction) if interaction.guild_id is not None else None)
 
     @persona.command(name="show", description="The bot's self-description and strongest opinions here")
     async def show(self, interaction: discord.Interaction) -> None:

@@ -12,10 +12,11 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot.discord.admin import _visible_channel, reply
+from bot.discord.admin import visible_channel, reply
 from bot.discord.rules import scope_for
 from memory.errors import MemoryStoreError
 from memory.layers.macros import describe
+from memory.layers.places import topic_text
 from memory.places.codes import channel_label
 
 if TYPE_CHECKING:
@@ -35,8 +36,9 @@ class PlacesCog(commands.Cog):
             await reply(interaction, "The places memory is not enabled on this bot.")
             return
         scope = scope_for(interaction.guild_id, interaction.user.id)
-        visible = _visible_channel(interaction) if interaction.guild_id is not None else None
+        visible = visible_channel(interaction) if interaction.guild_id is not None else None
         try:
+            topic = topic_text(topic)
             routes = await places.where_to(scope, topic, channel_id=str(interaction.channel_id),
                                            visible_channel=visible, k=3)
             macros = self.bot.app.brain.layer("macros")
@@ -49,9 +51,9 @@ class PlacesCog(commands.Cog):
 
 def render(topic: str, routes: list, macros: list) -> str:
     if not routes:
-        lines = [f"I don't know yet where {topic!r} is discussed here."]
+        lines = [f"I don't know yet where “{topic}” is discussed here."]
     else:
-        lines = [f"Where to ask about {topic!r}:"]
+        lines = [f"Where to ask about “{topic}”:"]
         lines += [f"{i}. {' → '.join(channel_label(p.channel_id) for p in r.places)} — {r.reason}"
                   for i, r in enumerate(routes, 1)]
     if macros:

@@ -54,8 +54,10 @@ class MacrosLayer(BaseLayer):
 
     async def suggest(self, scope: str, text: str, *, visible_channel: str | None = None,
                       top_k: int | None = None) -> list[Macro]:
-        """The best procedures for a problem described in ``text`` (for the CLI and the evaluation)."""
-        vector = await self.embedder.embed(text)
+        """The best procedures for a problem described in ``text`` (for the CLI, /whereto and the evaluation)."""
+        from memory.layers.places import topic_text
+
+        vector = await self.embedder.embed(topic_text(text))
         return await self.store.suggest(scope, visible_channel, vector, top_k=top_k or self.top_k,
                                         min_similarity=self.min_similarity)
 

@@ -14,6 +14,7 @@ places and moves are seen only there.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 
@@ -23,6 +24,7 @@ import numpy as np
 from memory.conversation import StoredMessage, require_scope
 from memory.embed import Embedder
 from memory.errors import InvalidInput
+from memory.fields import check_text
 from memory.layers.base import MEMORY, AbsorbedTurn, BaseLayer, LayerStep, MemoryItem, RecallQuery, Section, StepResult
 from memory.places.codes import channel_label, topic_of
 from memory.places.gate import GateConfig
@@ -32,6 +34,12 @@ from memory.places.planner import Route, discussed, plan
 log = logging.getLogger(__name__)
 
 MAX_TOPIC_CHARS = 500
+_ASKS_WHERE = re.compile(r"\b(?:where|which (?:channel|room|thread))\b", re.I)
+
+
+def topic_text(topic: str | None) -> str:
+    """A topic or problem someone asks about, as it can be embedded; InvalidInput when empty or too long."""
+    return check_text(topic, "the topic", MAX_TOPIC_CHARS, example="say what it is, e.g. `/whereto docker networking`")
 
 
 class PlacesLayer(BaseLayer):
@@ -50,8 +58,9 @@ class PlacesLayer(BaseLayer):
         depth = getattr(query.plan, "place_depth", 0)
         if depth <= 0 or not query.text.strip():
             return None
-        topic = topic_of(query.text)
-        vector = query.vector if topic == " ".join(query.text.split()) else await self.embedder.embed(topic)
+        # A "where do I ask about X?" message is embedded again as X; anything else (a problem, a question)
+        # is already what it is about: its own vector, no second embedding before the reply.
+        vector = await self.embedder.embed(topic_of(query.text)) if _ASKS_WHERE.search(query.text) else query.vector
         graph = await self.store.graph(query.scope, query.audience.visible_channel)
         routes = plan(graph, vector, start_channel=query.audience.channel_id, k=depth)
         if not routes:
@@ -78,11 +87,7 @@ class PlacesLayer(BaseLayer):
 
     async def _topic_vector(self, scope: str, topic: str, k: int) -> np.ndarray:
         require_scope(scope)
-        text = " ".join((topic or "").split())
-        if not text:
-            raise InvalidInput("say what the topic is, e.g. `/whereto docker networking`")
-        if len(text) > MAX_TOPIC_CHARS:
-            raise InvalidInput(f"the topic is {len(text)} characters; keep it under {MAX_TOPIC_CHARS}")
+        text = " ".join(topic_text(topic).split())
         if not 1 <= k <= 10:
             raise InvalidInput("ask for 1 to 10 places")
         return await self.embedder.embed(topic_of(text))

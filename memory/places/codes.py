@@ -22,7 +22,7 @@ MAX_STEPS = 6
 
 SUCCESS, FAILURE = "success", "failure"
 
-_WORD = re.compile(r"[a-z][a-z0-9+#.\-]*[a-z0-9+#]|[a-z]")
+_WORD = re.compile(r"[a-z][a-z0-9+#.\-]*[a-z0-9+#](?:['’]t)?|[a-z]")  # "didn't" stays one word (a stopword)
 STOPWORDS = frozenset("""
 a about above after again all also am an and any are as at be because been before being below between both but by
 can could did do does doing don done down during each else even ever every few for from further get gets got had has

@@ -146,7 +146,7 @@ def _reason(graph: PlaceGraph, nodes: Sequence[PlaceNode], sim: float, start_cha
     dest = nodes[-1]
     parts = [f"about {dest.label or 'this'} (fit {sim:.2f})"]
     if dest.questions:
-        parts.append(f"{dest.resolutions} of {dest.questions} question(s) there resolved")
+        parts.append(f"{min(dest.resolutions, dest.questions)} of {dest.questions} question(s) there resolved")
     if len(nodes) > 1:
         hops = []
         for a, b in zip(nodes, nodes[1:]):
