@@ -105,13 +105,15 @@ class Settings(BaseSettings):
     gate_tau: float = Field(default=0.0, ge=0.0, description="Write-gate threshold: a message scoring below it "
                             "gets no episode (the log keeps it; lexical search still finds it).")
 
-    # --- semantic memory (knowledge graph) ------------------------------------
-    kg_enabled: bool = Field(default=True, description="Extract facts into the knowledge graph.")
+    # --- the other memory layers ------------------------------------------------
     persona_enabled: bool = Field(default=True, description="The persona layer: opinions that move only on evidence.")
     places_enabled: bool = Field(default=True, description="The places and macros layers: where things are "
                                  "discussed here, and procedures that worked.")
     resonance_enabled: bool = Field(default=True, description="The resonance layer: the bot's best replies bend "
                                     "its sampling.")
+
+    # --- semantic memory (knowledge graph) ------------------------------------
+    kg_enabled: bool = Field(default=True, description="Extract facts into the knowledge graph.")
     kg_gate_enabled: bool = Field(default=True, description="The relational admission gate (off for ablations).")
     kg_gate_threshold: float = Field(default=0.6, description="Gate score needed to insert a new edge.")
     # FSRS-6 forgets slowly (a fact said once: R 0.67 after 30 days, 0.57 after 90, 0.46 after a year).

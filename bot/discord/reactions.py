@@ -56,7 +56,8 @@ class ReactionsCog(commands.Cog):
         try:
             quality = await layer.react(
                 "discord", str(payload.channel_id), str(payload.message_id), str(payload.user_id),
-                str(payload.emoji), added=added, now=datetime.now(UTC), scope=_scope(payload.guild_id, payload.user_id))
+                str(payload.emoji), added=added, now=datetime.now(UTC),
+                scope=scope_for(payload.guild_id, payload.user_id))
         except Exception:  # a lost reaction must never disturb the bot
             log.exception("reaction on message %s not recorded", payload.message_id)
             return
@@ -76,14 +77,9 @@ class ReactionsCog(commands.Cog):
         try:
             quality = await layer.replied_to(
                 "discord", str(ref.channel_id or message.channel.id), str(ref.message_id), str(message.author.id),
-                now=datetime.now(UTC), scope=_scope(guild_id, message.author.id))
+                now=datetime.now(UTC), scope=scope_for(guild_id, message.author.id))
         except Exception:
             log.exception("reply %s to message %s not recorded", message.id, ref.message_id)
             return
         if quality is not None:
             log.info("reply to reply %s: quality %.2f", ref.message_id, quality)
-
-
-def _scope(guild_id: int | None, user_id: int) -> str:
-    """The scope an event belongs to: its guild's; in a DM, the person's own."""
-    return scope_for(guild_id, user_id)
