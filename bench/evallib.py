@@ -11,8 +11,10 @@ import json
 import math
 import re
 import string
+import uuid
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -223,3 +225,30 @@ def contains_match(prediction: str, gold: str) -> float:
     """1.0 when the normalised gold answer occurs in the normalised prediction (a lenient EM for chatty models)."""
     g = normalize_answer(gold)
     return float(bool(g) and f" {g} " in f" {normalize_answer(prediction)} ")
+
+
+@asynccontextmanager
+async def scratch_database(admin_url: str | None, prefix: str) -> AsyncIterator[str | None]:
+    """A throwaway database on the server at ``admin_url`` (its user may create databases), dropped afterwards;
+    None when no URL is given (the app then starts the embedded server in its temporary data directory)."""
+    if admin_url is None:
+        yield None
+        return
+    import asyncpg
+
+    from memory.db import with_database
+
+    name = f"{prefix}_{uuid.uuid4().hex[:10]}"
+    conn = await asyncpg.connect(admin_url)
+    try:
+        await conn.execute(f"CREATE DATABASE {name}")
+    finally:
+        await conn.close()
+    try:
+        yield with_database(admin_url, name)
+    finally:
+        conn = await asyncpg.connect(admin_url)
+        try:
+            await conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        finally:
+            await conn.close()

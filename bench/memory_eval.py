@@ -53,7 +53,6 @@ import statistics
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -64,7 +63,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.evallib import (  # noqa: E402
     BM25, CATEGORIES, DATA_DIR, Question, Turn, contains_match, dedupe_ranked, exact_match, hits_at,
-    load_conversation, load_questions, percentile, rrf, select, token_f1, words,
+    load_conversation, load_questions, percentile, rrf, scratch_database, select, token_f1, words,
 )
 from bot.config import Settings, offline_environment  # noqa: E402
 
@@ -112,66 +111,39 @@ def _answered(q: Question, items: list, latency: float | None, bundle: object) -
 async def run_hippobot(args: argparse.Namespace, questions: list[Question], convs: list[str], embedder) -> dict:
     from bot.app import App
 
-    admin_url, scratch = args.database_url, None
-    data_dir = Path(tempfile.mkdtemp(prefix="hippobot-memeval-"))
-    url = None
-    if admin_url:
-        import asyncpg
-
-        from memory.db import with_database
-
-        scratch = "memeval_" + uuid.uuid4().hex[:10]
-        conn = await asyncpg.connect(admin_url)
+    async with scratch_database(args.database_url, "memeval") as url:
+        settings = Settings(_env_file=None, data_dir=Path(tempfile.mkdtemp(prefix="hippobot-memeval-")),
+                            database_url=url)
+        started = time.perf_counter()
+        app = await App.open(settings, with_llm=False, embedder=embedder)
+        out: dict = {"open_s": time.perf_counter() - started, "imports": {}}
         try:
-            await conn.execute(f"CREATE DATABASE {scratch}")
+            for conv in convs:
+                t0 = time.perf_counter()
+                report = await app.importer.run(DATA_DIR / f"{conv}.jsonl", conv)
+                out["imports"][conv] = {"seconds": time.perf_counter() - t0, "report": str(report),
+                                        "imported": report.imported}
+                print(f"  imported {conv}: {report} in {out['imports'][conv]['seconds']:.1f} s", file=sys.stderr)
+            out["answered"] = await ask(args, app, questions)
+            t0 = time.perf_counter()
+            await app.brain.contexts([(q.question, q.conv) for q in questions], k=args.k, author_id=AUTHOR)
+            out["batched_s"] = time.perf_counter() - t0
+            out["writes"] = await writes_per_1k_words(app, convs)
+            if args.ablation:
+                out["ablation"] = await run_ablation(args, app, questions, convs)
         finally:
-            await conn.close()
-        url = with_database(admin_url, scratch)
-    settings = Settings(_env_file=None, data_dir=data_dir, database_url=url)
-    started = time.perf_counter()
-    app = await App.open(settings, with_llm=False, embedder=embedder)
-    out: dict = {"open_s": time.perf_counter() - started, "imports": {}}
-    try:
-        for conv in convs:
-            t0 = time.perf_counter()
-            report = await app.importer.run(DATA_DIR / f"{conv}.jsonl", conv)
-            out["imports"][conv] = {"seconds": time.perf_counter() - t0, "report": str(report),
-                                    "imported": report.imported}
-            print(f"  imported {conv}: {report} in {out['imports'][conv]['seconds']:.1f} s", file=sys.stderr)
-        answered = []
-        for q in questions:
-            t0 = time.perf_counter()
-            [bundle] = await app.brain.contexts([(q.question, q.conv)], k=args.k, author_id=AUTHOR)
-            latency = time.perf_counter() - t0
-            answered.append(_answered(q, ranked_items(bundle, with_transcript=args.with_transcript), latency,
-                                      bundle))
-        t0 = time.perf_counter()
-        await app.brain.contexts([(q.question, q.conv) for q in questions], k=args.k, author_id=AUTHOR)
-        out["batched_s"] = time.perf_counter() - t0
-        out["answered"] = answered
-        out["writes"] = await writes_per_1k_words(app, convs)
-        if args.ablation:
-            out["ablation"] = await run_ablation(args, app, questions, convs)
-    finally:
-        await app.close()
-        if admin_url and scratch:
-            import asyncpg
-
-            conn = await asyncpg.connect(admin_url)
-            try:
-                await conn.execute(f"DROP DATABASE IF EXISTS {scratch} WITH (FORCE)")
-            finally:
-                await conn.close()
+            await app.close()
     return out
 
 
 async def ask(args: argparse.Namespace, app, questions: list[Question], scope_of=lambda c: c) -> list[Answered]:
+    """Each question through `recall --queries`'s code, one call each (so each has its own latency)."""
     out = []
     for q in questions:
         t0 = time.perf_counter()
         [bundle] = await app.brain.contexts([(q.question, scope_of(q.conv))], k=args.k, author_id=AUTHOR)
         out.append(_answered(q, ranked_items(bundle, with_transcript=args.with_transcript),
-                             time.perf_counter() - t0, None))
+                             time.perf_counter() - t0, bundle))
     return out
 
 

@@ -31,12 +31,12 @@ import statistics
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from bench.evallib import scratch_database
 from bot.config import Settings, offline_environment
 
 # --- the data ------------------------------------------------------------------------------------------------
@@ -351,41 +351,16 @@ def report(split: str, outcomes: list[Outcome], verbose: bool = False) -> dict:
     return summary
 
 
-async def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--split", choices=["dev", "seen", "heldout", "all"], default="heldout")
-    p.add_argument("--n", type=int, default=100, help="sequences per condition (at least 100 for the report)")
-    p.add_argument("--database-url", help="an admin URL to create a scratch database on (default: embedded)")
-    p.add_argument("--json", type=Path)
-    p.add_argument("--verbose", action="store_true", help="list every sequence that moved under pressure or "
-                   "failed to move on evidence (for working on the dev split)")
-    args = p.parse_args(argv)
-    offline_environment()
+async def evaluate(args: argparse.Namespace, embedder, url: str | None) -> dict:
     from bot.app import App
-    from memory.embed import MiniLMEmbedder
     from memory.layers.persona import PersonaLayer
     from tests.fakes import ScriptedLLM
 
-    url = None
-    if args.database_url:
-        import asyncpg
-
-        from memory.db import with_database
-
-        name = "personaeval_" + uuid.uuid4().hex[:10]
-        conn = await asyncpg.connect(args.database_url)
-        try:
-            await conn.execute(f"CREATE DATABASE {name}")
-        finally:
-            await conn.close()
-        url = with_database(args.database_url, name)
-    embedder = MiniLMEmbedder()
-    await asyncio.to_thread(embedder.load)
     settings = Settings(_env_file=None, data_dir=Path(tempfile.mkdtemp(prefix="hippobot-personaeval-")),
                         database_url=url)
     app = await App.open(settings, with_llm=True, llm=ScriptedLLM("I see."), embedder=embedder)
-    layer = PersonaLayer(app.db.pool, embedder)
-    app.layers.append(layer)
+    layer = app.brain.layer("persona")  # registered by App.open
+    assert isinstance(layer, PersonaLayer), "HIPPOBOT_PERSONA_ENABLED is off"
     results = {}
     try:
         for split in (["dev", "seen", "heldout"] if args.split == "all" else [args.split]):
@@ -397,6 +372,25 @@ async def main(argv: Sequence[str] | None = None) -> int:
             results[split] = summary
     finally:
         await app.close()
+    return results
+
+
+async def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--split", choices=["dev", "seen", "heldout", "all"], default="heldout")
+    p.add_argument("--n", type=int, default=100, help="sequences per condition (at least 100 for the report)")
+    p.add_argument("--database-url", help="an admin URL to create a scratch database on (default: embedded)")
+    p.add_argument("--json", type=Path)
+    p.add_argument("--verbose", action="store_true", help="list every sequence that moved under pressure or "
+                   "failed to move on evidence (for working on the dev split)")
+    args = p.parse_args(argv)
+    offline_environment()
+    from memory.embed import MiniLMEmbedder
+
+    embedder = MiniLMEmbedder()
+    await asyncio.to_thread(embedder.load)
+    async with scratch_database(args.database_url, "personaeval") as url:
+        results = await evaluate(args, embedder, url)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(results, indent=2, default=str), encoding="utf-8")

@@ -27,14 +27,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
+from bench.evallib import scratch_database
 from bot.config import Settings, offline_environment
 
 DATA = Path(__file__).resolve().parent / "data" / "places"
@@ -63,26 +64,15 @@ async def main(argv: Sequence[str] | None = None) -> int:
     from bench.data.places.generate import CHANNELS
     from tests.fakes import ScriptedLLM
 
-    url = None
-    if args.database_url:
-        import asyncpg
-
-        from memory.db import with_database
-
-        name = "placeseval_" + uuid.uuid4().hex[:10]
-        conn = await asyncpg.connect(args.database_url)
-        try:
-            await conn.execute(f"CREATE DATABASE {name}")
-        finally:
-            await conn.close()
-        url = with_database(args.database_url, name)
+    scratch = contextlib.AsyncExitStack()  # a scratch database on --database-url, dropped at the end
+    url = await scratch.enter_async_context(scratch_database(args.database_url, "placeseval"))
     embedder = MiniLMEmbedder()
     await asyncio.to_thread(embedder.load)
     settings = Settings(_env_file=None, data_dir=Path(tempfile.mkdtemp(prefix="hippobot-placeseval-")),
                         database_url=url)
     app = await App.open(settings, with_llm=True, llm=ScriptedLLM("I see."), embedder=embedder)
-    places, macros = PlacesLayer(app.db.pool, embedder), MacrosLayer(app.db.pool, embedder)
-    app.layers.extend([places, macros])
+    places, macros = app.brain.layer("places"), app.brain.layer("macros")  # registered by App.open
+    assert isinstance(places, PlacesLayer) and isinstance(macros, MacrosLayer), "HIPPOBOT_PLACES_ENABLED is off"
     questions = json.loads((DATA / "questions.json").read_text("utf-8"))
     by_ask = {ask: pid for _, (_, _, ps) in CHANNELS.items() for pid, ask, _, _, _ in ps}
     results: dict[str, object] = {}
@@ -124,6 +114,7 @@ async def main(argv: Sequence[str] | None = None) -> int:
                     ["split", "questions", "right channel first", "home channel first", "right in top 3"], rows))
         for m in results["where_heldout"]["misses"]:  # type: ignore[index]
             print("  held-out miss:", m)
+        print(f"goal: right channel first >= {GOALS['where']} on held-out questions")
 
         # procedures for held-out problems, and the spatial bar
         hist = routed = with_macros = 0
@@ -153,6 +144,7 @@ async def main(argv: Sequence[str] | None = None) -> int:
                     [(n, top1 / n, top3 / n)]))
         for m in misses:
             print("  miss:", m)
+        print(f"goal: right procedure in the top 3 >= {GOALS['top3']}")
         cut = 1 - with_macros / routed if routed else 0.0
         print()
         print(table("Spatial bar (seed 10.1; simulation, see the module docstring)",
@@ -166,6 +158,7 @@ async def main(argv: Sequence[str] | None = None) -> int:
                         "stats": stats, "dream": dream})
     finally:
         await app.close()
+        await scratch.aclose()
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(results, indent=2, default=str), encoding="utf-8")

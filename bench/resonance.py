@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import math
 import random
@@ -32,7 +33,6 @@ import statistics
 import sys
 import tempfile
 import time
-import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -40,6 +40,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.evallib import scratch_database  # noqa: E402
 from bot.config import Settings, offline_environment  # noqa: E402
 
 SCOPE = "bench-resonance"
@@ -141,20 +142,15 @@ async def fill(pool, m: int, rng: random.Random, now: datetime) -> None:  # type
 
 
 async def speed(m: int, args: argparse.Namespace, admin_url: str, mapper) -> dict[str, object]:  # type: ignore[no-untyped-def]
-    import asyncpg
-
     from memory.archetypes import ContextPlan
     from memory.conversation import StoredMessage
-    from memory.db import create_pool, migrate, with_database
+    from memory.db import create_pool, migrate
     from memory.layers.base import AbsorbedTurn
     from memory.layers.resonance import ResonanceLayer
     from memory.recall import recall_query
 
-    name = "bench_res_" + uuid.uuid4().hex[:8]
-    admin = await asyncpg.connect(admin_url)
-    await admin.execute(f"CREATE DATABASE {name}")
-    await admin.close()
-    dsn = with_database(admin_url, name)
+    scratch = contextlib.AsyncExitStack()  # a throwaway database, dropped at the end
+    dsn = await scratch.enter_async_context(scratch_database(admin_url, "bench_res"))
     await migrate(dsn)
     pool = await create_pool(dsn)
     rng = random.Random(m)
@@ -199,9 +195,7 @@ async def speed(m: int, args: argparse.Namespace, admin_url: str, mapper) -> dic
         in_scope = await pool.fetchval("SELECT count(*) FROM resonance_moments WHERE scope = $1", SCOPE)
     finally:
         await pool.close()
-        admin = await asyncpg.connect(admin_url)
-        await admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-        await admin.close()
+        await scratch.aclose()
     ms = 1000.0
     return {"moments": m, "in_scope": in_scope, "queries": len(recall_s),
             "recall_p50_ms": pct(recall_s, 0.5) * ms, "recall_p95_ms": pct(recall_s, 0.95) * ms,
@@ -210,28 +204,23 @@ async def speed(m: int, args: argparse.Namespace, admin_url: str, mapper) -> dic
 
 
 async def replies(args: argparse.Namespace, admin_url: str, llm, embedder) -> dict[str, object]:  # type: ignore[no-untyped-def]
-    import asyncpg
-
     from bot.app import App
     from bot.brain import IncomingTurn
     from memory.conversation import NewMessage
-    from memory.db import migrate, with_database
+    from memory.db import migrate
     from memory.layers.resonance import ResonanceLayer
     from memory.resonance.features import words
 
-    name = "bench_res_" + uuid.uuid4().hex[:8]
-    admin = await asyncpg.connect(admin_url)
-    await admin.execute(f"CREATE DATABASE {name}")
-    await admin.close()
-    dsn = with_database(admin_url, name)
+    scratch = contextlib.AsyncExitStack()  # a throwaway database, dropped at the end
+    dsn = await scratch.enter_async_context(scratch_database(admin_url, "bench_res"))
     await migrate(dsn)
     settings = Settings(_env_file=None, database_url=dsn, data_dir=Path(tempfile.mkdtemp()),
                         max_new_tokens=args.tokens)
     app = await App.open(settings, with_llm=True, llm=llm, embedder=embedder)
     app.llm = None  # main closes the model
-    layer = ResonanceLayer(app.db.pool, llm, bot_name=settings.bot_name)
+    layer = app.brain.layer("resonance")  # registered by App.open, on this engine's tokens
+    assert isinstance(layer, ResonanceLayer), "HIPPOBOT_RESONANCE_ENABLED is off"
     await layer.ready()
-    app.layers.append(layer)
     results: dict[str, dict[str, list[float]]] = {}
     try:
         start = datetime.now(UTC) - timedelta(days=3)
@@ -285,9 +274,7 @@ async def replies(args: argparse.Namespace, admin_url: str, llm, embedder) -> di
                 app.layers.append(layer)
     finally:
         await app.close()
-        admin = await asyncpg.connect(admin_url)
-        await admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-        await admin.close()
+        await scratch.aclose()
     out: dict[str, object] = {}
     for cond, r in results.items():
         out[cond] = {"replies": len(r["reuse"]), "reuse_share": statistics.fmean(r["reuse"]),
