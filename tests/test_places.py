@@ -99,9 +99,10 @@ def test_astar_picks_the_fitting_place_and_breaks_near_ties_by_routes_that_worke
 class History:
     """Messages stored for real, one minute apart, in the order written."""
 
-    def __init__(self, pool, scope: str = SCOPE) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, pool, scope: str = SCOPE, source: str = "import") -> None:  # type: ignore[no-untyped-def]
         self.store = ConversationStore(pool)
         self.scope = scope
+        self.source = source
         self.t = T0
         self.n = 0
 
@@ -110,7 +111,7 @@ class History:
         self.n += 1
         self.t += timedelta(minutes=minutes)
         return await self.store.add(NewMessage(
-            scope=self.scope, source="import", external_id=f"x{self.n}", channel_id=channel, author_id=f"u-{author}",
+            scope=self.scope, source=self.source, external_id=f"x{self.n}", channel_id=channel, author_id=f"u-{author}",
             author_name=author, content=text, created_at=self.t, reply_to_external=reply_to, visible_in=visible_in))
 
 
@@ -375,3 +376,24 @@ async def test_the_cli_checks_the_topic_before_anything_starts(app: App, embedde
     out = io.StringIO()
     assert await places_cli.run(app.settings, args, out, embedder=embedder) == 0  # a lone surrogate is replaced
     assert json.loads(out.getvalue())["ask_in"][0]["channel"] == "devops"
+
+
+async def test_a_check_mark_on_a_question_resolves_its_place_in_that_server_only(app: App, embedder) -> None:  # type: ignore[no-untyped-def]
+    from bot.discord.reactions import ReactionsCog
+
+    places, macros = app.brain.layer("places"), app.brain.layer("macros")
+    h = History(app.db.pool, scope="77", source="discord")
+    q = await h.say("ana", "100", DOCKER[0])
+    await absorb((places, macros), embedder, q)
+    cog = ReactionsCog(SimpleNamespace(app=app, user=None))  # type: ignore[arg-type]
+
+    def check(guild: int) -> SimpleNamespace:
+        return SimpleNamespace(emoji="✅", channel_id=100, message_id=q.external_id, user_id=5, guild_id=guild,
+                               member=None)
+
+    resolutions = "SELECT resolutions FROM places WHERE scope = '77'"
+    await cog._reaction(check(78), added=True)  # another server naming this channel and message: nothing
+    assert await app.db.pool.fetchval(resolutions) == 0
+    await cog._reaction(check(77), added=True)
+    await cog._reaction(check(77), added=True)  # a second check mark is the same resolution
+    assert await app.db.pool.fetchval(resolutions) == 1

@@ -3,7 +3,8 @@
 A reaction on one of the bot's replies (👍 ❤️ 😂 up, 👎 down; taking it back
 takes the signal back) and a person replying to it directly are handed to
 the resonance layer (memory/layers/resonance.py), which finds the reply's
-moment and recomputes its quality. A deleted reply needs nothing here: the
+moment and recomputes its quality. A ✅ on a person's message marks
+its conversation resolved for the places layer. A deleted reply needs nothing here: the
 chat cog forgets the message, and the layer's ``forgetting`` marks its
 moment down. Raw events, so replies posted before a restart count; the
 bot's own reactions and other bots are ignored. Each event touches only the
@@ -27,6 +28,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+RESOLVED = frozenset({"✅", "☑️", "✔️"})  # a person's question marked solved
+
 
 class ReactionsCog(commands.Cog):
     def __init__(self, bot: HippoBotBase) -> None:
@@ -49,9 +52,13 @@ class ReactionsCog(commands.Cog):
         await self._reaction(payload, added=False)
 
     async def _reaction(self, payload: Any, *, added: bool) -> None:
-        layer = self._layer()
         member = getattr(payload, "member", None)
-        if layer is None or self._is_me(payload.user_id) or (member is not None and member.bot):
+        if self._is_me(payload.user_id) or (member is not None and member.bot):
+            return
+        if added and str(payload.emoji) in RESOLVED:
+            await self._resolved(payload)
+        layer = self._layer()
+        if layer is None:
             return
         try:
             quality = await layer.react(
@@ -64,6 +71,22 @@ class ReactionsCog(commands.Cog):
         if quality is not None:
             log.info("reaction %s on reply %s: quality %.2f", "added" if added else "removed", payload.message_id,
                      quality)
+
+    async def _resolved(self, payload: Any) -> None:
+        """A ✅ on a person's message: the conversation there reached a resolution (the places layer counts it
+        for the place and the move that led there)."""
+        places = self.bot.app.brain.layer("places")
+        resolved = getattr(places, "resolved", None)
+        if resolved is None:
+            return
+        try:
+            stored = await self.bot.app.conversations.find_transport(
+                "discord", str(payload.channel_id), str(payload.message_id))
+            if stored is not None and not stored.is_bot and stored.scope == scope_for(payload.guild_id,
+                                                                                      payload.user_id):
+                await resolved(stored)
+        except Exception:  # like any reaction: never disturbs the bot
+            log.exception("resolution on message %s not recorded", payload.message_id)
 
     @commands.Cog.listener()
     async def on_message(self, message: discord.Message) -> None:
