@@ -350,3 +350,19 @@ def test_arousal_reads_punctuation_capitals_and_emoji() -> None:
     random.seed(3)
     text = "".join(random.choice("aB!? 😀\n") for _ in range(500))
     assert 0.0 <= arousal(text, lambda t: float("nan")) <= 1.0
+
+
+async def test_the_console_rates_its_last_reply(app: App, resonance: ResonanceLayer, llm: ScriptedLLM) -> None:
+    import io
+
+    from bot.console import Console, ConsoleIdentity
+
+    llm.reply = GOOD_REPLY
+    out = io.StringIO()
+    script = io.StringIO("/bad\nWhat did you get for Christmas?\n/good\n")
+    await Console(app.brain, ConsoleIdentity("ana", "console", SCOPE), script, out, io.StringIO(),
+                  interactive=False).run()
+    text = out.getvalue()
+    assert "no reply to rate yet" in text  # /bad before any reply
+    assert "noted: good" in text and "quality 0.75" in text
+    assert await app.db.pool.fetchval("SELECT quality FROM resonance_moments") == pytest.approx(0.75)
