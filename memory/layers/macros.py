@@ -20,7 +20,7 @@ import asyncpg
 from memory.conversation import StoredMessage
 from memory.embed import Embedder
 from memory.layers.base import MEMORY, AbsorbedTurn, BaseLayer, LayerStep, MemoryItem, RecallQuery, Section, StepResult
-from memory.places.codes import FAILURE, SUCCESS, outcome
+from memory.places.codes import FAILURE, SUCCESS, outcome, vec
 from memory.places.macros import HALF_LIFE, MIN_SIMILARITY, Macro, MacroStore
 
 log = logging.getLogger(__name__)
@@ -79,7 +79,11 @@ class MacrosLayer(BaseLayer):
         t = await self.store.distill(confirmation)
         if t is None:
             return None
-        added = await self.store.add(t, await self.embedder.embed(t.problem), now)
+        # the problem's vector as the places layer stored it (its absorb runs first); embedded only without it
+        stored = await self.store.pool.fetchval("SELECT embedding FROM place_messages WHERE message_id = $1",
+                                                t.problem_id)
+        vector = vec(stored) if stored is not None else await self.embedder.embed(t.problem)
+        added = await self.store.add(t, vector, now)
         return None if added is None else added[0]
 
     async def failed(self, message: StoredMessage, now: datetime) -> list[int]:

@@ -94,9 +94,11 @@ class MacroStore:
         and no instruction to keep."""
         db = conn or self.pool
         rows = await db.fetch(
-            """SELECT id, author_id, external_id, reply_to_external, content FROM messages
-               WHERE scope = $1 AND channel_id = $2 AND created_at >= $3 AND created_at <= $4 AND id <> $5
-                 AND (created_at < $4 OR id < $5)
+            """SELECT * FROM (
+                   SELECT id, author_id, external_id, reply_to_external, content, created_at FROM messages
+                   WHERE scope = $1 AND channel_id = $2 AND created_at >= $3 AND created_at <= $4 AND id <> $5
+                     AND (created_at < $4 OR id < $5)
+                   ORDER BY created_at DESC, id DESC LIMIT 400) recent  -- a busy channel: its latest turns
                ORDER BY created_at, id""",
             confirmation.scope, confirmation.channel_id, confirmation.created_at - TRAJECTORY_WINDOW,
             confirmation.created_at, confirmation.id)
