@@ -27,6 +27,8 @@ import asyncpg
 import faiss
 import numpy as np
 
+from memory.vectors import unit_rows, vec
+
 DIM = 384
 
 
@@ -80,19 +82,19 @@ class AssociativeIndex:
         """Unit-norm keys: k-WTA sparse codes of the projected vectors (or the vectors, with sparsity off)."""
         x = np.atleast_2d(np.asarray(vectors, dtype=np.float32))
         if not self.config.sparse:
-            return _unit(x)
+            return unit_rows(x)
         h = x @ self._projection
         k = min(self.config.winners, h.shape[1])
         winners = np.argpartition(-h, k - 1, axis=1)[:, :k]
         out = np.zeros_like(h)
         rows = np.arange(h.shape[0])[:, None]
         out[rows, winners] = np.maximum(h[rows, winners], 0.0)
-        return _unit(out)
+        return unit_rows(out)
 
     def complete(self, query: np.ndarray, dense: np.ndarray) -> np.ndarray:
         """Modern-Hopfield completion of ``query`` over the stored patterns ``dense`` (unit rows)."""
         cfg = self.config
-        q = _unit(np.asarray(query, dtype=np.float32)[None, :])[0]
+        q = unit_rows(np.asarray(query, dtype=np.float32)[None, :])[0]
         if dense.shape[0] == 0:
             return q
         sims = dense @ q
@@ -103,8 +105,8 @@ class AssociativeIndex:
         for _ in range(cfg.hopfield_steps):
             logits = cfg.hopfield_beta * (patterns @ xi)
             weights = np.exp(logits - logits.max())
-            xi = _unit(((weights / weights.sum()) @ patterns)[None, :])[0]
-        return _unit(((1.0 - cfg.hopfield_mix) * q + cfg.hopfield_mix * xi)[None, :])[0]
+            xi = unit_rows(((weights / weights.sum()) @ patterns)[None, :])[0]
+        return unit_rows(((1.0 - cfg.hopfield_mix) * q + cfg.hopfield_mix * xi)[None, :])[0]
 
     # --- search -----------------------------------------------------------------------------------------
 
@@ -151,7 +153,7 @@ class AssociativeIndex:
             rows = await self.pool.fetch(
                 "SELECT message_id, visible_in, embedding FROM episodes WHERE scope = $1 ORDER BY id", scope)
             ids = np.array([r["message_id"] for r in rows], dtype=np.int64)
-            dense = _unit(np.array([_vector(r["embedding"]) for r in rows], dtype=np.float32).reshape(-1, DIM))
+            dense = unit_rows(np.array([vec(r["embedding"]) for r in rows], dtype=np.float32).reshape(-1, DIM))
             cache = await asyncio.to_thread(self._build, ids, [r["visible_in"] for r in rows], dense, n, newest)
             self._caches[scope] = cache
             return cache
@@ -171,13 +173,3 @@ class AssociativeIndex:
     def _width(self) -> int:
         return self.config.width if self.config.sparse else DIM
 
-
-def _vector(v: object) -> np.ndarray:
-    """A row's embedding: pgvector's Vector (the pool's codec) or a plain sequence."""
-    to_numpy = getattr(v, "to_numpy", None)
-    return np.asarray(to_numpy() if to_numpy is not None else v, dtype=np.float32)
-
-
-def _unit(x: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(x, axis=1, keepdims=True)
-    return (x / np.where(norms > 0, norms, 1.0)).astype(np.float32)

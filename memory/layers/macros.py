@@ -20,8 +20,9 @@ import asyncpg
 from memory.conversation import StoredMessage
 from memory.embed import Embedder
 from memory.layers.base import MEMORY, AbsorbedTurn, BaseLayer, LayerStep, MemoryItem, RecallQuery, Section, StepResult
-from memory.places.codes import FAILURE, SUCCESS, outcome, vec
+from memory.places.codes import FAILURE, SUCCESS, outcome
 from memory.places.macros import HALF_LIFE, MIN_SIMILARITY, Macro, MacroStore
+from memory.vectors import vec
 
 log = logging.getLogger(__name__)
 

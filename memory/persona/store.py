@@ -18,6 +18,7 @@ import asyncpg
 import numpy as np
 
 from memory.persona.state import Evidence, PersonaState, TopicStance
+from memory.vectors import vec
 
 
 @dataclass(frozen=True)
@@ -133,7 +134,7 @@ class PersonaStore:
         rows = await conn.fetch(
             """SELECT embedding FROM persona_evidence WHERE scope = $1 AND COALESCE(visible_in, '') = $2
                ORDER BY id DESC LIMIT $3""", scope, _key(visible_in), limit)
-        return [_vec(r["embedding"]) for r in rows]
+        return [vec(r["embedding"]) for r in rows]
 
     async def evidence_of(self, conn: asyncpg.Connection, message_ids: Sequence[int]) -> list[asyncpg.Record]:
         return await conn.fetch(
@@ -163,10 +164,4 @@ def _evidence_row(r: asyncpg.Record) -> EvidenceRow:
     features = json.loads(features) if isinstance(features, str) else features
     return EvidenceRow(r["message_id"], r["interaction"], r["version"], r["score"], r["reasoning_type"],
                        r["source_reliability"], r["novelty"], topics, features, r["scorer"],
-                       _vec(r["embedding"]))
-
-
-def _vec(value: Any) -> np.ndarray:
-    if hasattr(value, "to_numpy"):  # pgvector's Vector
-        value = value.to_numpy()
-    return np.asarray(value, dtype=np.float32)
+                       vec(r["embedding"]))

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
-
-import numpy as np
+from collections.abc import Iterable
 
 SUBSTANTIVE_WORDS = 3  # fewer content words than this: the message does not shape a topic code
 MAX_STEP_CHARS = 200
@@ -115,33 +113,8 @@ def label(texts: Iterable[str], n: int = 4) -> str:
     return ", ".join(w for w, _ in counts.most_common(n))
 
 
-def centroid(vectors: Sequence[np.ndarray], weights: Sequence[float] | None = None) -> np.ndarray:
-    """The unit-length weighted mean of ``vectors`` (all weights zero: the plain mean)."""
-    m = np.asarray([vec(x) for x in vectors], dtype=np.float32)
-    if m.ndim != 2 or len(m) == 0:
-        raise ValueError("a centroid needs at least one vector")
-    w = np.ones(len(m), dtype=np.float32) if weights is None else np.asarray(weights, dtype=np.float32)
-    if float(w.sum()) <= 0:
-        w = np.ones(len(m), dtype=np.float32)
-    c = (m * w[:, None]).sum(axis=0) / float(w.sum())
-    return unit(c)
 
 
-def vec(value: object) -> np.ndarray:
-    """A vector as float32 numpy (pgvector's codec gives ``Vector`` objects)."""
-    if hasattr(value, "to_numpy"):
-        value = value.to_numpy()
-    return np.asarray(value, dtype=np.float32)
-
-
-def unit(v: object) -> np.ndarray:
-    v = vec(v)
-    norm = float(np.linalg.norm(v))
-    return v / norm if norm > 0 else v
-
-
-def cosine(a: np.ndarray, b: np.ndarray) -> float:
-    return float(unit(a) @ unit(b))
 
 
 def steps(text: str) -> list[str]:

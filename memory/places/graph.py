@@ -26,8 +26,9 @@ import numpy as np
 
 from memory.conversation import StoredMessage, require_scope
 from memory.embed import similarity
-from memory.places.codes import SUCCESS, centroid, cosine, is_question, is_substantive, label, outcome, unit, vec
+from memory.places.codes import SUCCESS, is_question, is_substantive, label, outcome
 from memory.places.gate import AGGREGATE, BLOCK, INSERT, GateConfig, GateDecision, SpatialGate
+from memory.vectors import centroid, cosine, unit, vec
 
 log = logging.getLogger(__name__)
 

@@ -29,7 +29,8 @@ import numpy as np
 
 from memory.conversation import StoredMessage, require_scope
 from memory.embed import similarity
-from memory.places.codes import FAILURE, SUCCESS, centroid, is_substantive, outcome, steps, unit, vec
+from memory.places.codes import FAILURE, SUCCESS, is_substantive, outcome, steps
+from memory.vectors import centroid, unit, vec
 
 log = logging.getLogger(__name__)
 

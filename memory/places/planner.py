@@ -23,8 +23,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from memory.embed import similarity
-from memory.places.codes import channel_label, unit
+from memory.places.codes import channel_label
 from memory.places.graph import PlaceGraph, PlaceNode, Transition
+from memory.vectors import unit
 
 RELEVANCE_WEIGHT = 30.0
 JUMP_COST = 1.5
