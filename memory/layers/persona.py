@@ -59,7 +59,6 @@ class PersonaLayer(BaseLayer):
         self.proposal_ttl = proposal_ttl
         self.change_limit = change_limit
         self.opinions_shown = opinions_shown
-        self._topic_vectors: dict[str, np.ndarray] = {}
 
     # --- recall --------------------------------------------------------------------------------------------
 
@@ -86,13 +85,7 @@ class PersonaLayer(BaseLayer):
         return (relevant + rest)[: self.opinions_shown]
 
     async def _vectors(self, topics: Sequence[str]) -> dict[str, np.ndarray]:
-        missing = [t for t in dict.fromkeys(topics) if t not in self._topic_vectors]
-        if missing:
-            for t, v in zip(missing, await self.embedder.embed_many(missing)):
-                self._topic_vectors[t] = np.asarray(v, dtype=np.float32)
-            if len(self._topic_vectors) > 5000:  # a cache, not a store
-                self._topic_vectors = {t: self._topic_vectors[t] for t in topics}
-        return {t: self._topic_vectors[t] for t in topics}
+        return await self.deterministic.embedded(topics)  # the scorer's cache: topics recur in both
 
     # --- absorb --------------------------------------------------------------------------------------------
 

@@ -249,7 +249,7 @@ class EvidenceScorer:
         self._init_lock = asyncio.Lock()
         self._cache: dict[str, np.ndarray] = {}  # phrase and topic-pole sentences -> MiniLM vector
 
-    async def _embedded(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
+    async def embedded(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
         """MiniLM vectors of ``texts``, one batched call for those not seen before (topics and outcome phrases
         recur across a conversation: re-embedding them was most of the cost of scoring a message)."""
         missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
@@ -293,7 +293,7 @@ class EvidenceScorer:
         rtype, why = _reasoning_type(text, sims, cues, parsed["words"])
         score = _score(rtype, cues, parsed["words"])
         topics = parsed["topics"][:3]
-        await self._embedded([pole for topic in topics for pole in _poles(topic)])  # one call for every topic
+        await self.embedded([pole for topic in topics for pole in _poles(topic)])  # one call for every topic
         extra = await self._phrase_polarity(parsed["phrases"])
         directed: list[tuple[str, int]] = []
         dfeat: dict[str, Any] = {"phrase_polarity": extra}
@@ -326,7 +326,7 @@ class EvidenceScorer:
                 self._outcomes = (vecs[:n].mean(axis=0), vecs[n:].mean(axis=0))
         good, bad = self._outcomes
         out: dict[str, int] = {}
-        vectors = await self._embedded(unknown)
+        vectors = await self.embedded(unknown)
         for phrase in unknown:
             v = vectors[phrase]
             d = float(v @ good - v @ bad)
@@ -343,7 +343,7 @@ class EvidenceScorer:
         if _SHOULD_POS.search(text):
             lex += 1.0
         poles = _poles(topic)
-        vectors = await self._embedded(poles)
+        vectors = await self.embedded(poles)
         good, bad = vectors[poles[0]], vectors[poles[1]]
         v = np.asarray(vector, dtype=np.float32)
         emb = float(v @ good - v @ bad)
