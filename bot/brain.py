@@ -40,7 +40,7 @@ from memory.recall import ContextBundle, Recall, recall_query
 
 log = logging.getLogger(__name__)
 
-CONTEXTS_IN_FLIGHT = 4  # recall --queries: recalls running at once (the pool has connections for them)
+CONTEXTS_IN_FLIGHT = 16  # recall --queries: recalls running at once (the pool has connections for them)
 BATCH_LAYER_TIMEOUT_S = 30.0  # nobody waits on a batch's single answer: a layer is skipped only when stuck
 
 
@@ -348,6 +348,8 @@ class Brain:
         for _, scope in queries:
             require_scope(scope)
         vectors = await self.embedder.embed_many(texts) if texts else []
+        if len(texts) > 1:
+            await self.recall.prepare(texts, timeout=BATCH_LAYER_TIMEOUT_S)
         slots = asyncio.Semaphore(CONTEXTS_IN_FLIGHT)  # the layers' database and thread work overlaps
 
         async def one(text: str, scope: str, vector: np.ndarray) -> ContextBundle:

@@ -2,7 +2,9 @@
 
 The model runs in a worker thread. Concurrent ``embed`` calls are coalesced:
 while one batch runs, new requests queue and go together in the next batch,
-so a busy guild costs batches, not one forward pass per message.
+so a busy guild costs batches, not one forward pass per message. Short
+texts (names of people and things, phrases: what the graph and the scorers
+embed again and again) are kept in a bounded cache.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+from collections import OrderedDict
 from typing import Protocol
 
 import numpy as np
@@ -17,6 +20,8 @@ import numpy as np
 log = logging.getLogger(__name__)
 
 DIMENSIONS = 384
+CACHED_CHARS = 64  # texts up to this long are cached (names, short phrases)
+CACHE_ENTRIES = 8192
 
 
 def similarity(cosine: float | np.ndarray) -> float | np.ndarray:
@@ -51,6 +56,7 @@ class MiniLMEmbedder:
         self._load_lock = threading.Lock()
         self._pending: list[tuple[str, asyncio.Future[np.ndarray]]] = []
         self._flusher: asyncio.Task[None] | None = None
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()  # short text -> its (read-only) vector
 
     def load(self) -> None:
         """Load the model now (otherwise the first call does); safe from any thread."""
@@ -84,7 +90,35 @@ class MiniLMEmbedder:
         return np.asarray(vectors, dtype=np.float32)
 
     async def embed_many(self, texts: list[str]) -> np.ndarray:
-        return await asyncio.to_thread(self.encode_sync, list(texts))
+        texts = list(texts)
+        found: dict[int, np.ndarray] = {}
+        for i, text in enumerate(texts):
+            if len(text) <= CACHED_CHARS and (hit := self._cache.get(text)) is not None:
+                self._cache.move_to_end(text)
+                found[i] = hit
+        if len(found) == len(texts) and texts:
+            return np.stack([found[i] for i in range(len(texts))])
+        missing = [t for i, t in enumerate(texts) if i not in found]
+        vectors = await asyncio.to_thread(self.encode_sync, missing)
+        if not found:
+            self._remember(missing, vectors)
+            return vectors
+        out = np.empty((len(texts), DIMENSIONS), dtype=np.float32)
+        fresh = iter(vectors)
+        for i in range(len(texts)):
+            out[i] = found[i] if i in found else next(fresh)
+        self._remember(missing, vectors)
+        return out
+
+    def _remember(self, texts: list[str], vectors: np.ndarray) -> None:
+        for text, vector in zip(texts, vectors):
+            if len(text) <= CACHED_CHARS:
+                kept = vector.copy()
+                kept.flags.writeable = False
+                self._cache[text] = kept
+                self._cache.move_to_end(text)
+        while len(self._cache) > CACHE_ENTRIES:
+            self._cache.popitem(last=False)
 
     async def embed(self, text: str) -> np.ndarray:
         future: asyncio.Future[np.ndarray] = asyncio.get_running_loop().create_future()

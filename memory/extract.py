@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterable
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,6 +74,9 @@ def owned_name(name: str) -> tuple[str, str | None]:
     return name, None
 
 
+MENTIONS_CACHED = 4096  # texts whose mentions are kept (a batch of recall queries is parsed ahead)
+
+
 class TripleExtractor:
     """Thread-safe wrapper around one spaCy pipeline (loaded on first use)."""
 
@@ -80,6 +84,8 @@ class TripleExtractor:
         self._model = model
         self._nlp: Any = None
         self._lock = threading.Lock()
+        self._mentions: OrderedDict[str, list[Mention]] = OrderedDict()  # recent texts' mentions
+        self._mentions_lock = threading.Lock()
 
     def _pipeline(self) -> Any:
         with self._lock:
@@ -95,7 +101,29 @@ class TripleExtractor:
 
     def mentions(self, text: str) -> list[Mention]:
         """The things a message talks about with their owners: "my sister" is the speaker's sister."""
-        doc = self._pipeline()(text)
+        with self._mentions_lock:
+            cached = self._mentions.get(text)
+        if cached is not None:
+            return list(cached)
+        found = self._doc_mentions(self._pipeline()(text))
+        self._remember(text, found)
+        return found
+
+    def mentions_many(self, texts: Sequence[str]) -> None:
+        """Parse many texts in one spaCy batch, so that ``mentions`` of each is ready (a batch of recalls)."""
+        texts = list(dict.fromkeys(texts))[:MENTIONS_CACHED]
+        for text, doc in zip(texts, self._pipeline().pipe(texts, batch_size=64)):
+            self._remember(text, self._doc_mentions(doc))
+
+    def _remember(self, text: str, found: list[Mention]) -> None:
+        with self._mentions_lock:
+            self._mentions[text] = list(found)
+            self._mentions.move_to_end(text)
+            while len(self._mentions) > MENTIONS_CACHED:
+                self._mentions.popitem(last=False)
+
+    @staticmethod
+    def _doc_mentions(doc: Any) -> list[Mention]:
         owners = _owners(doc)
         out: list[Mention] = []
         for token in doc:

@@ -126,6 +126,21 @@ class Recall:
         skipped = tuple(layer.name for layer, s in zip(self.layers, results) if s is _SKIPPED)
         return ContextBundle(query.scope, query.plan, tuple(_tidy(sections)), query.author_id, skipped)
 
+    async def prepare(self, texts: Sequence[str], *, timeout: float | None = None) -> None:
+        """Let every layer that can do batch work for many recalls do it (a failure only costs speed)."""
+        limit = self.timeout if timeout is None else timeout
+
+        async def one(layer: MemoryLayer) -> None:
+            hook = getattr(layer, "prepare", None)
+            if hook is None:
+                return
+            try:
+                await asyncio.wait_for(hook(texts), limit)
+            except Exception:
+                log.warning("memory layer %s could not prepare %d queries", layer.name, len(texts), exc_info=True)
+
+        await asyncio.gather(*(one(layer) for layer in self.layers))
+
     async def _one(self, layer: MemoryLayer, query: RecallQuery, timeout: float) -> Section | None | object:
         try:
             return await asyncio.wait_for(layer.recall(query), timeout)

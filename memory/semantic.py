@@ -458,7 +458,9 @@ class SemanticMemory:
         # embedding. Skipped when the scope's graph is empty: embedding is most of this step's cost.
         if unmatched and await self.pool.fetchval(
                 "SELECT EXISTS (SELECT 1 FROM kg_nodes WHERE scope = $1 AND embedding IS NOT NULL)", scope):
-            for (_, allowed), vector in zip(unmatched, await self.embedder.embed_many([n for n, _ in unmatched])):
+            # One at a time through the embedder's queue: concurrent recalls (a batch of queries) share batches.
+            vectors = await asyncio.gather(*(self.embedder.embed(n) for n, _ in unmatched))
+            for (_, allowed), vector in zip(unmatched, vectors):
                 row = await self.pool.fetchrow(
                     f"""SELECT n.id, 1 - (n.embedding <=> $2) / 2 AS sim FROM kg_nodes n
                         WHERE n.scope = $1 AND n.embedding IS NOT NULL AND n.owner = ANY($3::text[])

@@ -172,6 +172,11 @@ class BaseLayer:
     async def absorb(self, turn: AbsorbedTurn) -> None:
         return None
 
+    async def prepare(self, texts: Sequence[str]) -> None:
+        """Optional: batch work ahead of many recalls of these texts (``recall --queries``), e.g. one parse of
+        them all; each ``recall`` then finds it done. Never needed for correctness."""
+        return None
+
     async def edited(self, message: StoredMessage, conn: asyncpg.Connection) -> None:
         return None
 
