@@ -109,6 +109,14 @@ def load_questions(path: Path) -> list[Question]:
     return out
 
 
+def load_questions_in(directory: Path) -> list[Question]:
+    """Every question of a data set's ``questions*.jsonl`` files (one per split, or one for all)."""
+    files = sorted(directory.glob("questions*.jsonl"))
+    if not files:
+        raise FileNotFoundError(f"no questions*.jsonl in {directory}")
+    return [q for f in files for q in load_questions(f)]
+
+
 def select(questions: Sequence[Question], split: str, conversations: int | None = None) -> list[Question]:
     """Questions of ``split`` ('dev', 'heldout' or 'all'), from the first ``conversations`` conversations of it."""
     chosen = [q for q in questions if split == "all" or q.split == split]

@@ -63,7 +63,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.evallib import (  # noqa: E402
     BM25, CATEGORIES, DATA_DIR, Question, Turn, contains_match, dedupe_ranked, exact_match, hits_at,
-    load_conversation, load_questions, percentile, rrf, scratch_database, select, token_f1, words,
+    load_conversation, load_questions_in, percentile, rrf, scratch_database, select, token_f1, words,
 )
 from bot.config import Settings, offline_environment  # noqa: E402
 
@@ -120,7 +120,7 @@ async def run_hippobot(args: argparse.Namespace, questions: list[Question], conv
         try:
             for conv in convs:
                 t0 = time.perf_counter()
-                report = await app.importer.run(DATA_DIR / f"{conv}.jsonl", conv)
+                report = await app.importer.run(args.data / f"{conv}.jsonl", conv)
                 out["imports"][conv] = {"seconds": time.perf_counter() - t0, "report": str(report),
                                         "imported": report.imported}
                 print(f"  imported {conv}: {report} in {out['imports'][conv]['seconds']:.1f} s", file=sys.stderr)
@@ -198,7 +198,7 @@ async def run_ablation(args: argparse.Namespace, app, questions: list[Question],
         app.importer._gate = layer._gate = gate
         try:
             for conv in convs:
-                await app.importer.run(DATA_DIR / f"{conv}.jsonl", f"{conv}~tau{tau}")
+                await app.importer.run(args.data / f"{conv}.jsonl", f"{conv}~tau{tau}")
         finally:
             app.importer._gate, layer._gate = saved
         print(f"  ablation: gate tau={tau}", file=sys.stderr)
@@ -402,6 +402,9 @@ def print_llm(result: dict) -> dict:
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--split", choices=["dev", "heldout", "all"], default="heldout")
+    p.add_argument("--data", type=Path, default=DATA_DIR,
+                   help="a data set: conv-*.jsonl and questions*.jsonl (default: the generated chats; "
+                        "bench/data/memory_eval_natural: long hand-written ones)")
     p.add_argument("--conversations", type=int, default=None, help="only the first N conversations of the split")
     p.add_argument("--k", type=int, default=20, help="items asked of recall (the plan's vector count)")
     p.add_argument("--json", type=Path, default=None, help="write every number (and per-question ranks) here")
@@ -425,9 +428,9 @@ async def main(argv: Sequence[str] | None = None) -> int:
     offline_environment()
     from memory.embed import MiniLMEmbedder
 
-    questions = select(load_questions(DATA_DIR / "questions.jsonl"), args.split, args.conversations)
+    questions = select(load_questions_in(args.data), args.split, args.conversations)
     convs = sorted({q.conv for q in questions})
-    turns = {c: load_conversation(DATA_DIR / f"{c}.jsonl") for c in convs}
+    turns = {c: load_conversation(args.data / f"{c}.jsonl") for c in convs}
     print(f"split {args.split}: {len(convs)} conversation(s), {sum(len(t) for t in turns.values())} turns, "
           f"{len(questions)} questions; k={args.k}", file=sys.stderr)
     embedder = MiniLMEmbedder()
