@@ -370,3 +370,28 @@ async def test_a_message_deleted_before_its_facts_are_written_leaves_none(app: A
     await app.db.pool.execute("DELETE FROM messages WHERE id = $1", message.id)
     assert await app.brain.semantic.absorb(message, T0) == []
     assert await app.db.pool.fetchval("SELECT count(*) FROM kg_nodes") == 0
+
+
+async def test_the_facts_layer_keeps_the_facts_about_the_question_and_ranks_after_the_episodes(app: App) -> None:
+    """A question naming someone walks to every fact about them; only those about the question are recalled,
+    most similar first, and the episodes come first in the ranking."""
+    from memory.layers.episodes import EpisodesLayer
+    from memory.layers.facts import FactRelevance, FactsLayer
+
+    semantic = app.brain.semantic
+    for text in ["I adopted a cat called Miso", "I volunteer at the animal shelter", "My sister lives in Lisbon",
+                 "I play chess at the club on Tuesdays", "I bought a new kettle"]:
+        await semantic.absorb(await stored(app, text), T0)
+    question = "what is my cat called?"
+    [bundle] = await app.brain.contexts([(question, "g1")], k=5, author_id="u-ana")
+    facts = next(s for s in bundle.sections if s.layer == "facts")
+    kept = [i.text for i in facts.items]
+    assert kept and all("cat" in t.lower() or "miso" in t.lower() for t in kept), kept
+    assert [i.score for i in facts.items] == sorted((i.score for i in facts.items), reverse=True)
+    order = [s.layer for s in sorted(bundle.sections, key=lambda s: s.priority)]
+    assert order.index("episodes") < order.index("facts")
+    layer = app.brain.layer("facts")
+    assert isinstance(layer, FactsLayer) and isinstance(app.brain.layer("episodes"), EpisodesLayer)
+    layer.relevance = FactRelevance(min_similarity=0.0, limit=12)  # the walk alone: every fact about ana
+    [walked] = await app.brain.contexts([(question, "g1")], k=5, author_id="u-ana")
+    assert len(next(s for s in walked.sections if s.layer == "facts").items) > len(kept)
