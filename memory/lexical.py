@@ -126,11 +126,12 @@ def _term_frequencies(tsv: str) -> dict[str, int]:
 
 
 async def neighbours(db: asyncpg.Pool | asyncpg.Connection, scope: str, message_ids: Sequence[int], n: int, *,
-                     visible_channel: str | None = None) -> dict[int, list[StoredMessage]]:
-    """Each message's conversation around it: up to ``n`` messages of its channel either side that the
-    audience may see, oldest first (the message itself included)."""
+                     visible_channel: str | None = None, after: int | None = None) -> dict[int, list[StoredMessage]]:
+    """Each message's conversation around it: up to ``n`` messages of its channel before it and ``after``
+    (default ``n``) after it that the audience may see, oldest first (the message itself included)."""
     require_scope(scope)
-    if n <= 0 or not message_ids:
+    after = n if after is None else after
+    if (n <= 0 and after <= 0) or not message_ids:
         return {}
     cols = ", ".join(f"x.{c}" for c in _MESSAGE_COLUMNS.split(", "))
     rows = await db.fetch(
@@ -145,10 +146,10 @@ async def neighbours(db: asyncpg.Pool | asyncpg.Connection, scope: str, message_
                 (SELECT * FROM messages d WHERE d.scope = a.scope AND d.channel_id = a.channel_id
                    AND (d.created_at, d.id) > (a.created_at, a.id)
                    AND (d.visible_in IS NULL OR d.visible_in = $3::text)
-                 ORDER BY d.created_at, d.id LIMIT $4)) x
+                 ORDER BY d.created_at, d.id LIMIT $5)) x
             WHERE a.scope = $1 AND a.id = ANY($2::bigint[])
             ORDER BY a.id, x.created_at, x.id""",
-        scope, list(message_ids), visible_channel, n)
+        scope, list(message_ids), visible_channel, max(n, 0), max(after, 0))
     out: dict[int, list[StoredMessage]] = {}
     for r in rows:
         out.setdefault(r["anchor"], []).append(StoredMessage(**{c: r[c] for c in _MESSAGE_COLUMNS.split(", ")}))

@@ -55,7 +55,12 @@ class HybridConfig:
     lexical_weight: float = 1.0
     candidates: int = 50  # per list, before fusion
     keep_top: int = 5  # a candidate below the threshold is kept when it is among this many best of any list
-    neighbours: int = 0  # turns of context either side of each hit
+    # Turns of context before each hit, and after it (None: as many as before). A turn often answers the one
+    # before it ("Yeah, St Clare's." after "which charity?"): recall_any@10 on the hand-written dev split 0.787
+    # with none, 0.830 with the next turn, 0.872 with one either side (2.8x the words); generated dev 0.854,
+    # 0.861, 0.861.
+    neighbours: int = 1
+    neighbours_after: int | None = None
     speaker_keys: bool = True  # an episode's key embeds "Name: text", so questions naming people find them
     time_weight: float = 1.0  # a question naming a time ("last week", "in May"): that stretch's nearest episodes
     speaker_weight: float = 1.0  # a question naming someone who spoke here: their nearest episodes
@@ -113,7 +118,7 @@ class EpisodesLayer(BaseLayer):
         ranked = await self._fuse(query, dense, lexical, in_time, theirs, associated)
         kept = [c for c in ranked if c.kept(plan.similarity_threshold, cfg.keep_top)]
         items = [c.item() for c in kept[: plan.vectors + extra]]
-        if cfg.neighbours > 0 and items:
+        if (cfg.neighbours > 0 or (cfg.neighbours_after or 0) > 0) and items:
             items = await self._with_neighbours(query, items)
         return Section(self.name, "What {bot} remembers from earlier conversations", tuple(items),
                        placement=MEMORY, priority=20, meta={"nearest_similarity": nearest, "limit": plan.vectors})
@@ -213,6 +218,7 @@ class EpisodesLayer(BaseLayer):
         """Each item with the turns around it (its text, prompt line and sources)."""
         anchors = [i.message_ids[0] for i in items]
         around = await neighbours(self.store.pool, query.scope, anchors, self.config.neighbours,
+                                  after=self.config.neighbours_after,
                                   visible_channel=query.audience.visible_channel)
         out = []
         for item in items:
