@@ -132,3 +132,25 @@ async def test_a_private_channel_is_recalled_only_by_its_audience(app: App, tmp_
     assert all("4-8-15" not in i.text for i in public.items())
     staff = await app.brain.context("what is the vault combination?", "g1", k=5, channel_id="staff")
     assert any("4-8-15" in i.text for i in staff.items())
+
+
+async def test_what_the_import_gate_declines_stays_out_of_the_episodes_but_is_found_by_its_words(
+        app: App, tmp_path: Path) -> None:
+    from memory.episodic import WriteGate
+    from memory.importer import SOURCE
+    from memory.layers.episodes import IMPORTED
+
+    assert IMPORTED == SOURCE
+    rows = [{"id": str(i), "channel": "general", "author": "ana", "timestamp": f"2026-10-01T10:{i:02d}:00Z",
+             "text": text} for i, text in enumerate(["ok", "lol", "My dentist Dr. Okafor moved to 14 Elm Street in Leeds",
+                                                      "haha yes"])]
+    gate = WriteGate(tau=0.3)
+    app.importer._gate = gate  # what the importer writes; absorption (which runs after) must not undo it
+    report = await app.importer.run(write_jsonl(tmp_path / "h.jsonl", rows), "g1")
+    assert report.imported == 4 and report.episodes == 1
+    assert await app.db.pool.fetchval("SELECT count(*) FROM messages WHERE scope = 'g1' AND absorbed_at IS NULL") == 0
+    contents = await app.db.pool.fetch("SELECT content FROM episodes WHERE scope = 'g1'")
+    assert [r["content"] for r in contents] == ["ana: My dentist Dr. Okafor moved to 14 Elm Street in Leeds"]
+    bundle = await app.brain.context("lol", "g1", k=5)
+    found = {s.external_id for i in bundle.items(preamble=False) for s in i.sources}
+    assert "1" in found  # "lol", declined by the gate, still found in the log by its word

@@ -32,6 +32,7 @@ from memory.lexical import LexicalHit, LexicalSearch, neighbours
 from memory.timeparse import time_range
 
 SPEAKERS_TTL_S = 60.0
+IMPORTED = "import"  # memory.importer.SOURCE (which imports this module)
 _WORD = re.compile(r"[\w'-]+")
 
 
@@ -239,6 +240,8 @@ class EpisodesLayer(BaseLayer):
         message, reply = turn.message, turn.reply
         if await self.store.pool.fetchval("SELECT EXISTS (SELECT 1 FROM episodes WHERE message_id = $1)", message.id):
             return  # written already (an import writes episodes in bulk; a retried absorption)
+        if message.source == IMPORTED:
+            return  # the import's write gate declined it (its episodes are written with its messages)
         key = turn.vector
         if self.config.speaker_keys:
             key = await self._embedder.embed(key_text(message.author_name, message.content))
