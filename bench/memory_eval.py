@@ -191,6 +191,7 @@ async def run_ablation(args: argparse.Namespace, app, questions: list[Question],
                                                  associative=False),
                   layers=[x for x in base_layers if x.name != "facts"])
     await variant("-graph (no facts layer)", layers=[x for x in base_layers if x.name != "facts"])
+    await variant("-neighbours (each hit alone)", cfg=_replace(base_cfg, neighbours=0, neighbours_after=0))
     gated: dict[str, float] = {}
     for tau in args.gate_taus:
         gate = WriteGate(tau=tau)  # the importer's and the layer's (absorption writes what the import did not)
@@ -412,7 +413,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--with-transcript", action="store_true", help="rank the recent-turns section too (last)")
     p.add_argument("--no-baselines", action="store_true")
     p.add_argument("--ablation", action="store_true", help="also each HEI-NW part and hybrid list switched off")
-    p.add_argument("--gate-taus", type=float, nargs="*", default=[0.3, 0.5],
+    p.add_argument("--gate-taus", type=float, nargs="*", default=[0.5, 0.66, 0.78],
                    help="write-gate thresholds the ablation imports again under")
     p.add_argument("--no-hippobot", action="store_true", help="baselines only (no database)")
     p.add_argument("--llm", action="store_true", help="also score answers of the bundled model")
