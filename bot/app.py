@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 
 from bot.brain import Brain
@@ -182,8 +182,8 @@ class App:
                 writer_queue=settings.max_pending_writes,
             )
             importer = Importer(
-                conversations, episodes, router, archetype_store, embedder, gate,
-                max_chars=settings.max_message_chars, absorber=absorber,
+                conversations, episodes, router, archetype_store, embedder,
+                replace(gate, tau=settings.import_gate_tau), max_chars=settings.max_message_chars, absorber=absorber,
             )
             governance = Governance(
                 pool,

@@ -104,6 +104,11 @@ class Settings(BaseSettings):
     gate_delta_pin: float = 1.0
     gate_tau: float = Field(default=0.0, ge=0.0, description="Write-gate threshold: a message scoring below it "
                             "gets no episode (the log keeps it; lexical search still finds it).")
+    # Imported messages have no reply and no surprise: their salience is calibrated from the text itself
+    # (memory.salience), on its own scale. bench/memory_eval.py --ablation, dev splits: tau 0.5 keeps fillers
+    # out of the episodic index (generated recall_any@10 0.861 -> 0.898, hand-written 0.872 either way).
+    import_gate_tau: float = Field(default=0.5, ge=0.0, description="Write-gate threshold for imported messages "
+                                   "(their calibrated salience); below it: no episode, the log keeps them.")
 
     # --- the other memory layers ------------------------------------------------
     persona_enabled: bool = Field(default=True, description="The persona layer: opinions that move only on evidence.")

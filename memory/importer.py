@@ -260,7 +260,7 @@ class Importer:
         self._router = router
         self._archetype_store = archetype_store
         self._embedder = embedder
-        self._gate = gate
+        self.gate = gate  # what enters the episodic index (the log keeps every message)
         self._max_chars = max_chars
         self._absorber = absorber
 
@@ -314,7 +314,7 @@ class Importer:
                 NewEpisode(scope=scope, channel_id=s.channel_id, author_id=s.author_id, message_id=s.id,
                            content=f"{s.author_name}: {s.content}", embedding=k, created_at=s.created_at,
                            salience=salience, visible_in=s.visible_in)
-                for s, (_, _, k), salience in zip(stored, fresh, saliences) if self._gate.admits(salience)], conn)
+                for s, (_, _, k), salience in zip(stored, fresh, saliences) if self.gate.admits(salience)], conn)
             await self._archetype_store.record_matches([
                 MatchRecord(scope, s.id, self._router.classify(b, scope), s.created_at, b)
                 for s, (_, b, _) in zip(stored, fresh) if not s.is_bot], conn)

@@ -6,6 +6,7 @@ import asyncio
 import io
 import re
 import threading
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -34,6 +35,13 @@ async def dreamt(app: App, tmp_path: Path) -> tuple[object, object]:
     report = await app.dream.run(NOW)
     planning = [p for p in await app.governance.list() if PLANNING_WORDS.search(p.payload["name"])]
     return report, planning
+
+
+@pytest.fixture(autouse=True)
+def every_imported_message_is_an_episode(app: App) -> None:
+    """The dream replays and decays episodes: here every imported message becomes one (the import's gate
+    would keep the month's trivia out of the episodic index, and trivia fading is what is tested)."""
+    app.importer.gate = replace(app.importer.gate, tau=0.0)
 
 
 async def test_a_month_with_unserved_planning_talk_yields_a_planning_proposal(app: App, tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -26,7 +27,14 @@ def write_jsonl(path: Path, rows: list[object]) -> Path:
     return path
 
 
+def admit_everything(app: App) -> None:
+    """Every imported message an episode (the production gate keeps fillers such as "nice, how do you like it?"
+    out; these tests are about what an import writes, not about the gate)."""
+    app.importer.gate = replace(app.importer.gate, tau=0.0)
+
+
 async def test_jsonl_import_keeps_ids_and_timestamps_and_is_idempotent(app: App, tmp_path: Path) -> None:
+    admit_everything(app)
     path = write_jsonl(tmp_path / "h.jsonl", LINES)
     first = await app.importer.run(path, "g1")
     assert (first.read, first.imported, first.skipped_empty, first.episodes) == (2, 2, 1, 2)
@@ -115,6 +123,7 @@ async def test_import_absorbs_into_every_layer_and_marks_messages_absorbed(app: 
 
 
 async def test_two_imports_of_one_file_at_once_write_it_once(app: App, tmp_path: Path) -> None:
+    admit_everything(app)
     path = write_jsonl(tmp_path / "h.jsonl", LINES)
     reports = await asyncio.gather(app.importer.run(path, "g1"), app.importer.run(path, "g1"))
     assert sorted(r.imported for r in reports) == [0, 2]
@@ -145,7 +154,7 @@ async def test_what_the_import_gate_declines_stays_out_of_the_episodes_but_is_fo
              "text": text} for i, text in enumerate(["ok", "lol", "My dentist Dr. Okafor moved to 14 Elm Street in Leeds",
                                                       "haha yes"])]
     gate = WriteGate(tau=0.3)
-    app.importer._gate = gate  # what the importer writes; absorption (which runs after) must not undo it
+    app.importer.gate = gate  # what the importer writes; absorption (which runs after) must not undo it
     report = await app.importer.run(write_jsonl(tmp_path / "h.jsonl", rows), "g1")
     assert report.imported == 4 and report.episodes == 1
     assert await app.db.pool.fetchval("SELECT count(*) FROM messages WHERE scope = 'g1' AND absorbed_at IS NULL") == 0
