@@ -192,6 +192,17 @@ async def run_one(m: int, args: argparse.Namespace, admin_url: str, embedder, ll
     stages: dict[str, list[float]] = {k: [] for k in
                                       ["embed", "classify", "embed+classify", "recall", "prompt", "first_token", "write"]}
     tps: list[float] = []
+    layer_s: dict[str, list[float]] = {}  # each layer's recall (they run at once: CPU they wait for included)
+    for layer in app.brain.recall.layers:
+        def timed(query, original=layer.recall, name=layer.name):  # type: ignore[no-untyped-def]
+            async def run():  # type: ignore[no-untyped-def]
+                started = time.perf_counter()
+                try:
+                    return await original(query)
+                finally:
+                    layer_s.setdefault(name, []).append(time.perf_counter() - started)
+            return run()
+        layer.recall = timed
     hits = total = 0
     gaps: list[float] = []
     # the filtered case, per mode: rows returned, hits against the exact top 10, query seconds
@@ -199,6 +210,8 @@ async def run_one(m: int, args: argparse.Namespace, admin_url: str, embedder, ll
     try:
         for i in range(args.messages):
             text = MESSAGES[i % len(MESSAGES)]
+            if hasattr(app.embedder, "clear_cache"):
+                app.embedder.clear_cache()  # the messages repeat: time their embedding every time
             reply = await app.brain.respond(IncomingTurn(SCOPE, "console", "bench-channel", "u-bench", "Ana", text))
             await reply.complete()
             await app.brain.drain()
@@ -245,6 +258,8 @@ async def run_one(m: int, args: argparse.Namespace, admin_url: str, embedder, ll
             k: {"p50": pct(v, 50) * 1000, "p95": pct(v, 95) * 1000, "n": len(v)} if v else {"n": 0}
             for k, v in stages.items()
         },
+        "layers_ms": {k: {"p50": pct(v, 50) * 1000, "p95": pct(v, 95) * 1000, "n": len(v)}
+                      for k, v in sorted(layer_s.items())},
         "tokens_per_s": {"p50": pct(tps, 50), "p95": pct(tps, 95), "n": len(tps)} if tps else None,
         "hnsw_recall_at_10": hits / total if total else None,
         "hnsw_mean_similarity_gap_at_10": statistics.fmean(gaps) if gaps else None,
@@ -268,6 +283,12 @@ def print_table(results: list[dict[str, object]]) -> None:
         row = f"{stage:<16}"
         for r in results:
             s = r["stages_ms"][stage]  # type: ignore[index]
+            row += f"{s['p50']:>12.1f}{s['p95']:>12.1f}" if s["n"] else f"{'-':>12}{'-':>12}"
+        print(row)
+    for name in results[0].get("layers_ms", {}):  # type: ignore[union-attr]
+        row = f"{'  ' + name:<16}"
+        for r in results:
+            s = r["layers_ms"].get(name, {"n": 0})  # type: ignore[union-attr]
             row += f"{s['p50']:>12.1f}{s['p95']:>12.1f}" if s["n"] else f"{'-':>12}{'-':>12}"
         print(row)
     row = f"{'tokens/s':<16}"

@@ -110,6 +110,10 @@ class MiniLMEmbedder:
         self._remember(missing, vectors)
         return out
 
+    def clear_cache(self) -> None:
+        """Forget the cached short texts (benchmarks that time a text's embedding every time)."""
+        self._cache.clear()
+
     def _remember(self, texts: list[str], vectors: np.ndarray) -> None:
         for text, vector in zip(texts, vectors):
             if len(text) <= CACHED_CHARS:
