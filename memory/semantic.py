@@ -44,6 +44,7 @@ from fsrs import Card, Rating, Scheduler, State
 
 from memory.conversation import StoredMessage, require_scope
 from memory.embed import Embedder
+from memory.vectors import vec
 from memory.extract import BOT, USER, Mention, Triple, TripleExtractor, owned_name
 
 log = logging.getLogger(__name__)
@@ -101,6 +102,7 @@ class Fact:
     object_owner: str = WORLD
     subject_owner_name: str = ""
     object_owner_name: str = ""
+    vector: np.ndarray | None = field(default=None, compare=False, repr=False)  # sentence()'s, when stored
 
     def view(self, author_id: str | None) -> str:
         """GhostKG's views: what the bot holds, what this user said of themselves (and their things),
@@ -204,7 +206,22 @@ class SemanticMemory:
             return []
         for decision in decisions:
             self.counters.add(decision.action)
+        if any(d.action == "insert" for d in decisions):
+            await self._embed_new_facts(message, now)
         return decisions
+
+    async def _embed_new_facts(self, message: StoredMessage, now: datetime) -> None:
+        """Store the sentence vector of each new fact this message supports (recall compares it with the
+        question). Best effort: a fact left without one is embedded when it is recalled."""
+        ids = [r["id"] for r in await self.pool.fetch(
+            """SELECT e.id FROM kg_edges e JOIN kg_edge_sources s ON s.edge_id = e.id
+               WHERE s.message_id = $1 AND e.embedding IS NULL""", message.id)]
+        facts = await self._facts(message.scope, ids, now, visible_channel=message.visible_in)
+        if not facts:
+            return
+        vectors = await self.embedder.embed_many([f.sentence() for f in facts])
+        await self.pool.executemany("UPDATE kg_edges SET embedding = $2 WHERE id = $1",
+                                    [(f.edge_id, v) for f, v in zip(facts, vectors)])
 
     async def retract(self, message_id: int, conn: asyncpg.Connection | None = None) -> int:
         """Take back what one message said (its text was edited): its support leaves every edge (edges
@@ -478,7 +495,7 @@ class SemanticMemory:
         if not edge_ids:
             return []
         rows = await self.pool.fetch(
-            f"""SELECT e.id, e.relation, e.sentiment, e.confidence, e.evidence_count,
+            f"""SELECT e.id, e.relation, e.sentiment, e.confidence, e.evidence_count, e.embedding,
                        {', '.join('e.' + c for c in _CARD_COLUMNS.split(', '))},
                        s.display AS s_display, s.name AS s_name, s.owner AS s_owner, so.display AS s_owner_name,
                        t.display AS t_display, t.name AS t_name, t.owner AS t_owner, tod.display AS t_owner_name,
@@ -499,7 +516,8 @@ class SemanticMemory:
                  retrievability=self.retrievability(r, r["id"], now), message_ids=tuple(r["message_ids"]),
                  speakers=tuple(r["speakers"]), hops=(hops or {}).get(r["id"], 0),
                  subject_owner=r["s_owner"], object_owner=r["t_owner"],
-                 subject_owner_name=r["s_owner_name"] or "", object_owner_name=r["t_owner_name"] or "")
+                 subject_owner_name=r["s_owner_name"] or "", object_owner_name=r["t_owner_name"] or "",
+                 vector=None if r["embedding"] is None else vec(r["embedding"]))
             for r in rows
         ]
 

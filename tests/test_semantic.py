@@ -395,3 +395,27 @@ async def test_the_facts_layer_keeps_the_facts_about_the_question_and_ranks_afte
     layer.relevance = FactRelevance(min_similarity=0.0, limit=12)  # the walk alone: every fact about ana
     [walked] = await app.brain.contexts([(question, "g1")], k=5, author_id="u-ana")
     assert len(next(s for s in walked.sections if s.layer == "facts").items) > len(kept)
+
+
+async def test_a_fact_keeps_its_sentence_vector_and_facts_written_before_are_embedded_at_recall(app: App) -> None:
+    import numpy as np
+
+    semantic = app.brain.semantic
+    await semantic.absorb(await stored(app, "I adopted a cat called Miso"), T0)
+    await semantic.absorb(await stored(app, "I play chess at the club on Tuesdays"), T0)
+    pool = app.db.pool
+    assert await pool.fetchval("SELECT count(*) FROM kg_edges") > 0
+    assert await pool.fetchval("SELECT count(*) FROM kg_edges WHERE embedding IS NULL") == 0
+    facts = await semantic.facts_for("g1", "my cat", author_id="u-ana", depth=1, now=T0)
+    assert facts and all(f.vector is not None for f in facts)
+    for f in facts:
+        np.testing.assert_allclose(f.vector, await app.embedder.embed(f.sentence()), atol=1e-5)
+    question = [("what is my cat called?", "g1")]
+    [stored_vectors] = await app.brain.contexts(question, k=5, author_id="u-ana")
+    await pool.execute("UPDATE kg_edges SET embedding = NULL")  # as written before sql/012
+    [embedded_now] = await app.brain.contexts(question, k=5, author_id="u-ana")
+
+    def kept(bundle):  # type: ignore[no-untyped-def]
+        return [(i.text, round(i.score, 4)) for s in bundle.sections if s.layer == "facts" for i in s.items]
+
+    assert kept(stored_vectors) and kept(stored_vectors) == kept(embedded_now)

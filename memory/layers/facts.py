@@ -42,8 +42,8 @@ class FactRelevance:
     """
 
     # Facts taken from the walk (best retrievability first: the dozen recall returned before). Each one's
-    # sentence is embedded per question (MiniLM here: 7 ms for one, 20 ms for 12, 48 ms for 40; short ones are
-    # cached), so this bounds what the layer adds to a reply.
+    # sentence vector is stored when it is written (sql/012); one written before is embedded here (MiniLM on 2
+    # cores: 7 ms for one, 20 ms for 12, 48 ms for 40).
     candidates: int = 12
     # On the (1 + cos) / 2 scale; 0: no relevance ranking (retrievability order). Ranked ahead of the episodes,
     # 0.6-0.75 scored alike on the generated dev split and 0.75 best on the hand-written one; after them it
@@ -73,7 +73,9 @@ class FactsLayer(BaseLayer):
         scored = [(f.retrievability, f) for f in facts]
         if cfg.min_similarity > 0 and facts:
             # The walk finds what is linked to the question's things; only what is about the question stays.
-            vectors = await self.semantic.embedder.embed_many([f.sentence() for f in facts])
+            missing = [f.sentence() for f in facts if f.vector is None]  # written before sql/012
+            fresh = iter(await self.semantic.embedder.embed_many(missing) if missing else ())
+            vectors = np.stack([f.vector if f.vector is not None else next(fresh) for f in facts])
             sims = similarity(vectors @ np.asarray(query.vector, dtype=np.float32))
             scored = sorted(((float(s), f) for s, f in zip(sims, facts) if s >= cfg.min_similarity),
                             key=lambda p: -p[0])
