@@ -163,3 +163,18 @@ async def test_what_the_import_gate_declines_stays_out_of_the_episodes_but_is_fo
     bundle = await app.brain.context("lol", "g1", k=5)
     found = {s.external_id for i in bundle.items(preamble=False) for s in i.sources}
     assert "1" in found  # "lol", declined by the gate, still found in the log by its word
+
+
+async def test_a_big_import_leaves_fresh_planner_statistics(app: App, tmp_path: Path) -> None:
+    from memory.importer import ANALYZE_AFTER
+
+    assert ANALYZE_AFTER <= 200
+    rows = [{"id": str(i), "channel": "general", "author": "ana", "timestamp": f"2026-10-01T10:{i // 60:02d}:{i % 60:02d}Z",
+             "text": "ok"} for i in range(200)]
+    before = await app.db.pool.fetchval(
+        "SELECT coalesce(last_analyze, 'epoch') FROM pg_stat_user_tables WHERE relname = 'kg_edges'")
+    await app.importer.run(write_jsonl(tmp_path / "big.jsonl", rows), "g1")
+    await asyncio.sleep(0.5)  # the statistics collector reports asynchronously
+    after = await app.db.pool.fetchval(
+        "SELECT coalesce(last_analyze, 'epoch') FROM pg_stat_user_tables WHERE relname = 'kg_edges'")
+    assert after > before
