@@ -11,6 +11,7 @@ oldest first. Edits fan out over the layers the same way.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from collections import Counter
@@ -38,6 +39,21 @@ class AbsorbHints:
     used: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
     entropy: float | None = None
     novelty: float | None = None
+
+
+def absorb_waves(layers: Sequence[MemoryLayer]) -> list[list[MemoryLayer]]:
+    """The layers in waves: each wave after every layer its members name in ``absorb_after`` (names of
+    layers not registered are ignored; registration order breaks a cycle)."""
+    names = {layer.name for layer in layers}
+    waiting = list(layers)
+    done: set[str] = set()
+    waves: list[list[MemoryLayer]] = []
+    while waiting:
+        ready = [x for x in waiting if set(getattr(x, "absorb_after", ())) & names <= done] or waiting[:1]
+        waves.append(ready)
+        done |= {x.name for x in ready}
+        waiting = [x for x in waiting if x not in ready]
+    return waves
 
 
 @dataclass
@@ -71,13 +87,20 @@ class Absorber:
         turn = AbsorbedTurn(message, reply, vector, plan, now, hints.surprise, hints.used, hints.entropy,
                             hints.novelty if fresh else None)
         ok = True
-        for layer in self.layers:
+
+        async def one(layer: MemoryLayer) -> None:
+            nonlocal ok
             try:
                 await layer.absorb(turn)
             except Exception:
                 ok = False
                 self.failures[layer.name] += 1
                 log.exception("memory layer %s could not absorb message %s", layer.name, message_id)
+
+        # Layers are independent, so they absorb at once (their model and database work overlaps on the
+        # cores); a layer that reads what another wrote for this message names it in ``absorb_after``.
+        for wave in absorb_waves(self.layers):
+            await asyncio.gather(*(one(layer) for layer in wave))
         await self.archetypes.record_matches([MatchRecord(message.scope, message.id, plan, message.created_at, vector)])
         if ok:
             await self.conversations.mark_absorbed(message_id, now)

@@ -181,3 +181,20 @@ async def test_layer_dream_steps_are_registered_with_the_cycle(app: App) -> None
     names = [name for name, _ in build_steps([*app.layers, notebook])]
     assert "notebook_tidy" in names and "knowledge_graph" in names
     assert names[-1] == "digest"
+
+
+def test_layers_absorb_in_waves_after_the_layers_they_name() -> None:
+    from memory.absorption import absorb_waves
+    from memory.layers.base import BaseLayer
+
+    def layer(name: str, after: tuple[str, ...] = ()) -> BaseLayer:
+        x = BaseLayer()
+        x.name, x.absorb_after = name, after
+        return x
+
+    places, macros, facts = layer("places"), layer("macros", ("places",)), layer("facts")
+    ghost = layer("ghost", ("unregistered",))
+    waves = absorb_waves([macros, places, facts, ghost])
+    assert [[x.name for x in w] for w in waves] == [["places", "facts", "ghost"], ["macros"]]
+    a, b = layer("a", ("b",)), layer("b", ("a",))  # a cycle: registration order decides, nothing is lost
+    assert [[x.name for x in w] for w in absorb_waves([a, b])] == [["a"], ["b"]]

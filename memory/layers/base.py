@@ -165,6 +165,7 @@ class BaseLayer:
     """No-op defaults for every hook; a layer overrides what it needs."""
 
     name = "base"
+    absorb_after: tuple[str, ...] = ()  # layers whose absorb of a message must finish before this one's starts
 
     async def recall(self, query: RecallQuery) -> Section | None:
         return None

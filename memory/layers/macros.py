@@ -31,6 +31,7 @@ STEPS_SHOWN = 4
 
 class MacrosLayer(BaseLayer):
     name = "macros"
+    absorb_after = ("places",)  # reads the problem vector the places layer stores for the message
 
     def __init__(self, pool: asyncpg.Pool, embedder: Embedder, *, top_k: int = 3,
                  min_similarity: float = MIN_SIMILARITY) -> None:
