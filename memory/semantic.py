@@ -35,7 +35,7 @@ import logging
 import math
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import asyncpg
@@ -207,21 +207,31 @@ class SemanticMemory:
         for decision in decisions:
             self.counters.add(decision.action)
         if any(d.action == "insert" for d in decisions):
-            await self._embed_new_facts(message, now)
+            await self._embed_facts(message.scope, [r["id"] for r in await self.pool.fetch(
+                """SELECT e.id FROM kg_edges e JOIN kg_edge_sources s ON s.edge_id = e.id
+                   WHERE s.message_id = $1 AND e.embedding IS NULL""", message.id)], now)
         return decisions
 
-    async def _embed_new_facts(self, message: StoredMessage, now: datetime) -> None:
-        """Store the sentence vector of each new fact this message supports (recall compares it with the
-        question). Best effort: a fact left without one is embedded when it is recalled."""
-        ids = [r["id"] for r in await self.pool.fetch(
-            """SELECT e.id FROM kg_edges e JOIN kg_edge_sources s ON s.edge_id = e.id
-               WHERE s.message_id = $1 AND e.embedding IS NULL""", message.id)]
-        facts = await self._facts(message.scope, ids, now, visible_channel=message.visible_in)
-        if not facts:
+    async def _embed_facts(self, scope: str, edge_ids: Sequence[int], now: datetime) -> None:
+        """Store the sentence vector of these facts (recall compares it with the question). Best effort: a
+        fact left without one is embedded whenever it is recalled."""
+        if not edge_ids:
             return
-        vectors = await self.embedder.embed_many([f.sentence() for f in facts])
-        await self.pool.executemany("UPDATE kg_edges SET embedding = $2 WHERE id = $1",
-                                    [(f.edge_id, v) for f, v in zip(facts, vectors)])
+        try:
+            audiences = await self.pool.fetch(
+                """SELECT DISTINCT visible_in FROM kg_edge_sources WHERE edge_id = ANY($1::bigint[])""",
+                list(edge_ids))
+            facts: dict[int, Fact] = {}
+            for a in audiences:  # a fact said only in a restricted channel is seen from there
+                for f in await self._facts(scope, edge_ids, now, visible_channel=a["visible_in"]):
+                    facts.setdefault(f.edge_id, f)
+            if not facts:
+                return
+            vectors = await self.embedder.embed_many([f.sentence() for f in facts.values()])
+            await self.pool.executemany("UPDATE kg_edges SET embedding = $2 WHERE id = $1",
+                                        [(i, v) for i, v in zip(facts, vectors)])
+        except Exception:
+            log.warning("could not store the vectors of %d facts in scope %s", len(edge_ids), scope, exc_info=True)
 
     async def retract(self, message_id: int, conn: asyncpg.Connection | None = None) -> int:
         """Take back what one message said (its text was edited): its support leaves every edge (edges
@@ -601,12 +611,17 @@ class SemanticMemory:
             if p["keep"] in gone or p["drop"] in gone:
                 continue
             async with self.pool.acquire() as conn, conn.transaction():
-                await self._merge(conn, p["keep"], p["drop"])
+                moved = await self._merge(conn, p["keep"], p["drop"])
+                merged_scope = await conn.fetchval("SELECT scope FROM kg_nodes WHERE id = $1", p["keep"])
+            # the moved facts now read with the kept node's name: their sentence vectors follow
+            await self._embed_facts(merged_scope, moved, datetime.now(UTC))
             gone.add(p["drop"])
             merged += 1
         return merged
 
-    async def _merge(self, conn: asyncpg.Connection, keep: int, drop: int) -> None:
+    async def _merge(self, conn: asyncpg.Connection, keep: int, drop: int) -> list[int]:
+        """Move ``drop``'s edges to ``keep``; returns the edges moved."""
+        moved: list[int] = []
         for column, other in (("source_id", "target_id"), ("target_id", "source_id")):
             twins = await conn.fetch(
                 f"""SELECT e.id AS from_edge, x.id AS to_edge FROM kg_edges e JOIN kg_edges x
@@ -623,11 +638,12 @@ class SemanticMemory:
                        FROM kg_edges d WHERE k.id = $1 AND d.id = $2""",
                     twin["to_edge"], twin["from_edge"], int(status.split()[-1]))
             # the rest move over (the twins go with the dropped node)
-            await conn.execute(
-                f"""UPDATE kg_edges e SET {column} = $1 WHERE {column} = $2 AND NOT EXISTS (
+            moved += [r["id"] for r in await conn.fetch(
+                f"""UPDATE kg_edges e SET {column} = $1, embedding = NULL WHERE {column} = $2 AND NOT EXISTS (
                        SELECT 1 FROM kg_edges x WHERE x.{column} = $1 AND x.{other} = e.{other}
-                       AND x.relation = e.relation)""", keep, drop)
+                       AND x.relation = e.relation) RETURNING e.id""", keep, drop)]
         await conn.execute("DELETE FROM kg_nodes WHERE id = $1", drop)
+        return moved
 
 
 def _with_owners(t: Triple) -> Triple:

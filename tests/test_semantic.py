@@ -419,3 +419,20 @@ async def test_a_fact_keeps_its_sentence_vector_and_facts_written_before_are_emb
         return [(i.text, round(i.score, 4)) for s in bundle.sections if s.layer == "facts" for i in s.items]
 
     assert kept(stored_vectors) and kept(stored_vectors) == kept(embedded_now)
+
+
+async def test_a_fact_moved_by_a_merge_gets_the_vector_of_its_new_sentence(app: App) -> None:
+    import numpy as np
+
+    semantic = app.brain.semantic
+    pool = app.db.pool
+    await said(app, "My kitty likes tuna", author="ana")
+    await said(app, "My kitten loves salmon", author="ana")
+    await pool.execute("""UPDATE kg_nodes k SET embedding = (SELECT embedding FROM kg_nodes WHERE name = 'kitty'
+                          AND owner = 'user:u-ana' AND scope = 'g1') WHERE k.name = 'kitten'""")
+    assert await semantic.merge_near_duplicates(scope="g1") == 1
+    assert await pool.fetchval("SELECT count(*) FROM kg_edges WHERE embedding IS NULL") == 0
+    facts = await semantic.facts_for("g1", "my kitty", author_id="u-ana", depth=1, now=T0)
+    assert any("salmon" in f.sentence() and "kitty" in f.sentence() for f in facts), [f.sentence() for f in facts]
+    for f in facts:
+        np.testing.assert_allclose(f.vector, await app.embedder.embed(f.sentence()), atol=1e-5)
