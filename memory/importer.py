@@ -35,10 +35,11 @@ from memory.errors import ImportFileError, InvalidInput
 from memory.fields import check_id, check_time, clean_text, id_problem
 from memory.layers.episodes import key_text
 from memory.salience import imported_saliences
+from memory.sources import IMPORTED
 
 log = logging.getLogger(__name__)
 
-SOURCE = "import"
+SOURCE = IMPORTED
 ANALYZE_AFTER = 200  # messages: an import at least this big refreshes the planner's statistics
 MAX_FILE_BYTES = 512 * 1024 * 1024
 _EMBED_CHUNK = 512

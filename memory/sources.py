@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 import asyncpg
 
+IMPORTED = "import"  # messages.source of what `hippobot import` stored
+
 
 @dataclass(frozen=True)
 class SourceRef:

@@ -146,10 +146,6 @@ async def test_a_private_channel_is_recalled_only_by_its_audience(app: App, tmp_
 async def test_what_the_import_gate_declines_stays_out_of_the_episodes_but_is_found_by_its_words(
         app: App, tmp_path: Path) -> None:
     from memory.episodic import WriteGate
-    from memory.importer import SOURCE
-    from memory.layers.episodes import IMPORTED
-
-    assert IMPORTED == SOURCE
     rows = [{"id": str(i), "channel": "general", "author": "ana", "timestamp": f"2026-10-01T10:{i:02d}:00Z",
              "text": text} for i, text in enumerate(["ok", "lol", "My dentist Dr. Okafor moved to 14 Elm Street in Leeds",
                                                       "haha yes"])]

@@ -29,10 +29,10 @@ from memory.embed import Embedder
 from memory.episodic import EpisodeHit, EpisodicStore, NewEpisode, WriteGate, novelty
 from memory.layers.base import MEMORY, AbsorbedTurn, BaseLayer, MemoryItem, RecallQuery, Section, SourceRef
 from memory.lexical import LexicalHit, LexicalSearch, neighbours
+from memory.sources import IMPORTED
 from memory.timeparse import time_range
 
 SPEAKERS_TTL_S = 60.0
-IMPORTED = "import"  # memory.importer.SOURCE (which imports this module)
 _WORD = re.compile(r"[\w'-]+")
 
 
