@@ -109,6 +109,12 @@ def load_questions(path: Path) -> list[Question]:
     return out
 
 
+def write_json(path: Path, data: object) -> None:
+    """A bench's ``--json`` results, with their folder made if needed."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
+
+
 def load_questions_in(directory: Path) -> list[Question]:
     """Every question of a data set's ``questions*.jsonl`` files (one per split, or one for all)."""
     files = sorted(directory.glob("questions*.jsonl"))

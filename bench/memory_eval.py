@@ -48,7 +48,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import statistics
 import sys
 import tempfile
@@ -63,7 +62,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.evallib import (  # noqa: E402
     BM25, CATEGORIES, DATA_DIR, Question, Turn, contains_match, dedupe_ranked, exact_match, hits_at,
-    load_conversation, load_questions_in, percentile, rrf, scratch_database, select, token_f1, words,
+    load_conversation, load_questions_in, percentile, rrf, scratch_database, select, token_f1, words, write_json,
 )
 from bot.config import Settings, offline_environment  # noqa: E402
 
@@ -429,7 +428,14 @@ async def main(argv: Sequence[str] | None = None) -> int:
     offline_environment()
     from memory.embed import MiniLMEmbedder
 
-    questions = select(load_questions_in(args.data), args.split, args.conversations)
+    try:
+        questions = select(load_questions_in(args.data), args.split, args.conversations)
+    except (OSError, ValueError, KeyError) as exc:  # a missing, unreadable or malformed data set
+        print(f"memory_eval: {args.data}: {exc!r}", file=sys.stderr)
+        return 2
+    if not questions:
+        print(f"memory_eval: {args.data}: no {args.split} questions", file=sys.stderr)
+        return 2
     convs = sorted({q.conv for q in questions})
     turns = {c: load_conversation(args.data / f"{c}.jsonl") for c in convs}
     print(f"split {args.split}: {len(convs)} conversation(s), {sum(len(t) for t in turns.values())} turns, "
@@ -471,8 +477,7 @@ async def main(argv: Sequence[str] | None = None) -> int:
         result = await run_llm(args, hb["answered"], turns)
         report["llm"] = {"summary": print_llm(result), "rows": result["rows"]}
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(report, indent=2, default=str), encoding="utf-8")
+        write_json(args.json, report)
     return 0
 
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import random
 import statistics
 import sys
@@ -36,7 +35,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from bench.evallib import scratch_database
+from bench.evallib import scratch_database, write_json
 from bot.config import Settings, offline_environment
 
 # --- the data ------------------------------------------------------------------------------------------------
@@ -392,8 +391,7 @@ async def main(argv: Sequence[str] | None = None) -> int:
     async with scratch_database(args.database_url, "personaeval") as url:
         results = await evaluate(args, embedder, url)
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(results, indent=2, default=str), encoding="utf-8")
+        write_json(args.json, results)
     return 0
 
 

@@ -41,6 +41,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.evallib import write_json  # noqa: E402
 from bot.config import Settings, offline_environment  # noqa: E402
 
 SCOPE = "bench-guild"
@@ -347,8 +348,7 @@ async def main() -> None:
             server.stop()
     print_table(results)
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(results, indent=2))
+        write_json(args.json, results)
     print(json.dumps(results))
 
 

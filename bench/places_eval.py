@@ -35,7 +35,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from bench.evallib import scratch_database
+from bench.evallib import scratch_database, write_json
 from bot.config import Settings, offline_environment
 
 DATA = Path(__file__).resolve().parent / "data" / "places"
@@ -160,8 +160,7 @@ async def main(argv: Sequence[str] | None = None) -> int:
         await app.close()
         await scratch.aclose()
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(results, indent=2, default=str), encoding="utf-8")
+        write_json(args.json, results)
     return 0
 
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import math
 import random
 import statistics
@@ -40,7 +39,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.evallib import scratch_database  # noqa: E402
+from bench.evallib import scratch_database, write_json  # noqa: E402
 from bot.config import Settings, offline_environment  # noqa: E402
 
 SCOPE = "bench-resonance"
@@ -369,8 +368,7 @@ async def main() -> None:
     print_tables(speeds, reply)
     results = {"speed": speeds, "replies": reply}
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(results, indent=2))
+        write_json(args.json, results)
 
 
 if __name__ == "__main__":
