@@ -41,7 +41,7 @@ from memory.recall import ContextBundle, Recall, recall_query
 log = logging.getLogger(__name__)
 
 CONTEXTS_IN_FLIGHT = 16  # recall --queries: recalls at once (more than the pool's 8 connections: one waits on the
-# database while another uses the cores; 360 dev queries took 10.9 s with 4, 7.4 s with 16 before batching)
+# database while another uses the cores; 360 dev queries took 8.9 s with 4, 7.4 s with 16, before the batch parse)
 BATCH_LAYER_TIMEOUT_S = 30.0  # nobody waits on a batch's single answer: a layer is skipped only when stuck
 
 
