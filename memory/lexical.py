@@ -7,10 +7,19 @@ its answer), candidates come from the GIN index within the scope and the
 audience, and are ranked by Okapi BM25 with the scope's document
 frequencies, which ``ts_rank`` lacks: in a long conversation the speakers'
 names occur everywhere and must weigh little.
+
+At scale a common word matches tens of thousands of messages, and ranking
+every match is what made lexical search the slowest part of recall at 100,000
+messages. So the candidate query ORs the question's rarest words only, adding
+words rarest first until they match about ``MATCH_BUDGET`` messages (at least
+one word always), and the words left out still count in the BM25 score of the
+candidates. A store smaller than the budget is searched exactly as before.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import math
 import time
 from collections.abc import Sequence
@@ -23,6 +32,9 @@ from memory.conversation import StoredMessage, require_scope
 BM25_K1 = 1.2
 BM25_B = 0.75
 CANDIDATES = 400  # per query, by ts_rank before BM25 re-ranks them
+MATCH_BUDGET = 5000  # messages the candidate query's words may match, by document frequency
+
+log = logging.getLogger(__name__)
 
 _MESSAGE_COLUMNS = ("id, scope, source, external_id, channel_id, author_id, author_name, is_bot, content, "
                     "derived_from_id, created_at, visible_in, thread_parent_id")
@@ -46,10 +58,12 @@ class _Stats:
 
 
 class LexicalSearch:
-    def __init__(self, pool: asyncpg.Pool, *, stats_ttl_s: float = 60.0) -> None:
+    def __init__(self, pool: asyncpg.Pool, *, stats_ttl_s: float = 60.0, match_budget: int = MATCH_BUDGET) -> None:
         self._pool = pool
+        self.match_budget = match_budget
         self._ttl = stats_ttl_s
         self._stats: dict[tuple[str, str | None], _Stats] = {}
+        self._refreshing: dict[tuple[str, str | None], asyncio.Task] = {}
         self._no_cache_until = 0.0
 
     def forget_cached(self, *, for_s: float = 10.0) -> None:
@@ -70,37 +84,54 @@ class LexicalSearch:
                 if "'" not in t and "\\" not in t]
             if not terms:
                 return []
-            query = " | ".join(f"'{t}'" for t in terms)  # lexemes already normalised: cast, do not re-stem
+            stats = await self._audience_stats(conn, scope, visible_channel)
+            # lexemes already normalised: cast, do not re-stem
+            query = " | ".join(f"'{t}'" for t in candidate_terms(terms, stats.df, self.match_budget))
             rows = await conn.fetch(
-                f"""SELECT {_MESSAGE_COLUMNS}, search_tsv::text AS tsv
+                f"""SELECT {_MESSAGE_COLUMNS}, search_tsv::text AS tsv, length(search_tsv) AS n_lexemes
                     FROM messages
                     WHERE {_AUDIENCE} AND search_tsv @@ $3::tsquery AND NOT id = ANY($5::bigint[])
                     ORDER BY ts_rank(search_tsv, $3::tsquery) DESC LIMIT $4""",
                 scope, visible_channel, query, CANDIDATES, list(exclude_ids))
-            if not rows:
-                return []
-            stats = await self._audience_stats(conn, scope, visible_channel)
+        if not rows:
+            return []
         idf = {t: math.log(1 + (stats.n_docs - stats.df.get(t, 0) + 0.5) / (stats.df.get(t, 0) + 0.5))
                for t in terms}
-        hits = []
+        scored = []
         for r in rows:
-            tf = _term_frequencies(r["tsv"])
-            length = len(tf) or 1  # distinct lexemes, as avg_len counts them
+            tsv = r["tsv"]
+            norm = BM25_K1 * (1 - BM25_B + BM25_B * (r["n_lexemes"] or 1) / stats.avg_len)  # distinct lexemes
             score = 0.0
             for t in terms:
-                if f := tf.get(t, 0):
-                    norm = BM25_K1 * (1 - BM25_B + BM25_B * length / stats.avg_len)
+                if f := _term_frequency(tsv, t):
                     score += idf[t] * f * (BM25_K1 + 1) / (f + norm)
-            message = StoredMessage(**{c: r[c] for c in _MESSAGE_COLUMNS.split(", ")})
-            hits.append(LexicalHit(message, score))
-        hits.sort(key=lambda h: (-h.score, h.message.id))
-        return hits[:k]
+            scored.append((-score, r["id"], r))
+        scored.sort(key=lambda x: x[:2])
+        return [LexicalHit(StoredMessage(**{c: r[c] for c in _MESSAGE_COLUMNS.split(", ")}), -neg)
+                for neg, _, r in scored[:k]]
 
     async def _audience_stats(self, conn: asyncpg.Connection, scope: str, visible_channel: str | None) -> _Stats:
+        """Cached for ``stats_ttl_s``; an expired entry is still used while a background task recounts it
+        (counting every word of a large audience takes longer than a whole recall should)."""
         key = (scope, visible_channel)
         cached = self._stats.get(key)
-        if cached is not None and time.monotonic() - cached.at < self._ttl:
-            return cached
+        if cached is None:
+            return await self._count(conn, scope, visible_channel)
+        if time.monotonic() - cached.at >= self._ttl and key not in self._refreshing:
+            self._refreshing[key] = asyncio.create_task(self._refresh(key))
+        return cached
+
+    async def _refresh(self, key: tuple[str, str | None]) -> None:
+        try:
+            async with self._pool.acquire() as conn:
+                await self._count(conn, *key)
+        except Exception:  # the stale statistics stay in use; the next search tries again
+            log.warning("recounting word statistics of %s failed", key, exc_info=True)
+        finally:
+            self._refreshing.pop(key, None)
+
+    async def _count(self, conn: asyncpg.Connection, scope: str, visible_channel: str | None) -> _Stats:
+        key = (scope, visible_channel)
         audience = await conn.fetchval(
             "SELECT format('SELECT search_tsv FROM messages WHERE scope = %L AND (visible_in IS NULL OR "
             "visible_in = %L)', $1::text, $2::text)", scope, visible_channel)
@@ -114,15 +145,31 @@ class LexicalSearch:
         return stats
 
 
-def _term_frequencies(tsv: str) -> dict[str, int]:
-    """'cat':3,9 'miso':4  ->  {'cat': 2, 'miso': 1} (a tsvector's text form: lexeme and positions)."""
-    counts: dict[str, int] = {}
-    for part in tsv.split(" '"):
-        lexeme, _, positions = part.strip().strip("'").rpartition("':")
-        if not lexeme:  # a lexeme without positions cannot occur in a to_tsvector result
-            continue
-        counts[lexeme] = positions.count(",") + 1
-    return counts
+def candidate_terms(terms: Sequence[str], df: dict[str, int], budget: int = MATCH_BUDGET) -> list[str]:
+    """The words whose matches make the candidate set: rarest first, while their document frequencies sum
+    to at most ``budget`` (the rarest word always). All of them when they fit."""
+    if sum(df.get(t, 0) for t in terms) <= budget:
+        return list(terms)
+    chosen, matched = [], 0
+    for t in sorted(terms, key=lambda t: (df.get(t, 0), t)):
+        if chosen and matched + df.get(t, 0) > budget:
+            break
+        chosen.append(t)
+        matched += df.get(t, 0)
+    return chosen
+
+
+def _term_frequency(tsv: str, lexeme: str) -> int:
+    """How often ``lexeme`` occurs, read from a tsvector's text form ("'cat':3,9 'miso':4") without parsing
+    all of it. ``lexeme`` has no quote or backslash (search drops such words)."""
+    key = f"'{lexeme}':"
+    at = tsv.find(key)
+    while at > 0 and tsv[at - 1] != " ":  # inside a longer lexeme ("'a''cat':1")
+        at = tsv.find(key, at + 1)
+    if at < 0:
+        return 0
+    end = tsv.find(" ", at)
+    return tsv.count(",", at, len(tsv) if end < 0 else end) + 1
 
 
 async def neighbours(db: asyncpg.Pool | asyncpg.Connection, scope: str, message_ids: Sequence[int], n: int, *,

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import asyncpg
 
 from memory.conversation import ConversationStore, NewMessage
-from memory.lexical import LexicalSearch, _term_frequencies
+from memory.lexical import LexicalSearch, _term_frequency, candidate_terms
 
 T0 = datetime(2026, 5, 1, 18, 0, tzinfo=UTC)
 
@@ -69,8 +69,10 @@ async def test_nothing_to_search_for_gives_nothing(pool: asyncpg.Pool) -> None:
     assert await search.search("g1", "O'Brien's \\\\ back\\slash", 5) == []
 
 
-def test_term_frequencies_read_a_tsvectors_text() -> None:
-    assert _term_frequencies("'bowl':9,14 'wonki':8 'maya':1") == {"bowl": 2, "wonki": 1, "maya": 1}
+def test_term_frequency_reads_a_tsvectors_text() -> None:
+    tsv = "'a''bowl':2 'bowl':9,14 'maya':1 'wonki':8"
+    assert [_term_frequency(tsv, t) for t in ("bowl", "wonki", "maya", "owl", "a")] == [2, 1, 1, 0, 0]
+    assert _term_frequency("'bowl':3A,7B", "bowl") == 2
 
 
 async def test_forgetting_drops_the_cached_word_statistics(pool: asyncpg.Pool) -> None:
@@ -86,3 +88,39 @@ async def test_forgetting_drops_the_cached_word_statistics(pool: asyncpg.Pool) -
     await Provenance(pool, [layer]).forget_message("g1", ids[5])
     assert await layer.lexical.search("g1", "Rotterdam", 5) == []
     assert not any("rotterdam" in s.df for s in layer.lexical._stats.values())
+
+
+def test_candidate_words_are_the_rarest_within_the_match_budget() -> None:
+    df = {"maya": 3000, "sister": 40, "move": 900, "rotterdam": 2}
+    assert candidate_terms(["maya", "sister"], df, budget=5000) == ["maya", "sister"]  # fits: all, in order
+    assert candidate_terms(["maya", "sister", "move", "rotterdam"], df, budget=1000) == ["rotterdam", "sister", "move"]
+    assert candidate_terms(["maya", "move"], df, budget=100) == ["move"]  # the rarest word always
+    assert candidate_terms(["maya", "unseen"], df, budget=100) == ["unseen"]  # a new word counts as rare
+
+
+async def test_a_word_too_common_for_the_budget_still_counts_in_the_score(pool: asyncpg.Pool) -> None:
+    ids = await store(pool, "g1", CHAT)
+    search = LexicalSearch(pool, match_budget=2)  # 'maya' (in 4 messages) leaves the candidate query
+    hits = await search.search("g1", "Maya bowl", 5)
+    assert {h.message.id for h in hits} == {ids[2], ids[3]}  # the messages with 'bowl' only
+    bowl_only = {h.message.id: h.score for h in await search.search("g1", "bowl", 5)}
+    assert all(h.score > bowl_only[h.message.id] for h in hits)  # 'maya' is in both: it still adds
+    everything = await LexicalSearch(pool).search("g1", "Maya bowl", 5)
+    assert {h.message.id for h in everything} > {ids[2], ids[3]}
+
+
+async def test_expired_word_statistics_are_recounted_in_the_background(pool: asyncpg.Pool) -> None:
+    import asyncio
+
+    ids = await store(pool, "g1", CHAT)
+    search = LexicalSearch(pool, stats_ttl_s=0.0)
+    assert await search.search("g1", "bike", 3)
+    first = search._stats[("g1", None)]
+    await store(pool, "g1", [("Leo", "the kayak is ready")], channel="other")
+    hits = await search.search("g1", "kayak", 3)  # answered at once with the old counts ...
+    assert [h.message.id for h in hits] == [ids[-1] + 1]
+    for _ in range(100):  # ... while a task recounts them
+        if search._stats[("g1", None)] is not first:
+            break
+        await asyncio.sleep(0.02)
+    assert search._stats[("g1", None)].df.get("kayak") == 1
