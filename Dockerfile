@@ -25,6 +25,7 @@ RUN apt-get update \
 COPY --from=build /opt/hippobot /opt/hippobot
 ENV PATH=/opt/hippobot/bin:$PATH \
     HIPPOBOT_DATA_DIR=/data \
+    HIPPOBOT_MODELS_DIR=/data/models \
     HF_HUB_OFFLINE=1 \
     TRANSFORMERS_OFFLINE=1 \
     XDG_RUNTIME_DIR=/tmp

@@ -108,7 +108,7 @@ class App:
         db = await Database.open(url, settings.data_dir)
         try:
             if embedder is None:
-                minilm = MiniLMEmbedder()
+                minilm = MiniLMEmbedder(backend=settings.embed_backend, cache_dir=settings.models_dir)
                 await asyncio.to_thread(minilm.load)
                 embedder = minilm
             if with_llm and llm is None:

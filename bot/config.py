@@ -35,6 +35,11 @@ class Settings(BaseSettings):
     models_dir: Path | None = Field(
         default=None, description="Where converted models are cached (default: DATA_DIR/models)."
     )
+    embed_backend: Literal["auto", "onnx", "torch"] = Field(
+        default="auto",
+        description="MiniLM's runtime: auto (ONNX Runtime on CPU when it loads, else PyTorch), onnx, or torch. "
+        "The ONNX file is exported once per machine into MODELS_DIR or the user's cache directory.",
+    )
 
     # --- discord -----------------------------------------------------------
     discord_token: SecretStr | None = Field(default=None, description="Bot token for `hippobot run`.")

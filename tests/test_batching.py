@@ -18,7 +18,7 @@ class CountingEmbedder(MiniLMEmbedder):
 
     def __init__(self, shared: MiniLMEmbedder) -> None:
         super().__init__()
-        self._model = shared._model
+        self._model, self._onnx = shared._model, shared._onnx
         self.encoded: list[str] = []
 
     def encode_sync(self, texts: list[str]) -> np.ndarray:
