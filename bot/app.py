@@ -146,8 +146,11 @@ class App:
             # The memory layers, in the order their recall is reported. Adding a layer is one line here.
             layers: list[MemoryLayer] = [TurnsLayer(conversations), episodes_layer]
             if settings.kg_enabled:
+                extractor = TripleExtractor()
+                # now, not at the first message: recall would wait past its deadline and lose the facts
+                await asyncio.to_thread(extractor.load)
                 semantic = SemanticMemory(
-                    pool, TripleExtractor(), embedder,
+                    pool, extractor, embedder,
                     GateConfig(enabled=settings.kg_gate_enabled, threshold=settings.kg_gate_threshold),
                     bot_name=settings.bot_name,
                 )

@@ -76,6 +76,18 @@ def owned_name(name: str) -> tuple[str, str | None]:
 
 MENTIONS_CACHED = 4096  # texts whose mentions are kept (a batch of recall queries is parsed ahead)
 
+_SPACY: dict[str, Any] = {}  # model name -> loaded pipeline, one per process (read-only once loaded)
+_SPACY_LOCK = threading.Lock()
+
+
+def _load_spacy(model: str) -> Any:
+    with _SPACY_LOCK:
+        if model not in _SPACY:
+            import spacy
+
+            _SPACY[model] = spacy.load(model)
+        return _SPACY[model]
+
 
 class TripleExtractor:
     """Thread-safe wrapper around one spaCy pipeline (loaded on first use)."""
@@ -90,10 +102,17 @@ class TripleExtractor:
     def _pipeline(self) -> Any:
         with self._lock:
             if self._nlp is None:
-                import spacy
-
-                self._nlp = spacy.load(self._model)
+                self._nlp = _load_spacy(self._model)
             return self._nlp
+
+    def clear_cache(self) -> None:
+        """Forget the cached mentions (benchmarks that time a text's parse every time)."""
+        with self._mentions_lock:
+            self._mentions.clear()
+
+    def load(self) -> None:
+        """Load the spaCy pipeline now (a second or two), so that the first message does not wait for it."""
+        self._pipeline()
 
     def entities(self, text: str) -> list[str]:
         """Normalised names of the things a message talks about (for retrieval)."""
