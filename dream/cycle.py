@@ -28,6 +28,7 @@ import asyncpg
 from dream.governance import Governance, Proposal
 from memory.archetypes import ArchetypeRouter, ArchetypeStore
 from memory.conversation import require_scope
+from memory.db import session_lock
 from memory.embed import Embedder
 from memory.salience import TRIVIA
 from memory.semantic import SemanticMemory
@@ -139,13 +140,10 @@ class DreamCycle:
         if scope is not None:
             require_scope(scope)
         pool = self.services.pool
-        async with pool.acquire() as lock_conn:
-            if not await lock_conn.fetchval("SELECT pg_try_advisory_lock($1)", DREAM_LOCK_KEY):
+        async with session_lock(pool, DREAM_LOCK_KEY) as taken:
+            if not taken:
                 return RunReport(None, "skipped", {}, "another process is dreaming right now")
-            try:
-                return await self._run_locked(now, trigger, slot, scope)
-            finally:
-                await lock_conn.execute("SELECT pg_advisory_unlock($1)", DREAM_LOCK_KEY)
+            return await self._run_locked(now, trigger, slot, scope)
 
     async def _run_locked(self, now: datetime, trigger: str, slot: datetime | None, scope: str | None) -> RunReport:
         pool = self.services.pool

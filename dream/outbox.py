@@ -19,6 +19,7 @@ from typing import Protocol
 import asyncpg
 
 from dream.governance import Governance, Proposal
+from memory.db import session_lock
 
 log = logging.getLogger(__name__)
 
@@ -75,13 +76,10 @@ class Outbox:
         own, leaving the guilds' to the Discord bot). A failing post is logged
         and left pending for the next flush.
         """
-        async with self._lock, self._pool.acquire() as lock_conn:
-            if not await lock_conn.fetchval("SELECT pg_try_advisory_lock($1)", OUTBOX_LOCK_KEY):
+        async with self._lock, session_lock(self._pool, OUTBOX_LOCK_KEY) as taken:
+            if not taken:
                 return 0  # another process is posting right now
-            try:
-                return await self._flush(governance, channel, now, limit, scope)
-            finally:
-                await lock_conn.execute("SELECT pg_advisory_unlock($1)", OUTBOX_LOCK_KEY)
+            return await self._flush(governance, channel, now, limit, scope)
 
     async def _flush(self, governance: Governance, channel: ProposalChannel, now: datetime | None,
                      limit: int, scope: str | None) -> int:

@@ -17,7 +17,8 @@ import asyncpg
 import numpy as np
 import pytest
 
-from memory.db import HANDLE_PIDS_FILE, Database, iterative_scans, load_migrations, migrate, with_database
+from memory.db import (HANDLE_PIDS_FILE, Database, iterative_scans, load_migrations, migrate, session_lock,
+                       with_database)
 
 
 def test_migrations_are_numbered_and_shipped_with_the_package() -> None:
@@ -240,3 +241,25 @@ async def test_a_filtered_hnsw_top_k_returns_k_rows_for_a_small_scope_in_a_large
     # ef_search (40) candidates hold about 0.2 rows of B: only an iterative scan finds 10.
     assert len(found) == 10
     assert all(r["id"] >= 5000 for r in found)
+
+
+async def test_a_session_lock_is_held_for_its_block_only(pool: asyncpg.Pool) -> None:
+    async with session_lock(pool, 424242) as first:
+        assert first
+        async with session_lock(pool, 424242) as second:
+            assert not second  # another connection: the lock is taken
+    async with session_lock(pool, 424242) as again:
+        assert again
+    held = await pool.fetchval("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = 424242")
+    assert held == 0
+
+
+async def test_a_connection_goes_back_to_the_pool_without_a_transaction_or_lock(pool: asyncpg.Pool) -> None:
+    async with pool.acquire() as conn:
+        tx = conn.transaction()
+        await tx.start()
+        await conn.execute("SELECT pg_advisory_xact_lock(434343)")
+    # the open transaction was rolled back on release, so its lock is gone
+    async with pool.acquire() as conn:
+        assert not conn.is_in_transaction()
+        assert await conn.fetchval("SELECT pg_try_advisory_xact_lock(434343)")
