@@ -99,8 +99,8 @@ class PersonaLayer(BaseLayer):
         async with self.store.pool.acquire() as conn:
             if await self.store.has_evidence(conn, message.id):
                 return False
-            previous = await self.store.recent_vectors(conn, message.scope, message.visible_in)
-        scored = await self.scorer.score(message.content, vector, previous=previous)
+            nearest = await self.store.nearest_recent(conn, message.scope, message.visible_in, vector)
+        scored = await self.scorer.score(message.content, vector, nearest=nearest)
         async with self.store.pool.acquire() as conn, conn.transaction():
             await self.store.lock(conn, message.scope, message.visible_in)
             if await self.store.has_evidence(conn, message.id):  # absorbed meanwhile (a retry)

@@ -279,8 +279,10 @@ class EvidenceScorer:
                 self._nlp = spacy.load(self._spacy_model, disable=["ner"])
             return self._nlp
 
-    async def score(self, text: str, vector: np.ndarray, *, previous: Sequence[np.ndarray] = ()) -> ScoredMessage:
-        """Score ``text`` (its MiniLM ``vector`` given); ``previous``: vectors of the scope's earlier evidence."""
+    async def score(self, text: str, vector: np.ndarray, *, previous: Sequence[np.ndarray] = (),
+                    nearest: float | None = None) -> ScoredMessage:
+        """Score ``text`` (its MiniLM ``vector`` given). Novelty comes from ``nearest``, the largest cosine
+        to the scope's earlier evidence when the caller measured it, else from their vectors ``previous``."""
         centroids = await self._ensure()
         sims = centroids @ np.asarray(vector, dtype=np.float32)
         parsed = await asyncio.to_thread(self._parse, text)
@@ -300,7 +302,7 @@ class EvidenceScorer:
         for topic in topics:  # the person's direction on each topic
             direction, dfeat[topic] = await self._direction(text, vector, topic, parsed, extra)
             directed.append((topic, direction))
-        novelty = _novelty(vector, previous)
+        novelty = _novelty(vector, previous) if nearest is None else _novelty_of(nearest)
         reliability = RELIABILITY[rtype]
         if rtype == EMPIRICAL and cues["source"] and re.search(r"peer[- ]reviewed|journal|meta-?analys|trial", text, re.I):
             reliability = "peer_reviewed"
@@ -371,8 +373,9 @@ class LLMEvidenceScorer:
         self._llm = llm
         self.fallback = fallback
 
-    async def score(self, text: str, vector: np.ndarray, *, previous: Sequence[np.ndarray] = ()) -> ScoredMessage:
-        base = await self.fallback.score(text, vector, previous=previous)
+    async def score(self, text: str, vector: np.ndarray, *, previous: Sequence[np.ndarray] = (),
+                    nearest: float | None = None) -> ScoredMessage:
+        base = await self.fallback.score(text, vector, previous=previous, nearest=nearest)
         prompt = (
             "You judge the evidence in one chat message, in the third person. Answer with JSON only: "
             '{"score": 0.0-1.0 argument strength, "reasoning_type": one of ' + ", ".join(REASONING_TYPES)
@@ -480,7 +483,12 @@ def _novelty(vector: np.ndarray, previous: Sequence[np.ndarray]) -> float:
     if not len(previous):
         return 1.0
     sims = np.stack([np.asarray(p, dtype=np.float32) for p in previous]) @ np.asarray(vector, dtype=np.float32)
-    return float(max(0.0, min(1.0, (0.95 - float(sims.max())) / 0.45)))
+    return _novelty_of(float(sims.max()))
+
+
+def _novelty_of(nearest: float) -> float:
+    """1 for a claim unlike any earlier one (cosine 0.5 or less), 0 for one said before (0.95 or more)."""
+    return float(max(0.0, min(1.0, (0.95 - nearest) / 0.45)))
 
 
 def _lexical_stance(tokens: Sequence[str], extra: dict[str, int] | None = None) -> float:

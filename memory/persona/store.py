@@ -129,12 +129,16 @@ class PersonaStore:
                ORDER BY interaction, id""", scope, _key(visible_in), epoch, list(exclude))
         return [_evidence_row(r) for r in rows]
 
-    async def recent_vectors(self, conn: asyncpg.Connection, scope: str, visible_in: str | None,
-                             limit: int = 200) -> list[np.ndarray]:
-        rows = await conn.fetch(
-            """SELECT embedding FROM persona_evidence WHERE scope = $1 AND COALESCE(visible_in, '') = $2
-               ORDER BY id DESC LIMIT $3""", scope, _key(visible_in), limit)
-        return [vec(r["embedding"]) for r in rows]
+    async def nearest_recent(self, conn: asyncpg.Connection, scope: str, visible_in: str | None,
+                             vector: np.ndarray, limit: int = 200) -> float | None:
+        """The largest cosine between ``vector`` and the audience's last ``limit`` pieces of evidence (None:
+        there are none). Computed in the database: shipping 200 vectors per message cost a millisecond."""
+        value = await conn.fetchval(
+            """SELECT max(1 - (embedding <=> $3)) FROM (
+                   SELECT embedding FROM persona_evidence WHERE scope = $1 AND COALESCE(visible_in, '') = $2
+                   ORDER BY id DESC LIMIT $4) recent""",
+            scope, _key(visible_in), np.asarray(vector, dtype=np.float32), limit)
+        return None if value is None else float(value)
 
     async def evidence_of(self, conn: asyncpg.Connection, message_ids: Sequence[int]) -> list[asyncpg.Record]:
         return await conn.fetch(
