@@ -298,33 +298,37 @@ class Importer:
         present = await self._conversations.existing_external_ids(
             scope, SOURCE, [(m.channel_id, m.external_id) for m in messages])
         new = [m for m in messages if (m.channel_id, m.external_id) not in present]
-        bare, keys = await self._embed(new, progress)
+        bare = await self._embed([m.text for m in new], progress)
+        # No reply, no surprise: salience calibrated from each message itself (memory.salience), so decay
+        # forgets imported trivia, never most of a history. CPU work: off the loop. Only the messages the
+        # gate admits need their episode key ("Name: text") embedded: a few percent of a history.
+        saliences = await asyncio.to_thread(imported_saliences, [m.text for m in new], np.asarray(bare)) \
+            if new else []
+        admitted = [i for i, salience in enumerate(saliences) if self.gate.admits(salience)]
+        keys = dict(zip(admitted, await self._embed([key_text(new[i].author_name, new[i].text) for i in admitted])))
         async with self._conversations.transaction() as conn:
             await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended('import:' || $1, 0))", scope)
             # Another import of the same messages may have committed while this one embedded.
             present = await self._conversations.existing_external_ids(
                 scope, SOURCE, [(m.channel_id, m.external_id) for m in messages], conn)
-            fresh = [(m, b, k) for m, b, k in zip(new, bare, keys) if (m.channel_id, m.external_id) not in present]
+            fresh = [i for i, m in enumerate(new) if (m.channel_id, m.external_id) not in present]
             stored = []
-            for m, _, _ in fresh:
+            for i in fresh:
+                m = new[i]
                 stored.append(await self._conversations.add(NewMessage(
                     scope=scope, source=SOURCE, external_id=m.external_id, channel_id=m.channel_id,
                     author_id=m.author_id, author_name=m.author_name, content=m.text, created_at=m.created_at,
                     is_bot=m.is_bot, reply_to_external=m.reply_to,
                     visible_in=m.channel_id if m.channel_id in private else None), conn))
-            # No reply, no surprise: salience calibrated from each message itself (memory.salience), so decay
-            # forgets imported trivia, never most of a history. CPU work: off the loop.
-            saliences = await asyncio.to_thread(
-                imported_saliences, [s.content for s in stored], np.asarray([b for _, b, _ in fresh]))
             written = await self._episodes.add_many([
                 NewEpisode(scope=scope, channel_id=s.channel_id, author_id=s.author_id, message_id=s.id,
-                           content=f"{s.author_name}: {s.content}", embedding=k, created_at=s.created_at,
-                           salience=salience, visible_in=s.visible_in)
-                for s, (_, _, k), salience in zip(stored, fresh, saliences) if self.gate.admits(salience)], conn)
+                           content=f"{s.author_name}: {s.content}", embedding=keys[i], created_at=s.created_at,
+                           salience=saliences[i], visible_in=s.visible_in)
+                for s, i in zip(stored, fresh) if i in keys], conn)
             await self._archetype_store.record_matches([
-                MatchRecord(scope, s.id, self._router.classify(b, scope), s.created_at, b)
-                for s, (_, b, _) in zip(stored, fresh) if not s.is_bot], conn)
-        await self._absorb(stored, [b for _, b, _ in fresh], absorb_progress)
+                MatchRecord(scope, s.id, self._router.classify(bare[i], scope), s.created_at, bare[i])
+                for s, i in zip(stored, fresh) if not s.is_bot], conn)
+        await self._absorb(stored, [bare[i] for i in fresh], absorb_progress)
         if len(stored) >= ANALYZE_AFTER:
             await self._analyze()
         return ImportReport(
@@ -342,20 +346,15 @@ class Importer:
         except asyncpg.PostgresError as exc:  # e.g. a role that may not analyze some table
             log.warning("ANALYZE after the import failed: %s", exc)
 
-    async def _embed(self, new: list[ImportedMessage],
-                     progress: Callable[[int, int], None] | None) -> tuple[list[np.ndarray], list[np.ndarray]]:
-        """Each message's own vector (archetype routing, salience) and its episode key ("Name: text")."""
-        bare: list[np.ndarray] = []
-        keys: list[np.ndarray] = []
-        for start in range(0, len(new), _EMBED_CHUNK):
-            chunk = new[start: start + _EMBED_CHUNK]
-            vectors = await self._embedder.embed_many(
-                [m.text for m in chunk] + [key_text(m.author_name, m.text) for m in chunk])
-            bare += list(vectors[: len(chunk)])
-            keys += list(vectors[len(chunk):])
+    async def _embed(self, texts: list[str], progress: Callable[[int, int], None] | None = None) -> list[np.ndarray]:
+        """``texts``' vectors, in chunks (a message's own text: archetype routing, salience; "Name: text": an
+        episode's key)."""
+        vectors: list[np.ndarray] = []
+        for start in range(0, len(texts), _EMBED_CHUNK):
+            vectors += list(await self._embedder.embed_many(texts[start: start + _EMBED_CHUNK]))
             if progress:
-                progress(min(start + _EMBED_CHUNK, len(new)), len(new))
-        return bare, keys
+                progress(min(start + _EMBED_CHUNK, len(texts)), len(texts))
+        return vectors
 
     async def _absorb(self, stored: list[StoredMessage], vectors: list[np.ndarray],
                       progress: Callable[[int, int], None] | None) -> None:
