@@ -100,7 +100,8 @@ class Settings(BaseSettings):
     archetype_refresh_seconds: float = Field(default=60.0, gt=0)
     default_context_turns: int = Field(default=8, ge=1, le=20)
     default_context_vectors: int = Field(default=5, ge=0, le=15)
-    default_similarity_threshold: float = Field(default=0.65, ge=0.0, le=1.0)
+    # calibrated by bench/calibrate_thresholds.py on the dev split (0.65: recall_any@10 0.890; 0.9: 0.896)
+    default_similarity_threshold: float = Field(default=0.9, ge=0.0, le=1.0)
     default_triple_depth: int = Field(default=1, ge=0, le=3)
 
     # --- episodic write gate (seed 001, 5.1) ------------------------------------

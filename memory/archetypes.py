@@ -287,7 +287,7 @@ class ArchetypeRouter:
     ) -> None:
         self.store = store
         self._embedder = embedder
-        self._default = default_plan
+        self.default_plan = default_plan  # the plan of messages no archetype matches
         self._min_similarity = min_similarity
         self._refresh_seconds = refresh_seconds
         self._cache = _Cache((), np.zeros((0, embedder.dimensions), dtype=np.float32), (), {})
@@ -402,11 +402,11 @@ class ArchetypeRouter:
         the default plan when nothing fits."""
         ranked = self.similarities(vector, scope)
         if not ranked:
-            return self._default
+            return self.default_plan
         best, similarity = ranked[0]
         if similarity < self._min_similarity:
             return replace(
-                self._default, similarity=similarity, archetype_id=best.id, best_archetype=best.name
+                self.default_plan, similarity=similarity, archetype_id=best.id, best_archetype=best.name
             )
         return ContextPlan(
             archetype=best.name,
