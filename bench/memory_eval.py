@@ -191,6 +191,7 @@ async def run_ablation(args: argparse.Namespace, app, questions: list[Question],
                   layers=[x for x in base_layers if x.name != "facts"])
     await variant("-graph (no facts layer)", layers=[x for x in base_layers if x.name != "facts"])
     await variant("-neighbours (each hit alone)", cfg=_replace(base_cfg, neighbours=0, neighbours_after=0))
+    await variant("+entity expansion (graph names searched as one more list)", cfg=_replace(base_cfg, expansion=True))
     gated: dict[str, float] = {}
     for tau in args.gate_taus:
         gate = WriteGate(tau=tau)  # the importer's and the layer's (absorption writes what the import did not)

@@ -154,6 +154,7 @@ class App:
                     GateConfig(enabled=settings.kg_gate_enabled, threshold=settings.kg_gate_threshold),
                     bot_name=settings.bot_name,
                 )
+                episodes_layer.graph = semantic  # entity expansion
                 layers.append(FactsLayer(semantic, prune_retrievability=settings.kg_prune_retrievability,
                                          prune_confidence=settings.kg_prune_confidence))
             if settings.persona_enabled:

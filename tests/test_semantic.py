@@ -12,6 +12,7 @@ from bot.app import App
 from bot.brain import IncomingTurn
 from memory.conversation import NewMessage, StoredMessage
 from memory.extract import TripleExtractor
+from memory.recall import recall_query
 from memory.semantic import GateConfig, SemanticMemory
 from tests.fakes import ScriptedLLM
 
@@ -436,3 +437,28 @@ async def test_a_fact_moved_by_a_merge_gets_the_vector_of_its_new_sentence(app: 
     assert any("salmon" in f.sentence() and "kitty" in f.sentence() for f in facts), [f.sentence() for f in facts]
     for f in facts:
         np.testing.assert_allclose(f.vector, await app.embedder.embed(f.sentence()), atol=1e-5)
+
+
+async def test_entity_expansion_searches_the_names_the_graph_links_to_the_question(app: App) -> None:
+    """Off by default (it cost recall on the dev split), but when on: asked about "my sister", the
+    turn that names her (and no word of the question) is found through the graph."""
+    await say(app, "My sister Lena lives in Lisbon")
+    await stored(app, "The weather was awful all week", at=T0 + timedelta(hours=1))
+    await stored(app, "Anyway, back to work", at=T0 + timedelta(hours=2))
+    named = await stored(app, "Lena finally sent photos of the new flat", at=T0 + timedelta(hours=3))
+    layer = app.brain.layer("episodes")
+    assert layer.graph is not None and not layer.config.expansion
+    question = "how is my sister doing?"
+    vector = await app.embedder.embed(question)
+    query = recall_query("g1", question, vector, app.brain.archetypes.classify(vector, "g1"), T0,
+                         author_id="u-ana")
+    found = [h.message.id for h in await layer._expanded(query, 10, [])]
+    assert named.id in found and len(found) == 2  # and the message that said so; nothing else
+
+    def recalled(bundle) -> bool:  # type: ignore[no-untyped-def]
+        return any(named.id in {s.id for s in item.sources}
+                   for section in bundle.sections if section.layer == "episodes" for item in section.items)
+
+    assert not recalled(await app.brain.recall.gather(query))
+    layer.config = replace(layer.config, expansion=True)
+    assert recalled(await app.brain.recall.gather(query))

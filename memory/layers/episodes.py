@@ -20,6 +20,7 @@ import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import asyncpg
 
@@ -31,6 +32,9 @@ from memory.layers.base import MEMORY, AbsorbedTurn, BaseLayer, MemoryItem, Reca
 from memory.lexical import LexicalHit, LexicalSearch, neighbours
 from memory.sources import IMPORTED
 from memory.timeparse import time_range
+
+if TYPE_CHECKING:
+    from memory.semantic import SemanticMemory
 
 SPEAKERS_TTL_S = 60.0
 _WORD = re.compile(r"[\w'-]+")
@@ -72,6 +76,13 @@ class HybridConfig:
     # --ablation).
     associative: bool = False
     associative_weight: float = 1.0
+    # Entity expansion: the names the knowledge graph links to the things the question names ("my sister" ->
+    # "Ines", "Rotterdam"), searched for in the message log as one more list (needs ``EpisodesLayer.graph``).
+    # Off: recall_any@10 on the dev splits, generated / hand-written, 0.898 / 0.872 without it, 0.898 / 0.840
+    # with it (weight 0.5: 0.895 / 0.862); the linked names pull in other days' turns (temporal 0.875 -> 0.750).
+    expansion: bool = False
+    expansion_weight: float = 1.0
+    expansion_facts: int = 12  # graph facts, one hop out, whose names are searched
 
 
 def key_text(author_name: str, content: str) -> str:
@@ -91,6 +102,7 @@ class EpisodesLayer(BaseLayer):
         self.lexical = lexical if lexical is not None else LexicalSearch(store.pool)
         self.config = config or HybridConfig()
         self.associative = AssociativeIndex(store.pool, associative)
+        self.graph: SemanticMemory | None = None  # for entity expansion; App sets it when the graph is on
         self._speaker_cache: dict[str, tuple[float, dict[str, str]]] = {}  # scope -> (when, id -> name)
 
     async def recall(self, query: RecallQuery) -> Section | None:
@@ -106,17 +118,18 @@ class EpisodesLayer(BaseLayer):
         named, rest = await self._named_speakers(query)
         # Lexical search leaves out the names of people who speak here (they are in most messages).
         words = rest if cfg.lexical_without_speakers and named else query.text
-        dense, lexical, in_time, theirs, associated = await asyncio.gather(
+        dense, lexical, in_time, theirs, associated, expanded = await asyncio.gather(
             self.store.search(query.scope, query.vector, n, visible_channel=visible),
             self.lexical.search(query.scope, words, n, visible_channel=visible, exclude_ids=exclude)
             if cfg.lexical else _nothing(),
             self._in_time(query, n) if cfg.time_weight > 0 else _nothing(),
             self._by_speakers(query, named, rest, n) if cfg.speaker_weight > 0 and named else _nothing(),
             self.associative.search(query.scope, query.vector, n, visible_channel=visible)
-            if cfg.associative else _nothing())
+            if cfg.associative else _nothing(),
+            self._expanded(query, n, exclude) if cfg.expansion and self.graph is not None else _nothing())
         dense = [h for h in dense if h.episode.message_id != query.before_message_id]
         nearest = dense[0].similarity if dense else None
-        ranked = await self._fuse(query, dense, lexical, in_time, theirs, associated)
+        ranked = await self._fuse(query, dense, lexical, in_time, theirs, associated, expanded)
         kept = [c for c in ranked if c.kept(plan.similarity_threshold, cfg.keep_top)]
         items = [c.item() for c in kept[: plan.vectors + extra]]
         if (cfg.neighbours > 0 or (cfg.neighbours_after or 0) > 0) and items:
@@ -171,14 +184,33 @@ class EpisodesLayer(BaseLayer):
         self._speaker_cache[scope] = (time.monotonic(), speakers)
         return speakers
 
+    async def _expanded(self, query: RecallQuery, n: int, exclude: Sequence[int]) -> list[LexicalHit]:
+        """Messages with the names the graph links to what the question talks about, one hop out (the
+        question's own words left out: the lexical list has them; so are the names of people who speak here,
+        which are in most messages)."""
+        assert self.graph is not None
+        facts = await self.graph.facts_for(
+            query.scope, query.text, author_id=query.author_id, depth=1, now=query.now,
+            limit=self.config.expansion_facts, visible_channel=query.audience.visible_channel)
+        asked = {_bare(w) for w in _WORD.findall(query.text)}
+        asked |= {w for name in (await self._speakers(query.scope)).values() for w in map(_bare, _WORD.findall(name))}
+        names = dict.fromkeys(
+            name for f in facts for name in (f.subject, f.object)
+            if name and not set(map(_bare, _WORD.findall(name))) <= asked)
+        if not names:
+            return []
+        return await self.lexical.search(query.scope, " ".join(names), n,
+                                         visible_channel=query.audience.visible_channel, exclude_ids=exclude)
+
     async def _fuse(self, query: RecallQuery, dense: list[EpisodeHit], lexical: list[LexicalHit],
                     in_time: Sequence[EpisodeHit] = (), theirs: Sequence[EpisodeHit] = (),
-                    associated: Sequence[AssociativeHit] = ()) -> list[_Candidate]:
-        """One list, best first: reciprocal-rank fusion of the dense, lexical, in-time, speaker and associative
-        ranks, by the message that opened each episode (a lexical hit on a bot reply counts for the episode it
-        belongs to)."""
+                    associated: Sequence[AssociativeHit] = (),
+                    expanded: Sequence[LexicalHit] = ()) -> list[_Candidate]:
+        """One list, best first: reciprocal-rank fusion of the dense, lexical, in-time, speaker, associative
+        and expansion ranks, by the message that opened each episode (a lexical hit on a bot reply counts for
+        the episode it belongs to)."""
         cfg = self.config
-        wanted = [h.message.id for h in lexical] + [h.message_id for h in associated]
+        wanted = [h.message.id for h in (*lexical, *expanded)] + [h.message_id for h in associated]
         found = await self.store.for_messages(
             query.scope, wanted, query.vector, visible_channel=query.audience.visible_channel) if wanted else {}
         candidates: dict[int, _Candidate] = {}
@@ -203,15 +235,18 @@ class EpisodesLayer(BaseLayer):
             c = candidates.setdefault(h.episode.message_id, _Candidate(hit=h))
             c.score += cfg.speaker_weight / (cfg.rrf_k + rank + 1)
             c.best_rank = min(c.best_rank, rank)
-        for rank, h in enumerate(lexical):
-            episode = found.get(h.message.id)
-            anchor = episode.episode.message_id if episode is not None else h.message.id
-            if anchor == query.before_message_id:
-                continue
-            c = candidates.setdefault(anchor, _Candidate(hit=episode, message=h.message))
-            if c.lexical_rank is None:
-                c.lexical_rank = rank
-                c.score += cfg.lexical_weight / (cfg.rrf_k + rank + 1)
+        for weight, hits in ((cfg.lexical_weight, lexical), (cfg.expansion_weight, expanded)):
+            counted: set[int] = set()  # an episode found by its message and its reply counts once per list
+            for rank, h in enumerate(hits):
+                episode = found.get(h.message.id)
+                anchor = episode.episode.message_id if episode is not None else h.message.id
+                if anchor == query.before_message_id or anchor in counted:
+                    continue
+                counted.add(anchor)
+                c = candidates.setdefault(anchor, _Candidate(hit=episode, message=h.message))
+                if hits is lexical:
+                    c.lexical_rank = rank
+                c.score += weight / (cfg.rrf_k + rank + 1)
                 c.best_rank = min(c.best_rank, rank)
         return sorted(candidates.values(), key=lambda c: -c.score)
 
