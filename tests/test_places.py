@@ -333,6 +333,7 @@ async def test_whereto_in_a_server_keeps_a_restricted_channels_places_and_proced
     h = History(app.db.pool, scope=guild)
     for i, text in enumerate(DOCKER):
         await absorb((places, macros), embedder, await h.say(f"d{i}", "100", text))
+    await absorb((places, macros), embedder, await h.say("ana", "100", "is there a channel for moderators?"))
     q = await h.say("ana", "200", "how do I ban a spam bot account that keeps posting invite links?",
                     visible_in="200")
     tip = await h.say("bob", "200", "Open the member list. Then right-click the account and choose Ban.",
@@ -350,8 +351,12 @@ async def test_whereto_in_a_server_keeps_a_restricted_channels_places_and_proced
     said = inside.response.send_message.call_args.args[0]
     assert "<#200>" in said and "Open the member list" in said
     assert await macros.suggest(guild, "ban a spam account") == []  # what everyone may see
-    assert await macros.suggest(guild, "ban a spam account", visible_channel="200")
+    [restricted] = await macros.suggest(guild, "ban a spam account", visible_channel="200")
     assert await macros.suggest("g2", "ban a spam account", visible_channel="200") == []  # another server
+    assert await macros.store.get(guild, restricted.id) is None  # by id too, only for its audience
+    assert (await macros.store.get(guild, restricted.id, visible_channel="200")).id == restricted.id
+    moves = await places.store.decisions(guild, visible_channel="200")
+    assert {d["message_id"] for d in await places.store.decisions(guild)} < {d["message_id"] for d in moves}
     # bad topics: a clear reply, nothing raised
     for bad in ("", "   ", "\x00", "x" * 10_000):
         i = interaction(77, 100)
@@ -397,3 +402,41 @@ async def test_a_check_mark_on_a_question_resolves_its_place_in_that_server_only
     await cog._reaction(check(77), added=True)
     await cog._reaction(check(77), added=True)  # a second check mark is the same resolution
     assert await app.db.pool.fetchval(resolutions) == 1
+
+
+async def test_the_askers_cross_on_a_reply_is_a_failure_of_the_procedures_it_suggested(app: App, embedder) -> None:  # type: ignore[no-untyped-def]
+    from bot.discord.reactions import ReactionsCog
+
+    places, macros = app.brain.layer("places"), app.brain.layer("macros")
+    h = History(app.db.pool, scope="77", source="discord")
+    q = await h.say("ana", "100", "how do I ban a spam bot account that keeps posting invite links?")
+    tip = await h.say("bob", "100", "Open the member list. Then right-click the account and choose Ban.",
+                      reply_to=q.external_id)
+    ok = await h.say("ana", "100", "thanks, that worked!")
+    for m in (q, tip, ok):
+        await absorb((places, macros), embedder, m)
+    [macro] = await macros.suggest("77", "ban a spam account")
+    later = await h.say("cy", "100", "a spam bot keeps posting invite links, how do I ban it?")
+    await macros.store.record_uses(later, [macro.id])  # the procedure reached the prompt for this question
+    reply = await app.conversations.add(NewMessage(
+        "77", "discord", "r1", "100", "bot", "hippobot", "Open the member list, right-click it and choose Ban.",
+        later.created_at + timedelta(seconds=5), is_bot=True, derived_from_id=later.id))
+    cog = ReactionsCog(SimpleNamespace(app=app, user=None))  # type: ignore[arg-type]
+
+    def react(emoji: str, user: str, guild: int = 77) -> SimpleNamespace:
+        return SimpleNamespace(emoji=emoji, channel_id=100, message_id=reply.external_id, user_id=user,
+                               guild_id=guild, member=None)
+
+    stats = "SELECT successes, failures FROM macros WHERE id = $1"
+    before = tuple(await app.db.pool.fetchrow(stats, macro.id))
+    await cog._reaction(react("❌", "u-ana"), added=True)  # not the asker: nothing
+    await cog._reaction(react("❌", "u-cy", guild=78), added=True)  # another server: nothing
+    assert tuple(await app.db.pool.fetchrow(stats, macro.id)) == before
+    await cog._reaction(react("❌", "u-cy"), added=True)
+    assert tuple(await app.db.pool.fetchrow(stats, macro.id)) == (before[0], before[1] + 1)
+    await cog._reaction(react("❌", "u-cy"), added=False)  # taken back
+    assert tuple(await app.db.pool.fetchrow(stats, macro.id)) == before
+    await cog._reaction(react("✅", "u-cy"), added=True)
+    assert tuple(await app.db.pool.fetchrow(stats, macro.id)) == (before[0] + 1, before[1])
+    await app.provenance.forget_message("77", reply.id)  # the reply goes: so does what its reaction taught
+    assert tuple(await app.db.pool.fetchrow(stats, macro.id)) == before

@@ -4,7 +4,9 @@ A reaction on one of the bot's replies (👍 ❤️ 😂 up, 👎 down; taking i
 takes the signal back) and a person replying to it directly are handed to
 the resonance layer (memory/layers/resonance.py), which finds the reply's
 moment and recomputes its quality. A ✅ on a person's message marks
-its conversation resolved for the places layer. A deleted reply needs nothing here: the
+its conversation resolved for the places layer; the asker's ✅ or ❌ on a reply
+that carried suggested procedures is a success or failure of those macros
+(taking it back takes it back). A deleted reply needs nothing here: the
 chat cog forgets the message, and the layer's ``forgetting`` marks its
 moment down. Raw events, so replies posted before a restart count; the
 bot's own reactions and other bots are ignored. Each event touches only the
@@ -28,7 +30,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-RESOLVED = frozenset({"✅", "☑️", "✔️"})  # a person's question marked solved
+RESOLVED = frozenset({"✅", "☑️", "✔️"})  # a person's question marked solved; a suggestion that worked
+FAILED = frozenset({"❌", "✖️", "🚫"})  # a suggestion that did not work
 
 
 class ReactionsCog(commands.Cog):
@@ -57,6 +60,8 @@ class ReactionsCog(commands.Cog):
             return
         if added and str(payload.emoji) in RESOLVED:
             await self._resolved(payload)
+        if str(payload.emoji) in RESOLVED | FAILED:
+            await self._outcome(payload, (str(payload.emoji) in RESOLVED) if added else None)
         layer = self._layer()
         if layer is None:
             return
@@ -87,6 +92,23 @@ class ReactionsCog(commands.Cog):
                 await resolved(stored)
         except Exception:  # like any reaction: never disturbs the bot
             log.exception("resolution on message %s not recorded", payload.message_id)
+
+    async def _outcome(self, payload: Any, worked: bool | None) -> None:
+        """The asker's ✅ / ❌ on a reply of the bot: the suggested procedures worked, or did not."""
+        macros = self.bot.app.brain.layer("macros")
+        react = getattr(macros, "reply_reaction", None)
+        if react is None:
+            return
+        try:
+            stored = await self.bot.app.conversations.find_transport(
+                "discord", str(payload.channel_id), str(payload.message_id))
+            if stored is not None and stored.is_bot and stored.scope == scope_for(payload.guild_id, payload.user_id):
+                ids = await react(stored, str(payload.user_id), worked, datetime.now(UTC))
+                if ids:
+                    log.info("macros %s: %s on reply %s", ids, {True: "worked", False: "failed"}.get(worked, "undone"),
+                             payload.message_id)
+        except Exception:  # like any reaction: never disturbs the bot
+            log.exception("macro outcome on message %s not recorded", payload.message_id)
 
     @commands.Cog.listener()
     async def on_message(self, message: discord.Message) -> None:

@@ -88,6 +88,11 @@ class MacrosLayer(BaseLayer):
         added = await self.store.add(t, vector, now)
         return None if added is None else added[0]
 
+    async def reply_reaction(self, reply: StoredMessage, reactor_id: str, worked: bool | None,
+                             now: datetime) -> list[int]:
+        """The asker's ✅ (``worked``) or ❌ on a reply that carried suggestions; None: taken back."""
+        return await self.store.outcome_of_reply(reply, reactor_id, worked, now)
+
     async def failed(self, message: StoredMessage, now: datetime) -> list[int]:
         """A ❌ (or "that did not work") on the latest suggestion: a failure for those macros."""
         return await self.store.outcome_of_uses(message, False, now)

@@ -290,12 +290,15 @@ class PlaceStore:
                       (SELECT count(*) FROM place_edges WHERE scope = $1) AS edges""", scope)
         return {"places": int(row["places"]), "place edges": int(row["edges"])}
 
-    async def decisions(self, scope: str, limit: int = 20) -> list[dict[str, object]]:
-        """The latest gate decisions with their reasons (the seed's provenance log)."""
+    async def decisions(self, scope: str, limit: int = 20, *,
+                        visible_channel: str | None = None) -> list[dict[str, object]]:
+        """The latest gate decisions with their reasons (the seed's provenance log) that the audience may see
+        (``visible_channel`` None: the public ones)."""
         require_scope(scope)
         rows = await self.pool.fetch(
-            """SELECT message_id, src, dst, action, reason, cost_s, created_at FROM place_moves WHERE scope = $1
-               ORDER BY created_at DESC, id DESC LIMIT $2""", scope, limit)
+            """SELECT message_id, src, dst, action, reason, cost_s, created_at FROM place_moves
+               WHERE scope = $1 AND (visible_in IS NULL OR visible_in = $3)
+               ORDER BY created_at DESC, id DESC LIMIT $2""", scope, limit, visible_channel)
         return [dict(r) for r in rows]
 
     # --- dream ---------------------------------------------------------------------------------------------

@@ -196,8 +196,11 @@ class MacroStore:
         lines = await self._steps([r["id"] for _, _, r in chosen])
         return [_macro(r, lines.get(r["id"], ([], [])), sim, score) for score, sim, r in chosen]
 
-    async def get(self, scope: str, macro_id: int) -> Macro | None:
-        row = await self.pool.fetchrow("SELECT * FROM macros WHERE id = $1 AND scope = $2", macro_id, scope)
+    async def get(self, scope: str, macro_id: int, *, visible_channel: str | None = None) -> Macro | None:
+        """One macro the audience may see (``visible_channel`` None: the public one), else None."""
+        row = await self.pool.fetchrow(
+            "SELECT * FROM macros WHERE id = $1 AND scope = $2 AND (visible_in IS NULL OR visible_in = $3)",
+            macro_id, scope, visible_channel)
         if row is None:
             return None
         return _macro(row, (await self._steps([macro_id])).get(macro_id, ([], [])), 0.0, 0.0)
@@ -242,6 +245,31 @@ class MacroStore:
         ids = [r["macro_id"] for r in rows]
         for macro_id in ids:
             await self.record_outcome(macro_id, message.id, success, now)
+        return ids
+
+    async def outcome_of_reply(self, reply: StoredMessage, reactor_id: str, success: bool | None,
+                               now: datetime) -> list[int]:
+        """The person who asked reacted to the bot's ``reply`` (✅ it worked, ❌ it did not; None: the reaction
+        was taken back): an outcome, kept under the reply's id, for the macros that reached that reply's
+        prompt. Someone else's reaction counts for nothing. Their ids."""
+        if not reply.is_bot or reply.derived_from_id is None:
+            return []
+        async with self.pool.acquire() as conn, conn.transaction():
+            ids = [r["macro_id"] for r in await conn.fetch(
+                """SELECT u.macro_id FROM macro_uses u JOIN messages m ON m.id = u.message_id
+                   WHERE u.scope = $1 AND u.message_id = $2 AND m.author_id = $3 ORDER BY u.macro_id""",
+                reply.scope, reply.derived_from_id, reactor_id)]
+            if not ids:
+                return []
+            if success is None:
+                await conn.execute("DELETE FROM macro_outcomes WHERE macro_id = ANY($1::bigint[]) AND message_id = $2",
+                                   ids, reply.id)
+            else:
+                await conn.executemany(
+                    """INSERT INTO macro_outcomes (macro_id, message_id, success, created_at) VALUES ($1, $2, $3, $4)
+                       ON CONFLICT (macro_id, message_id) DO UPDATE SET success = excluded.success""",
+                    [(i, reply.id, success, now) for i in ids])
+            await _restat(conn, ids, now)
         return ids
 
     async def record_outcome(self, macro_id: int, message_id: int, success: bool, now: datetime) -> None:
