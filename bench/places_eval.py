@@ -9,7 +9,10 @@ once, then held-out questions are asked:
 
 - **where**: "where do I ask about X" from #general; right channel first (any channel where X is discussed),
   and the stricter share where it is the topic's home channel. Goal >= 0.9 on the held-out split. The dev
-  split is the only one looked at while choosing the constants.
+  split is the only one looked at while choosing the constants. Two held-out splits: ``heldout`` in
+  questions.json was seen once before the method changed; ``heldout2`` (where_heldout2.json, 52 questions, 4
+  per channel, written by someone who never saw the retrieval code or its results) is the clean one, and its
+  misses are not printed (they are in --json).
 - **procedures**: held-out rewordings of the solved problems; the right procedure in the top 3 (goal >= 0.8)
   and at the top.
 - **spatial bar** (seed 10.1: EM >= 0.10 or steps to goal down by >= 20 % against no macros): a simulation.
@@ -94,8 +97,9 @@ async def main(argv: Sequence[str] | None = None) -> int:
 
         # where do I ask about X
         rows = []
-        for split in ("dev", "heldout"):
-            qs = questions["where"][split]
+        splits = {"dev": questions["where"]["dev"], "heldout": questions["where"]["heldout"],
+                  "heldout2": json.loads((DATA / "where_heldout2.json").read_text())}
+        for split, qs in splits.items():
             first = home = top3 = 0
             misses = []
             for q in qs:
@@ -112,9 +116,10 @@ async def main(argv: Sequence[str] | None = None) -> int:
                                          "right_top3": top3 / n, "misses": misses}
         print(table("Where do I ask about X? (asked from #general)",
                     ["split", "questions", "right channel first", "home channel first", "right in top 3"], rows))
-        for m in results["where_heldout"]["misses"]:  # type: ignore[index]
-            print("  held-out miss:", m)
-        print(f"goal: right channel first >= {GOALS['where']} on held-out questions")
+        for m in results["where_dev"]["misses"]:  # type: ignore[index]
+            print("  dev miss:", m)
+        print(f"goal: right channel first >= {GOALS['where']} on held-out questions (heldout2: written apart, never "
+              "looked at while choosing anything; heldout: seen once before the method changed, no longer clean)")
 
         # procedures for held-out problems, and the spatial bar
         hist = routed = with_macros = 0
