@@ -206,10 +206,23 @@ async def test_the_embedded_servers_pool_runs_iterative_index_scans(pool: asyncp
     if os.environ.get("HIPPOBOT_TEST_DATABASE_URL") and not await _library_has_iterative_scans(pool):
         pytest.skip("the server at HIPPOBOT_TEST_DATABASE_URL has pgvector < 0.8")
     assert await iterative_scans(pool)
+    async with pool.acquire() as conn, conn.transaction():
+        await conn.execute("SET LOCAL hnsw.iterative_scan = off")  # how hippobot changes a setting
+        assert not await iterative_scans(conn)
     async with pool.acquire() as conn:
-        await conn.execute("SET hnsw.iterative_scan = off")
-    async with pool.acquire() as conn:  # the pool's reset returns a connection to the pool's setting
         assert await iterative_scans(conn)
+
+
+def test_no_code_changes_a_setting_for_the_whole_session() -> None:
+    """Released connections skip asyncpg's RESET ALL (memory.db._release), so a plain SET would stay with the
+    connection for its next user: settings are startup settings or SET LOCAL."""
+    import re
+
+    root = Path(__file__).resolve().parents[1]
+    session_set = re.compile(r"""["']\s*SET\s+(?!LOCAL\b)|set_config\([^)]*false""", re.IGNORECASE)
+    found = [f"{path.relative_to(root)}:{n}" for d in ("bot", "memory", "dream") for path in (root / d).rglob("*.py")
+             for n, line in enumerate(path.read_text().splitlines(), 1) if session_set.search(line)]
+    assert found == []
 
 
 async def _library_has_iterative_scans(pool: asyncpg.Pool) -> bool:
