@@ -440,3 +440,20 @@ async def test_the_askers_cross_on_a_reply_is_a_failure_of_the_procedures_it_sug
     assert tuple(await app.db.pool.fetchrow(stats, macro.id)) == (before[0] + 1, before[1])
     await app.provenance.forget_message("77", reply.id)  # the reply goes: so does what its reaction taught
     assert tuple(await app.db.pool.fetchrow(stats, macro.id)) == before
+
+
+async def test_asking_for_directions_does_not_make_a_place_about_the_topic(pool, embedder, layers) -> None:  # type: ignore[no-untyped-def]
+    from memory.places.codes import asks_for_directions
+
+    assert asks_for_directions("where do I ask about docker? compose keeps failing")
+    assert asks_for_directions("is there a channel for sourdough?") and asks_for_directions("which channel is for git")
+    assert not asks_for_directions("where did you buy that flour?") and not asks_for_directions(DOCKER[0])
+    places, _ = layers
+    h = History(pool)
+    lobby = "good morning all, the weather is lovely today and I am drinking coffee"
+    await absorb(layers, embedder, await h.say("ana", "lobby", lobby))
+    code = "SELECT centroid FROM places WHERE channel_id = 'lobby'"
+    before = (await pool.fetchval(code)).to_numpy()
+    await absorb(layers, embedder, await h.say("ben", "lobby", "where do I ask about docker? my compose file fails"))
+    assert np.allclose((await pool.fetchval(code)).to_numpy(), before)
+    assert await pool.fetchval("SELECT count(*) FROM place_messages WHERE weight = 0") == 1  # still on the map

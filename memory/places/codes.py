@@ -60,6 +60,19 @@ verify vacuum analyze reindex dump shoot meter focus shoot stretch deload eat sl
 """.split())
 
 
+# Asking for directions ("where do I ask about X?", "which channel is for X?", "is there a channel for X?"):
+# such a message names a topic that is discussed somewhere else.
+_DIRECTIONS = re.compile(
+    r"\b(?:where (?:do|can|could|should|would|shall) (?:i|we|you|one|people) (?:ask|go|post|get help|find help|"
+    r"talk|discuss|put)|which (?:channel|room)|what channel|(?:is|are) there (?:a|any) (?:channel|room)s?|"
+    r"right (?:channel|room|place) (?:for|to))\b", re.IGNORECASE)
+
+
+def asks_for_directions(text: str) -> bool:
+    """Whether ``text`` asks where a topic is discussed (it is not the topic's discussion itself)."""
+    return bool(_DIRECTIONS.search(text))
+
+
 # The words of asking where to go ("where do I ask about", "which channel is for", "who can help with"): a
 # "where" question's topic is what is left (the frame itself matches lobby chatter, not the topic's place).
 FRAME_WORDS = frozenset("""

@@ -26,7 +26,7 @@ import numpy as np
 
 from memory.conversation import StoredMessage, require_scope
 from memory.embed import similarity
-from memory.places.codes import SUCCESS, is_question, is_substantive, label, outcome
+from memory.places.codes import SUCCESS, asks_for_directions, is_question, is_substantive, label, outcome
 from memory.places.gate import AGGREGATE, BLOCK, INSERT, GateConfig, GateDecision, SpatialGate
 from memory.vectors import centroid, cosine, unit, vec
 
@@ -109,7 +109,9 @@ class PlaceStore:
         if message.is_bot or not message.content.strip():
             return None
         v = unit(vector)
-        weight = 1.0 if is_substantive(message.content) else 0.0
+        # A request for directions ("where do I ask about docker?" in #general) joins a place for the person's
+        # trajectory, but its topic is discussed elsewhere: it must not pull this place's code towards it.
+        weight = 1.0 if is_substantive(message.content) and not asks_for_directions(message.content) else 0.0
         question = weight > 0 and is_question(message.content)
         resolved = outcome(message.content) == SUCCESS
         async with self.pool.acquire() as conn, conn.transaction():
