@@ -106,6 +106,14 @@ class Absorber:
             await self.conversations.mark_absorbed(message_id, now)
         return ok
 
+    async def prepare(self, texts: Sequence[str]) -> None:
+        """Let the layers batch work for messages about to be absorbed (their optional ``prepare_absorb``:
+        one spaCy batch instead of a parse per message). Only a speed-up: a failure is logged."""
+        hooks = [h for layer in self.layers if (h := getattr(layer, "prepare_absorb", None)) is not None]
+        for layer_hook, result in zip(hooks, await asyncio.gather(*(h(texts) for h in hooks), return_exceptions=True)):
+            if isinstance(result, Exception):
+                log.warning("preparing absorption failed in %s: %s", layer_hook, result)
+
     async def backlog(self, *, limit: int = 10_000, progress: Callable[[int, int], None] | None = None) -> int:
         """Absorb person messages never absorbed (a crash, a kill), oldest first; at most ``limit``."""
         total = min(await self.conversations.count_unabsorbed(), limit)

@@ -75,6 +75,7 @@ def owned_name(name: str) -> tuple[str, str | None]:
 
 
 MENTIONS_CACHED = 4096  # texts whose mentions are kept (a batch of recall queries is parsed ahead)
+DOCS_CACHED = 512  # parsed texts kept for extraction (an import parses a chunk of messages ahead)
 
 _SPACY: dict[str, Any] = {}  # model name -> loaded pipeline, one per process (read-only once loaded)
 _SPACY_LOCK = threading.Lock()
@@ -98,6 +99,8 @@ class TripleExtractor:
         self._lock = threading.Lock()
         self._mentions: OrderedDict[str, list[Mention]] = OrderedDict()  # recent texts' mentions
         self._mentions_lock = threading.Lock()
+        self._docs: OrderedDict[str, Any] = OrderedDict()  # texts parsed ahead by parse_many
+        self._docs_lock = threading.Lock()
 
     def _pipeline(self) -> Any:
         with self._lock:
@@ -134,6 +137,23 @@ class TripleExtractor:
         for text, doc in zip(texts, self._pipeline().pipe(texts, batch_size=64)):
             self._remember(text, self._doc_mentions(doc))
 
+    def parse_many(self, texts: Sequence[str]) -> None:
+        """Parse many texts in one spaCy batch ahead of ``extract`` on each (an import's absorption: a batch
+        parses at about 2.5x the speed of one text at a time)."""
+        texts = list(dict.fromkeys(texts))[:DOCS_CACHED]
+        docs = list(self._pipeline().pipe(texts, batch_size=64))
+        with self._docs_lock:
+            for text, doc in zip(texts, docs):
+                self._docs[text] = doc
+                self._docs.move_to_end(text)
+            while len(self._docs) > DOCS_CACHED:
+                self._docs.popitem(last=False)
+
+    def _doc(self, text: str) -> Any:
+        with self._docs_lock:
+            doc = self._docs.get(text)
+        return doc if doc is not None else self._pipeline()(text)
+
     def _remember(self, text: str, found: list[Mention]) -> None:
         with self._mentions_lock:
             self._mentions[text] = list(found)
@@ -159,10 +179,10 @@ class TripleExtractor:
 
     def is_question(self, text: str) -> bool:
         """True when every sentence of ``text`` is a question."""
-        return all(_is_question(sent) for sent in self._pipeline()(text).sents)
+        return all(_is_question(sent) for sent in self._doc(text).sents)
 
     def extract(self, text: str) -> list[Triple]:
-        doc = self._pipeline()(text)
+        doc = self._doc(text)
         owners = _owners(doc)
         triples: list[Triple] = []
         antecedents: list[Any] = []

@@ -43,6 +43,7 @@ SOURCE = IMPORTED
 ANALYZE_AFTER = 200  # messages: an import at least this big refreshes the planner's statistics
 MAX_FILE_BYTES = 512 * 1024 * 1024
 _EMBED_CHUNK = 512
+_ABSORB_CHUNK = 256  # messages whose parse the layers batch ahead of absorbing them
 _SKIPPED_DCE_TYPES = {"ChannelPinnedMessage", "GuildMemberJoin", "RecipientAdd", "RecipientRemove", "Call",
                       "ChannelNameChange", "ChannelIconChange", "ThreadCreated"}
 
@@ -361,7 +362,10 @@ class Importer:
         if self._absorber is None:
             return
         people = [(s, v) for s, v in zip(stored, vectors) if not s.is_bot]
-        for done, (s, v) in enumerate(people, start=1):
-            await self._absorber.absorb(s.id, AbsorbHints(text=s.content, vector=v))
-            if progress and (done % 50 == 0 or done == len(people)):
-                progress(done, len(people))
+        for start in range(0, len(people), _ABSORB_CHUNK):
+            chunk = people[start:start + _ABSORB_CHUNK]
+            await self._absorber.prepare([s.content for s, _ in chunk])  # one spaCy batch per layer
+            for done, (s, v) in enumerate(chunk, start=start + 1):
+                await self._absorber.absorb(s.id, AbsorbHints(text=s.content, vector=v))
+                if progress and (done % 50 == 0 or done == len(people)):
+                    progress(done, len(people))

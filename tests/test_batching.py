@@ -80,3 +80,29 @@ async def test_a_batch_of_recalls_is_prepared_once_and_a_failing_prepare_costs_n
     assert layer.prepared == [[q for q, _ in queries]]
     await app.brain.contexts(queries[:1], k=5)  # one query: nothing to batch
     assert len(layer.prepared) == 1
+
+
+def test_an_import_chunk_is_parsed_in_one_batch_and_extracted_the_same() -> None:
+    """Absorption of an import parses each chunk with spaCy's pipe once (Absorber.prepare); extraction from the
+    parsed documents gives what parsing each text gives."""
+    extractor = TripleExtractor()
+    texts = ["My sister Lena lives in Lisbon", "I adopted a grey cat called Miso", "We moved to Porto in May"]
+    expected = [extractor.extract(t) for t in texts]
+    nlp = extractor._pipeline()
+
+    class Counting:
+        calls = 0
+
+        def __call__(self, text: str):  # type: ignore[no-untyped-def]
+            Counting.calls += 1
+            return nlp(text)
+
+        def pipe(self, texts, **kw):  # type: ignore[no-untyped-def]
+            return nlp.pipe(texts, **kw)
+
+    extractor._nlp = Counting()
+    extractor.parse_many(texts)
+    assert [extractor.extract(t) for t in texts] == expected
+    assert Counting.calls == 0  # every text came from the batch
+    extractor.extract("a text nobody parsed ahead")
+    assert Counting.calls == 1

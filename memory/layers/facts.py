@@ -88,6 +88,10 @@ class FactsLayer(BaseLayer):
         """The queries' mentions in one spaCy batch (recall parses each query otherwise)."""
         await asyncio.to_thread(self.semantic.extractor.mentions_many, texts)
 
+    async def prepare_absorb(self, texts: Sequence[str]) -> None:
+        """A batch of messages parsed ahead of their absorption (an import)."""
+        await asyncio.to_thread(self.semantic.extractor.parse_many, texts)
+
     async def stats(self, scope: str) -> Mapping[str, object]:
         out: dict[str, object] = {f"graph gate {k}": v for k, v in (await self.semantic.gate_counts(scope)).items()}
         out["graph edges"] = await self.semantic.pool.fetchval("SELECT count(*) FROM kg_edges WHERE scope = $1", scope)

@@ -17,6 +17,7 @@ what is left.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta, timezone
@@ -91,6 +92,11 @@ class PersonaLayer(BaseLayer):
 
     async def absorb(self, turn: AbsorbedTurn) -> None:
         await self.absorb_message(turn.message, turn.vector, turn.now)
+
+    async def prepare_absorb(self, texts: Sequence[str]) -> None:
+        """Parse a batch of messages ahead of their absorption (an import)."""
+        scorer = getattr(self.scorer, "fallback", self.scorer)
+        await asyncio.to_thread(scorer.parse_many, texts)
 
     async def absorb_message(self, message: StoredMessage, vector: np.ndarray, now: datetime) -> bool:
         """Score one person message and fold it into its audience's persona; False when skipped."""

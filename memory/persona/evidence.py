@@ -227,6 +227,7 @@ class ScoredMessage:
 
 
 _CACHE_SIZE = 20_000
+_DOCS_AHEAD = 512  # messages parsed ahead of scoring (an import parses a chunk at once)
 
 
 def _poles(topic: str) -> tuple[str, str]:
@@ -248,6 +249,8 @@ class EvidenceScorer:
         self._outcomes: tuple[np.ndarray, np.ndarray] | None = None
         self._init_lock = asyncio.Lock()
         self._cache: dict[str, np.ndarray] = {}  # phrase and topic-pole sentences -> MiniLM vector
+        self._docs: dict[str, Any] = {}  # texts parsed ahead by parse_many, each taken once
+        self._docs_lock = threading.Lock()
 
     async def embedded(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
         """MiniLM vectors of ``texts``, one batched call for those not seen before (topics and outcome phrases
@@ -310,8 +313,19 @@ class EvidenceScorer:
                     "cues": cues, "why": why, "words": parsed["words"], "direction": dfeat}
         return ScoredMessage(round(score, 4), rtype, reliability, round(novelty, 4), tuple(directed), features)
 
+    def parse_many(self, texts: Sequence[str]) -> None:
+        """Parse many messages in one spaCy batch ahead of scoring each (an import's absorption)."""
+        texts = list(dict.fromkeys(t[:2000] for t in texts))[:_DOCS_AHEAD]
+        docs = list(self._pipeline().pipe(texts, batch_size=64))
+        with self._docs_lock:
+            if len(self._docs) + len(docs) > _DOCS_AHEAD:  # ahead of scoring, never a store
+                self._docs.clear()
+            self._docs.update(zip(texts, docs))
+
     def _parse(self, text: str) -> dict[str, Any]:
-        doc = _merge_hyphens(self._pipeline()(text[:2000]))
+        with self._docs_lock:
+            ahead = self._docs.pop(text[:2000], None)
+        doc = _merge_hyphens(ahead if ahead is not None else self._pipeline()(text[:2000]))
         return {"topics": _topics(doc), "phrases": _outcome_phrases(doc), "words": len([t for t in doc if t.is_alpha]),
                 "tokens": [t.lower_ for t in doc], "question": text.strip().endswith("?")}
 
