@@ -20,6 +20,8 @@ import contextlib
 import io
 import logging
 import os
+import warnings
+from collections.abc import Iterator
 from importlib import metadata
 from pathlib import Path
 
@@ -48,8 +50,13 @@ def export(model_dir: Path, out: Path) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     import torch
     from transformers import AutoModel, AutoTokenizer
+    from transformers.utils import logging as hf_logging
 
-    model = AutoModel.from_pretrained(str(model_dir)).eval()
+    hf_logging.disable_progress_bar()
+    try:
+        model = AutoModel.from_pretrained(str(model_dir)).eval()
+    finally:
+        hf_logging.enable_progress_bar()
     tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
 
     class Encoder(torch.nn.Module):
@@ -64,7 +71,9 @@ def export(model_dir: Path, out: Path) -> None:
     batch, seq = torch.export.Dim("batch"), torch.export.Dim("seq", max=MAX_SEQ_LENGTH)
     tmp = out.with_name(f"{out.name}.{os.getpid()}.tmp")
     try:
-        with contextlib.redirect_stdout(io.StringIO()):  # the exporter prints its progress
+        # the exporter prints its progress and warns about what it does not need (torchvision, axis names)
+        with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings(), _quiet("torch.onnx"):
+            warnings.simplefilter("ignore")
             torch.onnx.export(Encoder(model), (example["input_ids"], example["attention_mask"]), str(tmp),
                               input_names=["input_ids", "attention_mask"], output_names=["hidden"],
                               dynamic_shapes=({0: batch, 1: seq}, {0: batch, 1: seq}), dynamo=True,
@@ -83,6 +92,17 @@ def export(model_dir: Path, out: Path) -> None:
         tmp.unlink(missing_ok=True)
         for extra in tmp.parent.glob(f"{tmp.name}*"):  # external-data files, when the exporter writes any
             extra.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def _quiet(logger: str) -> Iterator[None]:
+    named = logging.getLogger(logger)
+    level = named.level
+    named.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        named.setLevel(level)
 
 
 def _pool(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
