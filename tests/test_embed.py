@@ -54,3 +54,17 @@ def test_without_a_usable_onnx_file_auto_falls_back_and_onnx_says_why(tmp_path: 
     np.testing.assert_allclose(auto.encode_sync(["hi"]), torch_embedder.encode_sync(["hi"]), atol=1e-6)
     with pytest.raises(OSError):
         MiniLMEmbedder(backend="onnx", cache_dir=blocked).load()
+
+
+def test_a_new_machine_exports_the_onnx_file_once_and_reuses_it(tmp_path: Path,
+                                                                 torch_embedder: MiniLMEmbedder) -> None:
+    fresh = MiniLMEmbedder(backend="onnx", cache_dir=tmp_path)
+    fresh.load()  # nothing cached here: exported from the bundled model, checked against PyTorch
+    [exported] = list(tmp_path.glob("*.onnx"))
+    assert list(tmp_path.iterdir()) == [exported]  # no temporary or external-data file left behind
+    stamp = exported.stat().st_mtime_ns
+    again = MiniLMEmbedder(backend="onnx", cache_dir=tmp_path)
+    again.load()
+    assert exported.stat().st_mtime_ns == stamp  # the second start reads the file, it does not export again
+    vectors = again.encode_sync(TEXTS)
+    assert float(np.min(np.sum(vectors * torch_embedder.encode_sync(TEXTS), axis=1))) > 1 - 1e-4
