@@ -247,6 +247,9 @@ class App:
                 log.warning("memory writes still queued at shutdown; they are absorbed at the next start")
         finally:
             await self.router.stop()
+            lexical = getattr(self.brain.layer("episodes"), "lexical", None)
+            if lexical is not None:
+                await lexical.close()  # a word-statistics recount in flight
             if self.llm is not None:
                 await asyncio.to_thread(self.llm.close)
             await self.db.close()

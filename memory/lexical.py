@@ -66,6 +66,13 @@ class LexicalSearch:
         self._refreshing: dict[tuple[str, str | None], asyncio.Task] = {}
         self._no_cache_until = 0.0
 
+    async def close(self) -> None:
+        """Cancel the recounts in flight (before the pool they use closes)."""
+        tasks = list(self._refreshing.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
     def forget_cached(self, *, for_s: float = 10.0) -> None:
         """Drop the cached document frequencies (they count the words of messages being forgotten), and
         cache none for ``for_s`` seconds, so statistics read before the forgetting commits are not kept."""

@@ -124,3 +124,7 @@ async def test_expired_word_statistics_are_recounted_in_the_background(pool: asy
             break
         await asyncio.sleep(0.02)
     assert search._stats[("g1", None)].df.get("kayak") == 1
+    slow = asyncio.create_task(asyncio.sleep(60))  # a recount still running when the app closes ...
+    search._refreshing[("g1", "slow")] = slow
+    await search.close()  # ... is cancelled before the pool goes
+    assert slow.cancelled()
