@@ -58,10 +58,8 @@ class ReactionsCog(commands.Cog):
         member = getattr(payload, "member", None)
         if self._is_me(payload.user_id) or (member is not None and member.bot):
             return
-        if added and str(payload.emoji) in RESOLVED:
-            await self._resolved(payload)
         if str(payload.emoji) in RESOLVED | FAILED:
-            await self._outcome(payload, (str(payload.emoji) in RESOLVED) if added else None)
+            await self._marked(payload, added)
         layer = self._layer()
         if layer is None:
             return
@@ -77,38 +75,30 @@ class ReactionsCog(commands.Cog):
             log.info("reaction %s on reply %s: quality %.2f", "added" if added else "removed", payload.message_id,
                      quality)
 
-    async def _resolved(self, payload: Any) -> None:
-        """A ✅ on a person's message: the conversation there reached a resolution (the places layer counts it
-        for the place and the move that led there)."""
-        places = self.bot.app.brain.layer("places")
-        resolved = getattr(places, "resolved", None)
-        if resolved is None:
-            return
+    async def _marked(self, payload: Any, added: bool) -> None:
+        """A ✅ / ❌ on a message of this scope. On a person's message, a ✅ is a resolution of the conversation
+        there (the places layer counts it for the place and the move that led there). On the bot's reply, the
+        asker's ✅ / ❌ says whether the procedures it suggested worked (the macros layer; taking the mark back
+        takes that back)."""
+        emoji = str(payload.emoji)
         try:
             stored = await self.bot.app.conversations.find_transport(
                 "discord", str(payload.channel_id), str(payload.message_id))
-            if stored is not None and not stored.is_bot and stored.scope == scope_for(payload.guild_id,
-                                                                                      payload.user_id):
-                await resolved(stored)
-        except Exception:  # like any reaction: never disturbs the bot
-            log.exception("resolution on message %s not recorded", payload.message_id)
-
-    async def _outcome(self, payload: Any, worked: bool | None) -> None:
-        """The asker's ✅ / ❌ on a reply of the bot: the suggested procedures worked, or did not."""
-        macros = self.bot.app.brain.layer("macros")
-        react = getattr(macros, "reply_reaction", None)
-        if react is None:
-            return
-        try:
-            stored = await self.bot.app.conversations.find_transport(
-                "discord", str(payload.channel_id), str(payload.message_id))
-            if stored is not None and stored.is_bot and stored.scope == scope_for(payload.guild_id, payload.user_id):
-                ids = await react(stored, str(payload.user_id), worked, datetime.now(UTC))
-                if ids:
+            if stored is None or stored.scope != scope_for(payload.guild_id, payload.user_id):
+                return  # unknown here, or another server naming this channel and message
+            if not stored.is_bot:
+                resolved = getattr(self.bot.app.brain.layer("places"), "resolved", None)
+                if added and emoji in RESOLVED and resolved is not None:
+                    await resolved(stored)
+                return
+            react = getattr(self.bot.app.brain.layer("macros"), "reply_reaction", None)
+            if react is not None:
+                worked = (emoji in RESOLVED) if added else None
+                if ids := await react(stored, str(payload.user_id), worked, datetime.now(UTC)):
                     log.info("macros %s: %s on reply %s", ids, {True: "worked", False: "failed"}.get(worked, "undone"),
                              payload.message_id)
         except Exception:  # like any reaction: never disturbs the bot
-            log.exception("macro outcome on message %s not recorded", payload.message_id)
+            log.exception("%s on message %s not recorded", emoji, payload.message_id)
 
     @commands.Cog.listener()
     async def on_message(self, message: discord.Message) -> None:
