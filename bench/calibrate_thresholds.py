@@ -55,8 +55,9 @@ async def run(args: argparse.Namespace) -> dict:
     from bot.app import App
     from memory.embed import MiniLMEmbedder
 
-    questions = [q for data in args.data for q in select(load_questions_in(data), "dev", None)]
-    sources = {q.conv: data for data in args.data for q in select(load_questions_in(data), "dev", None)}
+    per_set = {data: select(load_questions_in(data), "dev", None) for data in args.data}
+    questions = [q for qs in per_set.values() for q in qs]
+    sources = {q.conv: data for data, qs in per_set.items() for q in qs}
     embedder = MiniLMEmbedder()
     embedder.load()
     # per threshold, per archetype: [hits@10, answerable n, adversarial words, adversarial n]
@@ -133,6 +134,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 async def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     offline_environment()
+    try:
+        missing = [str(d) for d in args.data if not select(load_questions_in(d), "dev", None)]
+    except (OSError, ValueError, KeyError) as exc:  # a missing, unreadable or malformed data set
+        print(f"calibrate_thresholds: {exc!r}", file=sys.stderr)
+        return 2
+    if missing:
+        print(f"calibrate_thresholds: no dev questions in {', '.join(missing)}", file=sys.stderr)
+        return 2
     result = await run(args)
     if args.json:
         write_json(args.json, result)
