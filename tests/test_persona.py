@@ -143,6 +143,46 @@ async def test_the_scorer_tells_evidence_from_pressure(embedder) -> None:  # typ
     assert (await layer.score("hi, how are you?")).reasoning_type == "no_argument"
 
 
+async def test_a_verdict_with_nothing_behind_it_is_not_evidence(embedder) -> None:  # type: ignore[no-untyped-def]
+    """Popularity, vague authority and insults that only judge ("X is the best") stay under the update
+    threshold, whatever reasoning type they resemble; a stated effect or a named source keeps its score."""
+    layer = PersonaLayer(None, embedder)  # type: ignore[arg-type]
+    for text in ["Every expert on Twitter says free school meals is the best.",
+                 "The poll in this channel was 40 to 2: remote voting is beneficial.",
+                 "Wow, you're dense. Pet therapy in hospitals is clearly the best."]:
+        got = await layer.score(text)
+        assert got.score < 0.25 and not got.features["effects"], (text, got)
+    for text in ["Professor Lindqvist, who has studied free school meals for twenty years, says they are beneficial.",
+                 "A 2020 study of 3,000 pupils found free school meals raised attendance by 8%."]:
+        assert (await layer.score(text)).score >= 0.25, text
+
+
+async def test_topics_are_what_the_claim_is_about(embedder) -> None:  # type: ignore[no-untyped-def]
+    """The thing a message says does something, not the outcomes it acts on, the sample of a study or the
+    source; and a direction that survives "worse X", "worsens X" and "removes a cause of X"."""
+    layer = PersonaLayer(None, embedder)  # type: ignore[arg-type]
+    cases = {
+        "Economists at ETH Zurich estimate nuclear fusion research saves about $12 million a year by cutting "
+        "carbon emissions.": ("nuclear fusion research", 1),
+        "Daylight saving time was rolled out in 21 regions in 2019; official statistics recorded 14% more sleep "
+        "loss there.": ("daylight saving time", -1),
+        "Since daylight saving time creates a new source of heart attacks, the net effect has to be negative.":
+            ("daylight saving time", -1),
+        "In a 2016 randomized trial with 6,300 participants, telemedicine led to 12% worse patient satisfaction.":
+            ("telemedicine", -1),
+        "The World Health Organization's 2017 review concluded that carbon taxes worsen air quality.":
+            ("carbon taxes", -1),
+        "Since e-scooter schemes remove a major cause of injuries, the 2019 pilot saw injuries drop by 12%.":
+            ("e-scooter schemes", 1),
+        "Economists at Oxford estimate remote voting costs about $10 million a year through extra fraud.":
+            ("remote voting", -1),
+    }
+    for text, want in cases.items():
+        got = await layer.score(text)
+        assert got.topics[0] == want, (text, got.topics)
+        assert all(t != "regions" and t != "official statistics" for t, _ in got.topics)
+
+
 async def test_a_configured_model_scores_with_the_seeds_json_and_a_bad_answer_falls_back(embedder) -> None:  # type: ignore[no-untyped-def]
     answer = ('{"score": 0.7, "reasoning_type": "expert_opinion", "source_reliability": "established_expert", '
               '"novelty": 0.8, "topics": ["remote work"], "opinion_direction": "opposes"}')

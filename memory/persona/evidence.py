@@ -103,6 +103,12 @@ def _rx(*patterns: str) -> re.Pattern[str]:
     return re.compile("|".join(f"(?:{p})" for p in patterns), re.I)
 
 
+# Vague authority: nobody named, nobody accountable ("every expert on Twitter says ...").
+_VAGUE_AUTHORITY = (r"\b(?:every|all(?: the)?|any) (?:experts?|scientists?|doctors?|smart people|serious people)\b",
+                    r"\b(?:on|from) (?:twitter|tiktok|reddit|youtube|facebook|instagram|social media|the internet)\b")
+_VAGUE = _rx(*_VAGUE_AUTHORITY)
+
+
 CUES: dict[str, re.Pattern[str]] = {
     "figure": _rx(r"\b\d[\d,.]*\s*(?:%|percent|per\s?cent|percentage points?|x\b|times\b|fold\b)",
                   r"\b\d[\d,.]*\s*(?:million|billion|thousand|trillion|people|participants|patients|adults|"
@@ -136,7 +142,8 @@ CUES: dict[str, re.Pattern[str]] = {
                     r"\beveryone\b", r"\bwhatever\b", r"\bface it\b", r"\bdon'?t be (?:stubborn|silly|ridiculous)\b",
                     r"\bstubborn\b", r"\bi repeat\b", r"\bkeep telling\b", r"\blisten to me\b",
                     r"\bfull stop\b", r"\bask anyone\b", r"\bthey'?ll tell you\b", r"\bliterally\b",
-                    r"\bend of story\b", r"\bi(?:'m| am) not going to stop\b"),
+                    r"\bend of story\b", r"\bi(?:'m| am) not going to stop\b",
+                    *_VAGUE_AUTHORITY),
     "insult": _rx(r"\bidiot\w*", r"\bmoron\w*", r"\bstupid\b", r"\bpathetic\b", r"\bridiculous\b", r"\bdumb\b",
                   r"\bclueless\b", r"\bignorant\b", r"\buseless\b", r"\bbrainless\b", r"\bfool\b", r"\bjoke of a\b",
                   r"\blaughable\b", r"\bembarrassing\b"),
@@ -145,6 +152,15 @@ CUES: dict[str, re.Pattern[str]] = {
                    r"\bcruel\b", r"\bi(?:'m| am) (?:so )?(?:upset|angry|hurt|scared|furious)", r"\bdevastat\w+",
                    r"\bshameful\b", r"\bhorrible\b", r"\bheartless\b", r"\bi can'?t bear\b", r"\bbreaks my heart\b"),
 }
+
+# Verdicts: words that judge a thing without saying what it does. A message whose only stance words are
+# these ("X is great", "X is a disaster", "experts say X is beneficial") asserts an opinion and states no
+# effect: the seed's "bare assertion" (0.08 in its LLM calibration), whoever it is attributed to.
+_VERDICTS = set("""good great best better bad terrible awful horrible dreadful disaster disastrous harmful beneficial
+worst worse excellent wonderful amazing fantastic superior inferior positive negative overrated useless pointless
+worth worthwhile valuable useful support supports recommend success successful fail fails failed failure works
+working effective ineffective advantage advantages problem problems""".split())
+VERDICT_CAP = 0.12
 
 # Stance lexicon for a topic's direction.
 _POS = set("""benefit benefits beneficial safe safer safest effective effectively improve improves improved improving
@@ -162,7 +178,7 @@ lowered decreases decreased fewer less""".split())
 _NEG = set("""harm harms harmful dangerous danger risk risks risky worse worst ineffective fail fails failed failure damage
 damages damaging costly expensive pollute pollutes polluting pollution death deaths kill kills killed toxic bad negative
 loss losses waste wasteful unreliable addictive problem problems hurt hurts hurting threat
-threatens inferior weaker disaster disastrous terrible awful horrible dreadful useless pointless weakens undermines undermine crime poverty disease illness cancer injuries injury accidents
+threatens worsens worsen worsened inferior weaker disaster disastrous terrible awful horrible dreadful useless pointless weakens undermines undermine crime poverty disease illness cancer injuries injury accidents
 emissions debt inflation unemployment obesity depression anxiety stress corruption inequality overrated bans ban banned
 banning abolish scrap restrict limit turnover costs cost crashes errors absenteeism burnout loneliness isolation mortality
 hospitalizations fatalities fraud congestion smog delays delay waits complaints absences infections infection
@@ -173,16 +189,24 @@ _REDUCERS = {"reduces", "reduce", "reduced", "cuts", "cut", "lowers", "lowered",
              "fewer", "less", "prevents", "prevent", "prevented", "avoids", "avoid", "eliminates", "eliminate",
              "lowering", "reducing", "cutting", "preventing", "slashes", "halves", "halved", "drops", "dropped",
              "fell", "falls", "declined", "declines", "decline", "shrank", "shrunk", "shrinks", "plummeted",
-             "plunged", "sank", "dipped", "down"}
+             "plunged", "sank", "dipped", "down", "removes", "remove", "removed", "removing", "drop", "tumbled"}
 _INCREASERS = {"increases", "increase", "increased", "raises", "raised", "more", "higher", "boosts", "doubles",
                "doubled", "triples", "rises", "rose", "grows", "grew", "causes", "caused", "leads", "led", "up",
-               "soared", "jumped", "climbed"}
+               "soared", "jumped", "climbed", "rise", "rising", "creates", "create", "created", "adds", "produces"}
+# Words that make things worse, or better, whatever they act on: "worse patient satisfaction" and "worsens
+# sleep loss" are both bad news (a reducer would reverse the first and a harm verb the second).
+_WORSENERS = {"worse", "worsens", "worsen", "worsened", "worsening", "aggravates", "exacerbates", "exacerbated"}
+_IMPROVERS = {"better", "improves", "improve", "improved", "improving", "enhances", "enhance", "enhanced"}
+# Words between a change word and what it acts on that do not break the link: "removes a major cause of
+# injuries", "creates a new source of emissions".
+_LINK_FILLER = {"a", "an", "the", "major", "main", "new", "big", "key", "leading", "primary", "common", "root",
+                "significant", "cause", "causes", "source", "sources", "of"}
 _NEGATORS = {"not", "no", "never", "n't", "isn't", "doesn't", "don't", "aren't", "wasn't", "won't", "cannot",
              "can't", "neither", "nor", "without", "hardly"}
 # Harm verbs act like reducers on a good thing ("kills productivity") and are harms on their own.
 _HARM_VERBS = {"kills", "kill", "killed", "hurts", "hurt", "damages", "damage", "damaged", "undermines", "undermine",
                "destroys", "destroy", "destroyed", "erodes", "erode", "ruins", "ruin", "ruined", "harms", "harm",
-               "weakens", "caps", "limits", "hampers", "hinders", "worsens", "worsen"}
+               "weakens", "caps", "limits", "hampers", "hinders"}
 _SHOULD_NEG = _rx(r"\bshould (?:be )?(?:banned|abolished|scrapped|stopped|avoided|restricted|limited)\b",
                   r"\b(?:ban|abolish|scrap|stop|avoid|restrict)\b")
 _SHOULD_POS = _rx(r"\bshould (?:be )?(?:adopted|expanded|encouraged|allowed|funded|supported|kept|used)\b",
@@ -297,6 +321,9 @@ class EvidenceScorer:
         cues["repeated"] = len(sentences) - len(set(sentences))  # the same claim said again is not a new reason
         rtype, why = _reasoning_type(text, sims, cues, parsed["words"])
         score = _score(rtype, cues, parsed["words"])
+        effects = _stated_effects(parsed, cues, text)
+        if not effects and score > VERDICT_CAP:  # a verdict with nothing behind it: an assertion, not evidence
+            score, why = VERDICT_CAP, why + "; a verdict without a stated effect"
         topics = parsed["topics"][:3]
         await self.embedded([pole for topic in topics for pole in _poles(topic)])  # one call for every topic
         extra = await self._phrase_polarity(parsed["phrases"])
@@ -310,7 +337,7 @@ class EvidenceScorer:
         if rtype == EMPIRICAL and cues["source"] and re.search(r"peer[- ]reviewed|journal|meta-?analys|trial", text, re.I):
             reliability = "peer_reviewed"
         features = {"type_similarity": {t: round(float(s), 3) for t, s in zip(REASONING_TYPES, sims)},
-                    "cues": cues, "why": why, "words": parsed["words"], "direction": dfeat}
+                    "cues": cues, "why": why, "effects": effects[:8], "words": parsed["words"], "direction": dfeat}
         return ScoredMessage(round(score, 4), rtype, reliability, round(novelty, 4), tuple(directed), features)
 
     def parse_many(self, texts: Sequence[str]) -> None:
@@ -326,8 +353,13 @@ class EvidenceScorer:
         with self._docs_lock:
             ahead = self._docs.pop(text[:2000], None)
         doc = _merge_hyphens(ahead if ahead is not None else self._pipeline()(text[:2000]))
-        return {"topics": _topics(doc), "phrases": _outcome_phrases(doc), "words": len([t for t in doc if t.is_alpha]),
-                "tokens": [t.lower_ for t in doc], "question": text.strip().endswith("?")}
+        phrases, objects = _outcome_phrases(doc)
+        topics = _topics(doc)
+        # What a change word acts on ("cut carbon emissions") is an outcome of the topic, not a topic, unless
+        # the message names nothing else.
+        topics = [t for t in topics if t not in objects] or topics
+        return {"topics": topics, "phrases": phrases, "words": len([t for t in doc if t.is_alpha]),
+                "tokens": [_masked_name(t) for t in doc], "question": text.strip().endswith("?")}
 
     async def _phrase_polarity(self, phrases: Sequence[str]) -> dict[str, int]:
         """For noun phrases with no stance word ("traffic delays", "test scores"): whether MiniLM puts them
@@ -493,6 +525,21 @@ def _score(rtype: str, cues: dict[str, int], words: int) -> float:
     return max(0.0, min(1.0, s))
 
 
+def _stated_effects(parsed: dict[str, Any], cues: dict[str, int], text: str) -> list[str]:
+    """What the message says the thing does: stance words other than verdicts ("cuts deaths", "expensive"),
+    outcome phrases a change word acts on, or data (a figure and a source) or a specific, named authority.
+    Empty for "X is great", "everyone says X is a disaster", "every expert on Twitter says X is the best"."""
+    topic_words = {w for t in parsed["topics"] for w in t.split()}
+    found = [w for w in parsed["tokens"] if w not in topic_words and w not in _VERDICTS
+             and (w in _POS or w in _NEG or w in _HARM_VERBS)]
+    found += [p for p in parsed["phrases"] if p.split()[-1] not in _NOT_TOPICS and p not in parsed["topics"]]
+    if cues["figure"] and cues["source"]:
+        found.append("data")
+    if cues["expert"] and not _VAGUE.search(text):
+        found.append("a named authority")
+    return found
+
+
 def _novelty(vector: np.ndarray, previous: Sequence[np.ndarray]) -> float:
     if not len(previous):
         return 1.0
@@ -512,16 +559,33 @@ def _lexical_stance(tokens: Sequence[str], extra: dict[str, int] | None = None) 
     extra = extra or {}
 
     def stance(w: str) -> float:
-        if w in _REDUCERS or w in _INCREASERS or w in _HARM_VERBS:
+        if w in _REDUCERS or w in _INCREASERS or w in _HARM_VERBS or w in _WORSENERS or w in _IMPROVERS:
             return 0.0
         return 1.0 if w in _POS else -1.0 if w in _NEG else float(extra.get(w, 0))
 
     def acts_on_next(j: int) -> bool:  # a reducer at j has a stance word within the three words after it
-        return any(stance(w) for w in tokens[j + 1:j + 4])
+        return any(stance(w) for w in [w for w in tokens[j + 1:j + 8] if w not in _LINK_FILLER][:3])
+
+    def before(i: int) -> list[int]:  # up to three words before i, nearest first, link fillers not counted
+        out: list[int] = []
+        j = i - 1
+        while j >= 0 and len(out) < 3:
+            if tokens[j] not in _LINK_FILLER:
+                out.append(j)
+            j -= 1
+        return out
 
     total = 0.0
     flipped: dict[int, bool] = {}  # stance word index -> reversed by a reducer (a compound shares it)
+    consumed: set[int] = set()  # stance words a worsener or improver already judged
     for i, tok in enumerate(tokens):
+        if tok in _WORSENERS or tok in _IMPROVERS:
+            value = -1.0 if tok in _WORSENERS else 1.0
+            total += -value if any(w in _NEGATORS for w in tokens[max(0, i - 3):i]) else value
+            consumed.update(j for j in range(i + 1, min(len(tokens), i + 4)) if stance(tokens[j]))
+            continue
+        if i in consumed:
+            continue
         if tok in _HARM_VERBS and not acts_on_next(i):
             total -= -1.0 if any(w in _NEGATORS for w in tokens[max(0, i - 3):i]) else 1.0
             continue
@@ -529,7 +593,7 @@ def _lexical_stance(tokens: Sequence[str], extra: dict[str, int] | None = None) 
         if not value:
             continue
         reversed_ = False
-        for j in range(i - 1, max(-1, i - 4), -1):  # before it, nearest first, up to another stance word
+        for j in before(i):  # before it, nearest first, up to another stance word
             if stance(tokens[j]):
                 reversed_ = j == i - 1 and flipped.get(j, False)  # "reduces depression risk"
                 break
@@ -537,7 +601,7 @@ def _lexical_stance(tokens: Sequence[str], extra: dict[str, int] | None = None) 
                 reversed_ = True
                 break
         if not reversed_:
-            for j in range(i + 1, min(len(tokens), i + 3)):  # its own verb right after it
+            for j in range(i + 1, min(len(tokens), i + 4)):  # its own verb right after it ("access to care fell")
                 if stance(tokens[j]):
                     break
                 if tokens[j] in _REDUCERS and not acts_on_next(j):
@@ -556,6 +620,11 @@ _EVIDENCE_HEADS = {"study", "survey", "data", "analysis", "meta", "report", "tri
                    "sample", "dataset", "experiment", "paper", "research", "statistic", "record", "datum", "figure",
                    "number", "evidence", "interview", "observation", "audit", "group", "cohort", "pilot", "review",
                    "participant", "site"}
+_VERB_OBJECT_START = {"about", "around", "nearly", "almost", "over", "roughly", "us", "them", "people", "everyone"}
+_REPORTING = {"show", "find", "suggest", "say", "conclude", "confirm", "indicate", "estimate", "report", "claim",
+              "argue", "note", "state", "reveal", "demonstrate", "prove", "warn", "recommend", "be", "have", "do",
+              "record", "measure", "observe", "track", "publish", "predict", "calculate", "see", "count", "detect",
+              "describe", "rank", "rate", "list", "put", "tell"}
 _VERBISH = {"VBD", "VBZ", "VBP", "VBN", "MD"}  # not VBG: inside a noun chunk, "pricing" is a noun
 
 
@@ -587,14 +656,24 @@ def _merge_hyphens(doc: Any) -> Any:
     return doc
 
 
+def _masked_name(t: Any) -> str:
+    """A word, or "_" for a word inside a multi-word name ("World Health Organization" says nothing about health)."""
+    doc = t.doc
+    in_name = t.pos_ == "PROPN" and t.text[:1].isupper() and any(
+        0 <= j < len(doc) and doc[j].pos_ == "PROPN" and doc[j].text[:1].isupper() for j in (t.i - 1, t.i + 1))
+    return "_" if in_name else t.lower_
+
+
 def _wordlike(t: Any) -> bool:
     return t.is_alpha or bool(re.fullmatch(r"[A-Za-z]+(?:-[A-Za-z]+)+", t.text))
 
 
-def _outcome_phrases(doc: Any) -> list[str]:
+def _outcome_phrases(doc: Any) -> tuple[list[str], list[str]]:
     """Noun phrases a change word acts on: right after it ("cut traffic delays", "12% higher exam results")
-    or right before it, as its subject ("bus speeds fell")."""
+    or right before it, as its subject ("bus speeds fell"); and, apart, those right after it (its objects:
+    what a thing changes, never the thing itself)."""
     out: list[str] = []
+    objects: list[str] = []
     tokens = list(doc)
 
     def run_from(i: int, step: int) -> str:
@@ -614,10 +693,16 @@ def _outcome_phrases(doc: Any) -> list[str]:
 
     for i, t in enumerate(tokens):
         if t.lower_ in _CHANGE:
-            for phrase in (run_from(i + 1, 1), run_from(i - 1, -1)):
+            k = i + 1
+            while k < len(tokens) and tokens[k].lower_ in _LINK_FILLER:
+                k += 1  # "removes a major cause of injuries"
+            after = run_from(k if k > i + 1 and tokens[k - 1].lower_ == "of" else i + 1, 1)
+            if after and after not in objects:
+                objects.append(after)
+            for phrase in (after, run_from(i - 1, -1)):
                 if phrase and phrase not in out:
                     out.append(phrase)
-    return out
+    return out, objects
 
 
 def _topics(doc: Any, limit: int = 3) -> list[str]:
@@ -637,6 +722,13 @@ def _topics(doc: Any, limit: int = 3) -> list[str]:
                 _INCREASERS and _wordlike(t):
             run.append(t)
             continue
+        if (t is not None and t.tag_ == "VBG" and run and run[-1].tag_ == "NN" and t.i + 1 < len(doc)
+                and doc[t.i + 1].pos_ == "NOUN" and run[-1].lower_ not in _NOT_TOPICS):
+            run.append(t)  # "daylight saving time", "bike sharing schemes": the parser reads a verb in the middle
+            continue
+        if (run and len(run) > 1 and t is not None and (t.like_num or t.text == "$" or t.lower_ in _VERB_OBJECT_START)
+                and run[-1].lower_.endswith("s")):
+            run = run[:-1]  # "remote voting costs about $10 million": the last word was the verb
         if run and any(x.pos_ in ("NOUN", "PROPN") for x in run):
             spans.append((run[0].i, run, run[-1]))
         run = []
@@ -658,13 +750,19 @@ def _topics(doc: Any, limit: int = 3) -> list[str]:
             continue  # "Dr. Alvarez" is a source, not a topic
         head = words[-1].lemma_.lower()
         phrase = " ".join(t.lower_ for t in words)
+        subject = root.dep_ in ("nsubj", "nsubjpass")
+        # "nuclear fusion research saves ...": a named kind of research that does something is a topic;
+        # "research shows ..." or "the study found ..." is a source.
+        acting = (subject and len(words) > 1 and root.head.pos_ in ("VERB", "AUX")
+                  and root.head.lemma_.lower() not in _REPORTING)
         if ((len(words) == 1 and head in _NOT_TOPICS) or phrase in _NOT_TOPICS or len(phrase) < 3
-                or head in _EVIDENCE_HEADS
-                or CUES["expert"].search(words[-1].text + " ") or CUES["source"].search(words[-1].text)):
+                or (head in _EVIDENCE_HEADS and not acting)
+                or (not acting and (CUES["expert"].search(words[-1].text + " ") or CUES["source"].search(words[-1].text)))):
             continue
+        if any(c.dep_ == "nummod" for c in words[-1].children):
+            continue  # "20 regions", "8,000 households": a sample, not a subject
         if root.dep_ == "pobj" and root.head.head is not None and root.head.head.lemma_.lower() in _EVIDENCE_HEADS:
             continue  # the population or source of a study
-        subject = root.dep_ in ("nsubj", "nsubjpass")
         if all(t.pos_ == "PROPN" for t in words) and not subject:
             continue  # a source's name (a journal, a university), not what the message is about
         before = doc[start - 1].lower_ if start > 0 else ""
@@ -675,5 +773,6 @@ def _topics(doc: Any, limit: int = 3) -> list[str]:
     # A phrase inside a longer candidate ("income" in "universal basic income") is that candidate.
     phrases = [p for p in found if not any(p != q and f" {p} " in f" {q} " for q in found)]
     text = " " + " ".join(t.lower_ for t in doc) + " "
-    ranked = sorted(phrases, key=lambda p: (-text.count(f" {p} "), found[p][1], found[p][0]))
+    # What something is done to or with ("with X, ...", "since X creates ...") first, then the most named.
+    ranked = sorted(phrases, key=lambda p: (found[p][1], -text.count(f" {p} "), found[p][0]))
     return ranked[:limit]
