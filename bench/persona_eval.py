@@ -13,18 +13,21 @@ layer included, on a real PostgreSQL):
   sequences whose opinion moved in the stated direction (no movement counts as wrong).
 - **selectivity**: mean |change| under strong evidence over mean |change| under pressure.
 
-Three splits, each with its own topics and phrasings: ``dev`` (the scorer's lexicons and prototypes were
+Four splits, each with its own topics and phrasings: ``dev`` (the scorer's lexicons and prototypes were
 adjusted while looking at it); ``seen``, the first held-out split, run once as held-out (right-direction
-0.51) and then used to find what the scorer got wrong, so no longer held-out; and ``heldout``, written
-after that and never looked at while changing the scorer: report held-out.
+0.51) and then used to find what the scorer got wrong; ``seen2``, the second held-out split, run once as
+held-out (0.85, selectivity 4.1) and then used the same way; and ``heldout``
+(bench/data/persona/heldout2.json), written by someone who never saw the scorer, and never looked at while
+changing it: report held-out.
 
-    .venv/bin/python -m bench.persona_eval [--split heldout|seen|dev|all] [--n 120] [--database-url URL] [--json F]
+    .venv/bin/python -m bench.persona_eval [--split heldout|seen2|seen|dev|all] [--n 120] [--database-url URL] [--json F]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import random
 import statistics
 import sys
@@ -120,9 +123,8 @@ SEEN_PRESSURE = {
     "popularity": ["Literally millions of people think {t} is {adj}. Are they all wrong?",
                    "Ask anyone in this server, they'll tell you {t} is {adj}."],
 }
-# The held-out split: topics, nouns and phrasings written after the first held-out run, before any change
-# was measured on them, and never looked at while changing the scorer.
-HELDOUT_TOPICS = {
+# The second held-out split: run once as held-out, then used to fix the scorer (now seen).
+SEEN2_TOPICS = {
     "car-free city centres": (["shop sales", "pedestrian safety"], ["road deaths", "asthma attacks"]),
     "homeschooling": (["exam results", "family wellbeing"], ["truancy", "social isolation"]),
     "four-day school weeks": (["teacher retention", "attendance"], ["teacher burnout", "staff costs"]),
@@ -136,7 +138,7 @@ HELDOUT_TOPICS = {
     "pet therapy in hospitals": (["patient mood", "recovery speed"], ["loneliness", "pain scores"]),
     "e-scooter schemes": (["short-trip mobility", "convenience"], ["car journeys", "injuries"]),
 }
-HELDOUT_EVIDENCE = {
+SEEN2_EVIDENCE = {
     +1: [
         "Across {n} {pop} in a {year} cohort study, those exposed to {t} reported {pct}% higher {g}.",
         "{T} was rolled out in {k} regions in {year}; official statistics recorded {pct}% less {b} there within "
@@ -156,7 +158,7 @@ HELDOUT_EVIDENCE = {
         "Economists at {uni} estimate {t} costs about ${k} million a year through extra {b}.",
     ],
 }
-HELDOUT_PRESSURE = {
+SEEN2_PRESSURE = {
     "repetition": ["{T} = {adj}. Period. {T} = {adj}.", "I said it before and I'll say it again: {adj}, {adj}, {adj}."],
     "insistence": ["Stop dodging. {T} is {adj} and you know it.", "I won't drop this. {T} is {adj}. Agree with me."],
     "insult": ["Are you broken? {T} is {adj}, a child could tell.", "Wow, you're dense. {T} is clearly {adj}."],
@@ -181,11 +183,28 @@ class Sequence_:
     kinds: list[str] = field(default_factory=list)
 
 
-def build(split: str, n: int, seed: int = 7) -> list[Sequence_]:
-    rng = random.Random(f"{split}-{seed}")
+HELDOUT_FILE = Path(__file__).parent / "data" / "persona" / "heldout2.json"
+_POSITIONAL_KINDS = ("figures", "figures", "figures", "expert", "argument")
+
+
+def load_split(split: str) -> tuple[dict, dict, dict, dict]:
+    """(topics, evidence texts by direction, their kinds by direction, pressure templates by tactic)."""
+    if split == "heldout":
+        data = json.loads(HELDOUT_FILE.read_text(encoding="utf-8"))
+        topics = {t: (v["good"], v["bad"]) for t, v in data["topics"].items()}
+        evidence = {int(d): [e["text"] for e in items] for d, items in data["evidence"].items()}
+        kinds = {int(d): [e["kind"] for e in items] for d, items in data["evidence"].items()}
+        return topics, evidence, kinds, data["pressure"]
     topics, evidence, pressure = {"dev": (DEV_TOPICS, DEV_EVIDENCE, DEV_PRESSURE),
                                   "seen": (SEEN_TOPICS, SEEN_EVIDENCE, SEEN_PRESSURE),
-                                  "heldout": (HELDOUT_TOPICS, HELDOUT_EVIDENCE, HELDOUT_PRESSURE)}[split]
+                                  "seen2": (SEEN2_TOPICS, SEEN2_EVIDENCE, SEEN2_PRESSURE)}[split]
+    kinds = {d: [_POSITIONAL_KINDS[i] for i in range(len(v))] for d, v in evidence.items()}
+    return topics, evidence, kinds, pressure
+
+
+def build(split: str, n: int, seed: int = 7) -> list[Sequence_]:
+    rng = random.Random(f"{split}-{seed}")
+    topics, evidence, evidence_kinds, pressure = load_split(split)
     names = sorted(topics)
     out: list[Sequence_] = []
 
@@ -209,7 +228,7 @@ def build(split: str, n: int, seed: int = 7) -> list[Sequence_]:
         start = 0.0 if i % 2 == 0 else -direction * 0.3
         picks = rng.sample(range(len(evidence[direction])), 3)
         msgs = [fill(evidence[direction][p], topic, direction) for p in picks]
-        kinds = [("figures", "figures", "figures", "expert", "argument")[p] for p in picks]
+        kinds = [evidence_kinds[direction][p] for p in picks]
         out.append(Sequence_("evidence", topic, direction, start, msgs + rng.sample(FILLER, 3), kinds))
     return out
 
@@ -362,10 +381,12 @@ async def evaluate(args: argparse.Namespace, embedder, url: str | None) -> dict:
     assert isinstance(layer, PersonaLayer), "HIPPOBOT_PERSONA_ENABLED is off"
     results = {}
     try:
-        for split in (["dev", "seen", "heldout"] if args.split == "all" else [args.split]):
+        for split in (["dev", "seen", "seen2", "heldout"] if args.split == "all" else [args.split]):
             t0 = time.perf_counter()
             outcomes = await run_split(app, layer, split, args.n)
-            summary = report(split, outcomes, args.verbose)
+            if args.verbose and split == "heldout":
+                print("(--verbose lists no held-out sequences: what the scorer gets wrong there is not for tuning)")
+            summary = report(split, outcomes, args.verbose and split != "heldout")
             summary["seconds"] = round(time.perf_counter() - t0, 1)
             print(f"({summary['seconds']} s)")
             results[split] = summary
@@ -376,7 +397,7 @@ async def evaluate(args: argparse.Namespace, embedder, url: str | None) -> dict:
 
 async def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--split", choices=["dev", "seen", "heldout", "all"], default="heldout")
+    p.add_argument("--split", choices=["dev", "seen", "seen2", "heldout", "all"], default="heldout")
     p.add_argument("--n", type=int, default=100, help="sequences per condition (at least 100 for the report)")
     p.add_argument("--database-url", help="an admin URL to create a scratch database on (default: embedded)")
     p.add_argument("--json", type=Path)
