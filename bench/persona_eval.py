@@ -15,12 +15,13 @@ layer included, on a real PostgreSQL):
 
 Four splits, each with its own topics and phrasings: ``dev`` (the scorer's lexicons and prototypes were
 adjusted while looking at it); ``seen``, the first held-out split, run once as held-out (right-direction
-0.51) and then used to find what the scorer got wrong; ``seen2``, the second held-out split, run once as
-held-out (0.85, selectivity 4.1) and then used the same way; and ``heldout``
-(bench/data/persona/heldout2.json), written by someone who never saw the scorer, and never looked at while
-changing it: report held-out.
+0.51) and then used to find what the scorer got wrong; ``seen2``, the second, run once as held-out (0.85,
+selectivity 4.1) and then used the same way; ``seen3`` (bench/data/persona/seen3.json), the third, written
+by a helper blind to the scorer, run once as held-out (0.66, selectivity inf) and then used the same way;
+and ``heldout`` (heldout3.json), written blind to the scorer and to the earlier splits, and never read while
+changing the scorer: report held-out.
 
-    .venv/bin/python -m bench.persona_eval [--split heldout|seen2|seen|dev|all] [--n 120] [--database-url URL] [--json F]
+    .venv/bin/python -m bench.persona_eval [--split heldout|seen3|seen2|seen|dev|all] [--n 120] [--database-url URL] [--json F]
 """
 
 from __future__ import annotations
@@ -183,14 +184,15 @@ class Sequence_:
     kinds: list[str] = field(default_factory=list)
 
 
-HELDOUT_FILE = Path(__file__).parent / "data" / "persona" / "heldout2.json"
+DATA = Path(__file__).parent / "data" / "persona"
+FILES = {"seen3": DATA / "seen3.json", "heldout": DATA / "heldout3.json"}
 _POSITIONAL_KINDS = ("figures", "figures", "figures", "expert", "argument")
 
 
 def load_split(split: str) -> tuple[dict, dict, dict, dict]:
     """(topics, evidence texts by direction, their kinds by direction, pressure templates by tactic)."""
-    if split == "heldout":
-        data = json.loads(HELDOUT_FILE.read_text(encoding="utf-8"))
+    if split in FILES:
+        data = json.loads(FILES[split].read_text(encoding="utf-8"))
         topics = {t: (v["good"], v["bad"]) for t, v in data["topics"].items()}
         evidence = {int(d): [e["text"] for e in items] for d, items in data["evidence"].items()}
         kinds = {int(d): [e["kind"] for e in items] for d, items in data["evidence"].items()}
@@ -381,7 +383,7 @@ async def evaluate(args: argparse.Namespace, embedder, url: str | None) -> dict:
     assert isinstance(layer, PersonaLayer), "HIPPOBOT_PERSONA_ENABLED is off"
     results = {}
     try:
-        for split in (["dev", "seen", "seen2", "heldout"] if args.split == "all" else [args.split]):
+        for split in (["dev", "seen", "seen2", "seen3", "heldout"] if args.split == "all" else [args.split]):
             t0 = time.perf_counter()
             outcomes = await run_split(app, layer, split, args.n)
             if args.verbose and split == "heldout":
@@ -397,7 +399,7 @@ async def evaluate(args: argparse.Namespace, embedder, url: str | None) -> dict:
 
 async def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--split", choices=["dev", "seen", "seen2", "heldout", "all"], default="heldout")
+    p.add_argument("--split", choices=["dev", "seen", "seen2", "seen3", "heldout", "all"], default="heldout")
     p.add_argument("--n", type=int, default=100, help="sequences per condition (at least 100 for the report)")
     p.add_argument("--database-url", help="an admin URL to create a scratch database on (default: embedded)")
     p.add_argument("--json", type=Path)

@@ -137,7 +137,8 @@ async def test_the_scorer_tells_evidence_from_pressure(embedder) -> None:  # typ
     assert strong.topics[0] == ("remote work", 1)
     for text in ["You're wrong about remote work, everyone knows it. Just admit it.",
                  "Come on, seriously, remote work is terrible, all my friends hate it!!",
-                 "You're an idiot if you think remote work is good."]:
+                 "You're an idiot if you think remote work is good.",
+                 "I won't drop this. Remote work is beneficial. Agree with me."]:  # "drop" is no stated effect
         pressure = await layer.score(text)
         assert pressure.score < 0.25, (text, pressure)
     assert (await layer.score("hi, how are you?")).reasoning_type == "no_argument"

@@ -143,6 +143,9 @@ CUES: dict[str, re.Pattern[str]] = {
                     r"\bstubborn\b", r"\bi repeat\b", r"\bkeep telling\b", r"\blisten to me\b",
                     r"\bfull stop\b", r"\bask anyone\b", r"\bthey'?ll tell you\b", r"\bliterally\b",
                     r"\bend of story\b", r"\bi(?:'m| am) not going to stop\b",
+                    r"\b(?:won'?t|will not|not going to) (?:drop|let go of|give up on|back down on) (?:this|it)\b",
+                    r"\bagree with me\b", r"\b(?:stop|quit) dodging\b", r"\byou know it\b",
+                    r"\bnot backing down\b",
                     *_VAGUE_AUTHORITY),
     "insult": _rx(r"\bidiot\w*", r"\bmoron\w*", r"\bstupid\b", r"\bpathetic\b", r"\bridiculous\b", r"\bdumb\b",
                   r"\bclueless\b", r"\bignorant\b", r"\buseless\b", r"\bbrainless\b", r"\bfool\b", r"\bjoke of a\b",
@@ -183,16 +186,24 @@ emissions debt inflation unemployment obesity depression anxiety stress corrupti
 banning abolish scrap restrict limit turnover costs cost crashes errors absenteeism burnout loneliness isolation mortality
 hospitalizations fatalities fraud congestion smog delays delay waits complaints absences infections infection
 readmissions accidents violence aggression tardiness dropout dropouts gaps residues runoff litter noise shortages
-outages bills prices distractions""".split())
+outages bills prices distractions suffer suffers suffered suffering deteriorated deteriorates deteriorating
+pain""".split())
 # Words that reverse what follows: "reduces deaths" is good, "reduces productivity" is bad.
 _REDUCERS = {"reduces", "reduce", "reduced", "cuts", "cut", "lowers", "lowered", "lower", "decreases", "decreased",
              "fewer", "less", "prevents", "prevent", "prevented", "avoids", "avoid", "eliminates", "eliminate",
              "lowering", "reducing", "cutting", "preventing", "slashes", "halves", "halved", "drops", "dropped",
              "fell", "falls", "declined", "declines", "decline", "shrank", "shrunk", "shrinks", "plummeted",
-             "plunged", "sank", "dipped", "down", "removes", "remove", "removed", "removing", "drop", "tumbled"}
+             "plunged", "sank", "dipped", "down", "removes", "remove", "removed", "removing", "drop", "tumbled",
+             "fall", "falling", "slipped", "slips", "slip", "slipping", "shrink", "shrinking", "dropping", "sinks",
+             "sinking", "halving", "declining", "eased", "eases", "slumped", "slumps", "dwindled", "narrowed",
+             "narrows", "narrowing", "trimmed", "curbed", "curbs", "curb", "lessened", "minimised", "minimized"}
 _INCREASERS = {"increases", "increase", "increased", "raises", "raised", "more", "higher", "boosts", "doubles",
                "doubled", "triples", "rises", "rose", "grows", "grew", "causes", "caused", "leads", "led", "up",
-               "soared", "jumped", "climbed", "rise", "rising", "creates", "create", "created", "adds", "produces"}
+               "soared", "jumped", "climbed", "rise", "rising", "creates", "create", "created", "adds", "produces",
+               "climb", "climbs", "climbing", "soar", "soars", "soaring", "jump", "jumps", "grow", "growing",
+               "doubling", "tripled", "tripling", "spiked", "spikes", "surged", "surges", "surging", "increasing",
+               "raising", "boosting", "widened", "widens", "widening", "expanded", "expands", "lifted", "lifts",
+               "lift", "lifting", "rises", "risen", "quadrupled", "multiplied"}
 # Words that make things worse, or better, whatever they act on: "worse patient satisfaction" and "worsens
 # sleep loss" are both bad news (a reducer would reverse the first and a harm verb the second).
 _WORSENERS = {"worse", "worsens", "worsen", "worsened", "worsening", "aggravates", "exacerbates", "exacerbated"}
@@ -206,7 +217,8 @@ _NEGATORS = {"not", "no", "never", "n't", "isn't", "doesn't", "don't", "aren't",
 # Harm verbs act like reducers on a good thing ("kills productivity") and are harms on their own.
 _HARM_VERBS = {"kills", "kill", "killed", "hurts", "hurt", "damages", "damage", "damaged", "undermines", "undermine",
                "destroys", "destroy", "destroyed", "erodes", "erode", "ruins", "ruin", "ruined", "harms", "harm",
-               "weakens", "caps", "limits", "hampers", "hinders"}
+               "weakens", "caps", "limits", "hampers", "hinders", "eroded", "eroding", "harmed", "harming",
+               "damaging", "undermined", "undermining", "hurting", "hampered", "hindered", "weakened", "weaken"}
 _SHOULD_NEG = _rx(r"\bshould (?:be )?(?:banned|abolished|scrapped|stopped|avoided|restricted|limited)\b",
                   r"\b(?:ban|abolish|scrap|stop|avoid|restrict)\b")
 _SHOULD_POS = _rx(r"\bshould (?:be )?(?:adopted|expanded|encouraged|allowed|funded|supported|kept|used)\b",
@@ -219,7 +231,13 @@ experts expert scientists professor professors doctor doctors economist economis
 lot lots way ways time times year years day days number numbers figure figures percent rate majority minority point
 question answer opinion mind view views fact facts one ones something anything nothing everything what who which
 reason reasons case cases meta article decade decades place places participants sites peer firms firm companies company sample paper papers journal source sources statistic statistics result results finding
-findings idiot bot hippobot heart friend""".split())
+findings idiot bot hippobot heart friend
+mechanism driver drivers argument arguments counterfactual counterfactuals opposite hype statement position body field
+control controls group groups district districts area areas region regions city cities country countries town towns
+gain gains decline drop change changes trend trends weight net incentive incentives period programme programmes
+program programs bottleneck setting settings result outcome outcomes effect effects impact impacts side sides term
+terms difference differences share percentage proportion half third quarter fifth majority level levels amount
+evaluation assessment review pilot pilots scheme schemes policy policies""".split())
 _TOPIC_SIM = 0.72  # a phrase this close to a known topic is that topic
 # Prototypes of outcomes people want more of, and less of, for noun phrases the lexicon has no word for.
 _GOOD_OUTCOMES = ("benefits and improvements people want more of", "good outcomes, gains and well-being",
@@ -529,10 +547,10 @@ def _stated_effects(parsed: dict[str, Any], cues: dict[str, int], text: str) -> 
     """What the message says the thing does: stance words other than verdicts ("cuts deaths", "expensive"),
     outcome phrases a change word acts on, or data (a figure and a source) or a specific, named authority.
     Empty for "X is great", "everyone says X is a disaster", "every expert on Twitter says X is the best"."""
-    topic_words = {w for t in parsed["topics"] for w in t.split()}
+    topic_words = set(parsed["topics"][0].split()) if parsed["topics"] else set()
     found = [w for w in parsed["tokens"] if w not in topic_words and w not in _VERDICTS
-             and (w in _POS or w in _NEG or w in _HARM_VERBS)]
-    found += [p for p in parsed["phrases"] if p.split()[-1] not in _NOT_TOPICS and p not in parsed["topics"]]
+             and (w in _POS or w in _NEG or w in _HARM_VERBS or (w in _CHANGE and w not in _BARE_COMPARATIVES))]
+    found += [p for p in parsed["phrases"] if p.split()[-1] not in _NOT_TOPICS and p not in parsed["topics"][:1]]
     if cues["figure"] and cues["source"]:
         found.append("data")
     if cues["expert"] and not _VAGUE.search(text):
@@ -629,8 +647,19 @@ _VERBISH = {"VBD", "VBZ", "VBP", "VBN", "MD"}  # not VBG: inside a noun chunk, "
 
 
 _CHANGE = _REDUCERS | _INCREASERS | _HARM_VERBS | {"less", "more", "higher", "lower", "better", "worse"}
+_BARE_COMPARATIVES = {"more", "less", "fewer", "up", "down", "higher", "lower", "better", "worse"}  # not effects alone
 _TITLES = {"dr", "dr.", "prof", "prof.", "professor", "mr", "mr.", "ms", "ms.", "mrs", "mrs.", "sir", "dame"}
-_INTERVENTION = {"with", "under", "after", "where", "when", "if", "since", "on"}  # "with X, ...", "where X was used"
+_INTERVENTION = {"with", "under", "after", "where", "when", "if", "since", "on", "once", "adopted", "adopting",
+                 "introduced", "introducing", "implemented", "implementing", "backing", "backed"}  # "with X, ..."
+# Two words before a phrase that make it what was done: "covered by X", "the effect of X", "support for X".
+_INTERVENTION_PAIRS = {("covered", "by"), ("effect", "of"), ("effects", "of"), ("impact", "of"), ("support", "for"),
+                       ("evidence", "on"), ("harm", "from"), ("benefits", "of"), ("exposed", "to"), ("rolled", "out"),
+                       ("rollout", "of"), ("introduction", "of"), ("adoption", "of"), ("case", "for"),
+                       ("case", "against"), ("linking", "to")}
+# What follows a phrase that makes it what was done: "after X came in", "once X kicked in".
+_INTERVENTION_AFTER = ("came in", "kicked in", "was adopted", "were adopted", "was introduced", "were introduced",
+                       "was in place", "were in place", "took effect", "was rolled out", "were rolled out",
+                       "was implemented", "were implemented", "started", "began")
 
 
 def _merge_hyphens(doc: Any) -> Any:
@@ -766,8 +795,13 @@ def _topics(doc: Any, limit: int = 3) -> list[str]:
         if all(t.pos_ == "PROPN" for t in words) and not subject:
             continue  # a source's name (a journal, a university), not what the message is about
         before = doc[start - 1].lower_ if start > 0 else ""
-        marked = before in _INTERVENTION or any(t.lower_ in _INTERVENTION for t in root.head.children
-                                                if t.dep_ in ("mark", "advmod") and root.dep_ in ("nsubj", "nsubjpass"))
+        before2 = (doc[start - 2].lower_, before) if start > 1 else ("", before)
+        end = tokens[-1].i + 1
+        after = " ".join(t.lower_ for t in doc[end:end + 3])
+        marked = (before in _INTERVENTION or before2 in _INTERVENTION_PAIRS
+                  or any(after.startswith(a) for a in _INTERVENTION_AFTER)
+                  or any(t.lower_ in _INTERVENTION for t in root.head.children
+                         if t.dep_ in ("mark", "advmod") and root.dep_ in ("nsubj", "nsubjpass")))
         first, flag = found.get(phrase, (start, 1))
         found[phrase] = (min(first, start), 0 if marked else flag)
     # A phrase inside a longer candidate ("income" in "universal basic income") is that candidate.
