@@ -10,7 +10,8 @@ from datetime import timedelta
 
 from bot.brain import Brain
 from bot.config import Settings
-from bot.llm import EngineConfig, LanguageModel, TransformersLLM
+from bot.engines import load_engine
+from bot.llm import EngineConfig, LanguageModel
 from bot.llm_extract import LLMTripleExtractor
 from bot.namer import LLMNamer
 from bot.prompt import PromptBuilder
@@ -55,6 +56,7 @@ def engine_config(settings: Settings, *, progress: bool = True) -> EngineConfig:
         repetition_penalty=settings.repetition_penalty,
         seed=settings.seed,
         progress=progress,
+        context_tokens=settings.context_tokens,
     )
 
 
@@ -113,7 +115,7 @@ class App:
                 embedder = minilm
             if with_llm and llm is None:
                 # after the embedder: importing transformers from two threads at once races
-                llm = await asyncio.to_thread(TransformersLLM.load, engine_config(settings))
+                llm = await asyncio.to_thread(load_engine, settings, engine_config(settings))
             pool = db.pool
             conversations = ConversationStore(pool)
             episodes = EpisodicStore(pool)
@@ -251,5 +253,6 @@ class App:
             if lexical is not None:
                 await lexical.close()  # a word-statistics recount in flight
             if self.llm is not None:
-                await asyncio.to_thread(self.llm.close)
+                aclose = getattr(self.llm, "aclose", None)  # a network engine closes on the event loop
+                await (aclose() if aclose is not None else asyncio.to_thread(self.llm.close))
             await self.db.close()

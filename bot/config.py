@@ -58,6 +58,25 @@ class Settings(BaseSettings):
         default=None,
         description="Local path or Hugging Face id of a causal LM; unset uses the bundled Gemma 3 270M.",
     )
+    engine: Literal["auto", "llamacpp", "transformers", "openai"] = Field(
+        default="auto",
+        description="auto: an OpenAI-compatible server when HIPPOBOT_LLM_URL is set; else llama.cpp for the bundled "
+        "model on CPU without a LoRA adapter; else transformers (Hugging Face models, LoRA adapters, CUDA).",
+    )
+    llm_url: str | None = Field(
+        default=None,
+        description="Base URL of an OpenAI-compatible server (llama.cpp server, vLLM, Ollama, LM Studio), "
+        "e.g. http://localhost:8080/v1.",
+    )
+    llm_model: str | None = Field(default=None, description="The model name sent to the server.")
+    llm_api_key: SecretStr | None = Field(default=None, description="Bearer token for the server, if it wants one.")
+    llm_api: Literal["auto", "chat", "completions"] = Field(
+        default="auto",
+        description="/v1/chat/completions or /v1/completions; auto: chat unless HIPPOBOT_PROMPT_STYLE=transcript.",
+    )
+    llm_timeout: float = Field(default=60.0, gt=0, description="Seconds a server may take to finish a reply.")
+    llm_retries: int = Field(default=2, ge=0, le=10, description="Retries, with backoff, before any text arrives.")
+    llm_concurrency: int = Field(default=2, ge=1, le=64, description="Generations in flight at once on the server.")
     model_dtype: Literal["bfloat16", "float16", "float32"] = "bfloat16"
     load_in_4bit: bool = Field(default=False, description="4-bit via bitsandbytes (CUDA only).")
     lora_adapter: Path | None = Field(default=None, description="A peft LoRA adapter to apply.")
@@ -168,6 +187,16 @@ class Settings(BaseSettings):
             ZoneInfo(value)
         except (ZoneInfoNotFoundError, ValueError):
             raise ValueError(f"unknown time zone {value!r} (use an IANA name such as Europe/Berlin)") from None
+        return value
+
+    @field_validator("llm_url", mode="after")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        value = value.strip().rstrip("/")
+        if not value.startswith(("http://", "https://")):
+            raise ValueError(f"HIPPOBOT_LLM_URL must start with http:// or https:// (got {value!r})")
         return value
 
     @property

@@ -40,6 +40,10 @@ class LLMError(Exception):
     """The model could not be loaded or could not generate."""
 
 
+class LLMUnavailable(LLMError):
+    """A language model server did not answer (down, unreachable, timing out or overloaded)."""
+
+
 @dataclass
 class GenerationStats:
     prompt_tokens: int = 0
@@ -84,6 +88,8 @@ class Generation:
             if kind == "delta":
                 yield value
             elif kind == "error":
+                if isinstance(value, LLMError):
+                    raise value
                 raise LLMError(str(value)) from value
             else:  # done
                 return
@@ -266,6 +272,7 @@ class EngineConfig:
     repetition_penalty: float = 1.15
     seed: int | None = None
     progress: bool = True
+    context_tokens: int = 1024  # the prompt budget; engines with a fixed KV cache size it from this
 
 
 @dataclass
@@ -277,19 +284,117 @@ class _Job:
     generation: Generation
 
 
-class TransformersLLM:
+class WorkerEngine:
+    """One generation at a time: ``generate`` queues a job for a single worker thread, which runs the
+    subclass's ``_generate`` and streams deltas back to the event loop."""
+
+    name: str
+    uses_chat_template: bool = False
+
+    def __init__(self, config: EngineConfig) -> None:
+        self._config = config
+        self._word_ids: dict[str, tuple[int, ...]] = {}  # word -> boostable ids (before ``exclude``)
+        self._jobs: queue.Queue[_Job | None] = queue.Queue()
+        self._worker = threading.Thread(target=self._run, name="llm-worker", daemon=True)
+        self._worker.start()
+
+    def generate(
+        self,
+        prompt: str,
+        *,
+        stop: Sequence[str] = (),
+        stop_pattern: re.Pattern[str] | None = None,
+        max_new_tokens: int | None = None,
+        boosts: Mapping[int, float] | None = None,
+    ) -> Generation:
+        """Queue a generation; iterate the result for text deltas. Must be called on the event loop."""
+        generation = Generation(asyncio.get_running_loop())
+        scanner = StopScanner(stop=tuple(stop), pattern=stop_pattern)
+        self._jobs.put(_Job(prompt, scanner, max_new_tokens or self._config.max_new_tokens, boosts, generation))
+        return generation
+
+    def close(self) -> None:
+        self._jobs.put(None)
+        self._worker.join(timeout=30)
+
+    def _run(self) -> None:
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                self._release()
+                return
+            try:
+                self._generate(job)
+            except Exception as exc:  # reported to the waiting caller, the worker lives on
+                log.exception("generation failed")
+                job.generation._push("error", exc)
+            else:
+                job.generation._push("done")
+
+    def _generate(self, job: _Job) -> None:
+        raise NotImplementedError
+
+    def _release(self) -> None:
+        """Free the model, on the worker thread, after the last job."""
+
+    def token_ids(self, text: str) -> list[int]:
+        raise NotImplementedError
+
+    def _special_ids(self) -> set[int]:
+        raise NotImplementedError
+
+    def _piece(self, token: int) -> str:
+        raise NotImplementedError
+
+    def word_token_ids(self, words: Iterable[str], *, exclude: Sequence[str] = ()) -> dict[str, tuple[int, ...]]:
+        banned = self._special_ids() | {i for e in exclude if e for i in self.token_ids(e)}
+        out: dict[str, tuple[int, ...]] = {}
+        for word in words:
+            ids = self._word_ids.get(word)
+            if ids is None:
+                forms = dict.fromkeys((" " + word, " " + word[:1].upper() + word[1:]))
+                ids = tuple(dict.fromkeys(i for f in forms for i in self.token_ids(f) if _boostable(self._piece(i))))
+                if len(self._word_ids) < _WORD_CACHE:
+                    self._word_ids[word] = ids
+            ids = tuple(i for i in ids if i not in banned)
+            if ids:
+                out[word] = ids
+        return out
+
+
+def finish_stats(gen: Generation, stream: TextStream, ids: Sequence[int], surprise: Sequence[float],
+                 entropy: Sequence[float], stopped_by: str) -> None:
+    """Flush the stream and fill in ``gen``'s text and stats once a generation has ended."""
+    text = stream.finish(ended=stopped_by in ("eos", "stop"))
+    if text:
+        if gen.stats.first_token_s is None:
+            gen.stats.first_token_s = time.perf_counter() - gen.submitted_at
+        gen._push("delta", text)
+    gen.text = stream.text
+    s = gen.stats
+    s.tokens = len(ids)
+    s.mean_surprise = _finite_mean(surprise)
+    s.mean_entropy = _finite_mean(entropy)
+    s.total_s = time.perf_counter() - gen.submitted_at
+    s.stopped_by = stopped_by
+
+
+def _finite_mean(values: Sequence[float]) -> float | None:
+    if not values:
+        return None
+    m = sum(values) / len(values)
+    return m if math.isfinite(m) else None
+
+
+class TransformersLLM(WorkerEngine):
     """A causal LM on CPU (or CUDA when present) behind one worker thread."""
 
     def __init__(self, model: Any, tokenizer: Any, config: EngineConfig, name: str) -> None:
         self._model = model
         self._tokenizer = tokenizer
-        self._config = config
         self.name = name
         self.uses_chat_template = bool(getattr(tokenizer, "chat_template", None))
-        self._word_ids: dict[str, tuple[int, ...]] = {}  # word -> boostable ids (before ``exclude``)
-        self._jobs: queue.Queue[_Job | None] = queue.Queue()
-        self._worker = threading.Thread(target=self._run, name="llm-worker", daemon=True)
-        self._worker.start()
+        super().__init__(config)
 
     @classmethod
     def load(cls, config: EngineConfig) -> TransformersLLM:
@@ -351,56 +456,13 @@ class TransformersLLM:
     def token_ids(self, text: str) -> list[int]:
         return self._tokenizer(text, add_special_tokens=False)["input_ids"]
 
-    def word_token_ids(self, words: Iterable[str], *, exclude: Sequence[str] = ()) -> dict[str, tuple[int, ...]]:
-        tok = self._tokenizer
-        banned = set(tok.all_special_ids) | {i for e in exclude if e for i in self.token_ids(e)}
-        out: dict[str, tuple[int, ...]] = {}
-        for word in words:
-            ids = self._word_ids.get(word)
-            if ids is None:
-                forms = dict.fromkeys((" " + word, " " + word[:1].upper() + word[1:]))
-                ids = tuple(dict.fromkeys(i for f in forms for i in self.token_ids(f)
-                                          if _boostable(tok.decode([i]))))
-                if len(self._word_ids) < _WORD_CACHE:
-                    self._word_ids[word] = ids
-            ids = tuple(i for i in ids if i not in banned)
-            if ids:
-                out[word] = ids
-        return out
+    def _special_ids(self) -> set[int]:
+        return set(self._tokenizer.all_special_ids)
+
+    def _piece(self, token: int) -> str:
+        return self._tokenizer.decode([token])
 
     # --- generation ---------------------------------------------------------
-
-    def generate(
-        self,
-        prompt: str,
-        *,
-        stop: Sequence[str] = (),
-        stop_pattern: re.Pattern[str] | None = None,
-        max_new_tokens: int | None = None,
-        boosts: Mapping[int, float] | None = None,
-    ) -> Generation:
-        """Queue a generation; iterate the result for text deltas. Must be called on the event loop."""
-        generation = Generation(asyncio.get_running_loop())
-        scanner = StopScanner(stop=tuple(stop), pattern=stop_pattern)
-        self._jobs.put(_Job(prompt, scanner, max_new_tokens or self._config.max_new_tokens, boosts, generation))
-        return generation
-
-    def close(self) -> None:
-        self._jobs.put(None)
-        self._worker.join(timeout=30)
-
-    def _run(self) -> None:
-        while True:
-            job = self._jobs.get()
-            if job is None:
-                return
-            try:
-                self._generate(job)
-            except Exception as exc:  # reported to the waiting caller, the worker lives on
-                log.exception("generation failed")
-                job.generation._push("error", exc)
-            else:
-                job.generation._push("done")
 
     def _generate(self, job: _Job) -> None:
         import torch
@@ -480,18 +542,7 @@ class TransformersLLM:
             "cancelled" if gen.cancelled.is_set() else "stop" if stream.stopped
             else "eos" if state["ids"] and state["ids"][-1] == eos else "length"
         )
-        emit(stream.finish(ended=stopped_by in ("eos", "stop")))
-        gen.text = stream.text
-        s = gen.stats
-        s.tokens = len(state["ids"])
-        s.mean_surprise = sum(state["surprise"]) / len(state["surprise"]) if state["surprise"] else None
-        if s.mean_surprise is not None and not math.isfinite(s.mean_surprise):
-            s.mean_surprise = None
-        s.mean_entropy = sum(state["entropy"]) / len(state["entropy"]) if state["entropy"] else None
-        if s.mean_entropy is not None and not math.isfinite(s.mean_entropy):
-            s.mean_entropy = None
-        s.total_s = time.perf_counter() - gen.submitted_at
-        s.stopped_by = stopped_by
+        finish_stats(gen, stream, state["ids"], state["surprise"], state["entropy"], stopped_by)
 
 
 # ---------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from discord.ext import commands
 from bot.brain import Busy, IncomingTurn
 from bot.discord.rules import MessageFacts, Visibility, scope_for, should_answer, strip_mentions, visibility_for
 from bot.discord.streaming import StreamingReply
-from bot.llm import LLMError
+from bot.llm import LLMError, LLMUnavailable
 from memory.errors import InvalidInput, MemoryStoreError
 
 if TYPE_CHECKING:
@@ -22,6 +22,7 @@ log = logging.getLogger(__name__)
 
 _CUT = "\n[… cut to fit]"
 BUSY = "I'm busy right now — try again in a moment."
+UNAVAILABLE = "⚠️ My language model is not answering right now, so I cannot reply; your message is saved and remembered."
 TEXT_SUFFIXES = (".txt", ".md", ".py", ".json", ".jsonl", ".csv", ".log", ".yaml", ".yml", ".toml", ".ini", ".sql")
 
 
@@ -126,6 +127,9 @@ class ChatCog(commands.Cog):
             await self._say(message, BUSY)
         except InvalidInput as exc:
             await self._say(message, f"⚠️ {exc}")
+        except LLMUnavailable:
+            log.warning("the language model server did not answer message %s", message.id, exc_info=True)
+            await self._say(message, UNAVAILABLE)
         except (LLMError, MemoryStoreError):
             log.exception("reply failed for message %s", message.id)
             await self._say(message, "⚠️ Something went wrong while answering; your message is saved.")

@@ -115,7 +115,10 @@ class ResonanceLayer(BaseLayer):
         boosts: dict[int, float] = {}
         if self.llm is not None and self.boosts_enabled and weights:
             try:
-                boosts = token_boosts(weights, self.llm.word_token_ids(weights, exclude=self.stop_labels))
+                lookup = getattr(self.llm, "aword_token_ids", None)  # an engine whose tokenizer is remote
+                ids = (await lookup(weights, exclude=self.stop_labels) if lookup is not None
+                       else self.llm.word_token_ids(weights, exclude=self.stop_labels))
+                boosts = token_boosts(weights, ids)
             except Exception:
                 log.warning("resonance: the engine could not map words to tokens; no boosts", exc_info=True)
         return Resonance(tuple(winners), weights, boosts), texts

