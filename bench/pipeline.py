@@ -3,6 +3,12 @@
     python bench/pipeline.py                       # M = 10,000 and 100,000, N = 20, real Gemma
     python bench/pipeline.py --episodes 10000 --messages 50 --no-llm
     python bench/pipeline.py --json bench/results/pipeline.json
+    python bench/pipeline.py --episodes 10000 --engines llamacpp,bare   # fewer engines side by side
+
+The replies go through the default engine (bot.engines: llama.cpp for the bundled model). After the
+pipeline table, the engines are compared side by side on the same prompts (bench/engines.py: time to
+first token on ~60- and ~600-token prompts, decode tokens/s, and perplexity and greedy agreement
+against the bf16 transformers reference).
 
 For each M it builds a fresh database (embedded PostgreSQL unless
 --database-url), fills it with M synthetic but realistic episodes, then sends
@@ -43,6 +49,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.engines import ENGINES, print_engines, run_engines  # noqa: E402
 from bench.evallib import write_json  # noqa: E402
 from bot.config import Settings, offline_environment  # noqa: E402
 
@@ -328,12 +335,15 @@ async def main() -> None:
     parser.add_argument("--tokens", type=int, default=32, help="max new tokens per reply")
     parser.add_argument("--no-llm", action="store_true", help="skip the real model (no TTFT / tokens/s)")
     parser.add_argument("--database-url", help="admin URL of a PostgreSQL with pgvector (default: embedded)")
+    parser.add_argument("--engines", default=",".join(ENGINES),
+                        help="engines to compare side by side after the pipeline (bench/engines.py); '' for none")
+    parser.add_argument("--engine-repeats", type=int, default=3, help="prompts of each length per engine")
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args()
     offline_environment()
 
     from bot.app import engine_config
-    from bot.llm import TransformersLLM
+    from bot.engines import load_engine
     from memory.db import EmbeddedPostgres
     from memory.embed import MiniLMEmbedder
 
@@ -341,7 +351,9 @@ async def main() -> None:
     embedder.load()
     llm = None
     if not args.no_llm:
-        llm = TransformersLLM.load(engine_config(Settings(_env_file=None, max_new_tokens=args.tokens)))
+        settings = Settings(_env_file=None, max_new_tokens=args.tokens)
+        llm = load_engine(settings, engine_config(settings))  # the default engine
+        print(f"engine: {llm.name}", file=sys.stderr)
     server = None
     admin_url = args.database_url
     if admin_url is None:
@@ -358,9 +370,13 @@ async def main() -> None:
         if server is not None:
             server.stop()
     print_table(results)
+    engines = None
+    if not args.no_llm and args.engines:
+        engines = await run_engines([e for e in args.engines.split(",") if e], repeats=args.engine_repeats)
+        print_engines(engines)
     if args.json:
-        write_json(args.json, results)
-    print(json.dumps(results))
+        write_json(args.json, {"pipeline": results, "engines": engines})
+    print(json.dumps({"pipeline": results, "engines": engines}))
 
 
 if __name__ == "__main__":

@@ -64,6 +64,7 @@ class OpenAICompatibleLLM:
         top_p: float = 0.9,
         seed: int | None = None,
         backoff: float = 0.5,
+        logprobs: bool = True,
     ) -> None:
         if api not in ("chat", "completions"):
             raise ValueError(f"api must be 'chat' or 'completions', not {api!r}")
@@ -90,7 +91,7 @@ class OpenAICompatibleLLM:
         self._added: set[int] = set()
         self._tokenizer: tuple[str, Any] | None = None  # (url, body maker) that worked
         self._no_tokenizer = False
-        self._logprobs_ok = True
+        self._logprobs_ok = logprobs  # turned off for good if the server refuses them
 
     @classmethod
     def from_settings(cls, settings: Any) -> OpenAICompatibleLLM:
@@ -101,7 +102,7 @@ class OpenAICompatibleLLM:
         return cls(settings.llm_url, model=settings.llm_model, api_key=key, api=api, timeout=settings.llm_timeout,
                    retries=settings.llm_retries, concurrency=settings.llm_concurrency,
                    max_new_tokens=settings.max_new_tokens, temperature=settings.temperature, top_p=settings.top_p,
-                   seed=settings.seed)
+                   seed=settings.seed, logprobs=settings.llm_logprobs)
 
     # --- prompt helpers -----------------------------------------------------
 

@@ -144,3 +144,22 @@ async def test_auto_falls_back_to_transformers_when_llama_cpp_cannot_load(
         assert isinstance(llm, TransformersLLM)
     finally:
         llm.close()
+
+
+def test_top_p_sampling_keeps_exactly_the_nucleus() -> None:
+    import numpy as np
+
+    from bot.llm_llamacpp import sample_top_p
+
+    rng = np.random.default_rng(0)
+    for trial in range(20):
+        logits = rng.normal(0, 3 if trial % 2 else 0.3, 5000).astype(np.float32)  # peaked, then flat
+        probs = np.exp((logits - logits.max()) / 0.7)
+        probs /= probs.sum()
+        order = np.argsort(-probs)
+        nucleus = set(order[: int(np.searchsorted(np.cumsum(probs[order]), 0.9)) + 1].tolist())
+        drawn = {sample_top_p(logits, 0.7, 0.9, rng) for _ in range(300)}
+        assert drawn <= nucleus, "never a token outside the nucleus"
+        if len(nucleus) <= 5:
+            assert drawn == nucleus, "and every token of a small nucleus turns up"
+    assert sample_top_p(np.array([0.0, 50.0, 0.0], dtype=np.float32), 1.0, 0.9, rng) == 1
