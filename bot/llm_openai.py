@@ -5,8 +5,8 @@ streamed from ``/chat/completions`` (the prompt builder's messages) or ``/comple
 (a transcript, for base models), with the bot's stop strings, its token limit, its
 sampling settings and, where the server gives them, per-token log-probabilities for the
 write gate's surprise measure. Resonance boosts go out as ``logit_bias``: the words' token
-ids come from the server's tokenize endpoint (llama.cpp: ``/tokenize``, llama-cpp-python:
-``/extras/tokenize``, vLLM: ``/tokenize``); a server without one gets no boosts, said once
+ids come from the server's tokenize endpoint (llama.cpp: ``/tokenize`` with ``content``, vLLM:
+``/tokenize`` with ``prompt``, llama-cpp-python: ``/extras/tokenize``); a server without one gets no boosts, said once
 in the log.
 
 A connection failure, a timeout or a 5xx/429 answer is retried with backoff while no text
@@ -148,15 +148,17 @@ class OpenAICompatibleLLM:
             return []
         candidates = [self._tokenizer] if self._tokenizer else [
             (f"{self._root}/tokenize", lambda t: {"content": t, "add_special": False, "model": self.model}),
+            (f"{self._root}/tokenize", lambda t: {"prompt": t, "model": self.model, "add_special_tokens": False}),
             (f"{self._root}/extras/tokenize", lambda t: {"input": t, "model": self.model}),
-            (f"{self.base_url}/tokenize", lambda t: {"prompt": t, "model": self.model, "add_special_tokens": False}),
         ]
         session = await self._client()
+        answered = False
         for url, body in candidates:
             try:
                 async with session.post(url, json=body(text), headers=self._headers()) as resp:
+                    answered = True
                     data = await resp.json(content_type=None) if resp.status == 200 else None
-            except Exception as exc:  # the endpoint is missing or the server is down: try the next
+            except Exception as exc:  # the server is down, or its answer is not JSON: try the next
                 log.debug("tokenize at %s failed: %s", url, exc)
                 continue
             tokens = data.get("tokens") if isinstance(data, dict) else None
@@ -168,7 +170,7 @@ class OpenAICompatibleLLM:
                     else:
                         self._added = set(tokens)
                 return [t for t in tokens if t not in self._added]
-        if self._tokenizer is None:
+        if self._tokenizer is None and answered:  # the server is up and has none (a down one is asked again)
             self._no_tokenizer = True
             log.info("the server at %s has no tokenize endpoint: resonance boosts are skipped", self._root)
         return []

@@ -60,8 +60,11 @@ def interaction(user: MagicMock, client: object = None, *, guild: int | None = G
 
 
 def said(i: MagicMock) -> str:
+    """What the interaction answered, with an attached text file's content (long answers are attached)."""
     call = i.response.send_message.call_args or i.followup.send.call_args
-    return call.args[0] if call.args else call.kwargs.get("content", "")
+    text = call.args[0] if call.args else call.kwargs.get("content", "")
+    attached = call.kwargs.get("file")
+    return text + ("\n" + attached.fp.getvalue().decode() if attached is not None else "")
 
 
 def fake_bot(app: App, **settings: object) -> SimpleNamespace:
