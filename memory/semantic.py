@@ -31,6 +31,7 @@ goes to the database, so forgetting needs no cache eviction in this module.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import math
 from collections.abc import Awaitable, Callable, Sequence
@@ -52,6 +53,11 @@ log = logging.getLogger(__name__)
 COMMON_RELATIONS = {"has", "is", "like", "love", "hate", "named", "live_in", "work_at", "work_as", "play", "adopt",
                     "not_like", "enjoy", "prefer", "study", "speak", "visit", "move_to", "grow_up_in"}
 _CARD_COLUMNS = "fsrs_state, fsrs_step, stability, difficulty, due, last_review, reps"
+# Relations a thing has one value of at a time: a new value contradicts the old one.
+ONE_VALUED_RELATIONS = frozenset({"live_in", "work_at", "work_as", "named"})
+CONTRADICTED_CONFIDENCE = 0.5  # a contradicted edge's confidence is multiplied by this
+_MESSAGE_FIELDS = ("id", "scope", "source", "external_id", "channel_id", "author_id", "author_name", "is_bot",
+                   "content", "derived_from_id", "created_at", "visible_in", "thread_parent_id")
 WORLD, BOT_OWNER = "", "bot"  # kg_nodes.owner of shared things and of the bot's own; a person's is 'user:<id>'
 
 
@@ -323,7 +329,8 @@ class SemanticMemory:
             scope, source, t.relation, target,
         )
         payload = {"subject": t.subject_display, "relation": t.relation, "object": t.object_display,
-                   "confidence": t.confidence, "sentiment": t.sentiment}
+                   "confidence": t.confidence, "sentiment": t.sentiment, "subject_key": t.subject,
+                   "object_key": t.object}
         payload |= {k: v for k, v in (("subject_owner", t.subject_owner), ("object_owner", t.object_owner)) if v}
         if edge is not None:
             if not await self._source(conn, edge["id"], message):
@@ -354,8 +361,165 @@ class SemanticMemory:
             scope, source, t.relation, target, t.sentiment, t.confidence, message.created_at, *_card_values(card),
         )
         await self._source(conn, edge_id, message)
+        await self._contradict(conn, scope, source, t.relation, target, edge_id, now)
         reason = f"score {score:.2f} >= {self.gate.threshold:.2f} ({parts})" if self.gate.enabled else "gate off"
         return await self._log(conn, message, GateDecision("insert", reason, score, t), payload, now)
+
+    async def _contradict(self, conn: asyncpg.Connection, scope: str, source: int, relation: str, target: int,
+                          edge_id: int, now: datetime) -> int:
+        """Settle what a new edge contradicts: the same claim negated ("likes jazz" / "not_like jazz"), or
+        another value of a one-valued relation ("lives in Porto" / "lives in Lisbon"). By recency and
+        evidence: the older claim loses unless it has more than twice the newer one's evidence. The loser
+        keeps its edge and history, with its confidence halved and ``contradicted_at`` set. Returns how
+        many contradictions were settled."""
+        opposite = relation.removeprefix("not_") if relation.startswith("not_") else "not_" + relation
+        rows = await conn.fetch(
+            """SELECT id, evidence_count, last_seen FROM kg_edges
+               WHERE scope = $1 AND source_id = $2 AND id <> $3
+                 AND ((relation = $4 AND target_id = $5) OR ($6 AND relation = $7 AND target_id <> $5))""",
+            scope, source, edge_id, opposite, target, relation in ONE_VALUED_RELATIONS, relation)
+        if not rows:
+            return 0
+        new = await conn.fetchrow("SELECT evidence_count, last_seen FROM kg_edges WHERE id = $1", edge_id)
+        for old in rows:
+            newer_wins = old["last_seen"] <= new["last_seen"] and old["evidence_count"] <= 2 * new["evidence_count"]
+            await conn.execute(
+                "UPDATE kg_edges SET confidence = confidence * $2, contradicted_at = $3 WHERE id = $1",
+                old["id"] if newer_wins else edge_id, CONTRADICTED_CONFIDENCE, now)
+        return len(rows)
+
+    # --- consolidation (the dream's replay) ----------------------------------------------
+
+    async def consolidate(self, now: datetime, *, scope: str | None = None, min_support: int = 2,
+                          fast_track: int = 5, limit: int = 5000) -> dict[str, int]:
+        """Re-read the tuples the gate routed to episodic memory and admit those that have gathered
+        support (seed 001's consolidation): one said in at least ``min_support`` messages, or at once
+        when the scope's graph already knows its relation well (``fast_track`` edges of it: the schema
+        fast-track). A tuple whose edge exists by now joins it as evidence. Each admitted edge keeps
+        every supporting message as a source (forgetting them forgets it) and settles what it
+        contradicts. Tuples still short of support wait for the next night."""
+        rows = await self.pool.fetch(
+            f"""SELECT g.id AS log_id, g.payload, {', '.join('m.' + c for c in _MESSAGE_FIELDS)}
+                FROM kg_gate_log g JOIN messages m ON m.id = g.message_id
+                WHERE g.action = 'route_to_episodic' AND g.consolidated_at IS NULL
+                  AND ($1::text IS NULL OR g.scope = $1)
+                ORDER BY g.id LIMIT $2""", scope, limit)
+        counts = {"routed_reviewed": len(rows), "admitted": 0, "fast_tracked": 0, "joined_existing": 0,
+                  "contradictions": 0, "waiting": 0}
+        groups: dict[tuple[Any, ...], list[tuple[int, StoredMessage, Triple]]] = {}
+        unreadable: list[int] = []
+        reparsed: dict[int, list[Triple]] = {}
+        for r in rows:
+            message = StoredMessage(**{c: r[c] for c in _MESSAGE_FIELDS})
+            t = await self._routed_triple(r["payload"], message, reparsed)
+            if t is None:
+                unreadable.append(r["log_id"])
+                continue
+            key = (message.scope, self._identity(t.subject, t.subject_owner, message), t.relation,
+                   self._identity(t.object, t.object_owner, message))
+            groups.setdefault(key, []).append((r["log_id"], message, t))
+        if unreadable:
+            await self.pool.execute("UPDATE kg_gate_log SET consolidated_at = $2 WHERE id = ANY($1::bigint[])",
+                                    unreadable, now)
+        new_edges: dict[str, list[int]] = {}
+        for (group_scope, _, relation, _), items in groups.items():
+            outcome = await self._consolidate_group(group_scope, relation, items, now, min_support, fast_track)
+            if outcome is None:
+                counts["waiting"] += len(items)
+                continue
+            kind, edge_id, contradictions = outcome
+            counts[kind] += 1
+            counts["contradictions"] += contradictions
+            if kind != "joined_existing":
+                new_edges.setdefault(group_scope, []).append(edge_id)
+        for group_scope, ids in new_edges.items():
+            await self._embed_facts(group_scope, ids, now)
+        return counts
+
+    async def _consolidate_group(self, scope: str, relation: str, items: list[tuple[int, StoredMessage, Triple]],
+                                 now: datetime, min_support: int, fast_track: int) -> tuple[str, int, int] | None:
+        first_message, first = items[0][1], items[0][2]
+        supporters = {m.id: m for _, m, _ in items}
+        names = sorted({n for n in (first.subject, first.object) if n not in (USER, BOT)})
+        vectors = dict(zip(names, await self.embedder.embed_many(names))) if names else {}
+        try:
+            async with self.pool.acquire() as conn, conn.transaction():
+                await self._lock(conn, scope)
+                known = await conn.fetchval("SELECT count(*) FROM kg_edges WHERE scope = $1 AND relation = $2",
+                                            scope, relation)
+                source = await self._existing_node(conn, scope, first.subject, first.subject_owner, first_message)
+                target = await self._existing_node(conn, scope, first.object, first.object_owner, first_message)
+                edge_id = None
+                if source is not None and target is not None:
+                    edge_id = await conn.fetchval(
+                        "SELECT id FROM kg_edges WHERE scope = $1 AND source_id = $2 AND relation = $3 "
+                        "AND target_id = $4", scope, source, relation, target)
+                if edge_id is not None:
+                    kind = "joined_existing"
+                    for m in supporters.values():
+                        if await self._source(conn, edge_id, m):
+                            await conn.execute("UPDATE kg_edges SET evidence_count = evidence_count + 1, "
+                                               "last_seen = GREATEST(last_seen, $2) WHERE id = $1", edge_id,
+                                               m.created_at)
+                    contradictions = 0
+                elif len(supporters) >= min_support or known >= fast_track:
+                    kind = "admitted" if len(supporters) >= min_support else "fast_tracked"
+                    source = await self._node(conn, scope, first.subject, first.subject_display,
+                                              first.subject_owner, first_message, vectors, now)
+                    target = await self._node(conn, scope, first.object, first.object_display, first.object_owner,
+                                              first_message, vectors, now)
+                    card, _ = self.fsrs.review_card(Card(), Rating.Good, now)
+                    said = [m.created_at for m in supporters.values()]
+                    edge_id = await conn.fetchval(
+                        f"""INSERT INTO kg_edges (scope, source_id, relation, target_id, sentiment, confidence,
+                                                  evidence_count, first_seen, last_seen, {_CARD_COLUMNS})
+                            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, 1)
+                            RETURNING id""",
+                        scope, source, relation, target, sum(t.sentiment for _, _, t in items) / len(items),
+                        max(t.confidence for _, _, t in items), len(supporters), min(said), max(said),
+                        *_card_values(card))
+                    for m in supporters.values():
+                        await self._source(conn, edge_id, m)
+                    contradictions = await self._contradict(conn, scope, source, relation, target, edge_id, now)
+                else:
+                    return None
+                await conn.execute("UPDATE kg_gate_log SET consolidated_at = $2 WHERE id = ANY($1::bigint[])",
+                                   [log_id for log_id, _, _ in items], now)
+        except asyncpg.ForeignKeyViolationError:  # a supporting message was deleted meanwhile: next night
+            log.info("a message behind a routed tuple in scope %s went during consolidation", scope)
+            return None
+        return kind, edge_id, contradictions
+
+    def _identity(self, key: str, owner: str | None, message: StoredMessage) -> tuple[str, str]:
+        """(owner, name) of the node ``_node`` would use for this end of a triple."""
+        if key == USER:
+            return WORLD, f"user:{message.author_id}"
+        if key == BOT:
+            return WORLD, "bot"
+        return self._owner_key(owner, message), key
+
+    async def _existing_node(self, conn: asyncpg.Connection, scope: str, key: str, owner: str | None,
+                             message: StoredMessage) -> int | None:
+        owner_key, name = self._identity(key, owner, message)
+        return await conn.fetchval("SELECT id FROM kg_nodes WHERE scope = $1 AND owner = $2 AND name = $3",
+                                   scope, owner_key, name)
+
+    async def _routed_triple(self, payload: Any, message: StoredMessage,
+                             reparsed: dict[int, list[Triple]]) -> Triple | None:
+        """The tuple a gate decision logged: from its payload, or (decisions logged before the payload
+        kept the node keys) from the message parsed again, matched by relation and names."""
+        if isinstance(payload, str):
+            payload = json.loads(payload)
+        if "subject_key" in payload:
+            return Triple(subject=payload["subject_key"], relation=payload["relation"], object=payload["object_key"],
+                          sentiment=float(payload.get("sentiment", 0.0)), confidence=float(payload["confidence"]),
+                          subject_display=payload["subject"], object_display=payload["object"],
+                          subject_owner=payload.get("subject_owner"), object_owner=payload.get("object_owner"))
+        if message.id not in reparsed:
+            reparsed[message.id] = [_with_owners(t) for t in
+                                    await asyncio.to_thread(self.extractor.extract, message.content)]
+        return next((t for t in reparsed[message.id] if t.relation == payload["relation"]
+                     and t.subject_display == payload["subject"] and t.object_display == payload["object"]), None)
 
     async def _score(self, conn: asyncpg.Connection, scope: str, source: int, t: Triple, message: StoredMessage,
                      now: datetime) -> tuple[float, str]:

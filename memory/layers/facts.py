@@ -131,7 +131,15 @@ class FactsLayer(BaseLayer):
         return {"facts": n}
 
     def dream_steps(self) -> Sequence[tuple[str, LayerStep]]:
-        return (("knowledge_graph", self._maintain),)
+        return (("knowledge_graph_consolidation", self._consolidate), ("knowledge_graph", self._maintain))
+
+    async def _consolidate(self, now: datetime, scope: str | None) -> StepResult:
+        """Admit the routed tuples that gathered support (or whose relation the graph knows well)."""
+        counts = await self.semantic.consolidate(now, scope=scope)
+        notes = []
+        if counts["contradictions"]:
+            notes.append(f"{counts['contradictions']} contradicted fact(s) lost confidence to newer evidence")
+        return StepResult(counts=counts, notes=notes)
 
     async def _maintain(self, now: datetime, scope: str | None) -> StepResult:
         """Prune faded, doubtful edges (never pinned ones) and merge near-duplicate nodes of one owner."""
