@@ -34,6 +34,7 @@ import asyncio
 import json
 import logging
 import math
+import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
@@ -337,7 +338,7 @@ class SemanticMemory:
                 # one message saying a thing twice is one piece of evidence
                 return await self._log(conn, message, GateDecision("aggregate", "already said in this message",
                                                                    None, t), payload, now)
-            card, _ = self.fsrs.review_card(_card(edge, edge["id"]), Rating.Good, now)
+            card, _ = self.fsrs.review_card(_card(edge, edge["id"]), _rating(t, message), now)
             n = edge["evidence_count"]
             await conn.execute(
                 f"""UPDATE kg_edges SET evidence_count = evidence_count + 1, last_seen = $2,
@@ -353,7 +354,7 @@ class SemanticMemory:
                       if t.confidence < self.gate.min_confidence
                       else f"score {score:.2f} < {self.gate.threshold:.2f} ({parts})")
             return await self._log(conn, message, GateDecision("route_to_episodic", reason, score, t), payload, now)
-        card, _ = self.fsrs.review_card(Card(), Rating.Good, now)
+        card, _ = self.fsrs.review_card(Card(), _rating(t, message), now)
         edge_id = await conn.fetchval(
             f"""INSERT INTO kg_edges (scope, source_id, relation, target_id, sentiment, confidence, first_seen,
                                       last_seen, {_CARD_COLUMNS})
@@ -383,9 +384,31 @@ class SemanticMemory:
         new = await conn.fetchrow("SELECT evidence_count, last_seen FROM kg_edges WHERE id = $1", edge_id)
         for old in rows:
             newer_wins = old["last_seen"] <= new["last_seen"] and old["evidence_count"] <= 2 * new["evidence_count"]
+            loser = await conn.fetchrow(f"SELECT id, {_CARD_COLUMNS} FROM kg_edges WHERE id = $1",
+                                        old["id"] if newer_wins else edge_id)
+            card, _ = self.fsrs.review_card(_card(loser, loser["id"]), Rating.Again, now)  # a lapse
             await conn.execute(
-                "UPDATE kg_edges SET confidence = confidence * $2, contradicted_at = $3 WHERE id = $1",
-                old["id"] if newer_wins else edge_id, CONTRADICTED_CONFIDENCE, now)
+                f"""UPDATE kg_edges SET confidence = confidence * $2, contradicted_at = $3,
+                        ({_CARD_COLUMNS}) = ($4, $5, $6, $7, $8, $9, reps + 1) WHERE id = $1""",
+                loser["id"], CONTRADICTED_CONFIDENCE, now, *_card_values(card))
+        return len(rows)
+
+    async def pin(self, scope: str, message_id: int, now: datetime, *, pinned: bool = True) -> int:
+        """Pin (or unpin) the facts a message supports: a pinned edge is never pruned, and pinning is an
+        Easy review of it. Returns how many edges changed."""
+        require_scope(scope)
+        async with self.pool.acquire() as conn, conn.transaction():
+            rows = await conn.fetch(
+                f"""SELECT e.id, {_CARD_COLUMNS} FROM kg_edges e JOIN kg_edge_sources s ON s.edge_id = e.id
+                    WHERE e.scope = $1 AND s.message_id = $2 AND e.pinned <> $3 FOR UPDATE OF e""",
+                scope, message_id, pinned)
+            for r in rows:
+                if pinned:
+                    card, _ = self.fsrs.review_card(_card(r, r["id"]), Rating.Easy, now)
+                    await conn.execute(f"UPDATE kg_edges SET pinned = true, ({_CARD_COLUMNS}) = "
+                                       "($2, $3, $4, $5, $6, $7, reps + 1) WHERE id = $1", r["id"], *_card_values(card))
+                else:
+                    await conn.execute("UPDATE kg_edges SET pinned = false WHERE id = $1", r["id"])
         return len(rows)
 
     # --- consolidation (the dream's replay) ----------------------------------------------
@@ -808,6 +831,21 @@ class SemanticMemory:
                        AND x.relation = e.relation) RETURNING e.id""", keep, drop)]
         await conn.execute("DELETE FROM kg_nodes WHERE id = $1", drop)
         return moved
+
+
+_REMEMBER = re.compile(r"\b(?:remember (?:this|that|it)|don'?t forget|do not forget|keep in mind|note that)\b",
+                       re.IGNORECASE)
+HEDGED_CONFIDENCE = 0.5  # the extractor's confidence for hedged claims ("I think I like ...")
+
+
+def _rating(t: Triple, message: StoredMessage) -> Rating:
+    """GhostKG's ratings from what happened: asked to be remembered, Easy; hedged, Hard; else Good (a
+    contradiction is Again, in ``_contradict``)."""
+    if _REMEMBER.search(message.content):
+        return Rating.Easy
+    if t.confidence <= HEDGED_CONFIDENCE:
+        return Rating.Hard
+    return Rating.Good
 
 
 def _with_owners(t: Triple) -> Triple:

@@ -104,3 +104,33 @@ async def test_the_dream_reports_the_consolidation_step(app: App) -> None:
     report = await app.dream.run(T0)
     step = report.steps["knowledge_graph_consolidation"]
     assert step.error is None and {"routed_reviewed", "admitted", "contradictions"} <= set(step.counts)
+
+
+STABILITY = """SELECT e.stability FROM kg_edges e JOIN kg_nodes t ON t.id = e.target_id
+               WHERE t.name = $1 AND e.relation = $2"""
+
+
+async def test_fsrs_ratings_come_from_what_happened(app: App) -> None:
+    """GhostKG's ratings: "remember this" is Easy, a hedge Hard, a plain statement Good, a contradiction Again."""
+    semantic, pool = open_gate(app), app.db.pool
+    await semantic.absorb(await stored(app, "I like chess"), T0)
+    await semantic.absorb(await stored(app, "I like sushi. Remember this!", n=1), T0)
+    await semantic.absorb(await stored(app, "I think I like opera", n=2), T0)
+    good, easy, hard = [await pool.fetchval(STABILITY, name, "like") for name in ("chess", "sushi", "opera")]
+    assert easy > good > hard
+    await semantic.absorb(await stored(app, "I do not like chess", at=T0 + timedelta(days=2), n=3),
+                          T0 + timedelta(days=2))
+    assert await pool.fetchval(STABILITY, "chess", "like") < good, "the contradicted edge lapsed (Again)"
+
+
+async def test_pinning_a_message_pins_its_facts_with_an_easy_review(app: App) -> None:
+    semantic, pool = open_gate(app), app.db.pool
+    message = await stored(app, "I work as a nurse")
+    await semantic.absorb(message, T0)
+    before = await pool.fetchval("SELECT stability FROM kg_edges WHERE relation = 'work_as'")
+    assert await semantic.pin("g1", message.id, T0 + timedelta(days=3)) == 1
+    row = await pool.fetchrow("SELECT pinned, stability FROM kg_edges WHERE relation = 'work_as'")
+    assert row["pinned"] and row["stability"] > before
+    assert await semantic.pin("g1", message.id, T0 + timedelta(days=3)) == 0, "already pinned"
+    assert await semantic.pin("other-guild", message.id, T0) == 0, "never across scopes"
+    assert await semantic.prune(T0 + timedelta(days=2000), min_retrievability=0.99, min_confidence=1.0) == 0

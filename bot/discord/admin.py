@@ -158,7 +158,10 @@ class AdminCog(commands.Cog):
             await reply(interaction, "I hold nothing from that message.")
             return
         pinned = await self.bot.app.episodes.pin(stored.scope, stored.id)
-        await reply(interaction, "Pinned." if pinned else "That message has no memory to pin yet.")
+        semantic = self.bot.app.brain.semantic
+        facts = await semantic.pin(stored.scope, stored.id, datetime.now(UTC)) if semantic is not None else 0
+        await reply(interaction, f"Pinned{f', with {facts} fact(s)' if facts else ''}." if pinned or facts
+                    else "That message has no memory to pin yet.")
 
     # --- /archetype: this guild's view, and its own switches ------------------------------
 
