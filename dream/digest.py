@@ -37,7 +37,9 @@ async def digest(services: DreamServices, now: datetime) -> StepReport:
              + f" ({now:%Y-%m-%d %H:%M %Z})"]
     for name, report in services.reports.items():
         counts = ", ".join(f"{k} {v}" for k, v in report.counts.items())
-        lines.append(f"- {name}: {'failed (' + report.error + ')' if report.error else counts or 'done'}")
+        lines.append(f"- {name} ({report.seconds:.1f} s): "
+                     f"{'failed (' + report.error + ')' if report.error else counts or 'done'}")
+        lines.extend(f"  {note}" for note in report.notes)
     total = sum(r["n"] for r in rows)
     lines.append(f"- messages classified in the last {cfg.chart_days} days: {total}")
     text = "\n".join(lines)

@@ -112,34 +112,34 @@ async def decay_and_merge(services: DreamServices, now: datetime) -> StepReport:
         now, cfg.trivia_salience, float(cfg.forget_after_days), services.scope,
     )
     merged = 0
+    recheck: set[int] | None = None  # None: every recent episode (the first pass)
     for _ in range(MAX_MERGE_PASSES):
-        done = await _merge_pass(services, now)
+        done, recheck = await _merge_pass(services, now, recheck)
         merged += done
-        if done == 0:
+        if done == 0 or not recheck:
             break
     return StepReport(counts={"forgotten": int(forgotten.split()[-1]), "merged": merged})
 
 
-async def _merge_pass(services: DreamServices, now: datetime) -> int:
-    """One pass over recent episodes: each merged with its nearest near-duplicate (same scope and
-    visibility), by the HNSW index. Returns how many were merged away."""
+async def _merge_pass(services: DreamServices, now: datetime, only: set[int] | None) -> tuple[int, set[int]]:
+    """One pass over recent episodes (or just ``only``): each merged with its nearest near-duplicate
+    (same scope and visibility), by the HNSW index. Returns how many were merged away, and the
+    episodes whose nearest neighbour may have changed (the survivors of a merge, and those whose
+    nearest was merged away): the next pass looks at those only, so passes after the first cost
+    what the merges did, not the size of the window."""
     cfg = services.config
     pool = services.pool
-    pairs = await pool.fetch(
-        """SELECT e.id AS a, n.id AS b, e.content AS a_text, n.content AS b_text FROM episodes e
-           CROSS JOIN LATERAL (
-               SELECT o.id, o.content, 1 - (o.embedding <=> e.embedding) / 2 AS sim FROM episodes o
-               WHERE o.scope = e.scope AND o.id <> e.id AND o.visible_in IS NOT DISTINCT FROM e.visible_in
-               ORDER BY o.embedding <=> e.embedding LIMIT 1) n
-           WHERE e.created_at >= $1 AND n.sim >= $2 AND ($3::text IS NULL OR e.scope = $3::text)
-           ORDER BY e.id""",
-        now - timedelta(days=cfg.lookback_days), cfg.duplicate_similarity, services.scope,
-    )
+    pairs = await _nearest_pairs(pool, now - timedelta(days=cfg.lookback_days), cfg.duplicate_similarity,
+                                 services.scope, only)
     merged = 0
     gone: set[int] = set()
+    recheck: set[int] = set()
     for pair in pairs:
         a, b = pair["a"], pair["b"]
-        if a in gone or b in gone or not same_words(pair["a_text"], pair["b_text"]):
+        if a in gone or b in gone:
+            recheck |= {a, b} - gone  # its nearest went: look again next pass
+            continue
+        if not same_words(pair["a_text"], pair["b_text"]):
             continue
         async with pool.acquire() as conn, conn.transaction():
             rows = await conn.fetch(
@@ -159,8 +159,74 @@ async def _merge_pass(services: DreamServices, now: datetime) -> int:
             )
             await conn.execute("DELETE FROM episodes WHERE id = $1", drop["id"])
             gone.add(drop["id"])
+            recheck.add(keep["id"])
             merged += 1
-    return merged
+    return merged, recheck - gone
+
+
+EXACT_GROUP_LIMIT = 200_000  # episodes of one scope and audience searched exactly in memory; more: HNSW
+
+
+async def _nearest_pairs(pool, since: datetime, threshold: float, scope: str | None,  # type: ignore[no-untyped-def]
+                         only: set[int] | None) -> list[dict[str, object]]:
+    """(a, b, a_text, b_text) for each recent episode ``a`` (or each of ``only``) whose nearest other
+    episode ``b`` of the same scope and audience is at least ``threshold`` alike ((1 + cos) / 2).
+
+    Exact, by one matrix product per scope and audience: the per-episode HNSW query this replaces
+    cost about 4 ms each with a filter on a small scope (38 s for 10,000 new episodes). A group past
+    EXACT_GROUP_LIMIT episodes still goes through the index."""
+    recent = await pool.fetch(
+        """SELECT id, scope, visible_in FROM episodes
+           WHERE created_at >= $1 AND ($2::text IS NULL OR scope = $2::text)
+             AND ($3::bigint[] IS NULL OR id = ANY($3::bigint[]))""",
+        since, scope, None if only is None else sorted(only))
+    groups: dict[tuple[str, str | None], list[int]] = {}
+    for r in recent:
+        groups.setdefault((r["scope"], r["visible_in"]), []).append(r["id"])
+    found: list[tuple[int, int]] = []
+    for (group_scope, visible_in), ids in groups.items():
+        size = await pool.fetchval("SELECT count(*) FROM episodes WHERE scope = $1 AND visible_in IS NOT DISTINCT "
+                                   "FROM $2", group_scope, visible_in)
+        if size > EXACT_GROUP_LIMIT:
+            found += await _nearest_by_index(pool, ids, threshold)
+            continue
+        rows = await pool.fetch("SELECT id, embedding FROM episodes WHERE scope = $1 AND visible_in IS NOT "
+                                "DISTINCT FROM $2 ORDER BY id", group_scope, visible_in)
+        found += await asyncio.to_thread(_nearest_exact, [r["id"] for r in rows],
+                                         [r["embedding"].to_numpy() for r in rows], ids, threshold)
+    if not found:
+        return []
+    texts = {r["id"]: r["content"] for r in await pool.fetch(
+        "SELECT id, content FROM episodes WHERE id = ANY($1::bigint[])", sorted({i for p in found for i in p}))}
+    return [{"a": a, "b": b, "a_text": texts[a], "b_text": texts[b]} for a, b in sorted(found)]
+
+
+def _nearest_exact(all_ids: list[int], vectors: list[np.ndarray], query_ids: list[int],
+                   threshold: float) -> list[tuple[int, int]]:
+    matrix = np.stack(vectors).astype(np.float32)
+    matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+    position = {i: n for n, i in enumerate(all_ids)}
+    rows = np.array([position[i] for i in query_ids])
+    out: list[tuple[int, int]] = []
+    for start in range(0, len(rows), 1024):
+        chunk = rows[start:start + 1024]
+        sims = matrix[chunk] @ matrix.T
+        sims[np.arange(len(chunk)), chunk] = -np.inf  # not itself
+        best = sims.argmax(axis=1)
+        alike = (1.0 + sims[np.arange(len(chunk)), best]) / 2.0
+        out += [(all_ids[a], all_ids[b]) for a, b, s in zip(chunk, best, alike) if s >= threshold]
+    return out
+
+
+async def _nearest_by_index(pool, ids: list[int], threshold: float) -> list[tuple[int, int]]:  # type: ignore[no-untyped-def]
+    rows = await pool.fetch(
+        """SELECT e.id AS a, n.id AS b FROM episodes e
+           CROSS JOIN LATERAL (
+               SELECT o.id, 1 - (o.embedding <=> e.embedding) / 2 AS sim FROM episodes o
+               WHERE o.scope = e.scope AND o.id <> e.id AND o.visible_in IS NOT DISTINCT FROM e.visible_in
+               ORDER BY o.embedding <=> e.embedding LIMIT 1) n
+           WHERE e.id = ANY($1::bigint[]) AND n.sim >= $2""", ids, threshold)
+    return [(r["a"], r["b"]) for r in rows]
 
 
 def same_words(a: str, b: str, *, min_overlap: float = 0.9) -> bool:
