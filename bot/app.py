@@ -11,7 +11,8 @@ from datetime import timedelta
 from bot.brain import Brain
 from bot.config import Settings
 from bot.engines import load_engine
-from bot.llm import EngineConfig, LanguageModel
+from bot.distill import Distiller, DistillSettings
+from bot.llm import BUNDLED_MODEL_NAME, EngineConfig, LanguageModel, ensure_bundled_model
 from bot.llm_extract import LLMTripleExtractor
 from bot.namer import LLMNamer
 from bot.prompt import PromptBuilder
@@ -37,6 +38,7 @@ from memory.layers.persona import PersonaLayer
 from memory.layers.places import PlacesLayer
 from memory.layers.resonance import ResonanceLayer
 from memory.layers.turns import TurnsLayer
+from memory.layers.weights import DistillPolicy, WeightsLayer
 from memory.recall import Recall
 from memory.semantic import GateConfig, SemanticMemory
 
@@ -58,6 +60,26 @@ def engine_config(settings: Settings, *, progress: bool = True) -> EngineConfig:
         progress=progress,
         context_tokens=settings.context_tokens,
     )
+
+
+def distiller(settings: Settings, llm: LanguageModel | None) -> Distiller | None:
+    """The weights layer's trainer, when distillation is on and the engine can apply what it trains."""
+    if not settings.distill_enabled:
+        return None
+    if llm is not None and not getattr(llm, "supports_adapters", False):
+        log.warning("distillation is on but the %s engine cannot apply adapters: no adapters are trained",
+                    getattr(llm, "name", "language"))
+        return None
+    cache = settings.model_cache_dir
+
+    def model_path() -> str:  # the bundled model's converted copy is made on the first run, in the dream's thread
+        return settings.model or str(ensure_bundled_model(cache, progress=False))
+
+    return Distiller(model_path, base_model=settings.model or BUNDLED_MODEL_NAME, settings=DistillSettings(
+        rank=settings.distill_rank, alpha=2.0 * settings.distill_rank, learning_rate=settings.distill_learning_rate,
+        max_steps=settings.distill_max_steps, budget_s=settings.distill_budget_s,
+        min_delta_em=settings.distill_min_delta_em, max_ppl_regression=settings.distill_max_ppl_regression,
+        seed=settings.seed or 0))
 
 
 def dream_config(settings: Settings) -> DreamConfig:
@@ -169,6 +191,11 @@ class App:
             if settings.places_enabled:
                 layers.append(PlacesLayer(pool, embedder))
                 layers.append(MacrosLayer(pool, embedder))
+            layers.append(WeightsLayer(pool, settings.data_dir / "adapters", trainer=distiller(settings, llm),
+                                       semantic=semantic, enabled=settings.distill_enabled,
+                                       bot_name=settings.bot_name,
+                                       proposal_ttl=timedelta(hours=settings.proposal_ttl_hours),
+                                       policy=DistillPolicy(min_new_messages=settings.distill_min_new_messages)))
             clock = SystemClock()
             recall = Recall(layers, timeout=settings.layer_timeout_s)
             absorber = Absorber(conversations, layers, router, archetype_store, embedder, clock)
@@ -198,6 +225,7 @@ class App:
             )
             for layer in layers:  # what approving a layer's proposals does (e.g. persona shifts, adapters)
                 governance.register_kinds(layer.proposal_kinds())
+                governance.register_rejections(layer.proposal_rejections())
             dream = DreamCycle(
                 DreamServices(
                     pool=pool, embedder=embedder, archetypes=archetype_store, router=router, governance=governance,

@@ -323,7 +323,7 @@ class Brain:
             {k: len(v) for k, v in prompt.used.items()}, prompt.turns_used, prompt.tokens, bundle.skipped,
         )
         generation = self.llm.generate(prompt.text, stop=prompt.stop, stop_pattern=prompt.stop_pattern,
-                                       boosts=bundle.boosts or None)
+                                       boosts=bundle.boosts or None, adapter=bundle.adapter)
         reply = Reply(self, turn, message, vector, bundle, prompt, generation, trace)
         self._active.add(reply)
         return reply

@@ -62,6 +62,10 @@ def _parser() -> argparse.ArgumentParser:
 
     dr = sub.add_parser("dream", help="run one dream cycle now and print its report and proposals")
     dr.add_argument("--scope", help="dream for this scope only (default: every scope)")
+    ad = sub.add_parser("adapters", help="the LoRA adapters the dream distilled: the one in use, the latest, rollback")
+    ad.add_argument("--scope", default=None, help="memory scope (default: the console scope)")
+    ad.add_argument("--rollback", action="store_true",
+                    help="stop using the adapter in use and go back to the one it replaced")
     from bot import persona_cli
 
     persona_cli.add_parser(sub)
@@ -98,6 +102,7 @@ def main(argv: list[str] | None = None) -> int:
         "recall": _recall,
         "migrate": _migrate,
         "dream": _dream,
+        "adapters": _adapters,
         "persona": _persona,
         "places": _places,
         "run": _run,
@@ -351,6 +356,27 @@ async def _dream(settings: Settings, args: argparse.Namespace) -> int:
         # The console's own proposals are posted here; a server's wait for `hippobot run` to post them.
         await post_proposals(app.governance, sys.stdout, scope=settings.console_scope)
         return 0 if report.status in ("ok", "skipped") else EXIT_ERROR
+    finally:
+        await app.close()
+
+
+async def _adapters(settings: Settings, args: argparse.Namespace) -> int:
+    from memory.layers.weights import AdapterError
+
+    app = await _open(settings, with_llm=False)
+    try:
+        weights = app.brain.layer("weights")
+        scope = args.scope or settings.console_scope
+        if args.rollback:
+            try:
+                gone, back = await weights.rollback(scope)
+            except AdapterError as exc:
+                print(f"hippobot adapters: {exc}", file=sys.stderr)
+                return EXIT_ERROR
+            print(f"adapter #{gone} rolled back in {scope}; now "
+                  + (f"adapter #{back}" if back else "the base model"))
+        print(await weights.report(scope))
+        return 0
     finally:
         await app.close()
 

@@ -169,6 +169,23 @@ class Settings(BaseSettings):
     approval_quorum: int = Field(default=1, ge=1, description="Votes needed to approve or reject.")
     console_is_approver: bool = Field(default=True, description="The console user may approve proposals.")
 
+    # --- LoRA distillation (the weights layer; off by default: minutes of CPU a night) ---------------------
+    distill_enabled: bool = Field(
+        default=False, description="The dream trains a LoRA adapter per server from its public memory and "
+        "proposes it when it passes its evaluation (transformers or llama.cpp engines; not with HIPPOBOT_MODEL "
+        "pointing at a model llama.cpp cannot read, nor with HIPPOBOT_LORA_ADAPTER).")
+    distill_max_steps: int = Field(default=60, ge=1, le=10_000, description="Training steps at most.")
+    distill_budget_s: float = Field(default=300.0, gt=0, description="Training seconds at most (per server).")
+    distill_rank: int = Field(default=8, ge=1, le=256, description="LoRA rank.")
+    distill_learning_rate: float = Field(default=1e-3, gt=0, le=1.0)
+    distill_min_delta_em: float = Field(
+        default=0.05, ge=-1.0, le=1.0, description="A candidate must raise cloze recall of the server's facts "
+        "(no memory in the prompt) by this much over the adapter in use.")
+    distill_max_ppl_regression: float = Field(
+        default=0.05, ge=0.0, description="... and may raise held-out perplexity by at most this share.")
+    distill_min_new_messages: int = Field(
+        default=20, ge=1, description="Public messages a server needs since its last candidate to distil again.")
+
     log_level: str = Field(default="WARNING", description="Python logging level.")
 
     @field_validator("data_dir", "models_dir", "lora_adapter", mode="after")

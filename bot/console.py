@@ -23,6 +23,7 @@ from dream.cycle import DreamCycle
 from dream.governance import Governance, GovernanceError, Proposal, Voter
 from memory.archetypes import ArchetypeRouter
 from memory.errors import MemoryStoreError
+from memory.layers.weights import AdapterError
 from memory.recall import ContextBundle
 from memory.sources import SourceRef
 
@@ -36,6 +37,8 @@ HELP = """Commands:
   /approve N        approve proposal N (what a check-mark reaction does in Discord)
   /reject N         reject proposal N
   /dream            run a dream cycle now and print its report
+  /adapter          the LoRA adapter in use here and the latest candidates
+  /adapter rollback stop using the adapter in use; go back to the one it replaced
   /good, /bad       rate the bot's last reply (what a thumbs up or down does in Discord)
   /quit             leave (end of input does the same)
 Anything else is a message to the bot."""
@@ -215,18 +218,32 @@ class Console:
 
                 self._print(await rate_last_reply(self._brain, self._me.scope, self._me.channel_id,
                                                   self._me.author_id, stripped == "/good"))
+            elif stripped in ("/adapter", "/adapter rollback", "/adapter status"):
+                await self._adapter_command(stripped)
             elif stripped in ("/proposals", "/dream") or stripped.split(" ")[0] in ("/approve", "/reject"):
                 await self._governance_command(stripped)
             elif stripped.startswith("/") and " " not in stripped:
                 self._print(f"unknown command {stripped}; /help lists the commands", end="\n")
             else:
                 await self._chat(line)
-        except (MemoryStoreError, LLMError, GovernanceError) as exc:
+        except (MemoryStoreError, LLMError, GovernanceError, AdapterError) as exc:
             if self._mid_reply:  # end the half-written reply line first
                 self._print()
                 self._mid_reply = False
             self._err.write(f"error: {exc}\n")
             self._err.flush()
+
+    async def _adapter_command(self, command: str) -> None:
+        weights = self._brain.layer("weights")
+        if weights is None:
+            self._print("adapters are not available here")
+            return
+        if command.endswith("rollback"):
+            gone, back = await weights.rollback(self._me.scope)
+            self._print(f"adapter #{gone} rolled back; replies now use "
+                        + (f"adapter #{back}" if back else "the base model") + " from the next message on")
+            return
+        self._print(await weights.report(self._me.scope))
 
     async def _governance_command(self, command: str) -> None:
         if self._governance is None or self._dream is None:
@@ -252,7 +269,10 @@ class Console:
         if not outcome.counted:
             self._print(f"proposal #{p.id} is {p.status}; the vote changes nothing")
         elif outcome.decided:
-            extra = " The new archetype is active now." if p.status == "applied" else ""
+            extra = ""
+            if p.status == "applied":
+                extra = (" The adapter is in use from the next message on." if p.kind == "adapter"
+                         else " The change is in effect now.")
             self._print(f"proposal #{p.id} {p.status} by {p.decided_by}.{extra}")
             await self._brain.archetypes.refresh()
         else:

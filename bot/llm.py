@@ -123,6 +123,7 @@ class LanguageModel(Protocol):
         stop_pattern: re.Pattern[str] | None = None,
         max_new_tokens: int | None = None,
         boosts: Mapping[int, float] | None = None,
+        adapter: Any = None,
     ) -> Generation: ...
 
     def close(self) -> None: ...
@@ -248,7 +249,7 @@ def _convert_bundled(cache_dir: Path, target: Path, *, progress: bool) -> None:
         (staging / _COMPLETE_MARKER).write_text("converted from " + MODEL_NAME + "\n")
         shutil.rmtree(target, ignore_errors=True)
         staging.rename(target)
-        shutil.rmtree(gguf_dir, ignore_errors=True)  # 253 MB; reassembled in a second if needed
+        # the GGUF stays: it is what the llama.cpp engine runs (bot.llm_llamacpp.ensure_bundled_gguf)
         bar.update()
     finally:
         hf_logging.enable_progress_bar()
@@ -282,6 +283,7 @@ class _Job:
     max_new_tokens: int
     boosts: Mapping[int, float] | None
     generation: Generation
+    adapter: Any = None  # AdapterRef or None
 
 
 class WorkerEngine:
@@ -306,11 +308,16 @@ class WorkerEngine:
         stop_pattern: re.Pattern[str] | None = None,
         max_new_tokens: int | None = None,
         boosts: Mapping[int, float] | None = None,
+        adapter: Any = None,
     ) -> Generation:
-        """Queue a generation; iterate the result for text deltas. Must be called on the event loop."""
+        """Queue a generation; iterate the result for text deltas. Must be called on the event loop.
+
+        ``adapter``: the scope's LoRA adapter (``memory.layers.weights.AdapterRef``: ``key`` and ``path``),
+        or None for the model as loaded; the worker switches between jobs."""
         generation = Generation(asyncio.get_running_loop())
         scanner = StopScanner(stop=tuple(stop), pattern=stop_pattern)
-        self._jobs.put(_Job(prompt, scanner, max_new_tokens or self._config.max_new_tokens, boosts, generation))
+        self._jobs.put(_Job(prompt, scanner, max_new_tokens or self._config.max_new_tokens, boosts, generation,
+                            adapter))
         return generation
 
     def close(self) -> None:
@@ -324,6 +331,7 @@ class WorkerEngine:
                 self._release()
                 return
             try:
+                self._switch_adapter(job.adapter)
                 self._generate(job)
             except Exception as exc:  # reported to the waiting caller, the worker lives on
                 log.exception("generation failed")
@@ -333,6 +341,32 @@ class WorkerEngine:
 
     def _generate(self, job: _Job) -> None:
         raise NotImplementedError
+
+    supports_adapters = False
+    _adapter_key: str | None = None  # the adapter in use on the worker (None: the model as loaded)
+    _warned_adapters = False
+
+    def _switch_adapter(self, ref: Any) -> None:
+        """On the worker, between generations: make ``ref`` (or no adapter) the one in use."""
+        if not self.supports_adapters:
+            if ref is not None and not self._warned_adapters:
+                log.warning("the %s engine cannot apply LoRA adapters; replies use the model as loaded", self.name)
+                self._warned_adapters = True
+            return
+        key = None if ref is None else ref.key
+        self._drop_gone_adapters()
+        if key == self._adapter_key:
+            return
+        self._apply_adapter(ref)
+        self._adapter_key = key
+        log.info("language model now runs with %s", key or "no adapter")
+
+    def _apply_adapter(self, ref: Any) -> None:
+        raise NotImplementedError
+
+    def _drop_gone_adapters(self) -> None:
+        """Unload adapters whose files were deleted (tainted by forgetting, rolled back, rejected)."""
+        return None
 
     def _release(self) -> None:
         """Free the model, on the worker thread, after the last job."""
@@ -392,6 +426,7 @@ class TransformersLLM(WorkerEngine):
     def __init__(self, model: Any, tokenizer: Any, config: EngineConfig, name: str) -> None:
         self._model = model
         self._tokenizer = tokenizer
+        self._adapter_paths: dict[str, Path] = {}
         self.name = name
         self.uses_chat_template = bool(getattr(tokenizer, "chat_template", None))
         super().__init__(config)
@@ -437,6 +472,41 @@ class TransformersLLM(WorkerEngine):
         model.eval()
         log.info("language model %s loaded (cuda=%s)", name, cuda)
         return cls(model, tokenizer, config, name)
+
+    # --- adapters (the weights layer's, one per scope) ----------------------
+
+    @property
+    def supports_adapters(self) -> bool:  # type: ignore[override]
+        return self._config.lora_adapter is None  # a configured adapter is the model; scopes get none on top
+
+    def _apply_adapter(self, ref: Any) -> None:
+        from peft import PeftModel
+
+        if ref is None:
+            if isinstance(self._model, PeftModel):
+                self._model.base_model.disable_adapter_layers()
+            return
+        if not isinstance(self._model, PeftModel):
+            self._model = PeftModel.from_pretrained(self._model, str(ref.path), adapter_name=ref.key)
+        elif ref.key not in self._model.peft_config:
+            self._model.load_adapter(str(ref.path), adapter_name=ref.key)
+        self._adapter_paths[ref.key] = Path(ref.path)
+        self._model.set_adapter(ref.key)
+        self._model.base_model.enable_adapter_layers()
+        self._model.eval()
+
+    def _drop_gone_adapters(self) -> None:
+        for key, path in list(self._adapter_paths.items()):
+            if path.exists():
+                continue
+            del self._adapter_paths[key]
+            if key == self._adapter_key:
+                self._model.base_model.disable_adapter_layers()
+                self._adapter_key = None
+            try:
+                self._model.delete_adapter(key)
+            except Exception:  # peft keeps the last adapter of a model: its layers stay disabled
+                log.debug("adapter %s stays loaded (disabled)", key, exc_info=True)
 
     # --- prompt helpers -----------------------------------------------------
 

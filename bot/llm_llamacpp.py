@@ -7,9 +7,11 @@ time on one worker thread. The prompt's longest common prefix with the
 previous one stays in llama.cpp's KV cache, so a conversation's next turn
 only evaluates what is new.
 
-LoRA adapters are peft adapters for the transformers engine: with one
-configured, ``bot.app`` picks that engine instead (llama.cpp reads LoRA only
-in its own GGUF form).
+A scope's distilled adapter (the weights layer's, trained by ``bot.distill``)
+comes as peft files and as a GGUF LoRA; this engine loads the GGUF once and
+switches adapters between generations (llama.cpp applies them at run time,
+the base weights stay as they are). A ``HIPPOBOT_LORA_ADAPTER`` is peft only:
+with one configured, ``bot.engines`` picks the transformers engine instead.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from bot.llm import (BUNDLED_MODEL_NAME, EngineConfig, LLMError, TextStream, Wor
 log = logging.getLogger(__name__)
 
 _GGUF_DIR = "gguf"
+LORA_GGUF = "adapter.gguf"  # an adapter directory's llama.cpp form (bot.distill writes it)
 _PENALTY_WINDOW = 64  # the repetition penalty looks at this many latest tokens (llama.cpp's default)
 _MIN_CONTEXT = 2048  # tokens of KV cache at least; more when the prompt budget and the reply need it
 
@@ -69,7 +72,46 @@ class LlamaCppLLM(WorkerEngine):
         self._eog = _end_of_generation_ids(llama)
         self._lock = threading.Lock()  # tokenizer calls from the event loop vs. the worker's decode
         self._rng = np.random.default_rng(config.seed)
+        self._loras: dict[str, tuple[Any, Path]] = {}  # adapter key -> (llama_adapter_lora pointer, its directory)
         super().__init__(config)
+
+    # --- adapters (the weights layer's, one per scope) --------------------------------------------------------
+
+    supports_adapters = True
+
+    def _apply_adapter(self, ref: Any) -> None:
+        import ctypes
+
+        import llama_cpp
+
+        ctx = self._llama._ctx.ctx
+        if ref is None:
+            status = llama_cpp.llama_set_adapters_lora(ctx, None, 0, None)
+        else:
+            if ref.key not in self._loras:
+                gguf = Path(ref.path) / LORA_GGUF
+                pointer = llama_cpp.llama_adapter_lora_init(self._llama.model, str(gguf).encode("utf-8"))
+                if not pointer:
+                    raise LLMError(f"llama.cpp cannot load the LoRA adapter {gguf}")
+                self._loras[ref.key] = (pointer, Path(ref.path))
+            adapters = (llama_cpp.llama_adapter_lora_p_ctypes * 1)(self._loras[ref.key][0])
+            scales = (ctypes.c_float * 1)(1.0)
+            status = llama_cpp.llama_set_adapters_lora(ctx, adapters, 1, scales)
+        if status:
+            raise LLMError(f"llama.cpp refused to switch LoRA adapters (status {status})")
+        self._llama.reset()  # the cached prompt prefix was computed with the other weights
+
+    def _drop_gone_adapters(self) -> None:
+        import llama_cpp
+
+        for key, (pointer, path) in list(self._loras.items()):
+            if path.exists():
+                continue
+            if key == self._adapter_key:
+                self._apply_adapter(None)
+                self._adapter_key = None
+            del self._loras[key]
+            llama_cpp.llama_adapter_lora_free(pointer)
 
     @classmethod
     def load(cls, config: EngineConfig, *, model_path: Path | None = None, threads: int | None = None) -> LlamaCppLLM:
@@ -196,6 +238,12 @@ class LlamaCppLLM(WorkerEngine):
         finish_stats(gen, stream, ids, surprise, entropy, stopped_by)
 
     def _release(self) -> None:
+        if self._loras:
+            import llama_cpp
+
+            for pointer, _ in self._loras.values():  # before the model they belong to
+                llama_cpp.llama_adapter_lora_free(pointer)
+            self._loras.clear()
         close = getattr(self._llama, "close", None)
         if close is not None:
             close()

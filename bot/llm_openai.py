@@ -177,6 +177,8 @@ class OpenAICompatibleLLM:
 
     # --- generation ---------------------------------------------------------
 
+    _warned_adapter = False
+
     def generate(
         self,
         prompt: str,
@@ -185,8 +187,13 @@ class OpenAICompatibleLLM:
         stop_pattern: re.Pattern[str] | None = None,
         max_new_tokens: int | None = None,
         boosts: Mapping[int, float] | None = None,
+        adapter: Any = None,
     ) -> Generation:
-        """Start a streamed generation on the server; iterate the result for text deltas."""
+        """Start a streamed generation on the server; iterate the result for text deltas. A scope's LoRA
+        ``adapter`` cannot be applied to a remote server: it is logged once and the server's model answers."""
+        if adapter is not None and not self._warned_adapter:
+            log.warning("the OpenAI-compatible engine cannot apply LoRA adapters; the server's model answers")
+            self._warned_adapter = True
         generation = Generation(asyncio.get_running_loop())
         scanner = StopScanner(stop=tuple(stop), pattern=stop_pattern)
         task = asyncio.create_task(self._generate(generation, prompt, scanner, tuple(stop), max_new_tokens, boosts))

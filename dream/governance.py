@@ -185,6 +185,7 @@ class Governance:
         self.policy = policy
         self._ttl = ttl
         self._kinds: dict[str, KindHandler] = {}
+        self._on_reject: dict[str, KindHandler] = {}
         if archetype_kinds:
             from dream.archetype_kinds import register_archetype_kinds  # it imports this module
 
@@ -202,6 +203,15 @@ class Governance:
         if self._kinds.get(kind, apply) is not apply:
             raise GovernanceError(f"proposal kind {kind!r} is already registered")
         self._kinds[kind] = apply
+
+    def register_rejection(self, kind: str, handler: KindHandler) -> None:
+        """What rejecting (or expiring) a proposal of ``kind`` does besides recording it (e.g. deleting the
+        candidate it offered); runs in the deciding transaction."""
+        self._on_reject[kind] = handler
+
+    def register_rejections(self, kinds: Mapping[str, KindHandler]) -> None:
+        for kind, handler in kinds.items():
+            self.register_rejection(kind, handler)
 
     def register_kinds(self, kinds: Mapping[str, KindHandler]) -> None:
         """Every kind of a mapping (a memory layer's ``proposal_kinds()``)."""
@@ -372,18 +382,25 @@ class Governance:
                     "UPDATE proposals SET status = 'rejected', decided_at = $2, decided_by = $3 WHERE id = $1",
                     proposal_id, now, ", ".join(names["reject"]),
                 )
+                if (on_reject := self._on_reject.get(row["kind"])) is not None:
+                    await on_reject(conn, row, ", ".join(names["reject"]))
                 decided = True
                 log.info("proposal %s rejected", proposal_id)
             return VoteOutcome(await self._get(conn, proposal_id), counted=True, decided=decided)
 
     async def expire(self, now: datetime, *, scope: str | None = None) -> int:
         """Expire pending proposals past their time (only ``scope``'s when given); returns how many."""
-        status = await self._pool.execute(
-            """UPDATE proposals SET status = 'expired', decided_at = $1
-               WHERE status = 'pending' AND expires_at <= $1 AND ($2::text IS NULL OR scope = $2::text)""",
-            now, scope,
-        )
-        return int(status.split()[-1])
+        async with self._pool.acquire() as conn, conn.transaction():
+            rows = await conn.fetch(
+                """UPDATE proposals SET status = 'expired', decided_at = $1
+                   WHERE status = 'pending' AND expires_at <= $1 AND ($2::text IS NULL OR scope = $2::text)
+                   RETURNING *""",
+                now, scope,
+            )
+            for row in rows:
+                if (on_reject := self._on_reject.get(row["kind"])) is not None:
+                    await on_reject(conn, row, "(expired)")
+        return len(rows)
 
     async def _get(self, conn: asyncpg.Connection, proposal_id: int) -> Proposal:
         row = await conn.fetchrow("SELECT * FROM proposals WHERE id = $1", proposal_id)

@@ -23,34 +23,16 @@ replay order) runs in a thread.
 from __future__ import annotations
 
 import asyncio
-import math
 import re
 from datetime import datetime, timedelta
 
 import numpy as np
 
 from dream.cycle import DreamServices, StepReport
+from memory.salience import replay_order  # noqa: F401  (the replay priority lives with salience)
 
-LAMBDA_SALIENCE, LAMBDA_RECENCY, LAMBDA_DIVERSITY = 0.5, 0.3, 0.2
-RECENCY_DAYS = 7.0
 REPLAY_BOOST = 0.1  # salience moves this fraction of the way to 1 per replay
 MAX_MERGE_PASSES = 10
-
-
-def replay_order(salience: np.ndarray, age_days: np.ndarray, vectors: np.ndarray, k: int) -> list[int]:
-    """Indices of the k episodes to replay, highest priority first (greedy, diversity-aware)."""
-    recency = np.exp(-age_days / RECENCY_DAYS)
-    base = LAMBDA_SALIENCE * salience + LAMBDA_RECENCY * recency
-    chosen: list[int] = []
-    nearest = np.full(len(salience), -1.0, dtype=np.float32)  # highest cosine to any chosen so far
-    for _ in range(min(k, len(salience))):
-        diversity = 1.0 - np.clip(nearest, 0.0, 1.0) if chosen else np.ones(len(salience))
-        score = base + LAMBDA_DIVERSITY * diversity
-        score[chosen] = -math.inf
-        pick = int(np.argmax(score))
-        chosen.append(pick)
-        nearest = np.maximum(nearest, vectors @ vectors[pick])
-    return chosen
 
 
 def replay_budget(batch: int, last_replay: datetime | None, now: datetime, interval: timedelta) -> int:

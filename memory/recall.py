@@ -70,6 +70,11 @@ class ContextBundle:
         return novelty(self.nearest_similarity)
 
     @property
+    def adapter(self) -> Any:
+        """The adapter the engine should apply for this scope (the weights layer's ``AdapterRef``), or None."""
+        return next((s.meta["adapter"] for s in self.sections if s.meta.get("adapter") is not None), None)
+
+    @property
     def boosts(self) -> dict[int, float]:
         """Every section's token boosts, summed."""
         total: Counter[int] = Counter()

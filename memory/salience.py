@@ -99,3 +99,24 @@ def imported_saliences(texts: Sequence[str], vectors: np.ndarray) -> list[float]
     """
     novelty = batch_novelty(vectors) if len(texts) else np.zeros(0, dtype=np.float32)
     return [imported_salience(t, float(n)) for t, n in zip(texts, novelty)]
+
+
+# Replay priority (seed 001, 5.3): lambda1 * salience + lambda2 * recency + lambda3 * diversity.
+LAMBDA_SALIENCE, LAMBDA_RECENCY, LAMBDA_DIVERSITY = 0.5, 0.3, 0.2
+RECENCY_DAYS = 7.0
+
+
+def replay_order(salience: np.ndarray, age_days: np.ndarray, vectors: np.ndarray, k: int) -> list[int]:
+    """Indices of the k episodes to replay, highest priority first (greedy, diversity-aware)."""
+    recency = np.exp(-age_days / RECENCY_DAYS)
+    base = LAMBDA_SALIENCE * salience + LAMBDA_RECENCY * recency
+    chosen: list[int] = []
+    nearest = np.full(len(salience), -1.0, dtype=np.float32)  # highest cosine to any chosen so far
+    for _ in range(min(k, len(salience))):
+        diversity = 1.0 - np.clip(nearest, 0.0, 1.0) if chosen else np.ones(len(salience))
+        score = base + LAMBDA_DIVERSITY * diversity
+        score[chosen] = -math.inf
+        pick = int(np.argmax(score))
+        chosen.append(pick)
+        nearest = np.maximum(nearest, vectors @ vectors[pick])
+    return chosen

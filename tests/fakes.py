@@ -24,6 +24,7 @@ class ScriptedLLM:
         self.vocab: dict[str, int] = {}  # word (lower case) -> a made-up token id, stable for this instance
         self.prompts: list[str] = []
         self.boosts: list[dict[int, float]] = []  # per generation
+        self.adapters: list[object] = []  # the adapter each generation was asked to run with
 
     def count_tokens(self, text: str) -> int:
         return len(text.split()) + text.count("\n")
@@ -51,9 +52,11 @@ class ScriptedLLM:
         stop_pattern: re.Pattern[str] | None = None,
         max_new_tokens: int | None = None,
         boosts: Mapping[int, float] | None = None,
+        adapter: object = None,
     ) -> Generation:
         self.prompts.append(prompt)
         self.boosts.append(dict(boosts or {}))
+        self.adapters.append(adapter)
         generation = Generation(asyncio.get_running_loop())
         asyncio.get_running_loop().create_task(self._stream(generation, StopScanner(tuple(stop), stop_pattern)))
         return generation

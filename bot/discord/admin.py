@@ -25,6 +25,7 @@ from bot.discord.rules import guild_settings_view, parse_message_link, scope_for
 from dream.governance import ApproverPolicy
 from memory.archetypes import Archetype
 from memory.errors import MemoryStoreError
+from memory.layers.weights import AdapterError
 from memory.recall import ContextBundle
 
 if TYPE_CHECKING:
@@ -81,6 +82,8 @@ class AdminCog(commands.Cog):
     memory = app_commands.Group(name="memory", description="Inspect and correct the bot's memory", guild_only=True)
     archetype = app_commands.Group(name="archetype", description="Context archetypes", guild_only=True)
     dream = app_commands.Group(name="dream", description="The dream cycle", guild_only=True)
+    adapter = app_commands.Group(name="adapter", description="The LoRA adapter distilled from this server's memory",
+                                 parent=dream)
     config = app_commands.Group(name="config", description="Bot settings", guild_only=True)
     forget = app_commands.Group(name="forget", description="Make the bot forget", allowed_contexts=dm_or_guild())
 
@@ -235,6 +238,27 @@ class AdminCog(commands.Cog):
         lines.append(f"next run: {nxt:%Y-%m-%d %H:%M %Z}" if nxt else "next run: not scheduled")
         lines.append(f"pending proposals: {await self.view.pending_proposals(scope)}")
         await reply(interaction, "\n".join(lines))
+
+    @adapter.command(name="status", description="The adapter in use here and the latest candidates")
+    async def adapter_status(self, interaction: discord.Interaction) -> None:
+        if not await self._admin(interaction):
+            return
+        weights = self.bot.app.brain.layer("weights")
+        text = await weights.report(self._scope(interaction)) if weights else "adapters are not available"
+        await reply(interaction, f"```\n{text}\n```")
+
+    @adapter.command(name="rollback", description="Stop using the adapter in use; go back to the one it replaced")
+    async def adapter_rollback(self, interaction: discord.Interaction) -> None:
+        if not await self._admin(interaction):
+            return
+        weights = self.bot.app.brain.layer("weights")
+        try:
+            gone, back = await weights.rollback(self._scope(interaction))
+        except AdapterError as exc:
+            await reply(interaction, str(exc))
+            return
+        await reply(interaction, f"Adapter #{gone} rolled back; replies here now use "
+                    + (f"adapter #{back}." if back else "the base model."))
 
     @config.command(name="show", description="The bot's settings as they apply here (no secrets)")
     async def config_show(self, interaction: discord.Interaction) -> None:

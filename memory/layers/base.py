@@ -16,8 +16,9 @@ of ``MemoryLayer`` (``BaseLayer`` supplies the no-op defaults):
   transaction before the messages are deleted, to remove copies the database
   cascades cannot reach (caches, text inside other rows) and to count, by kind,
   what goes;
-- ``dream_steps()`` and ``proposal_kinds()``: what it contributes to the dream
-  cycle and to governance.
+- ``dream_steps()``, ``proposal_kinds()`` and ``proposal_rejections()``: what it
+  contributes to the dream cycle and to governance (what approving, and
+  rejecting, a proposal of its kinds does).
 """
 
 from __future__ import annotations
@@ -158,6 +159,8 @@ class MemoryLayer(Protocol):
 
     def proposal_kinds(self) -> Mapping[str, KindHandler]: ...
 
+    def proposal_rejections(self) -> Mapping[str, KindHandler]: ...
+
     async def stats(self, scope: str) -> Mapping[str, object]: ...
 
 
@@ -191,6 +194,10 @@ class BaseLayer:
         return ()
 
     def proposal_kinds(self) -> Mapping[str, KindHandler]:
+        return {}
+
+    def proposal_rejections(self) -> Mapping[str, KindHandler]:
+        """What rejecting (or expiring) a proposal of the layer's kinds does, e.g. deleting a candidate."""
         return {}
 
     async def stats(self, scope: str) -> Mapping[str, object]:
