@@ -177,12 +177,13 @@ class Settings(BaseSettings):
     distill_max_steps: int = Field(default=60, ge=1, le=10_000, description="Training steps at most.")
     distill_budget_s: float = Field(default=300.0, gt=0, description="Training seconds at most (per server).")
     distill_rank: int = Field(default=8, ge=1, le=256, description="LoRA rank.")
-    distill_learning_rate: float = Field(default=1e-3, gt=0, le=1.0)
+    distill_learning_rate: float = Field(default=3e-4, gt=0, le=1.0)
     distill_min_delta_em: float = Field(
         default=0.05, ge=-1.0, le=1.0, description="A candidate must raise cloze recall of the server's facts "
         "(no memory in the prompt) by this much over the adapter in use.")
     distill_max_ppl_regression: float = Field(
-        default=0.05, ge=0.0, description="... and may raise held-out perplexity by at most this share.")
+        default=0.25, ge=0.0, description="Training stops before held-out perplexity rises by more than this "
+        "share over the base model (checked every 5 steps; the last checkpoint within it is kept).")
     distill_min_new_messages: int = Field(
         default=20, ge=1, description="Public messages a server needs since its last candidate to distil again.")
 

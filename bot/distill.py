@@ -8,7 +8,8 @@
    under the base model and under the scope's current adapter, and perplexity of a fixed held-out text
    (``bot/data/distill_heldout.txt``) under the base model;
 3. trains a fresh LoRA on the mix (each step draws its batch by the mix's shares: episodes, facts, turns)
-   until ``max_steps`` or ``budget_s`` seconds;
+   until ``max_steps`` or ``budget_s`` seconds, checking held-out perplexity every ``check_every`` steps:
+   past the allowed regression it stops and keeps the last checkpoint that was within it;
 4. measures the candidate the same way and passes it only if exact match rose by at least
    ``min_delta_em`` over the current adapter and perplexity rose by at most ``max_ppl_regression``;
 5. writes the peft adapter, the same adapter as a llama.cpp GGUF LoRA (``adapter.gguf``, what the default
@@ -49,14 +50,16 @@ def heldout_text() -> str:
 class DistillSettings:
     rank: int = 8
     alpha: float = 16.0
-    learning_rate: float = 1e-3
+    learning_rate: float = 3e-4
     max_steps: int = 60
     budget_s: float = 300.0  # training time at most (the evaluations come on top)
     batch_size: int = 4
     max_tokens: int = 96  # per training text
     mix: tuple[float, float, float] = (0.5, 0.3, 0.2)  # episodes, facts, turns
     min_delta_em: float = 0.05
-    max_ppl_regression: float = 0.05
+    max_ppl_regression: float = 0.25
+    check_every: int = 5  # steps between held-out perplexity checks (training stays within the regression)
+    target_modules: tuple[str, ...] = TARGET_MODULES
     seed: int = 0
 
 
@@ -94,9 +97,10 @@ class Distiller:
 
         candidate = self._lora(model)
         t1 = time.perf_counter()
-        losses = self._train(candidate, tokenizer, texts, device)
+        losses, kept = self._train(candidate, tokenizer, texts, device, heldout, metrics["ppl_base"])
         metrics["train_s"] = round(time.perf_counter() - t1, 1)
-        metrics["steps"] = len(losses)
+        metrics["steps"] = kept
+        metrics["steps_run"] = len(losses)
         metrics["loss_first"] = round(losses[0], 4) if losses else None
         metrics["loss_last"] = round(sum(losses[-5:]) / len(losses[-5:]), 4) if losses else None
 
@@ -167,10 +171,14 @@ class Distiller:
 
         s = self.settings
         config = LoraConfig(r=s.rank, lora_alpha=s.alpha, lora_dropout=0.0, bias="none",
-                            target_modules=list(TARGET_MODULES), task_type="CAUSAL_LM")
+                            target_modules=list(s.target_modules), task_type="CAUSAL_LM")
         return get_peft_model(model, config)
 
-    def _train(self, model: Any, tokenizer: Any, texts: Sequence[TrainingText], device: str) -> list[float]:
+    def _train(self, model: Any, tokenizer: Any, texts: Sequence[TrainingText], device: str,
+               heldout: str, ppl_base: float) -> tuple[list[float], int]:
+        """Train within the perplexity budget: every ``check_every`` steps the held-out perplexity is measured,
+        and once it passes ``(1 + max_ppl_regression) * ppl_base`` training stops and the LoRA weights go back
+        to the last check that was within it. Returns (the losses, the steps kept)."""
         import torch
 
         s = self.settings
@@ -178,26 +186,29 @@ class Distiller:
         pools = {k: [t.text for t in texts if t.kind == k] for k in KINDS}
         weights = {k: w for k, w in zip(KINDS, s.mix) if pools[k] and w > 0}
         if not weights:
-            return []
+            return [], 0
         for pool in pools.values():
             rng.shuffle(pool)
         cursor = dict.fromkeys(KINDS, 0)
         params = [p for p in model.parameters() if p.requires_grad]
         optimizer = torch.optim.AdamW(params, lr=s.learning_rate, weight_decay=0.0)
         warmup = max(1, s.max_steps // 10)
-        model.train()
+        limit = ppl_base * (1 + s.max_ppl_regression)
+        kept, saved = 0, [p.detach().clone() for p in params]
         losses: list[float] = []
         start = time.perf_counter()
         for step in range(s.max_steps):
             if step and time.perf_counter() - start >= s.budget_s:
                 break
+            model.train()
             batch = []
             for _ in range(s.batch_size):
                 kind = rng.choices(list(weights), weights=list(weights.values()))[0]
                 pool = pools[kind]
                 batch.append(pool[cursor[kind] % len(pool)])
                 cursor[kind] += 1
-            enc = tokenizer([t + tokenizer.eos_token for t in batch], return_tensors="pt", padding=True,
+            # no end-of-sequence token: each text is an excerpt of a conversation that went on
+            enc = tokenizer(batch, return_tensors="pt", padding=True,
                             truncation=True, max_length=s.max_tokens)
             labels = enc["input_ids"].masked_fill(enc["attention_mask"] == 0, -100)
             for group in optimizer.param_groups:
@@ -209,8 +220,19 @@ class Distiller:
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
             losses.append(float(out.loss.detach()))
+            last = step + 1 == s.max_steps or time.perf_counter() - start >= s.budget_s
+            if (step + 1) % s.check_every == 0 or last:
+                model.eval()
+                ppl = perplexity(model, tokenizer, heldout, device)
+                log.debug("step %d: loss %.3f, held-out perplexity %.2f (limit %.2f)", step + 1, losses[-1], ppl, limit)
+                if ppl > limit:
+                    break  # past the budget: back to the last good check
+                kept, saved = step + 1, [p.detach().clone() for p in params]
+        with torch.no_grad():
+            for p, good in zip(params, saved):
+                p.copy_(good)
         model.eval()
-        return losses
+        return losses, kept
 
 
 # --- evaluation (also used by the tests and bench) ------------------------------------------------------------

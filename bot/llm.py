@@ -353,6 +353,8 @@ class WorkerEngine:
                 log.warning("the %s engine cannot apply LoRA adapters; replies use the model as loaded", self.name)
                 self._warned_adapters = True
             return
+        if ref is not None and not Path(ref.path).exists():
+            ref = None  # deleted since recall handed it out (forgotten, rolled back): never used again
         key = None if ref is None else ref.key
         self._drop_gone_adapters()
         if key == self._adapter_key:
@@ -496,17 +498,21 @@ class TransformersLLM(WorkerEngine):
         self._model.eval()
 
     def _drop_gone_adapters(self) -> None:
-        for key, path in list(self._adapter_paths.items()):
-            if path.exists():
-                continue
+        gone = [key for key, path in self._adapter_paths.items() if not path.exists()]
+        if not gone:
+            return
+        for key in gone:
             del self._adapter_paths[key]
-            if key == self._adapter_key:
-                self._model.base_model.disable_adapter_layers()
-                self._adapter_key = None
-            try:
-                self._model.delete_adapter(key)
-            except Exception:  # peft keeps the last adapter of a model: its layers stay disabled
-                log.debug("adapter %s stays loaded (disabled)", key, exc_info=True)
+        if self._adapter_key in gone:
+            self._adapter_key = None
+        if not self._adapter_paths:  # none left: the plain model again (LoRA layers removed, nothing merged)
+            self._model = self._model.unload()
+            self._model.eval()
+            return
+        for key in gone:
+            self._model.delete_adapter(key)
+        if self._adapter_key is None:
+            self._model.base_model.disable_adapter_layers()
 
     # --- prompt helpers -----------------------------------------------------
 

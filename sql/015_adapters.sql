@@ -12,6 +12,7 @@ CREATE TABLE adapters (
     metrics      JSONB NOT NULL DEFAULT '{}',   -- the evaluation that gated it (EM, perplexity, time, steps)
     proposal_id  BIGINT REFERENCES proposals (id) ON DELETE SET NULL,
     replaced_id  BIGINT REFERENCES adapters (id) ON DELETE SET NULL,  -- the adapter it replaced (rollback)
+    trained_through BIGINT,                     -- the scope's newest message id when its mix was gathered
     created_at   TIMESTAMPTZ NOT NULL,
     activated_at TIMESTAMPTZ,
     tainted_at   TIMESTAMPTZ,

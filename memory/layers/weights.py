@@ -111,7 +111,7 @@ class DistillPolicy:
     max_questions: int = 40
     min_questions: int = 3  # fewer facts than this: nothing to measure recall on, no candidate
     min_new_messages: int = 20  # people's public messages since the scope's last candidate before it distils again
-    lookback: timedelta = timedelta(days=30)  # episodes and turns this recent
+    lookback: timedelta = timedelta(days=30)  # episodes and turns of the scope's latest month
     min_confidence: float = 0.3  # facts below this (hedged, contradicted) are not taught
 
 
@@ -309,17 +309,48 @@ class WeightsLayer(BaseLayer):
 
     async def replay_mix(self, scope: str, now: datetime) -> tuple[list[TrainingText], list[Cloze]]:
         """The training texts (episodes by replay priority, facts as sentences, latest turns; public only) and
-        the cloze questions that test the facts."""
+        the cloze questions that test what they teach."""
         require_scope(scope)
         p = self.policy
         total = sum(p.mix)
         want = [max(1, round(p.max_texts * w / total)) if w > 0 else 0 for w in p.mix]
-        since = now - p.lookback
+        # the scope's latest weeks: an imported history's last month, not the calendar's
+        latest = await self.pool.fetchval("SELECT max(created_at) FROM messages WHERE scope = $1", scope)
+        since = min(now, latest or now) - p.lookback
         texts = await self._episodes(scope, since, now, want[0])
-        facts, questions = await self._facts(scope, now, want[1])
+        facts, sentence_questions = await self._facts(scope, now, want[1])
         texts += facts
         texts += await self._turns(scope, since, want[2])
+        said = {i for t in texts if t.kind != "fact" for i in t.message_ids}
+        questions = await self._message_questions(scope, said)
+        if len(questions) < p.min_questions:
+            questions += sentence_questions
         return texts, questions[: p.max_questions]
+
+    async def _message_questions(self, scope: str, trained: set[int]) -> list[Cloze]:
+        """Teach -> test questions in the transcript's own words: a message the mix teaches, cut just before a
+        fact's object ("Julia: I'm joining" -> "Greenleaf Foods"). The graph says which span is the fact."""
+        if self.semantic is None or not trained:
+            return []
+        rows = await self.pool.fetch(
+            """SELECT e.relation, t.display AS object, m.id AS message_id, m.author_name, m.content
+               FROM kg_edges e JOIN kg_nodes t ON t.id = e.target_id
+               JOIN kg_edge_sources src ON src.edge_id = e.id AND src.visible_in IS NULL
+               JOIN messages m ON m.id = src.message_id
+               WHERE e.scope = $1 AND e.contradicted_at IS NULL AND e.confidence >= $2
+                 AND src.message_id = ANY($3::bigint[]) AND t.name <> 'bot'
+               ORDER BY e.evidence_count DESC, e.id DESC""",
+            scope, self.policy.min_confidence, sorted(trained))
+        out: list[Cloze] = []
+        used: set[object] = set()  # one question per message, and per wording (a line said twice is one)
+        for r in rows:
+            if r["message_id"] in used or r["relation"].startswith("not_") or len(r["object"]) < 3:
+                continue
+            cut = message_cloze(r["author_name"], r["content"], r["object"])
+            if cut is not None and cut[0].lower() not in used:
+                used |= {r["message_id"], cut[0].lower()}
+                out.append(Cloze(cut[0], cut[1], (r["message_id"],)))
+        return out
 
     async def _episodes(self, scope: str, since: datetime, now: datetime, k: int) -> list[TrainingText]:
         if k <= 0:
@@ -340,7 +371,7 @@ class WeightsLayer(BaseLayer):
         out = []
         for i in order:
             r = rows[i]
-            text = f"{r['author_name']}: {r['content']}"
+            text = r["content"]  # "author: text" (and the window it was written with)
             ids = [r["message_id"]]
             if r["reply"]:
                 text += f"\n{self.bot_name}: {r['reply']}"
@@ -395,10 +426,10 @@ class WeightsLayer(BaseLayer):
         scopes = [scope] if scope is not None else [r["scope"] for r in await self.pool.fetch(
             "SELECT DISTINCT scope FROM messages WHERE visible_in IS NULL")]
         for s in scopes:
-            new = await self.pool.fetchval(
+            new = await self.pool.fetchval(  # by id, not time: an imported history is older than any adapter
                 """SELECT count(*) FROM messages WHERE scope = $1 AND visible_in IS NULL AND NOT is_bot
-                   AND created_at > coalesce((SELECT max(created_at) FROM adapters WHERE scope = $1), '-infinity')""",
-                s)
+                   AND id > coalesce((SELECT max(trained_through) FROM adapters WHERE scope = $1), 0)""", s)
+            through = await self.pool.fetchval("SELECT max(id) FROM messages WHERE scope = $1", s)
             if new < self.policy.min_new_messages:
                 continue
             texts, questions = await self.replay_mix(s, now)
@@ -419,7 +450,7 @@ class WeightsLayer(BaseLayer):
                 continue
             outcome.metrics["total_s"] = round(time.perf_counter() - t0, 1)
             result.counts["candidates"] += 1
-            adapter_id, proposal_id = await self._record(s, texts, outcome, current, now)
+            adapter_id, proposal_id = await self._record(s, texts, outcome, current, now, through)
             if proposal_id is None:
                 _remove(out)
                 result.counts["failed"] += 1
@@ -430,7 +461,8 @@ class WeightsLayer(BaseLayer):
         return result
 
     async def _record(self, scope: str, texts: Sequence[TrainingText], outcome: DistillOutcome,
-                      current: AdapterRef | None, now: datetime) -> tuple[int, int | None]:
+                      current: AdapterRef | None, now: datetime, through: int | None = None
+                      ) -> tuple[int, int | None]:
         """The candidate's row and sources (passed or not: a failed one keeps its record), and its proposal."""
         base = getattr(self.trainer, "base_model", "")
         sources = sorted({i for t in texts for i in t.message_ids})
@@ -441,10 +473,11 @@ class WeightsLayer(BaseLayer):
             lost = len(sources) - len(present)
             status = PROPOSED if outcome.passed and not lost else (TAINTED if lost else FAILED)
             adapter_id = await conn.fetchval(
-                """INSERT INTO adapters (scope, status, path, base_model, metrics, created_at, note)
-                   VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7) RETURNING id""",
+                """INSERT INTO adapters (scope, status, path, base_model, metrics, created_at, note, trained_through)
+                   VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $8) RETURNING id""",
                 scope, status, str(outcome.path), base, outcome.metrics, now,
-                None if status == PROPOSED else (outcome.reason if status == FAILED else "a source was forgotten"))
+                None if status == PROPOSED else (outcome.reason if status == FAILED else "a source was forgotten"),
+                through)
             await conn.executemany("INSERT INTO adapter_sources (adapter_id, message_id) VALUES ($1, $2)",
                                    [(adapter_id, i) for i in sorted(present)])
             if status != PROPOSED:
@@ -483,6 +516,15 @@ def cloze_of(sentence: str, relation: str, object_name: str) -> tuple[str, str] 
                 return prompt, answer
             return None
     return None
+
+
+def message_cloze(author: str, content: str, answer: str, *, min_context: int = 12) -> tuple[str, str] | None:
+    """("author: the message up to the answer", the answer as written) when the answer is in the message as a
+    whole word after enough context to ask about it; else None."""
+    match = re.search(rf"(?<!\w){re.escape(answer)}(?!\w)", content, flags=re.IGNORECASE)
+    if match is None or match.start() < min_context:
+        return None
+    return f"{author}: {content[: match.start()].rstrip()}", match.group(0)
 
 
 def _capitalised(text: str) -> str:
