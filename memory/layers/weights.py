@@ -486,12 +486,13 @@ class WeightsLayer(BaseLayer):
             payload = {"adapter_id": adapter_id, "metrics": m, "replaces": current.id if current else None,
                        "description": (
                            f"A LoRA adapter distilled from this server's public memory ({m.get('texts', 0)} texts, "
-                           f"{m.get('steps', 0)} steps). Recall of {m.get('questions', 0)} facts with no memory in "
-                           f"the prompt: {m.get('em_current', 0):.2f} -> {m.get('em_candidate', 0):.2f}; "
+                           f"{m.get('steps', 0)} steps). Exact recall of {m.get('questions', 0)} facts as they were "
+                           f"said here, with no memory in the prompt: "
+                           f"{m.get('em_current', 0):.2f} -> {m.get('em_candidate', 0):.2f}; "
                            f"held-out perplexity {m.get('ppl_base', 0):.2f} -> {m.get('ppl_candidate', 0):.2f}.")}
             rationale = (f"Approve to use it for this server's replies from the next message on (rollback: "
                          f"/dream adapter rollback). Trained on {len(present)} message(s); forgetting any of them "
-                         f"retires it. {outcome.reason}")
+                         f"taints it (it is deleted and no longer used). {outcome.reason}")
             proposal_id = await conn.fetchval(
                 """INSERT INTO proposals (kind, title, payload, rationale, evidence, created_at, expires_at, scope)
                    VALUES ($1, $2, $3::jsonb, $4, $5::jsonb, $6, $7, $8) RETURNING id""",
