@@ -29,7 +29,7 @@ from memory.importer import Importer
 from memory.provenance import Provenance
 from memory.extract import TripleExtractor
 from memory.absorption import Absorber
-from memory.clock import SystemClock
+from memory.clock import Clock, SystemClock
 from memory.layers.base import MemoryLayer
 from memory.layers.episodes import EpisodesLayer
 from memory.layers.facts import FactsLayer
@@ -126,8 +126,10 @@ class App:
         with_llm: bool,
         llm: LanguageModel | None = None,
         embedder: Embedder | None = None,
+        clock: Clock | None = None,
     ) -> App:
-        """Start the database (embedded when no URL), load the models, wire the services."""
+        """Start the database (embedded when no URL), load the models, wire the services. ``clock``: what
+        "now" is for memory (default the wall clock; ``--now`` shifts it)."""
         url = settings.database_url.get_secret_value() if settings.database_url else None
         db = await Database.open(url, settings.data_dir)
         try:
@@ -196,7 +198,7 @@ class App:
                                        bot_name=settings.bot_name,
                                        proposal_ttl=timedelta(hours=settings.proposal_ttl_hours),
                                        policy=DistillPolicy(min_new_messages=settings.distill_min_new_messages)))
-            clock = SystemClock()
+            clock = clock or SystemClock()
             recall = Recall(layers, timeout=settings.layer_timeout_s)
             absorber = Absorber(conversations, layers, router, archetype_store, embedder, clock)
             brain = Brain(

@@ -21,6 +21,7 @@ import logging
 import signal
 import sys
 from collections.abc import Coroutine
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -38,15 +39,19 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="hippobot", description="A Discord bot with a hippocampus-inspired memory.")
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = p.add_subparsers(dest="command", required=True)
+    now_help = ("ISO instant memory takes as now (time runs on from there): live next month today, or a month of "
+                "memory in minutes; naive means UTC")
 
     chat = sub.add_parser("chat", help="chat with the bot in this terminal (local scope, embedded defaults)")
     chat.add_argument("--user", default="you", help="your name in the conversation (default: you)")
     chat.add_argument("--channel", default="console", help="conversation channel (default: console)")
     chat.add_argument("--scope", default=None, help="memory scope (default: HIPPOBOT_CONSOLE_SCOPE, 'local')")
+    chat.add_argument("--now", type=_instant, default=None, metavar="ISO", help=now_help)
 
     imp = sub.add_parser("import", help="load a conversation history (JSON Lines or DiscordChatExporter JSON)")
     imp.add_argument("file", type=Path)
     imp.add_argument("--scope", default=None, help="memory scope to import into (default: the console scope)")
+    imp.add_argument("--now", type=_instant, default=None, metavar="ISO", help=now_help)
     imp.add_argument("--private-channel", action="append", default=[], metavar="C",
                      help="a restricted channel: its messages are recalled only for its own audience (repeatable)")
 
@@ -58,10 +63,12 @@ def _parser() -> argparse.ArgumentParser:
     rec.add_argument("--k", type=int, default=None,
                      help="number of episodes (default: the archetype plan's; with --queries, 10)")
     rec.add_argument("--json", action="store_true", help="print JSON")
+    rec.add_argument("--now", type=_instant, default=None, metavar="ISO", help=now_help)
     rec.add_argument("--queries", type=Path, help='JSON Lines of {"text": ..., "scope": ...}; one JSON result a line')
 
     dr = sub.add_parser("dream", help="run one dream cycle now and print its report and proposals")
     dr.add_argument("--scope", help="dream for this scope only (default: every scope)")
+    dr.add_argument("--now", type=_instant, default=None, metavar="ISO", help=now_help)
     ad = sub.add_parser("adapters", help="the LoRA adapters the dream distilled: the one in use, the latest, rollback")
     ad.add_argument("--scope", default=None, help="memory scope (default: the console scope)")
     ad.add_argument("--rollback", action="store_true",
@@ -192,10 +199,20 @@ def _backlog_progress(done: int, total: int) -> None:
         print("", file=sys.stderr)
 
 
-async def _open(settings: Settings, *, with_llm: bool):  # -> App (imported lazily: it pulls in torch)
+async def _open(settings: Settings, *, with_llm: bool, now: datetime | None = None):  # -> App (lazily: torch)
     from bot.app import App
+    from memory.clock import ShiftedClock
 
-    return await App.open(settings, with_llm=with_llm)
+    return await App.open(settings, with_llm=with_llm, clock=ShiftedClock(now) if now is not None else None)
+
+
+def _instant(text: str) -> datetime:
+    from memory.clock import parse_instant
+
+    try:
+        return parse_instant(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an ISO 8601 instant: {text!r} (e.g. 2026-12-24T18:00:00Z)") from None
 
 
 async def _chat(settings: Settings, args: argparse.Namespace) -> int:
@@ -204,7 +221,7 @@ async def _chat(settings: Settings, args: argparse.Namespace) -> int:
     identity = ConsoleIdentity(user=args.user, channel=args.channel, scope=args.scope or settings.console_scope)
     if hasattr(sys.stdin, "reconfigure"):  # a line that is not valid UTF-8 is read with U+FFFD, not a crash
         sys.stdin.reconfigure(errors="replace")
-    app = await _open(settings, with_llm=True)
+    app = await _open(settings, with_llm=True, now=args.now)
     try:
         await app.absorb_backlog(progress=_backlog_progress)
         channel = ConsoleDreamChannel(sys.stdout)
@@ -223,7 +240,7 @@ async def _import(settings: Settings, args: argparse.Namespace) -> int:
     from memory.errors import MemoryStoreError
 
     scope = args.scope or settings.console_scope
-    app = await _open(settings, with_llm=False)
+    app = await _open(settings, with_llm=False, now=args.now)
     try:
         def embedding(done: int, total: int) -> None:
             print(f"\rembedding {done}/{total}", end="", file=sys.stderr, flush=True)
@@ -267,7 +284,7 @@ async def _recall(settings: Settings, args: argparse.Namespace) -> int:
         except ValueError as exc:
             print(f"hippobot recall: {exc}", file=sys.stderr)
             return EXIT_USAGE
-    app = await _open(settings, with_llm=False)
+    app = await _open(settings, with_llm=False, now=args.now)
     try:
         try:
             if args.queries is not None:
@@ -344,14 +361,12 @@ async def _places(settings: Settings, args: argparse.Namespace) -> int:
 
 
 async def _dream(settings: Settings, args: argparse.Namespace) -> int:
-    from datetime import UTC, datetime
-
     from bot.console import ConsoleDreamChannel, post_proposals
 
-    app = await _open(settings, with_llm=False)
+    app = await _open(settings, with_llm=False, now=args.now)
     try:
         app.dream.services.channel = ConsoleDreamChannel(sys.stdout)
-        report = await app.dream.run(datetime.now(UTC), scope=args.scope)
+        report = await app.dream.run(app.brain.clock.now(), scope=args.scope)
         print(report.render())
         # The console's own proposals are posted here; a server's wait for `hippobot run` to post them.
         await post_proposals(app.governance, sys.stdout, scope=settings.console_scope)

@@ -14,7 +14,6 @@ import threading
 from dataclasses import dataclass
 from typing import TextIO
 
-from datetime import UTC, datetime
 from pathlib import Path
 
 from bot.brain import Brain, IncomingTurn
@@ -249,7 +248,7 @@ class Console:
         if self._governance is None or self._dream is None:
             self._print("the dream cycle is not available here")
             return
-        now = datetime.now(UTC)
+        now = self._brain.clock.now()
         if command == "/proposals":
             pending = await self._governance.list()
             self._print("\n\n".join(p.render() for p in pending) if pending else "(no pending proposals)")

@@ -103,3 +103,34 @@ def test_dream_prints_a_report_with_a_proposal(env: dict[str, str], tmp_path: Pa
     assert re.search(r"dream run #\d+: ok", result.stdout)
     assert re.search(r"\*\*Proposal #\d+: new archetype '\w*(plan|project)\w*'", result.stdout), result.stdout
     assert "Dream digest" in result.stdout
+
+
+def test_a_simulated_clock_lives_a_year_of_forgetting_in_a_few_commands(env: dict[str, str], tmp_path: Path) -> None:
+    """--now on import, recall and dream (GhostKG's set_time): a hedged fact fades and the dream prunes it a
+    year later; a plain one stays."""
+    history = tmp_path / "h.jsonl"
+    history.write_text("\n".join(json.dumps(r) for r in [
+        {"id": "1", "channel": "c", "author": "ana", "timestamp": "2026-01-05T10:00:00Z",
+         "text": "I think maybe I like jazz"},
+        {"id": "2", "channel": "c", "author": "ben", "timestamp": "2026-01-05T10:01:00Z",
+         "text": "I love hiking in the mountains"},
+    ]) + "\n", encoding="utf-8")
+    assert run_cli(["import", str(history), "--now", "2026-01-05T12:00:00Z"], env).returncode == 0
+
+    def facts(now: str) -> list[str]:
+        out = run_cli(["recall", "jazz or hiking", "--json", "--user", "ana", "--now", now], env)
+        assert out.returncode == 0, out.stderr
+        return [i["text"] for i in json.loads(out.stdout)["items"] if i["kind"] == "fact"]
+
+    def pruned(now: str) -> int:
+        out = run_cli(["dream", "--now", now], env)
+        assert out.returncode == 0, out.stderr
+        return int(re.search(r"pruned_edges=(\d+)", out.stdout).group(1))
+
+    assert any("jazz" in f for f in facts("2026-01-06T09:00:00Z"))
+    assert pruned("2026-01-06T09:00:00Z") == 0, "a day later nothing has faded"
+    assert pruned("2027-01-06T09:00:00+00:00") >= 1, "a year later the hedged claim has"
+    later = facts("2027-01-06T10:00:00Z")
+    assert not any("jazz" in f for f in later) and any("hiking" in f for f in later), later
+    bad = run_cli(["dream", "--now", "next tuesday"], env)
+    assert bad.returncode == 2 and "ISO 8601" in bad.stderr
