@@ -54,6 +54,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -124,6 +125,8 @@ async def run_hippobot(args: argparse.Namespace, questions: list[Question], conv
                                         "imported": report.imported}
                 print(f"  imported {conv}: {report} in {out['imports'][conv]['seconds']:.1f} s", file=sys.stderr)
             out["answered"] = await ask(args, app, questions)
+            if args.dream:
+                out["dream"] = await run_dream(args, app, questions, convs)
             t0 = time.perf_counter()
             await app.brain.contexts([(q.question, q.conv) for q in questions], k=args.k, author_id=AUTHOR)
             out["batched_s"] = time.perf_counter() - t0
@@ -206,6 +209,72 @@ async def run_ablation(args: argparse.Namespace, app, questions: list[Question],
         rows[f"+gate (tau {tau})"] = summarize(await ask(args, app, questions, lambda c, t=tau: f"{c}~tau{t}"))
         gated[f"tau {tau}"] = (await writes_per_1k_words(app, [f"{c}~tau{tau}" for c in convs]))["per_1k_words"]
     return {"rows": rows, "writes_per_1k_words": gated}
+
+
+def _dream_time(args: argparse.Namespace, conv: str) -> datetime:
+    """The night after the conversation's last message: when the nightly dream would first see all of it."""
+    last = max(datetime.fromisoformat(t.timestamp) for t in load_conversation(args.data / f"{conv}.jsonl"))
+    return last + timedelta(hours=8)
+
+
+async def run_dream(args: argparse.Namespace, app, questions: list[Question], convs: list[str]) -> dict:
+    """Replay and consolidation (issue 12): the same questions after one dream per conversation, then with the
+    consolidation's parts switched off in turn (each on the split imported again into scopes of its own, dreamt
+    once)."""
+    facts = app.brain.layer("facts")
+    all_steps = list(app.dream.steps)
+    rows: dict[str, dict] = {}
+    counts: dict[str, dict] = {}
+
+    async def dream(tag: str, *, fast_track: int | None = None, skip: tuple[str, ...] = ()) -> None:
+        saved = facts.fast_track if facts is not None else None
+        if facts is not None and fast_track is not None:
+            facts.fast_track = fast_track
+        app.dream.steps = [(n, s) for n, s in all_steps if n not in skip]
+        t0 = time.perf_counter()
+        try:
+            totals: dict[str, float] = {}
+            for conv in convs:
+                scope = conv if not tag else f"{conv}~{tag}"
+                if tag:
+                    await app.importer.run(args.data / f"{conv}.jsonl", scope)
+                report = await app.dream.run(_dream_time(args, conv), scope=scope)
+                for step_name, step in report.steps.items():
+                    for key, value in step.counts.items():
+                        if key in CONSOLIDATION_COUNTS and isinstance(value, int | float):
+                            totals[f"{step_name}.{key}"] = totals.get(f"{step_name}.{key}", 0) + value
+            counts[tag or "default"] = {**totals, "seconds": round(time.perf_counter() - t0, 1)}
+        finally:
+            app.dream.steps = all_steps
+            if facts is not None:
+                facts.fast_track = saved
+        print(f"  dreamt ({tag or 'default'}): {counts[tag or 'default']}", file=sys.stderr)
+        rows[f"+dream{(' ' + DREAM_VARIANTS[tag]) if tag else ''}"] = summarize(
+            await ask(args, app, questions, (lambda c: c) if not tag else (lambda c, t=tag: f"{c}~{t}")))
+
+    await dream("")
+    await dream("nofast", fast_track=10**9)
+    await dream("noconsol", skip=("knowledge_graph_consolidation",))
+    await dream("noreplay", skip=("episodic_replay", "episodic_decay", "knowledge_graph_consolidation"))
+    return {"rows": rows, "counts": counts}
+
+
+CONSOLIDATION_COUNTS = ("replayed", "forgotten", "merged", "routed_reviewed", "admitted", "fast_tracked",
+                        "joined_existing", "contradictions", "pruned_edges", "merged_nodes")
+DREAM_VARIANTS = {"nofast": "-fast-track", "noconsol": "-consolidation",
+                  "noreplay": "-replay -decay -consolidation"}
+
+
+def print_dream(before: dict[str, dict], dream: dict, k: int = 10) -> None:
+    print(f"\nreplay and consolidation: recall_any@{k} before and after one dream per conversation "
+          "(at its last message + 8 h); ablation rows re-import and dream with one part off")
+    cats = [*CATEGORIES[:-1], "overall"]
+    print("| configuration | " + " | ".join(cats) + " |")
+    print("|---|" + "---|" * len(cats))
+    for name, rows in [("no dream (import only)", before), *dream["rows"].items()]:
+        print(f"| {name} | " + " | ".join(f"{rows[c][f'any@{k}']:.3f}" if c in rows else "-" for c in cats) + " |")
+    for tag, c in dream["counts"].items():
+        print(f"  {tag}: " + ", ".join(f"{k.split('.')[-1]} {v:g}" for k, v in c.items() if v))
 
 
 def print_ablation(default: dict[str, dict], ablation: dict, writes: dict, k: int = 10) -> None:
@@ -413,6 +482,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--with-transcript", action="store_true", help="rank the recent-turns section too (last)")
     p.add_argument("--no-baselines", action="store_true")
     p.add_argument("--ablation", action="store_true", help="also each HEI-NW part and hybrid list switched off")
+    p.add_argument("--dream", action="store_true",
+                   help="also dream once per conversation (at its end + 8 h) and ask again, then with replay, "
+                        "consolidation and its fast-track switched off in turn")
     p.add_argument("--gate-taus", type=float, nargs="*", default=[0.5, 0.66, 0.78],
                    help="write-gate thresholds the ablation imports again under")
     p.add_argument("--no-hippobot", action="store_true", help="baselines only (no database)")
@@ -465,6 +537,9 @@ async def main(argv: Sequence[str] | None = None) -> int:
         if "ablation" in hb:
             print_ablation(systems["hippobot"], hb["ablation"], w)
             report["ablation"] = hb["ablation"]
+        if "dream" in hb:
+            print_dream(systems["hippobot"], hb["dream"])
+            report["dream"] = hb["dream"]
     if not args.no_baselines:
         baselines = run_baselines(questions, turns, embedder)
         for name, answered in baselines.items():

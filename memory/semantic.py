@@ -110,6 +110,7 @@ class Fact:
     subject_owner_name: str = ""
     object_owner_name: str = ""
     vector: np.ndarray | None = field(default=None, compare=False, repr=False)  # sentence()'s, when stored
+    node_retrievability: float = 1.0  # the mean of its two nodes' FSRS cards (GhostKG's node cards)
 
     def view(self, author_id: str | None) -> str:
         """GhostKG's views: what the bot holds, what this user said of themselves (and their things),
@@ -135,6 +136,14 @@ class Fact:
         else:
             obj = _owned(self.object, self.object_owner, self.object_owner_name)
         return f"{subject} {relation} {obj}"
+
+
+def fact_rank(f: Fact) -> float:
+    """The graph's order for recall: the edge's own retrievability x confidence x evidence, one hop further
+    costs a fifth, and the nodes' cards weigh in (an edge between things long unmentioned ranks lower than
+    the same edge between things talked about yesterday)."""
+    return (f.retrievability * f.confidence * (1 + math.log(f.evidence)) * 0.8 ** (f.hops - 1)
+            * (0.5 + 0.5 * f.node_retrievability))
 
 
 def _owned(display: str, owner: str, owner_name: str) -> str:
@@ -614,8 +623,7 @@ class SemanticMemory:
             if not frontier:
                 break
         facts = await self._facts(scope, list(edges), now, hops=edges, visible_channel=visible_channel)
-        facts.sort(key=lambda f: f.retrievability * f.confidence * (1 + math.log(f.evidence)) * 0.8 ** (f.hops - 1),
-                   reverse=True)
+        facts.sort(key=fact_rank, reverse=True)
         return facts[:limit]
 
     async def _seeds(self, scope: str, mentions: Sequence[Mention], author_id: str | None,
@@ -696,6 +704,8 @@ class SemanticMemory:
                        {', '.join('e.' + c for c in _CARD_COLUMNS.split(', '))},
                        s.display AS s_display, s.name AS s_name, s.owner AS s_owner, so.display AS s_owner_name,
                        t.display AS t_display, t.name AS t_name, t.owner AS t_owner, tod.display AS t_owner_name,
+                       {', '.join(f's.{c} AS s_{c}' for c in _CARD_COLUMNS.split(', '))},
+                       {', '.join(f't.{c} AS t_{c}' for c in _CARD_COLUMNS.split(', '))},
                        array_agg(src.message_id ORDER BY src.message_id) AS message_ids,
                        array_agg(DISTINCT src.speaker_id) AS speakers
                 FROM kg_edges e JOIN kg_nodes s ON s.id = e.source_id JOIN kg_nodes t ON t.id = e.target_id
@@ -714,9 +724,16 @@ class SemanticMemory:
                  speakers=tuple(r["speakers"]), hops=(hops or {}).get(r["id"], 0),
                  subject_owner=r["s_owner"], object_owner=r["t_owner"],
                  subject_owner_name=r["s_owner_name"] or "", object_owner_name=r["t_owner_name"] or "",
-                 vector=None if r["embedding"] is None else vec(r["embedding"]))
+                 vector=None if r["embedding"] is None else vec(r["embedding"]),
+                 node_retrievability=(self._node_retrievability(r, "s", now)
+                                      + self._node_retrievability(r, "t", now)) / 2)
             for r in rows
         ]
+
+    def _node_retrievability(self, row: asyncpg.Record, end: str, now: datetime) -> float:
+        """An end's node card (GhostKG): a thing talked about again and again stays familiar."""
+        card = {c: row[f"{end}_{c}"] for c in _CARD_COLUMNS.split(", ")}
+        return self.retrievability(card, 0, now)
 
     def retrievability(self, row: asyncpg.Record | dict[str, Any], card_id: int, now: datetime) -> float:
         if row["last_review"] is None:

@@ -130,12 +130,15 @@ class FactsLayer(BaseLayer):
                    SELECT 1 FROM kg_edges e WHERE e.source_id = n.id OR e.target_id = n.id)""", scopes)
         return {"facts": n}
 
+    fast_track = 5  # edges of a relation the scope's graph needs before one more is admitted at once (the seed's
+    # schema fast-track); bench/memory_eval.py --dream --ablation raises it out of reach
+
     def dream_steps(self) -> Sequence[tuple[str, LayerStep]]:
         return (("knowledge_graph_consolidation", self._consolidate), ("knowledge_graph", self._maintain))
 
     async def _consolidate(self, now: datetime, scope: str | None) -> StepResult:
         """Admit the routed tuples that gathered support (or whose relation the graph knows well)."""
-        counts = await self.semantic.consolidate(now, scope=scope)
+        counts = await self.semantic.consolidate(now, scope=scope, fast_track=self.fast_track)
         notes = []
         if counts["contradictions"]:
             notes.append(f"{counts['contradictions']} contradicted fact(s) lost confidence to newer evidence")
@@ -149,7 +152,26 @@ class FactsLayer(BaseLayer):
         return StepResult(counts={"pruned_edges": pruned, "merged_nodes": merged})
 
 
+# GhostKG's views, as the prompt names them: the bot's own stance, what the asking person said, the world,
+# what others said (a world fact needs no label).
+VIEW_LABELS = {"self": "my own view", "user": "you told me", "others": "others said", "world": ""}
+STANCE = 0.4  # |sentiment| from which a person's stance toward the thing is shown
+
+
+def stance(f: Fact) -> str:
+    """' (positive)' or ' (negative)' when someone's claim carries a clear stance; '' otherwise."""
+    if f.subject_name == f.object_name or abs(f.sentiment) < STANCE:
+        return ""
+    return " (positive)" if f.sentiment > 0 else " (negative)"
+
+
+def prompt_line(f: Fact, author_id: str | None) -> str:
+    label = VIEW_LABELS[f.view(author_id)]
+    line = f.sentence() + stance(f)
+    return f"{label}: {line}" if label else line
+
+
 def _item(f: Fact, author_id: str | None, refs: Mapping[int, object], score: float) -> MemoryItem:
     sources = tuple(refs[i] for i in f.message_ids if i in refs)  # type: ignore[misc]
-    return MemoryItem("fact", score, f"[{f.view(author_id)}] {f.sentence()}", f.sentence(),
+    return MemoryItem("fact", score, f"[{f.view(author_id)}] {f.sentence()}{stance(f)}", prompt_line(f, author_id),
                       f.message_ids, None, ref=f.edge_id, sources=sources, payload=f)
