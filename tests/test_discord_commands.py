@@ -533,3 +533,34 @@ def test_source_labels() -> None:
     assert source_label("discord", "3", "2", 1) == "<https://discord.com/channels/1/2/3>"
     assert source_label("discord", "3", "2", None) == "<https://discord.com/channels/@me/2/3>"
     assert source_label("import", "msg-17", "general", 1) == "import msg-17"
+
+
+async def test_dream_adapter_status_and_rollback_are_this_servers(app: App, tmp_path) -> None:
+    from datetime import timedelta
+
+    scope = scope_for(GUILD, 1)
+    path = tmp_path / "adapter"
+    path.mkdir()
+    pool = app.db.pool
+    first = await pool.fetchval(
+        """INSERT INTO adapters (scope, status, path, base_model, created_at) VALUES ($1, 'retired', $2, 'x', $3)
+           RETURNING id""", scope, str(path), datetime.now(UTC) - timedelta(days=1))
+    second_path = tmp_path / "adapter2"
+    second_path.mkdir()
+    second = await pool.fetchval(
+        """INSERT INTO adapters (scope, status, path, base_model, created_at, replaced_id)
+           VALUES ($1, 'active', $2, 'x', $3, $4) RETURNING id""", scope, str(second_path), datetime.now(UTC), first)
+    await pool.execute("INSERT INTO adapters (scope, status, path, base_model, created_at) "
+                       "VALUES ('999', 'active', $1, 'x', now())", str(tmp_path))
+    cog = AdminCog(fake_bot(app))  # type: ignore[arg-type]
+    nobody = interaction(member(1))
+    await cog.adapter_rollback.callback(cog, nobody)
+    assert "needs Manage Server" in said(nobody)
+    manager = interaction(member(2, manage=True))
+    await cog.adapter_status.callback(cog, manager)
+    assert f"in use: adapter #{second}" in said(manager)
+    manager = interaction(member(2, manage=True))
+    await cog.adapter_rollback.callback(cog, manager)
+    assert f"Adapter #{second} rolled back" in said(manager) and f"adapter #{first}." in said(manager)
+    assert not second_path.exists()
+    assert await pool.fetchval("SELECT status FROM adapters WHERE scope = '999'") == "active", "another server's"
