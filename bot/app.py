@@ -185,7 +185,7 @@ class App:
                                          prune_confidence=settings.kg_prune_confidence))
             if settings.persona_enabled:
                 # a configured (not the bundled base) model scores evidence with the seed's classifier
-                layers.append(PersonaLayer(pool, embedder,
+                layers.append(PersonaLayer(pool, embedder, graph=semantic,
                                            llm=llm if llm is not None and settings.model is not None else None,
                                            proposal_ttl=timedelta(hours=settings.proposal_ttl_hours)))
             if settings.resonance_enabled:

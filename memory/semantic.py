@@ -771,6 +771,27 @@ class SemanticMemory:
                ORDER BY e.id LIMIT $3""", scope, author_id, limit, visible_channel)
         return await self._facts(scope, [r["id"] for r in rows], now, visible_channel=visible_channel)
 
+    async def stances(self, scope: str, *, visible_channel: str | None = None, limit: int = 3,
+                      threshold: float = 0.4) -> list[tuple[str, int, int, tuple[int, ...]]]:
+        """What people in the scope think (GhostKG's sentiment): the things most people took a clear stance
+        on, as (thing, people for, people against, the messages that say so), through sources the audience
+        may see only."""
+        require_scope(scope)
+        rows = await self.pool.fetch(
+            """SELECT t.display AS thing,
+                      count(DISTINCT src.speaker_id) FILTER (WHERE e.sentiment >= $3) AS fans,
+                      count(DISTINCT src.speaker_id) FILTER (WHERE e.sentiment <= -$3) AS critics,
+                      array_agg(DISTINCT src.message_id) AS message_ids
+               FROM kg_edges e JOIN kg_nodes t ON t.id = e.target_id
+               JOIN kg_edge_sources src ON src.edge_id = e.id
+                    AND (src.visible_in IS NULL OR src.visible_in = $2::text)
+               WHERE e.scope = $1 AND abs(e.sentiment) >= $3 AND e.contradicted_at IS NULL
+                 AND t.name <> 'bot' AND NOT t.name LIKE 'user:%' AND src.speaker_id NOT LIKE 'bot:%'
+               GROUP BY t.display
+               ORDER BY count(DISTINCT src.speaker_id) DESC, t.display LIMIT $4""",
+            scope, visible_channel, threshold, limit)
+        return [(r["thing"], r["fans"], r["critics"], tuple(sorted(r["message_ids"]))[:10]) for r in rows]
+
     async def gate_counts(self, scope: str) -> dict[str, int]:
         rows = await self.pool.fetch("SELECT action, count(*) AS n FROM kg_gate_log WHERE scope = $1 GROUP BY action",
                                      scope)

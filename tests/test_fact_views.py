@@ -37,3 +37,26 @@ def test_node_cards_weigh_in_the_ranking() -> None:
     faded_nodes = replace(fresh, node_retrievability=0.2)
     assert fact_rank(fresh) > fact_rank(faded_nodes) > 0
     assert fact_rank(replace(fresh, hops=2)) < fact_rank(fresh)
+
+
+async def test_what_people_here_think_joins_the_persona_as_each_audience_may_see_it(app) -> None:  # type: ignore[no-untyped-def]
+    from bot.brain import IncomingTurn
+
+    def turn(text: str, author: str, channel: str = "c1", private: bool = False) -> IncomingTurn:
+        return IncomingTurn(scope="g1", source="console", channel_id=channel, author_id=f"u-{author}",
+                            author_name=author, text=text, visible_in=channel if private else None)
+
+    for t in (turn("I love hiking", "ana"), turn("I really love hiking", "ben"),
+              turn("I hate hiking", "dev", channel="c-priv", private=True)):
+        await (await app.brain.respond(t)).complete()
+    await app.brain.writer.drain()
+
+    def people(bundle) -> str:  # type: ignore[no-untyped-def]
+        return next(i.prompt_line for i in bundle.section("persona").items if i.kind == "stances")
+
+    public = await app.brain.context("any plans this weekend?", "g1", channel_id="c1")
+    assert people(public) == "What people here think: hiking (2 like it)"
+    private = await app.brain.context("any plans?", "g1", channel_id="c-priv", visible_channel="c-priv")
+    assert people(private) == "What people here think: hiking (2 like it, 1 dislikes it)"
+    other = await app.brain.context("any plans?", "g2", channel_id="c1")
+    assert all(i.kind != "stances" for i in other.section("persona").items)

@@ -48,7 +48,7 @@ class PersonaLayer(BaseLayer):
 
     def __init__(self, pool: asyncpg.Pool, embedder: Embedder, *, core_identity: str = "",
                  llm: TextModel | None = None, proposal_ttl: timedelta = timedelta(hours=72),
-                 change_limit: float = 0.6, opinions_shown: int = 5) -> None:
+                 change_limit: float = 0.6, opinions_shown: int = 5, graph: Any = None) -> None:
         """``llm``: a capable configured model (scores evidence and reflects); None: the deterministic defaults."""
         self.store = PersonaStore(pool)
         self.embedder = embedder
@@ -60,6 +60,7 @@ class PersonaLayer(BaseLayer):
         self.proposal_ttl = proposal_ttl
         self.change_limit = change_limit
         self.opinions_shown = opinions_shown
+        self.graph = graph  # SemanticMemory: what people here think (their stances) joins the bot's own view
 
     # --- recall --------------------------------------------------------------------------------------------
 
@@ -72,8 +73,25 @@ class PersonaLayer(BaseLayer):
             line = describe(topic, belief)
             items.append(MemoryItem("opinion", belief.confidence, line, "View: " + line,
                                     tuple(belief.provenance[-5:]), payload=(topic, belief)))
+        if self.graph is not None and (line := await self._people(query)):
+            items.append(line)
         return Section(self.name, "", tuple(items), placement=PREAMBLE, priority=1,
                        meta={"version": current.version if current else 0})
+
+    async def _people(self, query: RecallQuery) -> MemoryItem | None:
+        """"What people here think": the things most people took a clear stance on (the graph's sentiment),
+        as this audience may see it."""
+        stances = await self.graph.stances(query.scope, visible_channel=query.audience.visible_channel)
+        if not stances:
+            return None
+        parts = []
+        for thing, fans, critics, _ in stances:
+            said = [f"{fans} like{'s' if fans == 1 else ''} it" if fans else "",
+                    f"{critics} dislike{'s' if critics == 1 else ''} it" if critics else ""]
+            parts.append(f"{thing} ({', '.join(p for p in said if p)})")
+        line = "; ".join(parts)
+        ids = tuple(sorted({i for *_, m in stances for i in m}))
+        return MemoryItem("stances", None, line, "What people here think: " + line, ids, payload=stances)
 
     async def _shown(self, state: PersonaState, vector: np.ndarray) -> list[tuple[str, Any]]:
         opinions = state.strongest(50)
