@@ -119,7 +119,8 @@ class MemoryWriter:
     async def drain(self, timeout: float | None = None) -> bool:
         """Wait until every queued write has finished (True), or ``timeout`` seconds passed (False)."""
         try:
-            await asyncio.wait_for(self._queue.join(), timeout)
+            async with asyncio.timeout(timeout):
+                await self._queue.join()
         except TimeoutError:
             return False
         return True

@@ -336,8 +336,11 @@ class ArchetypeRouter:
 
     async def _refresh_loop(self) -> None:
         while True:
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._changed.wait(), timeout=self._refresh_seconds)
+            # asyncio.timeout, not wait_for: on 3.11 wait_for swallows a cancel that lands as the event
+            # is set (a NOTIFY during stop), and stop() then waits for this loop forever
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self._refresh_seconds):
+                    await self._changed.wait()
             self._changed.clear()
             try:
                 await self.refresh()

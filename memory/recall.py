@@ -140,7 +140,8 @@ class Recall:
             if hook is None:
                 return
             try:
-                await asyncio.wait_for(hook(texts), limit)
+                async with asyncio.timeout(limit):
+                    await hook(texts)
             except Exception:
                 log.warning("memory layer %s could not prepare %d queries", layer.name, len(texts), exc_info=True)
 
@@ -148,7 +149,8 @@ class Recall:
 
     async def _one(self, layer: MemoryLayer, query: RecallQuery, timeout: float) -> Section | None | object:
         try:
-            return await asyncio.wait_for(layer.recall(query), timeout)
+            async with asyncio.timeout(timeout):  # unlike wait_for on 3.11, never swallows the caller's cancel
+                return await layer.recall(query)
         except TimeoutError:
             self.failures[layer.name] += 1
             log.warning("memory layer %s took over %.1f s for scope %s; skipped", layer.name, timeout,

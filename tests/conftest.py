@@ -8,6 +8,8 @@ copy of it, which takes milliseconds.
 
 from __future__ import annotations
 
+import asyncio
+import io
 import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -59,9 +61,9 @@ async def _scratch_database(admin_url: str, prefix: str, template: str | None) -
     finally:
         await admin.close()
     yield with_database(admin_url, name)
-    admin = await asyncpg.connect(admin_url)
+    admin = await asyncpg.connect(admin_url, timeout=60)
     try:
-        await admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        await admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)", timeout=120)
     finally:
         await admin.close()
 
@@ -110,4 +112,17 @@ async def app(db_url: str, tmp_path: Path, embedder: MiniLMEmbedder, llm: Script
     """The whole app on a fresh database, with a scripted LLM."""
     a = await App.open(make_settings(db_url, tmp_path), with_llm=True, llm=llm, embedder=embedder)
     yield a
-    await a.close()
+    await close_or_explain(a)
+
+
+async def close_or_explain(a: App, timeout: float = 120.0) -> None:
+    """Close the app; a close that hangs fails the test with every pending task's stack instead of stalling
+    the whole run."""
+    try:
+        await asyncio.wait_for(asyncio.shield(a.close()), timeout)
+    except TimeoutError:
+        out = io.StringIO()
+        for task in asyncio.all_tasks():
+            print(f"--- {task!r}", file=out)
+            task.print_stack(file=out)
+        pytest.fail(f"App.close() did not finish within {timeout} s; pending tasks:\n{out.getvalue()}")

@@ -114,6 +114,18 @@ async def test_a_change_in_the_table_reaches_a_running_router_without_waiting_fo
         await router.stop()
 
 
+async def test_stop_returns_when_a_change_arrives_as_it_stops(pool: asyncpg.Pool, embedder: MiniLMEmbedder) -> None:
+    """A NOTIFY landing in the same tick as stop() (an approval right before shutdown) once swallowed the
+    refresh loop's cancel (asyncio.wait_for on 3.11), and stop() waited forever: the CI run that never ended."""
+    router = router_for(pool, embedder, refresh_seconds=3600)
+    await router.start(pool)
+    await asyncio.sleep(0.05)  # the loop is waiting for a change
+    asyncio.get_running_loop().call_soon(router._on_notify)  # the change lands in the tick stop() cancels in
+    stopping = asyncio.create_task(router.stop())
+    done, _ = await asyncio.wait([stopping], timeout=10)
+    assert done, "stop() hung"
+
+
 @pytest.mark.parametrize(
     "column, value",
     [("context_turns", 0), ("context_turns", 21), ("context_vectors", 16), ("similarity_threshold", 0.95),
