@@ -144,7 +144,8 @@ class StopScanner:
 
     stop: Sequence[str] = ()
     pattern: re.Pattern[str] | None = None
-    label_hold: re.Pattern[str] = field(default=re.compile(r"\n[^\n:]{0,40}$"))
+    label_hold: re.Pattern[str] = field(default=re.compile(
+        r"\n[^\n:]{0,40}$| /(?: [^\s:/]{0,32}(?: [^\s:/]{0,32}){0,2})?$"))
 
     def find_stop(self, text: str) -> int | None:
         """Index where ``text`` must be cut, or None."""

@@ -21,8 +21,10 @@ from dataclasses import dataclass
 from memory.layers.base import MEMORY, PREAMBLE, TRANSCRIPT, MemoryItem, Section
 from memory.recall import ContextBundle
 
-# A new line that starts with "<speaker>:" ends the bot's turn in a transcript.
-SPEAKER_LINE = re.compile(r"\n[^\n:]{1,40}:")
+# A new line that starts with "<speaker>:" ends the bot's turn in a transcript; so does " / <speaker>:", the
+# way remembered exchanges are flattened into one memory line ("[date] ana: ... / bo: ..."), which a base model
+# copies to write the other speakers' turns on its own line.
+SPEAKER_LINE = re.compile(r"\n[^\n:]{1,40}:| / [^\s:/]{1,32}(?: [^\s:/]{1,32}){0,2}:")
 _MEMORY_SHARE = 0.4
 # One worked example of answering from a remembered line (memory_style "example"); about 60 tokens.
 MEMORY_EXAMPLE = """Example of using a memory:

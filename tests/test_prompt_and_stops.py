@@ -106,6 +106,17 @@ def test_the_speaker_pattern_stops_at_an_unknown_speaker_label() -> None:
     assert final == "Hello!" and shown == "Hello!"
 
 
+def test_the_speaker_pattern_stops_at_a_speaker_in_a_flattened_memory_line() -> None:
+    """Memory lines read "ana: ... / bo: ..."; a base model copies that and writes bo's turn on its own line."""
+    scanner = StopScanner(stop=(), pattern=SPEAKER_LINE)
+    shown, final = stream(scanner, ["A cat", " /", " as", "ker", ":", " What does he eat"])
+    assert final == "A cat" and shown == "A cat"
+    shown, final = stream(scanner, ["yes / Oscar", " Wilde: would she"])
+    assert final == shown == "yes"
+    shown, final = stream(scanner, ["Milk / water ", "and cheese, ", "at 12:30."])
+    assert final == shown == "Milk / water and cheese, at 12:30."
+
+
 def test_text_without_a_stop_streams_whole() -> None:
     scanner = StopScanner(stop=("\nbob:",), pattern=SPEAKER_LINE)
     shown, final = stream(scanner, ["It is ", "12:30 ", "now, ", "see you."])
