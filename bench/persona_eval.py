@@ -18,10 +18,11 @@ adjusted while looking at it); ``seen``, the first held-out split, run once as h
 0.51) and then used to find what the scorer got wrong; ``seen2``, the second, run once as held-out (0.85,
 selectivity 4.1) and then used the same way; ``seen3`` (bench/data/persona/seen3.json), the third, written
 by a helper blind to the scorer, run once as held-out (0.66, selectivity inf) and then used the same way;
-and ``heldout`` (heldout3.json), written blind to the scorer and to the earlier splits, and never read while
-changing the scorer: report held-out.
+``seen4`` (seen4.json), the fourth, written the same way, run once as held-out at f6b5802 (0.88, selectivity
+333) and then used the same way; and ``heldout`` (heldout4.json), written blind to the scorer and to the
+earlier splits, and never read while changing the scorer: report held-out.
 
-    .venv/bin/python -m bench.persona_eval [--split heldout|seen3|seen2|seen|dev|all] [--n 120] [--database-url URL] [--json F]
+    .venv/bin/python -m bench.persona_eval [--split heldout|seen4|seen3|seen2|seen|dev|all] [--n 120] [--database-url URL] [--json F]
 """
 
 from __future__ import annotations
@@ -185,7 +186,7 @@ class Sequence_:
 
 
 DATA = Path(__file__).parent / "data" / "persona"
-FILES = {"seen3": DATA / "seen3.json", "heldout": DATA / "heldout3.json"}
+FILES = {"seen3": DATA / "seen3.json", "seen4": DATA / "seen4.json", "heldout": DATA / "heldout4.json"}
 _POSITIONAL_KINDS = ("figures", "figures", "figures", "expert", "argument")
 
 
@@ -383,7 +384,7 @@ async def evaluate(args: argparse.Namespace, embedder, url: str | None) -> dict:
     assert isinstance(layer, PersonaLayer), "HIPPOBOT_PERSONA_ENABLED is off"
     results = {}
     try:
-        for split in (["dev", "seen", "seen2", "seen3", "heldout"] if args.split == "all" else [args.split]):
+        for split in (["dev", "seen", "seen2", "seen3", "seen4", "heldout"] if args.split == "all" else [args.split]):
             t0 = time.perf_counter()
             outcomes = await run_split(app, layer, split, args.n)
             if args.verbose and split == "heldout":
@@ -399,7 +400,7 @@ async def evaluate(args: argparse.Namespace, embedder, url: str | None) -> dict:
 
 async def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--split", choices=["dev", "seen", "seen2", "seen3", "heldout", "all"], default="heldout")
+    p.add_argument("--split", choices=["dev", "seen", "seen2", "seen3", "seen4", "heldout", "all"], default="heldout")
     p.add_argument("--n", type=int, default=100, help="sequences per condition (at least 100 for the report)")
     p.add_argument("--database-url", help="an admin URL to create a scratch database on (default: embedded)")
     p.add_argument("--json", type=Path)
