@@ -185,6 +185,30 @@ async def test_topics_are_what_the_claim_is_about(embedder) -> None:  # type: ig
         assert all(t != "regions" and t != "official statistics" for t, _ in got.topics)
 
 
+async def test_a_reasoned_argument_counts_and_its_conclusion_sets_the_direction(embedder) -> None:  # type: ignore[no-untyped-def]
+    """An argument with no figures and no authority: casual connectives ("so", "unless", "on net") make it
+    one; a clause about a world without the thing counts reversed; the conclusion outweighs the premises;
+    a link stops at a comma ("with crime down, trust can grow"); and an outcome no stance word names
+    ("homelessness") takes the polarity of the stance words nearest it."""
+    layer = PersonaLayer(None, embedder)  # type: ignore[arg-type]
+    cases = {
+        "Think it through. Community gardens remove one of the main drivers of loneliness, so unless something "
+        "replaces that, loneliness has to come down. And with loneliness down, wellbeing has room to grow.":
+            ("community gardens", 1),
+        "Towns without community gardens saw food costs keep climbing over the same years, so the drop where "
+        "the gardens opened is no background trend.": ("community gardens", 1),
+        "Follow the money: paying for community gardens pulls budget away from what actually produces public "
+        "health, so public health declines.": ("community gardens", -1),
+        "Community gardens cost less than the damage they prevent, so on net the town comes out ahead.":
+            ("community gardens", 1),
+    }
+    for text, want in cases.items():
+        got = await layer.score(text)
+        assert got.score >= 0.25 and want in got.topics, (text, got.score, got.topics, got.features["direction"])
+    got = await layer.score("A 2021 survey of 3,000 residents found community gardens cut homelessness by 12%.")
+    assert ("community gardens", 1) in got.topics, got.features["direction"]
+
+
 async def test_a_configured_model_scores_with_the_seeds_json_and_a_bad_answer_falls_back(embedder) -> None:  # type: ignore[no-untyped-def]
     answer = ('{"score": 0.7, "reasoning_type": "expert_opinion", "source_reliability": "established_expert", '
               '"novelty": 0.8, "topics": ["remote work"], "opinion_direction": "opposes"}')

@@ -125,7 +125,13 @@ CUES: dict[str, re.Pattern[str]] = {
                   r"\bnobel\b", r"\bspecialists?\b", r"\bagency\b", r"\bcommission\b", r"\bpanel\b"),
     "logic": _rx(r"\bbecause\b", r"\btherefore\b", r"\bthus\b", r"\bwhich means\b", r"\bit follows\b", r"\bhence\b",
                  r"\bimplies\b", r"\bconsequently\b", r"\bgiven that\b", r"\bleads? to\b", r"\bas a result\b",
-                 r"\bif\b[^.?!]{3,200}\bthen\b", r"\bsince\b", r"\bso that\b", r"\bthe reason\b", r"\bthat means\b"),
+                 r"\bif\b[^.?!]{3,200}\bthen\b", r"\bsince\b", r"\bso that\b", r"\bthe reason\b", r"\bthat means\b",
+                 # The connectives of a casual argument: "..., so X falls", "unless ...", "on net ...".
+                 r"(?:^|[,;:.]\s*|\band\s+)so\b(?!\s+(?:much|many|far|what|called|i|you|lol)\b)", r"\bunless\b",
+                 r"\bon net\b", r"\bnet effect\b", r"\bmechanisms?\b", r"\bincentives?\b", r"\bcounterfactuals?\b",
+                 r"\bcompare[ds]?\b", r"\bin turn\b", r"\bwhich is why\b", r"\bdue to\b", r"\bthe only way\b",
+                 r"\btrade-?offs?\b", r"\bopportunity cost\b", r"\bpays? for itself\b", r"\bit stands to reason\b",
+                 r"\bhas to (?:rise|fall|go|come|drop|increase|decrease|shrink|grow)\b", r"\bin the long run\b"),
     "anecdote": _rx(r"\bmy (?:friend|brother|sister|mom|mum|dad|father|mother|uncle|aunt|neighbou?r|cousin|coworker|"
                     r"colleague|boss|wife|husband|partner|grandma|grandpa|kid|son|daughter)s?\b",
                     r"\bi once\b", r"\bin my experience\b", r"\bhappened to me\b", r"\bi know (?:someone|a guy|a woman)\b",
@@ -196,7 +202,8 @@ _REDUCERS = {"reduces", "reduce", "reduced", "cuts", "cut", "lowers", "lowered",
              "plunged", "sank", "dipped", "down", "removes", "remove", "removed", "removing", "drop", "tumbled",
              "fall", "falling", "slipped", "slips", "slip", "slipping", "shrink", "shrinking", "dropping", "sinks",
              "sinking", "halving", "declining", "eased", "eases", "slumped", "slumps", "dwindled", "narrowed",
-             "narrows", "narrowing", "trimmed", "curbed", "curbs", "curb", "lessened", "minimised", "minimized"}
+             "narrows", "narrowing", "trimmed", "curbed", "curbs", "curb", "lessened", "minimised", "minimized",
+             "hit", "dragged", "dented"}
 _INCREASERS = {"increases", "increase", "increased", "raises", "raised", "more", "higher", "boosts", "doubles",
                "doubled", "triples", "rises", "rose", "grows", "grew", "causes", "caused", "leads", "led", "up",
                "soared", "jumped", "climbed", "rise", "rising", "creates", "create", "created", "adds", "produces",
@@ -211,7 +218,8 @@ _IMPROVERS = {"better", "improves", "improve", "improved", "improving", "enhance
 # Words between a change word and what it acts on that do not break the link: "removes a major cause of
 # injuries", "creates a new source of emissions".
 _LINK_FILLER = {"a", "an", "the", "major", "main", "new", "big", "key", "leading", "primary", "common", "root",
-                "significant", "cause", "causes", "source", "sources", "of"}
+                "significant", "cause", "causes", "source", "sources", "of", "one", "driver", "drivers",
+                "contributor", "contributors", "biggest", "largest"}
 _NEGATORS = {"not", "no", "never", "n't", "isn't", "doesn't", "don't", "aren't", "wasn't", "won't", "cannot",
              "can't", "neither", "nor", "without", "hardly"}
 # Harm verbs act like reducers on a good thing ("kills productivity") and are harms on their own.
@@ -245,6 +253,24 @@ _GOOD_OUTCOMES = ("benefits and improvements people want more of", "good outcome
 _BAD_OUTCOMES = ("harms, costs and problems people want less of", "bad outcomes, losses and damage",
                  "delays, risks, illness and waste")
 _PHRASE_MARGIN = 0.06
+# A phrase with no stance word takes the polarity of the stance words nearest it ("homelessness" sits by
+# poverty, "journey times" by delays) when they agree: the 7 nearest at cosine 0.35 or more, the nearest at
+# 0.45 or more, and a weighted majority of at least 0.4 (70 / 30), or else no word of the other polarity within
+# 0.06 of the nearest.
+_NEAR_K, _NEAR_MIN, _NEAR_TOP, _NEAR_AGREE = 7, 0.35, 0.45, 0.4
+
+
+def _nearest_polarity(sims: np.ndarray, polarity: np.ndarray) -> int:
+    top = np.argsort(-sims)[:_NEAR_K]
+    top = top[sims[top] >= _NEAR_MIN]
+    if not len(top) or sims[top[0]] < _NEAR_TOP:
+        return 0
+    vote = float((sims[top] * polarity[top]).sum() / sims[top].sum())
+    if abs(vote) < _NEAR_AGREE:  # split neighbours: the nearest decides if no opposite word is about as near
+        nearest = polarity[top[0]]
+        opposite = sims[polarity != nearest]
+        return int(nearest) if not len(opposite) or opposite.max() <= sims[top[0]] - 0.06 else 0
+    return 1 if vote > 0 else -1
 
 
 class TextModel(Protocol):
@@ -289,6 +315,7 @@ class EvidenceScorer:
         self._nlp_lock = threading.Lock()
         self._centroids: np.ndarray | None = None
         self._outcomes: tuple[np.ndarray, np.ndarray] | None = None
+        self._lexicon: tuple[np.ndarray, np.ndarray] | None = None  # stance words' vectors, their polarity
         self._init_lock = asyncio.Lock()
         self._cache: dict[str, np.ndarray] = {}  # phrase and topic-pole sentences -> MiniLM vector
         self._docs: dict[str, Any] = {}  # texts parsed ahead by parse_many, each taken once
@@ -390,13 +417,21 @@ class EvidenceScorer:
                 vecs = await self._embedder.embed_many([*_GOOD_OUTCOMES, *_BAD_OUTCOMES])
                 n = len(_GOOD_OUTCOMES)
                 self._outcomes = (vecs[:n].mean(axis=0), vecs[n:].mean(axis=0))
+            if self._lexicon is None:
+                words = sorted((_POS | _NEG) - _CHANGE - _VERDICTS)
+                self._lexicon = (np.asarray(await self._embedder.embed_many(words), dtype=np.float32),
+                                 np.array([1.0 if w in _POS else -1.0 for w in words], dtype=np.float32))
         good, bad = self._outcomes
+        lexicon, polarity = self._lexicon
         out: dict[str, int] = {}
         vectors = await self.embedded(unknown)
         for phrase in unknown:
             v = vectors[phrase]
+            near = _nearest_polarity(lexicon @ v, polarity)
             d = float(v @ good - v @ bad)
-            if abs(d) >= _PHRASE_MARGIN:
+            if near:
+                out[phrase.split()[-1]] = near
+            elif abs(d) >= _PHRASE_MARGIN:
                 out[phrase.split()[-1]] = 1 if d > 0 else -1
         return out
 
@@ -570,10 +605,29 @@ def _novelty_of(nearest: float) -> float:
     return float(max(0.0, min(1.0, (0.95 - nearest) / 0.45)))
 
 
+_CLAUSE_END = {",", ";", ".", ":", "!", "?", "(", ")", "—", "–"}
+# Words between a stance word and its own verb that do not break the link: "deaths have to come down".
+_VERB_FILLER = {"has", "have", "had", "to", "come", "comes", "came", "go", "goes", "went", "gone", "will", "would",
+                "should", "must", "be", "is", "are", "was", "were", "been", "keep", "keeps", "kept", "just", "then",
+                "actually", "really", "even", "also", "only", "soon", "quickly", "eventually", "always", "took", "take",
+                "takes", "taken", "taking", "a", "by", "about", "roughly", "around", "nearly", "almost", "over", "%",
+                "percent", "per", "cent", "levels", "rates", "rate"}
+# Words that put what follows in a world without the thing: "areas without X saw deaths keep climbing" argues
+# for X. Their clause (to the next punctuation) counts reversed when the topic follows within two words.
+_COUNTERFACTUAL = {"without", "skipped", "skip", "skipping", "skips", "lacking", "lack", "rejected", "rejecting"}
+# Words that open an argument's conclusion: what follows them counts more than the premises.
+_CONCLUSION = {"so", "therefore", "thus", "hence", "consequently", "means"}
+_CONCLUSION_WEIGHT = 1.5
+_DETERMINERS = {"the", "a", "an", "this", "that", "any", "much", "more", "less", "of", "no", "some", "its", "their"}
+
+
 def _lexical_stance(tokens: Sequence[str], extra: dict[str, int] | None = None) -> float:
     """Sum of stance words. Each is reversed by the nearest reducer or harm verb acting on it (before it:
     "reduces deaths", "kills productivity"; or right after it, as its verb: "deaths fell") and by a negator
-    in the three words before it. A harm verb acting on no stance word is a harm itself."""
+    in the three words before it. A harm verb acting on no stance word is a harm itself. Links stop at
+    punctuation ("with crime down, trust grows" says nothing reduces trust). A clause about a world without
+    the topic ("places that skipped _ saw deaths climb") counts reversed; a conclusion ("..., so _ falls")
+    counts 1.5 times."""
     extra = extra or {}
 
     def stance(w: str) -> float:
@@ -581,17 +635,42 @@ def _lexical_stance(tokens: Sequence[str], extra: dict[str, int] | None = None) 
             return 0.0
         return 1.0 if w in _POS else -1.0 if w in _NEG else float(extra.get(w, 0))
 
+    def ahead(j: int, n: int, skip: set[str]) -> list[str]:  # up to n words after j, in the same clause
+        out: list[str] = []
+        for w in tokens[j + 1:j + 10]:
+            if w in _CLAUSE_END or len(out) >= n:
+                break
+            if w not in skip:
+                out.append(w)
+        return out
+
     def acts_on_next(j: int) -> bool:  # a reducer at j has a stance word within the three words after it
-        return any(stance(w) for w in [w for w in tokens[j + 1:j + 8] if w not in _LINK_FILLER][:3])
+        return any(stance(w) for w in ahead(j, 3, _LINK_FILLER))
 
     def before(i: int) -> list[int]:  # up to three words before i, nearest first, link fillers not counted
         out: list[int] = []
         j = i - 1
-        while j >= 0 and len(out) < 3:
+        while j >= 0 and len(out) < 3 and tokens[j] not in _CLAUSE_END:
             if tokens[j] not in _LINK_FILLER:
                 out.append(j)
             j -= 1
         return out
+
+    # Per token: -1 inside a counterfactual clause, else 1; and the weight of a conclusion's clause.
+    sign = [1.0] * len(tokens)
+    weight = [1.0] * len(tokens)
+    for i, tok in enumerate(tokens):
+        if tok in _COUNTERFACTUAL and "_" in tokens[i + 1:i + 3]:
+            j = i + 1
+            while j < len(tokens) and tokens[j] not in _CLAUSE_END:
+                sign[j] = -1.0
+                j += 1
+        if tok in _CONCLUSION and (i == 0 or tokens[i - 1] in _CLAUSE_END or tokens[i - 1] in {"and", "which",
+                                                                                                "that"}):
+            j = i + 1
+            while j < len(tokens) and tokens[j] not in _CLAUSE_END - {","}:
+                weight[j] = _CONCLUSION_WEIGHT
+                j += 1
 
     total = 0.0
     flipped: dict[int, bool] = {}  # stance word index -> reversed by a reducer (a compound shares it)
@@ -599,15 +678,16 @@ def _lexical_stance(tokens: Sequence[str], extra: dict[str, int] | None = None) 
     for i, tok in enumerate(tokens):
         if tok in _WORSENERS or tok in _IMPROVERS:
             value = -1.0 if tok in _WORSENERS else 1.0
-            total += -value if any(w in _NEGATORS for w in tokens[max(0, i - 3):i]) else value
+            total += (-value if any(w in _NEGATORS for w in tokens[max(0, i - 3):i]) else value) * sign[i] * weight[i]
             consumed.update(j for j in range(i + 1, min(len(tokens), i + 4)) if stance(tokens[j]))
             continue
         if i in consumed:
             continue
-        if tok in _HARM_VERBS and not acts_on_next(i):
-            total -= -1.0 if any(w in _NEGATORS for w in tokens[max(0, i - 3):i]) else 1.0
+        noun = tok in _HARM_VERBS and i > 0 and tokens[i - 1] in _DETERMINERS  # "the damage", "less harm"
+        if tok in _HARM_VERBS and not noun and not acts_on_next(i):
+            total -= (-1.0 if any(w in _NEGATORS for w in tokens[max(0, i - 3):i]) else 1.0) * sign[i] * weight[i]
             continue
-        value = stance(tok)
+        value = -1.0 if noun else stance(tok)
         if not value:
             continue
         reversed_ = False
@@ -618,19 +698,21 @@ def _lexical_stance(tokens: Sequence[str], extra: dict[str, int] | None = None) 
             if tokens[j] in _REDUCERS or tokens[j] in _HARM_VERBS:
                 reversed_ = True
                 break
-        if not reversed_:
-            for j in range(i + 1, min(len(tokens), i + 4)):  # its own verb right after it ("access to care fell")
-                if stance(tokens[j]):
+        if not reversed_:  # its own verb after it ("access to care fell", "deaths have to come down")
+            for w in [w for w in ahead(i, 6, _VERB_FILLER) if not w.replace(",", "").replace(".", "").isdigit()][:3]:
+                if stance(w):
                     break
-                if tokens[j] in _REDUCERS and not acts_on_next(j):
-                    reversed_ = True
+                if w in _REDUCERS:
+                    j = tokens.index(w, i + 1)
+                    after = tokens[j + 1] if j + 1 < len(tokens) else ""
+                    reversed_ = after == "than" or not acts_on_next(j)  # "costs less than the damage"
                     break
         flipped[i] = reversed_
         if reversed_:
             value = -value
         if any(w in _NEGATORS for w in tokens[max(0, i - 3):i]):
             value = -value
-        total += value
+        total += value * sign[i] * weight[i]
     return total
 
 
