@@ -419,12 +419,17 @@ async def run_llm(args: argparse.Namespace, answered: list[Answered], turns: dic
                     Section("turns", "Conversation", history, placement=TRANSCRIPT),)), ASKER, q.question),
             }
             row: dict = {"qid": q.qid, "category": q.category, "question": q.question, "gold": q.answer}
+            boosts = ({} if not args.memory_boost else
+                      copy_boosts(llm, memory_bundle, prompts["memory"].text, q.question, args.memory_boost))
             evidence_texts = [t.text for t in turns[q.conv] if t.id in set(q.evidence)]
             row["memory_hit"] = bool(evidence_texts) and any(e in prompts["memory"].text for e in evidence_texts)
-            for mode, prompt in prompts.items():
+            modes = [(m, p, None) for m, p in prompts.items()]
+            if boosts:
+                modes.append(("boosted", prompts["memory"], boosts))
+            for mode, prompt, b in modes:
                 t1 = time.perf_counter()
                 gen = llm.generate(prompt.text, stop=prompt.stop, stop_pattern=prompt.stop_pattern,
-                                   max_new_tokens=args.llm_tokens)
+                                   max_new_tokens=args.llm_tokens, boosts=b)
                 reply = (await gen.complete()).strip().split("\n")[0].strip()
                 row[mode] = {"reply": reply, "em": exact_match(reply, q.answer), "f1": token_f1(reply, q.answer),
                              "contains": contains_match(reply, q.answer), "tokens": prompt.tokens,
@@ -435,6 +440,34 @@ async def run_llm(args: argparse.Namespace, answered: list[Answered], turns: dic
     finally:
         llm.close()
     return {"rows": results}
+
+
+def copy_boosts(llm, bundle, prompt_text: str, question: str, weight: float) -> dict[int, float]:  # type: ignore[no-untyped-def]
+    """Experiment: boost the content words of the memories in the prompt (best first, decaying by rank), not
+    the question's words nor speaker labels."""
+    import re
+
+    from memory.resonance.features import words
+
+    asked = set(words(question))
+    weights: dict[str, float] = {}
+    rank = 0
+    for s in bundle.sections:
+        for item in s.items:
+            if item.prompt_line not in prompt_text:
+                continue
+            labels = {m.lower() for m in re.findall(r"(?:^|\n| / )([^\n:/]{1,40}):", item.text)}
+            for w in words(item.text):
+                if w in asked or w in labels:
+                    continue
+                weights[w] = max(weights.get(w, 0.0), weight * 0.85 ** rank)
+            rank += 1
+    ids = llm.word_token_ids(weights)
+    out: dict[int, float] = {}
+    for w, v in weights.items():
+        for t in ids.get(w, ()):
+            out[t] = max(out.get(t, 0.0), v)
+    return out
 
 
 def print_llm(result: dict) -> dict:
@@ -463,6 +496,14 @@ def print_llm(result: dict) -> dict:
         print(f"| {name} | {len(g)} | {s['core_em']:.3f} | {s['core_f1']:.3f} | {s['memory_em']:.3f} | "
               f"{s['memory_f1']:.3f} | {s['memory_contains']:.3f} | {s['longctx_em']:.3f} | {s['longctx_f1']:.3f} | "
               f"{s['longctx_contains']:.3f} | {s['delta_em']:+.3f} | {hit:.3f} |")
+    if rows and "boosted" in rows[0]:
+        print("\nwith the memories' words boosted (--memory-boost): EM / F1 / contains, ΔEM against core")
+        for name, g in groups.items():
+            if g:
+                b = {k: statistics.fmean(r["boosted"][k] for r in g) for k in ("em", "f1", "contains")}
+                summary[name].update({f"boosted_{k}": v for k, v in b.items()})
+                print(f"  {name:>12} ({len(g)}): {b['em']:.3f} / {b['f1']:.3f} / {b['contains']:.3f}, "
+                      f"ΔEM {b['em'] - summary[name]['core_em']:+.3f}")
     return summary
 
 
@@ -493,6 +534,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--memory-style", choices=("plain", "example"), default="plain",
                    help="how memories are laid out in the base model's prompt (bot/prompt.py)")
     p.add_argument("--llm-tokens", type=int, default=24, help="max new tokens per answer")
+    p.add_argument("--memory-boost", type=float, default=0.0,
+                   help="also answer with the memories' content words boosted by this much (log space)")
     return p.parse_args(argv)
 
 
