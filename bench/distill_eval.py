@@ -11,10 +11,10 @@ bot's default distillation settings (HIPPOBOT_DISTILL_* from the environment app
 the mix, cloze exact match with no memory in the prompt (base model -> candidate), held-out perplexity (base ->
 candidate), steps kept, training and total seconds, and whether it would be proposed.
 
---qa also asks the memory evaluation's questions of that conversation with no memory in the prompt (the bot's
-own prompt, as with HIPPOBOT_DISTILL_ENABLED and every memory layer empty) through the transformers engine, with
-and without the adapter: EM and the lenient 'contains' of the answers. The cloze questions test what the mix
-taught in its own words; these test whether that knowledge answers a question put differently.
+--qa also asks the memory evaluation's questions of that conversation through the bot's own prompt and the
+transformers engine, four ways: with no memory in the prompt or with what the bot recalls, each without and with
+the adapter (the -distillation ablation): EM and the lenient 'contains' of the answers. The cloze questions test
+what the mix taught in its own words; these test whether that knowledge answers a question put differently.
 
 Defaults were chosen on conv-00 (dev); report heldout.
 """
@@ -78,7 +78,7 @@ async def run(args: argparse.Namespace) -> list[dict]:
                          total_s=round(time.perf_counter() - t0, 1),
                          mix={k: sum(t.kind == k for t in texts) for k in ("episode", "fact", "turn")})
                 if llm is not None:
-                    m["qa"] = await ask(llm, builder, [q for q in questions if q.conv == conv][: args.qa_limit],
+                    m["qa"] = await ask(app, llm, builder, [q for q in questions if q.conv == conv][: args.qa_limit],
                                         AdapterRef(len(rows) + 1, out))
                 rows.append(m)
                 print(f"  {conv}: {outcome.reason} in {m['total_s']} s", file=sys.stderr)
@@ -89,19 +89,27 @@ async def run(args: argparse.Namespace) -> list[dict]:
     return rows
 
 
-async def ask(llm, builder, questions, adapter) -> dict:  # type: ignore[no-untyped-def]
+async def ask(app, llm, builder, questions, adapter) -> dict:  # type: ignore[no-untyped-def]
+    """Each question four ways: no memory or the recalled memory in the prompt (the bot's own prompt, with the
+    weights layer's section left out), each without and with the adapter."""
+    from dataclasses import replace
+
     from memory.archetypes import ContextPlan
     from memory.recall import ContextBundle
 
-    scores: dict[str, list[float]] = {"base_em": [], "base_contains": [], "adapter_em": [], "adapter_contains": []}
+    scores: dict[str, list[float]] = {}
     for q in questions:
-        bundle = ContextBundle(scope=q.conv, plan=ContextPlan(None, 0.0, 0, 0, 1.0, 0), sections=())
-        prompt = builder.build(bundle, "asker", q.question)
-        for name, ref in (("base", None), ("adapter", adapter)):
-            gen = llm.generate(prompt.text, stop=prompt.stop, stop_pattern=prompt.stop_pattern, adapter=ref)
-            reply = (await gen.complete()).strip().split("\n")[0]
-            scores[f"{name}_em"].append(exact_match(reply, q.answer))
-            scores[f"{name}_contains"].append(contains_match(reply, q.answer))
+        empty = ContextBundle(scope=q.conv, plan=ContextPlan(None, 0.0, 0, 0, 1.0, 0), sections=())
+        recalled = await app.brain.context(q.question, q.conv, author_id="console:distilleval")
+        recalled = replace(recalled, sections=tuple(s for s in recalled.sections if s.layer not in ("turns",
+                                                                                                   "weights")))
+        for memory, bundle in (("none", empty), ("memory", recalled)):
+            prompt = builder.build(bundle, "asker", q.question)
+            for name, ref in (("base", None), ("adapter", adapter)):
+                gen = llm.generate(prompt.text, stop=prompt.stop, stop_pattern=prompt.stop_pattern, adapter=ref)
+                reply = (await gen.complete()).strip().split("\n")[0]
+                scores.setdefault(f"{memory}_{name}_em", []).append(exact_match(reply, q.answer))
+                scores.setdefault(f"{memory}_{name}_contains", []).append(contains_match(reply, q.answer))
     return {"n": len(questions), **{k: statistics.fmean(v) if v else 0.0 for k, v in scores.items()}}
 
 
@@ -109,7 +117,7 @@ def print_table(rows: Sequence[dict]) -> None:
     head = ["conv", "episodes / facts / turns", "questions", "EM base -> adapter", "ΔEM", "perplexity base -> adapter",
             "steps", "train s", "total s", "proposed"]
     if any("qa" in r for r in rows):
-        head[-1:-1] = ["QA EM / contains base -> adapter (n)"]
+        head[-1:-1] = ["QA no memory: EM / contains, base -> adapter", "QA with memory: EM / contains, base -> adapter"]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for r in rows:
@@ -120,9 +128,21 @@ def print_table(rows: Sequence[dict]) -> None:
                  f"{r['train_s']:.0f}", f"{r['total_s']:.0f}", "yes" if r["passed"] else "no"]
         if "qa" in r:
             qa = r["qa"]
-            cells[-1:-1] = [f"{qa['base_em']:.2f} / {qa['base_contains']:.2f} -> {qa['adapter_em']:.2f} / "
-                            f"{qa['adapter_contains']:.2f} ({qa['n']})"]
+            cells[-1:-1] = [f"{qa[f'{m}_base_em']:.2f} / {qa[f'{m}_base_contains']:.2f} -> "
+                            f"{qa[f'{m}_adapter_em']:.2f} / {qa[f'{m}_adapter_contains']:.2f} ({qa['n']})"
+                            for m in ("none", "memory")]
         print("| " + " | ".join(cells) + " |")
+    qa = [r["qa"] for r in rows if "qa" in r]
+    if qa:
+        n = sum(q["n"] for q in qa)
+
+        def pooled(key: str) -> float:
+            return sum(q[key] * q["n"] for q in qa) / max(n, 1)
+
+        print("\nquestions pooled (n = %d): EM / contains" % n)
+        for m, label in (("none", "no memory"), ("memory", "with memory")):
+            print(f"  {label:>11}: base {pooled(f'{m}_base_em'):.3f} / {pooled(f'{m}_base_contains'):.3f}, "
+                  f"adapter {pooled(f'{m}_adapter_em'):.3f} / {pooled(f'{m}_adapter_contains'):.3f}")
     if rows:
         gain = statistics.fmean(r["em_candidate"] - r["em_base"] for r in rows)
         ratio = statistics.fmean(r["ppl_ratio"] for r in rows)
@@ -137,7 +157,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--data", type=Path, default=DATA_DIR)
     p.add_argument("--conversations", type=int, default=None, help="only the first N conversations of the split")
     p.add_argument("--database-url", default=None, help="admin URL of a server; default: embedded, throwaway")
-    p.add_argument("--qa", action="store_true", help="also ask the evaluation's questions with no memory")
+    p.add_argument("--qa", action="store_true", help="also ask the evaluation's questions four ways: without and with "
+                   "recalled memory, each without and with the adapter")
     p.add_argument("--qa-limit", type=int, default=20, help="questions per conversation for --qa")
     p.add_argument("--qa-tokens", type=int, default=24)
     p.add_argument("--json", type=Path, default=None)
