@@ -20,7 +20,7 @@ selectivity 4.1) and then used the same way; ``seen3`` (bench/data/persona/seen3
 by a helper blind to the scorer, run once as held-out (0.66, selectivity inf) and then used the same way;
 ``seen4`` (seen4.json), the fourth, written the same way, run once as held-out at f6b5802 (0.88, selectivity
 333) and then used the same way; and ``heldout`` (heldout4.json), written blind to the scorer and to the
-earlier splits, and never read while changing the scorer: report held-out.
+earlier splits, run once at 9212c37 (0.81, selectivity 235): the next scorer change needs a new held-out split.
 
     .venv/bin/python -m bench.persona_eval [--split heldout|seen4|seen3|seen2|seen|dev|all] [--n 120] [--database-url URL] [--json F]
 """
