@@ -123,9 +123,11 @@ class LlamaCppLLM(WorkerEngine):
         path = model_path or ensure_bundled_gguf(config.cache_dir)
         n_ctx = max(_MIN_CONTEXT, config.context_tokens + config.max_new_tokens + 64)
         try:
-            llama = Llama(model_path=str(path), n_ctx=n_ctx, n_batch=512, n_threads=threads or _cores(),
-                          n_threads_batch=threads or _cores(), seed=config.seed if config.seed is not None else -1,
-                          last_n_tokens_size=64, verbose=False)
+            with _model_params(extra_buffers=_extra_buffers_wanted()):
+                llama = Llama(model_path=str(path), n_ctx=n_ctx, n_batch=512, n_threads=threads or _cores(),
+                              n_threads_batch=threads or _cores(),
+                              seed=config.seed if config.seed is not None else -1, last_n_tokens_size=64,
+                              verbose=False)
         except Exception as exc:
             raise LLMError(f"llama.cpp cannot load {path}: {exc}") from exc
         name = BUNDLED_MODEL_NAME + " via llama.cpp" if model_path is None else f"{path.name} via llama.cpp"
@@ -269,6 +271,59 @@ def sample_top_p(logits: np.ndarray, temperature: float, top_p: float, rng: np.r
     keep = order[: int(np.searchsorted(np.cumsum(probs[order]), top_p)) + 1]
     weights = probs[keep] / probs[keep].sum()
     return int(keep[rng.choice(len(keep), p=weights)])
+
+
+_PARAMS_LOCK = threading.Lock()
+
+
+def _extra_buffers_wanted() -> bool:
+    """Whether llama.cpp may use its extra CPU buffer types (repacked and AMX kernels).
+
+    On a CPU that reports Intel AMX, the native build runs matrix products on AMX tiles, and here (a
+    sandboxed kernel) the first decode then dies with SIGSEGV in ``ggml_backend_amx_mul_mat`` (seen
+    2026-11-25 on a Xeon with amx_tile, llama-cpp-python 0.3.36). Without extra buffers it decodes at about
+    44 tokens/s there. ``HIPPOBOT_LLAMACPP_EXTRA_BUFFERS`` = on / off overrides the check."""
+    forced = os.environ.get("HIPPOBOT_LLAMACPP_EXTRA_BUFFERS", "auto").strip().lower()
+    if forced in ("on", "off"):
+        return forced == "on"
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            flags = f.read()
+    except OSError:
+        return True
+    return "amx_tile" not in flags
+
+
+class _model_params:  # noqa: N801 (a context manager used like a function)
+    """``Llama()`` takes no switch for extra buffer types: it reads ``llama_model_default_params()``, so
+    that function answers with them turned off while one model loads."""
+
+    def __init__(self, *, extra_buffers: bool) -> None:
+        self.extra_buffers = extra_buffers
+
+    def __enter__(self) -> None:
+        if self.extra_buffers:
+            return
+        import llama_cpp.llama_cpp as lib
+
+        _PARAMS_LOCK.acquire()
+        self._original = original = lib.llama_model_default_params
+
+        def without_extra_buffers():  # type: ignore[no-untyped-def]
+            params = original()
+            params.use_extra_bufts = False
+            return params
+
+        lib.llama_model_default_params = without_extra_buffers
+        log.info("llama.cpp: extra CPU buffer types (AMX, repacking) off on this machine")
+
+    def __exit__(self, *exc: object) -> None:
+        if self.extra_buffers:
+            return
+        import llama_cpp.llama_cpp as lib
+
+        lib.llama_model_default_params = self._original
+        _PARAMS_LOCK.release()
 
 
 def _cores() -> int:

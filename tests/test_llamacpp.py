@@ -37,6 +37,21 @@ def test_the_gguf_is_assembled_once(tmp_path: Path) -> None:
     assert [p.name for p in first.parent.iterdir() if p.name.endswith(".ok")], "a completion marker"
 
 
+def test_extra_buffer_types_follow_the_cpu_and_the_override(gemma: LlamaCppLLM, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """On a CPU with AMX tiles llama.cpp's extra buffer types are off (their AMX kernels segfault on the first
+    decode here); the model loaded for these tests says which way it went, and the setting overrides."""
+    import llama_cpp.llama_cpp as lib
+
+    from bot import llm_llamacpp
+
+    amx = "amx_tile" in Path("/proc/cpuinfo").read_text(errors="replace")
+    assert gemma._llama.model_params.use_extra_bufts is (not amx)
+    assert lib.llama_model_default_params().use_extra_bufts, "the library's default is left as it was"
+    for value, want in (("off", False), ("on", True), ("auto", not amx)):
+        monkeypatch.setenv("HIPPOBOT_LLAMACPP_EXTRA_BUFFERS", value)
+        assert llm_llamacpp._extra_buffers_wanted() is want
+
+
 async def test_greedy_text_streams_and_stops_at_a_stop_string(gemma: LlamaCppLLM) -> None:
     prompt = "ana: what is the capital of France?\nhippobot: The capital of France is"
     generation = gemma.generate(prompt, stop=["\n"], max_new_tokens=12)
