@@ -19,10 +19,11 @@ adjusted while looking at it); ``seen``, the first held-out split, run once as h
 selectivity 4.1) and then used the same way; ``seen3`` (bench/data/persona/seen3.json), the third, written
 by a helper blind to the scorer, run once as held-out (0.66, selectivity inf) and then used the same way;
 ``seen4`` (seen4.json), the fourth, written the same way, run once as held-out at f6b5802 (0.88, selectivity
-333) and then used the same way; and ``heldout`` (heldout4.json), written blind to the scorer and to the
-earlier splits, run once at 9212c37 (0.81, selectivity 235): the next scorer change needs a new held-out split.
+333) and then used the same way; ``seen5`` (seen5.json), the fifth, run once as held-out at 9212c37 (0.81,
+selectivity 235) and then used the same way; and ``heldout`` (heldout5.json), written blind to the scorer and
+to the earlier splits, and never read while changing the scorer: report held-out.
 
-    .venv/bin/python -m bench.persona_eval [--split heldout|seen4|seen3|seen2|seen|dev|all] [--n 120] [--database-url URL] [--json F]
+    .venv/bin/python -m bench.persona_eval [--split heldout|seen5|seen4|seen3|seen2|seen|dev|all] [--n 120] [--database-url URL] [--json F]
 """
 
 from __future__ import annotations
@@ -186,7 +187,8 @@ class Sequence_:
 
 
 DATA = Path(__file__).parent / "data" / "persona"
-FILES = {"seen3": DATA / "seen3.json", "seen4": DATA / "seen4.json", "heldout": DATA / "heldout4.json"}
+FILES = {"seen3": DATA / "seen3.json", "seen4": DATA / "seen4.json", "seen5": DATA / "seen5.json",
+         "heldout": DATA / "heldout5.json"}
 _POSITIONAL_KINDS = ("figures", "figures", "figures", "expert", "argument")
 
 
@@ -384,7 +386,7 @@ async def evaluate(args: argparse.Namespace, embedder, url: str | None) -> dict:
     assert isinstance(layer, PersonaLayer), "HIPPOBOT_PERSONA_ENABLED is off"
     results = {}
     try:
-        for split in (["dev", "seen", "seen2", "seen3", "seen4", "heldout"] if args.split == "all" else [args.split]):
+        for split in (["dev", "seen", "seen2", "seen3", "seen4", "seen5", "heldout"] if args.split == "all" else [args.split]):
             t0 = time.perf_counter()
             outcomes = await run_split(app, layer, split, args.n)
             if args.verbose and split == "heldout":
@@ -400,7 +402,7 @@ async def evaluate(args: argparse.Namespace, embedder, url: str | None) -> dict:
 
 async def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--split", choices=["dev", "seen", "seen2", "seen3", "seen4", "heldout", "all"], default="heldout")
+    p.add_argument("--split", choices=["dev", "seen", "seen2", "seen3", "seen4", "seen5", "heldout", "all"], default="heldout")
     p.add_argument("--n", type=int, default=100, help="sequences per condition (at least 100 for the report)")
     p.add_argument("--database-url", help="an admin URL to create a scratch database on (default: embedded)")
     p.add_argument("--json", type=Path)

@@ -187,8 +187,9 @@ async def test_topics_are_what_the_claim_is_about(embedder) -> None:  # type: ig
 
 async def test_a_reasoned_argument_counts_and_its_conclusion_sets_the_direction(embedder) -> None:  # type: ignore[no-untyped-def]
     """An argument with no figures and no authority: casual connectives ("so", "unless", "on net") make it
-    one; a clause about a world without the thing counts reversed; the conclusion outweighs the premises;
-    a link stops at a comma ("with crime down, trust can grow"); and an outcome no stance word names
+    one; a clause about a world without the thing counts reversed; the conclusion (or what a "but" sets
+    against the rest) outweighs the premises; "made X worse" is judged by the comparative; a link stops at a
+    comma ("with crime down, trust can grow"); and an outcome no stance word names
     ("homelessness") takes the polarity of the stance words nearest it."""
     layer = PersonaLayer(None, embedder)  # type: ignore[arg-type]
     cases = {
@@ -201,6 +202,10 @@ async def test_a_reasoned_argument_counts_and_its_conclusion_sets_the_direction(
         "health, so public health declines.": ("community gardens", -1),
         "Community gardens cost less than the damage they prevent, so on net the town comes out ahead.":
             ("community gardens", 1),
+        "An audit from 2019: community gardens were supposed to cut food waste, but food waste actually climbed "
+        "20 percent across the towns sampled.": ("community gardens", -1),
+        "An evaluation across 12 towns found community gardens made social cohesion worse by about 15%.":
+            ("community gardens", -1),
     }
     for text, want in cases.items():
         got = await layer.score(text)

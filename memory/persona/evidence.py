@@ -131,7 +131,9 @@ CUES: dict[str, re.Pattern[str]] = {
                  r"\bon net\b", r"\bnet effect\b", r"\bmechanisms?\b", r"\bincentives?\b", r"\bcounterfactuals?\b",
                  r"\bcompare[ds]?\b", r"\bin turn\b", r"\bwhich is why\b", r"\bdue to\b", r"\bthe only way\b",
                  r"\btrade-?offs?\b", r"\bopportunity cost\b", r"\bpays? for itself\b", r"\bit stands to reason\b",
-                 r"\bhas to (?:rise|fall|go|come|drop|increase|decrease|shrink|grow)\b", r"\bin the long run\b"),
+                 r"\bhas to (?:rise|fall|go|come|drop|increase|decrease|shrink|grow)\b", r"\bin the long run\b",
+                 r"\bit'?s like\b", r"\bversus\b", r"\bwe'?d expect\b", r"\bwould have\b", r"\bdepends? on\b",
+                 r"\b(?:more|less) likely\b", r"\bside effects?\b", r"\bon balance\b", r"\bin practice\b"),
     "anecdote": _rx(r"\bmy (?:friend|brother|sister|mom|mum|dad|father|mother|uncle|aunt|neighbou?r|cousin|coworker|"
                     r"colleague|boss|wife|husband|partner|grandma|grandpa|kid|son|daughter)s?\b",
                     r"\bi once\b", r"\bin my experience\b", r"\bhappened to me\b", r"\bi know (?:someone|a guy|a woman)\b",
@@ -182,6 +184,9 @@ output performance quality safety health happiness trust access savings jobs emp
 attendance retention biodiversity yields lifespan longevity resilience excellent wonderful amazing fantastic
 scores speed speeds security skills supply coverage outcomes survival turnout ownership loyalty motivation maturity
 convenience alertness graduation solving reasoning welfare comfort independence confidence
+improvement improvements equity fairness accountability transparency affordability mobility inclusion
+competitiveness efficiency stability recovery engagement enrolment enrollment compliance donations donors transplants
+adherence readiness punctuality
 outperformed superior enhances enhance enhanced promotes promote prevents prevent reduces reduce reduced cuts lowers
 lowered decreases decreased fewer less""".split())
 _NEG = set("""harm harms harmful dangerous danger risk risks risky worse worst ineffective fail fails failed failure damage
@@ -193,7 +198,9 @@ banning abolish scrap restrict limit turnover costs cost crashes errors absentee
 hospitalizations fatalities fraud congestion smog delays delay waits complaints absences infections infection
 readmissions accidents violence aggression tardiness dropout dropouts gaps residues runoff litter noise shortages
 outages bills prices distractions suffer suffers suffered suffering deteriorated deteriorates deteriorating
-pain""".split())
+pain bias discrimination theft complacency breaches misconduct abuse harassment cheating gambling
+addiction backlog backlogs vacancies shortfall shortfalls deficit deficits bankruptcy bankruptcies evictions homelessness
+overdose overdoses suicide suicides recidivism reoffending vandalism truancy""".split())
 # Words that reverse what follows: "reduces deaths" is good, "reduces productivity" is bad.
 _REDUCERS = {"reduces", "reduce", "reduced", "cuts", "cut", "lowers", "lowered", "lower", "decreases", "decreased",
              "fewer", "less", "prevents", "prevent", "prevented", "avoids", "avoid", "eliminates", "eliminate",
@@ -365,8 +372,8 @@ class EvidenceScorer:
         sentences = [x for x in sentences if x]
         cues["repeated"] = len(sentences) - len(set(sentences))  # the same claim said again is not a new reason
         rtype, why = _reasoning_type(text, sims, cues, parsed["words"])
-        score = _score(rtype, cues, parsed["words"])
         effects = _stated_effects(parsed, cues, text)
+        score = _score(rtype, cues, parsed["words"], effects)
         if not effects and score > VERDICT_CAP:  # a verdict with nothing behind it: an assertion, not evidence
             score, why = VERDICT_CAP, why + "; a verdict without a stated effect"
         topics = parsed["topics"][:3]
@@ -557,7 +564,7 @@ def _reasoning_type(text: str, sims: np.ndarray, cues: dict[str, int], words: in
     return best, f"similarity+cues {total[best]:.2f}"
 
 
-def _score(rtype: str, cues: dict[str, int], words: int) -> float:
+def _score(rtype: str, cues: dict[str, int], words: int, effects: Sequence[str] = ()) -> float:
     s = BASE_SCORE[rtype]
     if rtype == EMPIRICAL:
         s += 0.12 * min(cues["figure"], 2) + 0.08 * min(cues["source"], 2)
@@ -569,7 +576,9 @@ def _score(rtype: str, cues: dict[str, int], words: int) -> float:
         s += 0.03 * min(cues["figure"], 1)
     if rtype in (EMPIRICAL, EXPERT, LOGICAL) and words < 10:
         s *= 0.7  # a bare claim dressed up
-    supported = {EMPIRICAL: cues["figure"] + cues["source"], EXPERT: cues["expert"], LOGICAL: cues["logic"]}
+    # A reasoned argument needs a connective, or a chain: two stated effects or more in a sentence or three.
+    chain = words >= 15 and len([e for e in effects if e not in ("data", "a named authority")]) >= 2
+    supported = {EMPIRICAL: cues["figure"] + cues["source"], EXPERT: cues["expert"], LOGICAL: cues["logic"] or chain}
     if supported.get(rtype, 1) == 0:
         s *= 0.5  # it reads like that kind of argument, but nothing in it is one
     pressure = cues["pressure"] + 2 * cues["insult"] + cues["shouting"] + cues["repeated"]
@@ -615,8 +624,9 @@ _VERB_FILLER = {"has", "have", "had", "to", "come", "comes", "came", "go", "goes
 # Words that put what follows in a world without the thing: "areas without X saw deaths keep climbing" argues
 # for X. Their clause (to the next punctuation) counts reversed when the topic follows within two words.
 _COUNTERFACTUAL = {"without", "skipped", "skip", "skipping", "skips", "lacking", "lack", "rejected", "rejecting"}
-# Words that open an argument's conclusion: what follows them counts more than the premises.
-_CONCLUSION = {"so", "therefore", "thus", "hence", "consequently", "means"}
+# Words that open an argument's conclusion, or what a "but" sets against what came before: what follows
+# them counts more ("X was supposed to cut waste, but waste climbed").
+_CONCLUSION = {"so", "therefore", "thus", "hence", "consequently", "means", "but", "however", "yet"}
 _CONCLUSION_WEIGHT = 1.5
 _DETERMINERS = {"the", "a", "an", "this", "that", "any", "much", "more", "less", "of", "no", "some", "its", "their"}
 
@@ -702,12 +712,17 @@ def _lexical_stance(tokens: Sequence[str], extra: dict[str, int] | None = None) 
             for w in [w for w in ahead(i, 6, _VERB_FILLER) if not w.replace(",", "").replace(".", "").isdigit()][:3]:
                 if stance(w):
                     break
+                if w in _WORSENERS or w in _IMPROVERS:  # "made revenue worse": the comparative judges it
+                    value = 0.0
+                    break
                 if w in _REDUCERS:
                     j = tokens.index(w, i + 1)
                     after = tokens[j + 1] if j + 1 < len(tokens) else ""
                     reversed_ = after == "than" or not acts_on_next(j)  # "costs less than the damage"
                     break
         flipped[i] = reversed_
+        if not value:
+            continue
         if reversed_:
             value = -value
         if any(w in _NEGATORS for w in tokens[max(0, i - 3):i]):
