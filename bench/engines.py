@@ -8,7 +8,7 @@ Engines:
   no processors or streamer: the reference the issue's 4x is measured against;
 * ``transformers``: the bot's transformers engine (bot.llm.TransformersLLM), the default until now;
 * ``llamacpp``: the bot's llama.cpp engine on the shipped Q4_K_M file (bot.llm_llamacpp), the default now;
-* ``openai``: the bot's HTTP client (bot.llm_openai) against ``python -m llama_cpp.server`` on the same
+* ``openai``: the bot's HTTP client (bot.llm_openai) against ``python -m bot.llama_server`` (llama_cpp.server) on the same
   file, started here on a free port: what the HTTP path costs. Without logprobs: that server computes
   them in Python over the whole vocabulary, about 4 tokens/s (HIPPOBOT_LLM_LOGPROBS=false does the same).
 
@@ -89,7 +89,7 @@ def start_server(model: Path, threads: int) -> tuple[subprocess.Popen[bytes], st
     port = _free_port()
     log = open(Path(tempfile.mkdtemp(prefix="hippobot-llm-server-")) / "server.log", "wb")  # noqa: SIM115
     proc = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1", "--port",
+        [sys.executable, "-m", "bot.llama_server", "--model", str(model), "--host", "127.0.0.1", "--port",
          str(port), "--n_ctx", "2048", "--n_threads", str(threads), "--n_threads_batch", str(threads)],
         stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/v1"

@@ -123,7 +123,7 @@ class LlamaCppLLM(WorkerEngine):
         path = model_path or ensure_bundled_gguf(config.cache_dir)
         n_ctx = max(_MIN_CONTEXT, config.context_tokens + config.max_new_tokens + 64)
         try:
-            with _model_params(extra_buffers=_extra_buffers_wanted()):
+            with _model_params(extra_buffers=extra_buffers_wanted()):
                 llama = Llama(model_path=str(path), n_ctx=n_ctx, n_batch=512, n_threads=threads or _cores(),
                               n_threads_batch=threads or _cores(),
                               seed=config.seed if config.seed is not None else -1, last_n_tokens_size=64,
@@ -276,7 +276,7 @@ def sample_top_p(logits: np.ndarray, temperature: float, top_p: float, rng: np.r
 _PARAMS_LOCK = threading.Lock()
 
 
-def _extra_buffers_wanted() -> bool:
+def extra_buffers_wanted() -> bool:
     """Whether llama.cpp may use its extra CPU buffer types (repacked and AMX kernels).
 
     On a CPU that reports Intel AMX, the native build runs matrix products on AMX tiles, and here (a
@@ -294,6 +294,23 @@ def _extra_buffers_wanted() -> bool:
     return "amx_tile" not in flags
 
 
+def disable_extra_buffers() -> Any:
+    """Make ``llama_model_default_params()`` answer with extra buffer types off, for every model this process
+    loads from now on (``python -m bot.llama_server``); returns the original function."""
+    import llama_cpp.llama_cpp as lib
+
+    original = lib.llama_model_default_params
+
+    def without_extra_buffers():  # type: ignore[no-untyped-def]
+        params = original()
+        params.use_extra_bufts = False
+        return params
+
+    lib.llama_model_default_params = without_extra_buffers
+    log.info("llama.cpp: extra CPU buffer types (AMX, repacking) off on this machine")
+    return original
+
+
 class _model_params:  # noqa: N801 (a context manager used like a function)
     """``Llama()`` takes no switch for extra buffer types: it reads ``llama_model_default_params()``, so
     that function answers with them turned off while one model loads."""
@@ -302,28 +319,16 @@ class _model_params:  # noqa: N801 (a context manager used like a function)
         self.extra_buffers = extra_buffers
 
     def __enter__(self) -> None:
-        if self.extra_buffers:
-            return
-        import llama_cpp.llama_cpp as lib
-
-        _PARAMS_LOCK.acquire()
-        self._original = original = lib.llama_model_default_params
-
-        def without_extra_buffers():  # type: ignore[no-untyped-def]
-            params = original()
-            params.use_extra_bufts = False
-            return params
-
-        lib.llama_model_default_params = without_extra_buffers
-        log.info("llama.cpp: extra CPU buffer types (AMX, repacking) off on this machine")
+        if not self.extra_buffers:
+            _PARAMS_LOCK.acquire()
+            self._original = disable_extra_buffers()
 
     def __exit__(self, *exc: object) -> None:
-        if self.extra_buffers:
-            return
-        import llama_cpp.llama_cpp as lib
+        if not self.extra_buffers:
+            import llama_cpp.llama_cpp as lib
 
-        lib.llama_model_default_params = self._original
-        _PARAMS_LOCK.release()
+            lib.llama_model_default_params = self._original
+            _PARAMS_LOCK.release()
 
 
 def _cores() -> int:

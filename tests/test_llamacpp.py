@@ -49,7 +49,7 @@ def test_extra_buffer_types_follow_the_cpu_and_the_override(gemma: LlamaCppLLM, 
     assert lib.llama_model_default_params().use_extra_bufts, "the library's default is left as it was"
     for value, want in (("off", False), ("on", True), ("auto", not amx)):
         monkeypatch.setenv("HIPPOBOT_LLAMACPP_EXTRA_BUFFERS", value)
-        assert llm_llamacpp._extra_buffers_wanted() is want
+        assert llm_llamacpp.extra_buffers_wanted() is want
 
 
 async def test_greedy_text_streams_and_stops_at_a_stop_string(gemma: LlamaCppLLM) -> None:

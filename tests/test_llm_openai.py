@@ -42,7 +42,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     log_path = tmp_path_factory.mktemp("llm-server") / "server.log"  # a file: a full pipe would stall it
     log_file = log_path.open("wb")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1", "--port", str(port),
+        [sys.executable, "-m", "bot.llama_server", "--model", str(model), "--host", "127.0.0.1", "--port", str(port),
          "--n_ctx", "2048", "--n_threads", "2", "--model_alias", "gemma"],
         stdout=log_file, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/v1"
