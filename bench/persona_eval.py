@@ -21,7 +21,8 @@ by a helper blind to the scorer, run once as held-out (0.66, selectivity inf) an
 ``seen4`` (seen4.json), the fourth, written the same way, run once as held-out at f6b5802 (0.88, selectivity
 333) and then used the same way; ``seen5`` (seen5.json), the fifth, run once as held-out at 9212c37 (0.81,
 selectivity 235) and then used the same way; and ``heldout`` (heldout5.json), written blind to the scorer and
-to the earlier splits, and never read while changing the scorer: report held-out.
+to the earlier splits, run once at d5c2f03 (0.76, no view moved under pressure): the next scorer change needs
+a new held-out split.
 
     .venv/bin/python -m bench.persona_eval [--split heldout|seen5|seen4|seen3|seen2|seen|dev|all] [--n 120] [--database-url URL] [--json F]
 """
