@@ -172,8 +172,11 @@ def quality(model: Any, tok: Any, gguf: Path, long_prompts: list[str], threads: 
     text = HELDOUT.read_text(encoding="utf-8")
     ids = [tok.bos_token_id, *tok(text, add_special_tokens=False)["input_ids"]][:1024]
     ref_ppl = math.exp(-float(reference_logprobs(model, ids).mean()))
-    llama = Llama(model_path=str(gguf), n_ctx=2048, n_batch=512, n_threads=threads, n_threads_batch=threads,
-                  logits_all=True, verbose=False)
+    from bot.llm_llamacpp import machine_load_settings
+
+    with machine_load_settings():  # extra buffer types off on AMX CPUs, as the engine loads it
+        llama = Llama(model_path=str(gguf), n_ctx=2048, n_batch=512, n_threads=threads, n_threads_batch=threads,
+                      logits_all=True, verbose=False)
     try:
         logp = _log_softmax(llama_logits(llama, ids)[:-1])
         cpp_ppl = math.exp(-float(logp[np.arange(len(ids) - 1), ids[1:]].mean()))

@@ -123,7 +123,7 @@ class LlamaCppLLM(WorkerEngine):
         path = model_path or ensure_bundled_gguf(config.cache_dir)
         n_ctx = max(_MIN_CONTEXT, config.context_tokens + config.max_new_tokens + 64)
         try:
-            with _model_params(extra_buffers=extra_buffers_wanted()):
+            with machine_load_settings():
                 llama = Llama(model_path=str(path), n_ctx=n_ctx, n_batch=512, n_threads=threads or _cores(),
                               n_threads_batch=threads or _cores(),
                               seed=config.seed if config.seed is not None else -1, last_n_tokens_size=64,
@@ -329,6 +329,12 @@ class _model_params:  # noqa: N801 (a context manager used like a function)
 
             lib.llama_model_default_params = self._original
             _PARAMS_LOCK.release()
+
+
+def machine_load_settings() -> _model_params:
+    """A context to construct ``llama_cpp.Llama`` in with this machine's load settings (bench code that needs
+    a raw ``Llama``, e.g. with ``logits_all``, uses it too)."""
+    return _model_params(extra_buffers=extra_buffers_wanted())
 
 
 def _cores() -> int:
