@@ -16,10 +16,12 @@ with one configured, ``bot.engines`` picks the transformers engine instead.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -274,6 +276,7 @@ def sample_top_p(logits: np.ndarray, temperature: float, top_p: float, rng: np.r
 
 
 _PARAMS_LOCK = threading.Lock()
+_EXTRA_BUFFERS_ENV = "HIPPOBOT_LLAMACPP_EXTRA_BUFFERS"
 
 
 def extra_buffers_wanted() -> bool:
@@ -281,11 +284,14 @@ def extra_buffers_wanted() -> bool:
 
     On a CPU that reports Intel AMX, the native build runs matrix products on AMX tiles, and here (a
     sandboxed kernel) the first decode then dies with SIGSEGV in ``ggml_backend_amx_mul_mat`` (seen
-    2026-11-25 on a Xeon with amx_tile, llama-cpp-python 0.3.36). Without extra buffers it decodes at about
-    44 tokens/s there. ``HIPPOBOT_LLAMACPP_EXTRA_BUFFERS`` = on / off overrides the check."""
-    forced = os.environ.get("HIPPOBOT_LLAMACPP_EXTRA_BUFFERS", "auto").strip().lower()
+    2026-11-25 on a Xeon with amx_tile, llama-cpp-python 0.3.36). Without extra buffers the engine decodes
+    at about 37 tokens/s there (bench/engines.py). ``HIPPOBOT_LLAMACPP_EXTRA_BUFFERS`` = on / off overrides
+    the check; any other value than auto is reported and treated as auto."""
+    forced = os.environ.get(_EXTRA_BUFFERS_ENV, "auto").strip().lower()
     if forced in ("on", "off"):
         return forced == "on"
+    if forced not in ("auto", ""):
+        log.warning("%s=%r is not on, off or auto; using auto", _EXTRA_BUFFERS_ENV, forced[:40])
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
             flags = f.read()
@@ -311,30 +317,23 @@ def disable_extra_buffers() -> Any:
     return original
 
 
-class _model_params:  # noqa: N801 (a context manager used like a function)
-    """``Llama()`` takes no switch for extra buffer types: it reads ``llama_model_default_params()``, so
-    that function answers with them turned off while one model loads."""
+@contextlib.contextmanager
+def machine_load_settings() -> Iterator[None]:
+    """Construct ``llama_cpp.Llama`` inside this to load it with this machine's settings. ``Llama()`` has no
+    switch for extra buffer types (it reads ``llama_model_default_params()``), so where they are unwanted
+    that function answers with them off until the block ends. Bench code that needs a raw ``Llama`` uses it
+    too."""
+    if extra_buffers_wanted():
+        yield
+        return
+    import llama_cpp.llama_cpp as lib
 
-    def __init__(self, *, extra_buffers: bool) -> None:
-        self.extra_buffers = extra_buffers
-
-    def __enter__(self) -> None:
-        if not self.extra_buffers:
-            _PARAMS_LOCK.acquire()
-            self._original = disable_extra_buffers()
-
-    def __exit__(self, *exc: object) -> None:
-        if not self.extra_buffers:
-            import llama_cpp.llama_cpp as lib
-
-            lib.llama_model_default_params = self._original
-            _PARAMS_LOCK.release()
-
-
-def machine_load_settings() -> _model_params:
-    """A context to construct ``llama_cpp.Llama`` in with this machine's load settings (bench code that needs
-    a raw ``Llama``, e.g. with ``logits_all``, uses it too)."""
-    return _model_params(extra_buffers=extra_buffers_wanted())
+    with _PARAMS_LOCK:
+        original = disable_extra_buffers()
+        try:
+            yield
+        finally:
+            lib.llama_model_default_params = original
 
 
 def _cores() -> int:

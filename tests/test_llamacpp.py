@@ -47,7 +47,7 @@ def test_extra_buffer_types_follow_the_cpu_and_the_override(gemma: LlamaCppLLM, 
     amx = "amx_tile" in Path("/proc/cpuinfo").read_text(errors="replace")
     assert gemma._llama.model_params.use_extra_bufts is (not amx)
     assert lib.llama_model_default_params().use_extra_bufts, "the library's default is left as it was"
-    for value, want in (("off", False), ("on", True), ("auto", not amx)):
+    for value, want in (("off", False), ("on", True), ("auto", not amx), ("yes please", not amx)):  # bad: auto
         monkeypatch.setenv("HIPPOBOT_LLAMACPP_EXTRA_BUFFERS", value)
         assert llm_llamacpp.extra_buffers_wanted() is want
 
