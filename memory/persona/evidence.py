@@ -615,6 +615,7 @@ def _novelty_of(nearest: float) -> float:
 
 
 _CLAUSE_END = {",", ";", ".", ":", "!", "?", "(", ")", "—", "–"}
+_SENTENCE_END = _CLAUSE_END - {","}  # a conclusion runs on past commas
 # Words between a stance word and its own verb that do not break the link: "deaths have to come down".
 _VERB_FILLER = {"has", "have", "had", "to", "come", "comes", "came", "go", "goes", "went", "gone", "will", "would",
                 "should", "must", "be", "is", "are", "was", "were", "been", "keep", "keeps", "kept", "just", "then",
@@ -678,7 +679,7 @@ def _lexical_stance(tokens: Sequence[str], extra: dict[str, int] | None = None) 
         if tok in _CONCLUSION and (i == 0 or tokens[i - 1] in _CLAUSE_END or tokens[i - 1] in {"and", "which",
                                                                                                 "that"}):
             j = i + 1
-            while j < len(tokens) and tokens[j] not in _CLAUSE_END - {","}:
+            while j < len(tokens) and tokens[j] not in _SENTENCE_END:
                 weight[j] = _CONCLUSION_WEIGHT
                 j += 1
 
