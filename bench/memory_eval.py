@@ -42,6 +42,11 @@ punctuation, no articles), a lenient 'contains' (the gold answer inside the
 reply), ΔEM core -> memory, and memory_hit_rate (seed 001: the share of
 memory answers whose prompt held a relevant trace, here an evidence turn's
 text).
+--answer-frame qa asks the same three prompts as a short-answer question
+instead of a chat turn: the prompt's conversation tail (the asker's line and
+the bot's label) becomes "Question: ...\nAnswer:", the frame seed 001's
+teach -> test protocol scores EM in; the chat frame is how the bot itself
+answers. Both frames see the same memories.
 """
 
 from __future__ import annotations
@@ -72,6 +77,7 @@ AUTHOR = "console:memeval"
 ASKER = "asker"
 RRF_K = 60
 BASELINE_DEPTH = 100
+QA_INSTRUCTION = 'Answer in a few words. If it was never said, answer "not mentioned".'
 
 
 @dataclass
@@ -423,6 +429,8 @@ async def run_llm(args: argparse.Namespace, answered: list[Answered], turns: dic
                       copy_boosts(llm, memory_bundle, prompts["memory"].text, q.question, args.memory_boost))
             evidence_texts = [t.text for t in turns[q.conv] if t.id in set(q.evidence)]
             row["memory_hit"] = bool(evidence_texts) and any(e in prompts["memory"].text for e in evidence_texts)
+            if args.answer_frame == "qa":
+                prompts = {m: as_question(p, q.question, settings.bot_name) for m, p in prompts.items()}
             modes = [(m, p, None) for m, p in prompts.items()]
             if boosts:
                 modes.append(("boosted", prompts["memory"], boosts))
@@ -433,13 +441,25 @@ async def run_llm(args: argparse.Namespace, answered: list[Answered], turns: dic
                 reply = (await gen.complete()).strip().split("\n")[0].strip()
                 row[mode] = {"reply": reply, "em": exact_match(reply, q.answer), "f1": token_f1(reply, q.answer),
                              "contains": contains_match(reply, q.answer), "tokens": prompt.tokens,
-                             "seconds": time.perf_counter() - t1}
+                             "seconds": time.perf_counter() - t1, "prompt": prompt.text}
             results.append(row)
             print(f"  llm {len(results)}/{args.llm_limit} {q.qid}: core={row['core']['reply'][:40]!r} "
                   f"memory={row['memory']['reply'][:40]!r}", file=sys.stderr)
     finally:
         llm.close()
-    return {"rows": results}
+    return {"rows": results, "frame": args.answer_frame}
+
+
+def as_question(prompt, question: str, bot_name: str):  # type: ignore[no-untyped-def]
+    """The same prompt with its last chat turn asked as a short-answer question (--answer-frame qa)."""
+    tail = f"{ASKER}: {question}\n{bot_name}:"
+    text = prompt.text
+    if not text.endswith(tail):
+        raise ValueError("the prompt does not end with the asker's turn")
+    body = text[: -len(tail)].rstrip()
+    body = body.removesuffix("Conversation:").rstrip()
+    text = f"{body}\n\n{QA_INSTRUCTION}\nQuestion: {question}\nAnswer:"
+    return replace(prompt, text=text, stop=("\n",), stop_pattern=None)
 
 
 def copy_boosts(llm, bundle, prompt_text: str, question: str, weight: float) -> dict[int, float]:  # type: ignore[no-untyped-def]
@@ -473,7 +493,8 @@ def copy_boosts(llm, bundle, prompt_text: str, question: str, weight: float) -> 
 def print_llm(result: dict) -> dict:
     rows = result["rows"]
     summary: dict = {}
-    print("\nanswers (bundled model, greedy): EM / F1 / contains per mode; ΔEM = EM(memory) - EM(core)")
+    print(f"\nanswers (bundled model, greedy, {result.get('frame', 'chat')} frame): EM / F1 / contains per mode; "
+          "ΔEM = EM(memory) - EM(core)")
     head = ["category", "n", "core EM", "core F1", "mem EM", "mem F1", "mem contains", "long EM", "long F1",
             "long contains", "ΔEM", "memory_hit_rate"]
     print("| " + " | ".join(head) + " |")
@@ -533,6 +554,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--llm-limit", type=int, default=40)
     p.add_argument("--memory-style", choices=("plain", "example"), default="plain",
                    help="how memories are laid out in the base model's prompt (bot/prompt.py)")
+    p.add_argument("--answer-frame", choices=("chat", "qa"), default="chat",
+                   help="ask as the next chat turn (how the bot answers) or as 'Question: ... Answer:'")
     p.add_argument("--llm-tokens", type=int, default=24, help="max new tokens per answer")
     p.add_argument("--memory-boost", type=float, default=0.0,
                    help="also answer with the memories' content words boosted by this much (log space)")
