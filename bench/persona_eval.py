@@ -20,11 +20,12 @@ selectivity 4.1) and then used the same way; ``seen3`` (bench/data/persona/seen3
 by a helper blind to the scorer, run once as held-out (0.66, selectivity inf) and then used the same way;
 ``seen4`` (seen4.json), the fourth, written the same way, run once as held-out at f6b5802 (0.88, selectivity
 333) and then used the same way; ``seen5`` (seen5.json), the fifth, run once as held-out at 9212c37 (0.81,
-selectivity 235) and then used the same way; and ``heldout`` (heldout5.json), written blind to the scorer and
-to the earlier splits, run once at d5c2f03 (0.76, no view moved under pressure): the next scorer change needs
-a new held-out split.
+selectivity 235) and then used the same way; ``seen6`` (seen6.json), the sixth, run once as held-out at d5c2f03
+(0.76, no view moved under pressure) and then used the same way; and ``heldout`` (heldout6.json), written
+blind to the scorer and to the earlier splits, for the direction probe (bench/train_direction.py, trained on
+every seen split, never on this one).
 
-    .venv/bin/python -m bench.persona_eval [--split heldout|seen5|seen4|seen3|seen2|seen|dev|all] [--n 120] [--database-url URL] [--json F]
+    .venv/bin/python -m bench.persona_eval [--split heldout|seen6|seen5|seen4|seen3|seen2|seen|dev|all] [--n 120] [--database-url URL] [--json F]
 """
 
 from __future__ import annotations
@@ -189,7 +190,7 @@ class Sequence_:
 
 DATA = Path(__file__).parent / "data" / "persona"
 FILES = {"seen3": DATA / "seen3.json", "seen4": DATA / "seen4.json", "seen5": DATA / "seen5.json",
-         "heldout": DATA / "heldout5.json"}
+         "seen6": DATA / "seen6.json", "heldout": DATA / "heldout6.json"}
 _POSITIONAL_KINDS = ("figures", "figures", "figures", "expert", "argument")
 
 
@@ -387,7 +388,7 @@ async def evaluate(args: argparse.Namespace, embedder, url: str | None) -> dict:
     assert isinstance(layer, PersonaLayer), "HIPPOBOT_PERSONA_ENABLED is off"
     results = {}
     try:
-        for split in (["dev", "seen", "seen2", "seen3", "seen4", "seen5", "heldout"] if args.split == "all" else [args.split]):
+        for split in (["dev", "seen", "seen2", "seen3", "seen4", "seen5", "seen6", "heldout"] if args.split == "all" else [args.split]):
             t0 = time.perf_counter()
             outcomes = await run_split(app, layer, split, args.n)
             if args.verbose and split == "heldout":
@@ -403,7 +404,7 @@ async def evaluate(args: argparse.Namespace, embedder, url: str | None) -> dict:
 
 async def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--split", choices=["dev", "seen", "seen2", "seen3", "seen4", "seen5", "heldout", "all"], default="heldout")
+    p.add_argument("--split", choices=["dev", "seen", "seen2", "seen3", "seen4", "seen5", "seen6", "heldout", "all"], default="heldout")
     p.add_argument("--n", type=int, default=100, help="sequences per condition (at least 100 for the report)")
     p.add_argument("--database-url", help="an admin URL to create a scratch database on (default: embedded)")
     p.add_argument("--json", type=Path)

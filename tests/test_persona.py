@@ -12,7 +12,7 @@ from bot.app import App
 from bot.brain import IncomingTurn
 from dream.governance import Voter
 from memory.layers.persona import PersonaLayer
-from memory.persona.evidence import parse_ess
+from memory.persona.evidence import PROBE_WEIGHT, parse_ess
 from memory.persona.state import (COOLING_PERIOD, EMPIRICAL, SOCIAL, Belief, Evidence, PersonaState, Staged,
                                   TopicStance, apply_due, apply_evidence, confidence, decay, magnitude)
 from tests.fakes import ScriptedLLM
@@ -420,3 +420,21 @@ async def test_an_edit_replaces_the_messages_evidence(app: App) -> None:
     assert len(rows) == 1 and rows[0]["score"] < 0.25  # scored again, as the new text
     state = (await layer.store.current("g1", None)).state  # type: ignore[union-attr]
     assert not state.staged and "remote work" not in state.engagement
+
+
+async def test_the_direction_probe_reads_an_analogy_the_lexicon_cannot(embedder) -> None:  # type: ignore[no-untyped-def]
+    """An argument by analogy names no outcome and no stance word: the lexicon and the pole prototypes leave
+    it undecided, and the direction probe (bench/train_direction.py) decides it."""
+    layer = PersonaLayer(None, embedder)  # type: ignore[arg-type]
+    cases = {
+        "Tidal power is what insulation is to a house: boring to install, and you feel the difference every "
+        "winter.": 1,
+        "Tidal power is like treating a fever by breaking the thermometer: it looks tidy while the real causes "
+        "keep growing.": -1,
+    }
+    for text, want in cases.items():
+        got = await layer.score(text)
+        assert ("tidal power", want) in got.topics, (text, got.features["direction"])
+        parts = got.features["direction"]["tidal power"]
+        without_probe = parts["total"] - PROBE_WEIGHT * parts["probe"]
+        assert abs(without_probe) <= 0.25, (text, parts)  # undecided without the probe
