@@ -22,8 +22,9 @@ by a helper blind to the scorer, run once as held-out (0.66, selectivity inf) an
 333) and then used the same way; ``seen5`` (seen5.json), the fifth, run once as held-out at 9212c37 (0.81,
 selectivity 235) and then used the same way; ``seen6`` (seen6.json), the sixth, run once as held-out at d5c2f03
 (0.76, no view moved under pressure) and then used the same way; and ``heldout`` (heldout6.json), written
-blind to the scorer and to the earlier splits, for the direction probe (bench/train_direction.py, trained on
-every seen split, never on this one).
+blind to the scorer and to the earlier splits, run once at a829287 with the direction probe
+(bench/train_direction.py, trained on every seen split, never on this one): 0.67, no flips. It is now seen:
+rename it seen7.json and add it to FILES when the next blind split comes.
 
     .venv/bin/python -m bench.persona_eval [--split heldout|seen6|seen5|seen4|seen3|seen2|seen|dev|all] [--n 120] [--database-url URL] [--json F]
 """
