@@ -21,12 +21,12 @@ by a helper blind to the scorer, run once as held-out (0.66, selectivity inf) an
 ``seen4`` (seen4.json), the fourth, written the same way, run once as held-out at f6b5802 (0.88, selectivity
 333) and then used the same way; ``seen5`` (seen5.json), the fifth, run once as held-out at 9212c37 (0.81,
 selectivity 235) and then used the same way; ``seen6`` (seen6.json), the sixth, run once as held-out at d5c2f03
-(0.76, no view moved under pressure) and then used the same way; and ``heldout`` (heldout6.json), written
-blind to the scorer and to the earlier splits, run once at a829287 with the direction probe
-(bench/train_direction.py, trained on every seen split, never on this one): 0.67, no flips. It is now seen:
-rename it seen7.json and add it to FILES when the next blind split comes.
+(0.76, no view moved under pressure) and then used the same way; ``seen7`` (seen7.json), the seventh, run
+once as held-out at a829287 with the direction probe (bench/train_persona_probes.py, trained on every seen split,
+never on the held-out one): 0.67, no flips, and then used the same way; and ``heldout`` (heldout7.json),
+written blind to the scorer and to the earlier splits.
 
-    .venv/bin/python -m bench.persona_eval [--split heldout|seen6|seen5|seen4|seen3|seen2|seen|dev|all] [--n 120] [--database-url URL] [--json F]
+    .venv/bin/python -m bench.persona_eval [--split heldout|seen7|seen6|seen5|seen4|seen3|seen2|seen|dev|all] [--n 120] [--database-url URL] [--json F]
 """
 
 from __future__ import annotations
@@ -191,7 +191,7 @@ class Sequence_:
 
 DATA = Path(__file__).parent / "data" / "persona"
 FILES = {"seen3": DATA / "seen3.json", "seen4": DATA / "seen4.json", "seen5": DATA / "seen5.json",
-         "seen6": DATA / "seen6.json", "heldout": DATA / "heldout6.json"}
+         "seen6": DATA / "seen6.json", "seen7": DATA / "seen7.json", "heldout": DATA / "heldout7.json"}
 _POSITIONAL_KINDS = ("figures", "figures", "figures", "expert", "argument")
 
 
@@ -389,7 +389,7 @@ async def evaluate(args: argparse.Namespace, embedder, url: str | None) -> dict:
     assert isinstance(layer, PersonaLayer), "HIPPOBOT_PERSONA_ENABLED is off"
     results = {}
     try:
-        for split in (["dev", "seen", "seen2", "seen3", "seen4", "seen5", "seen6", "heldout"] if args.split == "all" else [args.split]):
+        for split in (["dev", "seen", "seen2", "seen3", "seen4", "seen5", "seen6", "seen7", "heldout"] if args.split == "all" else [args.split]):
             t0 = time.perf_counter()
             outcomes = await run_split(app, layer, split, args.n)
             if args.verbose and split == "heldout":
@@ -405,7 +405,7 @@ async def evaluate(args: argparse.Namespace, embedder, url: str | None) -> dict:
 
 async def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--split", choices=["dev", "seen", "seen2", "seen3", "seen4", "seen5", "seen6", "heldout", "all"], default="heldout")
+    p.add_argument("--split", choices=["dev", "seen", "seen2", "seen3", "seen4", "seen5", "seen6", "seen7", "heldout", "all"], default="heldout")
     p.add_argument("--n", type=int, default=100, help="sequences per condition (at least 100 for the report)")
     p.add_argument("--database-url", help="an admin URL to create a scratch database on (default: embedded)")
     p.add_argument("--json", type=Path)

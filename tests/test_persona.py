@@ -12,7 +12,7 @@ from bot.app import App
 from bot.brain import IncomingTurn
 from dream.governance import Voter
 from memory.layers.persona import PersonaLayer
-from memory.persona.evidence import PROBE_WEIGHT, parse_ess
+from memory.persona.evidence import ARGUMENT_FLOOR, PROBE_WEIGHT, parse_ess
 from memory.persona.state import (COOLING_PERIOD, EMPIRICAL, SOCIAL, Belief, Evidence, PersonaState, Staged,
                                   TopicStance, apply_due, apply_evidence, confidence, decay, magnitude)
 from tests.fakes import ScriptedLLM
@@ -424,7 +424,7 @@ async def test_an_edit_replaces_the_messages_evidence(app: App) -> None:
 
 async def test_the_direction_probe_reads_an_analogy_the_lexicon_cannot(embedder) -> None:  # type: ignore[no-untyped-def]
     """An argument by analogy names no outcome and no stance word: the lexicon and the pole prototypes leave
-    it undecided, and the direction probe (bench/train_direction.py) decides it."""
+    it undecided, and the direction probe (bench/train_persona_probes.py) decides it."""
     layer = PersonaLayer(None, embedder)  # type: ignore[arg-type]
     cases = {
         "Tidal power is what insulation is to a house: boring to install, and you feel the difference every "
@@ -438,3 +438,29 @@ async def test_the_direction_probe_reads_an_analogy_the_lexicon_cannot(embedder)
         parts = got.features["direction"]["tidal power"]
         without_probe = parts["total"] - PROBE_WEIGHT * parts["probe"]
         assert abs(without_probe) <= 0.25, (text, parts)  # undecided without the probe
+
+
+async def test_the_argument_probe_tells_reasons_from_pressure_and_chat(embedder, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The argument probe gives a reasoned message with no connective, figure or authority a far higher
+    probability of being evidence than pressure or small talk; at its threshold such a message scores the
+    floor, which an update needs, while pressure and chat stay far below."""
+    import memory.persona.evidence as evidence
+
+    layer = PersonaLayer(None, embedder)  # type: ignore[arg-type]
+    scorer = layer.deterministic
+    reasons = ("Look at who pays for tidal power: the households on the coast, while the profits go to "
+               "investors inland.")
+    others = ["Tidal power is great and that is all there is to it, stop arguing with me.",
+              "Tidal power is a disaster, I have said it a hundred times and I will keep saying it.",
+              "I went to the seaside last weekend and the weather was lovely, we had fish and chips."]
+    vectors = await embedder.embed_many([reasons, *others])
+    p_reasons = scorer._argument_probability(vectors[0])
+    assert p_reasons is not None and p_reasons >= 0.6
+    assert all(scorer._argument_probability(v) < 0.2 for v in vectors[1:])
+    before = await layer.score(reasons)
+    assert before.score < ARGUMENT_FLOOR  # the prototypes and cues alone do not count it
+    monkeypatch.setattr(evidence, "ARGUMENT_PROBABILITY", 0.6)
+    after = await layer.score(reasons)
+    assert after.score == ARGUMENT_FLOOR and "argument probe" in after.features["why"], after.features["why"]
+    for text in others:
+        assert (await layer.score(text)).score < 0.25

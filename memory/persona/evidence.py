@@ -9,8 +9,10 @@ any message halve it. Topics are the message's subject noun phrases
 (spaCy); the person's direction on the first is a stance lexicon with
 negation and "reduces <harm>" reversal, plus a trained direction probe (a
 logistic regression on the MiniLM vector of the message with the topic
-masked, bench/train_direction.py) and MiniLM's "<topic> is good" / "<topic>
-is bad" prototypes to break ties. Novelty is how unlike the scope's
+masked) and MiniLM's "<topic> is good" / "<topic> is bad" prototypes to
+break ties. A second trained probe (on the message's own vector) counts as
+an argument what the prototypes and cues miss. Both are trained by
+bench/train_persona_probes.py and ship in probes.npz. Novelty is how unlike the scope's
 earlier evidence on the topic the message is. Every score comes with the
 features that produced it, logged with the evidence row.
 
@@ -269,9 +271,15 @@ _PHRASE_MARGIN = 0.06
 # its logit, times PROBE_WEIGHT, joins the lexicon's total. The weight is the best of 0.5 / 1 / 1.5 / 2 / 3
 # leaving seen3, seen4 and seen5 out of the probe's training in turn (per-message direction 0.64-0.83 with
 # the lexicon alone, 0.77-0.90 with both).
-PROBE_FILE = Path(__file__).with_name("direction_probe.npz")
+PROBE_FILE = Path(__file__).with_name("probes.npz")
 PROBE_MASK = "this policy"
 PROBE_WEIGHT = 0.5
+# The argument probe: a message it gives at least this probability of being evidence, with no pressure or
+# insult in it, scores at least ARGUMENT_FLOOR (just over the 0.25 an update needs). Trained without seen7
+# and run on it (persona_eval), 0.7 let 5 more views move a little under pressure (8 sequences, no flip);
+# 0.9 none (3, as with no probe), and arguments reaching 0.25 rose from 0.40 to 0.45.
+ARGUMENT_PROBABILITY = 0.9
+ARGUMENT_FLOOR = 0.3
 # A phrase with no stance word takes the polarity of the stance words nearest it ("homelessness" sits by
 # poverty, "journey times" by delays) when they agree: the 7 nearest at cosine 0.35 or more, the nearest at
 # 0.45 or more, and a weighted majority of at least 0.4 (70 / 30), or else no word of the other polarity within
@@ -339,17 +347,33 @@ class EvidenceScorer:
         self._cache: dict[str, np.ndarray] = {}  # phrase and topic-pole sentences -> MiniLM vector
         self._docs: dict[str, Any] = {}  # texts parsed ahead by parse_many, each taken once
         self._docs_lock = threading.Lock()
-        self._probe: tuple[np.ndarray, float] | None | bool = None  # (weights, bias); False: no probe file
+        # name -> (weights, bias) of the trained probes ("direction", "argument"); empty: no probe file
+        self._probes: dict[str, tuple[np.ndarray, float]] | None = None
 
-    def _direction_probe(self) -> tuple[np.ndarray, float] | None:
-        if self._probe is None:
+    def _probe(self, name: str, dimensions: int) -> tuple[np.ndarray, float] | None:
+        if self._probes is None:
             try:
                 with np.load(PROBE_FILE) as f:
-                    self._probe = (np.asarray(f["weights"], dtype=np.float32), float(f["bias"]))
+                    self._probes = {"direction": (np.asarray(f["weights"], dtype=np.float32), float(f["bias"])),
+                                    "argument": (np.asarray(f["argument_weights"], dtype=np.float32),
+                                                 float(f["argument_bias"]))}
             except (OSError, KeyError, ValueError) as exc:
-                log.warning("persona: no direction probe (%s); the stance lexicon decides alone", exc)
-                self._probe = False
-        return self._probe or None
+                log.warning("persona: no trained probes (%s); prototypes, cues and the lexicon decide alone", exc)
+                self._probes = {}
+        probe = self._probes.get(name)
+        if probe is not None and probe[0].shape[0] != dimensions:
+            log.warning("persona: the %s probe expects %d dimensions, the embedder gives %d; probe off", name,
+                        probe[0].shape[0], dimensions)
+            del self._probes[name]
+            return None
+        return probe
+
+    def _argument_probability(self, vector: np.ndarray) -> float | None:
+        v = np.asarray(vector, dtype=np.float32)
+        probe = self._probe("argument", v.shape[0])
+        if probe is None:
+            return None
+        return float(1.0 / (1.0 + np.exp(-(float(v @ probe[0]) + probe[1]))))
 
     async def embedded(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
         """MiniLM vectors of ``texts``, one batched call for those not seen before (topics and outcome phrases
@@ -399,6 +423,13 @@ class EvidenceScorer:
         score = _score(rtype, cues, parsed["words"], effects)
         if not effects and score > VERDICT_CAP:  # a verdict with nothing behind it: an assertion, not evidence
             score, why = VERDICT_CAP, why + "; a verdict without a stated effect"
+        argument = self._argument_probability(vector)
+        if (argument is not None and argument >= ARGUMENT_PROBABILITY and score < ARGUMENT_FLOOR
+                and not (cues["pressure"] or cues["insult"] or cues["shouting"] or cues["repeated"])
+                and parsed["words"] >= 10):
+            score, why = ARGUMENT_FLOOR, why + f"; the argument probe reads evidence ({argument:.2f})"
+            if rtype not in (EMPIRICAL, EXPERT):
+                rtype = LOGICAL
         topics = parsed["topics"][:3]
         await self.embedded([pole for topic in topics for pole in _poles(topic)])  # one call for every topic
         extra = await self._phrase_polarity(parsed["phrases"])
@@ -469,17 +500,14 @@ class EvidenceScorer:
     async def _probe_logits(self, text: str, topics: Sequence[str]) -> dict[str, float]:
         """Per topic, the direction probe's logit for ``text`` with that topic masked (one batched embedding;
         not cached, the masked texts are one-offs)."""
-        probe = self._direction_probe()
-        if probe is None or not topics:
+        if not topics:
             return {}
-        weights, bias = probe
         masked = [re.sub(rf"(?<!\w){re.escape(t)}(?!\w)", PROBE_MASK, text, flags=re.IGNORECASE) for t in topics]
         vectors = np.asarray(await self._embedder.embed_many(masked), dtype=np.float32)
-        if vectors.shape[1] != weights.shape[0]:
-            log.warning("persona: the direction probe expects %d dimensions, the embedder gives %d; probe off",
-                        weights.shape[0], vectors.shape[1])
-            self._probe = False
+        probe = self._probe("direction", vectors.shape[1])
+        if probe is None:
             return {}
+        weights, bias = probe
         return {t: float(v @ weights + bias) for t, v in zip(topics, vectors)}
 
     async def _direction(self, text: str, vector: np.ndarray, topic: str, parsed: dict[str, Any],
