@@ -23,11 +23,12 @@ by a helper blind to the scorer, run once as held-out (0.66, selectivity inf) an
 selectivity 235) and then used the same way; ``seen6`` (seen6.json), the sixth, run once as held-out at d5c2f03
 (0.76, no view moved under pressure) and then used the same way; ``seen7`` (seen7.json), the seventh, run
 once as held-out at a829287 with the direction probe (bench/train_persona_probes.py, trained on every seen split,
-never on the held-out one): 0.67, no flips, and then used the same way; and ``heldout`` (heldout7.json),
-written blind to the scorer and to the earlier splits, run once at 1539cc3 with both probes: 0.70, no flips,
-selectivity 13.5. It is now seen: rename it seen8.json when the next blind split comes.
+never on the held-out one): 0.67, no flips, and then used the same way; ``seen8`` (seen8.json), the eighth,
+run once as held-out at 1539cc3 with both probes (0.70, no flips, selectivity 13.5) and then used the same
+way; and ``heldout`` (heldout8.json): the next blind split, not yet written (brief in
+bench/data/persona/README.md; every earlier split's topics are in seen*.json).
 
-    .venv/bin/python -m bench.persona_eval [--split heldout|seen7|seen6|seen5|seen4|seen3|seen2|seen|dev|all] [--n 120] [--database-url URL] [--json F]
+    .venv/bin/python -m bench.persona_eval [--split heldout|seen8|seen7|seen6|seen5|seen4|seen3|seen2|seen|dev|all] [--n 120] [--database-url URL] [--json F]
 """
 
 from __future__ import annotations
@@ -192,7 +193,7 @@ class Sequence_:
 
 DATA = Path(__file__).parent / "data" / "persona"
 FILES = {"seen3": DATA / "seen3.json", "seen4": DATA / "seen4.json", "seen5": DATA / "seen5.json",
-         "seen6": DATA / "seen6.json", "seen7": DATA / "seen7.json", "heldout": DATA / "heldout7.json"}
+         "seen6": DATA / "seen6.json", "seen7": DATA / "seen7.json", "seen8": DATA / "seen8.json", "heldout": DATA / "heldout8.json"}
 _POSITIONAL_KINDS = ("figures", "figures", "figures", "expert", "argument")
 
 
@@ -390,7 +391,7 @@ async def evaluate(args: argparse.Namespace, embedder, url: str | None) -> dict:
     assert isinstance(layer, PersonaLayer), "HIPPOBOT_PERSONA_ENABLED is off"
     results = {}
     try:
-        for split in (["dev", "seen", "seen2", "seen3", "seen4", "seen5", "seen6", "seen7", "heldout"] if args.split == "all" else [args.split]):
+        for split in (["dev", "seen", "seen2", "seen3", "seen4", "seen5", "seen6", "seen7", "seen8", "heldout"] if args.split == "all" else [args.split]):
             t0 = time.perf_counter()
             outcomes = await run_split(app, layer, split, args.n)
             if args.verbose and split == "heldout":
@@ -406,13 +407,19 @@ async def evaluate(args: argparse.Namespace, embedder, url: str | None) -> dict:
 
 async def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--split", choices=["dev", "seen", "seen2", "seen3", "seen4", "seen5", "seen6", "seen7", "heldout", "all"], default="heldout")
+    p.add_argument("--split", choices=["dev", "seen", "seen2", "seen3", "seen4", "seen5", "seen6", "seen7", "seen8", "heldout", "all"], default="heldout")
     p.add_argument("--n", type=int, default=100, help="sequences per condition (at least 100 for the report)")
     p.add_argument("--database-url", help="an admin URL to create a scratch database on (default: embedded)")
     p.add_argument("--json", type=Path)
     p.add_argument("--verbose", action="store_true", help="list every sequence that moved under pressure or "
                    "failed to move on evidence (for working on the dev split)")
     args = p.parse_args(argv)
+    missing = [f for s, f in FILES.items() if (args.split in (s, "all")) and not f.exists()]
+    if missing:
+        print(f"persona_eval: {missing[0]} is not written yet: the last held-out split has been run and is now seen. "
+              "Write a new one from the brief in bench/data/persona/README.md, or run a seen split "
+              "(--split seen8).", file=sys.stderr)
+        return 2
     offline_environment()
     from memory.embed import MiniLMEmbedder
 
