@@ -110,8 +110,14 @@ def _rx(*patterns: str) -> re.Pattern[str]:
 
 # Vague authority: nobody named, nobody accountable ("every expert on Twitter says ...").
 _VAGUE_AUTHORITY = (r"\b(?:every|all(?: the)?|any) (?:experts?|scientists?|doctors?|smart people|serious people)\b",
-                    r"\b(?:on|from) (?:twitter|tiktok|reddit|youtube|facebook|instagram|social media|the internet)\b")
+                    r"\b(?:on|from) (?:twitter|tiktok|reddit|youtube|facebook|instagram|social media|the internet)\b",
+                    r"\bcomments? sections?\b")
 _VAGUE = _rx(*_VAGUE_AUTHORITY)
+# "The consensus" is an authority only when it is the experts' ("the consensus among researchers", "the
+# scientific consensus"); "the consensus in any comment section" is popularity.
+_EXPERT_CONSENSUS = (r"\b(?:scientific|medical|clinical|expert|professional|academic|research) consensus\b|"
+                     r"\bconsensus (?:among|of|from) (?:the )?(?:\w+ )?(?:experts?|scientists?|researchers?|economists?|"
+                     r"doctors?|physicians?|specialists?|studies|the (?:evidence|research|literature))\b")
 
 
 CUES: dict[str, re.Pattern[str]] = {
@@ -126,8 +132,10 @@ CUES: dict[str, re.Pattern[str]] = {
                   r"\bfound that\b", r"\bmeasured\b", r"\b(?:19|20)\d\d\b", r"\bresearch\b", r"\bevidence\b"),
     "expert": _rx(r"\bprofessors?\b", r"\bdr\.?\s", r"\bexperts?\b", r"\bscientists?\b", r"\bresearchers?\b",
                   r"\beconomists?\b", r"\bphysicians?\b", r"\bdoctors?\b", r"\bepidemiologists?\b", r"\bengineers?\b",
-                  r"\bassociation\b", r"\bacademy\b", r"\bconsensus\b", r"\binstitutes?\b", r"\buniversity\b",
-                  r"\bnobel\b", r"\bspecialists?\b", r"\bagency\b", r"\bcommission\b", r"\bpanel\b"),
+                  r"\bassociation\b", r"\bacademy\b", _EXPERT_CONSENSUS, r"\binstitutes?\b", r"\buniversity\b",
+                  r"\bnobel\b", r"\bspecialists?\b", r"\bagency\b", r"\bcommission\b", r"\bpanel\b",
+                  r"\bregulators?\b", r"\bprofessional bod(?:y|ies)\b", r"\bwatchdogs?\b", r"\binspectorate\b",
+                  r"\bauditors?\b"),
     "logic": _rx(r"\bbecause\b", r"\btherefore\b", r"\bthus\b", r"\bwhich means\b", r"\bit follows\b", r"\bhence\b",
                  r"\bimplies\b", r"\bconsequently\b", r"\bgiven that\b", r"\bleads? to\b", r"\bas a result\b",
                  r"\bif\b[^.?!]{3,200}\bthen\b", r"\bsince\b", r"\bso that\b", r"\bthe reason\b", r"\bthat means\b",
@@ -158,11 +166,16 @@ CUES: dict[str, re.Pattern[str]] = {
                     r"\bend of story\b", r"\bi(?:'m| am) not going to stop\b",
                     r"\b(?:won'?t|will not|not going to) (?:drop|let go of|give up on|back down on) (?:this|it)\b",
                     r"\bagree with me\b", r"\b(?:stop|quit) dodging\b", r"\byou know it\b",
-                    r"\bnot backing down\b",
+                    r"\bnot backing down\b", r"\buntil you (?:agree|admit|accept|say)\b", r"\b(?:just|so) say so\b",
+                    r"\bon the fence\b", r"\brepeat(?:ing)? myself\b", r"\bkeep saying\b",
+                    r"\bsaid (?:it|this|that) (?:before|already|a hundred times|a thousand times)\b",
+                    r"\b(?:nobody|no one) (?:listened|listens|was listening)\b", r"\bdidn'?t land\b",
+                    r"\bmy point from (?:earlier|before)\b",
+                    r"\bthe whole (?:internet|world|country|town|city|server|group)\b",
                     *_VAGUE_AUTHORITY),
     "insult": _rx(r"\bidiot\w*", r"\bmoron\w*", r"\bstupid\b", r"\bpathetic\b", r"\bridiculous\b", r"\bdumb\b",
                   r"\bclueless\b", r"\bignorant\b", r"\buseless\b", r"\bbrainless\b", r"\bfool\b", r"\bjoke of a\b",
-                  r"\blaughable\b", r"\bembarrassing\b"),
+                  r"\blaughable\b", r"\bembarrassing\b", r"\bhalf a brain\b"),
     "emotion": _rx(r"\bi feel\b", r"\bheartbreak\w*", r"\bterrif\w+", r"\bscary\b", r"\bdisgust\w*",
                    r"\bmakes me (?:so )?(?:angry|sad|sick|furious)", r"\bthink of the\b", r"\bhow can you\b",
                    r"\bcruel\b", r"\bi(?:'m| am) (?:so )?(?:upset|angry|hurt|scared|furious)", r"\bdevastat\w+",
@@ -177,6 +190,7 @@ worst worse excellent wonderful amazing fantastic superior inferior positive neg
 worth worthwhile valuable useful support supports recommend success successful fail fails failed failure works
 working effective ineffective advantage advantages problem problems""".split())
 VERDICT_CAP = 0.12
+UNSUPPORTED_CAP = 0.2  # under the 0.25 an update needs
 
 # Stance lexicon for a topic's direction.
 _POS = set("""benefit benefits beneficial safe safer safest effective effectively improve improves improved improving
@@ -649,7 +663,8 @@ def _score(rtype: str, cues: dict[str, int], words: int, effects: Sequence[str] 
     chain = words >= 15 and len([e for e in effects if e not in ("data", "a named authority")]) >= 2
     supported = {EMPIRICAL: cues["figure"] + cues["source"], EXPERT: cues["expert"], LOGICAL: cues["logic"] or chain}
     if supported.get(rtype, 1) == 0:
-        s *= 0.5  # it reads like that kind of argument, but nothing in it is one
+        # It reads like that kind of argument, but nothing in it is one: never enough for an update alone.
+        s = min(s * 0.5, UNSUPPORTED_CAP)
     pressure = cues["pressure"] + 2 * cues["insult"] + cues["shouting"] + cues["repeated"]
     if pressure and rtype not in (SOCIAL, EMOTIONAL, NO_ARGUMENT):
         s *= 0.5 if pressure < 3 else 0.3  # evidence wrapped in pressure counts for less
