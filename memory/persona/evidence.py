@@ -12,8 +12,8 @@ logistic regression on the MiniLM vector of the message with the topic
 masked) and MiniLM's "<topic> is good" / "<topic> is bad" prototypes to
 break ties. A second trained probe (on the message's own vector) counts as
 an argument what the prototypes and cues miss. Both are trained by
-bench/train_persona_probes.py and ship in probes.npz. Novelty is how unlike the scope's
-earlier evidence on the topic the message is. Every score comes with the
+bench/train_persona_probes.py and ship in probes.npz. Novelty is how unlike
+the scope's earlier evidence on the topic the message is. Every score comes with the
 features that produced it, logged with the evidence row.
 
 ``LLMEvidenceScorer`` asks a capable configured model for the seed's JSON
