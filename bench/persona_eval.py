@@ -25,8 +25,8 @@ selectivity 235) and then used the same way; ``seen6`` (seen6.json), the sixth, 
 once as held-out at a829287 with the direction probe (bench/train_persona_probes.py, trained on every seen split,
 never on the held-out one): 0.67, no flips, and then used the same way; ``seen8`` (seen8.json), the eighth,
 run once as held-out at 1539cc3 with both probes (0.70, no flips, selectivity 13.5) and then used the same
-way; and ``heldout`` (heldout8.json): the next blind split, not yet written (brief in
-bench/data/persona/README.md; every earlier split's topics are in seen*.json).
+way; and ``heldout`` (heldout8.json), written blind to the scorer and to the earlier splits (from the brief
+in bench/data/persona/README.md), not run yet: keep it for the next scorer change.
 
     .venv/bin/python -m bench.persona_eval [--split heldout|seen8|seen7|seen6|seen5|seen4|seen3|seen2|seen|dev|all] [--n 120] [--database-url URL] [--json F]
 """
