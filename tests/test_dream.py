@@ -276,7 +276,8 @@ async def test_proposing_only_stores_the_outbox_posts(app: App, tmp_path: Path) 
 # --- the dream never blocks the loop ----------------------------------------------------------------
 
 async def test_the_analysis_and_replay_run_off_the_event_loop(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A few thousand poor matches: while clustering runs, another coroutine keeps ticking."""
+    """A few thousand poor matches and episodes: while clustering, the replay order and the near-duplicate
+    search run, another coroutine keeps ticking."""
     rng = np.random.default_rng(0)
     centres = rng.normal(size=(6, 384))
     pool = app.db.pool
@@ -289,6 +290,7 @@ async def test_the_analysis_and_replay_run_off_the_event_loop(app: App, monkeypa
     ids = [r["id"] for r in await pool.fetch("SELECT id FROM messages ORDER BY id")]
     vectors = centres[np.arange(n) % 6] + rng.normal(scale=0.9, size=(n, 384))
     vectors = (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
+    vectors[1] = vectors[0]  # one near-duplicate pair of episodes: the nightly merge finds it
     await pool.executemany(
         """INSERT INTO archetype_matches (scope, message_id, similarity, used_default, matched_at, embedding)
            VALUES ('g1', $1, 0.55, true, $2, $3)""", [(i, NOW - timedelta(days=1), v) for i, v in zip(ids, vectors)])
@@ -311,6 +313,7 @@ async def test_the_analysis_and_replay_run_off_the_event_loop(app: App, monkeypa
 
     monkeypatch.setattr(analysis, "find_themes", watched("find_themes", analysis.find_themes))
     monkeypatch.setattr(replay_module, "replay_order", watched("replay_order", replay_module.replay_order))
+    monkeypatch.setattr(replay_module, "_nearest_exact", watched("_nearest_exact", replay_module._nearest_exact))
     services = app.dream.services
 
     async def ticker(stop: asyncio.Event) -> None:
@@ -324,11 +327,13 @@ async def test_the_analysis_and_replay_run_off_the_event_loop(app: App, monkeypa
     try:
         report = await analysis.archetype_proposals(services, NOW)
         await replay_module.replay(services, NOW)
+        merged = await replay_module.decay_and_merge(services, NOW)
     finally:
         stop.set()
         await task
     assert report.counts["poor_matches"] == n
-    assert during["find_themes"][1] is False and during["replay_order"][1] is False, "ran on the loop's thread"
+    assert merged.counts["merged"] >= 1
+    assert not any(on_loop for _, on_loop in during.values()), f"ran on the loop's thread: {during}"
     assert during["find_themes"][0] >= 3, f"the loop ticked {during['find_themes'][0]} times during clustering"
 
 
