@@ -1,15 +1,12 @@
 """Edits reach the knowledge graph through the Brain (issue 8, opening list: "an edit leaves the old facts in the
 graph, and an edit that lands before the turn's queued write is overwritten by it").
 
-tests/test_semantic.py calls SemanticMemory.retract directly and tests/test_layers.py checks only the episode, so
-neither fails when the facts layer ignores an edit: these go through Brain.edit, as a transport does.
+tests/test_semantic.py calls SemanticMemory.retract directly, so it does not fail when the facts layer ignores an
+edit: these go through Brain.edit, as a transport does. (An edit that lands while the turn's write is queued is
+tests/test_layers.py::test_an_edit_before_the_queued_write_wins, which checks the graph too.)
 """
 
 from __future__ import annotations
-
-import asyncio
-
-import pytest
 
 from bot.app import App
 from bot.brain import IncomingTurn
@@ -41,26 +38,6 @@ async def test_an_edit_through_the_brain_replaces_the_old_facts(app: App, llm: S
     assert await pool.fetchval("SELECT count(*) FROM kg_nodes WHERE name = 'miso'") == 0, "nothing left of it"
     bundle = await app.brain.context("what's my cat's name?", "g1", author_id="u-ana")
     assert not any("Miso" in item.text or "miso" in item.text for item in bundle.items()), bundle.items()
-
-
-async def test_an_edit_before_the_queued_write_wins_in_the_graph_too(
-    app: App, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    gate = asyncio.Event()
-    original = app.brain.absorber.absorb
-
-    async def held(*args: object, **kw: object) -> bool:
-        await gate.wait()
-        return await original(*args, **kw)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(app.brain.absorber, "absorb", held)
-    reply = await app.brain.respond(turn("My cat is called Miso"))
-    await reply.complete()  # the turn's write is queued, held back
-    assert await app.brain.edit("console", "c1", reply.message.external_id, "My cat is called Luna")
-    gate.set()
-    await app.brain.drain()
-    assert await cat_names(app) == {"luna"}
-    assert await app.db.pool.fetchval("SELECT count(*) FROM kg_nodes WHERE name = 'miso'") == 0
 
 
 async def test_an_edit_while_the_reply_is_still_streaming_wins(app: App, llm: ScriptedLLM) -> None:

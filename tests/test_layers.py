@@ -131,13 +131,15 @@ async def test_an_edit_before_the_queued_write_wins(app: App, llm: ScriptedLLM, 
         return await original(*args, **kw)  # type: ignore[arg-type]
 
     monkeypatch.setattr(app.brain.absorber, "absorb", held)
-    reply = await app.brain.respond(turn("my cat is called Miso"))
+    reply = await app.brain.respond(turn("My cat is called Miso"))
     await reply.complete()  # the turn's write is queued, held back
-    assert await app.brain.edit("console", "c1", reply.message.external_id, "my cat is called Luna")
+    assert await app.brain.edit("console", "c1", reply.message.external_id, "My cat is called Luna")
     gate.set()
     await app.brain.drain()
     episode = await app.db.pool.fetchval("SELECT content FROM episodes")
     assert "Luna" in episode and "Miso" not in episode
+    names = await app.db.pool.fetch("SELECT name FROM kg_nodes WHERE scope = 'g1' AND name IN ('miso', 'luna')")
+    assert [r["name"] for r in names] == ["luna"], "the graph holds the edited text's fact, not the old one"
 
 
 async def test_a_cancelled_reply_is_still_absorbed(app: App, llm: ScriptedLLM) -> None:
