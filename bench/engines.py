@@ -8,8 +8,8 @@ Engines:
   no processors or streamer: the reference the issue's 4x is measured against;
 * ``transformers``: the bot's transformers engine (bot.llm.TransformersLLM), the default until now;
 * ``llamacpp``: the bot's llama.cpp engine on the shipped Q4_K_M file (bot.llm_llamacpp), the default now;
-* ``openai``: the bot's HTTP client (bot.llm_openai) against ``python -m bot.llama_server`` (llama_cpp.server) on the same
-  file, started here on a free port: what the HTTP path costs. Without logprobs: that server computes
+* ``openai``: the bot's HTTP client (bot.llm_openai) against ``python -m bot.llama_server`` (llama_cpp.server)
+  on the same file, started here on a free port: what the HTTP path costs. Without logprobs: that server computes
   them in Python over the whole vocabulary, about 4 tokens/s (HIPPOBOT_LLM_LOGPROBS=false does the same).
 
 Speed, on chat transcripts of about 60 ("short") and 600 ("long") tokens. Each repeat is a different

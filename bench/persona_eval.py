@@ -192,8 +192,10 @@ class Sequence_:
 
 
 DATA = Path(__file__).parent / "data" / "persona"
-FILES = {"seen3": DATA / "seen3.json", "seen4": DATA / "seen4.json", "seen5": DATA / "seen5.json",
-         "seen6": DATA / "seen6.json", "seen7": DATA / "seen7.json", "seen8": DATA / "seen8.json", "heldout": DATA / "heldout8.json"}
+# The splits kept as files: every seen one, then the blind held-out one. A held-out split that has been run
+# becomes the next seenN here, and a new blind file takes its place.
+FILES = {**{f"seen{i}": DATA / f"seen{i}.json" for i in range(3, 9)}, "heldout": DATA / "heldout8.json"}
+SPLITS = ("dev", "seen", "seen2", *FILES)
 _POSITIONAL_KINDS = ("figures", "figures", "figures", "expert", "argument")
 
 
@@ -391,7 +393,7 @@ async def evaluate(args: argparse.Namespace, embedder, url: str | None) -> dict:
     assert isinstance(layer, PersonaLayer), "HIPPOBOT_PERSONA_ENABLED is off"
     results = {}
     try:
-        for split in (["dev", "seen", "seen2", "seen3", "seen4", "seen5", "seen6", "seen7", "seen8", "heldout"] if args.split == "all" else [args.split]):
+        for split in (SPLITS if args.split == "all" else [args.split]):
             t0 = time.perf_counter()
             outcomes = await run_split(app, layer, split, args.n)
             if args.verbose and split == "heldout":
@@ -407,7 +409,7 @@ async def evaluate(args: argparse.Namespace, embedder, url: str | None) -> dict:
 
 async def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--split", choices=["dev", "seen", "seen2", "seen3", "seen4", "seen5", "seen6", "seen7", "seen8", "heldout", "all"], default="heldout")
+    p.add_argument("--split", choices=[*SPLITS, "all"], default="heldout")
     p.add_argument("--n", type=int, default=100, help="sequences per condition (at least 100 for the report)")
     p.add_argument("--database-url", help="an admin URL to create a scratch database on (default: embedded)")
     p.add_argument("--json", type=Path)

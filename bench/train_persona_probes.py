@@ -50,7 +50,7 @@ CHAT_CONVERSATIONS = ("conv-00", "conv-01", "conv-02")  # dev conversations only
 
 
 def seen_splits() -> list[str]:
-    return ["dev", "seen", "seen2", *sorted(s for s in pe.FILES if s != "heldout")]
+    return [s for s in pe.SPLITS if s != "heldout"]
 
 
 def examples(split: str, seed: int = 3) -> list[dict]:

@@ -116,8 +116,8 @@ _VAGUE = _rx(*_VAGUE_AUTHORITY)
 # "The consensus" is an authority only when it is the experts' ("the consensus among researchers", "the
 # scientific consensus"); "the consensus in any comment section" is popularity.
 _EXPERT_CONSENSUS = (r"\b(?:scientific|medical|clinical|expert|professional|academic|research) consensus\b|"
-                     r"\bconsensus (?:among|of|from) (?:the )?(?:\w+ )?(?:experts?|scientists?|researchers?|economists?|"
-                     r"doctors?|physicians?|specialists?|studies|the (?:evidence|research|literature))\b")
+                     r"\bconsensus (?:among|of|from) (?:the )?(?:\w+ )?(?:experts?|scientists?|researchers?|"
+                     r"economists?|doctors?|physicians?|specialists?|studies|the (?:evidence|research|literature))\b")
 
 
 CUES: dict[str, re.Pattern[str]] = {
@@ -451,7 +451,8 @@ class EvidenceScorer:
         directed: list[tuple[str, int]] = []
         dfeat: dict[str, Any] = {"phrase_polarity": extra}
         for topic in topics:  # the person's direction on each topic
-            direction, dfeat[topic] = await self._direction(text, vector, topic, parsed, extra, probes.get(topic, 0.0))
+            direction, dfeat[topic] = await self._direction(text, vector, topic, parsed, extra,
+                                                            probes.get(topic, 0.0))
             directed.append((topic, direction))
         novelty = _novelty(vector, previous) if nearest is None else _novelty_of(nearest)
         reliability = RELIABILITY[rtype]
