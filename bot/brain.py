@@ -59,6 +59,7 @@ class IncomingTurn:
     created_at: datetime | None = None  # None: now
     visible_in: str | None = None  # None: public in the scope; else the (parent) channel whose audience may see it
     thread_parent_id: str | None = None  # a thread's parent channel
+    channel_name: str | None = None  # what the channel (or thread) is called, when the transport knows
 
 
 class Busy(Exception):
@@ -284,6 +285,7 @@ class Brain:
                 created_at=turn.created_at or self.clock.now(),
                 visible_in=turn.visible_in,
                 thread_parent_id=turn.thread_parent_id,
+                channel_name=turn.channel_name,
             )
         )
 
@@ -379,6 +381,7 @@ class Brain:
                 external_id=reply.external_id, channel_id=reply.turn.channel_id, author_id=self.bot_id,
                 author_name=self.bot_name, is_bot=True, content=text, derived_from_id=reply.message.id,
                 created_at=now, visible_in=reply.message.visible_in, thread_parent_id=reply.message.thread_parent_id,
+                channel_name=reply.message.channel_name,
             )
             self._unsaved[pending.external_id] = pending
         hints = AbsorbHints(reply.message.content, vector, reply.mean_surprise, reply.prompt.used,
@@ -393,7 +396,7 @@ class Brain:
                         channel_id=pending.channel_id, author_id=pending.author_id,
                         author_name=pending.author_name, content=pending.content, created_at=now,
                         is_bot=True, derived_from_id=reply.message.id, visible_in=pending.visible_in,
-                        thread_parent_id=pending.thread_parent_id,
+                        thread_parent_id=pending.thread_parent_id, channel_name=pending.channel_name,
                     ))
                 await self.absorber.absorb(reply.message.id, hints)
             finally:

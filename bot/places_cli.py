@@ -37,6 +37,9 @@ async def run(settings: Settings, args: argparse.Namespace, out: TextIO = sys.st
     from memory.layers.places import PlacesLayer, topic_text
     from memory.places.codes import channel_label
 
+    def shown(node: Any) -> str:  # a numbered channel by its name where the history gave one
+        return f"#{node.name}" if node.name and node.channel_id.isdigit() else channel_label(node.channel_id)
+
     scope = args.scope or settings.console_scope
     text = ""
     if not args.stats:  # checked before the models and the database start
@@ -80,10 +83,10 @@ async def run(settings: Settings, args: argparse.Namespace, out: TextIO = sys.st
                                   "procedures": [m.as_dict() for m in found]}, indent=2, default=str) + "\n")
             return 0
         lines = [f"Where to ask about “{text}”:"]
-        lines += [f"  {i}. {' → '.join(channel_label(p.channel_id) for p in r.places)}: {r.reason}"
+        lines += [f"  {i}. {' → '.join(shown(p) for p in r.places)}: {r.reason}"
                   for i, r in enumerate(routes, 1)] or ["  nowhere yet: no place here is about that"]
         lines.append("Where it was discussed:")
-        lines += [f"  {channel_label(r.destination.channel_id)} (fit {r.fit:.2f}): {r.reason}" for r in seen] or [
+        lines += [f"  {shown(r.destination)} (fit {r.fit:.2f}): {r.reason}" for r in seen] or [
             "  nowhere yet"]
         lines.append("Procedures that worked:")
         lines += [f"  #{m.id} {describe(m)}" for m in found] or ["  none yet"]

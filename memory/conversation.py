@@ -18,7 +18,7 @@ from memory.errors import InvalidInput, ScopeError
 
 _COLUMNS = (
     "id, scope, source, external_id, channel_id, author_id, author_name, is_bot, content, "
-    "derived_from_id, created_at, visible_in, thread_parent_id"
+    "derived_from_id, created_at, visible_in, thread_parent_id, channel_name"
 )
 
 
@@ -46,6 +46,7 @@ class NewMessage:
     reply_to_external: str | None = None
     visible_in: str | None = None  # None: everyone in the scope; else the channel whose audience may see it
     thread_parent_id: str | None = None  # a thread's parent channel
+    channel_name: str | None = None  # what the channel (or thread) is called; None: unknown
 
 
 def storable(message: NewMessage) -> NewMessage:
@@ -68,7 +69,8 @@ def storable(message: NewMessage) -> NewMessage:
     except (ValueError, OverflowError) as exc:
         raise InvalidInput(str(exc)) from None
     return replace(message, content=clean_text(message.content), created_at=created_at,
-                   author_name=clean_name(message.author_name) or message.author_id)
+                   author_name=clean_name(message.author_name) or message.author_id,
+                   channel_name=clean_name(message.channel_name or "") or None)
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,7 @@ class StoredMessage:
     created_at: datetime
     visible_in: str | None = None
     thread_parent_id: str | None = None
+    channel_name: str | None = None
 
 
 def _stored(row: asyncpg.Record) -> StoredMessage:
@@ -112,8 +115,8 @@ class ConversationStore:
         row = await db.fetchrow(
             f"""INSERT INTO messages (scope, source, external_id, channel_id, author_id, author_name,
                                       is_bot, content, derived_from_id, reply_to_external, created_at,
-                                      visible_in, thread_parent_id)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+                                      visible_in, thread_parent_id, channel_name)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
                 ON CONFLICT (scope, source, channel_id, external_id) DO NOTHING
                 RETURNING {_COLUMNS}""",
             message.scope,
@@ -129,6 +132,7 @@ class ConversationStore:
             message.created_at,
             message.visible_in,
             message.thread_parent_id,
+            message.channel_name,
         )
         if row is None:
             row = await db.fetchrow(

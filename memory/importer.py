@@ -2,7 +2,8 @@
 
 JSON Lines: one object a line with ``id``, ``channel``, ``author`` (a name, or
 an object with ``id`` and ``name``), ``timestamp`` (ISO 8601), ``text``, and
-optionally ``reply_to`` and ``bot``. DiscordChatExporter: its channel export
+optionally ``reply_to``, ``bot`` and ``channel_name`` (a ``channel`` that is not
+a number is taken as its own name). DiscordChatExporter: its channel export
 (``{"guild": ..., "channel": ..., "messages": [...]}``).
 
 The whole file is checked before anything is written; any malformed record
@@ -32,7 +33,7 @@ from memory.conversation import ConversationStore, NewMessage, StoredMessage, re
 from memory.embed import Embedder
 from memory.episodic import EpisodicStore, NewEpisode, WriteGate
 from memory.errors import ImportFileError, InvalidInput
-from memory.fields import check_id, check_time, clean_text, id_problem
+from memory.fields import check_id, check_time, clean_name, clean_text, id_problem
 from memory.layers.episodes import key_text
 from memory.salience import imported_saliences
 from memory.sources import IMPORTED
@@ -58,6 +59,7 @@ class ImportedMessage:
     created_at: datetime
     reply_to: str | None
     is_bot: bool
+    channel_name: str | None = None
 
 
 @dataclass(frozen=True)
@@ -124,19 +126,30 @@ def _jsonl_record(obj: Any, max_chars: int) -> ImportedMessage | None:
     if not isinstance(is_bot, bool):
         raise ValueError('"bot" must be true or false (JSON booleans), not ' + json.dumps(is_bot)[:20])
     reply_to = obj.get("reply_to")
+    channel_id = _ident(obj["channel"], "channel")
     return ImportedMessage(
         external_id=_ident(obj["id"], "id"),
-        channel_id=_ident(obj["channel"], "channel"),
+        channel_id=channel_id,
         author_id=author_id,
         author_name=author_name,
         text=text,
         created_at=_timestamp(obj["timestamp"]),
         reply_to=None if reply_to in (None, "") else _ident(reply_to, "reply_to"),
         is_bot=is_bot,
+        channel_name=_channel_name(obj.get("channel_name"), channel_id),
     )
 
 
-def _dce_record(obj: Any, channel_id: str, max_chars: int) -> ImportedMessage | None:
+def _channel_name(name: Any, channel_id: str) -> str | None:
+    """What a channel is called: the name given, else its id when that is a name (not a Discord snowflake)."""
+    if name is None or name == "":
+        return None if channel_id.isdigit() else channel_id
+    if not isinstance(name, str):
+        raise ValueError("channel_name must be a string")
+    return clean_name(name) or None  # a display name: repaired (control characters, length), not refused
+
+
+def _dce_record(obj: Any, channel_id: str, max_chars: int, channel_name: str | None = None) -> ImportedMessage | None:
     if not isinstance(obj, dict):
         raise ValueError("expected a message object")
     if isinstance(obj.get("type"), str) and obj["type"] in _SKIPPED_DCE_TYPES:
@@ -159,6 +172,7 @@ def _dce_record(obj: Any, channel_id: str, max_chars: int) -> ImportedMessage | 
         created_at=_timestamp(obj.get("timestamp")),
         reply_to=None if reply_to in (None, "") else _ident(reply_to, "reference.messageId"),
         is_bot=author.get("isBot") is True,
+        channel_name=channel_name,
     )
 
 
@@ -205,17 +219,20 @@ def parse_import_file(path: Path, *, max_chars: int) -> tuple[list[ImportedMessa
     if isinstance(whole, dict) and isinstance(whole.get("messages"), list):
         channel = whole.get("channel")
         try:
+            channel_name = None
             if channel is None:
                 channel_id = check_id(path.stem, "the channel (the file's name, as the export names none)")
             elif isinstance(channel, dict):
                 channel_id = _ident(channel.get("id") or channel.get("name") or path.stem, "channel.id")
+                channel_name = _channel_name(channel.get("name"), channel_id)
             else:  # some exports give the channel as its name or id
                 channel_id = _ident(channel, "channel")
+                channel_name = _channel_name(None, channel_id)
         except ValueError as exc:
             raise ImportFileError(str(path), [(0, str(exc))]) from None
         for number, obj in enumerate(whole["messages"], start=1):
             try:
-                parsed.append(_dce_record(obj, channel_id, max_chars))
+                parsed.append(_dce_record(obj, channel_id, max_chars, channel_name))
             except ValueError as exc:
                 problems.append((number, f"message {number}: {exc}"))
     else:
@@ -319,7 +336,7 @@ class Importer:
                 stored.append(await self._conversations.add(NewMessage(
                     scope=scope, source=SOURCE, external_id=m.external_id, channel_id=m.channel_id,
                     author_id=m.author_id, author_name=m.author_name, content=m.text, created_at=m.created_at,
-                    is_bot=m.is_bot, reply_to_external=m.reply_to,
+                    is_bot=m.is_bot, reply_to_external=m.reply_to, channel_name=m.channel_name,
                     visible_in=m.channel_id if m.channel_id in private else None), conn))
             written = await self._episodes.add_many([
                 NewEpisode(scope=scope, channel_id=s.channel_id, author_id=s.author_id, message_id=s.id,

@@ -80,6 +80,8 @@ async def test_a_mention_is_answered_and_remembered(bot: SingleShardHippoBot, ll
     assert row["scope"] == str(general.guild.id) and row["content"] == "I adopted a cat called Miso"
     assert await pool.fetchval("SELECT external_id FROM messages WHERE is_bot") == str(sent.id)
     assert await pool.fetchval("SELECT count(*) FROM episodes") == 1
+    named = await pool.fetch("SELECT DISTINCT channel_name FROM messages")  # the turn and the reply
+    assert [r["channel_name"] for r in named] == ["general"]
 
 
 async def test_unaddressed_messages_are_ignored_except_in_allowed_channels(bot: SingleShardHippoBot) -> None:

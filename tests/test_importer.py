@@ -99,8 +99,27 @@ async def test_discord_chat_exporter_json(app: App, tmp_path: Path) -> None:
     path.write_text(json.dumps(export), encoding="utf-8")
     report = await app.importer.run(path, "500")
     assert (report.imported, report.skipped_empty) == (2, 1)
-    row = await app.db.pool.fetchrow("SELECT channel_id, author_name FROM messages WHERE external_id = '1001'")
-    assert (row["channel_id"], row["author_name"]) == ("600", "Ana")
+    row = await app.db.pool.fetchrow(
+        "SELECT channel_id, channel_name, author_name FROM messages WHERE external_id = '1001'")
+    assert (row["channel_id"], row["channel_name"], row["author_name"]) == ("600", "general", "Ana")
+
+
+async def test_imported_messages_keep_their_channels_names(app: App, tmp_path: Path) -> None:
+    """A named channel is its own name; a numbered one takes ``channel_name`` (cleaned), or has none."""
+    base = {"author": "ana", "timestamp": "2026-10-01T10:00:00Z", "text": "hello"}
+    path = write_jsonl(tmp_path / "h.jsonl", [
+        {**base, "id": "1", "channel": "python-help"},
+        {**base, "id": "2", "channel": "123", "channel_name": "🐍 python\tchat"},
+        {**base, "id": "3", "channel": "456"},
+        {**base, "id": "4", "channel": "789", "channel_name": ""},
+    ])
+    await app.importer.run(path, "g1")
+    rows = await app.db.pool.fetch("SELECT external_id, channel_name FROM messages ORDER BY external_id")
+    assert [r["channel_name"] for r in rows] == ["python-help", "🐍 python chat", None, None]
+    bad = write_jsonl(tmp_path / "bad.jsonl", [{**base, "id": "5", "channel": "1", "channel_name": 7}])
+    with pytest.raises(ImportFileError, match="channel_name"):
+        await app.importer.run(bad, "g1")
+    assert await app.db.pool.fetchval("SELECT count(*) FROM messages") == 4
 
 
 async def test_imported_history_is_recalled(app: App, tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ from memory.errors import InvalidInput
 from memory.layers.macros import MacrosLayer
 from memory.layers.places import PlacesLayer
 from memory.places import AGGREGATE, BLOCK, INSERT, GateConfig, SpatialGate, outcome, plan, steps
+from memory.places.codes import name_text
 from memory.places.graph import PlaceGraph, PlaceNode, Transition
 
 SCOPE = "g1"
@@ -93,6 +94,19 @@ def test_astar_picks_the_fitting_place_and_breaks_near_ties_by_routes_that_worke
         plan(bare, topic, k=0)
 
 
+def test_a_channels_name_settles_what_its_code_leaves_close() -> None:
+    e = np.eye(384, dtype=np.float32)
+    topic = 0.72 * e[0] + 0.69 * e[1]
+    topic /= np.linalg.norm(topic)  # a little nearer #100's code than #200's
+    graph = PlaceGraph({1: _node(1, "100", e[0]), 2: _node(2, "200", e[1])}, {})
+    named = {"200": topic.copy()}  # #200 is called what the topic is about
+    assert plan(graph, topic, k=1)[0].destination.channel_id == "100"
+    assert plan(graph, topic, k=1, names=named)[0].destination.channel_id == "200"
+    assert plan(graph, topic, k=1, names=named, name_weight=0.0)[0].destination.channel_id == "100"
+    assert plan(graph, e[0], k=1, names=named)[0].destination.channel_id == "100"  # a name does not outvote a code
+    assert name_text("🐍・python-help") == "python" and name_text("off-topic") is None and name_text(None) is None
+
+
 # --- the place graph in PostgreSQL -----------------------------------------------------------------------------
 
 
@@ -107,12 +121,13 @@ class History:
         self.n = 0
 
     async def say(self, author: str, channel: str, text: str, *, visible_in: str | None = None,
-                  reply_to: str | None = None, minutes: float = 1) -> StoredMessage:
+                  reply_to: str | None = None, minutes: float = 1, channel_name: str | None = None) -> StoredMessage:
         self.n += 1
         self.t += timedelta(minutes=minutes)
         return await self.store.add(NewMessage(
             scope=self.scope, source=self.source, external_id=f"x{self.n}", channel_id=channel, author_id=f"u-{author}",
-            author_name=author, content=text, created_at=self.t, reply_to_external=reply_to, visible_in=visible_in))
+            author_name=author, content=text, created_at=self.t, reply_to_external=reply_to, visible_in=visible_in,
+            channel_name=channel_name))
 
 
 @pytest.fixture
@@ -184,6 +199,36 @@ async def test_a_restricted_channel_is_a_place_only_its_audience_sees(pool, embe
     assert not public.out and inside.out
     assert await places.where_to(SCOPE, "ban a spam account", channel_id="general") == [] or all(
         r.destination.channel_id != "mods" for r in await places.where_to(SCOPE, "ban a spam account"))
+
+
+async def test_a_place_is_named_by_its_channels_newest_message_its_audience_may_see(app: App, embedder) -> None:  # type: ignore[no-untyped-def]
+    places, macros = app.brain.layer("places"), app.brain.layer("macros")
+    h = History(app.db.pool)
+    for text, name in zip(DOCKER, ["docker", "docker", "containers"]):  # renamed on the way
+        await absorb((places, macros), embedder, await h.say("ana", "100", text, channel_name=name))
+    for text in BREAD:  # an import that names no channel
+        await absorb((places, macros), embedder, await h.say("bob", "200", text))
+    await absorb((places, macros), embedder, await h.say("cy", "300", "should we ban the spam account?",
+                                                         visible_in="300", channel_name="mod-log"))
+    await absorb((places, macros), embedder, await h.say("cy", "100", "weird one, no idea", visible_in="100",
+                                                         channel_name="secret-containers"))  # gone private
+    names = lambda g: {n.channel_id: n.name for n in g.nodes.values()}  # noqa: E731
+    assert names(await places.store.graph(SCOPE, None)) == {"100": "containers", "200": None}
+    assert names(await places.store.graph(SCOPE, "300")) == {"100": "containers", "200": None, "300": "mod-log"}
+    assert names(await places.store.graph(SCOPE, "100"))["100"] == "secret-containers"
+    # what the planner blends: a unit vector per named channel the audience sees
+    vectors = await places._names(await places.store.graph(SCOPE, None))
+    assert set(vectors) == {"100"} and abs(float(np.linalg.norm(vectors["100"])) - 1) < 1e-5
+    # the command line names a numbered channel by its name (Discord renders <#100> itself; a terminal cannot)
+    out = io.StringIO()
+    args = argparse.Namespace(text="docker compose logs", scope=SCOPE, channel=None, private=False, k=3, stats=False,
+                              json=False)
+    assert await places_cli.run(app.settings, args, out, embedder=embedder) == 0
+    assert "#containers" in out.getvalue() and "<#100>" not in out.getvalue()
+    # forgetting the channel forgets its name with its messages
+    await app.provenance.forget_channel("import", "100")
+    assert "100" not in names(await places.store.graph(SCOPE, "100"))
+    assert await app.db.pool.fetchval("SELECT count(*) FROM messages WHERE channel_name LIKE '%containers'") == 0
 
 
 async def test_forgetting_removes_what_a_message_alone_built(app: App, embedder) -> None:  # type: ignore[no-untyped-def]

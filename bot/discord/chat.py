@@ -118,6 +118,7 @@ class ChatCog(commands.Cog):
             created_at=message.created_at,
             visible_in=seen_by.visible_in,
             thread_parent_id=seen_by.thread_parent_id,
+            channel_name=getattr(message.channel, "name", None),  # a DM has none
         )
         try:
             async with message.channel.typing():

@@ -26,10 +26,10 @@ from memory.embed import Embedder
 from memory.errors import InvalidInput
 from memory.fields import check_text
 from memory.layers.base import MEMORY, AbsorbedTurn, BaseLayer, LayerStep, MemoryItem, RecallQuery, Section, StepResult
-from memory.places.codes import channel_label, topic_of
+from memory.places.codes import channel_label, name_text, topic_of
 from memory.places.gate import GateConfig
-from memory.places.graph import MERGE_SIMILARITY, PLACE_TTL, Observation, PlaceStore
-from memory.places.planner import Route, discussed, plan
+from memory.places.graph import MERGE_SIMILARITY, PLACE_TTL, Observation, PlaceGraph, PlaceStore
+from memory.places.planner import NAME_WEIGHT, Route, discussed, plan
 
 
 def _blend(topic_vector: np.ndarray, whole: np.ndarray) -> np.ndarray:
@@ -43,6 +43,7 @@ def _blend(topic_vector: np.ndarray, whole: np.ndarray) -> np.ndarray:
 log = logging.getLogger(__name__)
 
 MAX_TOPIC_CHARS = 500
+_NAME_CACHE = 4096  # channel-name vectors kept (names change rarely; a few per server)
 _ASKS_WHERE = re.compile(r"\b(?:where|which (?:channel|room|thread))\b", re.I)
 
 
@@ -58,11 +59,14 @@ class PlacesLayer(BaseLayer):
     name = "places"
 
     def __init__(self, pool: asyncpg.Pool, embedder: Embedder, *, gate: GateConfig | None = None,
-                 merge_similarity: float = MERGE_SIMILARITY, ttl: timedelta = PLACE_TTL) -> None:
+                 merge_similarity: float = MERGE_SIMILARITY, ttl: timedelta = PLACE_TTL,
+                 name_weight: float = NAME_WEIGHT) -> None:
         self.store = PlaceStore(pool, gate=gate)
         self.embedder = embedder
         self.merge_similarity = merge_similarity
         self.ttl = ttl
+        self.name_weight = name_weight  # the channel name's share of a place's fit (0: names unused)
+        self._name_vectors: dict[str, np.ndarray] = {}  # name text -> its unit vector
 
     # --- recall --------------------------------------------------------------------------------------------
 
@@ -76,7 +80,8 @@ class PlacesLayer(BaseLayer):
         vector = (_blend(await self.embedder.embed(topic_of(query.text)), query.vector)
                   if _ASKS_WHERE.search(query.text) else query.vector)
         graph = await self.store.graph(query.scope, query.audience.visible_channel)
-        routes = plan(graph, vector, start_channel=query.audience.channel_id, k=depth)
+        routes = plan(graph, vector, start_channel=query.audience.channel_id, k=depth, names=await self._names(graph),
+                      name_weight=self.name_weight)
         if not routes:
             return None
         items = tuple(MemoryItem("place", r.fit, _route_text(r), "Discussed in " + _route_text(r), (),
@@ -90,7 +95,8 @@ class PlacesLayer(BaseLayer):
         ``channel_id`` for the audience of ``visible_channel`` (None: what everyone may see)."""
         vector = await self._topic_vector(scope, topic, k)
         graph = await self.store.graph(scope, visible_channel)
-        return plan(graph, vector, start_channel=channel_id, k=k)
+        return plan(graph, vector, start_channel=channel_id, k=k, names=await self._names(graph),
+                    name_weight=self.name_weight)
 
     async def where_discussed(self, scope: str, topic: str, *, visible_channel: str | None = None,
                               k: int = 5) -> list[Route]:
@@ -98,6 +104,18 @@ class PlacesLayer(BaseLayer):
         vector = await self._topic_vector(scope, topic, k)
         graph = await self.store.graph(scope, visible_channel)
         return discussed(graph, vector, k=k)
+
+    async def _names(self, graph: PlaceGraph) -> dict[str, np.ndarray]:
+        """Unit vectors of the graph's channel names, by channel id (embedded once per name, then cached)."""
+        texts = {n.channel_id: t for n in graph.nodes.values() if (t := name_text(n.name))}
+        missing = sorted(set(texts.values()) - self._name_vectors.keys())
+        if missing and len(self._name_vectors) + len(missing) > _NAME_CACHE:
+            self._name_vectors.clear()
+            missing = sorted(set(texts.values()))
+        if missing:
+            for t, v in zip(missing, await self.embedder.embed_many(missing)):
+                self._name_vectors[t] = np.asarray(v, dtype=np.float32) / (np.linalg.norm(v) or 1.0)
+        return {c: self._name_vectors[t] for c, t in texts.items()}
 
     async def _topic_vector(self, scope: str, topic: str, k: int) -> np.ndarray:
         require_scope(scope)

@@ -161,3 +161,15 @@ def steps(text: str) -> list[str]:
 def channel_label(channel_id: str) -> str:
     """How a channel is named to people: a Discord mention for a numeric id, else ``#name``."""
     return f"<#{channel_id}>" if channel_id.isdigit() else "#" + channel_id.lstrip("#")
+
+
+_GENERIC_NAME_WORDS = frozenset(
+    "help helps helpdesk support chat chats talk talks discuss discussion discussions question questions qa q a "
+    "channel general random misc offtopic off topic lounge corner hangout the and of".split())
+
+
+def name_text(name: str | None) -> str | None:
+    """A channel's name as the words that say what it is for ("🐍・python-help" -> "python"); None when it has
+    none or only words any channel could have ("#general", "#help-chat")."""
+    kept = [w for w in re.sub(r"[\W_]+", " ", name or "").split() if w.lower() not in _GENERIC_NAME_WORDS]
+    return " ".join(kept) or None

@@ -63,6 +63,7 @@ class PlaceNode:
     questions: int
     resolutions: int
     last_seen: datetime
+    name: str | None = None  # what the channel is called (its newest message says), None: unknown
 
     @property
     def resolution_rate(self) -> float:
@@ -264,9 +265,19 @@ class PlaceStore:
             """SELECT id, channel_id, parent_channel_id, visible_in, centroid, label, messages, questions,
                       resolutions, last_seen FROM places
                WHERE scope = $1 AND (visible_in IS NULL OR visible_in = $2::text)""", scope, visible_channel)
+        # A channel's name as its newest message this audience may see gives it (messages_conversation_idx).
+        names = {r["channel_id"]: r["name"] for r in await self.pool.fetch(
+            """SELECT c.channel_id,
+                      (SELECT m.channel_name FROM messages m
+                       WHERE m.scope = $1 AND m.channel_id = c.channel_id AND m.channel_name IS NOT NULL
+                         AND (m.visible_in IS NULL OR m.visible_in = $3::text)
+                       ORDER BY m.created_at DESC, m.id DESC LIMIT 1) AS name
+               FROM unnest($2::text[]) AS c(channel_id)""",
+            scope, sorted({r["channel_id"] for r in rows}), visible_channel)}
         nodes = {r["id"]: PlaceNode(r["id"], r["channel_id"], r["parent_channel_id"], r["visible_in"],
                                     unit(vec(r["centroid"])), r["label"], r["messages"],
-                                    r["questions"], r["resolutions"], r["last_seen"]) for r in rows}
+                                    r["questions"], r["resolutions"], r["last_seen"], names.get(r["channel_id"]))
+                 for r in rows}
         out: dict[int, list[Transition]] = {}
         for r in await self.pool.fetch(
                 """SELECT src, dst, moves, successes, cost_s FROM place_edges
