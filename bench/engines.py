@@ -7,7 +7,9 @@ Engines:
 * ``bare``: transformers ``model.generate`` on the bf16 model (the bundled GGUF converted once), greedy,
   no processors or streamer: the reference the issue's 4x is measured against;
 * ``transformers``: the bot's transformers engine (bot.llm.TransformersLLM), the default until now;
-* ``llamacpp``: the bot's llama.cpp engine on the shipped Q4_K_M file (bot.llm_llamacpp), the default now;
+* ``llamacpp``: the bot's llama.cpp engine (bot.llm_llamacpp), the default: the shipped Q4_K_M file with its
+  vocabulary trimmed to Latin-script text, punctuation and emoji (bot.gguf_trim);
+* ``llamacpp-full``: the same engine on the shipped file as it is (HIPPOBOT_LLAMACPP_VOCAB=full);
 * ``openai``: the bot's HTTP client (bot.llm_openai) against ``python -m bot.llama_server`` (llama_cpp.server)
   on the same file, started here on a free port: what the HTTP path costs. Without logprobs: that server computes
   them in Python over the whole vocabulary, about 4 tokens/s (HIPPOBOT_LLM_LOGPROBS=false does the same).
@@ -38,6 +40,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +49,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 HELDOUT = Path(__file__).parent / "data" / "engines" / "heldout.txt"
-ENGINES = ("llamacpp", "openai", "bare", "transformers")  # llama.cpp first: torch's idle threads spin a while
+ENGINES = ("llamacpp", "llamacpp-full", "openai", "bare", "transformers")  # llama.cpp first: torch's idle threads spin a while
 NAMES = ["ana", "ben", "chloe", "dev"]
 LINES = [
     "I finally finished the bookshelf, it only took three weekends", "how do you keep sourdough starter alive?",
@@ -165,31 +168,44 @@ def _log_softmax(x: np.ndarray) -> np.ndarray:
 
 
 def quality(model: Any, tok: Any, gguf: Path, long_prompts: list[str], threads: int) -> dict[str, Any]:
-    """Perplexity of the held-out text and greedy agreement, bf16 transformers vs llama.cpp on the same ids."""
+    """Perplexity of the held-out text and greedy agreement, bf16 transformers vs llama.cpp on the same ids (a
+    trimmed file's ids mapped to the original ones; a token it does not have counts as a miss)."""
     import torch
     from llama_cpp import Llama
+
+    from bot.gguf_trim import read_kept_ids
+    from bot.llm_llamacpp import machine_load_settings
 
     text = HELDOUT.read_text(encoding="utf-8")
     ids = [tok.bos_token_id, *tok(text, add_special_tokens=False)["input_ids"]][:1024]
     ref_ppl = math.exp(-float(reference_logprobs(model, ids).mean()))
-    from bot.llm_llamacpp import machine_load_settings
-
+    kept = read_kept_ids(gguf)
+    new_id = {int(o): i for i, o in enumerate(kept)} if kept is not None else None
+    to_file = (lambda xs: [new_id[x] for x in xs]) if new_id is not None else (lambda xs: list(xs))  # noqa: E731
+    missing = [i for i in ids if new_id is not None and i not in new_id]
+    if missing:
+        raise SystemExit(f"{gguf.name} lacks {len(missing)} token(s) of the held-out text: {missing[:5]}")
     with machine_load_settings():  # extra buffer types off on AMX CPUs, as the engine loads it
         llama = Llama(model_path=str(gguf), n_ctx=2048, n_batch=512, n_threads=threads, n_threads_batch=threads,
                       logits_all=True, verbose=False)
     try:
-        logp = _log_softmax(llama_logits(llama, ids)[:-1])
-        cpp_ppl = math.exp(-float(logp[np.arange(len(ids) - 1), ids[1:]].mean()))
+        fids = to_file(ids)
+        logp = _log_softmax(llama_logits(llama, fids)[:-1])
+        cpp_ppl = math.exp(-float(logp[np.arange(len(fids) - 1), fids[1:]].mean()))
         same = total = 0
         for prompt in long_prompts:
             p = tok(prompt, return_tensors="pt")
             with torch.inference_mode():
                 out = model.generate(**p, max_new_tokens=32, min_new_tokens=32, do_sample=False)[0].tolist()
             n = p["input_ids"].shape[1]
-            logits = llama_logits(llama, out)
-            chosen = logits[n - 1: len(out) - 1].argmax(axis=-1)
-            same += int((chosen == np.asarray(out[n:])).sum())
             total += len(out) - n
+            if new_id is not None and any(t not in new_id for t in out):
+                continue  # the reference wrote a token the file does not have: all 32 count as misses
+            logits = llama_logits(llama, to_file(out))
+            chosen = logits[n - 1: len(out) - 1].argmax(axis=-1)
+            if kept is not None:
+                chosen = kept[chosen]
+            same += int((chosen == np.asarray(out[n:])).sum())
     finally:
         llama.close()
     return {"tokens": len(ids), "ppl_bf16": ref_ppl, "ppl_llamacpp": cpp_ppl,
@@ -203,13 +219,13 @@ async def run_engines(engines: list[str], *, repeats: int = 3, tokens: int = 64,
 
     from bot.config import Settings
     from bot.llm import EngineConfig, TransformersLLM, ensure_bundled_model
-    from bot.llm_llamacpp import LlamaCppLLM, ensure_bundled_gguf
+    from bot.llm_llamacpp import LlamaCppLLM, ensure_engine_gguf
     from bot.llm_openai import OpenAICompatibleLLM
 
     torch.set_num_threads(threads)
     cache = cache_dir or Settings(_env_file=None).model_cache_dir
     path = ensure_bundled_model(cache, progress=False)
-    gguf = ensure_bundled_gguf(cache)
+    gguf = {"llamacpp": ensure_engine_gguf(cache, "latin"), "llamacpp-full": ensure_engine_gguf(cache, "full")}
     tok = AutoTokenizer.from_pretrained(str(path))
     count = lambda t: len(tok(t, add_special_tokens=False)["input_ids"])  # noqa: E731
     prompts = {"short": [transcript(100 + i, 60, count) for i in range(repeats)],
@@ -227,10 +243,11 @@ async def run_engines(engines: list[str], *, repeats: int = 3, tokens: int = 64,
         server = None
         if engine == "transformers":
             llm: Any = TransformersLLM.load(config)
-        elif engine == "llamacpp":
-            llm = LlamaCppLLM.load(config, threads=threads)
+        elif engine in gguf:
+            llm = LlamaCppLLM.load(replace(config, vocab="full" if engine == "llamacpp-full" else "latin"),
+                                   threads=threads)
         elif engine == "openai":
-            server, url = start_server(gguf, threads)
+            server, url = start_server(gguf["llamacpp"], threads)
             llm = OpenAICompatibleLLM(url, api="completions", max_new_tokens=tokens, temperature=config.temperature,
                                       top_p=config.top_p, seed=7, logprobs=False)  # see the docstring
         else:
@@ -246,9 +263,9 @@ async def run_engines(engines: list[str], *, repeats: int = 3, tokens: int = 64,
             if server is not None:
                 server.terminate()
                 server.wait(timeout=10)
-    if "llamacpp" in engines:
-        print("quality: bf16 transformers vs llama.cpp", file=sys.stderr)
-        results["quality"] = quality(model, tok, gguf, prompts["long"], threads)
+    for engine in (e for e in engines if e in gguf):
+        print(f"quality: bf16 transformers vs {engine}", file=sys.stderr)
+        results.setdefault("quality", {})[engine] = quality(model, tok, gguf[engine], prompts["long"], threads)
     return results
 
 
@@ -268,10 +285,10 @@ def print_engines(r: dict[str, Any]) -> None:
         ms = lambda v: f"{v * 1000:.0f}" if v is not None else "-"  # noqa: E731
         print(f"{engine:<14}{ms(s['short']['ttft_s']):>15}{ms(s['long']['ttft_s']):>14}"
               f"{(f'{rate:.1f}' if rate else '-'):>14}{ratio}")
-    q = r.get("quality")
-    if q:
-        print(f"held-out perplexity ({q['tokens']} tokens): bf16 {q['ppl_bf16']:.2f}, llama.cpp {q['ppl_llamacpp']:.2f}"
-              f" (ratio {q['ppl_ratio']:.3f}); greedy agreement with bf16: {q['greedy_agreement']:.3f}")
+    for engine, q in r.get("quality", {}).items():
+        print(f"{engine}: held-out perplexity ({q['tokens']} tokens) bf16 {q['ppl_bf16']:.2f}, llama.cpp "
+              f"{q['ppl_llamacpp']:.2f} (ratio {q['ppl_ratio']:.3f}); greedy agreement with bf16: "
+              f"{q['greedy_agreement']:.3f}")
 
 
 async def main() -> None:

@@ -59,6 +59,7 @@ def engine_config(settings: Settings, *, progress: bool = True) -> EngineConfig:
         seed=settings.seed,
         progress=progress,
         context_tokens=settings.context_tokens,
+        vocab=settings.llamacpp_vocab,
     )
 
 

@@ -63,6 +63,11 @@ class Settings(BaseSettings):
         description="auto: an OpenAI-compatible server when HIPPOBOT_LLM_URL is set; else llama.cpp for the bundled "
         "model on CPU without a LoRA adapter; else transformers (Hugging Face models, LoRA adapters, CUDA).",
     )
+    llamacpp_vocab: Literal["latin", "full"] = Field(
+        default="latin",
+        description="llama.cpp on the bundled model: latin trims its vocabulary to Latin-script text, punctuation "
+        "and emoji (about a quarter faster, the same output for such text); full keeps every script.",
+    )
     llm_url: str | None = Field(
         default=None,
         description="Base URL of an OpenAI-compatible server (llama.cpp server, vLLM, Ollama, LM Studio), "

