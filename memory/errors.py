@@ -28,4 +28,7 @@ class ImportFileError(InvalidInput):
         shown = "; ".join(why if n == 0 or why.startswith("message ") else f"line {n}: {why}"
                           for n, why in problems[:10])
         more = f" (and {len(problems) - 10} more)" if len(problems) > 10 else ""
-        super().__init__(f"{path}: {len(problems)} malformed record(s), nothing imported: {shown}{more}")
+        if all(n == 0 for n, _ in problems):  # the file as a whole (missing, empty, not UTF-8, too big)
+            super().__init__(f"{path}: nothing imported: {shown}")
+        else:
+            super().__init__(f"{path}: {len(problems)} malformed record(s), nothing imported: {shown}{more}")

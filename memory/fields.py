@@ -19,9 +19,15 @@ EARLIEST_YEAR, LATEST_YEAR = 1970, 2200
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
+_TERMINAL_CONTROL = re.compile(r"[\x01-\x08\x0b\x0c\x0e-\x1f\x7f\x80-\x9f]")  # not tab, newline, return
+
+
 def clean_text(text: str) -> str:
-    """Text as it can be stored: NUL characters dropped, lone surrogates replaced."""
-    return text.replace("\x00", "").encode("utf-8", "replace").decode("utf-8")
+    """Text as it can be stored: NUL characters dropped, lone surrogates replaced, and control characters other
+    than tab and line breaks (escape sequences, bells, which would recolour or clear a terminal that prints the
+    text back) replaced by U+FFFD."""
+    text = _TERMINAL_CONTROL.sub("\ufffd", text.replace("\x00", ""))
+    return text.encode("utf-8", "replace").decode("utf-8")
 
 
 def check_text(text: str | None, what: str, max_chars: int, *, example: str = "") -> str:

@@ -205,6 +205,7 @@ def parse_import_file(path: Path, *, max_chars: int) -> tuple[list[ImportedMessa
 
     problems: list[tuple[int, str]] = []
     parsed: list[ImportedMessage | None] = []
+    numbers: list[int] = []  # the line (or message) number of each parsed record
     whole: Any = None
     if raw.lstrip().startswith("{"):
         try:
@@ -216,7 +217,8 @@ def parse_import_file(path: Path, *, max_chars: int) -> tuple[list[ImportedMessa
             whole = None
         except RecursionError:
             raise ImportFileError(str(path), [(0, "JSON nested too deeply")]) from None
-    if isinstance(whole, dict) and isinstance(whole.get("messages"), list):
+    exported = isinstance(whole, dict) and isinstance(whole.get("messages"), list)  # DiscordChatExporter's
+    if exported:
         channel = whole.get("channel")
         try:
             channel_name = None
@@ -233,6 +235,7 @@ def parse_import_file(path: Path, *, max_chars: int) -> tuple[list[ImportedMessa
         for number, obj in enumerate(whole["messages"], start=1):
             try:
                 parsed.append(_dce_record(obj, channel_id, max_chars, channel_name))
+                numbers.append(number)
             except ValueError as exc:
                 problems.append((number, f"message {number}: {exc}"))
     else:
@@ -252,6 +255,7 @@ def parse_import_file(path: Path, *, max_chars: int) -> tuple[list[ImportedMessa
                 continue
             try:
                 parsed.append(_jsonl_record(obj, max_chars))
+                numbers.append(number)
             except ValueError as exc:
                 problems.append((number, str(exc)))
     if problems:
@@ -259,9 +263,19 @@ def parse_import_file(path: Path, *, max_chars: int) -> tuple[list[ImportedMessa
     if not parsed:
         raise ImportFileError(str(path), [(0, "no messages found")])
     messages: dict[tuple[str, str], ImportedMessage] = {}
-    for m in parsed:
-        if m is not None:
-            messages.setdefault((m.channel_id, m.external_id), m)
+    first: dict[tuple[str, str], int] = {}
+    for number, m in zip(numbers, parsed):
+        if m is None:
+            continue
+        key = (m.channel_id, m.external_id)
+        if key not in messages:
+            messages[key], first[key] = m, number
+        elif messages[key] != m:  # the same message twice (overlapping exports) is one; two under one id are not
+            why = (f"id {m.external_id} in channel {m.channel_id} is also the id of a different message "
+                   f"({'message' if exported else 'line'} {first[key]})")
+            problems.append((number, f"message {number}: {why}" if exported else why))
+    if problems:
+        raise ImportFileError(str(path), problems)
     ordered = sorted(messages.values(), key=lambda m: m.created_at)
     return ordered, sum(1 for m in parsed if m is None)
 

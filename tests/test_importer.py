@@ -104,6 +104,18 @@ async def test_discord_chat_exporter_json(app: App, tmp_path: Path) -> None:
     assert (row["channel_id"], row["channel_name"], row["author_name"]) == ("600", "general", "Ana")
 
 
+async def test_one_id_for_two_messages_is_refused_and_a_repeated_line_is_one_message(app: App,
+                                                                                      tmp_path: Path) -> None:
+    clash = write_jsonl(tmp_path / "clash.jsonl", [LINES[0], {**LINES[0], "text": "something else entirely"}])
+    with pytest.raises(ImportFileError, match="line 2: id 1 in channel general is also the id of a different "
+                                              "message [(]line 1[)]"):
+        await app.importer.run(clash, "g1")
+    assert await app.db.pool.fetchval("SELECT count(*) FROM messages") == 0
+    overlap = write_jsonl(tmp_path / "overlap.jsonl", [LINES[0], LINES[1], LINES[0]])  # exports that overlap
+    report = await app.importer.run(overlap, "g1")
+    assert (report.read, report.imported) == (2, 2)
+
+
 async def test_imported_messages_keep_their_channels_names(app: App, tmp_path: Path) -> None:
     """A named channel is its own name; a numbered one takes ``channel_name`` (cleaned), or has none."""
     base = {"author": "ana", "timestamp": "2026-10-01T10:00:00Z", "text": "hello"}
