@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import signal
 import sys
 from collections.abc import Coroutine
@@ -131,9 +132,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"hippobot {args.command}: {problem}", file=sys.stderr)
         return EXIT_USAGE
     try:
-        return asyncio.run(_stoppable(handler(settings, args)))
+        code = asyncio.run(_stoppable(handler(settings, args)))
+        sys.stdout.flush()  # here, not at exit: a closed pipe is then one of the cases below
+        return code
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # the reader went away (`hippobot dream | head`): what it wanted, it has
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit's flush
+        return 141  # 128 + SIGPIPE, as a shell reports a command the pipe closed on
     except (LLMError, MemoryStoreError) as exc:
         print(f"hippobot {args.command}: {exc}", file=sys.stderr)
         return EXIT_ERROR
@@ -192,11 +199,19 @@ async def _stoppable(work: Coroutine[Any, Any, int]) -> int:
             loop.remove_signal_handler(signal.SIGTERM)
 
 
-def _backlog_progress(done: int, total: int) -> None:
-    print(f"\rabsorbing {done}/{total} message(s) left unabsorbed by the last run", end="", file=sys.stderr,
-          flush=True)
-    if done == total:
-        print("", file=sys.stderr)
+def _progress(label: str) -> Any:
+    """A progress callback: one line rewritten in place on a terminal; elsewhere (a log file, a pipe) only the
+    final count, on a line of its own."""
+    def report(done: int, total: int) -> None:
+        if sys.stderr.isatty():
+            print(f"\r{label} {done}/{total}", end="\n" if done == total else "", file=sys.stderr, flush=True)
+        elif done == total:
+            print(f"{label} {done}/{total}", file=sys.stderr, flush=True)
+
+    return report
+
+
+_backlog_progress = _progress("absorbing the messages the last run left unabsorbed:")
 
 
 async def _open(settings: Settings, *, with_llm: bool, now: datetime | None = None):  # -> App (lazily: torch)
@@ -242,19 +257,13 @@ async def _import(settings: Settings, args: argparse.Namespace) -> int:
     scope = args.scope or settings.console_scope
     app = await _open(settings, with_llm=False, now=args.now)
     try:
-        def embedding(done: int, total: int) -> None:
-            print(f"\rembedding {done}/{total}", end="", file=sys.stderr, flush=True)
-
-        def absorbing(done: int, total: int) -> None:
-            print(f"\rabsorbing into memory {done}/{total}", end="", file=sys.stderr, flush=True)
-
         try:
-            report = await app.importer.run(args.file, scope, progress=embedding, absorb_progress=absorbing,
+            report = await app.importer.run(args.file, scope, progress=_progress("embedding"),
+                                            absorb_progress=_progress("absorbing into memory"),
                                             private_channels=args.private_channel)
         except MemoryStoreError as exc:
             print(f"hippobot import: {exc}", file=sys.stderr)
             return EXIT_ERROR
-        print("", file=sys.stderr)
         print(f"{args.file}: {report} (scope {scope})")
         return 0
     finally:
@@ -366,6 +375,8 @@ async def _dream(settings: Settings, args: argparse.Namespace) -> int:
     app = await _open(settings, with_llm=False, now=args.now)
     try:
         app.dream.services.channel = ConsoleDreamChannel(sys.stdout)
+        if args.scope is not None and not await app.conversations.count(args.scope):
+            print(f"hippobot dream: note: nothing is stored in scope {args.scope!r} (a typo?)", file=sys.stderr)
         report = await app.dream.run(app.brain.clock.now(), scope=args.scope)
         print(report.render())
         # The console's own proposals are posted here; a server's wait for `hippobot run` to post them.

@@ -86,6 +86,16 @@ def test_a_malformed_import_exits_nonzero_with_line_numbers(env: dict[str, str],
     assert "Traceback" not in result.stderr
 
 
+def test_a_reader_that_goes_away_ends_the_command_quietly(env: dict[str, str]) -> None:
+    """`hippobot places --stats | head -0`: the pipe closes before anything is written."""
+    proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "places", "--stats", "--scope", "g1"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc.stdout.close()  # type: ignore[union-attr]
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 141, err
+    assert "Traceback" not in err and "Exception ignored" not in err and "Broken pipe" not in err
+
+
 def test_run_without_a_token_says_so(env: dict[str, str]) -> None:
     result = run_cli(["run"], env)
     assert result.returncode == 2

@@ -352,7 +352,7 @@ async def test_a_large_shift_waits_for_approval_and_is_applied_only_after_it(app
 # --- seeing and steering it ------------------------------------------------------------------------------
 
 
-async def test_the_cli_shows_the_persona_its_json_and_its_history(app: App, db_url: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+async def test_the_cli_shows_the_persona_its_json_and_its_history(app: App, db_url: str, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
     import argparse
     import io
     import json
@@ -375,8 +375,10 @@ async def test_the_cli_shows_the_persona_its_json_and_its_history(app: App, db_u
     data = json.loads(out.getvalue())
     assert data["version"] == 6 and data["state"]["beliefs"]["remote work"]["position"] > 0
     out = io.StringIO()
+    capsys.readouterr()
     assert await run(settings, parser.parse_args(["persona", "--scope", "nobody-here"]), out) == 0
     assert "not shaped by anyone yet" in out.getvalue()
+    assert "nothing is stored in scope 'nobody-here' (a typo?)" in capsys.readouterr().err
 
 
 async def test_the_discord_commands_show_for_everyone_and_reset_only_as_an_approved_proposal(app: App) -> None:

@@ -49,9 +49,9 @@ _ASKS_WHERE = re.compile(r"\b(?:where|which (?:channel|room|thread))\b", re.I)
 
 def topic_text(topic: str | None) -> str:
     """A topic or problem someone asks about, as it can be embedded; InvalidInput when empty or too long."""
-    text = check_text(topic, "the topic", MAX_TOPIC_CHARS, example="say what it is, e.g. `/whereto docker networking`")
+    text = check_text(topic, "the topic", MAX_TOPIC_CHARS, example="say what it is, e.g. 'docker networking'")
     if not any(ch.isalnum() for ch in text):  # "???" (what a lone surrogate becomes), "!!!": nothing to place
-        raise InvalidInput("the topic has no words; say what it is, e.g. `/whereto docker networking`")
+        raise InvalidInput("the topic has no words; say what it is, e.g. 'docker networking'")
     return text
 
 

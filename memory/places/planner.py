@@ -43,7 +43,8 @@ _GOAL = -2
 @dataclass(frozen=True)
 class Route:
     places: tuple[PlaceNode, ...]  # from where the person is (when known) to the destination
-    fit: float  # the destination's fit to the topic (hippobot's similarity scale, plus the success bonus)
+    fit: float  # the destination's fit to the topic (hippobot's similarity scale, plus the success bonus), as the
+    # reason says it
     cost: float
     reason: str
 
@@ -95,7 +96,7 @@ def plan(graph: PlaceGraph, vector: np.ndarray, *, start_channel: str | None = N
         path, cost = found
         nodes = tuple(graph.nodes[i] for i in path)
         dest = nodes[-1]
-        routes.append(Route(nodes, fits[dest.id][1], cost, _reason(graph, nodes, fits[dest.id][0], start_channel)))
+        routes.append(Route(nodes, fits[dest.id][1], cost, _reason(graph, nodes, fits[dest.id][1], start_channel)))
         excluded.add(dest.channel_id)
     return routes
 
@@ -155,9 +156,9 @@ def _neighbours(graph: PlaceGraph, node: int, goals: dict[int, float], jump: flo
     return out
 
 
-def _reason(graph: PlaceGraph, nodes: Sequence[PlaceNode], sim: float, start_channel: str | None) -> str:
+def _reason(graph: PlaceGraph, nodes: Sequence[PlaceNode], fitness: float, start_channel: str | None) -> str:
     dest = nodes[-1]
-    parts = [f"about {dest.label or 'this'} (fit {sim:.2f})"]
+    parts = [f"about {dest.label or 'this'} (fit {fitness:.2f})"]
     if dest.questions:
         parts.append(f"{min(dest.resolutions, dest.questions)} of {dest.questions} question(s) there resolved")
     if len(nodes) > 1:
