@@ -12,7 +12,8 @@ import logging
 import re
 import threading
 from dataclasses import dataclass
-from typing import TextIO
+from collections.abc import Mapping
+from typing import Any, TextIO
 
 from pathlib import Path
 
@@ -85,13 +86,15 @@ def _source_label(source: SourceRef) -> str:
     return f"{source.channel_id}/{source.external_id}"
 
 
-def format_archetypes(router: ArchetypeRouter) -> str:
+def format_archetypes(router: ArchetypeRouter, stats: Mapping[Any, tuple[int, float]]) -> str:
+    """One line per archetype, with ``stats`` (ArchetypeStore.match_stats: this scope's matches only)."""
     lines = []
     for a in router.archetypes:
-        avg = "-" if a.avg_similarity is None else f"{a.avg_similarity:.3f}"
+        count, mean = stats.get(a.id, (0, None))
+        avg = "-" if mean is None else f"{mean:.3f}"
         lines.append(
             f"{a.name:<24} turns={a.turns:<2} vectors={a.vectors:<2} threshold={a.similarity_threshold:.2f} "
-            f"depth={a.triple_depth} matches={a.match_count} avg_sim={avg}"
+            f"depth={a.triple_depth} matches={count} avg_sim={avg}"
         )
     return "\n".join(lines) or "(no active archetypes)"
 
@@ -206,7 +209,8 @@ class Console:
                 self._print(HELP)
             elif stripped == "/archetypes":
                 await self._brain.archetypes.refresh()
-                self._print(format_archetypes(self._brain.archetypes))
+                stats = await self._brain.archetypes.store.match_stats(self._me.scope)
+                self._print(format_archetypes(self._brain.archetypes, stats))
             elif stripped == "/recall" or stripped.startswith("/recall "):
                 query = stripped[len("/recall") :].strip()
                 bundle = await self._brain.context(query, self._me.scope, channel_id=self._me.channel_id,

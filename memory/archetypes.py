@@ -209,6 +209,15 @@ class ArchetypeStore:
             list(archetype.examples),
         )
 
+    async def match_stats(self, scope: str) -> dict[UUID, tuple[int, float]]:
+        """Per archetype, how many of this scope's messages it routed and their mean similarity (a global
+        archetype's own counters are summed over every scope; these are this scope's alone)."""
+        rows = await self._pool.fetch(
+            """SELECT archetype_id, count(*) AS n, avg(similarity) AS avg FROM archetype_matches
+               WHERE scope = $1 AND NOT used_default AND archetype_id IS NOT NULL GROUP BY archetype_id""",
+            require_scope(scope))
+        return {r["archetype_id"]: (int(r["n"]), float(r["avg"])) for r in rows}
+
     async def record_matches(
         self, records: Sequence[MatchRecord], conn: asyncpg.Connection | None = None
     ) -> None:

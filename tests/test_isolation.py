@@ -85,3 +85,28 @@ async def test_no_recall_crosses_a_scope_or_leaves_a_restricted_channel(app: App
     # The test has teeth: the audiences that may see a secret do get it back.
     assert own_secret_seen > 100 and own_private_seen > 50
     assert {"turn", "episode", "fact"} <= kinds  # every layer was exercised
+
+
+async def test_the_consoles_archetype_counts_are_its_own_scopes(app: App) -> None:
+    """Global archetypes count matches across every scope; /archetypes shows the console's scope's alone."""
+    import io
+    import re
+
+    from bot.console import Console, ConsoleIdentity
+
+    for i, text in enumerate(["why does my docker build fail with exit code 137?",
+                              "my python script throws a KeyError when I parse the config, any idea?"]):
+        reply = await app.brain.respond(IncomingTurn(scope="g1", source="console", channel_id="c", author_id="u",
+                                                     author_name="ana", text=text, external_id=f"m{i}"))
+        await reply.complete()
+    await app.brain.drain()
+
+    async def shown(scope: str) -> list[int]:
+        out = io.StringIO()
+        console = Console(app.brain, ConsoleIdentity("bo", "console", scope), io.StringIO("/archetypes\n"), out,
+                          io.StringIO(), interactive=False)
+        assert await console.run() == 0
+        return [int(m) for m in re.findall(r"matches=(\d+)", out.getvalue())]
+
+    assert sum(await shown("g1")) >= 1
+    assert sum(await shown("g2")) == 0, "another scope's traffic is not this scope's to see"
