@@ -154,7 +154,10 @@ class LlamaCppLLM(WorkerEngine):
             from llama_cpp import Llama
         except Exception as exc:
             raise LLMError(f"llama-cpp-python is not usable here: {exc}") from exc
-        path = model_path or ensure_engine_gguf(config.cache_dir, config.vocab)
+        try:
+            path = model_path or ensure_engine_gguf(config.cache_dir, config.vocab)
+        except (OSError, ValueError) as exc:  # a full disk, a damaged file: under "auto", transformers takes over
+            raise LLMError(f"cannot prepare the bundled GGUF: {exc}") from exc
         n_ctx = max(_MIN_CONTEXT, config.context_tokens + config.max_new_tokens + 64)
         try:
             with machine_load_settings():

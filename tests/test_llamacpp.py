@@ -92,6 +92,19 @@ async def test_the_trimmed_vocabulary_writes_what_the_shipped_one_writes(gemma: 
         shipped.close()
 
 
+def test_a_trim_that_fails_is_an_engine_error(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A full disk while writing the trimmed copy is an LLMError, which `auto` answers with transformers."""
+    from bot import gguf_trim
+
+    def no_space(src: Path, dst: Path) -> dict[str, int]:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(gguf_trim, "trim", no_space)
+    with pytest.raises(LLMError, match="cannot prepare the bundled GGUF: .*No space left"):
+        LlamaCppLLM.load(EngineConfig(cache_dir=tmp_path, progress=False), threads=2)
+    assert not list((tmp_path / "gguf").glob("*.latin.gguf*")), "nothing half-written is left to be trusted"
+
+
 def test_extra_buffer_types_follow_the_cpu_and_the_override(gemma: LlamaCppLLM, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """On a CPU with AMX tiles llama.cpp's extra buffer types are off (their AMX kernels segfault on the first
     decode here); the model loaded for these tests says which way it went, and the setting overrides."""
