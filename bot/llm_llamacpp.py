@@ -86,6 +86,33 @@ def ensure_engine_gguf(cache_dir: Path, vocab: str = "latin") -> Path:
     return target
 
 
+_GGML_ERROR = 4  # ggml's log levels: 1 debug, 2 info, 3 warn, 4 error, 5 continuation
+_log_callback: Any = None  # the ctypes callback, kept alive while llama.cpp holds it
+
+
+def _route_llama_logs() -> None:
+    """llama.cpp's log lines into this module's logger: its errors as warnings, the rest at debug level.
+
+    llama-cpp-python's own callback reads ggml's levels one step off (a warning counts as an error), so notes
+    such as "using full-size SWA cache" would reach the console's stderr at every start.
+    """
+    global _log_callback
+    if _log_callback is not None:
+        return
+    import ctypes
+
+    import llama_cpp
+
+    @llama_cpp.llama_log_callback
+    def route(level: int, text: bytes, user_data: Any) -> None:
+        line = text.decode("utf-8", errors="replace").rstrip()
+        if line:
+            log.log(logging.WARNING if level == _GGML_ERROR else logging.DEBUG, "llama.cpp: %s", line)
+
+    _log_callback = route
+    llama_cpp.llama_log_set(route, ctypes.c_void_p(0))
+
+
 def available() -> bool:
     try:
         import llama_cpp  # noqa: F401
@@ -159,6 +186,7 @@ class LlamaCppLLM(WorkerEngine):
         except (OSError, ValueError) as exc:  # a full disk, a damaged file: under "auto", transformers takes over
             raise LLMError(f"cannot prepare the bundled GGUF: {exc}") from exc
         n_ctx = max(_MIN_CONTEXT, config.context_tokens + config.max_new_tokens + 64)
+        _route_llama_logs()
         try:
             with machine_load_settings():
                 llama = Llama(model_path=str(path), n_ctx=n_ctx, n_batch=512, n_threads=threads or _cores(),

@@ -37,6 +37,7 @@ def env(db_url: str, tmp_path: Path) -> dict[str, str]:
 def test_chat_answers_piped_input_and_a_new_process_recalls_it(env: dict[str, str]) -> None:
     chat = run_cli(["chat", "--user", "ana"], env, stdin="I adopted a grey cat called Miso last spring\nWhat a sunny day\n")
     assert chat.returncode == 0, chat.stderr
+    assert "llama_" not in chat.stderr, "llama.cpp's notes go to the debug log, not the person's terminal"
     replies = [line for line in chat.stdout.splitlines() if line.startswith("hippobot: ")]
     assert len(replies) == 2, chat.stdout
     recall = run_cli(["recall", "what is my cat called?", "--json", "--user", "ana"], env)
