@@ -142,6 +142,14 @@ def test_a_bad_scope_is_a_scope_error_everywhere(scope: str) -> None:
         require_scope(scope)
 
 
+def test_an_unknown_option_is_named_with_its_subcommands_usage(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["recall", "hi", "--bogus"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "hippobot recall: error: unrecognized arguments: --bogus" in err
+    assert "[--queries QUERIES]" in err and "{chat,import" not in err
+
+
 @pytest.mark.parametrize("argv", [
     ["import", "x.jsonl", "--scope", "s" * 3000],
     ["recall", "hi", "--scope", "a\x01b"],

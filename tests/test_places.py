@@ -22,7 +22,7 @@ from memory.errors import InvalidInput
 from memory.layers.macros import MacrosLayer
 from memory.layers.places import PlacesLayer
 from memory.places import AGGREGATE, BLOCK, INSERT, GateConfig, SpatialGate, outcome, plan, steps
-from memory.places.codes import name_text
+from memory.places.codes import channel_label, name_text
 from memory.places.graph import PlaceGraph, PlaceNode, Transition
 
 SCOPE = "g1"
@@ -105,6 +105,7 @@ def test_a_channels_name_settles_what_its_code_leaves_close() -> None:
     assert plan(graph, topic, k=1, names=named, name_weight=0.0)[0].destination.channel_id == "100"
     assert plan(graph, e[0], k=1, names=named)[0].destination.channel_id == "100"  # a name does not outvote a code
     assert name_text("🐍・python-help") == "python" and name_text("off-topic") is None and name_text(None) is None
+    assert [channel_label(c) for c in ("123", "general", "console:console")] == ["<#123>", "#general", "#console"]
 
 
 # --- the place graph in PostgreSQL -----------------------------------------------------------------------------

@@ -159,8 +159,11 @@ def steps(text: str) -> list[str]:
 
 
 def channel_label(channel_id: str) -> str:
-    """How a channel is named to people: a Discord mention for a numeric id, else ``#name``."""
-    return f"<#{channel_id}>" if channel_id.isdigit() else "#" + channel_id.lstrip("#")
+    """How a channel is named to people: a Discord mention for a numeric id, else ``#name`` (the console's
+    ``console:NAME`` channels by their name)."""
+    if channel_id.isdigit():
+        return f"<#{channel_id}>"
+    return "#" + channel_id.removeprefix("console:").lstrip("#")
 
 
 _GENERIC_NAME_WORDS = frozenset(
