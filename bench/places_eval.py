@@ -28,7 +28,10 @@ once, then held-out questions are asked:
   then the suggested procedures tried in order (rank r of the right one = r attempts; not in the top 3 = the
   history's attempts). EM = the first route and the first procedure both right.
 
-    .venv/bin/python -m bench.places_eval [--database-url URL] [--name-weight W] [--json F]
+``--history-share S`` imports only the first share S of the history (a young server: the chatter lines come
+first, then the solved threads), to see what channel names add when the topic codes are thin.
+
+    .venv/bin/python -m bench.places_eval [--database-url URL] [--name-weight W] [--history-share S] [--json F]
 """
 
 from __future__ import annotations
@@ -64,8 +67,12 @@ async def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--database-url", help="an admin URL to create a scratch database on (default: embedded)")
     p.add_argument("--name-weight", type=float, default=None,
                    help="the channel name's share of a place's fit (default: the planner's NAME_WEIGHT; 0: no names)")
+    p.add_argument("--history-share", type=float, default=1.0,
+                   help="import only the first share of the history, 0 < S <= 1 (a young server)")
     p.add_argument("--json", type=Path)
     args = p.parse_args(argv)
+    if not 0 < args.history_share <= 1:
+        p.error("--history-share must be in (0, 1]")
     offline_environment()
     from bot.app import App
     from memory.embed import MiniLMEmbedder
@@ -90,7 +97,12 @@ async def main(argv: Sequence[str] | None = None) -> int:
     results: dict[str, object] = {}
     try:
         t0 = time.perf_counter()
-        report = await app.importer.run(DATA / "history.jsonl", SCOPE)
+        history = DATA / "history.jsonl"
+        if args.history_share < 1:
+            lines = history.read_text("utf-8").splitlines()
+            history = Path(settings.data_dir) / "history-share.jsonl"
+            history.write_text("\n".join(lines[: max(1, int(len(lines) * args.history_share))]) + "\n", "utf-8")
+        report = await app.importer.run(history, SCOPE)
         import_s = time.perf_counter() - t0
         from datetime import UTC, datetime
 
@@ -130,7 +142,7 @@ async def main(argv: Sequence[str] | None = None) -> int:
         for split in ("dev", "dev2"):
             for m in results[f"where_{split}"]["misses"]:  # type: ignore[index]
                 print(f"  {split} miss:", m)
-        print(f"channel names: weight {places.name_weight}")
+        print(f"channel names: weight {places.name_weight}; history imported: {args.history_share:.0%}")
         print(f"goal: right channel first >= {GOALS['where']} on held-out questions (heldout3: written apart, never "
               "looked at while choosing anything; heldout2 likewise, but run once before the channel names; heldout: "
               "seen before the method changed, no longer clean)")
