@@ -226,7 +226,11 @@ def parse_import_file(path: Path, *, max_chars: int) -> tuple[list[ImportedMessa
                 channel_id = check_id(path.stem, "the channel (the file's name, as the export names none)")
             elif isinstance(channel, dict):
                 channel_id = _ident(channel.get("id") or channel.get("name") or path.stem, "channel.id")
-                channel_name = _channel_name(channel.get("name"), channel_id)
+                # A thread's title is its opener's words: a thread is named by its parent (the export's
+                # "category" for a thread), as on Discord (bot.discord.chat.channel_name_of).
+                thread = "thread" in str(channel.get("type", "")).lower()
+                channel_name = (_channel_name(channel.get("category"), channel_id) if thread and channel.get("category")
+                                else None if thread else _channel_name(channel.get("name"), channel_id))
             else:  # some exports give the channel as its name or id
                 channel_id = _ident(channel, "channel")
                 channel_name = _channel_name(None, channel_id)

@@ -301,6 +301,22 @@ async def test_deleting_a_channel_forgets_it_and_its_threads(bot: SingleShardHip
     assert await stored_texts(bot) == {"said elsewhere"}
 
 
+def test_a_thread_is_named_by_its_parent_channel_not_its_title() -> None:
+    from unittest.mock import MagicMock
+
+    from bot.discord.chat import channel_name_of
+
+    parent = MagicMock(spec=discord.TextChannel)
+    parent.name = "docker-help"
+    thread = MagicMock(spec=discord.Thread)
+    thread.name, thread.parent = "my compose file won't start (ana's question)", parent
+    assert channel_name_of(thread) == "docker-help", "the title is its author's words, not the server's"
+    thread.parent = None  # a parent the cache does not hold
+    assert channel_name_of(thread) is None
+    assert channel_name_of(parent) == "docker-help"
+    assert channel_name_of(MagicMock(spec=discord.DMChannel)) is None
+
+
 async def test_deleting_a_thread_forgets_its_messages(bot: SingleShardHippoBot) -> None:
     general, _, _ = channels()
     await store(bot, 434343, "3000", "said in the thread", thread_parent=general.id)

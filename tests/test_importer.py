@@ -128,10 +128,18 @@ async def test_imported_messages_keep_their_channels_names(app: App, tmp_path: P
     await app.importer.run(path, "g1")
     rows = await app.db.pool.fetch("SELECT external_id, channel_name FROM messages ORDER BY external_id")
     assert [r["channel_name"] for r in rows] == ["python-help", "🐍 python chat", None, None]
+    thread = {"guild": {"id": "500"}, "channel": {"id": "601", "type": "GuildPublicThread", "category": "docker-help",
+                                                 "name": "ana's compose file won't start"},
+              "messages": [{"id": "9", "timestamp": "2026-09-01T08:00:00+00:00", "content": "it exits with 137",
+                            "author": {"id": "11", "name": "ana"}}]}
+    (tmp_path / "thread.json").write_text(json.dumps(thread), encoding="utf-8")
+    await app.importer.run(tmp_path / "thread.json", "g1")
+    assert await app.db.pool.fetchval("SELECT channel_name FROM messages WHERE channel_id = '601'") == "docker-help", (
+        "a thread is named by its parent: its title is its opener's words")
     bad = write_jsonl(tmp_path / "bad.jsonl", [{**base, "id": "5", "channel": "1", "channel_name": 7}])
     with pytest.raises(ImportFileError, match="channel_name"):
         await app.importer.run(bad, "g1")
-    assert await app.db.pool.fetchval("SELECT count(*) FROM messages") == 4
+    assert await app.db.pool.fetchval("SELECT count(*) FROM messages") == 5
 
 
 async def test_imported_history_is_recalled(app: App, tmp_path: Path) -> None:

@@ -64,6 +64,16 @@ def visibility_of(channel: Any) -> Visibility:
                           everyone_can_view=everyone)
 
 
+def channel_name_of(channel: Any) -> str | None:
+    """What to store as the channel's name: a channel's own; a thread's parent's, since a thread's title is
+    written by the person who opened it, and a copy kept on everyone's messages would outlive forgetting
+    them; None in a DM."""
+    if isinstance(channel, discord.Thread):
+        parent = channel.parent
+        return getattr(parent, "name", None) if parent is not None else None
+    return getattr(channel, "name", None)
+
+
 def with_attachments(text: str, attached: str) -> str:
     return f"{text}\n\n{attached}".strip() if attached else text
 
@@ -118,7 +128,7 @@ class ChatCog(commands.Cog):
             created_at=message.created_at,
             visible_in=seen_by.visible_in,
             thread_parent_id=seen_by.thread_parent_id,
-            channel_name=getattr(message.channel, "name", None),  # a DM has none
+            channel_name=channel_name_of(message.channel),
         )
         try:
             async with message.channel.typing():
