@@ -52,7 +52,7 @@ from bot.config import Settings, offline_environment
 
 DATA = Path(__file__).resolve().parent / "data" / "places"
 SCOPE = "900000000000000001"
-WHERE_SPLITS = ("dev", "dev2", "heldout", "heldout2", "heldout3", "heldout4")
+WHERE_SPLITS = ("dev", "dev2", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6")
 GOALS = {"where": 0.9, "top3": 0.8}
 
 
@@ -69,6 +69,9 @@ async def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--database-url", help="an admin URL to create a scratch database on (default: embedded)")
     p.add_argument("--name-weight", type=float, default=None,
                    help="the channel name's share of a place's fit (default: the planner's NAME_WEIGHT; 0: no names)")
+    p.add_argument("--model-weight", type=float, default=None,
+                   help="the learned channel model's share of a place's fit (default: the planner's MODEL_WEIGHT; "
+                        "0: no model)")
     p.add_argument("--splits", default=",".join(WHERE_SPLITS),
                    help=f"the where splits to ask, comma-separated (default: all of {', '.join(WHERE_SPLITS)})")
     p.add_argument("--history-share", type=float, default=1.0,
@@ -99,6 +102,8 @@ async def main(argv: Sequence[str] | None = None) -> int:
     assert isinstance(places, PlacesLayer) and isinstance(macros, MacrosLayer), "HIPPOBOT_PLACES_ENABLED is off"
     if args.name_weight is not None:
         places.name_weight = args.name_weight
+    if args.model_weight is not None:
+        places.model_weight = args.model_weight
     questions = json.loads((DATA / "questions.json").read_text("utf-8"))
     by_ask = {ask: pid for _, (_, _, ps) in CHANNELS.items() for pid, ask, _, _, _ in ps}
     results: dict[str, object] = {}
@@ -125,7 +130,8 @@ async def main(argv: Sequence[str] | None = None) -> int:
 
         # where do I ask about X
         files = {"dev2": "where_dev2.json", "heldout2": "where_heldout2.json", "heldout3": "where_heldout3.json",
-                 "heldout4": "where_heldout4.json"}
+                 "heldout4": "where_heldout4.json", "heldout5": "where_heldout5.json",
+                 "heldout6": "where_heldout6.json"}
         splits = {name: (json.loads((DATA / files[name]).read_text()) if name in files
                          else questions["where"][name]) for name in chosen}
         rows = []
@@ -149,7 +155,8 @@ async def main(argv: Sequence[str] | None = None) -> int:
         for split in ("dev", "dev2"):
             for m in results.get(f"where_{split}", {}).get("misses", []):  # type: ignore[attr-defined]
                 print(f"  {split} miss:", m)
-        print(f"channel names: weight {places.name_weight}; history imported: {args.history_share:.0%}")
+        print(f"channel names: weight {places.name_weight}; learned channel model: weight {places.model_weight}; "
+              f"history imported: {args.history_share:.0%}")
         print(f"goal: right channel first >= {GOALS['where']} on held-out questions (heldout2-4: written apart, never "
               "looked at while choosing anything, each run before; heldout: seen before the method changed)")
 

@@ -283,6 +283,9 @@ class App:
             lexical = getattr(self.brain.layer("episodes"), "lexical", None)
             if lexical is not None:
                 await lexical.close()  # a word-statistics recount in flight
+            close_places = getattr(self.brain.layer("places"), "close", None)
+            if close_places is not None:
+                await close_places()  # a channel model being learned
             if self.llm is not None:
                 aclose = getattr(self.llm, "aclose", None)  # a network engine closes on the event loop
                 await (aclose() if aclose is not None else asyncio.to_thread(self.llm.close))

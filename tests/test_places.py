@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import io
 import json
@@ -22,6 +23,7 @@ from memory.errors import InvalidInput
 from memory.layers.macros import MacrosLayer
 from memory.layers.places import PlacesLayer
 from memory.places import AGGREGATE, BLOCK, INSERT, GateConfig, SpatialGate, outcome, plan, steps
+from memory.places.classifier import ChannelClassifier
 from memory.places.codes import channel_label, name_text
 from memory.places.graph import PlaceGraph, PlaceNode, Transition
 
@@ -105,6 +107,24 @@ def test_a_channels_name_settles_what_its_code_leaves_close() -> None:
     assert plan(graph, topic, k=1, names=named, name_weight=0.0)[0].destination.channel_id == "100"
     assert plan(graph, e[0], k=1, names=named)[0].destination.channel_id == "100"  # a name does not outvote a code
     assert name_text("🐍・python-help") == "python" and name_text("off-topic") is None and name_text(None) is None
+    # and so does a learned P(channel | topic), a channel it does not know counting as 0
+    assert plan(graph, topic, k=1, likelihoods={"200": 0.9, "100": 0.1})[0].destination.channel_id == "200"
+    assert plan(graph, topic, k=1, likelihoods={"200": 0.9})[0].destination.channel_id == "200"
+    assert plan(graph, topic, k=1, likelihoods={"200": 0.9}, model_weight=0.0)[0].destination.channel_id == "100"
+
+
+def test_a_channel_model_learns_what_tells_channels_apart() -> None:
+    rng = np.random.default_rng(0)
+    e = np.eye(384, dtype=np.float32)
+    shared = 3.0 * e[9]  # what every message says ("how do I ..."): the codes share it, the model weighs it down
+    a = [shared + e[0] + 0.03 * rng.standard_normal(384).astype(np.float32) for _ in range(8)]
+    b = [shared + e[1] + 0.03 * rng.standard_normal(384).astype(np.float32) for _ in range(8)]
+    model = ChannelClassifier.train(np.stack(a + b), ["a"] * 8 + ["b"] * 8)
+    assert model is not None and model.channels == ("a", "b")
+    p = model.probabilities(shared + e[1])
+    assert abs(sum(p.values()) - 1) < 1e-6 and p["b"] > p["a"]
+    assert ChannelClassifier.train(np.stack(a), ["a"] * 8) is None  # one channel: nothing to tell apart
+    assert ChannelClassifier.train(np.stack(a[:2] + b[:2]), ["a", "a", "b", "b"]) is None  # too little to learn from
     assert [channel_label(c) for c in ("123", "general", "console:console")] == ["<#123>", "#general", "#console"]
 
 
@@ -183,6 +203,48 @@ async def test_places_follow_topics_and_moves_become_gated_edges(pool, embedder,
         await places.where_to(SCOPE, "   ")
     with pytest.raises(InvalidInput):
         await places.where_to(SCOPE, "x" * 600)
+
+
+DOCKER_MORE = ["my docker image build takes forever on every small code change",
+               "the container exits with code 137 right after it starts",
+               "how do I pass environment variables into a docker compose service?"]
+BREAD_MORE = ["my bread crust gets too dark before the crumb is baked through",
+              "how much water should a rye bread dough take?",
+              "the croissant layers melt together in the oven"]
+
+
+async def test_a_channel_model_learns_from_its_audience_and_unlearns_what_is_forgotten(app: App, embedder) -> None:  # type: ignore[no-untyped-def]
+    places, macros = app.brain.layer("places"), app.brain.layer("macros")
+    assert isinstance(places, PlacesLayer)
+    h = History(app.db.pool)
+    for text in DOCKER + DOCKER_MORE:
+        await absorb((places, macros), embedder, await h.say("ana", "devops", text))
+    for text in BREAD + BREAD_MORE:
+        await absorb((places, macros), embedder, await h.say("bob", "baking", text))
+    secret = await h.say("cy", "mods", "should we ban the spam account posting crypto links?", visible_in="mods")
+    await absorb((places, macros), embedder, secret)
+    await absorb((places, macros), embedder, await h.say("cy", "mods", "the spam bot posted crypto links again",
+                                                         visible_in="mods"))
+    # the reply path never waits for one: the first recall plans with the codes and learns in the background
+    assert await places._model(SCOPE, None, wait=False) is None
+    await asyncio.gather(*places._training.values())
+    public = await places._model(SCOPE, None, wait=False)
+    assert public is not None and public.channels == ("baking", "devops")  # the restricted channel is not in it
+    inside = await places._model(SCOPE, "mods", wait=True)
+    assert inside is not None and inside.channels == ("baking", "devops", "mods")
+    assert max(inside.probabilities(await embedder.embed("banning spam accounts")).items(), key=lambda x: x[1])[0] \
+        == "mods"
+    routes = await places.where_to(SCOPE, "my sourdough loaf came out flat", channel_id="general")
+    assert routes[0].destination.channel_id == "baking"
+    # a new message leaves the model usable; forgetting one it learned from does not
+    await absorb((places, macros), embedder, await h.say("ana", "devops", "docker volumes fill my disk quickly"))
+    assert await places._model(SCOPE, "mods", wait=False) is inside
+    await app.provenance.forget_message(SCOPE, secret.id)
+    assert places._models == {}
+    relearned = await places._model(SCOPE, "mods", wait=True)
+    assert relearned is not None and relearned is not inside
+    await app.provenance.forget_channel("import", "mods")
+    assert (await places._model(SCOPE, "mods", wait=True)).channels == ("baking", "devops")  # type: ignore[union-attr]
 
 
 async def test_a_restricted_channel_is_a_place_only_its_audience_sees(pool, embedder, layers) -> None:  # type: ignore[no-untyped-def]

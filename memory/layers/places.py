@@ -13,6 +13,7 @@ places and moves are seen only there.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 from collections.abc import Mapping, Sequence
@@ -26,10 +27,11 @@ from memory.embed import Embedder
 from memory.errors import InvalidInput
 from memory.fields import check_text
 from memory.layers.base import MEMORY, AbsorbedTurn, BaseLayer, LayerStep, MemoryItem, RecallQuery, Section, StepResult
+from memory.places.classifier import PER_CHANNEL, ChannelClassifier
 from memory.places.codes import channel_label, name_text, topic_of
 from memory.places.gate import GateConfig
 from memory.places.graph import MERGE_SIMILARITY, PLACE_TTL, Observation, PlaceGraph, PlaceStore
-from memory.places.planner import NAME_WEIGHT, Route, discussed, plan
+from memory.places.planner import MODEL_WEIGHT, NAME_WEIGHT, Route, discussed, plan
 
 
 def _blend(topic_vector: np.ndarray, whole: np.ndarray) -> np.ndarray:
@@ -44,6 +46,7 @@ log = logging.getLogger(__name__)
 
 MAX_TOPIC_CHARS = 500
 _NAME_CACHE = 4096  # channel-name vectors kept (names change rarely; a few per server)
+_MODEL_CACHE = 256  # learned channel models kept, one per scope and audience
 _ASKS_WHERE = re.compile(r"\b(?:where|which (?:channel|room|thread))\b", re.I)
 
 
@@ -60,13 +63,18 @@ class PlacesLayer(BaseLayer):
 
     def __init__(self, pool: asyncpg.Pool, embedder: Embedder, *, gate: GateConfig | None = None,
                  merge_similarity: float = MERGE_SIMILARITY, ttl: timedelta = PLACE_TTL,
-                 name_weight: float = NAME_WEIGHT) -> None:
+                 name_weight: float = NAME_WEIGHT, model_weight: float = MODEL_WEIGHT) -> None:
         self.store = PlaceStore(pool, gate=gate)
         self.embedder = embedder
         self.merge_similarity = merge_similarity
         self.ttl = ttl
         self.name_weight = name_weight  # the channel name's share of a place's fit (0: names unused)
+        self.model_weight = model_weight  # the learned model's share of it (0: no model is trained)
         self._name_vectors: dict[str, np.ndarray] = {}  # name text -> its unit vector
+        # (scope, audience) -> ((memberships, newest id) it learned from, the model or None: too little to learn)
+        self._models: dict[tuple[str, str | None], tuple[tuple[int, int], ChannelClassifier | None]] = {}
+        self._training: dict[tuple[str, str | None], asyncio.Task] = {}
+        self._generation = 0  # bumped when an edit or a forgetting makes every model suspect
 
     # --- recall --------------------------------------------------------------------------------------------
 
@@ -80,8 +88,10 @@ class PlacesLayer(BaseLayer):
         vector = (_blend(await self.embedder.embed(topic_of(query.text)), query.vector)
                   if _ASKS_WHERE.search(query.text) else query.vector)
         graph = await self.store.graph(query.scope, query.audience.visible_channel)
+        model = await self._model(query.scope, query.audience.visible_channel, wait=False)  # never delays a reply
         routes = plan(graph, vector, start_channel=query.audience.channel_id, k=depth, names=await self._names(graph),
-                      name_weight=self.name_weight)
+                      name_weight=self.name_weight, likelihoods=model.probabilities(vector) if model else None,
+                      model_weight=self.model_weight)
         if not routes:
             return None
         items = tuple(MemoryItem("place", r.fit, _route_text(r), "Discussed in " + _route_text(r), (),
@@ -95,8 +105,63 @@ class PlacesLayer(BaseLayer):
         ``channel_id`` for the audience of ``visible_channel`` (None: what everyone may see)."""
         vector = await self._topic_vector(scope, topic, k)
         graph = await self.store.graph(scope, visible_channel)
+        model = await self._model(scope, visible_channel, wait=True)
         return plan(graph, vector, start_channel=channel_id, k=k, names=await self._names(graph),
-                    name_weight=self.name_weight)
+                    name_weight=self.name_weight, likelihoods=model.probabilities(vector) if model else None,
+                    model_weight=self.model_weight)
+
+    async def _model(self, scope: str, visible_channel: str | None, *, wait: bool) -> ChannelClassifier | None:
+        """The audience's learned channel model, if one may be used: learned only from messages that are all
+        still here (new ones may have come since; it is relearned in the background once they are a tenth of
+        it). With none usable, ``wait`` learns one now; otherwise one is learned in the background and this
+        answer goes without."""
+        if not self.model_weight:
+            return None
+        key = (scope, visible_channel)
+        cached = self._models.get(key)
+        if cached is not None:
+            (n, last), model = cached
+            total, _, new = await self.store.memberships(scope, visible_channel, last)
+            if total - new == n:  # nothing it learned from was forgotten since
+                if new >= max(10, n // 10):
+                    self._learn_later(key)
+                return model
+            del self._models[key]
+        if wait:
+            return await self._learn(key)
+        self._learn_later(key)
+        return None
+
+    def _learn_later(self, key: tuple[str, str | None]) -> None:
+        if key not in self._training:
+            task = asyncio.create_task(self._learn(key))
+            self._training[key] = task
+            task.add_done_callback(lambda t: self._training.pop(key, None) if self._training.get(key) is t else None)
+
+    async def _learn(self, key: tuple[str, str | None]) -> ChannelClassifier | None:
+        generation = self._generation
+        try:
+            vectors, channels, version = await self.store.training_set(*key, PER_CHANNEL)
+            model = await asyncio.to_thread(ChannelClassifier.train, vectors, channels)
+        except Exception:  # the topic codes still answer; the next question tries again
+            log.warning("learning the channel model of %s failed", key, exc_info=True)
+            return None
+        if generation == self._generation:  # no edit or forgetting since the read: keep it
+            if len(self._models) >= _MODEL_CACHE:
+                self._models.clear()
+            self._models[key] = (version, model)
+        return model
+
+    async def close(self) -> None:
+        """Cancel the models being learned (before the pool they read from closes)."""
+        tasks = list(self._training.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    def _forget_models(self) -> None:
+        self._generation += 1
+        self._models.clear()
 
     async def where_discussed(self, scope: str, topic: str, *, visible_channel: str | None = None,
                               k: int = 5) -> list[Route]:
@@ -139,12 +204,15 @@ class PlacesLayer(BaseLayer):
         return await self.store.mark_resolved(message)
 
     async def edited(self, message: StoredMessage, conn: asyncpg.Connection) -> None:
+        self._forget_models()  # one may have learned from the old words, under the same message id
         await self.store.forgetting(conn, [message.id])
 
     async def after_edit(self, message: StoredMessage, now: datetime) -> None:
+        self._forget_models()  # again, now the edit has committed: a model learned in between saw the old words
         await self.store.observe(message, await self.embedder.embed(message.content), now)
 
     async def forgetting(self, conn: asyncpg.Connection, message_ids: Sequence[int]) -> Mapping[str, int]:
+        self._forget_models()
         return await self.store.forgetting(conn, message_ids)
 
     # --- stats and dream -----------------------------------------------------------------------------------

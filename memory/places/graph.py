@@ -40,6 +40,8 @@ WINDOW = timedelta(hours=2)  # path integration: a message within this after the
 RESOLUTION_WINDOW = timedelta(hours=12)
 PLACE_TTL = timedelta(days=180)
 _LABEL_MESSAGES = 100
+# The memberships that shape the topic codes an audience sees ($1 scope, $2 the audience's channel).
+_SHAPING = "pm.scope = $1 AND pm.weight > 0 AND (p.visible_in IS NULL OR p.visible_in = $2::text)"
 
 
 @dataclass(frozen=True)
@@ -286,6 +288,37 @@ class PlaceStore:
                 out.setdefault(r["src"], []).append(
                     Transition(r["src"], r["dst"], r["moves"], r["successes"], float(r["cost_s"])))
         return PlaceGraph(nodes, {k: tuple(v) for k, v in out.items()})
+
+    async def memberships(self, scope: str, visible_channel: str | None, since_id: int = 0) -> tuple[int, int, int]:
+        """(messages that shape the topic codes this audience sees, the newest one's id, how many of them came
+        after ``since_id``): a model trained on (n, last) is still a subset of what is here when
+        ``n - new == its n``, i.e. nothing it learned from was forgotten since."""
+        require_scope(scope)
+        row = await self.pool.fetchrow(
+            f"""SELECT count(*) AS n, coalesce(max(pm.message_id), 0) AS last,
+                       count(*) FILTER (WHERE pm.message_id > $3) AS new
+                FROM place_messages pm JOIN places p ON p.id = pm.place_id
+                WHERE {_SHAPING}""", scope, visible_channel, since_id)
+        return int(row["n"]), int(row["last"]), int(row["new"])
+
+    async def training_set(self, scope: str, visible_channel: str | None, per_channel: int
+                           ) -> tuple[np.ndarray, list[str], tuple[int, int]]:
+        """The vectors and channels of the newest ``per_channel`` messages of each channel that shape the topic
+        codes this audience sees, and (how many there are in all, the newest id) as they were read."""
+        require_scope(scope)
+        async with self.pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
+            rows = await conn.fetch(
+                f"""SELECT channel_id, embedding FROM (
+                        SELECT p.channel_id, pm.embedding, row_number() OVER (
+                            PARTITION BY p.channel_id ORDER BY pm.created_at DESC, pm.message_id DESC) AS r
+                        FROM place_messages pm JOIN places p ON p.id = pm.place_id WHERE {_SHAPING}) AS t
+                    WHERE r <= $3 ORDER BY channel_id""", scope, visible_channel, per_channel)
+            row = await conn.fetchrow(
+                f"""SELECT count(*) AS n, coalesce(max(pm.message_id), 0) AS last
+                    FROM place_messages pm JOIN places p ON p.id = pm.place_id WHERE {_SHAPING}""",
+                scope, visible_channel)
+        vectors = (np.stack([vec(r["embedding"]) for r in rows]) if rows else np.zeros((0, 0), dtype=np.float32))
+        return vectors, [r["channel_id"] for r in rows], (int(row["n"]), int(row["last"]))
 
     async def gate_counts(self, scope: str) -> dict[str, int]:
         """The seed's spatial gate telemetry: attempts, inserted, aggregated, blocked_new_edges."""
