@@ -15,8 +15,10 @@ once, then held-out questions are asked:
   per channel, written by someone who never saw the retrieval code or its results) was clean until the channel
   names came in (run once before, at 568dc41); ``heldout3`` (where_heldout3.json, 52 more, written the same way
   for that change) was clean until 2026-11-25; ``heldout4`` (where_heldout4.json, 52 more, written blind the same
-  way) was first run for the word-share experiment of that day (not kept), with and without it. None is clean now:
-  the next change to the retrieval needs a new blind split. Held-out misses are
+  way) was first run for the word-share experiment of that day (not kept), with and without it; ``heldout5`` and
+  ``heldout6`` (where_heldout5.json, where_heldout6.json, 52 each, written blind by a helper who saw only the
+  generator and the file format) were kept for the learned channel model and run once with it (memory.places.
+  classifier). None is clean now: the next change to the retrieval needs a new blind split. Held-out misses are
   not printed (they are in --json). Channel names come
   from the history (its channels are named, not numbered); ``--name-weight 0`` plans without them.
 - **procedures**: held-out rewordings of the solved problems; the right procedure in the top 3 (goal >= 0.8)
