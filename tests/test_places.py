@@ -230,6 +230,7 @@ async def test_a_channel_model_learns_from_its_audience_and_unlearns_what_is_for
     await asyncio.gather(*places._training.values())
     public = await places._model(SCOPE, None, wait=False)
     assert public is not None and public.channels == ("baking", "devops")  # the restricted channel is not in it
+    assert await places._model(SCOPE, "devops", wait=False) is public  # one model for every public audience
     inside = await places._model(SCOPE, "mods", wait=True)
     assert inside is not None and inside.channels == ("baking", "devops", "mods")
     assert max(inside.probabilities(await embedder.embed("banning spam accounts")).items(), key=lambda x: x[1])[0] \

@@ -117,6 +117,8 @@ class PlacesLayer(BaseLayer):
         answer goes without."""
         if not self.model_weight:
             return None
+        if visible_channel is not None and not await self.store.has_restricted(scope, visible_channel):
+            visible_channel = None  # this audience sees what everyone sees: one model serves them all
         key = (scope, visible_channel)
         cached = self._models.get(key)
         if cached is not None:

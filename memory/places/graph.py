@@ -301,6 +301,12 @@ class PlaceStore:
                 WHERE {_SHAPING}""", scope, visible_channel, since_id)
         return int(row["n"]), int(row["last"]), int(row["new"])
 
+    async def has_restricted(self, scope: str, channel_id: str) -> bool:
+        """Whether the audience of ``channel_id`` sees places that not everyone sees."""
+        require_scope(scope)
+        return bool(await self.pool.fetchval(
+            "SELECT EXISTS (SELECT 1 FROM places WHERE scope = $1 AND visible_in = $2)", scope, channel_id))
+
     async def training_set(self, scope: str, visible_channel: str | None, per_channel: int
                            ) -> tuple[np.ndarray, list[str], tuple[int, int]]:
         """The vectors and channels of the newest ``per_channel`` messages of each channel that shape the topic
