@@ -39,6 +39,13 @@ class PlacesCog(commands.Cog):
         visible = visible_channel(interaction) if interaction.guild_id is not None else None
         try:
             topic = topic_text(topic)
+        except MemoryStoreError as exc:
+            await reply(interaction, f"⚠️ {exc}")
+            return
+        # the first question after new messages may learn the server's channel model first: more than the 3 s
+        # Discord waits for an answer on a big server
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        try:
             routes = await places.where_to(scope, topic, channel_id=str(interaction.channel_id),
                                            visible_channel=visible, k=3)
             macros = self.bot.app.brain.layer("macros")
