@@ -54,7 +54,8 @@ from bot.config import Settings, offline_environment
 
 DATA = Path(__file__).resolve().parent / "data" / "places"
 SCOPE = "900000000000000001"
-WHERE_SPLITS = ("dev", "dev2", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6")
+WHERE_SPLITS = ("dev", "dev2", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7",
+                "heldout8")
 GOALS = {"where": 0.9, "top3": 0.8}
 
 
@@ -133,7 +134,8 @@ async def main(argv: Sequence[str] | None = None) -> int:
         # where do I ask about X
         files = {"dev2": "where_dev2.json", "heldout2": "where_heldout2.json", "heldout3": "where_heldout3.json",
                  "heldout4": "where_heldout4.json", "heldout5": "where_heldout5.json",
-                 "heldout6": "where_heldout6.json"}
+                 "heldout6": "where_heldout6.json", "heldout7": "where_heldout7.json",
+                 "heldout8": "where_heldout8.json"}
         splits = {name: (json.loads((DATA / files[name]).read_text()) if name in files
                          else questions["where"][name]) for name in chosen}
         rows = []
