@@ -6,7 +6,8 @@
     hippobot recall   --queries FILE [--k K]
     hippobot dream    [--scope S]
     hippobot persona  [--scope S] [--channel C] [--json] [--history]
-    hippobot places   TEXT --scope S [--channel C] [--k N] [--json] | --stats
+    hippobot places   [TEXT] [--scope S] [--channel C [--private]] [--k N] [--json] [--stats]
+    hippobot forget   [--scope S] (--channel C | --person P | --message M) [--yes]
     hippobot migrate
     hippobot run      (the Discord bot)
 """
@@ -80,6 +81,9 @@ def _parser() -> argparse.ArgumentParser:
     from bot import places_cli
 
     places_cli.add_parser(sub)
+    from bot import forget_cli
+
+    forget_cli.add_parser(sub)
     sub.add_parser("migrate", help="apply database migrations and exit")
     sub.add_parser("run", help="run the Discord bot")
     return p
@@ -117,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         "adapters": _adapters,
         "persona": _persona,
         "places": _places,
+        "forget": _forget,
         "run": _run,
     }[args.command]
     from bot.llm import LLMError
@@ -371,6 +376,22 @@ async def _places(settings: Settings, args: argparse.Namespace) -> int:
     from bot import places_cli
 
     return await places_cli.run(settings, args)
+
+
+async def _forget(settings: Settings, args: argparse.Namespace) -> int:
+    from bot import forget_cli
+    from memory.fields import id_problem
+
+    for option in ("channel", "person", "message"):
+        value = getattr(args, option)
+        if value is not None and (problem := id_problem(value, f"--{option}")):
+            print(f"hippobot forget: {problem}", file=sys.stderr)
+            return EXIT_USAGE
+    app = await _open(settings, with_llm=False)
+    try:
+        return await forget_cli.run(settings, args, app)
+    finally:
+        await app.close()
 
 
 async def _dream(settings: Settings, args: argparse.Namespace) -> int:

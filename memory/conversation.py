@@ -145,6 +145,17 @@ class ConversationStore:
             )
         return _stored(row)
 
+    async def restricted_channels(self, scope: str, source: str, channel_ids: Sequence[str],
+                                  conn: asyncpg.Connection | None = None) -> dict[str, bool]:
+        """For each of ``channel_ids`` with stored messages in this scope: whether they are restricted to the
+        channel's audience (True) or public (False). A channel with both counts as restricted."""
+        require_scope(scope)
+        rows = await (conn or self._pool).fetch(
+            """SELECT channel_id, bool_or(visible_in IS NOT NULL) AS restricted FROM messages
+               WHERE scope = $1 AND source = $2 AND channel_id = ANY($3::text[]) GROUP BY channel_id""",
+            scope, source, list(channel_ids))
+        return {r["channel_id"]: bool(r["restricted"]) for r in rows}
+
     async def existing_external_ids(
         self, scope: str, source: str, keys: Sequence[tuple[str, str]], conn: asyncpg.Connection | None = None
     ) -> set[tuple[str, str]]:

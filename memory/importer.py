@@ -331,6 +331,17 @@ class Importer:
             known = ", ".join(sorted({m.channel_id for m in messages})[:10])
             raise InvalidInput(f"private channel {', '.join(sorted(unknown))}: no message of {path} is in it "
                                f"(its channels: {known}); nothing imported")
+        channels = sorted({m.channel_id for m in messages})
+        stored_as = await self._conversations.restricted_channels(scope, SOURCE, channels)
+        if public := sorted(c for c in private if stored_as.get(c) is False):
+            # Its messages and all that was derived from them are public already: marking only the new ones
+            # would leave the rest where everyone sees it.
+            raise InvalidInput(
+                f"channel {', '.join(public)} was imported into {scope} before as public, and what was remembered "
+                f"from it stays public: forget it first (hippobot forget --scope {scope} --channel "
+                f"{public[0]}), then import again with --private-channel; nothing imported")
+        # A channel imported before as private stays private, with or without --private-channel this time.
+        private |= {c for c, restricted in stored_as.items() if restricted}
         present = await self._conversations.existing_external_ids(
             scope, SOURCE, [(m.channel_id, m.external_id) for m in messages])
         new = [m for m in messages if (m.channel_id, m.external_id) not in present]

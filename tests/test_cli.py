@@ -76,6 +76,11 @@ def test_import_then_batch_recall_in_one_process(env: dict[str, str], tmp_path: 
     results = [json.loads(line) for line in batch.stdout.splitlines()]
     assert "Lisbon" in results[0]["items"][0]["text"] and "cello" in results[1]["items"][0]["text"]
     assert results[2]["items"] == []
+    # forgetting a person of an imported history, from the command line
+    forgot = run_cli(["forget", "--scope", "g1", "--person", "ana", "--yes"], env)
+    assert forgot.returncode == 0 and "forgot person ana" in forgot.stdout, forgot.stderr
+    after = run_cli(["recall", "where does my sister work?", "--scope", "g1", "--json"], env)
+    assert after.returncode == 0 and "Lisbon" not in after.stdout and "cello" in after.stdout
 
 
 def test_a_malformed_import_exits_nonzero_with_line_numbers(env: dict[str, str], tmp_path: Path) -> None:

@@ -1,0 +1,107 @@
+"""`hippobot forget --scope S (--channel C | --person P | --message M) [--yes]`: forget a channel, a person or one
+message of a scope, with everything the bot derived from them (episodes, facts, places, procedures, opinions,
+moments, adapters' data), as deleting them on Discord does.
+
+Without ``--yes`` it only says what would be forgotten. A channel or person is named by its stored id, by the
+console's name for it (``hippobot chat --channel NAME``), or by its name in the history (``#python-help``,
+``ana``); a name that fits several is refused with the candidates. Wired into bot/cli.py with ``add_parser(sub)``
+and ``run``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, TextIO
+
+import asyncpg
+
+from bot.config import Settings
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
+    p = subparsers.add_parser("forget", help="forget a channel, a person or a message, and all derived from it")
+    p.add_argument("--scope", help="the memory scope (default: the console scope)")
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--channel", help="a channel (or thread): its id, console name or #name")
+    what.add_argument("--person", help="a person: their id, console name or name in the history")
+    what.add_argument("--message", help="one message, by its id in the history (or on Discord)")
+    p.add_argument("--yes", action="store_true", help="forget it; without this, only say what would be forgotten")
+    return p
+
+
+class NotFound(Exception):
+    pass
+
+
+async def _resolve(pool: asyncpg.Pool, scope: str, args: argparse.Namespace) -> tuple[str, str, list[str], int]:
+    """(what kind, its label, the stored ids it names, messages they hold); NotFound when nothing fits."""
+    if args.message is not None:
+        n = await pool.fetchval("SELECT count(*) FROM messages WHERE scope = $1 AND external_id = $2",
+                                scope, args.message)
+        if not n:
+            raise NotFound(f"no message {args.message!r} is stored in scope {scope!r}")
+        return "message", args.message, [args.message], int(n)
+    if args.channel is not None:
+        # by id, or by name (a thread's messages carry their channel's name: the channel is what is named)
+        rows = await pool.fetch(
+            """SELECT channel_id, count(*) AS n FROM messages
+               WHERE scope = $1 AND (channel_id = ANY($2::text[])
+                                     OR (thread_parent_id IS NULL AND lower(channel_name) = lower($3)))
+               GROUP BY channel_id ORDER BY channel_id""",
+            scope, [args.channel, f"console:{args.channel}"], args.channel.removeprefix("#"))
+        kind, label = "channel", args.channel
+    else:
+        rows = await pool.fetch(
+            """SELECT author_id AS channel_id, count(*) AS n FROM messages
+               WHERE scope = $1 AND NOT is_bot AND (author_id = ANY($2::text[]) OR lower(author_name) = lower($3))
+               GROUP BY author_id ORDER BY author_id""",
+            scope, [args.person, f"console:{args.person}"], args.person)
+        kind, label = "person", args.person
+    if not rows:
+        raise NotFound(f"no {kind} {label!r} has messages in scope {scope!r}")
+    exact = [r for r in rows if r["channel_id"] in (label, f"console:{label}")]
+    if len(rows) > 1 and not exact:
+        raise NotFound(f"{kind} {label!r} fits several in scope {scope!r}: "
+                       f"{', '.join(r['channel_id'] for r in rows[:10])}; name one by its id")
+    ids = [r["channel_id"] for r in exact[:1] or rows]
+    if kind == "channel":  # with its threads
+        n = await pool.fetchval(
+            """SELECT count(*) FROM messages
+               WHERE scope = $1 AND (channel_id = ANY($2::text[]) OR thread_parent_id = ANY($2::text[]))""", scope, ids)
+    else:
+        n = sum(int(r["n"]) for r in exact[:1] or rows)
+    return kind, label, ids, int(n)
+
+
+async def run(settings: Settings, args: argparse.Namespace, app: Any, out: TextIO = sys.stdout) -> int:
+    """Forget what ``args`` names in an open ``App``; 0 when done (or, without --yes, when it was found)."""
+    scope = args.scope or settings.console_scope
+    pool = app.db.pool
+    try:
+        kind, label, ids, n = await _resolve(pool, scope, args)
+    except NotFound as exc:
+        print(f"hippobot forget: {exc}", file=sys.stderr)
+        return 2
+    shown = label if ids == [label] else f"{label} ({', '.join(ids)})"
+    if not args.yes:
+        out.write(f"would forget {kind} {shown} in scope {scope}: {n} message(s) and everything derived from "
+                  f"them; run again with --yes\n")
+        return 0
+    counts: dict[str, int] = {}
+    for stored in ids:
+        if kind == "message":
+            reports = [await app.provenance.forget_external_message(scope, stored)]
+        elif kind == "person":
+            reports = [await app.provenance.forget_author(scope, stored)]
+        else:  # a channel: from whichever transport stored it (a Discord export and the live bot share ids)
+            sources = [r["source"] for r in await pool.fetch(
+                """SELECT DISTINCT source FROM messages
+                   WHERE scope = $1 AND (channel_id = $2 OR thread_parent_id = $2)""", scope, stored)]
+            reports = [await app.provenance.forget_channel(source, stored, scope=scope) for source in sources]
+        for report in reports:
+            for key, value in report.counts.items():
+                counts[key] = counts.get(key, 0) + value
+    detail = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()) if v)
+    out.write(f"forgot {kind} {shown} in scope {scope}: {detail or 'nothing was left'}\n")
+    return 0

@@ -1,0 +1,81 @@
+"""`hippobot forget`: a channel, a person or a message of an imported history, with what was derived from them;
+and an import that would leave a channel's old messages public while marking its new ones private."""
+
+from __future__ import annotations
+
+import argparse
+import io
+from pathlib import Path
+
+import pytest
+
+from bot import forget_cli
+from bot.app import App
+from memory.errors import InvalidInput
+from tests.test_importer import write_jsonl
+
+ROWS = [
+    {"id": "1", "channel": "100", "channel_name": "python-help", "author": {"id": "7", "name": "ana"},
+     "timestamp": "2026-10-01T10:00:00Z", "text": "my virtualenv ignores the packages I installed with pip"},
+    {"id": "2", "channel": "100", "channel_name": "python-help", "author": {"id": "8", "name": "bo"},
+     "timestamp": "2026-10-01T10:01:00Z", "text": "activate it first, then run pip install again inside it"},
+    {"id": "3", "channel": "200", "channel_name": "staff", "author": {"id": "8", "name": "bo"},
+     "timestamp": "2026-10-01T10:02:00Z", "text": "the webhook token for the mod bot lives in the vault entry"},
+    {"id": "4", "channel": "300", "channel_name": "baking", "author": {"id": "9", "name": "ana"},
+     "timestamp": "2026-10-01T10:03:00Z", "text": "my sourdough starter smells like acetone, is it dead?"},
+]
+
+
+def args(**kw: object) -> argparse.Namespace:
+    base = {"scope": "g1", "channel": None, "person": None, "message": None, "yes": False}
+    return argparse.Namespace(**{**base, **kw})
+
+
+async def forget(app: App, **kw: object) -> tuple[int, str]:
+    out = io.StringIO()
+    code = await forget_cli.run(app.settings, args(**kw), app, out)
+    return code, out.getvalue()
+
+
+async def count(app: App, where: str = "true") -> int:
+    return await app.db.pool.fetchval(f"SELECT count(*) FROM messages WHERE scope = 'g1' AND {where}")
+
+
+async def test_forget_names_a_channel_person_or_message_and_asks_first(app: App, tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    await app.importer.run(write_jsonl(tmp_path / "h.jsonl", ROWS), "g1")
+    await app.importer.run(write_jsonl(tmp_path / "h.jsonl", ROWS), "g2")  # another server keeps its copy
+    # a name two people share is refused with both ids; an id settles it
+    code, _ = await forget(app, person="ana")
+    assert code == 2 and "fits several in scope 'g1': 7, 9" in capsys.readouterr().err
+    code, said = await forget(app, channel="#python-help")
+    assert code == 0 and "would forget channel #python-help (100)" in said and "2 message(s)" in said
+    assert await count(app) == 4  # nothing happens without --yes
+    code, said = await forget(app, channel="#Python-Help", yes=True)
+    assert code == 0 and "forgot channel" in said and "messages 2" in said
+    assert await count(app, "channel_id = '100'") == 0
+    assert await app.db.pool.fetchval("SELECT count(*) FROM messages WHERE scope = 'g2'") == 4
+    assert await app.db.pool.fetchval("SELECT count(*) FROM places WHERE scope = 'g1' AND channel_id = '100'") == 0
+    code, said = await forget(app, person="9", yes=True)
+    assert code == 0 and await count(app, "author_id = '9'") == 0
+    code, said = await forget(app, message="3", yes=True)
+    assert code == 0 and await count(app) == 0
+    code, _ = await forget(app, message="3", yes=True)
+    assert code == 2 and "no message '3'" in capsys.readouterr().err
+
+
+async def test_a_channel_imported_as_public_is_not_made_private_halfway(app: App, tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "h.jsonl", ROWS)
+    await app.importer.run(path, "g1")
+    more = write_jsonl(tmp_path / "more.jsonl", [*ROWS, {**ROWS[2], "id": "5", "text": "rotate that token monthly"}])
+    with pytest.raises(InvalidInput, match="forget it first .*--channel 200.*nothing imported"):
+        await app.importer.run(more, "g1", private_channels=["200"])
+    assert await count(app) == 4 and await count(app, "visible_in IS NOT NULL") == 0
+    code, _ = await forget(app, channel="staff", yes=True)
+    assert code == 0
+    await app.importer.run(more, "g1", private_channels=["200"])
+    assert await count(app, "channel_id = '200' AND visible_in = '200'") == 2
+    # imported as private once, it stays private when a later file forgets to say so
+    later = write_jsonl(tmp_path / "later.jsonl", [{**ROWS[2], "id": "6", "text": "the vault is at vault.example"}])
+    await app.importer.run(later, "g1")
+    assert await count(app, "external_id = '6' AND visible_in = '200'") == 1
