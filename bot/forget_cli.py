@@ -17,6 +17,7 @@ from typing import Any, TextIO
 import asyncpg
 
 from bot.config import Settings
+from memory.conversation import ConversationStore
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
@@ -43,35 +44,29 @@ async def _resolve(pool: asyncpg.Pool, scope: str, args: argparse.Namespace) -> 
             raise NotFound(f"no message {args.message!r} is stored in scope {scope!r}")
         return "message", args.message, [args.message], int(n)
     if args.channel is not None:
-        # by id, or by name (a thread's messages carry their channel's name: the channel is what is named)
-        rows = await pool.fetch(
-            """SELECT channel_id, count(*) AS n FROM messages
-               WHERE scope = $1 AND (channel_id = ANY($2::text[])
-                                     OR (thread_parent_id IS NULL AND lower(channel_name) = lower($3)))
-               GROUP BY channel_id ORDER BY channel_id""",
-            scope, [args.channel, f"console:{args.channel}"], args.channel.removeprefix("#"))
-        kind, label = "channel", args.channel
-    else:
-        rows = await pool.fetch(
-            """SELECT author_id AS channel_id, count(*) AS n FROM messages
-               WHERE scope = $1 AND NOT is_bot AND (author_id = ANY($2::text[]) OR lower(author_name) = lower($3))
-               GROUP BY author_id ORDER BY author_id""",
-            scope, [args.person, f"console:{args.person}"], args.person)
-        kind, label = "person", args.person
-    if not rows:
-        raise NotFound(f"no {kind} {label!r} has messages in scope {scope!r}")
-    exact = [r for r in rows if r["channel_id"] in (label, f"console:{label}")]
-    if len(rows) > 1 and not exact:
-        raise NotFound(f"{kind} {label!r} fits several in scope {scope!r}: "
-                       f"{', '.join(r['channel_id'] for r in rows[:10])}; name one by its id")
-    ids = [r["channel_id"] for r in exact[:1] or rows]
-    if kind == "channel":  # with its threads
-        n = await pool.fetchval(
+        ids = await ConversationStore(pool).channels_named(scope, args.channel)
+        if not ids:
+            raise NotFound(f"no channel {args.channel!r} has messages in scope {scope!r}")
+        if len(ids) > 1:
+            raise NotFound(f"channel {args.channel!r} fits several in scope {scope!r}: {', '.join(ids[:10])}; "
+                           "name one by its id")
+        n = await pool.fetchval(  # with its threads
             """SELECT count(*) FROM messages
                WHERE scope = $1 AND (channel_id = ANY($2::text[]) OR thread_parent_id = ANY($2::text[]))""", scope, ids)
-    else:
-        n = sum(int(r["n"]) for r in exact[:1] or rows)
-    return kind, label, ids, int(n)
+        return "channel", args.channel, ids, int(n)
+    rows = await pool.fetch(
+        """SELECT author_id, count(*) AS n FROM messages
+           WHERE scope = $1 AND NOT is_bot AND (author_id = ANY($2::text[]) OR lower(author_name) = lower($3))
+           GROUP BY author_id ORDER BY author_id""",
+        scope, [args.person, f"console:{args.person}"], args.person)
+    if not rows:
+        raise NotFound(f"no person {args.person!r} has messages in scope {scope!r}")
+    exact = [r for r in rows if r["author_id"] in (args.person, f"console:{args.person}")]
+    if len(rows) > 1 and not exact:
+        raise NotFound(f"person {args.person!r} fits several in scope {scope!r}: "
+                       f"{', '.join(r['author_id'] for r in rows[:10])}; name one by their id")
+    chosen = exact[:1] or rows
+    return "person", args.person, [r["author_id"] for r in chosen], sum(int(r["n"]) for r in chosen)
 
 
 async def run(settings: Settings, args: argparse.Namespace, app: Any, out: TextIO = sys.stdout) -> int:

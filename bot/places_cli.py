@@ -20,7 +20,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p = subparsers.add_parser("places", help="where to ask about a topic, and the procedures that worked for it")
     p.add_argument("text", nargs="?", help="the topic or problem (omit with --stats)")
     p.add_argument("--scope", help="the memory scope (default: the console scope)")
-    p.add_argument("--channel", help="where you are asking from (routes start there; its audience applies)")
+    p.add_argument("--channel", help="where you are asking from: its id or #name (routes start there)")
     p.add_argument("--private", action="store_true",
                    help="--channel is restricted: also show what only its audience may see")
     p.add_argument("--k", type=int, default=3, help="how many places and procedures (1-10, default 3)")
@@ -64,14 +64,25 @@ async def run(settings: Settings, args: argparse.Namespace, out: TextIO = sys.st
     try:
         places = PlacesLayer(db.pool, embedder)
         macros = MacrosLayer(db.pool, embedder, top_k=args.k)
-        visible = args.channel if args.private else None
+        channel = args.channel
+        if channel is not None and not args.stats:  # an id, the console's name or the history's #name
+            from memory.conversation import ConversationStore
+
+            ids = await ConversationStore(db.pool).channels_named(scope, channel)
+            if len(ids) != 1:
+                why = (f"fits several: {', '.join(ids[:10])}; name one by its id" if ids
+                       else f"no channel of that id or name has messages in scope {scope!r}")
+                print(f"hippobot places: --channel {channel}: {why}", file=sys.stderr)
+                return 2
+            channel = ids[0]
+        visible = channel if args.private else None
         if args.stats:
             stats = {**await places.stats(scope), **await macros.stats(scope)}
             out.write(json.dumps(stats, indent=2) + "\n" if args.json else
                       "\n".join(f"{k}: {v}" for k, v in stats.items()) + "\n")
             return 0
         try:
-            routes = await places.where_to(scope, text, channel_id=args.channel, visible_channel=visible, k=args.k)
+            routes = await places.where_to(scope, text, channel_id=channel, visible_channel=visible, k=args.k)
             seen = await places.where_discussed(scope, text, visible_channel=visible, k=args.k)
             found = await macros.suggest(scope, text, visible_channel=visible, top_k=args.k)
         except InvalidInput as exc:

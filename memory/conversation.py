@@ -145,6 +145,21 @@ class ConversationStore:
             )
         return _stored(row)
 
+    async def channels_named(self, scope: str, name: str) -> list[str]:
+        """The stored channel ids ``name`` may mean in this scope: the id itself, the console's ``console:NAME``,
+        or the channels called NAME in the history (``#`` optional, any case; a thread is named by its own id).
+        Exactly the id (or the console's) when it is stored, so an id never turns ambiguous."""
+        require_scope(scope)
+        rows = await self._pool.fetch(
+            """SELECT DISTINCT channel_id FROM messages
+               WHERE scope = $1 AND (channel_id = ANY($2::text[])
+                                     OR (thread_parent_id IS NULL AND lower(channel_name) = lower($3)))
+               ORDER BY channel_id""",
+            scope, [name, f"console:{name}"], name.removeprefix("#"))
+        ids = [r["channel_id"] for r in rows]
+        exact = [c for c in ids if c in (name, f"console:{name}")]
+        return exact[:1] or ids
+
     async def restricted_channels(self, scope: str, source: str, channel_ids: Sequence[str],
                                   conn: asyncpg.Connection | None = None) -> dict[str, bool]:
         """For each of ``channel_ids`` with stored messages in this scope: whether they are restricted to the

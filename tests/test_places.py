@@ -49,6 +49,8 @@ def test_outcomes_steps_and_questions_are_read_from_words() -> None:
     lines = steps("Hmm. You should run `docker logs web` first. Then restart the daemon! Is it up?")
     assert lines == ["Run `docker logs web` first.", "Restart the daemon!"]
     assert steps("I think it's the network, not sure.") == []
+    assert steps("Run pip install -e . in the project root, then activate it. Wait... then restart the shell.") == [
+        "Run pip install -e . in the project root, then activate it.", "Wait... then restart the shell."]
 
 
 def test_the_gate_inserts_aggregates_and_blocks_with_reasons() -> None:
@@ -197,6 +199,7 @@ async def test_places_follow_topics_and_moves_become_gated_edges(pool, embedder,
     routes = await places.where_to(SCOPE, "docker port mapping", channel_id="lobby")
     assert routes[0].destination.channel_id == "devops"
     assert [p.channel_id for p in routes[0].places] == ["lobby", "devops"]
+    assert "#lobby → #devops (1 move(s), 1 ended well)" in routes[0].reason
     seen = await places.where_discussed(SCOPE, "sourdough bread")
     assert seen[0].destination.channel_id == "baking"
     with pytest.raises(InvalidInput):
@@ -237,6 +240,7 @@ async def test_a_channel_model_learns_from_its_audience_and_unlearns_what_is_for
         == "mods"
     routes = await places.where_to(SCOPE, "my sourdough loaf came out flat", channel_id="general")
     assert routes[0].destination.channel_id == "baking"
+    assert routes[0].likelihood is not None and f"{routes[0].likelihood:.0%} likely" in routes[0].reason
     # a new message leaves the model usable; forgetting one it learned from does not
     await absorb((places, macros), embedder, await h.say("ana", "devops", "docker volumes fill my disk quickly"))
     assert await places._model(SCOPE, "mods", wait=False) is inside
@@ -289,6 +293,12 @@ async def test_a_place_is_named_by_its_channels_newest_message_its_audience_may_
                               json=False)
     assert await places_cli.run(app.settings, args, out, embedder=embedder) == 0
     assert "#containers" in out.getvalue() and "<#100>" not in out.getvalue()
+    # asking from a channel named as people see it; a name nothing has is refused, not ignored
+    args.channel = "#Containers"
+    assert await places_cli.run(app.settings, args, out := io.StringIO(), embedder=embedder) == 0
+    assert "right here" in out.getvalue()
+    args.channel = "#nosuch"
+    assert await places_cli.run(app.settings, args, io.StringIO(), embedder=embedder) == 2
     # forgetting the channel forgets its name with its messages
     await app.provenance.forget_channel("import", "100")
     assert "100" not in names(await places.store.graph(SCOPE, "100"))
@@ -400,6 +410,8 @@ async def test_recall_adds_where_and_what_worked_when_the_plan_asks(app: App, em
     assert section is not None and "#devops" in section.items[0].prompt_line
     chat = await app.brain.context("ok", SCOPE)
     assert chat.plan.place_depth == 0 and chat.section("places") is None
+    asked = await app.brain.context("which channel is for docker questions?", SCOPE)  # whatever the plan says
+    assert asked.section("places") is not None and "#devops" in asked.section("places").items[0].prompt_line
     # the CLI and the slash command on the same memory
     out = io.StringIO()
     args = argparse.Namespace(text="docker volumes", scope=SCOPE, channel=None, private=False, k=3, stats=False,

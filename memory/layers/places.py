@@ -28,7 +28,7 @@ from memory.errors import InvalidInput
 from memory.fields import check_text
 from memory.layers.base import MEMORY, AbsorbedTurn, BaseLayer, LayerStep, MemoryItem, RecallQuery, Section, StepResult
 from memory.places.classifier import PER_CHANNEL, ChannelClassifier
-from memory.places.codes import channel_label, name_text, topic_of
+from memory.places.codes import asks_for_directions, channel_label, name_text, topic_of
 from memory.places.gate import GateConfig
 from memory.places.graph import MERGE_SIMILARITY, PLACE_TTL, Observation, PlaceGraph, PlaceStore
 from memory.places.planner import MODEL_WEIGHT, NAME_WEIGHT, Route, discussed, plan
@@ -80,6 +80,8 @@ class PlacesLayer(BaseLayer):
 
     async def recall(self, query: RecallQuery) -> Section | None:
         depth = getattr(query.plan, "place_depth", 0)
+        if depth <= 0 and asks_for_directions(query.text):
+            depth = 1  # "which channel is for X?" is this layer's question whatever the archetype planned
         if depth <= 0 or not query.text.strip():
             return None
         # A "where do I ask about X?" message is embedded again as X (blended with the whole message, as

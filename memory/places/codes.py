@@ -42,7 +42,8 @@ _FAILURE = re.compile(
     r"\bdid not (?:work|help)\b|❌)", re.IGNORECASE)
 _QUESTION_START = re.compile(
     r"^(how|why|what|where|which|who|when|can|could|does|do|is|are|should|anyone|any idea|help)\b", re.IGNORECASE)
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+# A sentence ends at . ! or ? right after a word: not at a lone "." ("pip install -e . in the root") or "..".
+_SENTENCE = re.compile(r"(?<=[^\s.][.!?])\s+|\n+")
 _LEAD = re.compile(r"^(?:ok(?:ay)?|so|well|hmm|yeah|yes|no|also|then|and|first|next|finally|now|ah|oh)[,:]?\s+",
                    re.IGNORECASE)
 _SOFT = re.compile(r"^(?:(?:you )?(?:should|could|might want to|need to|have to|must)|just|maybe|"

@@ -50,10 +50,11 @@ _GOAL = -2
 @dataclass(frozen=True)
 class Route:
     places: tuple[PlaceNode, ...]  # from where the person is (when known) to the destination
-    fit: float  # the destination's fit to the topic (hippobot's similarity scale, plus the success bonus, blended
-    # with the learned model's P(channel | topic) when there is one), as the reason says it
+    fit: float  # the destination's fit to the topic (hippobot's similarity scale, plus the success bonus), as the
+    # reason says it
     cost: float
     reason: str
+    likelihood: float | None = None  # the learned model's P(channel | topic), when one had a say
 
     @property
     def destination(self) -> PlaceNode:
@@ -62,7 +63,8 @@ class Route:
     def as_dict(self) -> dict[str, object]:
         return {"channel": self.destination.channel_id, "name": self.destination.name, "place": self.destination.id,
                 "route": [p.channel_id for p in self.places], "fit": round(self.fit, 4), "cost": round(self.cost, 4),
-                "about": self.destination.label, "reason": self.reason}
+                "about": self.destination.label, "likelihood": None if self.likelihood is None else
+                round(self.likelihood, 4), "reason": self.reason}
 
 
 def fit(node: PlaceNode, vector: np.ndarray, name_vector: np.ndarray | None = None,
@@ -92,11 +94,9 @@ def plan(graph: PlaceGraph, vector: np.ndarray, *, start_channel: str | None = N
     names = names or {}
     fits = {i: fit(n, v, names.get(n.channel_id), name_weight)[1] for i, n in graph.nodes.items()}
     # whether a place is about the topic at all is a similarity; which one fits best, the model has a say in
-    about = {i for i, f in fits.items() if f >= min_fit}
-    if likelihoods:
-        fits = {i: (1.0 - model_weight) * f + model_weight * likelihoods.get(graph.nodes[i].channel_id, 0.0)
-                for i, f in fits.items()}
-    entry = {i: relevance_weight * (1.0 - fits[i]) for i in about}
+    likely = ({i: likelihoods.get(n.channel_id, 0.0) for i, n in graph.nodes.items()} if likelihoods else {})
+    ranked = {i: (1.0 - model_weight) * f + model_weight * likely[i] if likely else f for i, f in fits.items()}
+    entry = {i: relevance_weight * (1.0 - ranked[i]) for i, f in fits.items() if f >= min_fit}
     starts = [i for i, n in graph.nodes.items() if start_channel is not None and n.channel_id == start_channel]
     routes: list[Route] = []
     excluded: set[str] = set()
@@ -110,7 +110,9 @@ def plan(graph: PlaceGraph, vector: np.ndarray, *, start_channel: str | None = N
         path, cost = found
         nodes = tuple(graph.nodes[i] for i in path)
         dest = nodes[-1]
-        routes.append(Route(nodes, fits[dest.id], cost, _reason(graph, nodes, fits[dest.id], start_channel)))
+        routes.append(Route(nodes, fits[dest.id], cost,
+                            _reason(graph, nodes, fits[dest.id], start_channel, likely.get(dest.id)),
+                            likely.get(dest.id)))
         excluded.add(dest.channel_id)
     return routes
 
@@ -170,9 +172,11 @@ def _neighbours(graph: PlaceGraph, node: int, goals: dict[int, float], jump: flo
     return out
 
 
-def _reason(graph: PlaceGraph, nodes: Sequence[PlaceNode], fitness: float, start_channel: str | None) -> str:
+def _reason(graph: PlaceGraph, nodes: Sequence[PlaceNode], fitness: float, start_channel: str | None,
+            likelihood: float | None = None) -> str:
     dest = nodes[-1]
-    parts = [f"about {dest.label or 'this'} (fit {fitness:.2f})"]
+    learned = "" if likelihood is None else f", {likelihood:.0%} likely"  # the learned model's P(channel | topic)
+    parts = [f"about {dest.label or 'this'} (fit {fitness:.2f}{learned})"]
     if dest.questions:
         parts.append(f"{min(dest.resolutions, dest.questions)} of {dest.questions} question(s) there resolved")
     if len(nodes) > 1:
@@ -181,7 +185,7 @@ def _reason(graph: PlaceGraph, nodes: Sequence[PlaceNode], fitness: float, start
             t = next((t for t in graph.out.get(a.id, ()) if t.dst == b.id), None)
             if t is not None:
                 hops.append(f"{channel_label(a.channel_id)} → {channel_label(b.channel_id)} "
-                            f"({t.moves} move(s), {t.success_prob:.0%} ended well)")
+                            f"({t.moves} move(s), {t.successes} ended well)")
         if hops:
             parts.append("people went " + "; ".join(hops))
     elif start_channel is not None and dest.channel_id == start_channel:
