@@ -6,7 +6,7 @@
     hippobot recall   --queries FILE [--k K]
     hippobot dream    [--scope S]
     hippobot persona  [--scope S] [--channel C] [--json] [--history]
-    hippobot places   [TEXT] [--scope S] [--channel C [--private]] [--k N] [--json] [--stats]
+    hippobot places   [TEXT] [--scope S] [--channel C] [--k N] [--json] [--stats]
     hippobot forget   [--scope S] (--channel C | --person P | --message M) [--yes]
     hippobot migrate
     hippobot run      (the Discord bot)

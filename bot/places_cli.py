@@ -22,7 +22,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--scope", help="the memory scope (default: the console scope)")
     p.add_argument("--channel", help="where you are asking from: its id or #name (routes start there)")
     p.add_argument("--private", action="store_true",
-                   help="--channel is restricted: also show what only its audience may see")
+                   help="(implied by --channel since 2026-11-25: a channel's audience always applies)")
     p.add_argument("--k", type=int, default=3, help="how many places and procedures (1-10, default 3)")
     p.add_argument("--stats", action="store_true", help="places, edges, macros and the spatial gate's counters")
     p.add_argument("--json", action="store_true", help="print JSON")
@@ -75,7 +75,9 @@ async def run(settings: Settings, args: argparse.Namespace, out: TextIO = sys.st
                 print(f"hippobot places: --channel {channel}: {why}", file=sys.stderr)
                 return 2
             channel = ids[0]
-        visible = channel if args.private else None
+        # asking from a channel is asking as its audience, as /whereto does: a restricted channel sees its own
+        # places and procedures, a public one what everyone sees
+        visible = channel
         if args.stats:
             stats = {**await places.stats(scope), **await macros.stats(scope)}
             out.write(json.dumps(stats, indent=2) + "\n" if args.json else

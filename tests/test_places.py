@@ -485,6 +485,13 @@ async def test_whereto_in_a_server_keeps_a_restricted_channels_places_and_proced
     await PlacesCog.whereto.callback(cog, inside, "banning spam accounts")
     answer = said(inside)
     assert "<#200>" in answer and "Open the member list" in answer
+    # the command line asks as the channel's audience too
+    for channel, sees in (("100", False), ("200", True)):
+        out = io.StringIO()
+        args = argparse.Namespace(text="banning spam accounts", scope=guild, channel=channel, private=False, k=3,
+                                  stats=False, json=False)
+        assert await places_cli.run(app.settings, args, out, embedder=embedder) == 0
+        assert ("Open the member list" in out.getvalue()) is sees, channel
     assert await macros.suggest(guild, "ban a spam account") == []  # what everyone may see
     [restricted] = await macros.suggest(guild, "ban a spam account", visible_channel="200")
     assert await macros.suggest("g2", "ban a spam account", visible_channel="200") == []  # another server
