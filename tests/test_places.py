@@ -335,6 +335,19 @@ async def test_forgetting_removes_what_a_message_alone_built(app: App, embedder)
 # --- macros ----------------------------------------------------------------------------------------------------
 
 
+async def test_advice_that_worked_is_kept_even_when_it_is_no_instruction(pool, embedder, layers) -> None:  # type: ignore[no-untyped-def]
+    _, macros = layers
+    h = History(pool)
+    q = await h.say("ana", "data", "my pandas merge suddenly returns three times as many rows as before")
+    await absorb(layers, embedder, q)
+    await absorb(layers, embedder, await h.say("bob", "data", "Your join key is not unique on the right side; "
+                                               "drop_duplicates on it before the merge. Which version is it?",
+                                               reply_to=q.external_id))
+    await absorb(layers, embedder, await h.say("ana", "data", "thanks, that worked!"))
+    [m] = await macros.suggest(SCOPE, "pandas merge gives me duplicated rows")
+    assert m.steps == ("Your join key is not unique on the right side; drop_duplicates on it before the merge.",)
+
+
 async def test_a_confirmed_exchange_becomes_a_procedure_without_the_failed_attempt(pool, embedder, layers) -> None:  # type: ignore[no-untyped-def]
     _, macros = layers
     h = History(pool)

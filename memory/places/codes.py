@@ -159,6 +159,18 @@ def steps(text: str) -> list[str]:
     return out
 
 
+def advice_step(text: str) -> str:
+    """A helper's message kept as one step when no sentence of it reads as an instruction: its statements (not
+    its questions) from the start, a soft lead dropped, within ``MAX_STEP_CHARS``."""
+    kept = [s for raw in _SENTENCE.split(text) if (s := raw.strip(" -*•\t")) and not s.endswith("?")]
+    line = " ".join(kept) or " ".join(text.split())
+    line = _SOFT.sub("", _LEAD.sub("", line)) or line
+    line = line[0].upper() + line[1:]
+    if len(line) > MAX_STEP_CHARS:
+        line = line[: MAX_STEP_CHARS - 1].rstrip() + "…"
+    return line
+
+
 def channel_label(channel_id: str) -> str:
     """How a channel is named to people: a Discord mention for a numeric id, else ``#name`` (the console's
     ``console:NAME`` channels by their name)."""

@@ -29,7 +29,7 @@ import numpy as np
 
 from memory.conversation import StoredMessage, require_scope
 from memory.embed import similarity
-from memory.places.codes import FAILURE, SUCCESS, is_substantive, outcome, steps
+from memory.places.codes import FAILURE, SUCCESS, advice_step, is_substantive, outcome, steps
 from memory.vectors import centroid, unit, vec
 
 log = logging.getLogger(__name__)
@@ -118,12 +118,18 @@ class MacroStore:
         replies = [r for r in after if r["author_id"] != asker and r["reply_to_external"] in mine]
         helpers = set(id(r) for r in (replies or [r for r in after if r["author_id"] != asker]))
         kept: list[tuple[int, str]] = []
+        advice: list[tuple[int, str]] = []  # the helpers' words, for when none of them reads as an instruction
         for r in after:
             if r["author_id"] == asker:
                 if outcome(r["content"]) == FAILURE:
-                    kept = []  # what was suggested before did not work
+                    kept, advice = [], []  # what was suggested before did not work
             elif id(r) in helpers:
                 kept += [(r["id"], s) for s in steps(r["content"]) if s not in {t for _, t in kept}]
+                if is_substantive(r["content"]) and outcome(r["content"]) is None:
+                    advice.append((r["id"], r["content"]))
+        if not kept and advice:
+            # "Your join key is not unique; drop the duplicates first" worked too: the last advice, as one step
+            kept = [(advice[-1][0], advice_step(advice[-1][1]))]
         if not kept:
             return None
         return Trajectory(confirmation.scope, confirmation.visible_in, confirmation.channel_id, problem["id"],
