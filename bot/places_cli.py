@@ -35,13 +35,16 @@ async def run(settings: Settings, args: argparse.Namespace, out: TextIO = sys.st
     from memory.errors import InvalidInput
     from memory.layers.macros import MacrosLayer, describe
     from memory.layers.places import PlacesLayer, topic_text
-    from memory.places.codes import channel_label
+    from memory.places.codes import channel_label, topic_of
 
     def shown(node: Any) -> str:  # a numbered channel by its name where the history gave one
         return f"#{node.name}" if node.name and node.channel_id.isdigit() else channel_label(node.channel_id)
 
     scope = args.scope or settings.console_scope
     text = ""
+    if args.stats and args.text is not None:
+        print("hippobot places: --stats takes no topic (it prints the scope's counters)", file=sys.stderr)
+        return 2
     if not args.stats:  # checked before the models and the database start
         try:
             text = topic_text(args.text)
@@ -95,7 +98,10 @@ async def run(settings: Settings, args: argparse.Namespace, out: TextIO = sys.st
                                   "discussed_in": [r.as_dict() for r in seen],
                                   "procedures": [m.as_dict() for m in found]}, indent=2, default=str) + "\n")
             return 0
-        lines = [f"Where to ask about “{text}”:"]
+        if not routes and not seen and not await db.pool.fetchval(
+                "SELECT EXISTS (SELECT 1 FROM messages WHERE scope = $1)", scope):
+            print(f"hippobot places: note: nothing is stored in scope {scope!r} (a typo?)", file=sys.stderr)
+        lines = [f"Where to ask about “{topic_of(text)}”:"]
         lines += [f"  {i}. {' → '.join(shown(p) for p in r.places)}: {r.reason}"
                   for i, r in enumerate(routes, 1)] or ["  nowhere yet: no place here is about that"]
         lines.append("Where it was discussed:")

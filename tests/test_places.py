@@ -434,6 +434,8 @@ async def test_recall_adds_where_and_what_worked_when_the_plan_asks(app: App, em
     assert data["ask_in"][0]["channel"] == "devops"
     out = io.StringIO()
     args.json, args.stats = False, True
+    assert await places_cli.run(app.settings, args, io.StringIO(), embedder=embedder) == 2  # a topic with --stats
+    args.text = None
     assert await places_cli.run(app.settings, args, out, embedder=embedder) == 0
     assert "spatial gate attempts" in out.getvalue()
     args.stats, args.text = False, ""
@@ -513,7 +515,7 @@ async def test_whereto_in_a_server_keeps_a_restricted_channels_places_and_proced
     moves = await places.store.decisions(guild, visible_channel="200")
     assert {d["message_id"] for d in await places.store.decisions(guild)} < {d["message_id"] for d in moves}
     # bad topics: a clear reply, nothing raised
-    for bad in ("", "   ", "\x00", "x" * 10_000):
+    for bad in ("", "   ", "\x00", "x" * 10_000, "where do I ask?", "which channel is for help"):
         i = interaction(77, 100)
         await PlacesCog.whereto.callback(cog, i, bad)
         assert "⚠️" in said(i) and not i.response.defer.called

@@ -17,7 +17,7 @@ from bot.discord.rules import scope_for
 from memory.errors import MemoryStoreError
 from memory.layers.macros import describe
 from memory.layers.places import topic_text
-from memory.places.codes import channel_label
+from memory.places.codes import channel_label, topic_of
 
 if TYPE_CHECKING:
     from bot.discord.client import HippoBotBase
@@ -53,7 +53,7 @@ class PlacesCog(commands.Cog):
         except MemoryStoreError as exc:
             await reply(interaction, f"⚠️ {exc}")
             return
-        await reply(interaction, render(topic, routes, found))
+        await reply(interaction, render(topic_of(topic), routes, found))
 
 
 def render(topic: str, routes: list, macros: list) -> str:

@@ -28,7 +28,7 @@ from memory.errors import InvalidInput
 from memory.fields import check_text
 from memory.layers.base import MEMORY, AbsorbedTurn, BaseLayer, LayerStep, MemoryItem, RecallQuery, Section, StepResult
 from memory.places.classifier import PER_CHANNEL, ChannelClassifier
-from memory.places.codes import asks_for_directions, channel_label, name_text, topic_of
+from memory.places.codes import FRAME_WORDS, asks_for_directions, channel_label, content_words, name_text, topic_of
 from memory.places.gate import GateConfig
 from memory.places.graph import MERGE_SIMILARITY, PLACE_TTL, Observation, PlaceGraph, PlaceStore
 from memory.places.planner import MODEL_WEIGHT, NAME_WEIGHT, Route, discussed, plan
@@ -55,6 +55,8 @@ def topic_text(topic: str | None) -> str:
     text = check_text(topic, "the topic", MAX_TOPIC_CHARS, example="say what it is, e.g. 'docker networking'")
     if not any(ch.isalnum() for ch in text):  # "???" (what a lone surrogate becomes), "!!!": nothing to place
         raise InvalidInput("the topic has no words; say what it is, e.g. 'docker networking'")
+    if not [w for w in content_words(text) if w not in FRAME_WORDS]:  # "where do I ask?", "help"
+        raise InvalidInput("that asks where, but not about what; say the topic, e.g. 'docker networking'")
     return text
 
 
