@@ -24,7 +24,7 @@ from memory.layers.macros import MacrosLayer
 from memory.layers.places import PlacesLayer
 from memory.places import AGGREGATE, BLOCK, INSERT, GateConfig, SpatialGate, outcome, plan, steps
 from memory.places.classifier import ChannelClassifier
-from memory.places.codes import channel_label, name_text
+from memory.places.codes import channel_label, label, name_text
 from memory.places.graph import PlaceGraph, PlaceNode, Transition
 
 SCOPE = "g1"
@@ -49,6 +49,8 @@ def test_outcomes_steps_and_questions_are_read_from_words() -> None:
     lines = steps("Hmm. You should run `docker logs web` first. Then restart the daemon! Is it up?")
     assert lines == ["Run `docker logs web` first.", "Restart the daemon!"]
     assert steps("I think it's the network, not sure.") == []
+    assert label(["thanks, that worked, the image is small now", "docker image build fails, same problem",
+                  "my docker image works now"]) == "image, docker, small, build"  # no "worked", no "problem"
     assert steps("Run pip install -e . in the project root, then activate it. Wait... then restart the shell.") == [
         "Run pip install -e . in the project root, then activate it.", "Wait... then restart the shell."]
 

@@ -119,11 +119,19 @@ def outcome(text: str) -> str | None:
     return None
 
 
+# Words every help channel says ("that worked", "same problem", "good idea"): never what a place is about.
+_LABEL_FILLER = frozenset("""
+work works worked working fix fixes fixed fixing solve solves solved problem problems issue issues question
+questions idea ideas try tries tried trying sure good great nice cool awesome lol thing things stuff help helped
+""".split())
+
+
 def label(texts: Iterable[str], n: int = 4) -> str:
-    """A place's label: its ``n`` most frequent content words (ties by first appearance)."""
+    """A place's label: its ``n`` most frequent content words (ties by first appearance), filler left out."""
     counts: Counter[str] = Counter()
     for t in texts:
-        counts.update(dict.fromkeys(content_words(t), 1))  # once per message: one chatty message does not win
+        # once per message: one chatty message does not win
+        counts.update(dict.fromkeys((w for w in content_words(t) if w not in _LABEL_FILLER), 1))
     return ", ".join(w for w, _ in counts.most_common(n))
 
 
