@@ -56,6 +56,7 @@ DATA = Path(__file__).resolve().parent / "data" / "places"
 SCOPE = "900000000000000001"
 WHERE_SPLITS = ("dev", "dev2", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7",
                 "heldout8")
+OFFTOPIC_SPLITS = ("offtopic_dev", "offtopic_heldout")
 GOALS = {"where": 0.9, "top3": 0.8}
 
 
@@ -75,8 +76,8 @@ async def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--model-weight", type=float, default=None,
                    help="the learned channel model's share of a place's fit (default: the planner's MODEL_WEIGHT; "
                         "0: no model)")
-    p.add_argument("--splits", default=",".join(WHERE_SPLITS),
-                   help=f"the where splits to ask, comma-separated (default: all of {', '.join(WHERE_SPLITS)})")
+    p.add_argument("--splits", default=",".join(WHERE_SPLITS + OFFTOPIC_SPLITS),
+                   help=f"the splits to ask, comma-separated (default: all of {', '.join(WHERE_SPLITS + OFFTOPIC_SPLITS)})")
     p.add_argument("--history-share", type=float, default=1.0,
                    help="import only the first share of the history, 0 < S <= 1 (a young server)")
     p.add_argument("--json", type=Path)
@@ -84,8 +85,10 @@ async def main(argv: Sequence[str] | None = None) -> int:
     if not 0 < args.history_share <= 1:
         p.error("--history-share must be in (0, 1]")
     chosen = [x.strip() for x in args.splits.split(",") if x.strip()]
-    if not chosen or set(chosen) - set(WHERE_SPLITS):
-        p.error(f"--splits: choose among {', '.join(WHERE_SPLITS)}")
+    if not chosen or set(chosen) - set(WHERE_SPLITS) - set(OFFTOPIC_SPLITS):
+        p.error(f"--splits: choose among {', '.join(WHERE_SPLITS + OFFTOPIC_SPLITS)}")
+    chosen_offtopic = [c for c in chosen if c in OFFTOPIC_SPLITS]
+    chosen = [c for c in chosen if c in WHERE_SPLITS]
     offline_environment()
     from bot.app import App
     from memory.embed import MiniLMEmbedder
@@ -140,22 +143,27 @@ async def main(argv: Sequence[str] | None = None) -> int:
                          else questions["where"][name]) for name in chosen}
         rows = []
         for split, qs in splits.items():
-            first = home = top3 = 0
+            first = home = top3 = unsure_right = unsure_wrong = 0
             misses = []
             for q in qs:
                 routes = await places.where_to(SCOPE, q["text"], channel_id="general", k=3)
                 got = [r.destination.channel_id for r in routes]
+                if routes and routes[0].unsure:
+                    unsure_right += got[0] in q["channels"]
+                    unsure_wrong += got[0] not in q["channels"]
                 first += bool(got) and got[0] in q["channels"]
                 home += bool(got) and got[0] == q["channel"]
                 top3 += any(c in q["channels"] for c in got)
                 if not got or got[0] not in q["channels"]:
                     misses.append(f"{q['text']!r}: wanted {q['channel']}, got {got}")
             n = len(qs)
-            rows.append((split, n, first / n, home / n, top3 / n))
+            rows.append((split, n, first / n, home / n, top3 / n, f"{unsure_right} / {unsure_wrong}"))
             results[f"where_{split}"] = {"n": n, "right_first": first / n, "home_first": home / n,
-                                         "right_top3": top3 / n, "misses": misses}
+                                         "right_top3": top3 / n, "unsure_right": unsure_right,
+                                         "unsure_wrong": unsure_wrong, "misses": misses}
         print(table("Where do I ask about X? (asked from #general)",
-                    ["split", "questions", "right channel first", "home channel first", "right in top 3"], rows))
+                    ["split", "questions", "right channel first", "home channel first", "right in top 3",
+                     "said unsure: right / wrong first"], rows))
         for split in ("dev", "dev2"):
             for m in results.get(f"where_{split}", {}).get("misses", []):  # type: ignore[attr-defined]
                 print(f"  {split} miss:", m)
@@ -163,6 +171,37 @@ async def main(argv: Sequence[str] | None = None) -> int:
               f"history imported: {args.history_share:.0%}")
         print(f"goal: right channel first >= {GOALS['where']} on held-out questions (heldout2-4: written apart, never "
               "looked at while choosing anything, each run before; heldout: seen before the method changed)")
+
+        # off-topic questions: nothing here is about them; "nowhere" or the lobby itself is the right answer
+        rows = []
+        for split in ("offtopic_dev", "offtopic_heldout"):
+            if split not in chosen_offtopic:
+                continue
+            qs = json.loads((DATA / f"where_{split}.json").read_text())
+            nowhere = lobby = unsure = 0
+            wrong: list[str] = []
+            for q in qs:
+                routes = await places.where_to(SCOPE, q["text"], channel_id="general", k=3)
+                if not routes:
+                    nowhere += 1
+                elif routes[0].destination.channel_id == "general":
+                    lobby += 1
+                elif routes[0].unsure:
+                    unsure += 1
+                else:
+                    wrong.append(f"{q['text']!r} -> {routes[0].destination.channel_id} (fit {routes[0].fit:.2f}, "
+                                 f"{routes[0].likelihood or 0:.0%} likely)")
+            n = len(qs)
+            rows.append((split, n, nowhere / n, lobby / n, unsure / n, len(wrong) / n))
+            results[f"where_{split}"] = {"n": n, "nowhere": nowhere / n, "lobby": lobby / n, "unsure": unsure / n,
+                                         "topic_channel": len(wrong) / n, "wrong": wrong}
+        if rows:
+            print()
+            print(table("Off-topic questions (no channel is about them; asked from #general)",
+                        ["split", "questions", "nowhere", "#general (right here)", "a channel, said to be unsure",
+                         "a channel, as if sure (wrong)"], rows))
+            for m in results.get("where_offtopic_dev", {}).get("wrong", []):  # type: ignore[attr-defined]
+                print("  offtopic_dev wrong:", m)
 
         # procedures for held-out problems, and the spatial bar
         hist = routed = with_macros = 0

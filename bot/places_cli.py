@@ -101,7 +101,8 @@ async def run(settings: Settings, args: argparse.Namespace, out: TextIO = sys.st
         if not routes and not seen and not await db.pool.fetchval(
                 "SELECT EXISTS (SELECT 1 FROM messages WHERE scope = $1)", scope):
             print(f"hippobot places: note: nothing is stored in scope {scope!r} (a typo?)", file=sys.stderr)
-        lines = [f"Where to ask about “{topic_of(text)}”:"]
+        lines = [f"No channel here is clearly about “{topic_of(text)}”; the closest:" if routes and routes[0].unsure
+                 else f"Where to ask about “{topic_of(text)}”:"]
         lines += [f"  {i}. {' → '.join(shown(p) for p in r.places)}: {r.reason}"
                   for i, r in enumerate(routes, 1)] or ["  nowhere yet: no place here is about that"]
         lines.append("Where it was discussed:")

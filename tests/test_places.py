@@ -26,6 +26,7 @@ from memory.places import AGGREGATE, BLOCK, INSERT, GateConfig, SpatialGate, out
 from memory.places.classifier import ChannelClassifier
 from memory.places.codes import channel_label, label, name_text
 from memory.places.graph import PlaceGraph, PlaceNode, Transition
+from memory.places.planner import Route
 
 SCOPE = "g1"
 T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
@@ -115,6 +116,14 @@ def test_a_channels_name_settles_what_its_code_leaves_close() -> None:
     assert plan(graph, topic, k=1, likelihoods={"200": 0.9, "100": 0.1})[0].destination.channel_id == "200"
     assert plan(graph, topic, k=1, likelihoods={"200": 0.9})[0].destination.channel_id == "200"
     assert plan(graph, topic, k=1, likelihoods={"200": 0.9}, model_weight=0.0)[0].destination.channel_id == "100"
+    # a route the model hardly expects, with a middling fit, is unsure: answers say so, prompts leave it out
+    [sure] = plan(graph, topic, k=1, likelihoods={"200": 0.9})
+    assert not sure.unsure and sure.as_dict()["unsure"] is False
+    unsure = Route(sure.places, 0.62, sure.cost, sure.reason, likelihood=0.1)
+    assert unsure.unsure and not Route(sure.places, 0.62, sure.cost, sure.reason).unsure  # no model: no opinion
+    from bot.discord.places import render
+
+    assert render("knitting", [unsure], []).startswith("No channel here is clearly about “knitting”")
 
 
 def test_a_channel_model_learns_what_tells_channels_apart() -> None:

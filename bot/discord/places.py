@@ -59,6 +59,8 @@ class PlacesCog(commands.Cog):
 def render(topic: str, routes: list, macros: list) -> str:
     if not routes:
         lines = [f"I don't know yet where “{topic}” is discussed here."]
+    elif routes[0].unsure:
+        lines = [f"No channel here is clearly about “{topic}”; the closest:"]
     else:
         lines = [f"Where to ask about “{topic}”:"]
         lines += [f"{i}. {' → '.join(channel_label(p.channel_id) for p in r.places)} — {r.reason}"

@@ -96,6 +96,7 @@ class PlacesLayer(BaseLayer):
         routes = plan(graph, vector, start_channel=query.audience.channel_id, k=depth, names=await self._names(graph),
                       name_weight=self.name_weight, likelihoods=model.probabilities(vector) if model else None,
                       model_weight=self.model_weight)
+        routes = [r for r in routes if not r.unsure]  # a small model repeats a wrong channel as if it knew
         if not routes:
             return None
         items = tuple(MemoryItem("place", r.fit, _route_text(r), "Discussed in " + _route_text(r), (),
