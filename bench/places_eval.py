@@ -21,6 +21,9 @@ once, then held-out questions are asked:
   classifier). None is clean now: the next change to the retrieval needs a new blind split. Held-out misses are
   not printed (they are in --json). Channel names come
   from the history (its channels are named, not numbered); ``--name-weight 0`` plans without them.
+- **off-topic**: "where do I ask about X" where no channel covers X (where_offtopic_dev.json, 30, used to choose the
+  planner's UNSURE_* thresholds; where_offtopic_heldout.json, 30, not): the share answered nowhere, with #general
+  itself, with a channel said to be unsure, and with a channel as if sure (the wrong answer).
 - **procedures**: held-out rewordings of the solved problems; the right procedure in the top 3 (goal >= 0.8)
   and at the top.
 - **spatial bar** (seed 10.1: EM >= 0.10 or steps to goal down by >= 20 % against no macros): a simulation.
