@@ -336,34 +336,44 @@ def _query_text(text: str, max_chars: int) -> str:
 
 
 def _read_queries(path: Path, default_scope: str, max_chars: int) -> list[tuple[str, str]]:
-    """Every query of ``path``, or ValueError naming the first bad line (before anything starts)."""
-    from memory.fields import id_problem
-
-    queries = []
+    """Every query of ``path``, or ValueError naming every bad line (the first 20; before anything starts), as
+    an import names them."""
+    queries: list[tuple[str, str]] = []
+    problems: list[str] = []
     for number, line in enumerate(path.read_text(encoding="utf-8-sig", errors="strict").splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"line {number}: invalid JSON ({exc.msg})") from None
-        except RecursionError:
-            raise ValueError(f"line {number}: JSON nested too deeply") from None
-        except ValueError:  # Python refuses integers of more than 4,300 digits
-            raise ValueError(f"line {number}: a number in it is too long") from None
-        if not isinstance(obj, dict) or not isinstance(obj.get("text"), str):
-            raise ValueError(f"line {number}: expected an object with a non-empty \"text\"")
-        try:
-            text = _query_text(obj["text"], max_chars)
+            queries.append(_query_line(line, default_scope, max_chars))
         except ValueError as exc:
-            raise ValueError(f"line {number}: {exc}") from None
-        scope = obj.get("scope", default_scope)
-        if not isinstance(scope, str) or not scope.strip():
-            raise ValueError(f"line {number}: \"scope\" must be a non-empty string")
-        if problem := id_problem(scope, '"scope"'):
-            raise ValueError(f"line {number}: {problem}")
-        queries.append((text, scope))
+            problems.append(f"line {number}: {exc}")
+    if problems:
+        more = f"\n... and {len(problems) - 20} more bad line(s)" if len(problems) > 20 else ""
+        raise ValueError("\n".join(problems[:20]) + more)
     return queries
+
+
+def _query_line(line: str, default_scope: str, max_chars: int) -> tuple[str, str]:
+    """(text, scope) of one line of a --queries file; ValueError saying what is wrong with it."""
+    from memory.fields import id_problem
+
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"invalid JSON ({exc.msg})") from None
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
+    except ValueError:  # Python refuses integers of more than 4,300 digits
+        raise ValueError("a number in it is too long") from None
+    if not isinstance(obj, dict) or not isinstance(obj.get("text"), str):
+        raise ValueError("expected an object with a non-empty \"text\"")
+    text = _query_text(obj["text"], max_chars)
+    scope = obj.get("scope", default_scope)
+    if not isinstance(scope, str) or not scope.strip():
+        raise ValueError("\"scope\" must be a non-empty string")
+    if problem := id_problem(scope, '"scope"'):
+        raise ValueError(problem)
+    return text, scope
 
 
 async def _persona(settings: Settings, args: argparse.Namespace) -> int:

@@ -192,6 +192,14 @@ def test_recall_queries_with_hostile_lines_name_the_line(tmp_path: Path, case: s
     assert why in err and err.count("\n") == 1 and "Traceback" not in err, err
 
 
+def test_recall_queries_name_every_bad_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "q.jsonl"
+    path.write_text('{"text": "ok"}\nnot json\n{"text": "ok"}\n{"scope": "g1"}\n', encoding="utf-8")
+    assert main(["recall", "--queries", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "line 2: invalid JSON" in err and 'line 4: expected an object with a non-empty "text"' in err, err
+
+
 def test_recall_queries_with_a_lone_surrogate_and_nul_print_their_results(
         env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,  # noqa: F811
         capsys: pytest.CaptureFixture[str]) -> None:
