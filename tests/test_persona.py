@@ -272,6 +272,23 @@ async def test_forgetting_a_person_removes_their_evidence_and_recomputes(app: Ap
     assert await traces(app, "u-zed") == {}
 
 
+async def test_forgetting_public_evidence_also_recomputes_the_restricted_personas_that_started_from_it(
+        app: App) -> None:
+    layer = await persona_app(app)
+    await say(app, *STRONG_FOR, author="zed")
+    await say(app, *FILLER[:COOLING_PERIOD], author="ana")
+    await say(app, "ok, the mods channel is quiet today", author="mo", channel="mods", visible_in="mods")
+    inside = (await layer.store.current("g1", "mods")).state  # type: ignore[union-attr]
+    assert "remote work" in inside.beliefs or "remote work" in inside.engagement  # a copy of the public one
+    await app.provenance.forget_author("g1", "u-zed")
+    for audience in (None, "mods"):
+        state = (await layer.store.current("g1", audience)).state  # type: ignore[union-attr]
+        assert "remote work" not in state.beliefs and "remote work" not in state.engagement, audience
+    from tests.test_forgetting import traces
+
+    assert await traces(app, "remote work") == {}
+
+
 async def test_forgetting_the_evidence_of_a_pending_shift_withdraws_its_proposal(app: App) -> None:
     from tests.test_forgetting import traces
 

@@ -299,6 +299,23 @@ class PersonaLayer(BaseLayer):
             await self.store.write(conn, scope, visible_in, state,
                                    f"recomputed after forgetting {r['n']} message(s)", datetime.now(timezone.utc))
             total += int(r["n"])
+        # A restricted channel's persona started as a copy of the scope's public one (``_state``): when that was
+        # recomputed, so is each restricted one, from the public state as it is now and its own evidence.
+        # (Every one: a touched one was replayed above from its own kept base, which still holds that copy.)
+        for scope in sorted({r["scope"] for r in touched if r["visible_in"] is None}):
+            public = await self.store.current(scope, None, conn=conn)
+            for _, visible_in in await self.store.states(scope):
+                if visible_in is None:
+                    continue
+                await self.store.lock(conn, scope, visible_in)
+                current = await self.store.current(scope, visible_in, conn=conn)
+                epoch = current.state.epoch if current is not None else 0
+                await self.store.drop_versions_from(conn, scope, visible_in, 1)
+                state = await self.recompute(conn, scope, visible_in, epoch, exclude=ids,
+                                             base=public.state if public is not None else None)
+                await self.store.write(conn, scope, visible_in, state,
+                                       "recomputed: the public persona it started from forgot message(s)",
+                                       datetime.now(timezone.utc))
         await conn.execute(
             """UPDATE proposals p SET status = CASE WHEN p.status = 'pending' THEN 'expired' ELSE p.status END,
                    payload = jsonb_build_object('action', 'withdrawn', 'examples', '[]'::jsonb),
