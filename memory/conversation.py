@@ -160,6 +160,12 @@ class ConversationStore:
         exact = [c for c in ids if c in (name, f"console:{name}")]
         return exact[:1] or ids
 
+    async def forgotten(self, digests: Sequence[str]) -> dict[str, datetime]:
+        """Which of these tombstones (memory.provenance.forgotten_digest) exist, and when each was forgotten."""
+        rows = await self._pool.fetch("SELECT digest, forgotten_at FROM forgotten WHERE digest = ANY($1::text[])",
+                                      list(digests))
+        return {r["digest"]: r["forgotten_at"] for r in rows}
+
     async def restricted_channels(self, scope: str, source: str, channel_ids: Sequence[str],
                                   conn: asyncpg.Connection | None = None) -> dict[str, bool]:
         """For each of ``channel_ids`` with stored messages in this scope: whether they are restricted to the

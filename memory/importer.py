@@ -35,6 +35,7 @@ from memory.episodic import EpisodicStore, NewEpisode, WriteGate
 from memory.errors import ImportFileError, InvalidInput
 from memory.fields import check_id, check_time, clean_name, clean_text, id_problem
 from memory.layers.episodes import key_text
+from memory.provenance import forgotten_digest
 from memory.salience import imported_saliences
 from memory.sources import IMPORTED
 
@@ -69,11 +70,14 @@ class ImportReport:
     already_present: int
     skipped_empty: int
     episodes: int
+    skipped_forgotten: int = 0  # forgotten before (a message, its person or its channel): not brought back
 
     def __str__(self) -> str:
+        forgotten = (f", {self.skipped_forgotten} forgotten before (not brought back)"
+                     if self.skipped_forgotten else "")
         return (
             f"read {self.read} message(s): imported {self.imported}, already present {self.already_present}, "
-            f"skipped {self.skipped_empty} without text; wrote {self.episodes} episode(s)"
+            f"skipped {self.skipped_empty} without text{forgotten}; wrote {self.episodes} episode(s)"
         )
 
 
@@ -342,6 +346,7 @@ class Importer:
                 f"{public[0]}), then import again with --private-channel; nothing imported")
         # A channel imported before as private stays private, with or without --private-channel this time.
         private |= {c for c, restricted in stored_as.items() if restricted}
+        messages, forgotten = await self._not_forgotten(scope, messages)
         present = await self._conversations.existing_external_ids(
             scope, SOURCE, [(m.channel_id, m.external_id) for m in messages])
         new = [m for m in messages if (m.channel_id, m.external_id) not in present]
@@ -379,9 +384,21 @@ class Importer:
         if len(stored) >= ANALYZE_AFTER:
             await self._analyze()
         return ImportReport(
-            read=len(messages), imported=len(stored), already_present=len(messages) - len(stored),
-            skipped_empty=empty, episodes=written,
+            read=len(messages) + forgotten, imported=len(stored), already_present=len(messages) - len(stored),
+            skipped_empty=empty, episodes=written, skipped_forgotten=forgotten,
         )
+
+    async def _not_forgotten(self, scope: str, messages: list[ImportedMessage]) -> tuple[list[ImportedMessage], int]:
+        """``messages`` less what was forgotten in this scope (sql/017): a message forgotten itself, or said
+        before its person was forgotten; and how many were left out."""
+        keys = [(forgotten_digest("message", scope, f"{m.channel_id}\x1f{m.external_id}"),
+                 forgotten_digest("author", scope, m.author_id)) for m in messages]
+        rows = await self._conversations.forgotten([d for k in keys for d in k])
+        if not rows:
+            return messages, 0
+        kept = [m for m, (message, author) in zip(messages, keys)
+                if message not in rows and not (author in rows and m.created_at <= rows[author])]
+        return kept, len(messages) - len(kept)
 
     async def _analyze(self) -> None:
         """Fresh planner statistics after a bulk import. Autovacuum gets there in its own time; until then

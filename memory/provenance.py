@@ -12,6 +12,7 @@ person also anonymises their votes.
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -68,10 +69,23 @@ class Provenance:
         self._layers = layers  # the composition root's list, shared with Recall and the absorber
 
     async def _forget(self, roots: str, *args: object, author: tuple[str, str] | None = None,
-                      whole_scope: str | None = None) -> ForgetReport:
+                      whole_scope: str | None = None, tombstone: tuple[str, str] | None = None,
+                      remember: bool = True) -> ForgetReport:
         async with self._pool.acquire() as conn, conn.transaction():
             doomed = [r["id"] for r in await conn.fetch(_CLOSURE.format(roots=roots), *args)]
             counts: Counter[str] = Counter(messages=len(doomed))
+            if doomed and remember:
+                # tombstones, so that an import of an old export does not bring any of it back (sql/017)
+                rows = await conn.fetch(
+                    "SELECT scope, channel_id, external_id FROM messages WHERE id = ANY($1::bigint[])", doomed)
+                digests = {forgotten_digest("message", r["scope"], f"{r['channel_id']}{_SEP}{r['external_id']}")
+                           for r in rows}
+                if tombstone is not None:
+                    digests |= {forgotten_digest(tombstone[0], scope, tombstone[1])
+                                for scope in {r["scope"] for r in rows}}
+                await conn.execute(
+                    """INSERT INTO forgotten (digest, forgotten_at) SELECT d, now() FROM unnest($1::text[]) AS d
+                       ON CONFLICT (digest) DO UPDATE SET forgotten_at = excluded.forgotten_at""", sorted(digests))
             if doomed:
                 for layer in self._layers:
                     counts.update(await layer.forgetting(conn, doomed))
@@ -123,10 +137,13 @@ class Provenance:
                AND ($4::text IS NULL OR scope = $4)""", source, channel_id, list(external_ids), scope)
 
     async def forget_channel(self, source: str, channel_id: str, *, scope: str | None = None) -> ForgetReport:
-        """A deleted channel or thread: its messages, its threads' messages, and everything derived from them."""
+        """A deleted channel or thread: its messages, its threads' messages, and everything derived from them.
+
+        No tombstones: a channel is forgotten by whoever runs it (to import it again as private, say), not at
+        someone's request; messages and people forgotten before stay forgotten in it."""
         return await self._forget(
             """source = $1 AND (channel_id = $2 OR thread_parent_id = $2)
-               AND ($3::text IS NULL OR scope = $3)""", source, channel_id, scope)
+               AND ($3::text IS NULL OR scope = $3)""", source, channel_id, scope, remember=False)
 
     async def forget_author(self, scope: str, author_id: str) -> ForgetReport:
         """Delete everything one person said in this scope and everything derived from it; anonymise their votes.
@@ -137,9 +154,19 @@ class Provenance:
         """
         require_scope(scope)
         if scope == f"dm:{author_id}":
-            return await self._forget("scope = $1", scope, author=(scope, author_id), whole_scope=scope)
+            return await self._forget("scope = $1", scope, author=(scope, author_id), whole_scope=scope,
+                                      tombstone=("author", author_id))
         return await self._forget("scope = $1 AND author_id = $2 AND NOT is_bot", scope, author_id,
-                                  author=(scope, author_id))
+                                  author=(scope, author_id), tombstone=("author", author_id))
+
+
+_SEP = "\x1f"  # ids never hold control characters (memory.fields.id_problem)
+
+
+def forgotten_digest(kind: str, scope: str, key: str) -> str:
+    """The tombstone of a forgotten ``kind`` ("message": "channel<US>external id"; "author"; "channel") in
+    ``scope``: a SHA-256, so the table keeps no id of what was forgotten."""
+    return hashlib.sha256(_SEP.join((kind, scope, key)).encode("utf-8")).hexdigest()
 
 
 async def _drop_scope(conn: asyncpg.Connection, scope: str) -> Counter[str]:

@@ -79,3 +79,22 @@ async def test_a_channel_imported_as_public_is_not_made_private_halfway(app: App
     later = write_jsonl(tmp_path / "later.jsonl", [{**ROWS[2], "id": "6", "text": "the vault is at vault.example"}])
     await app.importer.run(later, "g1")
     assert await count(app, "external_id = '6' AND visible_in = '200'") == 1
+
+
+async def test_what_was_forgotten_is_not_brought_back_by_importing_it_again(app: App, tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "h.jsonl", ROWS)
+    await app.importer.run(path, "g1")
+    assert (await forget(app, person="8", yes=True))[0] == 0  # bo: messages 2 and 3
+    assert (await forget(app, message="4", yes=True))[0] == 0
+    later = {**ROWS[1], "id": "9", "timestamp": "2099-01-01T00:00:00Z", "text": "bo again, after being forgotten"}
+    report = await app.importer.run(write_jsonl(tmp_path / "again.jsonl", [*ROWS, later]), "g1")
+    assert (report.imported, report.already_present, report.skipped_forgotten) == (1, 1, 3), report
+    assert "3 forgotten before (not brought back)" in str(report)
+    assert sorted(await app.db.pool.fetchval(
+        "SELECT array_agg(external_id) FROM messages WHERE scope = 'g1'")) == ["1", "9"]  # bo's new words are new
+    # the tombstones keep no id of what was forgotten, and another server's copy is untouched
+    assert await app.db.pool.fetchval("SELECT bool_and(digest ~ '^[0-9a-f]{64}$') FROM forgotten")
+    from tests.test_forgetting import traces
+
+    assert await traces(app, "webhook token") == {} and await traces(app, "acetone") == {}
+    assert (await app.importer.run(path, "g2")).imported == 4

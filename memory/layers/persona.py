@@ -296,8 +296,10 @@ class PersonaLayer(BaseLayer):
             state = await self.recompute(conn, scope, visible_in, epoch, exclude=ids,
                                          base=kept.state if kept is not None else None,
                                          from_version=r["first_version"])
-            await self.store.write(conn, scope, visible_in, state,
-                                   f"recomputed after forgetting {r['n']} message(s)", datetime.now(timezone.utc))
+            version = await self.store.write(conn, scope, visible_in, state,
+                                             f"recomputed after forgetting {r['n']} message(s)",
+                                             datetime.now(timezone.utc))
+            await self.store.replayed_into(conn, scope, visible_in, r["first_version"], version)
             total += int(r["n"])
         # A restricted channel's persona started as a copy of the scope's public one (``_state``): when that was
         # recomputed, so is each restricted one, from the public state as it is now and its own evidence.
@@ -313,9 +315,10 @@ class PersonaLayer(BaseLayer):
                 await self.store.drop_versions_from(conn, scope, visible_in, 1)
                 state = await self.recompute(conn, scope, visible_in, epoch, exclude=ids,
                                              base=public.state if public is not None else None)
-                await self.store.write(conn, scope, visible_in, state,
-                                       "recomputed: the public persona it started from forgot message(s)",
-                                       datetime.now(timezone.utc))
+                version = await self.store.write(conn, scope, visible_in, state,
+                                                 "recomputed: the public persona it started from forgot message(s)",
+                                                 datetime.now(timezone.utc))
+                await self.store.replayed_into(conn, scope, visible_in, 1, version)
         await conn.execute(
             """UPDATE proposals p SET status = CASE WHEN p.status = 'pending' THEN 'expired' ELSE p.status END,
                    payload = jsonb_build_object('action', 'withdrawn', 'examples', '[]'::jsonb),

@@ -146,6 +146,15 @@ class PersonaStore:
                WHERE message_id = ANY($1::bigint[]) GROUP BY scope, visible_in ORDER BY scope, visible_in""",
             list(message_ids))
 
+    async def replayed_into(self, conn: asyncpg.Connection, scope: str, visible_in: str | None, since: int,
+                            version: int) -> None:
+        """The evidence of versions ``since`` and later was replayed into ``version`` (a recompute after
+        forgetting): it now first shaped that one, so a later forgetting drops from there."""
+        await conn.execute(
+            """UPDATE persona_evidence SET version = $4
+               WHERE scope = $1 AND COALESCE(visible_in, '') = $2 AND version >= $3""",
+            scope, _key(visible_in), since, version)
+
     async def drop_versions_from(self, conn: asyncpg.Connection, scope: str, visible_in: str | None,
                                  version: int) -> int:
         status = await conn.execute(
