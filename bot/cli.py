@@ -313,7 +313,10 @@ async def _recall(settings: Settings, args: argparse.Namespace) -> int:
                     print(json.dumps({"text": text, **bundle.as_dict()}, ensure_ascii=False))
                 return 0
             channel = args.channel
-            bundle = await app.brain.context(args.text, args.scope or settings.console_scope, channel_id=channel,
+            scope = args.scope or settings.console_scope
+            if args.scope is not None and not await app.conversations.count(scope):
+                print(f"hippobot recall: note: nothing is stored in scope {scope!r} (a typo?)", file=sys.stderr)
+            bundle = await app.brain.context(args.text, scope, channel_id=channel,
                                              k=args.k, author_id=f"console:{args.user}")
         except MemoryStoreError as exc:
             print(f"hippobot recall: {exc}", file=sys.stderr)

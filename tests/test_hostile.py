@@ -211,6 +211,8 @@ def test_recall_queries_with_a_lone_surrogate_and_nul_print_their_results(
     assert main(["recall", "--queries", str(path)]) == 0
     texts = [json.loads(line)["text"] for line in capsys.readouterr().out.splitlines()]
     assert texts == ["caf?e?", "ab"]
+    assert main(["recall", "hello", "--scope", "nosuch"]) == 0  # a typo'd scope answers, with a note
+    assert "nothing is stored in scope 'nosuch' (a typo?)" in capsys.readouterr().err
 
 
 def test_a_hostile_import_file_exits_1_with_one_line(env: dict[str, str], tmp_path: Path) -> None:  # noqa: F811
