@@ -213,6 +213,9 @@ class Console:
                 self._print(format_archetypes(self._brain.archetypes, stats))
             elif stripped == "/recall" or stripped.startswith("/recall "):
                 query = stripped[len("/recall") :].strip()
+                if not query:
+                    self._print("usage: /recall <text> (what the bot would recall for that text)")
+                    return
                 bundle = await self._brain.context(query, self._me.scope, channel_id=self._me.channel_id,
                                                    author_id=self._me.author_id)
                 self._print(format_bundle(bundle))

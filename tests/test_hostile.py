@@ -222,13 +222,14 @@ def test_a_hostile_import_file_exits_1_with_one_line(env: dict[str, str], tmp_pa
 
 
 async def test_the_console_goes_on_after_hostile_commands(app: App, llm: ScriptedLLM) -> None:
-    lines = "/approve ²\n/approve 99999999999999999999999\n/approve #12345678901234\n/reject\nhello there\n"
+    lines = "/approve ²\n/approve 99999999999999999999999\n/approve #12345678901234\n/reject\n/recall\nhello there\n"
     out, err = io.StringIO(), io.StringIO()
     console = Console(app.brain, ConsoleIdentity("ana", "console", "g1"), io.StringIO(lines), out, err,
                       interactive=False, governance=app.governance, dream=app.dream, approver_role="hippobot-approver")
     assert await console.run() == 0
     text = out.getvalue()
     assert text.count("usage: /approve N") == 2 and "usage: /reject N" in text
+    assert "usage: /recall <text>" in text and "empty" not in err.getvalue()
     assert "no proposal" in (text + err.getvalue()).lower() or "12345678901234" in err.getvalue()
     assert f"hippobot: {llm.reply}" in text, "the next line is still answered"
     assert "Traceback" not in err.getvalue()
