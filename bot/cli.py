@@ -230,6 +230,13 @@ async def _open(settings: Settings, *, with_llm: bool, now: datetime | None = No
     return await App.open(settings, with_llm=with_llm, clock=ShiftedClock(now) if now is not None else None)
 
 
+async def note_if_empty(conversations: Any, command: str, scope: str) -> None:
+    """A note on stderr when nothing is stored in ``scope``: the command still answers (an empty scope is a
+    real one), but a typo'd scope should not pass unnoticed. ``conversations``: a ConversationStore."""
+    if not await conversations.holds(scope):
+        print(f"hippobot {command}: note: nothing is stored in scope {scope!r} (a typo?)", file=sys.stderr)
+
+
 def _instant(text: str) -> datetime:
     from memory.clock import parse_instant
 
@@ -314,8 +321,8 @@ async def _recall(settings: Settings, args: argparse.Namespace) -> int:
                 return 0
             channel = args.channel
             scope = args.scope or settings.console_scope
-            if args.scope is not None and not await app.conversations.count(scope):
-                print(f"hippobot recall: note: nothing is stored in scope {scope!r} (a typo?)", file=sys.stderr)
+            if args.scope is not None:
+                await note_if_empty(app.conversations, "recall", scope)
             bundle = await app.brain.context(args.text, scope, channel_id=channel,
                                              k=args.k, author_id=f"console:{args.user}")
         except MemoryStoreError as exc:
@@ -413,8 +420,8 @@ async def _dream(settings: Settings, args: argparse.Namespace) -> int:
     app = await _open(settings, with_llm=False, now=args.now)
     try:
         app.dream.services.channel = ConsoleDreamChannel(sys.stdout)
-        if args.scope is not None and not await app.conversations.count(args.scope):
-            print(f"hippobot dream: note: nothing is stored in scope {args.scope!r} (a typo?)", file=sys.stderr)
+        if args.scope is not None:
+            await note_if_empty(app.conversations, "dream", args.scope)
         report = await app.dream.run(app.brain.clock.now(), scope=args.scope)
         print(report.render())
         # The console's own proposals are posted here; a server's wait for `hippobot run` to post them.

@@ -34,9 +34,11 @@ async def run(settings: Settings, args: argparse.Namespace, out: TextIO = sys.st
     try:
         store = PersonaStore(db.pool)
         current = await store.current(scope, args.channel)
-        if current is None and args.scope and not await db.pool.fetchval(
-                "SELECT EXISTS (SELECT 1 FROM messages WHERE scope = $1)", scope):
-            print(f"hippobot persona: note: nothing is stored in scope {scope!r} (a typo?)", file=sys.stderr)
+        if current is None and args.scope:
+            from bot.cli import note_if_empty
+            from memory.conversation import ConversationStore
+
+            await note_if_empty(ConversationStore(db.pool), "persona", scope)
         history = await store.history(scope, args.channel, limit=max(args.limit, 1)) if args.history else None
         if args.json:
             data = as_json(current, history)

@@ -98,9 +98,11 @@ async def run(settings: Settings, args: argparse.Namespace, out: TextIO = sys.st
                                   "discussed_in": [r.as_dict() for r in seen],
                                   "procedures": [m.as_dict() for m in found]}, indent=2, default=str) + "\n")
             return 0
-        if not routes and not seen and not await db.pool.fetchval(
-                "SELECT EXISTS (SELECT 1 FROM messages WHERE scope = $1)", scope):
-            print(f"hippobot places: note: nothing is stored in scope {scope!r} (a typo?)", file=sys.stderr)
+        if not routes and not seen:
+            from bot.cli import note_if_empty
+            from memory.conversation import ConversationStore
+
+            await note_if_empty(ConversationStore(db.pool), "places", scope)
         lines = [f"No channel here is clearly about “{topic_of(text)}”; the closest:" if routes and routes[0].unsure
                  else f"Where to ask about “{topic_of(text)}”:"]
         lines += [f"  {i}. {' → '.join(shown(p) for p in r.places)}: {r.reason}"

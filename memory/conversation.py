@@ -285,6 +285,11 @@ class ConversationStore:
         )
         return dict(row)
 
+    async def holds(self, scope: str) -> bool:
+        """Whether anything is stored in ``scope`` (a typo'd scope holds nothing)."""
+        require_scope(scope)
+        return bool(await self._pool.fetchval("SELECT EXISTS (SELECT 1 FROM messages WHERE scope = $1)", scope))
+
     async def count(self, scope: str) -> int:
         require_scope(scope)
         return await self._pool.fetchval("SELECT count(*) FROM messages WHERE scope = $1", scope)
