@@ -70,7 +70,7 @@ class ImportReport:
     already_present: int
     skipped_empty: int
     episodes: int
-    skipped_forgotten: int = 0  # forgotten before (a message, its person or its channel): not brought back
+    skipped_forgotten: int = 0  # forgotten before (the message itself, or its person): not brought back
 
     def __str__(self) -> str:
         forgotten = (f", {self.skipped_forgotten} forgotten before (not brought back)"
@@ -391,7 +391,7 @@ class Importer:
     async def _not_forgotten(self, scope: str, messages: list[ImportedMessage]) -> tuple[list[ImportedMessage], int]:
         """``messages`` less what was forgotten in this scope (sql/017): a message forgotten itself, or said
         before its person was forgotten; and how many were left out."""
-        keys = [(forgotten_digest("message", scope, f"{m.channel_id}\x1f{m.external_id}"),
+        keys = [(forgotten_digest("message", scope, m.channel_id, m.external_id),
                  forgotten_digest("author", scope, m.author_id)) for m in messages]
         rows = await self._conversations.forgotten([d for k in keys for d in k])
         if not rows:

@@ -78,8 +78,7 @@ class Provenance:
                 # tombstones, so that an import of an old export does not bring any of it back (sql/017)
                 rows = await conn.fetch(
                     "SELECT scope, channel_id, external_id FROM messages WHERE id = ANY($1::bigint[])", doomed)
-                digests = {forgotten_digest("message", r["scope"], f"{r['channel_id']}{_SEP}{r['external_id']}")
-                           for r in rows}
+                digests = {forgotten_digest("message", r["scope"], r["channel_id"], r["external_id"]) for r in rows}
                 if tombstone is not None:
                     digests |= {forgotten_digest(tombstone[0], scope, tombstone[1])
                                 for scope in {r["scope"] for r in rows}}
@@ -163,10 +162,10 @@ class Provenance:
 _SEP = "\x1f"  # ids never hold control characters (memory.fields.id_problem)
 
 
-def forgotten_digest(kind: str, scope: str, key: str) -> str:
-    """The tombstone of a forgotten ``kind`` ("message": "channel<US>external id"; "author"; "channel") in
-    ``scope``: a SHA-256, so the table keeps no id of what was forgotten."""
-    return hashlib.sha256(_SEP.join((kind, scope, key)).encode("utf-8")).hexdigest()
+def forgotten_digest(kind: str, scope: str, *key: str) -> str:
+    """The tombstone of a forgotten ``kind`` in ``scope`` ("message": its channel id and external id;
+    "author": their id): a SHA-256, so the table keeps no id of what was forgotten."""
+    return hashlib.sha256(_SEP.join((kind, scope, *key)).encode("utf-8")).hexdigest()
 
 
 async def _drop_scope(conn: asyncpg.Connection, scope: str) -> Counter[str]:
