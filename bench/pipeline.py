@@ -203,6 +203,8 @@ async def run_one(m: int, args: argparse.Namespace, admin_url: str, embedder, ll
     stages: dict[str, list[float]] = {k: [] for k in
                                       ["embed", "classify", "embed+classify", "recall", "prompt", "first_token", "write"]}
     tps: list[float] = []
+    prompt_tokens: list[int] = []
+    reused_tokens: list[int] = []  # of each prompt, already in the engine's KV cache (a conversation's prefix)
     for text in WARMUP[:args.warmup]:  # first queries of each kind, cold pages: not what a running bot sees
         reply = await app.brain.respond(IncomingTurn(SCOPE, "console", "bench-channel", "u-bench", "Ana", text))
         await reply.complete()
@@ -241,6 +243,8 @@ async def run_one(m: int, args: argparse.Namespace, admin_url: str, embedder, ll
             stages["prompt"].append(t.prompt_s)
             if t.first_token_s is not None and llm is not None:
                 stages["first_token"].append(t.first_token_s)
+                prompt_tokens.append(t.prompt_tokens)
+                reused_tokens.append(t.reused_tokens)
             if t.tokens_per_s:
                 tps.append(t.tokens_per_s)
             if t.write_s is not None:
@@ -279,6 +283,9 @@ async def run_one(m: int, args: argparse.Namespace, admin_url: str, embedder, ll
         "layers_ms": {k: {"p50": pct(v, 50) * 1000, "p95": pct(v, 95) * 1000, "n": len(v)}
                       for k, v in sorted(layer_s.items())},
         "tokens_per_s": {"p50": pct(tps, 50), "p95": pct(tps, 95), "n": len(tps)} if tps else None,
+        "prompt_tokens": {"p50": pct(prompt_tokens, 50), "p95": pct(prompt_tokens, 95),
+                          "reused_p50": pct(reused_tokens, 50), "reused_p95": pct(reused_tokens, 95),
+                          "reused_share": sum(reused_tokens) / max(1, sum(prompt_tokens))} if prompt_tokens else None,
         "hnsw_recall_at_10": hits / total if total else None,
         "hnsw_mean_similarity_gap_at_10": statistics.fmean(gaps) if gaps else None,
         "iterative_scans": app_iterative,
@@ -314,6 +321,16 @@ def print_table(results: list[dict[str, object]]) -> None:
         t = r["tokens_per_s"]
         row += f"{t['p50']:>12.1f}{t['p95']:>12.1f}" if t else f"{'-':>12}{'-':>12}"  # type: ignore[index]
     print(row)
+    for key, label in (("p", "prompt tokens"), ("reused", "  reused")):
+        row = f"{label:<16}"
+        for r in results:
+            t = r.get("prompt_tokens")
+            if t:
+                lo, hi = (t["p50"], t["p95"]) if key == "p" else (t["reused_p50"], t["reused_p95"])  # type: ignore[index]
+                row += f"{lo:>12.0f}{hi:>12.0f}"
+            else:
+                row += f"{'-':>12}{'-':>12}"
+        print(row)
     print(f"{'hnsw recall@10':<16}" + "".join(f"{r['hnsw_recall_at_10']:>24.3f}" for r in results))
     print(f"{'hnsw sim gap@10':<16}" + "".join(f"{r['hnsw_mean_similarity_gap_at_10']:>24.4f}" for r in results))
     print("filtered: top 10 of a small scope: HNSW alone with iterative scans on / off, and B-tree + exact sort")

@@ -76,6 +76,8 @@ class TurnTrace:
     recall_s: float = 0.0
     prompt_s: float = 0.0
     first_token_s: float | None = None
+    prompt_tokens: int = 0
+    reused_tokens: int = 0  # prompt tokens the engine did not evaluate again (a cached prefix)
     tokens: int = 0
     tokens_per_s: float | None = None
     write_s: float | None = None
@@ -184,6 +186,7 @@ class Reply:
         finally:
             stats = self._generation.stats
             self.trace.first_token_s = stats.first_token_s
+            self.trace.prompt_tokens, self.trace.reused_tokens = stats.prompt_tokens, stats.reused_tokens
             self.trace.tokens = stats.tokens
             self.trace.tokens_per_s = stats.tokens_per_second
             self._finish()

@@ -47,6 +47,7 @@ class LLMUnavailable(LLMError):
 @dataclass
 class GenerationStats:
     prompt_tokens: int = 0
+    reused_tokens: int = 0  # of the prompt's, already in the engine's KV cache (not evaluated again)
     tokens: int = 0
     mean_surprise: float | None = None  # nats per generated token, under the unboosted model
     mean_entropy: float | None = None  # nats: mean entropy of each step's distribution, under the unboosted model

@@ -186,13 +186,16 @@ class LlamaCppLLM(WorkerEngine):
         except (OSError, ValueError) as exc:  # a full disk, a damaged file: under "auto", transformers takes over
             raise LLMError(f"cannot prepare the bundled GGUF: {exc}") from exc
         n_ctx = max(_MIN_CONTEXT, config.context_tokens + config.max_new_tokens + 64)
+        # swa_full (llama.cpp's default today, pinned here): Gemma 3's sliding-window layers keep every cell, not
+        # only the last window and a batch. A prompt that reuses a cached prefix after a longer prompt needs the
+        # cells that window had slid past; without them it reads differently (tests/test_llamacpp.py).
         _route_llama_logs()
         try:
             with machine_load_settings():
                 llama = Llama(model_path=str(path), n_ctx=n_ctx, n_batch=512, n_threads=threads or _cores(),
                               n_threads_batch=threads or _cores(),
                               seed=config.seed if config.seed is not None else -1, last_n_tokens_size=64,
-                              verbose=False)
+                              swa_full=True, verbose=False)
         except Exception as exc:
             raise LLMError(f"llama.cpp cannot load {path}: {exc}") from exc
         name = (f"{BUNDLED_MODEL_NAME} via llama.cpp" + (" (Latin vocabulary)" if config.vocab == "latin" else "")
@@ -231,6 +234,7 @@ class LlamaCppLLM(WorkerEngine):
             raise LLMError(f"a prompt of {len(prompt)} tokens and {job.max_new_tokens} new ones do not fit the "
                            f"{self._n_ctx}-token context")
         gen.stats.prompt_tokens = len(prompt)
+        gen.stats.reused_tokens = _common_prefix(llama._input_ids[:llama.n_tokens], prompt[:-1])
         stream = TextStream(job.scanner)
         ids: list[int] = []
         raw = bytearray()
@@ -315,6 +319,15 @@ class LlamaCppLLM(WorkerEngine):
         close = getattr(self._llama, "close", None)
         if close is not None:
             close()
+
+
+def _common_prefix(cached: Any, prompt: list[int]) -> int:
+    """How many leading tokens of ``prompt`` the KV cache holds (llama-cpp-python reuses them, as generate does)."""
+    n = min(len(cached), len(prompt))
+    if n == 0:
+        return 0
+    differ = np.flatnonzero(np.asarray(cached[:n], dtype=np.int64) != np.asarray(prompt[:n], dtype=np.int64))
+    return int(differ[0]) if len(differ) else n
 
 
 def sample_top_p(logits: np.ndarray, temperature: float, top_p: float, rng: np.random.Generator) -> int:

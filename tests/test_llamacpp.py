@@ -167,6 +167,27 @@ async def test_one_generation_at_a_time_and_cancel(gemma: LlamaCppLLM) -> None:
     assert started >= first.submitted_at + first.stats.total_s, "the second waited for the first"
 
 
+async def test_a_cached_prefix_after_a_long_prompt_reads_as_a_fresh_start(gemma: LlamaCppLLM) -> None:
+    """The next prompt reuses the longest prefix it shares with the last one. After a prompt longer than Gemma 3's
+    sliding window and a batch, the window's layers must still hold the prefix's cells (swa_full), or the reused
+    prefix reads differently from the same text evaluated afresh."""
+    story = " ".join(f"On day {i} the {animal} walked to the {place} and counted {i * 7} stones."
+                     for i, (animal, place) in enumerate(zip(["fox", "owl", "bear", "hare"] * 30,
+                                                             ["river", "hill", "barn", "wood", "lake"] * 24)))
+    long_prompt = story[:5200]
+    assert 1100 < gemma.count_tokens(long_prompt) < 1900
+    short_prompt = story[:1400] + " Then the fox said"
+    await gemma.generate(long_prompt, max_new_tokens=1).complete()
+    warm = gemma.generate(short_prompt, max_new_tokens=1)
+    await warm.complete()
+    await gemma.generate("Hello", max_new_tokens=1).complete()  # the cache now shares nothing with it
+    cold = gemma.generate(short_prompt, max_new_tokens=1)
+    await cold.complete()
+    assert warm.stats.reused_tokens > 250 and cold.stats.reused_tokens <= 1
+    assert warm.stats.mean_entropy == pytest.approx(cold.stats.mean_entropy, abs=1e-3)
+    assert warm.stats.mean_surprise == pytest.approx(cold.stats.mean_surprise, abs=1e-3)
+
+
 async def test_word_token_ids_leave_out_labels_and_special_tokens(gemma: LlamaCppLLM) -> None:
     ids = gemma.word_token_ids(["Paris", "ana", "!!!"], exclude=["\nana:", " ana", " Ana"])
     assert set(ids) == {"Paris"}, "a stop label's tokens and punctuation-only tokens are never boosted"
