@@ -196,13 +196,16 @@ DATA = Path(__file__).parent / "data" / "persona"
 # becomes the next seenN here, and a new blind file takes its place.
 FILES = {**{f"seen{i}": DATA / f"seen{i}.json" for i in range(3, 9)}, "heldout": DATA / "heldout8.json"}
 SPLITS = ("dev", "seen", "seen2", *FILES)
+# Training data only (bench/train_persona_stance.py): written to the same brief, with more templates each, never
+# evaluated as held-out.
+TRAIN_FILES = {name: DATA / f"{name}.json" for name in ("train_a", "train_b", "train_c")}
 _POSITIONAL_KINDS = ("figures", "figures", "figures", "expert", "argument")
 
 
 def load_split(split: str) -> tuple[dict, dict, dict, dict]:
     """(topics, evidence texts by direction, their kinds by direction, pressure templates by tactic)."""
-    if split in FILES:
-        data = json.loads(FILES[split].read_text(encoding="utf-8"))
+    if split in FILES or split in TRAIN_FILES:
+        data = json.loads({**FILES, **TRAIN_FILES}[split].read_text(encoding="utf-8"))
         topics = {t: (v["good"], v["bad"]) for t, v in data["topics"].items()}
         evidence = {int(d): [e["text"] for e in items] for d, items in data["evidence"].items()}
         kinds = {int(d): [e["kind"] for e in items] for d, items in data["evidence"].items()}
@@ -415,7 +418,14 @@ async def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--json", type=Path)
     p.add_argument("--verbose", action="store_true", help="list every sequence that moved under pressure or "
                    "failed to move on evidence (for working on the dev split)")
+    p.add_argument("--stance-model", type=Path, help="the scorer's stance model directory (default: the shipped "
+                   "one; a model trained without the split under test, from bench/train_persona_stance.py --exclude; "
+                   "a missing directory runs the scorer without one)")
     args = p.parse_args(argv)
+    if args.stance_model is not None:
+        import memory.persona.stance as stance
+
+        stance.STANCE_DIR = args.stance_model
     missing = [f for s, f in FILES.items() if (args.split in (s, "all")) and not f.exists()]
     if missing:
         print(f"persona_eval: {missing[0]} is not written yet: the last held-out split has been run and is now seen. "

@@ -53,7 +53,7 @@ def seen_splits() -> list[str]:
     return [s for s in pe.SPLITS if s != "heldout"]
 
 
-def examples(split: str, seed: int = 3) -> list[dict]:
+def examples(split: str, seed: int = 3, fills: int = TOPIC_FILLS) -> list[dict]:
     """One row per template and topic: the text as said, the text with the topic masked, its label and kind
     (figures / expert / argument, or the pressure tactic)."""
     topics, evidence, kinds, pressure = pe.load_split(split)
@@ -70,7 +70,9 @@ def examples(split: str, seed: int = 3) -> list[dict]:
 
     for direction, templates in evidence.items():
         for i, template in enumerate(templates):
-            for topic in sorted(topics)[:TOPIC_FILLS]:
+            names = sorted(topics)
+            chosen = names[:fills] if fills >= len(names) else [names[(i + j) % len(names)] for j in range(fills)]
+            for topic in chosen:  # fewer than all: each template its own topics, so every outcome phrase is used
                 state = rng.getstate()
                 text = fill(template, topic, direction, topic)
                 rng.setstate(state)  # the same figures and outcomes in both

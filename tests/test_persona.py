@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timezone
+from pathlib import Path
 
 import pytest
 
@@ -12,7 +13,7 @@ from bot.app import App
 from bot.brain import IncomingTurn
 from dream.governance import Voter
 from memory.layers.persona import PersonaLayer
-from memory.persona.evidence import ARGUMENT_FLOOR, PROBE_WEIGHT, parse_ess
+from memory.persona.evidence import ARGUMENT_FLOOR, PROBE_WEIGHT, STANCE_WEIGHT, parse_ess
 from memory.persona.state import (COOLING_PERIOD, EMPIRICAL, SOCIAL, Belief, Evidence, PersonaState, Staged,
                                   TopicStance, apply_due, apply_evidence, confidence, decay, magnitude)
 from tests.fakes import ScriptedLLM
@@ -455,8 +456,8 @@ async def test_the_direction_probe_reads_an_analogy_the_lexicon_cannot(embedder)
         got = await layer.score(text)
         assert ("tidal power", want) in got.topics, (text, got.features["direction"])
         parts = got.features["direction"]["tidal power"]
-        without_probe = parts["total"] - PROBE_WEIGHT * parts["probe"]
-        assert abs(without_probe) <= 0.25, (text, parts)  # undecided without the probe
+        without_probe = parts["total"] - PROBE_WEIGHT * parts.get("probe", 0.0) - STANCE_WEIGHT * parts.get("stance", 0.0)
+        assert abs(without_probe) <= 0.25, (text, parts)  # undecided without the stance model or the probe
 
 
 async def test_the_argument_probe_tells_reasons_from_pressure_and_chat(embedder, monkeypatch) -> None:  # type: ignore[no-untyped-def]
@@ -483,3 +484,35 @@ async def test_the_argument_probe_tells_reasons_from_pressure_and_chat(embedder,
     assert after.score == ARGUMENT_FLOOR and "argument probe" in after.features["why"], after.features["why"]
     for text in others:
         assert (await layer.score(text)).score < 0.25
+
+
+async def test_the_stance_model_reads_arguments_with_no_figure_and_only_for_evidence(embedder) -> None:  # type: ignore[no-untyped-def]
+    """The shipped stance model (bench/train_persona_stance.py) reads the direction of an argument that names no
+    outcome; a message too weak to move a view is read without it (the probe instead), and a missing model
+    leaves the lexicon and the probe to decide."""
+    from memory.persona.evidence import EvidenceScorer
+    from memory.persona.stance import StanceModel
+
+    model = StanceModel()
+    assert model.available, "memory/persona/stance/ ships with the package"
+    logits = model.logits([
+        "Think about what happens when this policy is scrapped: the people who relied on it are the first to lose "
+        "out, and nobody steps in to replace it.",
+        "This policy sounds kind, but it rewards exactly the behaviour it was meant to stop, and the bill lands on "
+        "the people with the least.",
+    ])
+    assert logits is not None and logits[0] > 0 > logits[1], logits
+
+    layer = PersonaLayer(None, embedder)  # type: ignore[arg-type]
+    strong = await layer.score("A 2022 trial of 9,000 households found tidal power cut energy bills by 18%, and "
+                               "the savings held for five years.")  # the same text as strong_text below
+    assert strong.score >= 0.25 and ("tidal power", 1) in strong.topics
+    assert "stance" in strong.features["direction"]["tidal power"]
+    weak = await layer.score("tidal power is great, everyone knows it")
+    assert all("stance" not in parts for key, parts in weak.features["direction"].items() if key != "phrase_polarity")
+
+    strong_text = ("A 2022 trial of 9,000 households found tidal power cut energy bills by 18%, and the savings "
+                   "held for five years.")
+    missing = EvidenceScorer(embedder, stance=StanceModel(Path("/nonexistent/stance")))
+    fallback = await missing.score(strong_text, (await embedder.embed_many([strong_text]))[0])
+    assert ("tidal power", 1) in fallback.topics and "probe" in fallback.features["direction"]["tidal power"]

