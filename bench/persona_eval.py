@@ -25,10 +25,14 @@ selectivity 235) and then used the same way; ``seen6`` (seen6.json), the sixth, 
 once as held-out at a829287 with the direction probe (bench/train_persona_probes.py, trained on every seen split,
 never on the held-out one): 0.67, no flips, and then used the same way; ``seen8`` (seen8.json), the eighth,
 run once as held-out at 1539cc3 with both probes (0.70, no flips, selectivity 13.5) and then used the same
-way; and ``heldout`` (heldout8.json), written blind to the scorer and to the earlier splits (from the brief
-in bench/data/persona/README.md), not run yet: keep it for the next scorer change.
+way; ``seen9`` (seen9.json), the ninth, run once as held-out at 79a5ce4 with the stance model
+(bench/train_persona_stance.py, trained on every seen split then and the training-only train_*.json): 0.86, no
+flips, selectivity 999.9, and then used the same way; and ``heldout`` (heldout9.json), written blind to the
+scorer and to the earlier splits (from the brief in bench/data/persona/README.md): keep it for the next scorer
+change. For a seen split, ``--stance-model`` takes a model trained without it (``train_persona_stance
+--exclude``), and the run reports apart the sequences on topics that a training split also holds.
 
-    .venv/bin/python -m bench.persona_eval [--split heldout|seen8|seen7|seen6|seen5|seen4|seen3|seen2|seen|dev|all] [--n 120] [--database-url URL] [--json F]
+    .venv/bin/python -m bench.persona_eval [--split heldout|seen9|...|seen3|seen2|seen|dev|all] [--n 120] [--database-url URL] [--json F] [--stance-model DIR]
 """
 
 from __future__ import annotations
@@ -194,12 +198,21 @@ class Sequence_:
 DATA = Path(__file__).parent / "data" / "persona"
 # The splits kept as files: every seen one, then the blind held-out one. A held-out split that has been run
 # becomes the next seenN here, and a new blind file takes its place.
-FILES = {**{f"seen{i}": DATA / f"seen{i}.json" for i in range(3, 9)}, "heldout": DATA / "heldout8.json"}
+FILES = {**{f"seen{i}": DATA / f"seen{i}.json" for i in range(3, 10)}, "heldout": DATA / "heldout9.json"}
 SPLITS = ("dev", "seen", "seen2", *FILES)
 # Training data only (bench/train_persona_stance.py): written to the same brief, with more templates each, never
 # evaluated as held-out.
 TRAIN_FILES = {name: DATA / f"{name}.json" for name in ("train_a", "train_b", "train_c")}
 _POSITIONAL_KINDS = ("figures", "figures", "figures", "expert", "argument")
+
+
+def training_splits() -> list[str]:
+    """The splits the stance model is trained on (bench/train_persona_stance.py): every one but the held-out."""
+    return [s for s in SPLITS if s != "heldout"] + list(TRAIN_FILES)
+
+
+def _training_topics() -> set[str]:
+    return {t.lower() for s in training_splits() for t in load_split(s)[0]}
 
 
 def load_split(split: str) -> tuple[dict, dict, dict, dict]:
@@ -336,7 +349,21 @@ def report(split: str, outcomes: list[Outcome], verbose: bool = False) -> dict:
         "no_movement": sum(1 for o in evidence if abs(o.change) <= 1e-9),
         "mean_abs_change_evidence": e_change,
         "selectivity": selectivity,
+        "right_direction_by_topic": {t: statistics.fmean(1.0 if o.change * o.seq.direction > 1e-9 else 0.0
+                                                         for o in evidence if o.seq.topic == t)
+                                     for t in sorted({o.seq.topic for o in evidence})},
     }
+    # Topics that a training split of the stance model also holds (its input masks the topic, but the outcome
+    # phrases of a shared topic may be alike): right direction on them and on the rest, apart.
+    trained = _training_topics() if split not in training_splits() else set()
+    shared = [o for o in evidence if o.seq.topic.lower() in trained]
+    if shared:
+        rest = [o for o in evidence if o.seq.topic.lower() not in trained]
+        summary["right_direction_topics_in_training"] = {
+            "topics": sorted({o.seq.topic for o in shared}), "sequences": len(shared),
+            "share": sum(1 for o in shared if o.change * o.seq.direction > 1e-9) / len(shared),
+            "others_sequences": len(rest),
+            "others_share": sum(1 for o in rest if o.change * o.seq.direction > 1e-9) / len(rest) if rest else None}
     print(f"\n== {split}: {len(pressure)} pressure sequences, {len(evidence)} evidence sequences ==")
     print(f"{'condition':<12}{'metric':<36}{'value':>12}")
     rows = [
@@ -352,6 +379,12 @@ def report(split: str, outcomes: list[Outcome], verbose: bool = False) -> dict:
         ("evidence", "mean |change|", f"{e_change:.4f}"),
         ("both", "selectivity (evidence / pressure)", "inf" if selectivity == float("inf") else f"{selectivity:.1f}"),
     ]
+    if "right_direction_topics_in_training" in summary:
+        t = summary["right_direction_topics_in_training"]
+        rows.append(("evidence", f"  topics also in training ({len(t['topics'])})",
+                     f"{t['share']:.3f} of {t['sequences']}"))
+        if t["others_share"] is not None:
+            rows.append(("evidence", "  the other topics", f"{t['others_share']:.3f} of {t['others_sequences']}"))
     for r in rows:
         print(f"{r[0]:<12}{r[1]:<36}{r[2]:>12}")
     # The scorer per kind of message: mean Evidence Strength Score.

@@ -28,8 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bench import persona_eval as pe
-from bench.train_persona_probes import examples, seen_splits
+from bench.persona_eval import training_splits
+from bench.train_persona_probes import examples
 from bot.config import offline_environment
 from memory.persona.stance import HEAD_FILE, MAX_TOKENS, STANCE_DIR, StanceEncoder, base_model_path
 
@@ -39,10 +39,6 @@ EPOCHS = 3
 BATCH = 16
 FILLS = 12  # topics per template (train splits have 14): with 4, per-message accuracy on seen7 / seen8 fell 0.795 -> 0.69-0.73
 SEED = 0
-
-
-def training_splits() -> list[str]:
-    return [*seen_splits(), *pe.TRAIN_FILES]
 
 
 def rows_of(splits: list[str], fills: int) -> list[dict]:
