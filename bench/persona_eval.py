@@ -198,7 +198,7 @@ class Sequence_:
 DATA = Path(__file__).parent / "data" / "persona"
 # The splits kept as files: every seen one, then the blind held-out one. A held-out split that has been run
 # becomes the next seenN here, and a new blind file takes its place.
-FILES = {**{f"seen{i}": DATA / f"seen{i}.json" for i in range(3, 10)}, "heldout": DATA / "heldout9.json"}
+FILES = {**{f"seen{i}": DATA / f"seen{i}.json" for i in range(3, 11)}, "heldout": DATA / "heldout10.json"}
 SPLITS = ("dev", "seen", "seen2", *FILES)
 # Training data only (bench/train_persona_stance.py): written to the same brief, with more templates each, never
 # evaluated as held-out.
