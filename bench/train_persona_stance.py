@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bench import persona_eval as pe
 from bench.persona_eval import training_splits
 from bench.train_persona_probes import examples
 from bot.config import offline_environment
@@ -39,10 +40,69 @@ EPOCHS = 3
 BATCH = 16
 FILLS = 12  # topics per template (train splits have 14): with 4, per-message accuracy on seen7 / seen8 fell 0.795 -> 0.69-0.73
 SEED = 0
+VALENCE = 1500  # synthetic "X rose / fell" messages (see valence_rows)
+OUTCOMES = Path(__file__).resolve().parent / "data" / "persona" / "outcomes.json"
+
+# Frames for the valence examples: (template, sign of the change). {x} is an outcome phrase, {X} capitalised.
+# A rise in something people want more of argues for the policy, a rise in something they want less of against
+# it; "without" turns the argument round.
+_RISE, _FALL = 1, -1
+VALENCE_FRAMES: tuple[tuple[str, int, bool], ...] = (  # (template, change, the places WITHOUT the policy)
+    ("this policy increases {x}", _RISE, False),
+    ("this policy reduces {x}", _FALL, False),
+    ("{X} rose by {pct}% after this policy came in.", _RISE, False),
+    ("{X} fell by {pct}% after this policy came in.", _FALL, False),
+    ("A {year} study of {n} people found this policy raised {x} by {pct}%.", _RISE, False),
+    ("A {year} trial found this policy cut {x} by {pct}%.", _FALL, False),
+    ("since this policy started, {x} has gone up a lot", _RISE, False),
+    ("since this policy started, {x} has dropped a lot", _FALL, False),
+    ("Professor {name} concludes that this policy leads to higher {x}.", _RISE, False),
+    ("Professor {name} concludes that this policy leads to lower {x}.", _FALL, False),
+    ("the regulator's report says this policy is driving up {x}", _RISE, False),
+    ("the regulator's report says this policy is bringing down {x}", _FALL, False),
+    ("{X} climbed {pct}% in the towns that adopted this policy, and stayed flat elsewhere.", _RISE, False),
+    ("{X} dropped {pct}% in the towns that adopted this policy, and stayed flat elsewhere.", _FALL, False),
+    ("Places without this policy saw {x} rise {pct}% over the same years.", _RISE, True),
+    ("Places without this policy saw {x} fall {pct}% over the same years.", _FALL, True),
+    ("Scrap this policy and {x} goes up, simple as that.", _RISE, True),
+    ("Scrap this policy and {x} goes down, simple as that.", _FALL, True),
+)
 
 
 def rows_of(splits: list[str], fills: int) -> list[dict]:
     return [r for s in splits for r in examples(s, fills=fills) if r["evidence"]]
+
+
+def outcome_phrases(splits: list[str]) -> tuple[list[str], list[str]]:
+    """Things people want more of and less of: every training split's outcomes, and bench/data/persona/outcomes.json."""
+    good: set[str] = set()
+    bad: set[str] = set()
+    for split in splits:
+        for g, b in pe.load_split(split)[0].values():
+            good |= set(g)
+            bad |= set(b)
+    if OUTCOMES.exists():
+        data = json.loads(OUTCOMES.read_text(encoding="utf-8"))
+        good |= set(data["good"])
+        bad |= set(data["bad"])
+    return sorted(good - bad), sorted(bad - good)
+
+
+def valence_rows(splits: list[str], n: int, seed: int = SEED) -> list[dict]:
+    """``n`` short synthetic messages whose direction is the change times the outcome's valence ("this policy
+    increases malware infections" argues against it). The splits' own templates teach how people argue; these
+    teach that what rises or falls decides the direction, over many more outcome phrases than the splits hold."""
+    good, bad = outcome_phrases(splits)
+    rng = random.Random(f"valence-{seed}")
+    rows = []
+    for _ in range(n):
+        template, change, without = rng.choice(VALENCE_FRAMES)
+        valence = rng.choice((1, -1))
+        x = rng.choice(good if valence > 0 else bad)
+        text = template.format(x=x, X=x[0].upper() + x[1:], pct=rng.randint(6, 41), year=rng.randint(2012, 2024),
+                               n=f"{rng.randint(2, 90) * 100:,}", name=rng.choice(pe.NAMES))
+        rows.append({"masked": text, "direction": change * valence * (-1 if without else 1), "kind": "valence"})
+    return rows
 
 
 def build(rank: int):  # type: ignore[no-untyped-def]
@@ -127,6 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, help=f"where to write the model (default {STANCE_DIR}; --check: nowhere)")
     p.add_argument("--fills", type=int, default=FILLS)
     p.add_argument("--epochs", type=int, default=EPOCHS)
+    p.add_argument("--valence", type=int, default=VALENCE, help="synthetic valence examples added (0: none)")
     args = p.parse_args(argv)
     offline_environment()
     import torch
@@ -138,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         p.error(f"unknown split(s): {', '.join(sorted(unknown))} (known: {', '.join(training_splits())})")
     splits = [s for s in training_splits() if s not in excluded]
-    rows = rows_of(splits, args.fills)
+    rows = rows_of(splits, args.fills) + valence_rows(splits, args.valence)
     print(f"training on {len(rows)} messages from {', '.join(splits)}", file=sys.stderr)
     model, tokenizer = train(rows, epochs=args.epochs)
     if held:
@@ -154,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
                   + " | ".join(f"{v:.2f}" for v in by_kind) + " |")
     out = args.out or (None if held else STANCE_DIR)
     if out is not None:
-        meta = {"splits": splits, "examples": len(rows), "fills": args.fills, "rank": RANK, "epochs": args.epochs,
+        meta = {"splits": splits, "examples": len(rows), "valence_examples": args.valence, "fills": args.fills, "rank": RANK, "epochs": args.epochs,
                 "learning_rate": LEARNING_RATE, "seed": SEED, "mask": "this policy",
                 "trained": datetime.now(timezone.utc).strftime("%Y-%m-%d")}
         save(model, out, meta)
