@@ -32,7 +32,7 @@ from bench import persona_eval as pe
 from bench.persona_eval import training_splits
 from bench.train_persona_probes import examples
 from bot.config import offline_environment
-from memory.persona.stance import HEAD_FILE, MAX_TOKENS, STANCE_DIR, StanceEncoder, base_model_path
+from memory.persona.stance import HEAD_FILE, MAX_TOKENS, STANCE_DIR, StanceEncoder, StanceModel, base_model_path
 
 RANK = 16
 LEARNING_RATE = 5e-4
@@ -154,15 +154,9 @@ def train(rows: list[dict], *, rank: int = RANK, epochs: int = EPOCHS, lr: float
 
 
 def predict(model, tokenizer, texts: list[str]) -> np.ndarray:  # type: ignore[no-untyped-def]
-    import torch
-
-    out = []
-    with torch.inference_mode():
-        for i in range(0, len(texts), 64):
-            batch = tokenizer(texts[i:i + 64], padding=True, truncation=True, max_length=MAX_TOKENS,
-                              return_tensors="pt")
-            out.append(model.logits(batch).numpy())
-    return np.concatenate(out)
+    logits = StanceModel.of(model, tokenizer).logits(texts)
+    assert logits is not None
+    return logits
 
 
 def save(model, out: Path, meta: dict) -> None:  # type: ignore[no-untyped-def]
