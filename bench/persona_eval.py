@@ -457,10 +457,12 @@ async def main(argv: Sequence[str] | None = None) -> int:
                    "one; a model trained without the split under test, from bench/train_persona_stance.py --exclude; "
                    "a missing directory runs the scorer without one)")
     args = p.parse_args(argv)
-    if args.stance_model is not None:
-        import memory.persona.stance as stance
+    import memory.persona.stance as stance
 
+    if args.stance_model is not None:
         stance.STANCE_DIR = args.stance_model
+    print(f"stance model: {stance.STANCE_DIR}" if stance.StanceModel().available else  # a typo'd path says so
+          f"stance model: none at {stance.STANCE_DIR} (the lexicon and the probe read direction)", file=sys.stderr)
     missing = [f for s, f in FILES.items() if (args.split in (s, "all")) and not f.exists()]
     if missing:
         print(f"persona_eval: {missing[0]} is not written yet: the last held-out split has been run and is now seen. "
