@@ -40,6 +40,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from memory.embed import Embedder
+from memory.persona.outcomes import labels_of, outcome_phrases, replace_outcomes
 from memory.persona.stance import StanceModel
 from memory.persona.state import ANECDOTAL, EMOTIONAL, EMPIRICAL, EXPERT, LOGICAL, NO_ARGUMENT, REASONING_TYPES, SOCIAL
 
@@ -534,6 +535,9 @@ class EvidenceScorer:
             return {}
         masked = [re.sub(rf"(?<!\w){re.escape(t)}(?!\w)", PROBE_MASK, text, flags=re.IGNORECASE) for t in topics]
         if stance and self._stance.available:
+            valence = self._stance.valence
+            if valence is not None:
+                masked = await self._outcomes_replaced(masked, valence)
             logits = await asyncio.to_thread(self._stance.logits, masked)
             if logits is not None:
                 return {t: ("stance", float(v)) for t, v in zip(topics, logits)}
@@ -543,6 +547,22 @@ class EvidenceScorer:
             return {}
         weights, bias = probe
         return {t: ("probe", float(v @ weights + bias)) for t, v in zip(topics, vectors)}
+
+    async def _outcomes_replaced(self, texts: Sequence[str], valence: StanceModel) -> list[str]:
+        """``texts`` (topic masked) with their outcome phrases replaced by "benefits" / "harms", as the stance
+        model was trained (memory/persona/outcomes.py); as written if the outcome classifier cannot run."""
+        def replaced() -> list[str]:
+            found = [outcome_phrases(_merge_hyphens(doc), skip=[PROBE_MASK])
+                     for doc in self._pipeline().pipe([t[:2000] for t in texts])]
+            unique = list(dict.fromkeys(p.text for phrases in found for p in phrases))
+            logits = valence.logits(unique) if unique else None
+            if logits is None:
+                return list(texts)
+            label = dict(zip(unique, labels_of(logits)))
+            return [replace_outcomes(text[:2000], phrases, [label[p.text] for p in phrases]) + text[2000:]
+                    if phrases else text for text, phrases in zip(texts, found)]
+
+        return await asyncio.to_thread(replaced)
 
     async def _direction(self, text: str, vector: np.ndarray, topic: str, parsed: dict[str, Any],
                          extra: dict[str, int] | None = None, reader: tuple[str, float] = ("probe", 0.0)

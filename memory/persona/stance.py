@@ -12,6 +12,10 @@ merged into the base weights when loaded, so a reading costs one MiniLM forward 
 (31 / 68 ms p50 / p95 for a message with two topics on two cores, which another benchmark shared; loading took
 7.8 s, once per process, in a worker thread). The model is an addition, not a requirement: when it cannot load, the scorer logs why once and
 reads direction with its lexicon and the logistic probe alone.
+
+A model trained with outcome replacement ships its outcome classifier in ``stance/valence/`` (the same
+architecture with three outputs; memory/persona/outcomes.py): the scorer then replaces the message's outcome
+phrases by "benefits" / "harms" before the model reads it, as in training.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ STANCE_DIR = Path(__file__).with_name("stance")
 HEAD_FILE = "head.npz"
 MAX_TOKENS = 128  # a message's first 128 word pieces: evidence states its point early
 BATCH = 32
+VALENCE_DIR = "valence"  # the outcome classifier's adapter and head, beside the stance model's
 
 
 def base_model_path() -> Path:
@@ -67,6 +72,7 @@ class StanceModel:
         self._model: StanceEncoder | None = None
         self._tokenizer: Any = None
         self._failed: str | None = None
+        self._valence_model: StanceModel | None = None
 
     @classmethod
     def of(cls, model: StanceEncoder, tokenizer: Any) -> StanceModel:
@@ -78,6 +84,16 @@ class StanceModel:
     @property
     def available(self) -> bool:
         return self._failed is None and (self._directory / HEAD_FILE).exists()
+
+    @property
+    def valence(self) -> StanceModel | None:
+        """The outcome classifier trained with this model (memory/persona/outcomes.py), in ``valence/``
+        beside it; None when there is none (the model reads outcomes as written)."""
+        if self._directory.name == VALENCE_DIR:
+            return None
+        if self._valence_model is None:
+            self._valence_model = StanceModel(self._directory / VALENCE_DIR)
+        return self._valence_model if self._valence_model.available else None
 
     def _load(self) -> tuple[StanceEncoder, Any]:
         with _LOAD_LOCK:
@@ -99,14 +115,15 @@ class StanceModel:
         encoder = encoder.merge_and_unload().eval()
         with np.load(self._directory / HEAD_FILE) as f:
             weight, bias = np.asarray(f["weight"], dtype=np.float32), np.asarray(f["bias"], dtype=np.float32)
-        head = torch.nn.Linear(weight.shape[1], 1)
+        head = torch.nn.Linear(weight.shape[1], weight.shape[0])
         with torch.no_grad():
             head.weight.copy_(torch.from_numpy(weight))
             head.bias.copy_(torch.from_numpy(bias))
         return StanceEncoder(encoder, head.eval()), tokenizer
 
     def logits(self, texts: Sequence[str]) -> np.ndarray | None:
-        """One logit per text (positive: argues for); None when the model is not usable here."""
+        """One logit per text (positive: argues for; a row of three for the outcome classifier); None when the
+        model is not usable here."""
         if not texts:
             return np.zeros(0, dtype=np.float32)
         with self._lock:
