@@ -885,6 +885,10 @@ _INTERVENTION_PAIRS = {("covered", "by"), ("effect", "of"), ("effects", "of"), (
                        ("evidence", "on"), ("harm", "from"), ("benefits", "of"), ("exposed", "to"), ("rolled", "out"),
                        ("rollout", "of"), ("introduction", "of"), ("adoption", "of"), ("case", "for"),
                        ("case", "against"), ("linking", "to")}
+# Verbs whose subject, with an object, is what the message is about ("X pushes up costs", "X cuts waste").
+_CAUSATIVE = set("""boost cut raise reduce lower improve increase push drive make lead cause produce create damage harm
+hurt undermine help protect prevent worsen curb slash lift deliver bring halve double decrease strengthen weaken
+erode fuel save""".split())
 # What follows a phrase that makes it what was done: "after X came in", "once X kicked in".
 _INTERVENTION_AFTER = ("came in", "kicked in", "was adopted", "were adopted", "was introduced", "were introduced",
                        "was in place", "were in place", "took effect", "was rolled out", "were rolled out",
@@ -1031,7 +1035,9 @@ def _topics(doc: Any, limit: int = 3) -> list[str]:
         before2 = (doc[start - 2].lower_, before) if start > 1 else ("", before)
         end = tokens[-1].i + 1
         after = " ".join(t.lower_ for t in doc[end:end + 3])
-        marked = (before in _INTERVENTION or before2 in _INTERVENTION_PAIRS
+        causes = (subject and root.head.lemma_.lower() in _CAUSATIVE  # "X reliably boosts Y": X is what acts
+                  and any(c.dep_ == "dobj" for c in root.head.children))
+        marked = (causes or before in _INTERVENTION or before2 in _INTERVENTION_PAIRS
                   or any(after.startswith(a) for a in _INTERVENTION_AFTER)
                   or any(t.lower_ in _INTERVENTION for t in root.head.children
                          if t.dep_ in ("mark", "advmod") and root.dep_ in ("nsubj", "nsubjpass")))
