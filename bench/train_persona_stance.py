@@ -41,6 +41,7 @@ from bench import persona_eval as pe
 from bench.persona_eval import training_splits
 from bench.train_persona_probes import examples
 from bot.config import offline_environment
+from memory.persona.evidence import _NEG, _POS, PROBE_MASK, _merge_hyphens
 from memory.persona.outcomes import LABELS, labels_of, outcome_phrases, replace_outcomes
 from memory.persona.stance import (HEAD_FILE, MAX_TOKENS, STANCE_DIR, VALENCE_DIR, StanceEncoder, StanceModel,
                                    base_model_path)
@@ -135,17 +136,13 @@ class Outcomes:
         self.labels: dict[str, int] = {}
 
     def parse(self, texts: list[str]) -> None:
-        from memory.persona.evidence import _merge_hyphens
-
         todo = [t for t in dict.fromkeys(texts) if t not in self.phrases]
         for text, doc in zip(todo, self.nlp.pipe(todo, batch_size=64)):
-            self.phrases[text] = outcome_phrases(_merge_hyphens(doc), skip=[pe_mask()])
+            self.phrases[text] = outcome_phrases(_merge_hyphens(doc), skip=[PROBE_MASK])
 
     def fit(self, splits: list[str], texts: list[str]) -> dict:
         """Benefits and harms: the splits' outcomes and outcomes*.json; neither: the other phrases of the
         training texts that hold no stance word (studies, people, places), and the files' "neither" lists."""
-        from memory.persona.evidence import _NEG, _POS
-
         good, bad = split_outcomes(splits)
         known = {p.lower() for p in good + bad}
         self.parse(texts)
@@ -225,12 +222,6 @@ def train_valence(phrases: list[str], classes: list[int]):  # type: ignore[no-un
     print(f"  outcome classifier: {len(phrases)} phrases, {VALENCE_EPOCHS} epochs ({time.perf_counter() - started:.0f} s)",
           file=sys.stderr)
     return model, tokenizer
-
-
-def pe_mask() -> str:
-    from memory.persona.evidence import PROBE_MASK
-
-    return PROBE_MASK
 
 
 def build(rank: int, outputs: int = 1):  # type: ignore[no-untyped-def]

@@ -7,17 +7,14 @@ outcomes, lowers harms, or its absence hurts) and negative where it argues the o
 sentence as a whole, so it can follow arguments that the stance lexicon has no words for (mechanisms,
 analogies, "what would happen without it").
 
-The adapter ships beside this file (``stance/``: peft's adapter files and ``head.npz``, about 3 MB) and is
-merged into the base weights when loaded, so a reading costs one MiniLM forward pass per topic of the message
-(31 / 68 ms p50 / p95 for a message with two topics on two cores, which another benchmark shared; loading took
-7.8 s, once per process, in a worker thread). The model is an addition, not a requirement: when it cannot load, the scorer logs why once and
-reads direction with its lexicon and the logistic probe alone.
-
-A model trained with outcome replacement ships its outcome classifier in ``stance/valence/`` (the same
-architecture with three outputs; memory/persona/outcomes.py): the scorer then replaces the message's outcome
-phrases by "benefits" / "harms" before the model reads it, as in training. With it a reading costs 43 / 52 ms
-p50 / p95 for a two-topic message on two idle cores (24 / 28 ms of it finding and labelling the outcomes), and
-both models load in 5.5 s.
+The adapter ships beside this file (``stance/``: peft's adapter files and ``head.npz``, 2.7 MB) and is merged
+into the base weights when loaded, so a reading costs one MiniLM forward pass per topic of the message. A model
+trained with outcome replacement ships its outcome classifier in ``stance/valence/`` (the same architecture with
+three outputs, 1.3 MB; memory/persona/outcomes.py): the scorer then replaces the message's outcome phrases by
+"benefits" / "harms" before the model reads it, as in training. A reading costs 43 / 52 ms p50 / p95 for a
+two-topic message on two idle cores (24 / 28 ms of it finding and labelling the outcomes); both models load in
+5.5 s, once per process, in a worker thread. The model is an addition, not a requirement: when it cannot load,
+the scorer logs why once and reads direction with its lexicon and the logistic probe alone.
 """
 
 from __future__ import annotations
