@@ -208,7 +208,8 @@ FILES = {**{f"seen{i}": DATA / f"seen{i}.json" for i in range(3, 14)}, "heldout"
 SPLITS = ("dev", "seen", "seen2", *FILES)
 # Training data only (bench/train_persona_stance.py): written to the same brief, with more templates each, never
 # evaluated as held-out.
-TRAIN_FILES = {name: DATA / f"{name}.json" for name in ("train_a", "train_b", "train_c")}
+TRAIN_FILES = {name: DATA / f"{name}.json" for name in ("train_a", "train_b", "train_c", "train_d", "train_e",
+                                                        "train_f")}
 _POSITIONAL_KINDS = ("figures", "figures", "figures", "expert", "argument")
 
 
