@@ -3,6 +3,7 @@ the dream, large shifts only after approval, forgetting that recomputes, per-aud
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import datetime, timezone
 from pathlib import Path
@@ -433,6 +434,20 @@ async def test_the_discord_commands_show_for_everyone_and_reset_only_as_an_appro
     assert not state.beliefs and state.epoch == 1  # approved: a new epoch, the old evidence no longer counts
 
 
+async def test_a_topic_under_discussion_is_read_where_the_parser_cuts_it(app: App) -> None:
+    """"in the lecture recording group": the small parser makes the topic a modifier and finds only "exam
+    results"; in a scope already discussing lecture recording, the message is evidence about it."""
+    layer = await persona_app(app)
+    cut = ("In a controlled trial over 9 areas, exam results came out 8% worse in the lecture recording group than "
+           "in the control group.")
+    assert all(t != "lecture recording" for t, _ in (await layer.score(cut)).topics)
+    await say(app, "A 2021 study of 4,000 students found lecture recording raised exam results by 11%.", cut)
+    rows = await app.db.pool.fetch("SELECT topics FROM persona_evidence ORDER BY id")
+    topics = [json.loads(r["topics"]) if isinstance(r["topics"], str) else r["topics"] for r in rows]
+    assert topics[0][0][1:] == ["lecture recording", 1]
+    assert topics[-1][0][1:] == ["lecture recording", -1], topics[-1]
+
+
 async def test_an_edit_replaces_the_messages_evidence(app: App) -> None:
     layer = await persona_app(app)
     reply = await app.brain.respond(turn(STRONG_FOR[0]))
@@ -500,6 +515,7 @@ async def test_the_stance_model_reads_arguments_with_no_figure_and_only_for_evid
 
     model = StanceModel()
     assert model.available, "memory/persona/stance/ ships with the package"
+    assert model.valence is not None and model.valence.valence is None  # its outcome classifier
     logits = model.logits([
         "Think about what happens when this policy is scrapped: the people who relied on it are the first to lose "
         "out, and nobody steps in to replace it.",

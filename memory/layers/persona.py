@@ -124,7 +124,9 @@ class PersonaLayer(BaseLayer):
             if await self.store.has_evidence(conn, message.id):
                 return False
             nearest = await self.store.nearest_recent(conn, message.scope, message.visible_in, vector)
-        scored = await self.scorer.score(message.content, vector, nearest=nearest)
+            before = await self._state(conn, message.scope, message.visible_in)  # a hint: read again under the lock
+        scored = await self.scorer.score(message.content, vector, nearest=nearest,
+                                         known=[*before.beliefs, *before.engagement])
         async with self.store.pool.acquire() as conn, conn.transaction():
             await self.store.lock(conn, message.scope, message.visible_in)
             if await self.store.has_evidence(conn, message.id):  # absorbed meanwhile (a retry)

@@ -434,9 +434,11 @@ class EvidenceScorer:
             return self._nlp
 
     async def score(self, text: str, vector: np.ndarray, *, previous: Sequence[np.ndarray] = (),
-                    nearest: float | None = None) -> ScoredMessage:
+                    nearest: float | None = None, known: Sequence[str] = ()) -> ScoredMessage:
         """Score ``text`` (its MiniLM ``vector`` given). Novelty comes from ``nearest``, the largest cosine
-        to the scope's earlier evidence when the caller measured it, else from their vectors ``previous``."""
+        to the scope's earlier evidence when the caller measured it, else from their vectors ``previous``.
+        ``known`` are the topics already under discussion: one the text names is among its topics even where
+        the parser cuts it ("in the lecture recording group") or ranks it fourth."""
         centroids = await self._ensure()
         sims = centroids @ np.asarray(vector, dtype=np.float32)
         parsed = await asyncio.to_thread(self._parse, text)
@@ -458,7 +460,7 @@ class EvidenceScorer:
             score, why = ARGUMENT_FLOOR, why + f"; the argument probe reads evidence ({argument:.2f})"
             if rtype not in (EMPIRICAL, EXPERT):
                 rtype = LOGICAL
-        topics = parsed["topics"][:3]
+        topics = _with_known(parsed["topics"], text, known)[:3]
         await self.embedded([pole for topic in topics for pole in _poles(topic)])  # one call for every topic
         extra = await self._phrase_polarity(parsed["phrases"])
         probes = await self._probe_logits(text, topics, stance=score >= STANCE_MIN_SCORE)
@@ -535,11 +537,13 @@ class EvidenceScorer:
             return {}
         masked = [re.sub(rf"(?<!\w){re.escape(t)}(?!\w)", PROBE_MASK, text, flags=re.IGNORECASE) for t in topics]
         if stance and self._stance.available:
-            valence = self._stance.valence
-            if valence is not None:
-                masked = await self._outcomes_replaced(masked, valence)
-            logits = await asyncio.to_thread(self._stance.logits, masked)
+            valence, plain = self._stance.valence, self._stance.plain
+            replaced = await self._outcomes_replaced(masked, valence) if valence is not None else masked
+            logits = await asyncio.to_thread(self._stance.logits, replaced)
             if logits is not None:
+                as_written = await asyncio.to_thread(plain.logits, masked) if plain is not None else None
+                if as_written is not None:
+                    logits = (logits + as_written) / 2
                 return {t: ("stance", float(v)) for t, v in zip(topics, logits)}
         vectors = np.asarray(await self._embedder.embed_many(masked), dtype=np.float32)
         probe = self._probe("direction", vectors.shape[1])
@@ -605,8 +609,8 @@ class LLMEvidenceScorer:
         self.fallback = fallback
 
     async def score(self, text: str, vector: np.ndarray, *, previous: Sequence[np.ndarray] = (),
-                    nearest: float | None = None) -> ScoredMessage:
-        base = await self.fallback.score(text, vector, previous=previous, nearest=nearest)
+                    nearest: float | None = None, known: Sequence[str] = ()) -> ScoredMessage:
+        base = await self.fallback.score(text, vector, previous=previous, nearest=nearest, known=known)
         prompt = (
             "You judge the evidence in one chat message, in the third person. Answer with JSON only: "
             '{"score": 0.0-1.0 argument strength, "reasoning_type": one of ' + ", ".join(REASONING_TYPES)
@@ -965,6 +969,22 @@ def _outcome_phrases(doc: Any) -> tuple[list[str], list[str]]:
                 if phrase and phrase not in out:
                     out.append(phrase)
     return out, objects
+
+
+def _with_known(topics: Sequence[str], text: str, known: Sequence[str]) -> list[str]:
+    """``topics`` after the known topics ``text`` names as written, in the order it names them; a parsed topic
+    inside a named one or around it ("standing areas", "lecture recording group") is that topic."""
+    lowered = text.lower()
+    named: list[tuple[int, str]] = []
+    for topic in dict.fromkeys(k.lower() for k in known if len(k) >= 3):
+        if topic in lowered:
+            found = re.search(rf"(?<!\w){re.escape(topic)}(?!\w)", lowered)
+            if found:
+                named.append((found.start(), topic))
+    if not named:
+        return list(topics)
+    first = [t for _, t in sorted(named)]
+    return first + [t for t in topics if not any(t in k or k in t for k in first)]
 
 
 def _topics(doc: Any, limit: int = 3) -> list[str]:

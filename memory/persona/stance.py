@@ -11,7 +11,9 @@ The adapter ships beside this file (``stance/``: peft's adapter files and ``head
 into the base weights when loaded, so a reading costs one MiniLM forward pass per topic of the message. A model
 trained with outcome replacement ships its outcome classifier in ``stance/valence/`` (the same architecture with
 three outputs, 1.3 MB; memory/persona/outcomes.py): the scorer then replaces the message's outcome phrases by
-"benefits" / "harms" before the model reads it, as in training. A reading costs 43 / 52 ms p50 / p95 for a
+"benefits" / "harms" before the model reads it, as in training. Where a second stance model trained on text as
+written (``--no-outcomes``) sits in ``stance/plain/``, the scorer averages the two logits (each reads shapes
+the other misses: a wrong outcome label misleads the first, unfamiliar wording the second). A reading costs 43 / 52 ms p50 / p95 for a
 two-topic message on two idle cores (24 / 28 ms of it finding and labelling the outcomes); both models load in
 5.5 s, once per process, in a worker thread. The model is an addition, not a requirement: when it cannot load,
 the scorer logs why once and reads direction with its lexicon and the logistic probe alone.
@@ -34,6 +36,7 @@ HEAD_FILE = "head.npz"
 MAX_TOKENS = 128  # a message's first 128 word pieces: evidence states its point early
 BATCH = 32
 VALENCE_DIR = "valence"  # the outcome classifier's adapter and head, beside the stance model's
+PLAIN_DIR = "plain"  # a second stance model, trained on text as written (no outcome replacement)
 
 
 def base_model_path() -> Path:
@@ -71,7 +74,7 @@ class StanceModel:
         self._model: StanceEncoder | None = None
         self._tokenizer: Any = None
         self._failed: str | None = None
-        self._valence_model: StanceModel | None = None
+        self._companions: dict[str, StanceModel] = {}
 
     @classmethod
     def of(cls, model: StanceEncoder, tokenizer: Any) -> StanceModel:
@@ -84,15 +87,25 @@ class StanceModel:
     def available(self) -> bool:
         return self._failed is None and (self._directory / HEAD_FILE).exists()
 
+    def _companion(self, name: str) -> StanceModel | None:
+        if self._directory.name in (VALENCE_DIR, PLAIN_DIR):
+            return None
+        if name not in self._companions:
+            self._companions[name] = StanceModel(self._directory / name)
+        model = self._companions[name]
+        return model if model.available else None
+
     @property
     def valence(self) -> StanceModel | None:
         """The outcome classifier trained with this model (memory/persona/outcomes.py), in ``valence/``
         beside it; None when there is none (the model reads outcomes as written)."""
-        if self._directory.name == VALENCE_DIR:
-            return None
-        if self._valence_model is None:
-            self._valence_model = StanceModel(self._directory / VALENCE_DIR)
-        return self._valence_model if self._valence_model.available else None
+        return self._companion(VALENCE_DIR)
+
+    @property
+    def plain(self) -> StanceModel | None:
+        """A stance model trained on text as written (``--no-outcomes``), in ``plain/`` beside this one; the
+        scorer averages its logit with this model's. None when there is none."""
+        return self._companion(PLAIN_DIR)
 
     def _load(self) -> tuple[StanceEncoder, Any]:
         with _LOAD_LOCK:
