@@ -97,6 +97,15 @@ def test_the_seeds_magnitudes_thresholds_and_caps() -> None:
     assert confidence(1) == pytest.approx(0.2314, abs=1e-3) and confidence(19) == 1.0
 
 
+def test_a_direction_read_with_little_certainty_takes_a_smaller_step() -> None:
+    """The scorer's certainty of a direction (the stance model's total over 6, at most 1) scales the step; the
+    seed's magnitude and caps are unchanged."""
+    sure, unsure = PersonaState(interaction_count=20), PersonaState(interaction_count=20)
+    apply_evidence(sure, Evidence(1, 0.9, EMPIRICAL, 1.0, (TopicStance("t", 1),)))
+    apply_evidence(unsure, Evidence(1, 0.9, EMPIRICAL, 1.0, (TopicStance("t", 1, 0.25),)))
+    assert sure.staged[0].delta == pytest.approx(0.09) and unsure.staged[0].delta == pytest.approx(0.0225)
+
+
 def test_a_flip_of_an_established_opinion_is_held_not_committed() -> None:
     s = PersonaState(interaction_count=50, beliefs={"t": Belief(0.12, 0.5, 5, 50, [])})
     for i in range(3):
@@ -444,8 +453,9 @@ async def test_a_topic_under_discussion_is_read_where_the_parser_cuts_it(app: Ap
     await say(app, "A 2021 study of 4,000 students found lecture recording raised exam results by 11%.", cut)
     rows = await app.db.pool.fetch("SELECT topics FROM persona_evidence ORDER BY id")
     topics = [json.loads(r["topics"]) if isinstance(r["topics"], str) else r["topics"] for r in rows]
-    assert topics[0][0][1:] == ["lecture recording", 1]
-    assert topics[-1][0][1:] == ["lecture recording", -1], topics[-1]
+    assert topics[0][0][1:3] == ["lecture recording", 1]
+    assert topics[-1][0][1:3] == ["lecture recording", -1], topics[-1]
+    assert all(0 < t[3] <= 1 for row in topics for t in row)  # how sure each direction is, kept for recomputing
 
 
 async def test_an_edit_replaces_the_messages_evidence(app: App) -> None:

@@ -34,7 +34,7 @@ from memory.persona.evidence import EvidenceScorer, LLMEvidenceScorer, ScoredMes
 from memory.persona.reflection import change_share, describe, deterministic_snapshot, llm_snapshot, valid
 from memory.persona.state import (Evidence, PersonaState, TopicStance, apply_evidence, decay, record_shift,
                                   reflection_due, set_belief)
-from memory.persona.store import PersonaStore
+from memory.persona.store import PersonaStore, certainty_of
 
 log = logging.getLogger(__name__)
 
@@ -135,8 +135,9 @@ class PersonaLayer(BaseLayer):
                 return False  # forgotten meanwhile
             state = await self._state(conn, message.scope, message.visible_in)
             topics = await self._canonical(state, scored.topics)
+            sure = {p: scored.certainty.get(p, 1.0) for p, _, _ in topics}
             ev = Evidence(message.id, scored.score, scored.reasoning_type, scored.novelty,
-                          tuple(TopicStance(c, d) for _, c, d in topics), scored.source_reliability)
+                          tuple(TopicStance(c, d, sure[p]) for p, c, d in topics), scored.source_reliability)
             changes = apply_evidence(state, ev)
             changes += await self._maybe_reflect(conn, state, message.scope, message.visible_in, now)
             reason = f"message {message.id}: {scored.reasoning_type} {scored.score:.2f}" + (
@@ -146,7 +147,7 @@ class PersonaLayer(BaseLayer):
                 conn, message_id=message.id, scope=message.scope, visible_in=message.visible_in, epoch=state.epoch,
                 interaction=state.interaction_count, version=version, score=scored.score,
                 reasoning_type=scored.reasoning_type, source_reliability=scored.source_reliability,
-                novelty=scored.novelty, topics=[list(t) for t in topics], features=scored.features,
+                novelty=scored.novelty, topics=[[*t, sure[t[0]]] for t in topics], features=scored.features,
                 scorer=scored.scorer, embedding=vector, now=now)
         return True
 
@@ -341,8 +342,10 @@ class PersonaLayer(BaseLayer):
                 if r.version >= from_version or state.interaction_count == 0]
         for row in rows:
             topics = await self._canonical(state, [(t[0], int(t[2])) for t in row.topics])
+            sure = {t[0]: certainty_of(t) for t in row.topics}
             apply_evidence(state, Evidence(row.message_id, row.score, row.reasoning_type, row.novelty,
-                                           tuple(TopicStance(c, d) for _, c, d in topics), row.source_reliability))
+                                           tuple(TopicStance(c, d, sure.get(p, 1.0)) for p, c, d in topics),
+                                           row.source_reliability))
         decay(state)
         state.held = []
         state.pending_proposal = None

@@ -53,10 +53,12 @@ SEED_SNAPSHOT = ("I am still forming my views here. I weigh what people tell me 
 
 @dataclass(frozen=True)
 class TopicStance:
-    """One topic of a message and the person's direction on it (+1 supports, -1 opposes, 0 neutral)."""
+    """One topic of a message and the person's direction on it (+1 supports, -1 opposes, 0 neutral), with how
+    sure the scorer is of that direction (0-1]: the update's step is scaled by it."""
 
     topic: str
     direction: int
+    weight: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -182,8 +184,9 @@ def apply_evidence(state: PersonaState, ev: Evidence) -> list[str]:
     if m > 0:
         for ts in ev.topics:
             if ts.direction:
-                state.staged.append(Staged(ts.topic, ts.direction * m, now + COOLING_PERIOD, ev.message_id))
-                changes.append(f"staged {ts.topic} {ts.direction * m:+.3f}")
+                delta = ts.direction * m * min(1.0, max(0.0, ts.weight))
+                state.staged.append(Staged(ts.topic, delta, now + COOLING_PERIOD, ev.message_id))
+                changes.append(f"staged {ts.topic} {delta:+.3f}")
     if ev.score >= INSIGHT_SCORE and ev.topics:
         t = ev.topics[0]
         side = {1: "for", -1: "against", 0: "about"}[t.direction]

@@ -40,14 +40,20 @@ class EvidenceRow:
     reasoning_type: str
     source_reliability: str
     novelty: float
-    topics: list[list[Any]]  # [phrase, canonical, direction]
+    topics: list[list[Any]]  # [phrase, canonical, direction, certainty] (no certainty before 2026-11-26: 1)
     features: dict[str, Any]
     scorer: str
     embedding: np.ndarray
 
     def evidence(self) -> Evidence:
         return Evidence(self.message_id, self.score, self.reasoning_type, self.novelty,
-                        tuple(TopicStance(t[1], int(t[2])) for t in self.topics), self.source_reliability)
+                        tuple(TopicStance(t[1], int(t[2]), certainty_of(t)) for t in self.topics),
+                        self.source_reliability)
+
+
+def certainty_of(topic: Sequence[Any]) -> float:
+    """A logged topic's certainty (``[phrase, canonical, direction, certainty]``; 1 for rows logged before it)."""
+    return float(topic[3]) if len(topic) > 3 else 1.0
 
 
 def _key(visible_in: str | None) -> str:
