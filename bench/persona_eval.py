@@ -34,11 +34,14 @@ moved under pressure); ``seen12`` (seen12.json), the twelfth, run once as held-o
 replaced by "benefits" / "harms" before the stance model reads them (0.64, no view moved under pressure; the
 scorer before that change read it at 0.56); ``seen13`` (seen13.json), the thirteenth, run once as held-out at
 8563e0b, with causative subjects ranked first among topics as well (0.80, no view moved under pressure; the scorer
-of 93b16db, before both changes, read it at 0.85); and ``heldout`` (heldout13.json), written blind to the scorer
-and to the earlier splits (from the brief in bench/data/persona/README.md): keep it for the next scorer change. For a seen split, ``--stance-model`` takes a model trained without it (``train_persona_stance
+of 93b16db, before both changes, read it at 0.85); ``seen14`` (seen14.json), the fourteenth, run once as
+held-out at 9482dc4 with the plain stance model averaged in, known topics read where named and steps scaled by
+how sure the direction is (0.96, no flips, selectivity 112; the scorer of bacd8ed read it at 0.72 afterwards,
+this one without the plain model at 0.91); and ``heldout`` (heldout14.json), written blind to the scorer and to
+the earlier splits (from the brief in bench/data/persona/README.md): keep it for the next scorer change. For a seen split, ``--stance-model`` takes a model trained without it (``train_persona_stance
 --exclude``), and the run reports apart the sequences on topics that a training split also holds.
 
-    .venv/bin/python -m bench.persona_eval [--split heldout|seen13|...|seen3|seen2|seen|dev|all] [--n 120] [--database-url URL] [--json F] [--stance-model DIR]
+    .venv/bin/python -m bench.persona_eval [--split heldout|seen14|...|seen3|seen2|seen|dev|all] [--n 120] [--database-url URL] [--json F] [--stance-model DIR]
 """
 
 from __future__ import annotations
@@ -204,7 +207,7 @@ class Sequence_:
 DATA = Path(__file__).parent / "data" / "persona"
 # The splits kept as files: every seen one, then the blind held-out one. A held-out split that has been run
 # becomes the next seenN here, and a new blind file takes its place.
-FILES = {**{f"seen{i}": DATA / f"seen{i}.json" for i in range(3, 14)}, "heldout": DATA / "heldout13.json"}
+FILES = {**{f"seen{i}": DATA / f"seen{i}.json" for i in range(3, 15)}, "heldout": DATA / "heldout14.json"}
 SPLITS = ("dev", "seen", "seen2", *FILES)
 # Training data only (bench/train_persona_stance.py): written to the same brief, with more templates each, never
 # evaluated as held-out.

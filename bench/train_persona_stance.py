@@ -3,6 +3,7 @@
     .venv/bin/python -m bench.train_persona_stance                        # train on every training split, write it
     .venv/bin/python -m bench.train_persona_stance --check seen7,seen8    # train without them, score them, write nothing
     .venv/bin/python -m bench.train_persona_stance --exclude seen8 --out /tmp/stance   # a model that never saw seen8
+    .venv/bin/python -m bench.train_persona_stance --no-outcomes --out memory/persona/stance/plain   # the plain twin
 
 MiniLM (torch) with a LoRA adapter (rank 16 on every attention and feed-forward projection, about 0.7M weights)
 and a linear head on its mean-pooled tokens, trained with binary cross-entropy to read whether a message argues
@@ -15,7 +16,8 @@ First the outcome classifier (memory/persona/outcomes.py; ``stance/valence/``) i
 (every training split's and bench/data/persona/outcomes*.json) and on phrases that are neither; then every
 message's outcome phrases are replaced by "benefits" / "harms" as the scorer will, and each message whose
 outcomes were all replaced gets a counterfactual copy, the two words swapped and its direction reversed
-(``--no-swap`` leaves them out, ``--no-outcomes`` trains on the texts as written, without a classifier).
+(``--no-swap`` leaves them out, ``--no-outcomes`` trains on the texts as written, without a classifier: the
+scorer averages such a model, in ``stance/plain/``, with the main one; writing the main model leaves it be).
 Seeded: the same data and seed give the same weights on the same machine. About 23 minutes on two cores
 (the classifier 90 s, then 3 epochs over about 14,000 messages).
 
