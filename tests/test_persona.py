@@ -453,7 +453,10 @@ async def test_a_topic_under_discussion_is_read_where_the_parser_cuts_it(app: Ap
     cut = ("In a controlled trial over 9 areas, exam results came out 8% worse in the lecture recording group than "
            "in the control group.")
     assert all(t != "lecture recording" for t, _ in (await layer.score(cut)).topics)
-    await say(app, "A 2021 study of 4,000 students found lecture recording raised exam results by 11%.", cut)
+    await say(app, "A 2021 study of 4,000 students found lecture recording raised exam results by 11%.")
+    state = (await layer.store.current("g1", None)).state  # type: ignore[union-attr]
+    assert [s.topic for s in state.staged] == ["lecture recording"]  # a step towards a view: under discussion
+    await say(app, cut)
     rows = await app.db.pool.fetch("SELECT topics FROM persona_evidence ORDER BY id")
     topics = [json.loads(r["topics"]) if isinstance(r["topics"], str) else r["topics"] for r in rows]
     assert topics[0][0][1:3] == ["lecture recording", 1]

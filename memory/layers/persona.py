@@ -41,6 +41,7 @@ log = logging.getLogger(__name__)
 PERSONA_KIND = "persona"
 _RELEVANT = 0.35  # a topic this close to the message is shown before stronger, unrelated ones
 _PROMPT_CHARS = 600  # of the snapshot in the prompt (a preamble line that does not fit is left out whole)
+RECENT_TOPICS = 10  # messages back whose topics count as under discussion (with views and staged steps)
 
 
 class PersonaLayer(BaseLayer):
@@ -125,8 +126,12 @@ class PersonaLayer(BaseLayer):
                 return False
             nearest = await self.store.nearest_recent(conn, message.scope, message.visible_in, vector)
             before = await self._state(conn, message.scope, message.visible_in)  # a hint: read again under the lock
-        scored = await self.scorer.score(message.content, vector, nearest=nearest,
-                                         known=[*before.beliefs, *before.engagement])
+            recent = await self.store.recent_topics(conn, message.scope, message.visible_in, RECENT_TOPICS)
+        # Topics under discussion: those with a view, a staged step towards one, or named in the audience's last
+        # few messages. Not every phrase a message was ever filed under: engagement keeps its side topics for
+        # good ("costs", "baseline"), and one of those named in passing would take the message over.
+        known = list(dict.fromkeys([*before.beliefs, *(s.topic for s in before.staged), *recent]))
+        scored = await self.scorer.score(message.content, vector, nearest=nearest, known=known)
         async with self.store.pool.acquire() as conn, conn.transaction():
             await self.store.lock(conn, message.scope, message.visible_in)
             if await self.store.has_evidence(conn, message.id):  # absorbed meanwhile (a retry)

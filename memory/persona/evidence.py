@@ -443,8 +443,9 @@ class EvidenceScorer:
                     nearest: float | None = None, known: Sequence[str] = ()) -> ScoredMessage:
         """Score ``text`` (its MiniLM ``vector`` given). Novelty comes from ``nearest``, the largest cosine
         to the scope's earlier evidence when the caller measured it, else from their vectors ``previous``.
-        ``known`` are the topics already under discussion: one the text names is among its topics even where
-        the parser cuts it ("in the lecture recording group") or ranks it fourth."""
+        ``known`` are the topics already under discussion (the layer passes those the scope holds or is forming a
+        view on): one the text names is among its topics even where the parser cuts it ("in the lecture
+        recording group") or ranks it fourth."""
         centroids = await self._ensure()
         sims = centroids @ np.asarray(vector, dtype=np.float32)
         parsed = await asyncio.to_thread(self._parse, text)
@@ -986,10 +987,11 @@ def _with_known(topics: Sequence[str], text: str, known: Sequence[str]) -> list[
     lowered = text.lower()
     named: list[tuple[int, str]] = []
     for topic in dict.fromkeys(k.lower() for k in known if len(k) >= 3):
-        if topic in lowered:
-            found = re.search(rf"(?<!\w){re.escape(topic)}(?!\w)", lowered)
-            if found:
-                named.append((found.start(), topic))
+        if topic not in lowered or topic in _NOT_TOPICS:
+            continue
+        found = re.search(rf"(?<!\w){re.escape(topic)}(?!\w)", lowered)
+        if found:
+            named.append((found.start(), topic))
     if not named:
         return list(topics)
     first = [t for _, t in sorted(named)]

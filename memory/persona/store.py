@@ -135,6 +135,18 @@ class PersonaStore:
                ORDER BY interaction, id""", scope, _key(visible_in), epoch, list(exclude))
         return [_evidence_row(r) for r in rows]
 
+    async def recent_topics(self, conn: asyncpg.Connection, scope: str, visible_in: str | None,
+                            limit: int = 10) -> list[str]:
+        """The topics (canonical) of the audience's last ``limit`` pieces of evidence, newest first."""
+        rows = await conn.fetch(
+            """SELECT topics FROM persona_evidence WHERE scope = $1 AND COALESCE(visible_in, '') = $2
+               ORDER BY id DESC LIMIT $3""", scope, _key(visible_in), limit)
+        named: list[str] = []
+        for r in rows:
+            topics = json.loads(r["topics"]) if isinstance(r["topics"], str) else r["topics"]
+            named.extend(str(t[1]) for t in topics)
+        return list(dict.fromkeys(named))
+
     async def nearest_recent(self, conn: asyncpg.Connection, scope: str, visible_in: str | None,
                              vector: np.ndarray, limit: int = 200) -> float | None:
         """The largest cosine between ``vector`` and the audience's last ``limit`` pieces of evidence (None:
