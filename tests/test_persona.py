@@ -242,6 +242,11 @@ async def test_a_configured_model_scores_with_the_seeds_json_and_a_bad_answer_fa
     assert (got.scorer, got.score, got.reasoning_type, got.topics) == ("llm", 0.7, "expert_opinion",
                                                                        (("remote work", -1),))
     assert "Message: " + STRONG_FOR[0] in llm.prompts[-1] and "hippobot" not in llm.prompts[-1]  # the message only
+    assert got.certainty == {}  # the model's own direction: a full step
+    llm.reply = '{"score": 0.7, "reasoning_type": "expert_opinion", "topics": []}'  # no topics: the scorer's
+    no_topics = await layer.score(STRONG_FOR[0])
+    assert no_topics.scorer == "llm" and no_topics.topics[0] == ("remote work", 1)
+    assert no_topics.certainty["remote work"] > 0  # ... with how sure the scorer's reading was
     llm.reply = "I think it is pretty strong evidence!"
     fallback = await layer.score(STRONG_FOR[0])
     assert fallback.scorer == "deterministic" and fallback.topics[0] == ("remote work", 1)

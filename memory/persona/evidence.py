@@ -640,11 +640,12 @@ class LLMEvidenceScorer:
         if parsed is None:
             return base
         direction = {"supports": 1, "opposes": -1}.get(parsed["opinion_direction"], 0)
-        topics = tuple((t, direction if i == 0 else 0) for i, t in enumerate(parsed["topics"][:3])) or base.topics
+        topics = tuple((t, direction if i == 0 else 0) for i, t in enumerate(parsed["topics"][:3]))
         features = dict(base.features, llm=parsed)
         return ScoredMessage(parsed["score"], parsed["reasoning_type"], parsed["source_reliability"],
-                             min(parsed["novelty"], base.novelty) if previous else parsed["novelty"], topics, features,
-                             scorer="llm")
+                             min(parsed["novelty"], base.novelty) if previous else parsed["novelty"],
+                             topics or base.topics, features, scorer="llm",
+                             certainty={} if topics else base.certainty)  # the model's own direction counts as sure
 
 
 _OBJECT = re.compile(r"\{.*\}", re.S)

@@ -13,10 +13,11 @@ trained with outcome replacement ships its outcome classifier in ``stance/valenc
 three outputs, 1.3 MB; memory/persona/outcomes.py): the scorer then replaces the message's outcome phrases by
 "benefits" / "harms" before the model reads it, as in training. Where a second stance model trained on text as
 written (``--no-outcomes``) sits in ``stance/plain/``, the scorer averages the two logits (each reads shapes
-the other misses: a wrong outcome label misleads the first, unfamiliar wording the second). A reading costs
-43 / 52 ms p50 / p95 for a two-topic message on two idle cores (24 / 28 ms of it finding and labelling the
-outcomes); both models load in 5.5 s, once per process, in a worker thread. The model is an addition, not a requirement: when it cannot load,
-the scorer logs why once and reads direction with its lexicon and the logistic probe alone.
+the other misses: a wrong outcome label misleads the first, unfamiliar wording the second). A reading with
+all three costs 63 / 83 ms p50 / p95 for a two-topic message on two idle cores (43 / 52 without the plain
+model; 24 / 28 of it finding and labelling the outcomes); the three load in 5.9 s, once per process, in a
+worker thread. The model is an addition, not a requirement: when it cannot load, the scorer logs why once and
+reads direction with its lexicon and the logistic probe alone.
 """
 
 from __future__ import annotations
