@@ -34,25 +34,27 @@ over "speaker: text" of every turn (cosine), BM25 over the same strings, and
 BM25 + MiniLM fused by reciprocal rank (k = 60, each list's top 100).
 
 --llm: the bundled Gemma answers each of the first --llm-limit questions
-(taken round-robin over categories) three ways, greedy: core (no memory),
-memory (the recalled items laid out by the app's PromptBuilder) and
+(taken round-robin over categories) three ways, greedy: memory (`hippobot
+ask`'s path, Brain.ask: the archetype's plan, every layer's recall, the
+prompt as the bot builds it), core (the same prompt without memory) and
 long-context (the conversation's most recent turns that fit the prompt
-budget); EM and token F1 after SQuAD-style normalisation (lower case, no
-punctuation, no articles), a lenient 'contains' (the gold answer inside the
-reply), ΔEM core -> memory, and memory_hit_rate (seed 001: the share of
-memory answers whose prompt held a relevant trace, here an evidence turn's
-text).
---answer-frame qa asks the same three prompts as a short-answer question
-instead of a chat turn: the prompt's conversation tail (the asker's line and
-the bot's label) becomes "Question: ...\nAnswer:", the frame seed 001's
-teach -> test protocol scores EM in; the chat frame is how the bot itself
-answers. Both frames see the same memories.
+budget); with the reader adapter and without it (--reader on off, both by
+default, on the same imported memory). EM and token F1 after SQuAD-style
+normalisation (lower case, no punctuation, no articles), a lenient
+'contains' (the gold answer inside the reply), ΔEM core -> memory,
+memory_hit_rate (seed 001: the share of answerable questions whose prompt
+held an evidence turn), the abstention rate on adversarial questions (the
+reply says it does not know: `abstains`, a generic pattern), the share of
+answerable questions answered rather than refused, and how often the sources
+line of a right memory answer names an evidence turn. On adversarial
+questions an abstaining reply counts as the right answer.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import re
 import statistics
 import sys
 import tempfile
@@ -77,7 +79,6 @@ AUTHOR = "console:memeval"
 ASKER = "asker"
 RRF_K = 60
 BASELINE_DEPTH = 100
-QA_INSTRUCTION = 'Answer in a few words. If it was never said, answer "not mentioned".'
 
 
 @dataclass
@@ -114,7 +115,8 @@ def _answered(q: Question, items: list, latency: float | None, bundle: object) -
     return Answered(q, ranked, sum(len(words(i.text)) for i in items[:10]), top1, latency, bundle)
 
 
-async def run_hippobot(args: argparse.Namespace, questions: list[Question], convs: list[str], embedder) -> dict:
+async def run_hippobot(args: argparse.Namespace, questions: list[Question], convs: list[str], embedder,
+                       turns: dict[str, list[Turn]]) -> dict:
     from bot.app import App
 
     async with scratch_database(args.database_url, "memeval") as url:
@@ -139,6 +141,8 @@ async def run_hippobot(args: argparse.Namespace, questions: list[Question], conv
             out["writes"] = await writes_per_1k_words(app, convs)
             if args.ablation:
                 out["ablation"] = await run_ablation(args, app, questions, convs)
+            if args.llm:
+                out["llm"] = await run_llm(args, app, out["answered"], turns)
         finally:
             await app.close()
     return out
@@ -396,135 +400,140 @@ def pick_for_llm(answered: list[Answered], limit: int) -> list[Answered]:
     return out
 
 
-async def run_llm(args: argparse.Namespace, answered: list[Answered], turns: dict[str, list[Turn]]) -> dict:
-    from bot.llm import EngineConfig, TransformersLLM
-    from bot.prompt import PromptBuilder
+async def run_llm(args: argparse.Namespace, app, answered: list[Answered], turns: dict[str, list[Turn]]) -> dict:
+    """Each picked question answered by the bundled model, greedy, three ways: memory (`hippobot ask`'s path,
+    Brain.ask: the archetype's plan, every layer's recall, the prompt as the bot builds it), core (the same
+    prompt without any memory) and long-context (the conversation's latest turns that fit the budget); with
+    the reader adapter and without it (both loaded once, swapped into the same app)."""
+    from bot.app import engine_config, prompt_builder
+    from bot.engines import load_engine
     from memory.layers.base import TRANSCRIPT, MemoryItem, Section
 
-    settings = Settings(_env_file=None)
-    t0 = time.perf_counter()
-    llm = await asyncio.to_thread(TransformersLLM.load, EngineConfig(
-        cache_dir=settings.model_cache_dir, dtype=settings.model_dtype, max_new_tokens=args.llm_tokens,
-        temperature=0.0, repetition_penalty=settings.repetition_penalty, seed=7, progress=False))
-    print(f"  model loaded in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
-    builder = PromptBuilder(
-        bot_name=settings.bot_name, persona=settings.persona,
-        budget_tokens=max(settings.context_tokens - args.llm_tokens, 64), count_tokens=llm.count_tokens,
-        render_chat=llm.render_chat if llm.uses_chat_template else None, memory_style=args.memory_style)
-    results = []
+    engines = {}
+    for reader in args.reader:
+        t0 = time.perf_counter()
+        settings = app.settings.model_copy(update={"reader": reader == "on", "max_new_tokens": args.llm_tokens,
+                                                   "temperature": 0.0, "seed": 7})
+        engines[reader] = await asyncio.to_thread(load_engine, settings, engine_config(settings, progress=False))
+        print(f"  model {engines[reader].name} loaded in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    brain = app.brain
+    picked = pick_for_llm(answered, args.llm_limit)
+    results: dict[str, list[dict]] = {r: [] for r in engines}
     try:
-        for a in pick_for_llm(answered, args.llm_limit):
-            q, bundle = a.question, a.bundle
-            memory_bundle = replace(bundle, sections=tuple(s for s in bundle.sections if s.placement != TRANSCRIPT))
-            history = tuple(MemoryItem("turn", None, f"{t.speaker}: {t.text}", f"{t.speaker}: {t.text}", ())
-                            for t in turns[q.conv])
-            prompts = {
-                "core": builder.build(replace(bundle, sections=()), ASKER, q.question),
-                "memory": builder.build(memory_bundle, ASKER, q.question),
-                "longctx": builder.build(replace(bundle, sections=(
-                    Section("turns", "Conversation", history, placement=TRANSCRIPT),)), ASKER, q.question),
-            }
-            row: dict = {"qid": q.qid, "category": q.category, "question": q.question, "gold": q.answer}
-            boosts = ({} if not args.memory_boost else
-                      copy_boosts(llm, memory_bundle, prompts["memory"].text, q.question, args.memory_boost))
-            evidence_texts = [t.text for t in turns[q.conv] if t.id in set(q.evidence)]
-            row["memory_hit"] = bool(evidence_texts) and any(e in prompts["memory"].text for e in evidence_texts)
-            if args.answer_frame == "qa":
-                prompts = {m: as_question(p, q.question, settings.bot_name) for m, p in prompts.items()}
-            modes = [(m, p, None) for m, p in prompts.items()]
-            if boosts:
-                modes.append(("boosted", prompts["memory"], boosts))
-            for mode, prompt, b in modes:
+        for reader, llm in engines.items():
+            brain.use_model(llm, prompt_builder(settings, llm))
+            for a in picked:
+                q = a.question
+                history = tuple(MemoryItem("turn", None, f"{t.speaker}: {t.text}", f"{t.speaker}: {t.text}", ())
+                                for t in turns[q.conv])
                 t1 = time.perf_counter()
-                gen = llm.generate(prompt.text, stop=prompt.stop, stop_pattern=prompt.stop_pattern,
-                                   max_new_tokens=args.llm_tokens, boosts=b)
-                reply = (await gen.complete()).strip().split("\n")[0].strip()
-                row[mode] = {"reply": reply, "em": exact_match(reply, q.answer), "f1": token_f1(reply, q.answer),
-                             "contains": contains_match(reply, q.answer), "tokens": prompt.tokens,
-                             "seconds": time.perf_counter() - t1, "prompt": prompt.text}
-            results.append(row)
-            print(f"  llm {len(results)}/{args.llm_limit} {q.qid}: core={row['core']['reply'][:40]!r} "
-                  f"memory={row['memory']['reply'][:40]!r}", file=sys.stderr)
+                reply = await brain.ask(q.question, q.conv, author_id=AUTHOR, author_name=ASKER)
+                text = _first_line(await reply.complete())
+                grounding = reply.grounding()
+                evidence = set(q.evidence)
+                row: dict = {"qid": q.qid, "category": q.category, "question": q.question, "gold": q.answer,
+                             "archetype": reply.plan.archetype}
+                row["memory_hit"] = bool(evidence) and any(
+                    s.external_id in evidence for i in reply.memories_in_prompt() for s in i.sources)
+                row["memory"] = _scored(q, text, reply.prompt.tokens, time.perf_counter() - t1)
+                row["memory"]["first_token_s"] = reply.trace.first_token_s
+                row["memory"]["sources"] = [s.external_id for s in grounding.sources]
+                row["memory"]["sources_hit"] = bool(evidence & set(row["memory"]["sources"]))
+                empty = replace(reply.bundle, sections=())
+                prompts = {
+                    "core": brain.prompts.build(empty, ASKER, q.question),
+                    "longctx": brain.prompts.build(replace(empty, sections=(
+                        Section("turns", "Conversation", history, placement=TRANSCRIPT),)), ASKER, q.question),
+                }
+                for mode, prompt in prompts.items():
+                    t1 = time.perf_counter()
+                    gen = llm.generate(prompt.text, stop=prompt.stop, stop_pattern=prompt.stop_pattern,
+                                       max_new_tokens=args.llm_tokens)
+                    row[mode] = _scored(q, _first_line(await gen.complete()), prompt.tokens,
+                                        time.perf_counter() - t1)
+                results[reader].append(row)
+                print(f"  llm reader={reader} {len(results[reader])}/{len(picked)} {q.qid}: "
+                      f"core={row['core']['reply'][:30]!r} memory={row['memory']['reply'][:40]!r}", file=sys.stderr)
     finally:
-        llm.close()
-    return {"rows": results, "frame": args.answer_frame}
+        for llm in engines.values():
+            await asyncio.to_thread(llm.close)
+        brain.use_model(None, None)
+    return {"rows": results}
 
 
-def as_question(prompt, question: str, bot_name: str):  # type: ignore[no-untyped-def]
-    """The same prompt with its last chat turn asked as a short-answer question (--answer-frame qa)."""
-    tail = f"{ASKER}: {question}\n{bot_name}:"
-    text = prompt.text
-    if not text.endswith(tail):
-        raise ValueError("the prompt does not end with the asker's turn")
-    body = text[: -len(tail)].rstrip()
-    body = body.removesuffix("Conversation:").rstrip()
-    text = f"{body}\n\n{QA_INSTRUCTION}\nQuestion: {question}\nAnswer:"
-    return replace(prompt, text=text, stop=("\n",), stop_pattern=None)
+def _first_line(text: str) -> str:
+    return text.strip().split("\n")[0].strip()
 
 
-def copy_boosts(llm, bundle, prompt_text: str, question: str, weight: float) -> dict[int, float]:  # type: ignore[no-untyped-def]
-    """Experiment: boost the content words of the memories in the prompt (best first, decaying by rank), not
-    the question's words nor speaker labels."""
-    import re
+# A reply that says the bot does not know (or remember). Generic on purpose: it was written before any split's
+# replies were read, and is never extended to fit one.
+ABSTAINS = re.compile(
+    r"\b(?:do not|don't|dont|does not|doesn't|did not|didn't|can't|cannot|can not) (?:know|remember|recall)\b"
+    r"|\bno (?:idea|memory|record)\b|\bnot (?:sure|mentioned|aware)\b|\bnever (?:mentioned|said|told)\b"
+    r"|\b(?:nobody|no one|no-one) (?:has )?(?:told|mentioned|said)\b|\bi'm not sure\b", re.I)
 
-    from memory.resonance.features import words
 
-    asked = set(words(question))
-    weights: dict[str, float] = {}
-    rank = 0
-    for s in bundle.sections:
-        for item in s.items:
-            if item.prompt_line not in prompt_text:
-                continue
-            labels = {m.lower() for m in re.findall(r"(?:^|\n| / )([^\n:/]{1,40}):", item.text)}
-            for w in words(item.text):
-                if w in asked or w in labels:
-                    continue
-                weights[w] = max(weights.get(w, 0.0), weight * 0.85 ** rank)
-            rank += 1
-    ids = llm.word_token_ids(weights)
-    out: dict[int, float] = {}
-    for w, v in weights.items():
-        for t in ids.get(w, ()):
-            out[t] = max(out.get(t, 0.0), v)
-    return out
+def abstains(reply: str) -> bool:
+    return bool(ABSTAINS.search(reply.replace("’", "'")))
+
+
+def _scored(q: Question, reply: str, tokens: int, seconds: float) -> dict:
+    """EM / F1 / contains against the gold answer; on an adversarial question (nothing was said) a reply that
+    abstains is the right answer and scores 1 on all three."""
+    abstained = abstains(reply)
+    if q.category == "adversarial":
+        em = f1 = contains = float(abstained)
+    else:
+        em, f1, contains = exact_match(reply, q.answer), token_f1(reply, q.answer), contains_match(reply, q.answer)
+    return {"reply": reply, "em": em, "f1": f1, "contains": contains, "abstained": abstained, "tokens": tokens,
+            "seconds": seconds}
 
 
 def print_llm(result: dict) -> dict:
-    rows = result["rows"]
     summary: dict = {}
-    print(f"\nanswers (bundled model, greedy, {result.get('frame', 'chat')} frame): EM / F1 / contains per mode; "
-          "ΔEM = EM(memory) - EM(core)")
-    head = ["category", "n", "core EM", "core F1", "mem EM", "mem F1", "mem contains", "long EM", "long F1",
-            "long contains", "ΔEM", "memory_hit_rate"]
-    print("| " + " | ".join(head) + " |")
-    print("|" + "---|" * len(head))
-    groups = {c: [r for r in rows if r["category"] == c] for c in CATEGORIES}
-    groups["overall"] = rows
-    for name, g in groups.items():
-        if not g:
-            continue
-
-        def m(mode: str, key: str) -> float:
-            return statistics.fmean(r[mode][key] for r in g)
-
-        with_evidence = [r for r in g if r["category"] != "adversarial"]
-        hit = statistics.fmean(r["memory_hit"] for r in with_evidence) if with_evidence else float("nan")
-        s = {"n": len(g), **{f"{mode}_{key}": m(mode, key) for mode in ("core", "memory", "longctx")
-                             for key in ("em", "f1", "contains")}, "delta_em": m("memory", "em") - m("core", "em"),
-             "memory_hit_rate": hit}
-        summary[name] = s
-        print(f"| {name} | {len(g)} | {s['core_em']:.3f} | {s['core_f1']:.3f} | {s['memory_em']:.3f} | "
-              f"{s['memory_f1']:.3f} | {s['memory_contains']:.3f} | {s['longctx_em']:.3f} | {s['longctx_f1']:.3f} | "
-              f"{s['longctx_contains']:.3f} | {s['delta_em']:+.3f} | {hit:.3f} |")
-    if rows and "boosted" in rows[0]:
-        print("\nwith the memories' words boosted (--memory-boost): EM / F1 / contains, ΔEM against core")
+    for reader, rows in result["rows"].items():
+        label = "with the reader adapter" if reader == "on" else "base model (no reader)"
+        print(f"\nanswers, bundled model {label}, greedy: EM / F1 / contains per mode (core: no memory; memory: "
+              "Brain.ask as shipped; long: the latest turns that fit); ΔEM = EM(memory) - EM(core); adversarial "
+              "rows score an abstaining reply as right")
+        head = ["category", "n", "core EM", "core F1", "mem EM", "mem F1", "mem contains", "long EM", "long F1",
+                "long contains", "ΔEM", "memory_hit_rate", "abstain (mem)", "answered (mem)", "sources hit"]
+        print("| " + " | ".join(head) + " |")
+        print("|" + "---|" * len(head))
+        groups = {c: [r for r in rows if r["category"] == c] for c in CATEGORIES}
+        groups["overall"] = rows
+        summary[reader] = {}
         for name, g in groups.items():
-            if g:
-                b = {k: statistics.fmean(r["boosted"][k] for r in g) for k in ("em", "f1", "contains")}
-                summary[name].update({f"boosted_{k}": v for k, v in b.items()})
-                print(f"  {name:>12} ({len(g)}): {b['em']:.3f} / {b['f1']:.3f} / {b['contains']:.3f}, "
-                      f"ΔEM {b['em'] - summary[name]['core_em']:+.3f}")
+            if not g:
+                continue
+
+            def m(mode: str, key: str) -> float:
+                return statistics.fmean(float(r[mode][key]) for r in g)
+
+            answerable = [r for r in g if r["category"] != "adversarial"]
+            adversarial = [r for r in g if r["category"] == "adversarial"]
+            hit = statistics.fmean(r["memory_hit"] for r in answerable) if answerable else float("nan")
+            abstain = (statistics.fmean(r["memory"]["abstained"] for r in adversarial) if adversarial
+                       else float("nan"))
+            answered = (statistics.fmean(not r["memory"]["abstained"] for r in answerable) if answerable
+                        else float("nan"))
+            grounded = [r for r in answerable if r["memory"]["contains"]]
+            sources_hit = (statistics.fmean(r["memory"]["sources_hit"] for r in grounded) if grounded
+                           else float("nan"))
+            s = {"n": len(g), **{f"{mode}_{key}": m(mode, key) for mode in ("core", "memory", "longctx")
+                                 for key in ("em", "f1", "contains")},
+                 "delta_em": m("memory", "em") - m("core", "em"), "memory_hit_rate": hit,
+                 "abstention": abstain, "answered": answered, "sources_hit": sources_hit}
+            summary[reader][name] = s
+            print(f"| {name} | {len(g)} | {s['core_em']:.3f} | {s['core_f1']:.3f} | {s['memory_em']:.3f} | "
+                  f"{s['memory_f1']:.3f} | {s['memory_contains']:.3f} | {s['longctx_em']:.3f} | "
+                  f"{s['longctx_f1']:.3f} | {s['longctx_contains']:.3f} | {s['delta_em']:+.3f} | {hit:.3f} | "
+                  f"{abstain:.3f} | {answered:.3f} | {sources_hit:.3f} |")
+        speeds = [r["memory"]["first_token_s"] for r in rows if r["memory"].get("first_token_s") is not None]
+        if speeds:
+            print(f"memory replies: first token p50 {percentile(speeds, 50):.2f} s, p95 {percentile(speeds, 95):.2f} s")
+    print("\nsources hit: of the memory replies that contain the gold answer, the share whose sources line (bot/"
+          "grounding.py) names an evidence turn")
     return summary
 
 
@@ -552,13 +561,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--no-hippobot", action="store_true", help="baselines only (no database)")
     p.add_argument("--llm", action="store_true", help="also score answers of the bundled model")
     p.add_argument("--llm-limit", type=int, default=40)
-    p.add_argument("--memory-style", choices=("plain", "example"), default="plain",
-                   help="how memories are laid out in the base model's prompt (bot/prompt.py)")
-    p.add_argument("--answer-frame", choices=("chat", "qa"), default="chat",
-                   help="ask as the next chat turn (how the bot answers) or as 'Question: ... Answer:'")
+    p.add_argument("--reader", nargs="+", choices=("on", "off"), default=["off", "on"],
+                   help="with --llm: answer with the reader adapter, without it, or both (default)")
     p.add_argument("--llm-tokens", type=int, default=24, help="max new tokens per answer")
-    p.add_argument("--memory-boost", type=float, default=0.0,
-                   help="also answer with the memories' content words boosted by this much (log space)")
     return p.parse_args(argv)
 
 
@@ -585,7 +590,7 @@ async def main(argv: Sequence[str] | None = None) -> int:
     report: dict = {"split": args.split, "conversations": convs, "k": args.k, "questions": len(questions)}
     hb = None
     if not args.no_hippobot:
-        hb = await run_hippobot(args, questions, convs, embedder)
+        hb = await run_hippobot(args, questions, convs, embedder, turns)
         systems["hippobot"] = summarize(hb["answered"])
         total_import = sum(v["seconds"] for v in hb["imports"].values())
         imported = sum(v["imported"] for v in hb["imports"].values())
@@ -616,8 +621,7 @@ async def main(argv: Sequence[str] | None = None) -> int:
         print_comparison(systems)
     report["systems"] = systems
     if args.llm and hb is not None:
-        result = await run_llm(args, hb["answered"], turns)
-        report["llm"] = {"summary": print_llm(result), "rows": result["rows"]}
+        report["llm"] = {"summary": print_llm(hb["llm"]), "rows": hb["llm"]["rows"]}
     if args.json:
         write_json(args.json, report)
     return 0

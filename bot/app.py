@@ -7,12 +7,13 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import timedelta
+from pathlib import Path
 
 from bot.brain import Brain
 from bot.config import Settings
 from bot.engines import load_engine
 from bot.distill import Distiller, DistillSettings
-from bot.llm import BUNDLED_MODEL_NAME, EngineConfig, LanguageModel, ensure_bundled_model
+from bot.llm import BUNDLED_MODEL_NAME, EngineConfig, LanguageModel, bundled_model_path
 from bot.llm_extract import LLMTripleExtractor
 from bot.namer import LLMNamer
 from bot.prompt import PromptBuilder
@@ -60,7 +61,36 @@ def engine_config(settings: Settings, *, progress: bool = True) -> EngineConfig:
         progress=progress,
         context_tokens=settings.context_tokens,
         vocab=settings.llamacpp_vocab,
+        reader=reader_for(settings),
     )
+
+
+def prompt_builder(settings: Settings, llm: LanguageModel) -> PromptBuilder:
+    """How prompts are laid out for ``llm``: its chat template when it has one (or one is asked for), else the
+    transcript a base model continues."""
+    render = None
+    if settings.prompt_style == "chat" or (settings.prompt_style == "auto" and llm.uses_chat_template):
+        render = llm.render_chat
+    return PromptBuilder(
+        bot_name=settings.bot_name,
+        persona=settings.persona,
+        budget_tokens=max(settings.context_tokens - settings.max_new_tokens, 64),
+        count_tokens=llm.count_tokens,
+        render_chat=render,
+        memory_style=settings.memory_prompt_style,
+    )
+
+
+def reader_for(settings: Settings) -> Path | None:
+    """The reader adapter's directory when the bundled model runs with it (on by default), else None."""
+    if not settings.reader or settings.model is not None or settings.lora_adapter is not None:
+        return None
+    from bot.reader import reader_dir
+
+    found = reader_dir()
+    if found is None:
+        log.warning("no reader adapter in this install (bot/reader/); the bundled model runs without it")
+    return found
 
 
 def distiller(settings: Settings, llm: LanguageModel | None) -> Distiller | None:
@@ -74,7 +104,7 @@ def distiller(settings: Settings, llm: LanguageModel | None) -> Distiller | None
     cache = settings.model_cache_dir
 
     def model_path() -> str:  # the bundled model's converted copy is made on the first run, in the dream's thread
-        return settings.model or str(ensure_bundled_model(cache, progress=False))
+        return settings.model or str(bundled_model_path(cache, reader_for(settings), progress=False))
 
     return Distiller(model_path, base_model=settings.model or BUNDLED_MODEL_NAME, settings=DistillSettings(
         rank=settings.distill_rank, alpha=2.0 * settings.distill_rank, learning_rate=settings.distill_learning_rate,
@@ -155,19 +185,7 @@ class App:
             await router.start(pool)
             gate = WriteGate(settings.gate_alpha_surprise, settings.gate_beta_novelty, settings.gate_delta_pin,
                              settings.gate_tau)
-            prompts = None
-            if llm is not None:
-                render = None
-                if settings.prompt_style == "chat" or (settings.prompt_style == "auto" and llm.uses_chat_template):
-                    render = llm.render_chat
-                prompts = PromptBuilder(
-                    bot_name=settings.bot_name,
-                    persona=settings.persona,
-                    budget_tokens=max(settings.context_tokens - settings.max_new_tokens, 64),
-                    count_tokens=llm.count_tokens,
-                    render_chat=render,
-                    memory_style=settings.memory_prompt_style,
-                )
+            prompts = prompt_builder(settings, llm) if llm is not None else None
             episodes_layer = EpisodesLayer(episodes, gate, embedder)
             semantic = None
             # The memory layers, in the order their recall is reported. Adding a layer is one line here.

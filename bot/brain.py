@@ -26,6 +26,7 @@ from datetime import datetime
 
 import numpy as np
 
+from bot.grounding import Grounding, SourceLine, content_words, ground
 from bot.llm import Generation, LanguageModel
 from bot.prompt import Prompt, PromptBuilder
 from memory.absorption import AbsorbHints, Absorber
@@ -35,7 +36,7 @@ from memory.conversation import ConversationStore, NewMessage, StoredMessage, re
 from memory.embed import Embedder
 from memory.errors import InvalidInput
 from memory.episodic import novelty
-from memory.layers.base import MemoryLayer
+from memory.layers.base import MemoryItem, MemoryLayer
 from memory.recall import ContextBundle, Recall, recall_query
 
 log = logging.getLogger(__name__)
@@ -142,6 +143,8 @@ class Reply:
         prompt: Prompt,
         generation: Generation,
         trace: TurnTrace,
+        *,
+        record: bool = True,
     ) -> None:
         self.turn = turn
         self.message = message
@@ -153,6 +156,7 @@ class Reply:
         self._vector = vector
         self._generation = generation
         self._finished = False
+        self._record = record  # False: a read-only answer (`hippobot ask`): nothing stored or absorbed
 
     @property
     def plan(self) -> ContextPlan:
@@ -204,7 +208,26 @@ class Reply:
     def _finish(self) -> None:
         if not self._finished:
             self._finished = True
-            self._brain._after_reply(self, self._vector)
+            if self._record:
+                self._brain._after_reply(self, self._vector)
+            else:
+                self._brain._active.discard(self)
+
+    def memories_in_prompt(self) -> list[MemoryItem]:
+        """The recalled memories (not the recent turns, not the bot's own state) that made it into the prompt,
+        in recall's order."""
+        text = self.prompt.text
+        return [i for i in self.bundle.items(preamble=False) if i.kind != "turn" and i.prompt_line in text]
+
+    def grounding(self) -> Grounding:
+        """Which of the memories in the prompt, or of people's recent turns in it, the reply drew on
+        (bot.grounding's rule); call once it is done. Never a bot's turn, never a moment of the bot's own."""
+        text = self.prompt.text
+        turns = [i for i in self.bundle.items(preamble=False) if i.kind == "turn" and i.prompt_line in text
+                 and i.payload is not None and not i.payload.is_bot]
+        candidates = [i for i in self.memories_in_prompt() if i.kind != "moment"] + turns
+        return ground(self.text, self.message.content, candidates,
+                      ignore=(self._brain.bot_name, self.message.author_name))
 
 
 class Brain:
@@ -232,6 +255,7 @@ class Brain:
         self.embedder = embedder
         self.llm = llm
         self._prompts = prompts
+        self.prompts = prompts  # the PromptBuilder (bench: the same layout without memory, or with a long context)
         self.bot_id = bot_id
         self.bot_name = bot_name
         self._max_chars = max_message_chars
@@ -243,6 +267,10 @@ class Brain:
         # replies whose write is still queued, so the next turn sees them anyway
         self._unsaved: dict[str, StoredMessage] = {}
         self._temp_ids = itertools.count(-1, -1)
+
+    def use_model(self, llm: LanguageModel | None, prompts: PromptBuilder | None) -> None:
+        """Answer with ``llm`` and its prompt layout from now on (bench: one app, several engines)."""
+        self.llm, self._prompts, self.prompts = llm, prompts, prompts
 
     @property
     def layers(self) -> Sequence[MemoryLayer]:
@@ -333,6 +361,51 @@ class Brain:
         reply = Reply(self, turn, message, vector, bundle, prompt, generation, trace)
         self._active.add(reply)
         return reply
+
+    async def ask(
+        self, text: str, scope: str, *, author_id: str, author_name: str, channel_id: str | None = None,
+        visible_channel: str | None = None, now: datetime | None = None,
+    ) -> Reply:
+        """The bot's answer to ``text`` as a fresh question, read-only (`hippobot ask`): the whole pipeline
+        (embed, archetype, every layer's recall, the prompt, generation) with no recent turns, and nothing
+        stored or absorbed. ``now`` is when it is asked (default: the clock's now)."""
+        if self.llm is None or self._prompts is None:
+            raise RuntimeError("this Brain was built without a language model")
+        require_scope(scope)
+        text = self.validate(text)
+        when = now or self.clock.now()
+        trace = TurnTrace()
+        t1 = time.perf_counter()
+        vector = await self.embedder.embed(text)
+        t2 = time.perf_counter()
+        plan = self.archetypes.classify(vector, scope)
+        t3 = time.perf_counter()
+        bundle = await self.recall.gather(recall_query(  # a batch's answer waits on no one: slow layers still count
+            scope, text, vector, plan, when, channel_id=None, visible_channel=visible_channel or channel_id,
+            author_id=author_id), timeout=BATCH_LAYER_TIMEOUT_S)
+        t4 = time.perf_counter()
+        prompt = self._prompts.build(bundle, author_name, text)
+        t5 = time.perf_counter()
+        trace.embed_s, trace.classify_s, trace.recall_s, trace.prompt_s = t2 - t1, t3 - t2, t4 - t3, t5 - t4
+        message = StoredMessage(
+            id=next(self._temp_ids), scope=scope, source="ask", external_id=str(uuid.uuid4()),
+            channel_id=channel_id or "ask", author_id=author_id, author_name=author_name, is_bot=False, content=text,
+            derived_from_id=None, created_at=when, visible_in=visible_channel)
+        generation = self.llm.generate(prompt.text, stop=prompt.stop, stop_pattern=prompt.stop_pattern,
+                                       boosts=bundle.boosts or None, adapter=bundle.adapter)
+        turn = IncomingTurn(scope=scope, source="ask", channel_id=message.channel_id, author_id=author_id,
+                            author_name=author_name, text=text, created_at=when)
+        reply = Reply(self, turn, message, vector, bundle, prompt, generation, trace, record=False)
+        self._active.add(reply)
+        return reply
+
+    async def source_lines(self, scope: str, grounding: Grounding) -> list[SourceLine]:
+        """Who said each source of ``grounding``, and when (from the message log): the messages that hold the
+        reply's answer words themselves, not the neighbouring turns an episode was shown with."""
+        refs = grounding.sources
+        found = await self.conversations.many(scope, [r.id for r in refs])
+        return [SourceLine(found[r.id].author_name, found[r.id].created_at, r) for r in refs
+                if r.id in found and not found[r.id].is_bot and grounding.words & content_words(found[r.id].content)]
 
     async def context(
         self, text: str, scope: str, *, channel_id: str | None = None, k: int | None = None,

@@ -4,6 +4,7 @@
     hippobot import   FILE --scope S [--private-channel C ...]
     hippobot recall   TEXT --scope S [--k K] [--channel C] [--json]
     hippobot recall   --queries FILE [--k K]
+    hippobot ask      --queries FILE [--conversation] [--prompt]
     hippobot dream    [--scope S]
     hippobot persona  [--scope S] [--channel C] [--json] [--history]
     hippobot places   [TEXT] [--scope S] [--channel C] [--k N] [--json] [--stats]
@@ -68,6 +69,10 @@ def _parser() -> argparse.ArgumentParser:
     rec.add_argument("--now", type=_instant, default=None, metavar="ISO", help=now_help)
     rec.add_argument("--queries", type=Path, help='JSON Lines of {"text": ..., "scope": ...}; one JSON result a line')
 
+    from bot import ask_cli
+
+    ask_cli.add_parser(sub)
+
     dr = sub.add_parser("dream", help="run one dream cycle now and print its report and proposals")
     dr.add_argument("--scope", help="dream for this scope only (default: every scope)")
     dr.add_argument("--now", type=_instant, default=None, metavar="ISO", help=now_help)
@@ -116,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         "chat": _chat,
         "import": _import,
         "recall": _recall,
+        "ask": _ask,
         "migrate": _migrate,
         "dream": _dream,
         "adapters": _adapters,
@@ -332,6 +338,17 @@ async def _recall(settings: Settings, args: argparse.Namespace) -> int:
         return 0
     finally:
         await app.close()
+
+
+async def _ask(settings: Settings, args: argparse.Namespace) -> int:
+    from bot import ask_cli
+
+    try:  # every line is checked before the database and the models load
+        lines = ask_cli.read_lines(args.queries, settings)
+    except (OSError, ValueError) as exc:
+        print(f"hippobot ask: {args.queries}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    return await ask_cli.run(settings, args, lines)
 
 
 def _query_text(text: str, max_chars: int) -> str:

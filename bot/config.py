@@ -98,6 +98,11 @@ class Settings(BaseSettings):
         default="plain",
         description="How a base model sees its memories: a titled list, or the list after one worked example.",
     )
+    reader: bool = Field(
+        default=True,
+        description="Apply the shipped reader adapter (bot/reader/) to the bundled model: answers from memory, "
+        "says when it does not know. Off: the base model as shipped. Never applied to HIPPOBOT_MODEL.",
+    )
     max_new_tokens: int = Field(default=96, ge=1, le=2048)
     context_tokens: int = Field(default=1024, ge=128, description="Prompt budget in tokens.")
     temperature: float = Field(default=0.7, ge=0.0, le=2.0)

@@ -18,6 +18,7 @@ from typing import Any, TextIO
 from pathlib import Path
 
 from bot.brain import Brain, IncomingTurn
+from bot.grounding import render_sources
 from bot.llm import LLMError
 from dream.cycle import DreamCycle
 from dream.governance import Governance, GovernanceError, Proposal, Voter
@@ -297,3 +298,6 @@ class Console:
         self._print()
         self._mid_reply = False
         log.debug("turn trace %s", json.dumps(reply.trace.__dict__))
+        sources = await self._brain.source_lines(self._me.scope, reply.grounding())
+        if sources:  # a reply that drew on a memory says where it came from
+            self._print("  (" + render_sources(sources, link=_source_label) + ")")

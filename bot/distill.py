@@ -281,9 +281,10 @@ def perplexity(model: Any, tokenizer: Any, text: str, device: str = "cpu") -> fl
 # --- the llama.cpp form ---------------------------------------------------------------------------------------
 
 
-def export_gguf_lora(model: Any, path: Path, *, alpha: float) -> Path:
+def export_gguf_lora(model: Any, path: Path, *, alpha: float, dtype: str = "f32") -> Path:
     """Write the peft model's LoRA weights as a llama.cpp LoRA adapter (GGUF, ``general.type`` adapter):
-    ``blk.N.attn_q.weight.lora_a`` (rank x in) and ``.lora_b`` (out x rank), as llama.cpp reads them."""
+    ``blk.N.attn_q.weight.lora_a`` (rank x in) and ``.lora_b`` (out x rank), as llama.cpp reads them;
+    ``dtype`` "f16" halves the file (the shipped reader adapter)."""
     import gguf
     import numpy as np
     from peft import get_peft_model_state_dict
@@ -304,7 +305,7 @@ def export_gguf_lora(model: Any, path: Path, *, alpha: float) -> Path:
         target = names.get_name(match.group(1) + ".weight", try_suffixes=(".weight",))
         if target is None:
             raise ValueError(f"no llama.cpp name for {match.group(1)}")
-        array = state[key].detach().float().cpu().numpy().astype(np.float32)
+        array = state[key].detach().float().cpu().numpy().astype(np.float16 if dtype == "f16" else np.float32)
         writer.add_tensor(f"{target}.lora_{match.group(2).lower()}", np.ascontiguousarray(array))
         count += 1
     writer.write_header_to_file()

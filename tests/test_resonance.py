@@ -45,10 +45,10 @@ async def say(app: App, llm: ScriptedLLM, text: str, reply: str, **kw: object) -
     return r.message.id
 
 
-async def age_moments(app: App, days: int = 3) -> None:
-    """Moments made days ago (no recency penalty)."""
-    await app.db.pool.execute("UPDATE resonance_moments SET created_at = created_at - make_interval(days => $1)",
-                              days)
+async def age_moments(app: App, days: int = 3, quality: float = 0.75) -> None:
+    """Moments made days ago (no recency penalty) that people rated up (0.75: one /good), so they resonate."""
+    await app.db.pool.execute("UPDATE resonance_moments SET created_at = created_at - make_interval(days => $1), "
+                              "quality = $2", days, quality)
 
 
 async def section(app: App, text: str, *, channel: str = "c2", scope: str = SCOPE):  # type: ignore[no-untyped-def]
@@ -98,13 +98,25 @@ async def test_one_obvious_moment_gives_boosts_on_its_tokens(app: App, resonance
     assert llm.boosts[-1] == dict(s.boosts)
 
 
+async def test_a_moment_nobody_rated_does_not_resonate(app: App, resonance: ResonanceLayer,
+                                                       llm: ScriptedLLM) -> None:
+    """An unrated reply may be an invention: its words are not boosted nor shown until people rate it up."""
+    await say(app, llm, "What did you get for Christmas?", GOOD_REPLY)
+    await age_moments(app, quality=0.5)
+    assert await section(app, "Did Santa bring you an accordion for carols?") is None
+    await age_moments(app, days=0, quality=0.6)  # the person only carried on talking
+    assert await section(app, "Did Santa bring you an accordion for carols?") is None
+    await age_moments(app, days=0, quality=2 / 3)  # someone answered the reply itself
+    assert await section(app, "Did Santa bring you an accordion for carols?") is not None
+
+
 async def test_quality_and_arousal_order_the_scores(app: App, resonance: ResonanceLayer, llm: ScriptedLLM) -> None:
     calm = await say(app, llm, "tell me about your garden roses", "My garden roses bloom in the quiet morning")
     loud = await say(app, llm, "YOUR GARDEN ROSES!!! 🌹🌹", "My garden roses bloom in the quiet evening")
     await age_moments(app)
     pool = app.db.pool
     await pool.execute("UPDATE resonance_moments SET quality = 0.9 WHERE message_id = $1", calm)
-    await pool.execute("UPDATE resonance_moments SET quality = 0.1 WHERE message_id = $1", loud)
+    await pool.execute("UPDATE resonance_moments SET quality = 0.66 WHERE message_id = $1", loud)
     probe = "how are the garden roses doing"
     assert arousal(probe) < 0.1 < await pool.fetchval("SELECT arousal FROM resonance_moments WHERE message_id = $1",
                                                       loud) - 0.3
@@ -113,11 +125,11 @@ async def test_quality_and_arousal_order_the_scores(app: App, resonance: Resonan
     assert s.items[0].score > s.items[1].score
     # quality alone (the same arousal): the better moment first
     await pool.execute("UPDATE resonance_moments SET arousal = 0, quality = CASE WHEN message_id = $1 THEN 0.9 "
-                       "ELSE 0.2 END", loud)
+                       "ELSE 0.66 END", loud)
     s = await section(app, probe)
     assert s is not None and [i.message_ids[0] for i in s.items] == [loud, calm]
     # arousal alone (the same quality): the moment nearer the message's arousal first
-    await pool.execute("UPDATE resonance_moments SET quality = 0.5, arousal = CASE WHEN message_id = $1 THEN 0.9 "
+    await pool.execute("UPDATE resonance_moments SET quality = 0.75, arousal = CASE WHEN message_id = $1 THEN 0.9 "
                        "ELSE 0 END", loud)
     s = await section(app, probe)
     assert s is not None and [i.message_ids[0] for i in s.items] == [calm, loud]

@@ -11,7 +11,8 @@ from discord.ext import commands
 
 from bot.brain import Busy, IncomingTurn
 from bot.discord.rules import MessageFacts, Visibility, scope_for, should_answer, strip_mentions, visibility_for
-from bot.discord.streaming import StreamingReply
+from bot.discord.sources import sources_text, sources_view
+from bot.discord.streaming import DISCORD_LIMIT, StreamingReply
 from bot.llm import LLMError, LLMUnavailable
 from memory.errors import InvalidInput, MemoryStoreError
 
@@ -165,6 +166,26 @@ class ChatCog(commands.Cog):
             reply.cancel()
             log.warning("streaming the reply to message %s failed (HTTP %s); generation cancelled",
                         message.id, exc.status)
+            return
+        await self._show_sources(message, reply, stream)
+
+    async def _show_sources(self, message: discord.Message, reply: Any, stream: StreamingReply) -> None:
+        """Under a reply that drew on a memory: who said it, when, jump links, and forget buttons."""
+        brain = self.bot.app.brain
+        lines = await brain.source_lines(reply.turn.scope, reply.grounding())
+        text = sources_text(lines, message.guild.id if message.guild else None)
+        if not text or not stream.messages:
+            return
+        last = stream.messages[-1]
+        view = sources_view(lines)
+        try:
+            current = stream.last_shown
+            if len(current) + 1 + len(text) <= DISCORD_LIMIT:
+                await last.edit(content=f"{current}\n{text}", view=view)
+            else:
+                await message.channel.send(text, view=view)
+        except discord.HTTPException as exc:
+            log.warning("could not show the sources of the reply to message %s (HTTP %s)", message.id, exc.status)
 
     async def _say(self, message: discord.Message, text: str) -> None:
         try:

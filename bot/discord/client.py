@@ -17,6 +17,7 @@ from bot.discord.guild_view import GuildView
 from bot.discord.persona import PersonaCog
 from bot.discord.places import PlacesCog
 from bot.discord.reactions import ReactionsCog
+from bot.discord.sources import ForgetSourceButton
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +47,7 @@ class HippoBotBase(commands.bot.BotBase):
         for cog in COGS:
             await self.add_cog(cog(self))  # type: ignore[arg-type]
         self.add_dynamic_items(ProposalButton)  # dream-channel buttons keep working after a restart
+        self.add_dynamic_items(ForgetSourceButton)  # so do the forget buttons under replies
         self.add_command(sync)
         self.add_command(owner_stats)
         channel = DiscordDreamChannel(self, self.settings.dream_channel_id) if self.settings.dream_channel_id else None

@@ -60,3 +60,8 @@ class StreamingReply:
                 self.messages.append(await self._send(piece))
                 self._shown.append(piece)
         self._last_edit = self._clock()
+
+    @property
+    def last_shown(self) -> str:
+        """What the last posted message says now (its object still holds what was first sent)."""
+        return self._shown[-1] if self._shown else ""

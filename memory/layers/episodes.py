@@ -85,6 +85,16 @@ class HybridConfig:
     expansion_facts: int = 12  # graph facts, one hop out, whose names are searched
 
 
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def only_questions(text: str) -> bool:
+    """True when every sentence of ``text`` ends in a question mark ("where does my sister live?"): such a
+    message asks, it tells nothing, and as an episode it would outrank the statement that answers it."""
+    sentences = [s for s in _SENTENCE_END.split(text.strip()) if s.strip()]
+    return bool(sentences) and all(s.rstrip().endswith("?") for s in sentences)
+
+
 def key_text(author_name: str, content: str) -> str:
     """What an episode's key embeds: who said it, and what."""
     return f"{author_name}: {content}"
@@ -277,6 +287,8 @@ class EpisodesLayer(BaseLayer):
             return  # written already (an import writes episodes in bulk; a retried absorption)
         if message.source == IMPORTED:
             return  # the import's write gate declined it (its episodes are written with its messages)
+        if only_questions(message.content):
+            return  # a question states nothing to remember (the log keeps it, found by its words)
         key = turn.vector
         if self.config.speaker_keys:
             key = await self._embedder.embed(key_text(message.author_name, message.content))
@@ -285,9 +297,9 @@ class EpisodesLayer(BaseLayer):
             salience = self._gate.score(turn.surprise, novelty(nearest))
             if not self._gate.admits(salience):
                 return  # below tau: the message log keeps it, found by its words
+            # The person's words only: the bot's reply is not what people said (it stays in the log and the
+            # recent turns, and reply_message_id keeps the turn's provenance).
             content = f"{message.author_name}: {message.content}"
-            if reply is not None:
-                content += f"\n{reply.author_name}: {reply.content}"
             await self.store.add_many([NewEpisode(
                 scope=message.scope, channel_id=message.channel_id, author_id=message.author_id,
                 message_id=message.id, content=content, embedding=key, created_at=message.created_at,
@@ -299,12 +311,11 @@ class EpisodesLayer(BaseLayer):
                 await self.store.mark_recalled(message.scope, used, turn.now, conn)
 
     async def edited(self, message: StoredMessage, conn: asyncpg.Connection) -> None:
-        """New text: the episode's first line and its key follow (the reply line stays)."""
+        """New text: the episode's text and its key follow."""
         episode = await conn.fetchval("SELECT content FROM episodes WHERE message_id = $1", message.id)
         if episode is None:
             return
-        _, _, rest = episode.partition("\n")
-        updated = f"{message.author_name}: {message.content}" + (f"\n{rest}" if rest else "")
+        updated = f"{message.author_name}: {message.content}"
         vector = await self._embedder.embed(
             key_text(message.author_name, message.content) if self.config.speaker_keys else message.content)
         await self.store.update_source(message.scope, message.id, updated, vector, conn)

@@ -356,10 +356,8 @@ class WeightsLayer(BaseLayer):
         if k <= 0:
             return []
         rows = await self.pool.fetch(
-            """SELECT e.id, e.content, e.salience, e.created_at, e.embedding, e.message_id, e.reply_message_id,
-                      m.author_name, r.content AS reply
+            """SELECT e.id, e.content, e.salience, e.created_at, e.embedding, e.message_id, m.author_name
                FROM episodes e JOIN messages m ON m.id = e.message_id
-               LEFT JOIN messages r ON r.id = e.reply_message_id AND r.visible_in IS NULL
                WHERE e.scope = $1 AND e.visible_in IS NULL AND e.created_at >= $2
                ORDER BY e.salience DESC, e.created_at DESC LIMIT 2000""", scope, since)
         if not rows:
@@ -371,12 +369,8 @@ class WeightsLayer(BaseLayer):
         out = []
         for i in order:
             r = rows[i]
-            text = r["content"]  # "author: text" (and the window it was written with)
-            ids = [r["message_id"]]
-            if r["reply"]:
-                text += f"\n{self.bot_name}: {r['reply']}"
-                ids.append(r["reply_message_id"])
-            out.append(TrainingText("episode", text, tuple(ids)))
+            # "author: text": what the person said, never the bot's reply (its own words are not evidence)
+            out.append(TrainingText("episode", r["content"], (r["message_id"],)))
         return out
 
     async def _facts(self, scope: str, now: datetime, k: int) -> tuple[list[TrainingText], list[Cloze]]:

@@ -24,6 +24,10 @@ from memory.resonance.features import clamp, jaccard
 W_TOKENS, W_THEMES, W_AROUSAL, W_QUALITY = 0.4, 0.2, 0.2, 0.2
 TOP_K = 5
 THRESHOLD = 0.1
+# A moment resonates only once people showed it went well: someone answered it (quality 2/3), rated it up
+# (3/4) or more. Unrated (1/2) and merely carried on from (3/5) are not enough: an unrated reply may be an
+# invention ("an orange cat named Pidgey"), and boosting its words makes the bot repeat it (issue 28).
+MIN_QUALITY = 0.65
 ALPHA = 0.3
 MAX_BOOST = 0.3  # log space: at most x1.35 on a token's probability
 RECENT = timedelta(hours=24)
@@ -85,8 +89,10 @@ def recency_factor(c: Candidate, now: datetime) -> float:
 
 def select(probe: Probe, candidates: Sequence[Candidate], *, k: int = TOP_K,
            threshold: float = THRESHOLD) -> list[Scored]:
-    """The best ``k`` moments scoring above ``threshold``, best first (ties: the newer first)."""
-    scored = [s for c in candidates if (s := score(probe, c)) is not None and s.score > threshold]
+    """The best ``k`` moments people showed went well (``MIN_QUALITY``) scoring above ``threshold``, best first
+    (ties: the newer first)."""
+    scored = [s for c in candidates
+              if c.quality >= MIN_QUALITY and (s := score(probe, c)) is not None and s.score > threshold]
     scored.sort(key=lambda s: (s.score, s.candidate.created_at, s.candidate.id), reverse=True)
     return scored[:k]
 

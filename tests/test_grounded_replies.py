@@ -1,0 +1,143 @@
+"""Replies that use memory (issue 28): the bot's own words are never recalled as evidence, questions are not
+remembered as statements, a reply shows the sources it drew on, and `hippobot ask` answers a batch read-only."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from bot import ask_cli
+from bot.app import App
+from bot.brain import IncomingTurn
+from bot.console import Console, ConsoleIdentity
+from bot.grounding import answer_words, ground
+from bot.prompt import SPEAKER_LINE
+from memory.layers.base import MemoryItem
+from memory.layers.episodes import only_questions
+from memory.sources import SourceRef
+from tests.conftest import make_settings
+from tests.fakes import ScriptedLLM
+
+
+def turn(text: str, *, author: str = "ana", channel: str = "c1", scope: str = "g1") -> IncomingTurn:
+    return IncomingTurn(scope=scope, source="console", channel_id=channel, author_id=f"u-{author}",
+                        author_name=author, text=text)
+
+
+async def say(app: App, text: str, **kw: str) -> str:
+    reply = await app.brain.respond(turn(text, **kw))
+    return "".join([d async for d in reply])
+
+
+async def test_the_bots_invention_is_never_recalled_as_what_people_said(app: App, llm: ScriptedLLM) -> None:
+    await say(app, "My sister Ines lives in Porto", channel="c1")
+    llm.reply = "In Rotterdam, I think."  # the model invents an answer
+    await say(app, "Where does my sister live?", channel="c1")
+    await app.brain.drain()
+    bundle = await app.brain.context("where does my sister live", "g1", channel_id="elsewhere",
+                                     author_id="u-ana", k=10)
+    recalled = [i for i in bundle.items(preamble=False) if i.kind != "turn"]
+    assert any("Porto" in i.text for i in recalled)
+    assert not any("Rotterdam" in i.text for i in recalled), [i.text for i in recalled]
+    pool = app.db.pool
+    bot_ids = {r["id"] for r in await pool.fetch("SELECT id FROM messages WHERE is_bot")}
+    assert bot_ids and not any(s.id in bot_ids for i in recalled for s in i.sources)
+    # the episode holds the person's words only; the question made none
+    episodes = [r["content"] for r in await pool.fetch("SELECT content FROM episodes")]
+    assert episodes == ["ana: My sister Ines lives in Porto"]
+
+
+async def test_a_question_is_not_remembered_as_a_statement() -> None:
+    assert only_questions("where does my sister live?")
+    assert only_questions("ok? and you?")
+    assert not only_questions("My sister lives in Porto. Did I tell you?")
+    assert not only_questions("I moved to Leeds")
+
+
+def test_filler_a_base_model_writes_after_its_turn_is_cut() -> None:
+    for text in ("Pico.\nConversation continued...", "Pico.\n\nConversation ended with the following words:"):
+        m = SPEAKER_LINE.search(text)
+        assert m is not None and text[: m.start()] == "Pico."
+
+
+def _item(text: str, rid: int) -> MemoryItem:
+    return MemoryItem("episode", 0.9, text, text, (rid,), sources=(SourceRef(rid, f"x{rid}", "c1", "console"),))
+
+
+def test_a_reply_is_grounded_on_the_memory_holding_its_answer_words() -> None:
+    items = [_item("bo: I finally bought a bike", 1), _item("ana: my dog is called Pico", 2)]
+    g = ground("Your dog is called Pico.", "what is my dog called?", items)
+    assert [i.message_ids for i in g.items] == [(2,)]
+    assert [s.external_id for s in g.sources] == ["x2"]
+
+
+@pytest.mark.parametrize("reply", ["I don't know what your dog is called.", "I don't remember that.", "Hello!"])
+def test_a_reply_without_answer_words_from_memory_shows_no_sources(reply: str) -> None:
+    items = [_item("ana: my dog is called Pico", 2)]
+    assert ground(reply, "what is my dog called?", items).items == ()
+
+
+def test_answer_words_leave_out_the_question_and_stop_words() -> None:
+    assert answer_words("Your dog is called Pico", "what is my dog called?") == {"pico"}
+
+
+async def test_the_console_shows_where_a_remembered_answer_came_from(app: App, llm: ScriptedLLM) -> None:
+    out, err = io.StringIO(), io.StringIO()
+    me = ConsoleIdentity(user="ana", channel="console", scope="local")
+    console = Console(app.brain, me, io.StringIO(), out, err, interactive=False)
+    llm.reply = "Nice!"
+    await console._chat("my dog is called Pico")
+    await app.brain.drain()
+    llm.reply = "Your dog is called Pico."
+    await console._chat("what is my dog called?")
+    lines = out.getvalue().splitlines()
+    sources = [line for line in lines if line.strip().startswith("(from:")]
+    assert len(sources) == 1 and "ana" in sources[0], out.getvalue()
+    first = await app.db.pool.fetchval("SELECT id FROM messages WHERE content = 'my dog is called Pico'")
+    assert f"#{first}" in sources[0]
+    llm.reply = "Hello to you too."
+    await console._chat("hello")
+    assert out.getvalue().splitlines()[-1].startswith("hippobot: Hello"), "a reply that uses no memory adds nothing"
+
+
+async def test_ask_answers_fresh_questions_read_only(app: App, llm: ScriptedLLM) -> None:
+    await say(app, "my dog is called Pico", channel="console:ana", scope="local")
+    await say(app, "I work at a bakery in Lisbon", channel="console:ana", scope="local")
+    await app.brain.drain()
+    count = await app.db.pool.fetchval("SELECT count(*) FROM messages")
+    llm.reply = "Pico."
+    line = ask_cli.AskLine("what is my dog called?", "local", "ana", None, None)
+    result = await ask_cli.answer(app, line)
+    assert result["reply"] == "Pico."
+    assert any("Pico" in m["text"] for m in result["memory"])
+    # the message that holds the answer, not the turn shown beside it in the same episode
+    assert [s["author"] for s in result["sources"]] == ["ana"]
+    told = await app.db.pool.fetchval("SELECT id FROM messages WHERE content = 'my dog is called Pico'")
+    assert [s["id"] for s in result["sources"]] == [told]
+    assert set(result["timings"]) >= {"recall_s", "first_token_s", "total_s", "prompt_tokens"}
+    assert await app.db.pool.fetchval("SELECT count(*) FROM messages") == count, "ask stores nothing"
+    assert "hippobot: Nice" not in llm.prompts[-1], "no recent turns: a fresh question"
+
+
+def test_ask_names_every_bad_line_before_loading_anything(tmp_path: Path) -> None:
+    path = tmp_path / "q.jsonl"
+    path.write_text('{"text": "hi"}\n{"text": ""}\nnot json\n{"text": "x", "now": "yesterday"}\n'
+                    '{"text": "x", "user": 5}\n', encoding="utf-8")
+    settings = make_settings("postgresql://unused", tmp_path)
+    with pytest.raises(ValueError) as err:
+        ask_cli.read_lines(path, settings)
+    message = str(err.value)
+    for n in (2, 3, 4, 5):
+        assert f"line {n}:" in message
+    assert "line 1:" not in message
+
+
+def test_ask_reads_every_field(tmp_path: Path) -> None:
+    path = tmp_path / "q.jsonl"
+    path.write_text(json.dumps({"text": "where?", "scope": "g9", "user": "bo", "channel": "gen",
+                                "now": "2026-01-02T03:04:05Z"}) + "\n", encoding="utf-8")
+    [line] = ask_cli.read_lines(path, make_settings("postgresql://unused", tmp_path))
+    assert (line.text, line.scope, line.user, line.channel, line.now.year) == ("where?", "g9", "bo", "gen", 2026)
