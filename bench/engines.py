@@ -10,6 +10,8 @@ Engines:
 * ``llamacpp``: the bot's llama.cpp engine (bot.llm_llamacpp), the default: the shipped Q4_K_M file with its
   vocabulary trimmed to Latin-script text, punctuation and emoji (bot.gguf_trim);
 * ``llamacpp-full``: the same engine on the shipped file as it is (HIPPOBOT_LLAMACPP_VOCAB=full);
+* ``llamacpp-reader``: the default engine with the reader adapter (bot/reader/) applied as a llama.cpp LoRA,
+  as the bot runs it (``llamacpp`` is the same without it: HIPPOBOT_READER=off);
 * ``openai``: the bot's HTTP client (bot.llm_openai) against ``python -m bot.llama_server`` (llama_cpp.server)
   on the same file, started here on a free port: what the HTTP path costs. Without logprobs: that server computes
   them in Python over the whole vocabulary, about 4 tokens/s (HIPPOBOT_LLM_LOGPROBS=false does the same).
@@ -49,7 +51,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 HELDOUT = Path(__file__).parent / "data" / "engines" / "heldout.txt"
-ENGINES = ("llamacpp", "llamacpp-full", "openai", "bare", "transformers")  # llama.cpp first: torch's idle threads spin a while
+ENGINES = ("llamacpp", "llamacpp-reader", "llamacpp-full", "openai", "bare", "transformers")  # llama.cpp first: torch's idle threads spin a while
 NAMES = ["ana", "ben", "chloe", "dev"]
 LINES = [
     "I finally finished the bookshelf, it only took three weekends", "how do you keep sourdough starter alive?",
@@ -246,6 +248,10 @@ async def run_engines(engines: list[str], *, repeats: int = 3, tokens: int = 64,
         elif engine in gguf:
             llm = LlamaCppLLM.load(replace(config, vocab="full" if engine == "llamacpp-full" else "latin"),
                                    threads=threads)
+        elif engine == "llamacpp-reader":
+            from bot.reader import reader_dir
+
+            llm = LlamaCppLLM.load(replace(config, reader=reader_dir()), threads=threads)
         elif engine == "openai":
             server, url = start_server(gguf["llamacpp"], threads)
             llm = OpenAICompatibleLLM(url, api="completions", max_new_tokens=tokens, temperature=config.temperature,

@@ -45,7 +45,10 @@ def test_chat_answers_piped_input_and_a_new_process_recalls_it(env: dict[str, st
     result = json.loads(recall.stdout)
     episodes = [i for i in result["items"] if i["kind"] == "episode"]
     assert episodes and "Miso" in episodes[0]["text"]
-    assert len(episodes[0]["message_ids"]) == 2  # the message and the reply it came with
+    ids, sources = episodes[0]["message_ids"], [s["id"] for s in episodes[0]["sources"]]
+    # the message, the reply it came with (provenance: forgetting either forgets the episode) and the next person's
+    # turn shown beside it; the bot's reply is never a source of what was said
+    assert ids[0] == sources[0] and len(ids) == 3 and len(sources) == 2 and set(sources) < set(ids)
     facts = [i["text"] for i in result["items"] if i["kind"] == "fact"]
     assert any("named Miso" in f for f in facts) and any("ana adopt cat" in f for f in facts), facts
     other = run_cli(["recall", "what is my cat called?", "--scope", "someone-else", "--json"], env)
