@@ -18,6 +18,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
 from memory.layers.base import MemoryItem
 from memory.sources import SourceRef
 
@@ -25,21 +27,15 @@ MAX_SOURCES = 3
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 
 
-def _stop_words() -> frozenset[str]:
-    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
-
-    return frozenset(ENGLISH_STOP_WORDS) | {"don't", "i'm", "it's", "that's", "yes", "yeah", "ok", "okay", "sure",
-                                            "remember", "know", "think", "said", "told", "mentioned", "s"}
-
-
-_STOP: frozenset[str] | None = None
+# scikit-learn's English stop words (imported here, at start-up: imported lazily from the event loop while a
+# dream step imported scikit-learn in a worker thread, Python's import lock reported a deadlock), and the words
+# of not knowing, which carry no answer.
+_STOP = frozenset(ENGLISH_STOP_WORDS) | {"don't", "i'm", "it's", "that's", "yes", "yeah", "ok", "okay", "sure",
+                                         "remember", "know", "think", "said", "told", "mentioned", "s"}
 
 
 def content_words(text: str) -> set[str]:
     """Lower-case words of ``text`` that carry content (no stop words; a possessive 's dropped)."""
-    global _STOP
-    if _STOP is None:
-        _STOP = _stop_words()
     out = set()
     for w in _WORD.findall(text.lower().replace("’", "'")):
         w = w.removesuffix("'s")
