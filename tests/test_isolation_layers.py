@@ -77,6 +77,9 @@ async def test_no_layer_recalls_across_a_scope_or_out_of_a_restricted_channel(ap
             reply = await brain.respond(turn(scope, channel, author, text, restricted))
             await reply.complete()
         await brain.drain()  # the writer absorbs them in the order said (a procedure is filed at the thanks)
+    # people rated every reply up, so that the bot's moments resonate (unrated ones never do) and their
+    # isolation is tested too
+    await app.db.pool.execute("UPDATE resonance_moments SET quality = 0.75")
     rows = await app.db.pool.fetch("SELECT id, scope, visible_in FROM messages")
     said = {r["id"]: (r["scope"], r["visible_in"]) for r in rows}
 
