@@ -45,6 +45,18 @@ HELP = """Commands:
 Anything else is a message to the bot."""
 
 
+COMMANDS = ("/help", "/recall", "/archetypes", "/proposals", "/approve", "/reject", "/dream", "/adapter", "/good",
+            "/bad", "/quit")
+_COMMAND_WORD = re.compile(r"/[A-Za-z][\w-]*")
+
+
+def _command_word(line: str) -> str | None:
+    """The command a line starts with ("/persona" of "/persona show"), or None for a message ("/usr/bin is ...",
+    "a/b", "// note"): a slash, a letter, then word characters, as the whole first word."""
+    first = line.split(maxsplit=1)[0] if line.strip() else ""
+    return first if _COMMAND_WORD.fullmatch(first) else None
+
+
 @dataclass(frozen=True)
 class ConsoleIdentity:
     user: str
@@ -229,8 +241,8 @@ class Console:
                 await self._adapter_command(stripped)
             elif stripped in ("/proposals", "/dream") or stripped.split(" ")[0] in ("/approve", "/reject"):
                 await self._governance_command(stripped)
-            elif stripped.startswith("/") and " " not in stripped:
-                self._print(f"unknown command {stripped}; /help lists the commands", end="\n")
+            elif (word := _command_word(stripped)) is not None:  # "/persona show" is a command, not a message
+                self._print(f"unknown command {word}; the commands are {', '.join(COMMANDS)} (/help says more)")
             else:
                 await self._chat(line)
         except (MemoryStoreError, LLMError, GovernanceError, AdapterError) as exc:

@@ -141,3 +141,24 @@ def test_ask_reads_every_field(tmp_path: Path) -> None:
                                 "now": "2026-01-02T03:04:05Z"}) + "\n", encoding="utf-8")
     [line] = ask_cli.read_lines(path, make_settings("postgresql://unused", tmp_path))
     assert (line.text, line.scope, line.user, line.channel, line.now.year) == ("where?", "g9", "bo", "gen", 2026)
+
+
+@pytest.mark.parametrize("line", ["/persona show", "/persona", "/recal my dog", "/Quit now"])
+async def test_an_unknown_console_command_is_refused_with_the_list_not_sent_as_chat(
+        app: App, llm: ScriptedLLM, line: str) -> None:
+    """Issue 32.6: an unknown /word with arguments went to the model as a message."""
+    out = io.StringIO()
+    console = Console(app.brain, ConsoleIdentity(user="ana", channel="console", scope="local"), io.StringIO(), out,
+                      io.StringIO(), interactive=False)
+    await console._handle(line)
+    assert f"unknown command {line.split()[0]}" in out.getvalue() and "/recall" in out.getvalue()
+    assert llm.prompts == [] and await app.db.pool.fetchval("SELECT count(*) FROM messages") == 0
+
+
+@pytest.mark.parametrize("line", ["/usr/bin is where it lives", "// just a comment", "/ shrug"])
+async def test_a_message_that_starts_with_a_slash_is_still_a_message(app: App, llm: ScriptedLLM, line: str) -> None:
+    out = io.StringIO()
+    console = Console(app.brain, ConsoleIdentity(user="ana", channel="console", scope="local"), io.StringIO(), out,
+                      io.StringIO(), interactive=False)
+    await console._handle(line)
+    assert "unknown command" not in out.getvalue() and len(llm.prompts) == 1
