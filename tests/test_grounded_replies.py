@@ -11,7 +11,6 @@ import pytest
 
 from bot import ask_cli
 from bot.app import App
-from bot.brain import IncomingTurn
 from bot.console import Console, ConsoleIdentity
 from bot.grounding import answer_words, ground
 from bot.prompt import SPEAKER_LINE
@@ -19,17 +18,8 @@ from memory.layers.base import MemoryItem
 from memory.layers.episodes import only_questions
 from memory.sources import SourceRef
 from tests.conftest import make_settings
+from tests.test_brain import say
 from tests.fakes import ScriptedLLM
-
-
-def turn(text: str, *, author: str = "ana", channel: str = "c1", scope: str = "g1") -> IncomingTurn:
-    return IncomingTurn(scope=scope, source="console", channel_id=channel, author_id=f"u-{author}",
-                        author_name=author, text=text)
-
-
-async def say(app: App, text: str, **kw: str) -> str:
-    reply = await app.brain.respond(turn(text, **kw))
-    return "".join([d async for d in reply])
 
 
 async def test_the_bots_invention_is_never_recalled_as_what_people_said(app: App, llm: ScriptedLLM) -> None:
