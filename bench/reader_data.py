@@ -1,7 +1,7 @@
 """Training examples for the reader adapter (issue 28), cast into the prompt the bot itself builds.
 
 Every example is a prompt made by ``bot.prompt.PromptBuilder`` from a ``ContextBundle`` shaped like what
-recall returns (an episodes section of dated chat lines, sometimes a facts section, the recent turns) and
+recall returns (an episodes section of dated chat lines, the recent turns; no facts section yet) and
 the reply the model should write after ``hippobot:``. Four kinds:
 
 - ``answer``: the memory holds the answer; the reply is the answer, briefly (a span of the memory).
@@ -56,7 +56,6 @@ FILLERS = ("oh nice", "haha", "really?", "that's cool", "no way", "wow", "nice o
 # abstention, more than a bot whose recall usually finds something should lean towards.
 SQUAD_UNANSWERABLE_SKIP = 0.5
 EPISODES_TITLE = "What {bot} remembers from earlier conversations"
-FACTS_TITLE = "What {bot} knows"
 PERSONA = ("hippobot is a friendly, curious assistant with a long memory. "
            "It answers briefly and remembers what people tell it.")
 
@@ -222,13 +221,9 @@ class Caster:
             lines.append(f"{r.choice(others)}: {r.choice(FILLERS)}")
         return f"[{when:%Y-%m-%d}] " + " / ".join(lines)
 
-    def build(self, memory_lines: list[str], turns: list[tuple[str, str]], asker: str, text: str,
-              fact_lines: list[str] = ()) -> str:
+    def build(self, memory_lines: list[str], turns: list[tuple[str, str]], asker: str, text: str) -> str:
         items = tuple(MemoryItem("episode", None, line, line, ()) for line in memory_lines)
         sections = [Section("episodes", EPISODES_TITLE, items, placement=MEMORY, priority=20)]
-        if fact_lines:
-            facts = tuple(MemoryItem("fact", None, line, line, ()) for line in fact_lines)
-            sections.insert(0, Section("facts", FACTS_TITLE, facts, placement=MEMORY, priority=10))
         if turns:
             t = tuple(MemoryItem("turn", None, f"{a}: {b}", f"{a}: {b}", ()) for a, b in turns)
             sections.append(Section("turns", "Conversation", t, placement=TRANSCRIPT, priority=0))

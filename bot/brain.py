@@ -254,7 +254,6 @@ class Brain:
         self.absorber = absorber
         self.embedder = embedder
         self.llm = llm
-        self._prompts = prompts
         self.prompts = prompts  # the PromptBuilder (bench: the same layout without memory, or with a long context)
         self.bot_id = bot_id
         self.bot_name = bot_name
@@ -270,7 +269,7 @@ class Brain:
 
     def use_model(self, llm: LanguageModel | None, prompts: PromptBuilder | None) -> None:
         """Answer with ``llm`` and its prompt layout from now on (bench: one app, several engines)."""
-        self.llm, self._prompts, self.prompts = llm, prompts, prompts
+        self.llm, self.prompts = llm, prompts
 
     @property
     def layers(self) -> Sequence[MemoryLayer]:
@@ -328,7 +327,7 @@ class Brain:
         Raises Busy (after storing the message, so nothing received is lost)
         when the bot is shutting down or its generation or write queues are full.
         """
-        if self.llm is None or self._prompts is None:
+        if self.llm is None or self.prompts is None:
             raise RuntimeError("this Brain was built without a language model")
         trace = TurnTrace()
         t0 = time.perf_counter()
@@ -347,7 +346,7 @@ class Brain:
             visible_channel=turn.thread_parent_id or turn.channel_id, author_id=message.author_id,
             before_message_id=message.id, extra_turns=tuple(self._unsaved.values())))
         t4 = time.perf_counter()
-        prompt = self._prompts.build(bundle, message.author_name, message.content)
+        prompt = self.prompts.build(bundle, message.author_name, message.content)
         t5 = time.perf_counter()
         trace.persist_s, trace.embed_s, trace.classify_s = t1 - t0, t2 - t1, t3 - t2
         trace.recall_s, trace.prompt_s = t4 - t3, t5 - t4
@@ -369,7 +368,7 @@ class Brain:
         """The bot's answer to ``text`` as a fresh question, read-only (`hippobot ask`): the whole pipeline
         (embed, archetype, every layer's recall, the prompt, generation) with no recent turns, and nothing
         stored or absorbed. ``now`` is when it is asked (default: the clock's now)."""
-        if self.llm is None or self._prompts is None:
+        if self.llm is None or self.prompts is None:
             raise RuntimeError("this Brain was built without a language model")
         require_scope(scope)
         text = self.validate(text)
@@ -384,7 +383,7 @@ class Brain:
             scope, text, vector, plan, when, channel_id=None, visible_channel=visible_channel or channel_id,
             author_id=author_id), timeout=BATCH_LAYER_TIMEOUT_S)
         t4 = time.perf_counter()
-        prompt = self._prompts.build(bundle, author_name, text)
+        prompt = self.prompts.build(bundle, author_name, text)
         t5 = time.perf_counter()
         trace.embed_s, trace.classify_s, trace.recall_s, trace.prompt_s = t2 - t1, t3 - t2, t4 - t3, t5 - t4
         message = StoredMessage(
