@@ -439,6 +439,8 @@ async def run_llm(args: argparse.Namespace, app, answered: list[Answered], turns
                 row["memory"]["first_token_s"] = reply.trace.first_token_s
                 row["memory"]["sources"] = [s.external_id for s in grounding.sources]
                 row["memory"]["sources_hit"] = bool(evidence & set(row["memory"]["sources"]))
+                if args.keep_prompts:
+                    row["memory"]["prompt"] = reply.prompt.text
                 empty = replace(reply.bundle, sections=())
                 prompts = {
                     "core": brain.prompts.build(empty, ASKER, q.question),
@@ -563,6 +565,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--llm-limit", type=int, default=40)
     p.add_argument("--reader", nargs="+", choices=("on", "off"), default=["off", "on"],
                    help="with --llm: answer with the reader adapter, without it, or both (default)")
+    p.add_argument("--keep-prompts", action="store_true", help="--json keeps each memory prompt (for reading)")
     p.add_argument("--llm-tokens", type=int, default=24, help="max new tokens per answer")
     return p.parse_args(argv)
 

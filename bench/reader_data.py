@@ -1,10 +1,15 @@
 """Training examples for the reader adapter (issue 28), cast into the prompt the bot itself builds.
 
 Every example is a prompt made by ``bot.prompt.PromptBuilder`` from a ``ContextBundle`` shaped like what
-recall returns (an episodes section of dated chat lines, the recent turns; no facts section yet) and
-the reply the model should write after ``hippobot:``. Four kinds:
+recall returns: the persona's preamble lines (self-description, views, what people here think), an episodes
+section of dated chat windows (the hit with real chat turns around it), often a facts section of short
+triples (the answer's own fact among them, or only unrelated and garbled ones, as the extractor writes
+them), sometimes a places section; the recent turns; and the reply the model should write after
+``hippobot:``. Three kinds:
 
-- ``answer``: the memory holds the answer; the reply is the answer, briefly (a span of the memory).
+- ``answer``: the memory holds the answer; the reply is the answer, briefly (a span of the memory; two
+  spans joined for a question about two remembered things; for "when", the day the memory's date and its
+  words ("last week") point to).
 - ``abstain``: the memory holds related lines but not the answer; the reply says the bot does not know.
 - ``chat``: an ordinary turn of a conversation, with unrelated memories in the prompt; the reply is the
   other person's next line, short.
@@ -35,7 +40,7 @@ from pathlib import Path
 
 from bot.prompt import PromptBuilder
 from memory.archetypes import ContextPlan
-from memory.layers.base import MEMORY, TRANSCRIPT, MemoryItem, Section
+from memory.layers.base import MEMORY, PREAMBLE, TRANSCRIPT, MemoryItem, Section
 from memory.recall import ContextBundle
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "reader"
@@ -48,13 +53,17 @@ NAMES = (
     "Luca", "Mina", "Nico", "Odette", "Pavel", "Quinn", "Rhea", "Soren", "Talia", "Viktor", "Willa", "Ximena",
     "pixelfox", "mossy_pete", "juniper", "the_real_dev", "kat", "bolt", "sam_w", "ranger42",
 )
+# What a person says around the remembered line, and how a chat line opens.
+OPENERS = ("", "", "", "", "ok so ", "lol ", "guess what, ", "ngl ", "honestly ", "so ", "random but ", "btw ")
 ABSTAIN = ("I don't know. I don't remember anyone mentioning that.", "I don't remember anyone telling me that.",
            "I don't know, nobody has told me that.")
 FILLERS = ("oh nice", "haha", "really?", "that's cool", "no way", "wow", "nice one", "oh wow", "makes sense",
            "interesting", "lol", "ok", "fair enough", "same here", "huh", "love that", "sounds great", "yeah")
-# Half of SQuAD's unanswerable questions are left out: with all of them, two examples in five would teach
-# abstention, more than a bot whose recall usually finds something should lean towards.
-SQUAD_UNANSWERABLE_SKIP = 0.5
+# Most of SQuAD's unanswerable questions are left out, and persona questions lose their fact one time in five:
+# with more, the first adapter (three abstentions in ten examples) said "I don't know" to most questions whose
+# answer was in its prompt. About one example in seven now teaches abstention.
+SQUAD_UNANSWERABLE_SKIP = 0.8
+PERSONA_ABSTAIN = 0.2
 EPISODES_TITLE = "What {bot} remembers from earlier conversations"
 PERSONA = ("hippobot is a friendly, curious assistant with a long memory. "
            "It answers briefly and remembers what people tell it.")
@@ -198,38 +207,146 @@ def sentences(text: str) -> list[str]:
 
 
 class Caster:
-    """Builds prompts with the real PromptBuilder; ``count`` is the engine's token counter."""
+    """Builds prompts with the real PromptBuilder; ``count`` is the engine's token counter. ``turns`` are chat
+    lines (Persona-Chat's) that stand around a remembered line the way neighbouring turns do in recall;
+    ``facts`` are (name, persona sentence) pairs that fill the facts section and the preamble with things that
+    have nothing to do with the question."""
 
-    def __init__(self, count: Callable[[str], int], rng: random.Random, *, budget: int = 1000) -> None:
+    def __init__(self, count: Callable[[str], int], rng: random.Random, *, budget: int = 1000,
+                 turns: list[str] | None = None, facts: list[tuple[str, str]] | None = None) -> None:
         self.count = count
         self.rng = rng
         self.builder = PromptBuilder(bot_name=BOT, persona=PERSONA, budget_tokens=budget, count_tokens=count)
         self.plan = ContextPlan(archetype="default", turns=8, vectors=5, similarity_threshold=0.9, triple_depth=1,
                                 similarity=0.0)
+        self.turns = turns or list(FILLERS)
+        self.facts = facts or []
 
     def day(self) -> date:
         return date(2019, 1, 1) + timedelta(days=self.rng.randrange(0, 365 * 8))
 
-    def episode_line(self, speaker: str, text: str, others: list[str], when: date) -> str:
-        """A recalled moment as the episodes layer writes it: '[date] A: ... / B: ...' (the hit with a
-        neighbouring turn either side, sometimes)."""
+    def chatty(self, text: str) -> str:
+        """A sentence as someone types it in a chat: an opener, sometimes lower case, sometimes no full stop."""
         r = self.rng
-        lines = [f"{speaker}: {text}"]
-        if others and r.random() < 0.5:
-            lines.insert(0, f"{r.choice(others)}: {r.choice(FILLERS)}")
-        if others and r.random() < 0.5:
-            lines.append(f"{r.choice(others)}: {r.choice(FILLERS)}")
+        t = text.strip()
+        opener = r.choice(OPENERS)
+        if opener or r.random() < 0.3:
+            t = t[0].lower() + t[1:] if t[:2] != "I " and t[:2] != "I'" else t
+        if r.random() < 0.4:
+            t = t.rstrip(".")
+        return opener + t
+
+    def neighbour(self) -> str:
+        r = self.rng
+        return r.choice(FILLERS) if r.random() < 0.4 else r.choice(self.turns)
+
+    def episode_line(self, speaker: str, text: str, others: list[str], when: date) -> str:
+        """A recalled moment as the episodes layer writes it: '[date] A: ... / B: ... / C: ...' (the hit with a
+        neighbouring turn either side, usually)."""
+        r = self.rng
+        lines = [f"{speaker}: {self.chatty(text)}"]
+        if others and r.random() < 0.8:
+            lines.insert(0, f"{r.choice(others)}: {self.neighbour()}")
+        if others and r.random() < 0.8:
+            lines.append(f"{r.choice(others)}: {self.neighbour()}")
         return f"[{when:%Y-%m-%d}] " + " / ".join(lines)
 
-    def build(self, memory_lines: list[str], turns: list[tuple[str, str]], asker: str, text: str) -> str:
+    def preamble(self) -> list[MemoryItem]:
+        """The persona layer's lines, as a server's bot carries them (most of the time)."""
+        r = self.rng
+        if r.random() < 0.3:
+            return []
+        topics = [w for _, t in r.sample(self.facts, min(len(self.facts), 6)) for w in _content_words(t)][:6]
+        lines = ["Self-description: " + r.choice(SELF_DESCRIPTIONS)]
+        if topics and r.random() < 0.6:
+            lines[0] += " People here talk with me most about " + ", ".join(topics[:5]) + "."
+        for topic in topics[:r.randint(0, 2)]:
+            lean = r.choice(("lean towards", "lean against", "like", "am wary of"))
+            lines.append(f"View: I {lean} {topic} ({r.uniform(-0.6, 0.6):+.2f}, "
+                         f"{r.choice(('tentative', 'moderate', 'firm'))}, {r.randint(1, 6)} pieces of evidence)")
+        if topics and r.random() < 0.5:
+            liked = "; ".join(f"{t} ({r.randint(2, 6)} like it)" for t in topics[-3:])
+            lines.append(f"What people here think: {liked}")
+        return [MemoryItem("persona", None, line, line, ()) for line in lines]
+
+    def fact_lines(self, names: list[str], asker: str, keep: list[tuple[str, str]] = ()) -> list[str]:
+        """The facts section: ``keep`` (name, sentence) as triples, with unrelated and garbled ones."""
+        r = self.rng
+        chosen = list(keep)
+        chosen += [(r.choice(names), t) for _, t in r.sample(self.facts, min(len(self.facts), r.randint(0, 3)))]
+        lines = [_triple(name, text, asker, r) for name, text in chosen]
+        if r.random() < 0.4:  # the extractor's noise: two words of a chat line and a name
+            words = _content_words(r.choice(self.turns)) or ["evening"]
+            lines.append(f"{r.choice(words)} named {r.choice(names)}" if r.random() < 0.5 else
+                         f"{r.choice(names)} {' '.join(words[:3])}")
+        lines = [x for x in lines if x]
+        r.shuffle(lines)
+        return lines
+
+    def build(self, memory_lines: list[str], turns: list[tuple[str, str]], asker: str, text: str, *,
+              names: list[str] = (), facts: list[tuple[str, str]] = ()) -> str:
+        """The prompt. ``facts`` (name, sentence) go into the facts section too, always when given and with
+        unrelated facts around them; without them the section holds unrelated ones, half the time."""
+        r = self.rng
         items = tuple(MemoryItem("episode", None, line, line, ()) for line in memory_lines)
         sections = [Section("episodes", EPISODES_TITLE, items, placement=MEMORY, priority=20)]
+        pre = self.preamble()
+        if pre:
+            sections.append(Section("persona", "", tuple(pre), placement=PREAMBLE, priority=1))
+        names = list(names) or [asker]
+        if facts or r.random() < 0.5:
+            lines = self.fact_lines(names, asker, facts)
+            if lines:
+                sections.append(Section("facts", FACTS_TITLE, tuple(MemoryItem("fact", None, x, x, ())
+                                                                    for x in lines), placement=MEMORY, priority=30))
+        if r.random() < 0.25:
+            words = _content_words(r.choice(self.turns))[:4] or ["plans"]
+            line = (f"Discussed in #{r.choice(CHANNELS)}: about {', '.join(words)} (fit {r.uniform(0.4, 0.9):.2f}); "
+                    f"{r.randint(0, 9)} of {r.randint(10, 60)} question(s) there resolved")
+            sections.append(Section("places", PLACES_TITLE, (MemoryItem("place", None, line, line, ()),),
+                                    placement=MEMORY, priority=80))
         if turns:
             t = tuple(MemoryItem("turn", None, f"{a}: {b}", f"{a}: {b}", ()) for a, b in turns)
             sections.append(Section("turns", "Conversation", t, placement=TRANSCRIPT, priority=0))
         bundle = ContextBundle(scope="train", plan=self.plan, sections=tuple(sections))
         return self.builder.build(bundle, asker, text).text
 
+
+FACTS_TITLE = "What {bot} knows"
+PLACES_TITLE = "Where this is discussed"
+CHANNELS = ("general", "chat", "random", "help", "music", "games", "food", "pets", "books", "off-topic")
+SELF_DESCRIPTIONS = (
+    "I am still forming my views here. I weigh what people tell me on its evidence: figures with sources, "
+    "expert findings and sound arguments move me; repetition, insistence and popularity do not.",
+    "I am a curious assistant who remembers what people here tell me. I change my mind when the evidence "
+    "is good, and I say so when I disagree.",
+    "I like hearing about people's lives and I keep track of what they tell me.",
+    "I try to be helpful and honest, and I say when I do not know something.",
+)
+_STOP = frozenset("""a an the i my me we our you your he she it they them his her their is am are was were be been
+to of in on at for with and or but so that this those these do does did have has had not no just really very
+too also like love get got go going can could would will im i'm i've don't it's there here what when where who
+how about from out up all some any more most one""".split())
+
+
+def _content_words(text: str) -> list[str]:
+    return [w for w in re.findall(r"[a-z][a-z']+", text.lower()) if w not in _STOP and len(w) > 2]
+
+
+def _triple(name: str, sentence: str, asker: str, rng: random.Random) -> str:
+    """A persona sentence as the facts layer writes a triple: 'Bea have dog named Pico', with 'you told me: '
+    when the asker said it, sometimes 'others said: ' when someone else did."""
+    t = " ".join(sentence.strip().rstrip(".!").split())
+    t = re.sub(r"^(?:I am|I'm)\b", f"{name} be", t)
+    t = re.sub(r"^I\b", name, t)
+    t = re.sub(r"^[Mm]y\b", f"{name}'s", t)
+    t = re.sub(r"\b(?:a|an|the|really|very)\s", "", t)
+    t = re.sub(r"\bmy\b", f"{name}'s", t)
+    if not t or len(t.split()) > 12:
+        return ""
+    if name == asker:
+        return ("you told me: " if rng.random() < 0.7 else "") + t
+    return ("others said: " if rng.random() < 0.5 else "") + t
 
 def _casual(question: str, rng: random.Random) -> str:
     q = question
@@ -292,7 +409,7 @@ def squad_examples(caster: Caster, rows: list[dict], persona_lines: list[tuple[s
         lines += r.sample(persona_lines, r.randint(0, 3))
         r.shuffle(lines)
         mem = [caster.episode_line(sp, tx, speakers, caster.day()) for sp, tx in lines]
-        prompt = caster.build(mem, [], asker, _casual(row["question"], r))
+        prompt = caster.build(mem, [], asker, _casual(row["question"], r), names=names)
         if answer is not None:
             yield Example("answer", "squad", prompt, _brief(answer["text"]))
         else:
@@ -300,8 +417,10 @@ def squad_examples(caster: Caster, rows: list[dict], persona_lines: list[tuple[s
 
 
 def persona_examples(caster: Caster, chats: list, persona_lines: list[tuple[str, str]]) -> Iterator[Example]:
-    """One question per conversation row: about a fact of user 1 or 2 (or the asker's own); half the time the
-    fact (and every fact of the same kind of that person) is left out of the memory: abstain."""
+    """One question per conversation row: about a fact of user 1 or 2 (or the asker's own); one time in five
+    the fact (and every fact of the same kind of that person) is left out of the memory: abstain. The fact
+    goes into the facts section as well half the time, and one time in seven only there (its episode has
+    decayed). When the person has two facts of the question's kind, both stay and the answer names both."""
     r = caster.rng
     for p1, p2, _ in chats:
         people = [p1, p2]
@@ -313,31 +432,98 @@ def persona_examples(caster: Caster, chats: list, persona_lines: list[tuple[str,
         if not askable:
             continue
         fact = r.choice(askable)
+        twins = [f for f in people[0] if f.pattern == fact.pattern and f.key == fact.key]
+        answers = twins[:2] if len(twins) >= 2 else [fact]
         own = r.random() < 0.3  # the asker asks about their own fact
         asker = who[0] if own else names[2]
-        abstain = r.random() < 0.45
+        abstain = r.random() < PERSONA_ABSTAIN
         lines: list[tuple[str, str]] = []
         for n, facts in enumerate(people):
             for f in facts:
-                if abstain and n == target_person and f.pattern == fact.pattern:
+                if n == target_person and f.pattern == fact.pattern and (abstain or f not in answers):
                     continue
-                if not abstain and n == target_person and f.pattern == fact.pattern and f is not fact:
-                    continue  # one answer only
                 lines.append((who[n], f.text))
         lines += r.sample(persona_lines, r.randint(0, 3))
         r.shuffle(lines)
         lines = lines[: r.randint(4, 9)] if len(lines) > 4 else lines
-        if not abstain and (who[0], fact.text) not in lines:
-            lines[r.randrange(len(lines))] = (who[0], fact.text)
+        evidence = [(who[0], f.text) for f in answers]
+        if not abstain:
+            for e in evidence:
+                if e not in lines:
+                    lines[r.randrange(len(lines))] = e
+        only_fact = not abstain and len(answers) == 1 and r.random() < 1 / 7
+        if only_fact:
+            lines = [x for x in lines if x not in evidence] or [r.choice(persona_lines)]
+        in_facts = [] if abstain else evidence if only_fact or r.random() < 0.5 else []
         others = [names[1], names[3], asker]
         mem = [caster.episode_line(sp, tx, [o for o in others if o != sp], caster.day()) for sp, tx in lines]
         _, third, mine, _ = PATTERNS[fact.pattern]
         template = r.choice(mine if own else third)
         question = _casual(template.format(s=who[0], k=fact.key or "thing"), r)
+        prompt = caster.build(mem, [], asker, question, names=names, facts=in_facts)
         if abstain:
-            yield Example("abstain", "persona", caster.build(mem, [], asker, question), r.choice(ABSTAIN))
+            yield Example("abstain", "persona", prompt, r.choice(ABSTAIN))
         else:
-            yield Example("answer", "persona", caster.build(mem, [], asker, question), _brief(fact.answer))
+            yield Example("answer", "persona", prompt, _brief(" and ".join(f.answer for f in answers)))
+
+
+# "When" questions: a persona sentence about something done, the day it was said, and how it was put.
+EVENT = re.compile(r"^i (?:recently |just )?(?P<v>bought|got|adopted|started|moved to|visited|went to|finished|"
+                   r"joined|quit|lost|won|met|ran|learned|sold|built|painted|wrote|broke|fixed) (?P<o>[^.!,]{3,40})"
+                   r"[.!]?$", re.I)
+BASE_VERB = {"bought": "buy", "got": "get", "adopted": "adopt", "started": "start", "moved to": "move to",
+             "visited": "visit", "went to": "go to", "finished": "finish", "joined": "join", "quit": "quit",
+             "lost": "lose", "won": "win", "met": "meet", "ran": "run", "learned": "learn", "sold": "sell",
+             "built": "build", "painted": "paint", "wrote": "write", "broke": "break", "fixed": "fix"}
+# (words a person adds, how the answer names the day from the message's date D)
+WHEN = (("yesterday", "{d1}"), ("last week", "the week before {D}"), ("two days ago", "{d2}"),
+        ("last weekend", "the weekend before {D}"), ("last month", "the month before {D}"), ("today", "{D}"),
+        ("", "{D}"), ("", "{D}"), ("last Saturday", "the Saturday before {D}"),
+        ("last Sunday", "the Sunday before {D}"), ("a few days ago", "a few days before {D}"))
+
+
+def _day_words(d: date) -> str:
+    return f"{d.day} {d:%B %Y}"
+
+
+def temporal_examples(caster: Caster, chats: list, persona_lines: list[tuple[str, str]]) -> Iterator[Example]:
+    """'When did Bea buy a car?' over a dated memory of Bea saying she bought one (last week, yesterday ...);
+    the reply names the day: '12 March 2024.', 'The week before 19 March 2024.'."""
+    r = caster.rng
+    for p1, p2, _ in chats:
+        for f in p1 + p2:
+            m = EVENT.match(f.text.strip())
+            if not m or r.random() < 0.3:
+                continue
+            names = r.sample(NAMES, 4)
+            person, asker = names[0], r.choice((names[0], names[1]))
+            phrase, answer = r.choice(WHEN)
+            said = f.text.strip().rstrip(".!")
+            text = f"{said} {phrase}".strip() if phrase and r.random() < 0.7 else (
+                f"{phrase} {said[0].lower()}{said[1:]}".strip() if phrase else said)
+            if phrase and phrase not in text:
+                text = f"{said} {phrase}"
+            day = caster.day()
+            gold = answer.format(D=_day_words(day), d1=_day_words(day - timedelta(days=1)),
+                                 d2=_day_words(day - timedelta(days=2)))
+            lines = [(person, text)] + r.sample(persona_lines, r.randint(2, 6))
+            r.shuffle(lines)
+            others = names[1:]
+            mem = [caster.episode_line(sp, tx, [o for o in others if o != sp], day if tx == text else caster.day())
+                   for sp, tx in lines]
+            verb = BASE_VERB[m.group("v").lower()]
+            obj = m.group("o").strip()
+            if asker == person:
+                q = r.choice((f"when did I {verb} {obj}?", f"When did I {verb} {obj} again?"))
+                obj = re.sub(r"\bmy\b", "your", obj)
+            else:
+                obj3 = re.sub(r"\bmy\b", "their", obj)
+                q = r.choice((f"When did {person} {verb} {obj3}?", f"when did {person} {verb} {obj3}"))
+            yield Example("answer", "when", caster.build(mem, [], asker, _casual(q, r), names=names),
+                          _brief(gold))
+
+
+PLACEHOLDER = re.compile(r"\[|\bUser [12]\b")  # "My name is [User 2's name]."
 
 
 def chat_examples(caster: Caster, chats: list, persona_lines: list[tuple[str, str]]) -> Iterator[Example]:
@@ -345,7 +531,7 @@ def chat_examples(caster: Caster, chats: list, persona_lines: list[tuple[str, st
     r = caster.rng
     for p1, _, turns in chats:
         spots = [i for i, (sp, tx) in enumerate(turns) if sp == 2 and i >= 1 and turns[i - 1][0] == 1
-                 and 2 <= len(tx.split()) <= 30]
+                 and 2 <= len(tx.split()) <= 30 and not PLACEHOLDER.search(tx)]
         if not spots:
             continue
         i = r.choice(spots)
@@ -357,18 +543,23 @@ def chat_examples(caster: Caster, chats: list, persona_lines: list[tuple[str, st
         r.shuffle(lines)
         others = r.sample(NAMES, 2)
         mem = [caster.episode_line(sp, tx, others, caster.day()) for sp, tx in lines]
-        yield Example("chat", "chat", caster.build(mem, history, person, turns[i - 1][1]), turns[i][1])
+        yield Example("chat", "chat", caster.build(mem, history, person, turns[i - 1][1], names=[person, *others]),
+                      turns[i][1])
 
 
 def build(count: Callable[[str], int], *, seed: int = 0, data: Path = DATA) -> list[Example]:
-    """Every example, shuffled: SQuAD questions, persona questions, chat turns."""
+    """Every example, shuffled: SQuAD questions, persona questions (two per row), "when" questions, chat
+    turns (two per row)."""
     rng = random.Random(seed)
-    caster = Caster(count, rng)
     chats = load_persona_chat(data)
     persona_lines = [(rng.choice(NAMES), f.text) for p1, p2, _ in chats for f in p1 + p2]
+    chat_turns = [tx for _, _, turns in chats for _, tx in turns if 2 <= len(tx.split()) <= 14]
+    caster = Caster(count, rng, turns=chat_turns, facts=persona_lines)
     examples = list(squad_examples(caster, load_squad(data), persona_lines))
     examples += list(persona_examples(caster, chats, persona_lines))
     examples += list(persona_examples(caster, chats, persona_lines))  # another question per row
+    examples += list(temporal_examples(caster, chats, persona_lines))
+    examples += list(chat_examples(caster, chats, persona_lines))
     examples += list(chat_examples(caster, chats, persona_lines))
     rng.shuffle(examples)
     return examples
