@@ -72,6 +72,7 @@ def read_lines(path: Path, settings: Settings) -> list[AskLine]:
 def _line(raw: str, settings: Settings) -> AskLine:
     from bot.cli import _query_line
     from memory.clock import parse_instant
+    from memory.fields import check_time
     from memory.fields import MAX_ID_CHARS, id_problem
 
     text, scope = _query_line(raw, settings.console_scope, settings.max_message_chars)
@@ -93,6 +94,7 @@ def _line(raw: str, settings: Settings) -> AskLine:
             when = parse_instant(now)
         except ValueError:
             raise ValueError(f'"now" is not an ISO 8601 instant: {now[:40]!r}') from None
+        when = check_time(when, '"now"')  # within the years memory can hold (1970-2200), as --now
     return AskLine(text, scope, fields["user"] or "you", fields["channel"], when)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import time
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
@@ -48,5 +50,5 @@ class ShiftedClock:
 
 def parse_instant(text: str) -> datetime:
     """An ISO 8601 instant ('2026-12-24T18:00:00+01:00', '2026-12-24' is midnight UTC); naive means UTC."""
-    value = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    value = datetime.fromisoformat(re.sub(r"[zZ]$", "+00:00", text.strip()))  # RFC 3339 allows "z" too
     return value if value.tzinfo is not None else value.replace(tzinfo=UTC)

@@ -2,15 +2,18 @@
 
 JSON Lines: one object a line with ``id``, ``channel``, ``author`` (a name, or
 an object with ``id`` and ``name``), ``timestamp`` (ISO 8601), ``text``, and
-optionally ``reply_to``, ``bot`` and ``channel_name`` (a ``channel`` that is not
-a number is taken as its own name). DiscordChatExporter: its channel export
-(``{"guild": ..., "channel": ..., "messages": [...]}``).
+optionally ``reply_to``, ``bot`` (null is false) and ``channel_name`` (a
+``channel`` that is not a number is taken as its own name). DiscordChatExporter:
+its channel export (``{"guild": ..., "channel": ..., "messages": [...]}``).
+Timestamps are RFC 3339 / ISO 8601, ``Z`` or ``z`` for UTC.
 
 The whole file is checked before anything is written; any malformed record
 aborts the import with every problem listed and nothing stored. Messages keep
 their own ids and timestamps; a re-import adds nothing twice. Each new
 message becomes an episode, and its archetype match is logged with its own
-timestamp so the dream cycle sees imported history as history.
+timestamp so the dream cycle sees imported history as history. Every memory
+layer then absorbs the new messages, and whatever an earlier, interrupted
+import of the scope left unabsorbed.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -46,6 +50,11 @@ ANALYZE_AFTER = 200  # messages: an import at least this big refreshes the plann
 MAX_FILE_BYTES = 512 * 1024 * 1024
 _EMBED_CHUNK = 512
 _ABSORB_CHUNK = 256  # messages whose parse the layers batch ahead of absorbing them
+_JSONL_FIELDS = ("id", "channel", "author", "timestamp", "text")
+_UTC_DESIGNATOR = re.compile(r"[zZ]$")  # RFC 3339 allows "z"; Python's fromisoformat reads only "Z"
+# Person messages of an import into a scope that no memory layer has absorbed yet (a crash mid-import).
+_PENDING_SQL = """SELECT id FROM messages WHERE scope = $1 AND source = $2 AND absorbed_at IS NULL AND NOT is_bot
+                  ORDER BY id"""
 _SKIPPED_DCE_TYPES = {"ChannelPinnedMessage", "GuildMemberJoin", "RecipientAdd", "RecipientRemove", "Call",
                       "ChannelNameChange", "ChannelIconChange", "ThreadCreated"}
 
@@ -71,13 +80,16 @@ class ImportReport:
     skipped_empty: int
     episodes: int
     skipped_forgotten: int = 0  # forgotten before (the message itself, or its person): not brought back
+    resumed: int = 0  # stored by an earlier, interrupted import but not absorbed then: absorbed now
 
     def __str__(self) -> str:
         forgotten = (f", {self.skipped_forgotten} forgotten before (not brought back)"
                      if self.skipped_forgotten else "")
+        resumed = (f"; absorbed {self.resumed} message(s) an earlier, interrupted import left unabsorbed"
+                   if self.resumed else "")
         return (
             f"read {self.read} message(s): imported {self.imported}, already present {self.already_present}, "
-            f"skipped {self.skipped_empty} without text{forgotten}; wrote {self.episodes} episode(s)"
+            f"skipped {self.skipped_empty} without text{forgotten}; wrote {self.episodes} episode(s){resumed}"
         )
 
 
@@ -91,7 +103,7 @@ def _timestamp(value: Any) -> datetime:
     if not isinstance(value, str):
         raise ValueError("timestamp must be an ISO 8601 string")
     try:
-        parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        parsed = datetime.fromisoformat(_UTC_DESIGNATOR.sub("+00:00", value.strip()))
         return check_time(parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC))
     except OverflowError:
         raise ValueError(f"timestamp {value[:40]!r} is out of range") from None
@@ -113,7 +125,7 @@ def _text(value: Any, what: str, max_chars: int) -> str:
 def _jsonl_record(obj: Any, max_chars: int) -> ImportedMessage | None:
     if not isinstance(obj, dict):
         raise ValueError("expected a JSON object")
-    missing = [k for k in ("id", "channel", "author", "timestamp", "text") if k not in obj]
+    missing = [k for k in _JSONL_FIELDS if k not in obj]
     if missing:
         raise ValueError("missing field(s): " + ", ".join(missing))
     author = obj["author"]
@@ -126,8 +138,10 @@ def _jsonl_record(obj: Any, max_chars: int) -> ImportedMessage | None:
     text = _text(obj["text"], "text", max_chars)
     if not text:
         return None
-    is_bot = obj.get("bot", False)
-    if not isinstance(is_bot, bool):
+    is_bot = obj.get("bot")
+    if is_bot is None:  # absent or null: not known to be a bot
+        is_bot = False
+    elif not isinstance(is_bot, bool):
         raise ValueError('"bot" must be true or false (JSON booleans), not ' + json.dumps(is_bot)[:20])
     reply_to = obj.get("reply_to")
     channel_id = _ident(obj["channel"], "channel")
@@ -180,6 +194,23 @@ def _dce_record(obj: Any, channel_id: str, max_chars: int, channel_name: str | N
     )
 
 
+def _is_export(whole: Any) -> bool:
+    """Whether ``whole`` (the file as one JSON document) is DiscordChatExporter's channel export, however
+    malformed its messages, rather than a file of one JSON Lines record."""
+    if not isinstance(whole, dict) or all(k in whole for k in _JSONL_FIELDS):
+        return False
+    return "messages" in whole or "guild" in whole
+
+
+def _json_kind(value: Any) -> str:
+    """What a JSON value is, in JSON's words."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true/false"
+    return {dict: "an object", list: "a list", str: "a string"}.get(type(value), "a number")
+
+
 def _first_line_is_whole(raw: str) -> bool:
     """Whether the first line of ``raw`` is a JSON document of its own (JSON Lines, not a pretty-printed export)."""
     try:
@@ -221,7 +252,12 @@ def parse_import_file(path: Path, *, max_chars: int) -> tuple[list[ImportedMessa
             whole = None
         except RecursionError:
             raise ImportFileError(str(path), [(0, "JSON nested too deeply")]) from None
-    exported = isinstance(whole, dict) and isinstance(whole.get("messages"), list)  # DiscordChatExporter's
+    exported = _is_export(whole)  # DiscordChatExporter's
+    if exported and not isinstance(whole.get("messages"), list):
+        found = f"its \"messages\" is {_json_kind(whole['messages'])}" if "messages" in whole else \
+            "it has no \"messages\""
+        raise ImportFileError(str(path), [(0, f"a DiscordChatExporter export, but {found}: expected a list of "
+                                              "messages (\"messages\": [...])")])
     if exported:
         channel = whole.get("channel")
         try:
@@ -320,8 +356,9 @@ class Importer:
         archetype matches are written in one transaction, under a per-scope
         lock so that two imports of one file write it once. Then the absorber
         gives every new person message to every memory layer (the graph's
-        facts, and whatever layers exist), marking each absorbed; what an
-        interrupted import leaves is absorbed at the next start. Messages of
+        facts, and whatever layers exist), marking each absorbed, and with
+        them what an earlier, interrupted import into ``scope`` left
+        unabsorbed (a re-run finds its messages present). Messages of
         ``private_channels`` are restricted to their channel's audience.
         """
         require_scope(scope)
@@ -380,12 +417,12 @@ class Importer:
             await self._archetype_store.record_matches([
                 MatchRecord(scope, s.id, self._router.classify(bare[i], scope), s.created_at, bare[i])
                 for s, i in zip(stored, fresh) if not s.is_bot], conn)
-        await self._absorb(stored, [bare[i] for i in fresh], absorb_progress)
+        resumed = await self._absorb(scope, stored, [bare[i] for i in fresh], absorb_progress)
         if len(stored) >= ANALYZE_AFTER:
             await self._analyze()
         return ImportReport(
             read=len(messages) + forgotten, imported=len(stored), already_present=len(messages) - len(stored),
-            skipped_empty=empty, episodes=written, skipped_forgotten=forgotten,
+            skipped_empty=empty, episodes=written, skipped_forgotten=forgotten, resumed=resumed,
         )
 
     async def _not_forgotten(self, scope: str, messages: list[ImportedMessage]) -> tuple[list[ImportedMessage], int]:
@@ -420,15 +457,30 @@ class Importer:
                 progress(min(start + _EMBED_CHUNK, len(texts)), len(texts))
         return vectors
 
-    async def _absorb(self, stored: list[StoredMessage], vectors: list[np.ndarray],
-                      progress: Callable[[int, int], None] | None) -> None:
+    async def _absorb(self, scope: str, stored: list[StoredMessage], vectors: list[np.ndarray],
+                      progress: Callable[[int, int], None] | None) -> int:
+        """Absorb every imported person message of ``scope`` not absorbed yet, oldest first: this import's
+        (``stored``, their ``vectors`` at hand) and those an interrupted import left, which a re-run finds
+        "already present" and would otherwise leave to the next start of ``chat`` or ``run``. How many of
+        the latter. The absorber's own path (the one start-up's backlog takes): absorbed_at marks each."""
         if self._absorber is None:
-            return
-        people = [(s, v) for s, v in zip(stored, vectors) if not s.is_bot]
-        for start in range(0, len(people), _ABSORB_CHUNK):
-            chunk = people[start:start + _ABSORB_CHUNK]
-            await self._absorber.prepare([s.content for s, _ in chunk])  # one spaCy batch per layer
-            for done, (s, v) in enumerate(chunk, start=start + 1):
-                await self._absorber.absorb(s.id, AbsorbHints(text=s.content, vector=v))
-                if progress and (done % 50 == 0 or done == len(people)):
-                    progress(done, len(people))
+            return 0
+        known = {s.id: AbsorbHints(text=s.content, vector=v) for s, v in zip(stored, vectors) if not s.is_bot}
+        async with self._conversations.transaction() as conn:
+            pending = [r["id"] for r in await conn.fetch(_PENDING_SQL, scope, SOURCE)]
+        resumed = 0
+        for start in range(0, len(pending), _ABSORB_CHUNK):
+            chunk = pending[start:start + _ABSORB_CHUNK]
+            hints = {i: known[i] for i in chunk if i in known}
+            earlier = await self._conversations.many(scope, [i for i in chunk if i not in known])
+            texts = [m.content for m in earlier.values()]
+            hints |= {i: AbsorbHints(text=t, vector=v) for i, t, v in zip(earlier, texts, await self._embed(texts))}
+            await self._absorber.prepare([h.text for h in hints.values() if h.text])  # one spaCy batch per layer
+            for done, message_id in enumerate(chunk, start=start + 1):
+                if message_id in hints and await self._absorber.absorb(message_id, hints[message_id]):
+                    resumed += message_id not in known
+                if progress and (done % 50 == 0 or done == len(pending)):
+                    progress(done, len(pending))
+        if resumed:
+            log.info("import into %s absorbed %d message(s) an interrupted import left unabsorbed", scope, resumed)
+        return resumed

@@ -3,8 +3,11 @@
 ``time_range(text, now)`` returns the half-open range [start, end) in UTC a
 question refers to, or None. Relative phrases count back from ``now`` (the
 time the question is asked); a month without a year is the latest such month
-not after ``now``. Recall uses the range to search the messages of that
-stretch as one more ranked list (memory/layers/episodes.py).
+not after ``now``. A phrase whose stretch lies outside the years a message
+can be from (memory.fields: 1970-2200; "3000 years ago", "december 9999")
+names no time: None, as for a question without one. Recall uses the range to
+search the messages of that stretch as one more ranked list
+(memory/layers/episodes.py).
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+
+from memory.fields import EARLIEST_YEAR, LATEST_YEAR
 
 MONTHS = {name: i for i, name in enumerate(
     ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
@@ -47,7 +52,17 @@ class TimeRange:
 
 
 def time_range(text: str, now: datetime) -> TimeRange | None:
-    """The stretch of time ``text`` asks about, or None when it names none."""
+    """The stretch of time ``text`` asks about, or None when it names none or one outside the calendar."""
+    try:
+        when = _time_range(text, now)
+    except (OverflowError, ValueError):  # before year 1 or after 9999 ("may 0000"): not a time at all
+        return None
+    if when is None or not (EARLIEST_YEAR <= when.start.year and when.end.year <= LATEST_YEAR + 1):
+        return None  # no message can be from then (memory.fields.check_time)
+    return when
+
+
+def _time_range(text: str, now: datetime) -> TimeRange | None:
     now = now.astimezone(UTC)
     t = text.lower()
     today = datetime(now.year, now.month, now.day, tzinfo=UTC)

@@ -47,3 +47,35 @@ def test_importing_year_9999_exits_1_with_one_line(env: dict[str, str], tmp_path
     result = run_cli(["import", str(path), "--scope", "g1"], env)
     assert result.returncode == 1 and "outside 1970-2200" in result.stderr and "Traceback" not in result.stderr, \
         result.stderr
+
+
+@pytest.mark.parametrize("command", [["recall", "hi"], ["dream"], ["chat"], ["import", "h.jsonl"]])
+@pytest.mark.parametrize("now", ["0001-01-01T00:00:00Z", "9999-12-31T23:59:59Z", "2200-12-31T23:00:00-05:00"])
+def test_a_now_outside_1970_2200_is_a_usage_error(command: list[str], now: str,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 32.20: --now is bounded as an import's timestamps are, by the parser, before anything starts
+    (the parser alone: without the bound, main() would open the default data directory)."""
+    from bot.cli import _parser
+
+    with pytest.raises(SystemExit) as info:
+        _parser().parse_args([*command, "--now", now])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and f"argument --now: {now!r} is outside the years 1970-2200" in err, err
+
+
+def test_a_now_inside_1970_2200_is_taken() -> None:
+    from bot.cli import _parser
+
+    args = _parser().parse_args(["recall", "hi", "--now", "2200-12-31T23:59:59Z"])
+    assert args.now == datetime(2200, 12, 31, 23, 59, 59, tzinfo=UTC)
+
+
+@pytest.mark.parametrize("when", ["3000 years ago", "in december 9999", "in may 0000"])
+async def test_recalling_a_time_outside_the_calendar_recalls_without_a_time(app: App, tmp_path: Path,
+                                                                             when: str) -> None:
+    """Issue 32.20: what `hippobot recall` and a chat turn run; it raised OverflowError / ValueError."""
+    path = tmp_path / "h.jsonl"
+    path.write_text(json.dumps({**GOOD, "text": "I moved to Porto with my sister"}) + "\n", encoding="utf-8")
+    await app.importer.run(path, "g1")
+    bundle = await app.brain.context(f"where did I move {when}?", "g1", k=3)
+    assert any("Porto" in hit.episode.content for hit in bundle.episodes)

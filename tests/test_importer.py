@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -213,3 +214,83 @@ async def test_a_big_import_leaves_fresh_planner_statistics(app: App, tmp_path: 
     after = await app.db.pool.fetchval(
         "SELECT coalesce(last_analyze, 'epoch') FROM pg_stat_user_tables WHERE relname = 'kg_edges'")
     assert after > before
+
+
+@pytest.mark.parametrize(("messages", "named"), [
+    ({"1001": {"id": "1001", "timestamp": "2026-09-01T08:00:00+00:00", "content": "hi", "author": {"id": "11"}}},
+     'its "messages" is an object'),
+    ("none", 'its "messages" is a string'),
+    (None, 'its "messages" is null'),
+])
+@pytest.mark.parametrize("indent", [None, 2])
+def test_an_export_whose_messages_is_not_a_list_is_named_as_the_export_it_is(
+        tmp_path: Path, messages: object, named: str, indent: int | None) -> None:
+    """Issue 32.9: not read as JSON Lines ("line 1: missing field(s): id, author, ...")."""
+    path = tmp_path / "export.json"
+    path.write_text(json.dumps({"guild": {"id": "500"}, "channel": {"id": "600", "name": "general"},
+                                "messages": messages}, indent=indent), encoding="utf-8")
+    with pytest.raises(ImportFileError) as info:
+        parse_import_file(path, max_chars=8000)
+    assert info.value.problems == [(0, f"a DiscordChatExporter export, but {named}: expected a list of messages "
+                                       '("messages": [...])')]
+
+
+def test_an_export_without_messages_is_named_as_the_export_it_is(tmp_path: Path) -> None:
+    path = tmp_path / "export.json"
+    path.write_text(json.dumps({"guild": {"id": "500"}, "channel": {"id": "600"}, "messageCount": 0}),
+                    encoding="utf-8")
+    with pytest.raises(ImportFileError, match='DiscordChatExporter export, but it has no "messages"'):
+        parse_import_file(path, max_chars=8000)
+
+
+def test_a_lower_case_z_and_a_null_bot_are_read(tmp_path: Path) -> None:
+    """Issue 32.22: RFC 3339 allows "z" for UTC; JSON's null is "not said", so not a bot."""
+    path = write_jsonl(tmp_path / "h.jsonl", [{**LINES[0], "timestamp": "2024-01-02T03:04:05z", "bot": None}])
+    (message,), empty = parse_import_file(path, max_chars=8000)
+    assert (message.created_at, message.is_bot, empty) == (datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC), False, 0)
+
+
+class Killed(Exception):
+    """A kill -9 in the middle of an import (a test cannot take its own process down)."""
+
+
+async def test_a_re_run_after_a_crash_mid_import_absorbs_what_the_crash_left(
+        app: App, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 32.21: the messages were stored, the crash came while absorbing them; the re-run finds them all
+    "already present" and still absorbs those left unabsorbed, not leaving them to the next chat or run."""
+    path = write_jsonl(tmp_path / "h.jsonl", LINES)
+    absorber = app.importer._absorber
+    assert absorber is not None
+    absorb = absorber.absorb
+    calls = 0
+
+    async def crash_on_the_second(message_id: int, hints: object = None) -> bool:
+        nonlocal calls
+        calls += 1
+        if calls == 2:
+            raise Killed  # the process dies here
+        return await absorb(message_id, hints)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(absorber, "absorb", crash_on_the_second)
+    with pytest.raises(Killed):
+        await app.importer.run(path, "g1")
+    assert await app.conversations.count_unabsorbed() == 1
+    monkeypatch.undo()
+
+    report = await app.importer.run(path, "g1")
+    assert (report.imported, report.already_present, report.resumed) == (0, 2, 1)
+    assert "absorbed 1 message(s) an earlier, interrupted import left unabsorbed" in str(report)
+    assert await app.conversations.count_unabsorbed() == 0
+
+
+async def test_an_import_leaves_a_live_turns_pending_absorption_to_the_live_turn(app: App, tmp_path: Path) -> None:
+    """Only imported messages: a console or Discord message still waiting for its reply is absorbed by its own
+    turn (which knows the reply's surprise and what reached the prompt), not by an import beside it."""
+    from memory.conversation import NewMessage
+
+    live = await app.conversations.add(NewMessage(
+        scope="g1", source="console", external_id="m1", channel_id="console:general", author_id="console:ana",
+        author_name="ana", content="my cat is called Miso", created_at=datetime(2026, 10, 2, tzinfo=UTC)))
+    await app.importer.run(write_jsonl(tmp_path / "h.jsonl", LINES), "g1")
+    assert not await app.conversations.is_absorbed(live.id)
+    assert await app.conversations.count_unabsorbed() == 1

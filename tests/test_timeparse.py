@@ -36,3 +36,18 @@ def test_phrases_give_their_range(text: str, start: datetime, end: datetime) -> 
 @pytest.mark.parametrize("text", ["may I ask what your dog is called?", "what is Maya's job?", "", "I marched on"])
 def test_no_time_no_range(text: str) -> None:
     assert time_range(text, NOW) is None
+
+
+@pytest.mark.parametrize("text", ["what happened 3000 years ago?", "what did we do in december 9999",
+                                  "what about may 0000", "99999999999999999999 days ago", "what was 200 years ago",
+                                  "in january 1900"])
+def test_a_time_outside_the_calendar_is_no_time(text: str) -> None:
+    """Issue 32.20: before 1970 or after 2200 (no message can be from then), or beyond Python's calendar
+    (which raised OverflowError or "year 10000 is out of range"): no range, no error."""
+    assert time_range(text, NOW) is None
+
+
+def test_a_time_at_the_ends_of_the_calendar_is_still_a_time() -> None:
+    assert time_range("what happened in december 2200", NOW) is not None
+    r = time_range("what did I say yesterday", d(1970, 1, 2))
+    assert r is not None and (r.start, r.end) == (d(1970, 1, 1), d(1970, 1, 2))
