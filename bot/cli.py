@@ -30,7 +30,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from bot.config import Settings, offline_environment
+from bot.config import Settings, offline_environment, settings_problems
 
 log = logging.getLogger("hippobot")
 
@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         settings = Settings()
     except ValidationError as exc:
-        print(f"hippobot: invalid settings:\n{exc}", file=sys.stderr)
+        print(f"hippobot: invalid settings:\n{settings_problems(exc)}", file=sys.stderr)
         return EXIT_USAGE
     if not args.verbose:
         logging.getLogger().setLevel(settings.log_level.upper())
@@ -244,12 +244,20 @@ async def note_if_empty(conversations: Any, command: str, scope: str) -> None:
 
 
 def _instant(text: str) -> datetime:
+    """A --now value: an ISO 8601 instant within the years a message can be from (as an import's timestamps:
+    memory's clock runs on from it, and the year 1 or 9999 leaves no room for time to run either way)."""
     from memory.clock import parse_instant
+    from memory.fields import EARLIEST_YEAR, LATEST_YEAR, check_time
 
     try:
-        return parse_instant(text)
+        instant = parse_instant(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not an ISO 8601 instant: {text!r} (e.g. 2026-12-24T18:00:00Z)") from None
+    try:
+        return check_time(instant)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is outside the years {EARLIEST_YEAR}-{LATEST_YEAR} (in UTC) that memory can hold") from None
 
 
 async def _chat(settings: Settings, args: argparse.Namespace) -> int:

@@ -2,17 +2,21 @@
 
 Built once by the CLI (``Settings()``) and passed down; nothing else reads
 ``os.environ``. Every field can be set as ``HIPPOBOT_<FIELD>`` in the
-environment or in a ``.env`` file in the working directory.
+environment or in a ``.env`` file in the working directory. ``settings_problems``
+says what is wrong with them in those terms (the variable and what it accepts).
 """
 
 from __future__ import annotations
 
 import os
+import types
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
+import annotated_types
 import platformdirs
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from memory.archetypes import ContextPlan
@@ -208,7 +212,11 @@ class Settings(BaseSettings):
     @classmethod
     def _id_list(cls, value: object) -> object:
         if isinstance(value, str):
-            return [int(part) for part in value.replace(";", ",").split(",") if part.strip()]
+            parts = [part.strip() for part in value.replace(";", ",").split(",") if part.strip()]
+            if bad := [part for part in parts if not part.isdigit()]:
+                raise ValueError(f"{bad[0][:40]!r} is not a channel id (channel ids are numbers, separated by "
+                                 "commas)")
+            return [int(part) for part in parts]
         return value
 
     @field_validator("dream_timezone")
@@ -219,7 +227,7 @@ class Settings(BaseSettings):
         try:
             ZoneInfo(value)
         except (ZoneInfoNotFoundError, ValueError):
-            raise ValueError(f"unknown time zone {value!r} (use an IANA name such as Europe/Berlin)") from None
+            raise ValueError("unknown time zone (use an IANA name such as Europe/Berlin or UTC)") from None
         return value
 
     @field_validator("llm_url", mode="after")
@@ -229,7 +237,7 @@ class Settings(BaseSettings):
             return None
         value = value.strip().rstrip("/")
         if not value.startswith(("http://", "https://")):
-            raise ValueError(f"HIPPOBOT_LLM_URL must start with http:// or https:// (got {value!r})")
+            raise ValueError("must start with http:// or https://, e.g. http://localhost:8080/v1")
         return value
 
     @property
@@ -262,6 +270,62 @@ class Settings(BaseSettings):
                 value = str(value)
             out[name] = value
         return out
+
+
+def settings_problems(exc: ValidationError) -> str:
+    """What ``Settings()`` refused, one line per setting, as a person sets it: the environment variable, the
+    value given (a secret's hidden) and what it accepts; no pydantic field names, types or links."""
+    prefix = Settings.model_config.get("env_prefix", "")
+    lines = []
+    for error in exc.errors(include_url=False):
+        name = str(error["loc"][0]) if error["loc"] else ""
+        field = Settings.model_fields.get(name)
+        if field is None:  # not a setting of ours: pydantic's words are all there is
+            lines.append(f"  {error['msg']}")
+            continue
+        given = "(hidden)" if _is_secret(field) else repr(str(error["input"])[:60])
+        why = (str(error["ctx"]["error"]) if error["type"] == "value_error" and "error" in error.get("ctx", {})
+               else f"expected {_accepted(field)}")
+        lines.append(f"  {prefix}{name.upper()}={given}: {why}")
+    return "\n".join(lines)
+
+
+def _is_secret(field: FieldInfo) -> bool:
+    return any(t is SecretStr for t in (field.annotation, *get_args(field.annotation)))
+
+
+def _accepted(field: FieldInfo) -> str:
+    """What a setting accepts, in words: "a whole number from 0 to 23", "one of auto, onnx, torch"."""
+    kind, optional = field.annotation, False
+    if get_origin(kind) in (Union, types.UnionType):  # X | None
+        kinds = [t for t in get_args(kind) if t is not type(None)]
+        kind, optional = kinds[0], len(kinds) < len(get_args(kind))
+    if get_origin(kind) is Literal:
+        text = "one of " + ", ".join(str(v) for v in get_args(kind))
+    elif kind is bool:
+        text = "true or false"
+    elif kind in (int, float):
+        text = ("a whole number" if kind is int else "a number") + _bounds(field.metadata)
+    elif get_origin(kind) is list:
+        text = "channel ids (numbers) separated by commas"
+    elif kind is Path:
+        text = "a path"
+    else:
+        text = "text"
+    return text + (", or unset" if optional else "")
+
+
+def _bounds(metadata: list[Any]) -> str:
+    def at(name: str) -> str | None:
+        found = [getattr(m, name) for m in metadata if isinstance(m, getattr(annotated_types, name.capitalize()))]
+        return f"{found[0]:g}" if found else None
+
+    low, above, high, below = at("ge"), at("gt"), at("le"), at("lt")
+    if low is not None and high is not None:
+        return f" from {low} to {high}"
+    parts = [f"of at least {low}" if low is not None else None, f"above {above}" if above is not None else None,
+             f"at most {high}" if high is not None else None, f"below {below}" if below is not None else None]
+    return (" " + " and ".join(p for p in parts if p)) if any(parts) else ""
 
 
 def offline_environment() -> None:

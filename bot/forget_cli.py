@@ -4,8 +4,8 @@ moments, adapters' data), as deleting them on Discord does.
 
 Without ``--yes`` it only says what would be forgotten. A channel or person is named by its stored id, by the
 console's name for it (``hippobot chat --channel NAME``), or by its name in the history (``#python-help``,
-``ana``); a name that fits several is refused with the candidates. Wired into bot/cli.py with ``add_parser(sub)``
-and ``run``.
+``ana``); a name that fits several is refused with the candidates and their ids (an id always names one).
+Wired into bot/cli.py with ``add_parser(sub)`` and ``run``.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--scope", help="the memory scope (default: the console scope)")
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--channel", help="a channel (or thread): its id, console name or #name")
-    what.add_argument("--person", help="a person: their id, console name or name in the history")
+    what.add_argument("--person", help="a person: their id, console name or display name in the history")
     what.add_argument("--message", help="one message, by its id in the history (or on Discord)")
     p.add_argument("--yes", action="store_true", help="forget it; without this, only say what would be forgotten")
     return p
@@ -36,7 +36,8 @@ class NotFound(Exception):
 
 
 async def _resolve(pool: asyncpg.Pool, scope: str, args: argparse.Namespace) -> tuple[str, str, list[str], int]:
-    """(what kind, its label, the stored ids it names, messages they hold); NotFound when nothing fits."""
+    """(what kind, how to name it to the person, the stored ids it names, messages they hold); NotFound when
+    nothing fits, or a name fits several."""
     if args.message is not None:
         n = await pool.fetchval("SELECT count(*) FROM messages WHERE scope = $1 AND external_id = $2",
                                 scope, args.message)
@@ -53,20 +54,36 @@ async def _resolve(pool: asyncpg.Pool, scope: str, args: argparse.Namespace) -> 
         n = await pool.fetchval(  # with its threads
             """SELECT count(*) FROM messages
                WHERE scope = $1 AND (channel_id = ANY($2::text[]) OR thread_parent_id = ANY($2::text[]))""", scope, ids)
-        return "channel", args.channel, ids, int(n)
+        return "channel", args.channel if ids == [args.channel] else f"{args.channel} ({ids[0]})", ids, int(n)
+    return await _person(pool, scope, args.person)
+
+
+async def _person(pool: asyncpg.Pool, scope: str, person: str) -> tuple[str, str, list[str], int]:
+    """A stored author id names one person whatever else shares it as a name; a name (the console's, the
+    display name in the history) must fit exactly one person, or the candidates are listed with their ids."""
     rows = await pool.fetch(
-        """SELECT author_id, count(*) AS n FROM messages
-           WHERE scope = $1 AND NOT is_bot AND (author_id = ANY($2::text[]) OR lower(author_name) = lower($3))
+        """SELECT author_id, count(*) AS n,
+                  (array_agg(author_name ORDER BY created_at DESC, id DESC))[1] AS shown,
+                  author_id = $2 AS by_id, author_id = 'console:' || $2 AS by_console
+           FROM messages
+           WHERE scope = $1 AND NOT is_bot
+             AND (author_id = $2 OR author_id = 'console:' || $2 OR lower(author_name) = lower($2))
            GROUP BY author_id ORDER BY author_id""",
-        scope, [args.person, f"console:{args.person}"], args.person)
+        scope, person)
     if not rows:
-        raise NotFound(f"no person {args.person!r} has messages in scope {scope!r}")
-    exact = [r for r in rows if r["author_id"] in (args.person, f"console:{args.person}")]
-    if len(rows) > 1 and not exact:
-        raise NotFound(f"person {args.person!r} fits several in scope {scope!r}: "
-                       f"{', '.join(r['author_id'] for r in rows[:10])}; name one by their id")
-    chosen = exact[:1] or rows
-    return "person", args.person, [r["author_id"] for r in chosen], sum(int(r["n"]) for r in chosen)
+        raise NotFound(f"no person {person!r} has messages in scope {scope!r} (by id, console name or display "
+                       "name)")
+    chosen = [r for r in rows if r["by_id"]] or rows
+    if len(chosen) > 1:
+        raise NotFound(f"person {person!r} fits several in scope {scope!r}: "
+                       f"{', '.join(_who(r) for r in chosen[:10])}; name one by their id (nothing was forgotten)")
+    [r] = chosen
+    how = ("id" if r["by_id"] else "console name" if r["by_console"] else "display name")
+    return "person", f"{r['author_id']} ({r['shown']}, matched by {how})", [r["author_id"]], int(r["n"])
+
+
+def _who(row: asyncpg.Record) -> str:
+    return f"{row['author_id']} ({row['shown']})"
 
 
 async def run(settings: Settings, args: argparse.Namespace, app: Any, out: TextIO = sys.stdout) -> int:
@@ -74,11 +91,10 @@ async def run(settings: Settings, args: argparse.Namespace, app: Any, out: TextI
     scope = args.scope or settings.console_scope
     pool = app.db.pool
     try:
-        kind, label, ids, n = await _resolve(pool, scope, args)
+        kind, shown, ids, n = await _resolve(pool, scope, args)
     except NotFound as exc:
         print(f"hippobot forget: {exc}", file=sys.stderr)
         return 2
-    shown = label if ids == [label] else f"{label} ({', '.join(ids)})"
     if not args.yes:
         out.write(f"would forget {kind} {shown} in scope {scope}: {n} message(s) and everything derived from "
                   f"them; run again with --yes\n")

@@ -1,8 +1,8 @@
-"""`hippobot places TEXT --scope S [--json]`: where to ask about something, where it was discussed, and the
-procedures that worked for it.
+"""`hippobot places [TEXT] --scope S [--json]`: where to ask about something, where it was discussed, and the
+procedures that worked for it; without TEXT, the scope's places (each channel and what is said there).
 
-Opens the database and the embedder (no language model). Wired into bot/cli.py with ``add_parser(sub)`` and
-``run``.
+Opens the database and, with TEXT, the embedder (no language model). Wired into bot/cli.py with
+``add_parser(sub)`` and ``run``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from bot.config import Settings
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
     p = subparsers.add_parser("places", help="where to ask about a topic, and the procedures that worked for it")
-    p.add_argument("text", nargs="?", help="the topic or problem (omit with --stats)")
+    p.add_argument("text", nargs="?", help="the topic or problem; without it, the scope's places are listed")
     p.add_argument("--scope", help="the memory scope (default: the console scope)")
     p.add_argument("--channel", help="where you are asking from: its id or #name (routes start there)")
     p.add_argument("--private", action="store_true",
@@ -35,17 +35,15 @@ async def run(settings: Settings, args: argparse.Namespace, out: TextIO = sys.st
     from memory.errors import InvalidInput
     from memory.layers.macros import MacrosLayer, describe
     from memory.layers.places import PlacesLayer, topic_text
-    from memory.places.codes import channel_label, topic_of
-
-    def shown(node: Any) -> str:  # a numbered channel by its name where the history gave one
-        return f"#{node.name}" if node.name and node.channel_id.isdigit() else channel_label(node.channel_id)
+    from memory.places.codes import topic_of
 
     scope = args.scope or settings.console_scope
     text = ""
     if args.stats and args.text is not None:
         print("hippobot places: --stats takes no topic (it prints the scope's counters)", file=sys.stderr)
         return 2
-    if not args.stats:  # checked before the models and the database start
+    listing = args.text is None and not args.stats  # no topic: the places themselves
+    if not args.stats and not listing:  # checked before the models and the database start
         try:
             text = topic_text(args.text)
         except InvalidInput as exc:
@@ -57,7 +55,7 @@ async def run(settings: Settings, args: argparse.Namespace, out: TextIO = sys.st
     if args.private and not args.channel:
         print("hippobot places: --private needs --channel (the restricted channel you ask from)", file=sys.stderr)
         return 2
-    if embedder is None and not args.stats:  # the counters need no model
+    if embedder is None and not args.stats and not listing:  # the counters and the list need no model
         from memory.embed import MiniLMEmbedder
 
         embedder = MiniLMEmbedder()
@@ -86,6 +84,8 @@ async def run(settings: Settings, args: argparse.Namespace, out: TextIO = sys.st
             out.write(json.dumps(stats, indent=2) + "\n" if args.json else
                       "\n".join(f"{k}: {v}" for k, v in stats.items()) + "\n")
             return 0
+        if listing:
+            return await _list(places.store, db.pool, scope, visible, args.channel, args.json, out)
         try:
             routes = await places.where_to(scope, text, channel_id=channel, visible_channel=visible, k=args.k)
             seen = await places.where_discussed(scope, text, visible_channel=visible, k=args.k)
@@ -105,10 +105,10 @@ async def run(settings: Settings, args: argparse.Namespace, out: TextIO = sys.st
             await note_if_empty(ConversationStore(db.pool), "places", scope)
         lines = [f"No channel here is clearly about “{topic_of(text)}”; the closest:" if routes and routes[0].unsure
                  else f"Where to ask about “{topic_of(text)}”:"]
-        lines += [f"  {i}. {' → '.join(shown(p) for p in r.places)}: {r.reason}"
+        lines += [f"  {i}. {' → '.join(_shown(p) for p in r.places)}: {r.reason}"
                   for i, r in enumerate(routes, 1)] or ["  nowhere yet: no place here is about that"]
         lines.append("Where it was discussed:")
-        lines += [f"  {shown(r.destination)} (fit {r.fit:.2f}): {r.reason}" for r in seen] or [
+        lines += [f"  {_shown(r.destination)} (fit {r.fit:.2f}): {r.reason}" for r in seen] or [
             "  nowhere yet"]
         lines.append("Procedures that worked:")
         lines += [f"  #{m.id} {describe(m)}" for m in found] or ["  none yet"]
@@ -116,3 +116,42 @@ async def run(settings: Settings, args: argparse.Namespace, out: TextIO = sys.st
     finally:
         await db.close()
     return 0
+
+
+async def _list(store: Any, pool: Any, scope: str, visible: str | None, asked_from: str | None, as_json: bool,
+                out: TextIO) -> int:
+    """The places of ``scope`` that ``visible``'s audience sees (None: what everyone there sees), busiest channel
+    first; ``asked_from``: that channel as the person named it."""
+    nodes = sorted((await store.graph(scope, visible)).nodes.values(), key=lambda n: (-n.messages, n.id))
+    if as_json:
+        out.write(json.dumps({"scope": scope, "channel": visible, "places": [
+            {"place": n.id, "channel": n.channel_id, "name": n.name, "parent_channel": n.parent_channel_id,
+             "about": n.label, "messages": n.messages, "questions": n.questions, "resolved": n.resolutions,
+             "last_seen": n.last_seen.isoformat()} for n in nodes]}, indent=2) + "\n")
+        return 0
+    if not nodes:
+        from bot.cli import note_if_empty
+        from memory.conversation import ConversationStore
+
+        await note_if_empty(ConversationStore(pool), "places", scope)
+        out.write(f"No places in scope {scope} yet: they are learned from what is said in its channels.\n")
+        return 0
+    channels: dict[str, list[Any]] = {}  # a busy channel holds several places, one line for all of them
+    for n in nodes:
+        channels.setdefault(n.channel_id, []).append(n)
+    lines = [f"Places in scope {scope}" + (f", as seen from {asked_from}:" if asked_from else ":")]
+    for here in channels.values():
+        about = "; ".join(p.label for p in here if p.label) or "no topic words yet"
+        counts = (sum(p.messages for p in here), sum(p.questions for p in here), sum(p.resolutions for p in here))
+        lines.append(f"  {_shown(here[0])}: {about} "
+                     "({} message(s), {} question(s), {} resolved)".format(*counts))
+    lines.append("Ask where to go with: hippobot places TEXT")
+    out.write("\n".join(lines) + "\n")
+    return 0
+
+
+def _shown(node: Any) -> str:
+    """A place's channel as a terminal can show it: a numbered channel by its name where the history gave one."""
+    from memory.places.codes import channel_label
+
+    return f"#{node.name}" if node.name and node.channel_id.isdigit() else channel_label(node.channel_id)

@@ -47,7 +47,7 @@ async def test_forget_names_a_channel_person_or_message_and_asks_first(app: App,
     await app.importer.run(write_jsonl(tmp_path / "h.jsonl", ROWS), "g2")  # another server keeps its copy
     # a name two people share is refused with both ids; an id settles it
     code, _ = await forget(app, person="ana")
-    assert code == 2 and "fits several in scope 'g1': 7, 9" in capsys.readouterr().err
+    assert code == 2 and "fits several in scope 'g1': 7 (ana), 9 (ana)" in capsys.readouterr().err
     code, said = await forget(app, channel="#python-help")
     assert code == 0 and "would forget channel #python-help (100)" in said and "2 message(s)" in said
     assert await count(app) == 4  # nothing happens without --yes
@@ -98,3 +98,31 @@ async def test_what_was_forgotten_is_not_brought_back_by_importing_it_again(app:
 
     assert await traces(app, "webhook token") == {} and await traces(app, "acetone") == {}
     assert (await app.importer.run(path, "g2")).imported == 4
+
+
+async def test_a_name_two_people_share_is_refused_with_their_ids_and_an_id_picks_one(  # issue 32.18
+        app: App, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from datetime import UTC, datetime
+
+    from memory.conversation import ConversationStore, NewMessage
+
+    dara = {"id": "5", "channel": "100", "channel_name": "python-help", "author": {"id": "1004", "name": "dara"},
+            "timestamp": "2026-10-01T10:05:00Z", "text": "my pip cache fills the whole disk on the build box"}
+    await app.importer.run(write_jsonl(tmp_path / "h.jsonl", [*ROWS, dara]), "g1")
+    await ConversationStore(app.db.pool).add(NewMessage(  # and `hippobot chat --user dara` in the same scope
+        scope="g1", source="console", external_id="c1", channel_id="console:general", author_id="console:dara",
+        author_name="dara", content="I am the other dara, from the console", created_at=datetime(2026, 10, 2,
+                                                                                                 tzinfo=UTC)))
+    for name, yes in (("dara", True), ("DARA", False)):  # the issue's `forget --person dara --yes`
+        code, said = await forget(app, person=name, yes=yes)
+        err = capsys.readouterr().err
+        assert code == 2 and said == "", err
+        assert "fits several in scope 'g1': 1004 (dara), console:dara (dara); name one by their id" in err
+    assert await count(app) == 6  # nothing was forgotten
+    code, said = await forget(app, person="1004", yes=True)  # the id names one
+    assert code == 0 and said.startswith("forgot person 1004 (dara, matched by id) in scope g1"), said
+    assert await count(app, "author_id = '1004'") == 0 and await count(app, "author_id = 'console:dara'") == 1
+    code, said = await forget(app, person="dara")  # the one left: the console's dara
+    assert code == 0 and "would forget person console:dara (dara, matched by console name)" in said, said
+    code, said = await forget(app, person="Bo")  # a display name one person has
+    assert code == 0 and "would forget person 8 (bo, matched by display name)" in said and "2 message(s)" in said

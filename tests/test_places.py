@@ -316,6 +316,45 @@ async def test_a_place_is_named_by_its_channels_newest_message_its_audience_may_
     assert await app.db.pool.fetchval("SELECT count(*) FROM messages WHERE channel_name LIKE '%containers'") == 0
 
 
+async def test_places_without_a_topic_lists_the_places_its_audience_sees(  # issue 32.7
+        app: App, embedder, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    places, macros = app.brain.layer("places"), app.brain.layer("macros")
+    h = History(app.db.pool)
+    for text in DOCKER:
+        await absorb((places, macros), embedder, await h.say("ana", "100", text, channel_name="docker"))
+    for text in BREAD:  # an import that names no channel
+        await absorb((places, macros), embedder, await h.say("bob", "200", text))
+    await absorb((places, macros), embedder, await h.say("cy", "300", "should we ban the spam account?",
+                                                         visible_in="300", channel_name="mod-log"))
+    # the usage line says TEXT is optional, and it is: the list needs the database, not the model
+    parser = argparse.ArgumentParser(prog="hippobot")
+    places_cli.add_parser(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["places", "--scope", SCOPE])
+    assert args.text is None
+
+    def no_model(self: object) -> None:
+        raise AssertionError("listing places loaded the embedder")
+
+    monkeypatch.setattr("memory.embed.MiniLMEmbedder.load", no_model)
+    assert await places_cli.run(app.settings, args, out := io.StringIO()) == 0
+    listed = out.getvalue()
+    assert listed.startswith(f"Places in scope {SCOPE}:") and "#docker: " in listed and "<#200>: " in listed
+    assert "3 message(s)" in listed and "mod-log" not in listed and "300" not in listed  # a restricted channel
+    args.channel = "#mod-log"  # asked from there, its audience sees it too
+    assert await places_cli.run(app.settings, args, out := io.StringIO()) == 0
+    assert "#mod-log: " in out.getvalue() and "#docker: " in out.getvalue()
+    args.channel, args.json = None, True
+    assert await places_cli.run(app.settings, args, out := io.StringIO()) == 0
+    data = json.loads(out.getvalue())
+    assert data["scope"] == SCOPE and {p["channel"] for p in data["places"]} == {"100", "200"}
+    assert data["places"][0]["messages"] == 3
+    args.scope, args.json = "empty-scope", False
+    assert await places_cli.run(app.settings, args, out := io.StringIO()) == 0
+    assert out.getvalue().startswith("No places in scope empty-scope yet")
+    args.scope, args.text = SCOPE, ""  # an empty topic given is still refused, not taken for no topic
+    assert await places_cli.run(app.settings, args, io.StringIO()) == 2
+
+
 async def test_forgetting_removes_what_a_message_alone_built(app: App, embedder) -> None:  # type: ignore[no-untyped-def]
     places, macros = app.brain.layer("places"), app.brain.layer("macros")  # registered by App.open
     assert isinstance(places, PlacesLayer) and isinstance(macros, MacrosLayer)

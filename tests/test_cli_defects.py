@@ -1,0 +1,67 @@
+"""Defects a new user met at the command line (issue 32): settings refused in the words a person sets them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from bot.config import Settings, settings_problems
+
+BAD = {"HIPPOBOT_DREAM_HOUR": "25", "HIPPOBOT_TEMPERATURE": "hot", "HIPPOBOT_ENGINE": "gpt",
+       "HIPPOBOT_DREAM_TIMEZONE": "Mars/Base", "HIPPOBOT_DISCORD_ALLOWED_CHANNELS": "123,general",
+       "HIPPOBOT_SEED": "x", "HIPPOBOT_LLM_URL": "ftp://models.example"}
+
+
+@pytest.fixture
+def bad_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.chdir(tmp_path)  # no .env of the developer's
+    for name, value in BAD.items():
+        monkeypatch.setenv(name, value)
+
+
+def test_a_bad_setting_is_named_by_its_variable_with_what_it_accepts(bad_environment: None) -> None:  # issue 32.11
+    with pytest.raises(ValidationError) as caught:
+        Settings()
+    said = settings_problems(caught.value)
+    assert said.splitlines() == [  # in the order pydantic checks them; one line each
+        "  HIPPOBOT_DISCORD_ALLOWED_CHANNELS='123,general': 'general' is not a channel id (channel ids are numbers, "
+        "separated by commas)",
+        "  HIPPOBOT_ENGINE='gpt': expected one of auto, llamacpp, transformers, openai",
+        "  HIPPOBOT_LLM_URL='ftp://models.example': must start with http:// or https://, e.g. "
+        "http://localhost:8080/v1",
+        "  HIPPOBOT_TEMPERATURE='hot': expected a number from 0 to 2",
+        "  HIPPOBOT_SEED='x': expected a whole number, or unset",
+        "  HIPPOBOT_DREAM_HOUR='25': expected a whole number from 0 to 23",
+        "  HIPPOBOT_DREAM_TIMEZONE='Mars/Base': unknown time zone (use an IANA name such as Europe/Berlin or UTC)",
+    ]
+    assert "pydantic" not in said and "http" not in said.replace("http://", "").replace("https://", "")
+
+
+def test_the_command_line_says_it_so_before_anything_starts(bad_environment: None,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    from bot.cli import main
+
+    assert main(["migrate"]) == 2
+    err = capsys.readouterr().err
+    assert "HIPPOBOT_DREAM_HOUR='25': expected a whole number from 0 to 23" in err
+    assert "dream_hour" not in err and "errors.pydantic.dev" not in err and "type=" not in err
+
+
+def test_an_ask_line_now_outside_the_calendar_is_refused_and_a_lower_case_z_is_utc(tmp_path) -> None:
+    """`hippobot ask` bounds a line's "now" as --now is bounded (1970-2200), and reads "z" as UTC (issue 32.20,
+    32.22)."""
+    from datetime import UTC, datetime
+
+    from bot.ask_cli import read_lines
+    from bot.config import Settings
+    from memory.clock import parse_instant
+
+    assert parse_instant("2024-01-02T03:04:05z") == datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC)
+    queries = tmp_path / "q.jsonl"
+    queries.write_text('{"text": "hi", "now": "9999-12-31T23:59:59Z"}\n{"text": "ok", "now": "2024-01-02T00:00:00z"}\n')
+    with pytest.raises(ValueError, match="line 1"):
+        read_lines(queries, Settings(_env_file=None))
+    queries.write_text('{"text": "ok", "now": "2024-01-02T00:00:00z"}\n')
+    assert read_lines(queries, Settings(_env_file=None))[0].now == datetime(2024, 1, 2, tzinfo=UTC)
