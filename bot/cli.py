@@ -450,7 +450,7 @@ async def _dream(settings: Settings, args: argparse.Namespace) -> int:
         report = await app.dream.run(app.brain.clock.now(), scope=args.scope)
         print(report.render())
         # The console's own proposals are posted here; a server's wait for `hippobot run` to post them.
-        await post_proposals(app.governance, sys.stdout, scope=settings.console_scope)
+        await post_proposals(app.governance, sys.stdout, scope=settings.console_scope, only=args.scope)
         return 0 if report.status in ("ok", "skipped") else EXIT_ERROR
     finally:
         await app.close()

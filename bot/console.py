@@ -12,7 +12,7 @@ import logging
 import re
 import threading
 from dataclasses import dataclass
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
 from pathlib import Path
@@ -22,7 +22,7 @@ from bot.grounding import render_sources
 from bot.llm import LLMError
 from dream.cycle import DreamCycle
 from dream.governance import Governance, GovernanceError, Proposal, Voter
-from memory.archetypes import ArchetypeRouter
+from memory.archetypes import Archetype
 from memory.errors import MemoryStoreError
 from memory.layers.weights import AdapterError
 from memory.recall import ContextBundle
@@ -99,10 +99,11 @@ def _source_label(source: SourceRef) -> str:
     return f"{source.channel_id}/{source.external_id}"
 
 
-def format_archetypes(router: ArchetypeRouter, stats: Mapping[Any, tuple[int, float]]) -> str:
-    """One line per archetype, with ``stats`` (ArchetypeStore.match_stats: this scope's matches only)."""
+def format_archetypes(archetypes: Sequence[Archetype], stats: Mapping[Any, tuple[int, float]]) -> str:
+    """One line per archetype (``ArchetypeRouter.archetypes_in(scope)``: the ones the scope routes with, its own
+    included), with ``stats`` (ArchetypeStore.match_stats: this scope's matches only)."""
     lines = []
-    for a in router.archetypes:
+    for a in archetypes:
         count, mean = stats.get(a.id, (0, None))
         avg = "-" if mean is None else f"{mean:.3f}"
         lines.append(
@@ -128,21 +129,25 @@ class ConsoleDreamChannel:
         self._out.flush()
 
 
-async def post_proposals(governance: Governance, out: TextIO, *, scope: str | None) -> int:
+async def post_proposals(governance: Governance, out: TextIO, *, scope: str | None, only: str | None = None) -> int:
     """Print what waits in the outbox after a dream run; returns how many were printed.
 
     ``scope``'s proposals (the console's own) are posted here: printed and
-    marked posted. Other scopes' proposals are printed for the operator but
-    stay in the outbox, so the Discord bot posts them to their server's dream
-    channel when it runs. ``scope=None`` leaves every proposal in the outbox.
+    marked posted. With ``only``, nothing but that scope's proposals is
+    shown (a scope's commands show that scope's proposals only: the others
+    quote other servers' messages). Without it (``hippobot dream`` over every
+    scope, run by whoever runs the bot), other scopes' proposals are printed
+    too but stay in the outbox, so the Discord bot posts them to their
+    server's dream channel when it runs. ``scope=None`` leaves every proposal
+    in the outbox.
     """
     from dream.outbox import Outbox
 
     outbox = Outbox(governance.pool)
     posted = 0
-    if scope is not None:
+    if scope is not None and only in (None, scope):
         posted = await outbox.flush(governance, ConsoleDreamChannel(out), scope=scope)
-    for proposal_id in await outbox.pending():
+    for proposal_id in await outbox.pending(scope=only):
         proposal = await governance.get(proposal_id)
         if proposal.scope == scope and scope is not None:
             continue  # its post failed; the flush logged why
@@ -221,9 +226,10 @@ class Console:
             if stripped == "/help":
                 self._print(HELP)
             elif stripped == "/archetypes":
-                await self._brain.archetypes.refresh()
-                stats = await self._brain.archetypes.store.match_stats(self._me.scope)
-                self._print(format_archetypes(self._brain.archetypes, stats))
+                router = self._brain.archetypes
+                await router.refresh()
+                stats = await router.store.match_stats(self._me.scope)
+                self._print(format_archetypes(router.archetypes_in(self._me.scope), stats))
             elif stripped == "/recall" or stripped.startswith("/recall "):
                 query = stripped[len("/recall") :].strip()
                 if not query:
@@ -270,13 +276,15 @@ class Console:
             return
         now = self._brain.clock.now()
         if command == "/proposals":
-            pending = await self._governance.list()
+            # this scope's and the global ones (persona, adapters): never another server's
+            pending = sorted([*await self._governance.list(scope=self._me.scope),
+                              *await self._governance.list(scope=None)], key=lambda p: p.id)
             self._print("\n\n".join(p.render() for p in pending) if pending else "(no pending proposals)")
             return
         if command == "/dream":
             report = await self._dream.run(now, scope=self._me.scope)
             self._print(report.render())
-            await post_proposals(self._governance, self._out, scope=self._me.scope)
+            await post_proposals(self._governance, self._out, scope=self._me.scope, only=self._me.scope)
             return
         verb, _, arg = command.partition(" ")
         number = arg.strip().lstrip("#")

@@ -11,6 +11,13 @@ reasoned from what those conversations needed, a rationale, and the
 evidence. Archetypes whose recent similarity has sunk get an edit proposal
 with fresh examples. Proposals are only stored here; the outbox posts them.
 The CPU work (clustering, merging, naming) runs in a thread: see dream.themes.
+
+Only public messages (``visible_in IS NULL``) are analysed: a proposal is
+posted to the dream channel, which the whole server reads, so nothing of it
+(examples, name, description, terms, rationale, counts, the digest's note)
+may come from a restricted channel. Every member of a theme is cited as a
+source, and the members whose words make its name and terms are marked, so
+forgetting one of them redacts the wording too (sql/019).
 """
 
 from __future__ import annotations
@@ -38,8 +45,9 @@ async def archetype_proposals(services: DreamServices, now: datetime) -> StepRep
         scopes = [services.scope]
     else:
         scopes = [r["scope"] for r in await services.pool.fetch(
-            """SELECT DISTINCT scope FROM archetype_matches
-               WHERE matched_at BETWEEN $1 AND $2 AND similarity < $3 AND embedding IS NOT NULL ORDER BY scope""",
+            """SELECT DISTINCT am.scope FROM archetype_matches am JOIN messages m ON m.id = am.message_id
+               WHERE am.matched_at BETWEEN $1 AND $2 AND am.similarity < $3 AND am.embedding IS NOT NULL
+                 AND m.visible_in IS NULL ORDER BY am.scope""",
             now - timedelta(days=cfg.lookback_days), now, cfg.low_similarity)]
     for scope in scopes:
         poor = await _poor_matches(services, scope, now)
@@ -75,6 +83,7 @@ async def _poor_matches(services: DreamServices, scope: str, now: datetime) -> l
            LEFT JOIN context_archetypes ca ON ca.id = am.archetype_id
            WHERE am.scope = $1 AND m.scope = $1 AND am.matched_at BETWEEN $2 AND $3
              AND am.similarity < $4 AND am.embedding IS NOT NULL AND NOT m.is_bot
+             AND m.visible_in IS NULL  -- the dream channel is read by everyone: public messages only
            ORDER BY am.matched_at DESC LIMIT 5000""",
         scope, now - timedelta(days=cfg.lookback_days), now, cfg.low_similarity,
     )
@@ -92,10 +101,12 @@ async def _propose_new(services, scope, theme: Theme, poor, taken, now):  # type
     name = theme_name(theme.name_words, taken)
     phrase = " ".join(theme.name_words) or "a recurring kind of message"
     description = f"Messages about {phrase}" + (f" ({', '.join(terms[:3])})" if terms else "")
+    worded_by = set(theme.worded_by)
     if services.namer is not None:
         named = await services.namer.name(examples, terms)
         if named is not None and NAME_PATTERN.match(named[0]) and named[0] not in taken:
             name, description = named
+            worded_by |= {m.message_id for m in theme.examples}  # the model may take a word from any of them
     ranked = services.router.similarities(theme.centroid, scope)
     nearest = ranked[0][0] if ranked and ranked[0][1] >= NEAR_ENOUGH else None
     # Start from a close archetype's configuration, else from the default plan.
@@ -129,11 +140,13 @@ async def _propose_new(services, scope, theme: Theme, poor, taken, now):  # type
         ],
     }
     payload = {"name": name, "description": description, "examples": examples, **plan}
+    # Every member is a source (the whole theme came from them), not only the examples and the cited.
     sources = [(m.message_id, m.text) for m in theme.examples]
-    sources += [(m.message_id, None) for m in cited if m.message_id not in {i for i, _ in sources}]
+    quoted = {i for i, _ in sources}
+    sources += [(m.message_id, None) for m in cluster if m.message_id not in quoted]
     return await services.governance.propose(
         NEW_ARCHETYPE, f"new archetype '{name}'", payload, rationale, evidence, centroid=theme.centroid, now=now,
-        dream_run_id=services.run_id, scope=scope, sources=sources,
+        dream_run_id=services.run_id, scope=scope, sources=sources, worded_by=worded_by,
     )
 
 
@@ -143,7 +156,8 @@ async def _propose_edits(services: DreamServices, scope: str, now: datetime, rep
     proposed = 0
     rows = await services.pool.fetch(
         """SELECT am.archetype_id, avg(am.similarity) AS recent, count(*) AS n
-           FROM archetype_matches am WHERE am.scope = $1 AND am.matched_at BETWEEN $2 AND $3 AND NOT am.used_default
+           FROM archetype_matches am JOIN messages m ON m.id = am.message_id
+           WHERE am.scope = $1 AND am.matched_at BETWEEN $2 AND $3 AND NOT am.used_default AND m.visible_in IS NULL
            GROUP BY am.archetype_id HAVING count(*) >= $4""",
         scope, now - timedelta(days=cfg.lookback_days), now, cfg.min_recent_matches,
     )
@@ -156,7 +170,7 @@ async def _propose_edits(services: DreamServices, scope: str, now: datetime, rep
             """SELECT am.message_id, am.similarity, m.content, am.embedding
                FROM archetype_matches am JOIN messages m ON m.id = am.message_id
                WHERE am.scope = $1 AND am.archetype_id = $2 AND am.matched_at BETWEEN $3 AND $4 AND NOT am.used_default
-                 AND am.embedding IS NOT NULL ORDER BY am.similarity LIMIT 200""",
+                 AND am.embedding IS NOT NULL AND m.visible_in IS NULL ORDER BY am.similarity LIMIT 200""",
             scope, a.id, now - timedelta(days=cfg.lookback_days), now,
         )
         members = [

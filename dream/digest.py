@@ -4,7 +4,10 @@ The chart (matplotlib, drawn off-screen) shows, for the last days, how many
 messages each archetype served (stacked bars) and the mean best-archetype
 similarity (line). It is written under the dream output directory and posted
 with the summary to the dream channel, or printed by the console. A run for
-one scope charts that scope's messages only.
+one scope charts that scope's messages only, and only public ones: the dream
+channel is read by the whole server, so a restricted channel's messages are
+neither counted nor charted (nor named: the archetype analysis never
+proposes from them).
 """
 
 from __future__ import annotations
@@ -23,8 +26,10 @@ async def digest(services: DreamServices, now: datetime) -> StepReport:
         """SELECT date_trunc('day', am.matched_at) AS day,
                   CASE WHEN am.used_default THEN '(default plan)' ELSE ca.archetype_name END AS archetype,
                   count(*) AS n, avg(am.similarity) AS sim
-           FROM archetype_matches am LEFT JOIN context_archetypes ca ON ca.id = am.archetype_id
+           FROM archetype_matches am JOIN messages m ON m.id = am.message_id
+           LEFT JOIN context_archetypes ca ON ca.id = am.archetype_id
            WHERE am.matched_at >= $1 AND am.matched_at <= $2 AND ($3::text IS NULL OR am.scope = $3::text)
+             AND m.visible_in IS NULL
            GROUP BY 1, 2 ORDER BY 1""",
         since, now, services.scope,
     )

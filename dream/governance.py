@@ -8,8 +8,12 @@ dream cycle does not propose the same thing again. Only approvers may vote,
 and the service checks that itself.
 
 Proposals belong to a scope: one made from a guild's data applies to that
-guild only (NULL: global, the owner's). The messages a proposal quotes are
-recorded in ``proposal_sources``, so forgetting one redacts its words.
+guild only (NULL: global, the owner's). The messages a proposal quotes or
+draws on are recorded in ``proposal_sources``, so forgetting one redacts its
+words: its example and evidence entry, and, where the proposal's wording
+(name, title, description, rationale, evidence terms) is made of that
+message's words, the wording too, with the applied archetype's name and the
+dream reports that named it (sql/019).
 What approval does is registered per kind (``register_kind``), not written
 here: layers contribute their kinds, and the archetype kinds are registered
 by default (``dream.archetype_kinds``).
@@ -19,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Final
@@ -235,18 +239,24 @@ class Governance:
         dream_run_id: int | None = None,
         scope: str | None = None,
         sources: Sequence[tuple[int, str | None]] = (),
+        worded_by: Collection[int] = (),
     ) -> Proposal:
         """Store a pending proposal for ``scope`` (None: global), queued for the outbox to post.
 
         ``sources`` are (message id, the example quoted from it or None) for every message the
-        proposal cites: forgetting one later redacts its words. A source that is already gone
-        is redacted now; one from another scope is a GovernanceError.
+        proposal cites: forgetting one later redacts its words. ``worded_by``: the sources whose
+        words the proposal's name, title, description, rationale or evidence terms hold; forgetting
+        one of them redacts that wording. A source that is already gone is redacted now; one from
+        another scope is a GovernanceError.
         """
         if kind not in self._kinds:
             raise UnknownKind(kind)
         cited: dict[int, str | None] = {}
         for message_id, example in sources:
             cited[int(message_id)] = cited.get(int(message_id)) or example
+        worded = {int(i) for i in worded_by}
+        for message_id in worded:  # a message the wording draws on is a source too
+            cited.setdefault(message_id, None)
         async with self._pool.acquire() as conn, conn.transaction():
             if scope is not None:
                 # An example quoted word for word from one of the scope's messages is cited even when
@@ -275,9 +285,12 @@ class Governance:
                 now + self._ttl, scope,
             )
             await conn.executemany(
-                "INSERT INTO proposal_sources (proposal_id, message_id, example) VALUES ($1, $2, $3)",
-                [(row["id"], i, cited[i]) for i in cited if i in present],
+                "INSERT INTO proposal_sources (proposal_id, message_id, example, wording) VALUES ($1, $2, $3, $4)",
+                [(row["id"], i, cited[i], i in worded) for i in cited if i in present],
             )
+            if worded & set(gone):  # its wording came (in part) from a message already forgotten
+                await conn.execute("SELECT redact_proposal_wording($1)", row["id"])
+                row = await conn.fetchrow("SELECT * FROM proposals WHERE id = $1", row["id"])
         log.info("proposal %s (%s) stored for %s with %d source(s)", row["id"], kind, scope or "global",
                  len(present))
         return _proposal(row)

@@ -63,6 +63,9 @@ class Theme:
     terms: tuple[str, ...]  # distinctive content words, best first (for the description and rationale)
     examples: tuple[PoorMatch, ...]
     merged_from: int  # how many clusters it merged
+    # The members whose words the name and terms are made of: forgetting one of them redacts the theme's
+    # wording (sql/019), forgetting another member leaves it (its words are not in it).
+    worded_by: frozenset[int] = frozenset()
 
 
 def unit(v: np.ndarray) -> np.ndarray:
@@ -94,7 +97,8 @@ def find_themes(
         centroid = unit(np.mean([m.vector for m in group], axis=0))
         name_words, terms = theme_words([m.text for m in group], others)
         themes.append(Theme(tuple(group), centroid, tuple(name_words), tuple(terms),
-                            tuple(diverse_examples(group, centroid, max_examples)), merged_from))
+                            tuple(diverse_examples(group, centroid, max_examples)), merged_from,
+                            worded_by(group, name_words, terms)))
     return sorted(themes, key=lambda t: len(t.members), reverse=True)
 
 
@@ -196,6 +200,15 @@ def theme_words(cluster_texts: Sequence[str], other_texts: Sequence[str], *, sam
     if second is None:
         return [noun], terms
     return _reading_order(noun, second, cluster_texts), terms
+
+
+def worded_by(members: Sequence[PoorMatch], name_words: Sequence[str], terms: Sequence[str]) -> frozenset[int]:
+    """The ids of the members that hold a word of the theme's name or terms (a gerund in the name counts as
+    its verb: "fixing" is in "I fixed it")."""
+    words = set(terms) | set(name_words)
+    lemmas = _content_lemmas([m.text for m in members]) if words else []
+    return frozenset(m.message_id for m, doc in zip(members, lemmas)
+                     if any(lemma in words or gerund(lemma) in words for lemma in doc))
 
 
 def _spread(texts: Sequence[str], k: int) -> list[str]:

@@ -5,9 +5,12 @@ them, transitively) are collected; every memory layer removes what database
 cascades cannot reach and counts what goes; then the messages are deleted,
 and the cascades and triggers do the rest: episodes, facts left without
 support, archetype matches, gate logs, the forgotten words inside proposals
-(examples and evidence redacted, re-posted from the outbox) and inside
-approved archetypes' examples (the centroid is recomputed). Forgetting a
-person also anonymises their votes.
+(examples and evidence redacted, re-posted from the outbox; a proposal whose
+name, description, terms and rationale hold the message's words has that
+wording redacted too, with the name of an archetype approved from it and the
+dream reports that named it: sql/019) and inside approved archetypes'
+examples (the centroid is recomputed). Forgetting a person also anonymises
+their votes.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from memory.layers.base import MemoryLayer
 # What a report names, in this order, and how.
 _KINDS = (("messages", "message(s)"), ("episodes", "episode(s)"), ("facts", "fact(s)"),
           ("archetype_matches", "archetype match(es)"), ("proposals_redacted", "proposal(s) redacted"),
+          ("proposal_names_redacted", "proposal name(s) redacted"),
           ("archetype_examples", "archetype example(s)"), ("votes_anonymised", "vote(s) anonymised"))
 
 
@@ -93,6 +97,11 @@ class Provenance:
                 counts["proposals_redacted"] += await conn.fetchval(
                     "SELECT count(DISTINCT proposal_id) FROM proposal_sources WHERE message_id = ANY($1::bigint[])",
                     doomed)
+                counts["proposal_names_redacted"] += await conn.fetchval(
+                    """SELECT count(DISTINCT s.proposal_id)
+                       FROM proposal_sources s JOIN proposals p ON p.id = s.proposal_id
+                       WHERE s.message_id = ANY($1::bigint[]) AND s.wording
+                         AND NOT COALESCE(p.evidence ->> 'wording_redacted', '') = 'true'""", doomed)
                 counts["archetype_examples"] += await conn.fetchval(
                     "SELECT count(*) FROM archetype_example_sources WHERE message_id = ANY($1::bigint[])", doomed)
                 await conn.execute("DELETE FROM messages WHERE id = ANY($1::bigint[])", doomed)
