@@ -61,6 +61,7 @@ class IncomingTurn:
     visible_in: str | None = None  # None: public in the scope; else the (parent) channel whose audience may see it
     thread_parent_id: str | None = None  # a thread's parent channel
     channel_name: str | None = None  # what the channel (or thread) is called, when the transport knows
+    author_username: str | None = None  # the author's account name (Discord's username), when the transport knows
 
 
 class Busy(Exception):
@@ -316,6 +317,7 @@ class Brain:
                 visible_in=turn.visible_in,
                 thread_parent_id=turn.thread_parent_id,
                 channel_name=turn.channel_name,
+                author_username=turn.author_username,
             )
         )
 

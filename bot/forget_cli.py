@@ -25,7 +25,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--scope", help="the memory scope (default: the console scope)")
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--channel", help="a channel (or thread): its id, console name or #name")
-    what.add_argument("--person", help="a person: their id, console name or display name in the history")
+    what.add_argument("--person", help="a person: their id, console name, or display name or username in the history")
     what.add_argument("--message", help="one message, by its id in the history (or on Discord)")
     p.add_argument("--yes", action="store_true", help="forget it; without this, only say what would be forgotten")
     return p
@@ -60,25 +60,29 @@ async def _resolve(pool: asyncpg.Pool, scope: str, args: argparse.Namespace) -> 
 
 async def _person(pool: asyncpg.Pool, scope: str, person: str) -> tuple[str, str, list[str], int]:
     """A stored author id names one person whatever else shares it as a name; a name (the console's, the
-    display name in the history) must fit exactly one person, or the candidates are listed with their ids."""
+    display name or the username in the history) must fit exactly one person, or the candidates are listed with
+    their ids."""
     rows = await pool.fetch(
         """SELECT author_id, count(*) AS n,
                   (array_agg(author_name ORDER BY created_at DESC, id DESC))[1] AS shown,
-                  author_id = $2 AS by_id, author_id = 'console:' || $2 AS by_console
+                  author_id = $2 AS by_id, author_id = 'console:' || $2 AS by_console,
+                  bool_or(lower(author_name) = lower($2)) AS by_name
            FROM messages
            WHERE scope = $1 AND NOT is_bot
-             AND (author_id = $2 OR author_id = 'console:' || $2 OR lower(author_name) = lower($2))
+             AND (author_id = $2 OR author_id = 'console:' || $2 OR lower(author_name) = lower($2)
+                  OR lower(author_username) = lower($2))
            GROUP BY author_id ORDER BY author_id""",
         scope, person)
     if not rows:
-        raise NotFound(f"no person {person!r} has messages in scope {scope!r} (by id, console name or display "
-                       "name)")
+        raise NotFound(f"no person {person!r} has messages in scope {scope!r} (by id, console name, display name "
+                       "or username)")
     chosen = [r for r in rows if r["by_id"]] or rows
     if len(chosen) > 1:
         raise NotFound(f"person {person!r} fits several in scope {scope!r}: "
                        f"{', '.join(_who(r) for r in chosen[:10])}; name one by their id (nothing was forgotten)")
     [r] = chosen
-    how = ("id" if r["by_id"] else "console name" if r["by_console"] else "display name")
+    how = ("id" if r["by_id"] else "console name" if r["by_console"] else "display name" if r["by_name"]
+           else "username")
     return "person", f"{r['author_id']} ({r['shown']}, matched by {how})", [r["author_id"]], int(r["n"])
 
 

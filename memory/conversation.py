@@ -47,6 +47,7 @@ class NewMessage:
     visible_in: str | None = None  # None: everyone in the scope; else the channel whose audience may see it
     thread_parent_id: str | None = None  # a thread's parent channel
     channel_name: str | None = None  # what the channel (or thread) is called; None: unknown
+    author_username: str | None = None  # the author's account name (Discord's username); None: unknown
 
 
 def storable(message: NewMessage) -> NewMessage:
@@ -70,7 +71,8 @@ def storable(message: NewMessage) -> NewMessage:
         raise InvalidInput(str(exc)) from None
     return replace(message, content=clean_text(message.content), created_at=created_at,
                    author_name=clean_name(message.author_name) or message.author_id,
-                   channel_name=clean_name(message.channel_name or "") or None)
+                   channel_name=clean_name(message.channel_name or "") or None,
+                   author_username=clean_name(message.author_username or "") or None)
 
 
 @dataclass(frozen=True)
@@ -115,8 +117,8 @@ class ConversationStore:
         row = await db.fetchrow(
             f"""INSERT INTO messages (scope, source, external_id, channel_id, author_id, author_name,
                                       is_bot, content, derived_from_id, reply_to_external, created_at,
-                                      visible_in, thread_parent_id, channel_name)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+                                      visible_in, thread_parent_id, channel_name, author_username)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
                 ON CONFLICT (scope, source, channel_id, external_id) DO NOTHING
                 RETURNING {_COLUMNS}""",
             message.scope,
@@ -133,6 +135,7 @@ class ConversationStore:
             message.visible_in,
             message.thread_parent_id,
             message.channel_name,
+            message.author_username,
         )
         if row is None:
             row = await db.fetchrow(

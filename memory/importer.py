@@ -1,7 +1,7 @@
 """Importing conversation history: JSON Lines, or DiscordChatExporter's JSON.
 
 JSON Lines: one object a line with ``id``, ``channel``, ``author`` (a name, or
-an object with ``id`` and ``name``), ``timestamp`` (ISO 8601), ``text``, and
+an object with ``id``, ``name`` and optionally ``username``), ``timestamp`` (ISO 8601), ``text``, and
 optionally ``reply_to``, ``bot`` (null is false) and ``channel_name`` (a
 ``channel`` that is not a number is taken as its own name). DiscordChatExporter:
 its channel export (``{"guild": ..., "channel": ..., "messages": [...]}``).
@@ -70,6 +70,7 @@ class ImportedMessage:
     reply_to: str | None
     is_bot: bool
     channel_name: str | None = None
+    author_username: str | None = None  # the account name, where the file gives it beside the display name
 
 
 @dataclass(frozen=True)
@@ -129,9 +130,11 @@ def _jsonl_record(obj: Any, max_chars: int) -> ImportedMessage | None:
     if missing:
         raise ValueError("missing field(s): " + ", ".join(missing))
     author = obj["author"]
+    username = None
     if isinstance(author, dict):
         author_id = _ident(author.get("id", author.get("name")), "author.id")
         author_name = _ident(author.get("name", author_id), "author.name")
+        username = _username(author.get("username"), "author.username")
     else:
         author_name = _ident(author, "author")
         author_id = author_name
@@ -155,6 +158,7 @@ def _jsonl_record(obj: Any, max_chars: int) -> ImportedMessage | None:
         reply_to=None if reply_to in (None, "") else _ident(reply_to, "reply_to"),
         is_bot=is_bot,
         channel_name=_channel_name(obj.get("channel_name"), channel_id),
+        author_username=username,
     )
 
 
@@ -165,6 +169,15 @@ def _channel_name(name: Any, channel_id: str) -> str | None:
     if not isinstance(name, str):
         raise ValueError("channel_name must be a string")
     return clean_name(name) or None  # a display name: repaired (control characters, length), not refused
+
+
+def _username(value: Any, what: str) -> str | None:
+    """An account name beside the display name: repaired like a display name; None when not given."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise ValueError(f"{what} must be a string")
+    return clean_name(value) or None
 
 
 def _dce_record(obj: Any, channel_id: str, max_chars: int, channel_name: str | None = None) -> ImportedMessage | None:
@@ -191,6 +204,7 @@ def _dce_record(obj: Any, channel_id: str, max_chars: int, channel_name: str | N
         reply_to=None if reply_to in (None, "") else _ident(reply_to, "reference.messageId"),
         is_bot=author.get("isBot") is True,
         channel_name=channel_name,
+        author_username=_username(author.get("name"), "author.name"),  # the nickname is the display name
     )
 
 
@@ -408,6 +422,7 @@ class Importer:
                     scope=scope, source=SOURCE, external_id=m.external_id, channel_id=m.channel_id,
                     author_id=m.author_id, author_name=m.author_name, content=m.text, created_at=m.created_at,
                     is_bot=m.is_bot, reply_to_external=m.reply_to, channel_name=m.channel_name,
+                    author_username=m.author_username,
                     visible_in=m.channel_id if m.channel_id in private else None), conn))
             written = await self._episodes.add_many([
                 NewEpisode(scope=scope, channel_id=s.channel_id, author_id=s.author_id, message_id=s.id,

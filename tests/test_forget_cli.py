@@ -126,3 +126,30 @@ async def test_a_name_two_people_share_is_refused_with_their_ids_and_an_id_picks
     assert code == 0 and "would forget person console:dara (dara, matched by console name)" in said, said
     code, said = await forget(app, person="Bo")  # a display name one person has
     assert code == 0 and "would forget person 8 (bo, matched by display name)" in said and "2 message(s)" in said
+
+
+async def test_a_person_is_found_by_id_username_or_display_name_and_told_which(  # issue 32.8
+        app: App, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    export = {"guild": {"id": "500", "name": "Climbing club"}, "channel": {"id": "600", "name": "general"},
+              "messages": [
+                  {"id": "1001", "type": "Default", "timestamp": "2026-09-01T08:00:00+00:00",
+                   "content": "the north wall is wet again, bring chalk",
+                   "author": {"id": "1004", "name": "lea_climbs", "nickname": "Léa", "isBot": False}},
+                  {"id": "1002", "type": "Default", "timestamp": "2026-09-01T08:01:00+00:00",
+                   "content": "thanks for the warning",
+                   "author": {"id": "1005", "name": "tom", "isBot": False}}]}
+    path = tmp_path / "export.json"
+    path.write_text(json.dumps(export), encoding="utf-8")
+    await app.importer.run(path, "500")
+    for person, how in (("lea_climbs", "username"), ("LEA_CLIMBS", "username"), ("Léa", "display name"),
+                        ("1004", "id")):
+        code, said = await forget(app, scope="500", person=person)
+        assert code == 0 and said.startswith(f"would forget person 1004 (Léa, matched by {how}) in scope 500: "
+                                             "1 message(s)"), (person, said)
+    code, _ = await forget(app, scope="500", person="lea")
+    assert code == 2 and "by id, console name, display name or username" in capsys.readouterr().err
+    code, said = await forget(app, scope="500", person="lea_climbs", yes=True)
+    assert code == 0 and "forgot person 1004 (Léa, matched by username)" in said
+    assert await app.db.pool.fetchval("SELECT array_agg(author_id) FROM messages WHERE scope = '500'") == ["1005"]

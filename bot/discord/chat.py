@@ -124,6 +124,7 @@ class ChatCog(commands.Cog):
             channel_id=str(message.channel.id),
             author_id=str(message.author.id),
             author_name=message.author.display_name,
+            author_username=message.author.name,
             text=text,
             external_id=str(message.id),
             created_at=message.created_at,
