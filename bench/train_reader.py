@@ -17,6 +17,10 @@ runs only on those positions, so a step costs about what the decoder layers cost
 used when there is one. Every ``--save-every`` steps the adapter, the optimizer and the position in the data
 are saved to ``--out``, so a killed run resumes where it stopped.
 
+On a borrowed GPU machine without the bot's code or the model files, ``bench/reader_pack.py`` trains the same
+adapter from a small pack (the shipped adapter was trained that way: see docs/reader.md); its checkpoint has
+this script's layout, so ``--export --out DIR`` ships it.
+
 Export: the adapter in peft form (float16 safetensors) and as a llama.cpp GGUF LoRA (``adapter.gguf``), with
 ``manifest.json`` (steps, losses, data counts), into ``bot/reader/``, where both engines load it by default.
 """

@@ -1,6 +1,7 @@
 """The reader adapter: a LoRA on the bundled Gemma 3 270M that answers from the memory section of the prompt.
 
-Trained by ``bench/train_reader.py`` (data and licences: its docstring and NOTICE) and shipped here in two
+Trained by ``bench/reader_pack.py`` on a GPU (or ``bench/train_reader.py`` on a CPU; data and licences:
+``bench/reader_data.py`` and NOTICE) and shipped here in two
 forms: peft (``adapter_config.json`` + ``adapter_model.safetensors``, float16) for the transformers engine and
 the dream's distillation, and a llama.cpp GGUF LoRA (``adapter.gguf``) for the default engine. Both engines
 apply it by default to the bundled model only (``HIPPOBOT_READER=off`` runs the base model as shipped); a
