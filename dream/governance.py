@@ -32,6 +32,8 @@ from uuid import UUID
 import asyncpg
 import numpy as np
 
+from memory.fields import display_text
+
 
 log = logging.getLogger(__name__)
 
@@ -159,7 +161,7 @@ class Proposal:
         else:
             lines.append(f"Decision: {self.status} by {self.decided_by or '-'}"
                          + (f" at {self.decided_at:%Y-%m-%d %H:%M %Z}" if self.decided_at else ""))
-        return "\n".join(lines)
+        return display_text("\n".join(lines))  # quotes people's words and names: no bidirectional overrides
 
 
 @dataclass(frozen=True)

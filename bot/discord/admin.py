@@ -25,6 +25,7 @@ from bot.discord.rules import guild_settings_view, parse_message_link, scope_for
 from dream.governance import ApproverPolicy
 from memory.archetypes import Archetype
 from memory.errors import MemoryStoreError
+from memory.fields import display_text
 from memory.layers.weights import AdapterError
 from memory.recall import ContextBundle
 
@@ -45,8 +46,10 @@ def dm_or_guild() -> app_commands.AppCommandContext:
 
 
 async def reply(interaction: discord.Interaction, text: str, *, ephemeral: bool = True) -> None:
-    """Answer inline, or as a file when too long for one message."""
+    """Answer inline, or as a file when too long for one message; names and quotes in it are made safe to show
+    (``display_text``)."""
     send = interaction.followup.send if interaction.response.is_done() else interaction.response.send_message
+    text = display_text(text)
     if len(text) <= INLINE_LIMIT:
         await send(text, ephemeral=ephemeral)
     else:

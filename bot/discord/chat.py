@@ -15,6 +15,7 @@ from bot.discord.sources import sources_text, sources_view
 from bot.discord.streaming import DISCORD_LIMIT, StreamingReply
 from bot.llm import LLMError, LLMUnavailable
 from memory.errors import InvalidInput, MemoryStoreError
+from memory.fields import display_text
 
 if TYPE_CHECKING:
     from bot.discord.client import HippoBotBase
@@ -190,7 +191,7 @@ class ChatCog(commands.Cog):
 
     async def _say(self, message: discord.Message, text: str) -> None:
         try:
-            await message.reply(text, mention_author=False)
+            await message.reply(display_text(text), mention_author=False)
         except discord.HTTPException:
             log.warning("could not answer message %s", message.id)
 

@@ -59,15 +59,16 @@ def visibility_for(*, is_dm: bool, channel_id: int, parent_channel_id: int | Non
 
 
 def should_answer(facts: MessageFacts, *, allowed_channels: Collection[int], dream_channel_id: int | None) -> bool:
-    """Mentioned, in a DM, in an allowed channel, or in a thread the bot started; never bots or itself."""
+    """Mentioned, in a DM, in an allowed channel or a thread of one, or in a thread the bot started; never bots
+    or itself."""
     if facts.author_is_bot or facts.author_id == facts.bot_id:
         return False
     if dream_channel_id is not None and dream_channel_id in (facts.channel_id, facts.parent_channel_id):
         return False  # the dream channel is never conversation
     if facts.is_dm or facts.mentions_bot:
         return True
-    if facts.channel_id in allowed_channels:
-        return True
+    if facts.channel_id in allowed_channels or facts.parent_channel_id in allowed_channels:
+        return True  # a thread follows its parent, as its audience does (visibility_for)
     return facts.thread_owner_id is not None and facts.thread_owner_id == facts.bot_id
 
 

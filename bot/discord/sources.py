@@ -17,6 +17,7 @@ from typing import Any
 import discord
 
 from bot.grounding import SourceLine, render_sources
+from memory.fields import display_text
 from memory.sources import SourceRef
 
 log = logging.getLogger(__name__)
@@ -35,7 +36,7 @@ def jump_link(ref: SourceRef, guild_id: int | None) -> str:
 
 def sources_text(lines: Sequence[SourceLine], guild_id: int | None) -> str:
     """The small line under the reply ('-# from: ana, 2026-03-01 (link)')."""
-    text = render_sources(lines, link=lambda ref: jump_link(ref, guild_id))
+    text = display_text(render_sources(lines, link=lambda ref: jump_link(ref, guild_id)))  # names are people's
     return f"-# {text}" if text else ""
 
 
@@ -86,5 +87,5 @@ def sources_view(lines: Sequence[SourceLine]) -> discord.ui.View | None:
         if line.ref.id in seen or len(seen) >= MAX_BUTTONS:
             continue
         seen.add(line.ref.id)
-        view.add_item(ForgetSourceButton(line.ref.id, line.author))
+        view.add_item(ForgetSourceButton(line.ref.id, display_text(line.author)))
     return view

@@ -3,7 +3,8 @@
 The first message is posted when the first text arrives; later text is
 edited in no more often than ``interval`` seconds; text beyond Discord's
 2,000 characters continues in a new message. The final state is always
-written, whatever the interval.
+written, whatever the interval. What is posted goes through
+``memory.fields.display_text`` (no bidirectional overrides).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Protocol
 
 from bot.discord.rules import DISCORD_LIMIT, split_message
+from memory.fields import display_text
 
 
 class Postable(Protocol):
@@ -48,7 +50,8 @@ class StreamingReply:
         return self.text
 
     async def _sync(self, final: bool = False) -> None:
-        pieces = split_message(self.text.strip() or ("…" if final and not self.messages else ""), self._limit)
+        shown = display_text(self.text).strip()  # what is generated is kept as it is; what is posted is safe
+        pieces = split_message(shown or ("…" if final and not self.messages else ""), self._limit)
         pieces = [p for p in pieces if p]
         for i, piece in enumerate(pieces):
             if i < len(self.messages):
