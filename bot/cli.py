@@ -31,6 +31,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from bot.config import Settings, offline_environment, settings_problems
+from memory.fields import display_text
 
 log = logging.getLogger("hippobot")
 
@@ -397,7 +398,8 @@ async def _recall(settings: Settings, args: argparse.Namespace) -> int:
         except MemoryStoreError as exc:
             print(f"hippobot recall: {exc}", file=sys.stderr)
             return EXIT_ERROR
-        print(json.dumps(bundle.as_dict(), ensure_ascii=False, indent=2) if args.json else format_bundle(bundle))
+        print(json.dumps(bundle.as_dict(), ensure_ascii=False, indent=2) if args.json
+              else display_text(format_bundle(bundle)))
         return 0
     finally:
         await app.close()
@@ -503,7 +505,7 @@ async def _dream(settings: Settings, args: argparse.Namespace) -> int:
         if args.scope is not None:
             await note_if_empty(app.conversations, "dream", args.scope)
         report = await app.dream.run(app.brain.clock.now(), scope=args.scope)
-        print(report.render())
+        print(display_text(report.render()))
         # The console's own proposals are posted here; a server's wait for `hippobot run` to post them.
         await post_proposals(app.governance, sys.stdout, scope=settings.console_scope, only=args.scope)
         return 0 if report.status in ("ok", "skipped") else EXIT_ERROR
@@ -526,7 +528,7 @@ async def _adapters(settings: Settings, args: argparse.Namespace) -> int:
                 return EXIT_ERROR
             print(f"adapter #{gone} rolled back in {scope}; now "
                   + (f"adapter #{back}" if back else "the base model"))
-        print(await weights.report(scope))
+        print(display_text(await weights.report(scope)))
         return 0
     finally:
         await app.close()
