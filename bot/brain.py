@@ -32,6 +32,7 @@ from bot.prompt import Prompt, PromptBuilder
 from memory.absorption import AbsorbHints, Absorber
 from memory.archetypes import ArchetypeRouter, ContextPlan
 from memory.clock import Clock, SystemClock
+from memory.db import database_unreachable
 from memory.conversation import ConversationStore, NewMessage, StoredMessage, require_scope
 from memory.embed import Embedder
 from memory.errors import InvalidInput
@@ -115,9 +116,12 @@ class MemoryWriter:
             label, job = self._queue.get_nowait()
             try:
                 await job()
-            except Exception:  # a failed write is logged with its ids, the queue goes on
+            except Exception as exc:  # a failed write is logged with its ids, the queue goes on
                 self.failures += 1
-                log.exception("memory write failed: %s", label)
+                if database_unreachable(exc):  # one line: the message is stored, absorbed at the next start
+                    log.warning("memory write failed: %s (the database cannot be reached: %s)", label, exc)
+                else:
+                    log.exception("memory write failed: %s", label)
             finally:
                 self._queue.task_done()
 
