@@ -32,8 +32,8 @@ from bot.prompt import Prompt, PromptBuilder
 from memory.absorption import AbsorbHints, Absorber
 from memory.archetypes import ArchetypeRouter, ContextPlan
 from memory.clock import Clock, SystemClock
-from memory.db import database_unreachable
 from memory.conversation import ConversationStore, NewMessage, StoredMessage, require_scope
+from memory.db import database_unreachable
 from memory.embed import Embedder
 from memory.errors import InvalidInput
 from memory.episodic import novelty
