@@ -188,8 +188,11 @@ class Settings(BaseSettings):
         default=False, description="The dream trains a LoRA adapter per server from its public memory and "
         "proposes it when it passes its evaluation (transformers or llama.cpp engines; not with HIPPOBOT_MODEL "
         "pointing at a model llama.cpp cannot read, nor with HIPPOBOT_LORA_ADAPTER).")
-    distill_max_steps: int = Field(default=60, ge=1, le=10_000, description="Training steps at most.")
-    distill_budget_s: float = Field(default=300.0, gt=0, description="Training seconds at most (per server).")
+    distill_max_steps: int = Field(default=60, ge=1, le=10_000, description=(
+        "The training budget, in steps (a slow machine trains as many, only slower)."))
+    distill_budget_s: float = Field(default=3600.0, gt=0, description=(
+        "A safety stop only: training seconds after which a run stops short of HIPPOBOT_DISTILL_MAX_STEPS "
+        "(its report says so)."))
     distill_rank: int = Field(default=8, ge=1, le=256, description="LoRA rank.")
     distill_learning_rate: float = Field(default=3e-4, gt=0, le=1.0)
     distill_min_delta_em: float = Field(

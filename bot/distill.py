@@ -8,10 +8,12 @@
    under the base model and under the scope's current adapter, and perplexity of a fixed held-out text
    (``bot/data/distill_heldout.txt``) under the base model;
 3. trains a fresh LoRA on the mix (each step draws its batch by the mix's shares: episodes, facts, turns)
-   until ``max_steps`` or ``budget_s`` seconds, checking held-out perplexity every ``check_every`` steps:
-   past the allowed regression it stops and keeps the last checkpoint that was within it;
+   for ``max_steps`` steps (the budget: a busy machine trains as much, only slower), checking held-out
+   perplexity every ``check_every`` steps: past the allowed regression it stops and keeps the last
+   checkpoint that was within it. ``budget_s`` is only a safety stop for a run that would never end;
 4. measures the candidate the same way and passes it only if exact match rose by at least
-   ``min_delta_em`` over the current adapter and perplexity rose by at most ``max_ppl_regression``;
+   ``min_delta_em`` over the current adapter and perplexity rose by at most ``max_ppl_regression``; the
+   reason says how many steps were trained in how many seconds, and why training stopped;
 5. writes the peft adapter, the same adapter as a llama.cpp GGUF LoRA (``adapter.gguf``, what the default
    engine loads), and ``manifest.json`` with the numbers.
 
@@ -46,13 +48,25 @@ def heldout_text() -> str:
     return resources.files("bot").joinpath("data", "distill_heldout.txt").read_text("utf-8")
 
 
+# Why training stopped (``metrics["stopped_by"]``).
+STEPS, PERPLEXITY, TIME_LIMIT, NOTHING = "steps", "perplexity", "time_limit", "nothing_to_train"
+
+
+@dataclass(frozen=True)
+class TrainingRun:
+    losses: list[float]
+    kept: int  # steps whose weights the candidate keeps
+    seconds: float
+    stopped_by: str
+
+
 @dataclass
 class DistillSettings:
     rank: int = 8
     alpha: float = 16.0
     learning_rate: float = 3e-4
-    max_steps: int = 60
-    budget_s: float = 300.0  # training time at most (the evaluations come on top)
+    max_steps: int = 60  # the training budget
+    budget_s: float = 3600.0  # a safety stop only: training seconds after which a run stops short of max_steps
     batch_size: int = 4
     max_tokens: int = 96  # per training text
     mix: tuple[float, float, float] = (0.5, 0.3, 0.2)  # episodes, facts, turns
@@ -65,11 +79,13 @@ class DistillSettings:
 
 class Distiller:
     def __init__(self, model_path: str | Path | Callable[[], str], *, base_model: str,
-                 settings: DistillSettings | None = None, load_in_4bit: bool | None = None) -> None:
+                 settings: DistillSettings | None = None, load_in_4bit: bool | None = None,
+                 clock: Callable[[], float] = time.perf_counter) -> None:
         self._model_path = model_path  # a callable: resolved at the first run (e.g. converting the bundled model)
         self.base_model = base_model
         self.settings = settings or DistillSettings()
         self.load_in_4bit = load_in_4bit  # None: on CUDA only
+        self.clock = clock  # times training (the safety stop and train_s)
 
     # --- the run --------------------------------------------------------------------------------------------
 
@@ -96,11 +112,13 @@ class Distiller:
         metrics["eval_before_s"] = round(time.perf_counter() - t0, 1)
 
         candidate = self._lora(model)
-        t1 = time.perf_counter()
-        losses, kept = self._train(candidate, tokenizer, texts, device, heldout, metrics["ppl_base"])
-        metrics["train_s"] = round(time.perf_counter() - t1, 1)
-        metrics["steps"] = kept
+        run = self._train(candidate, tokenizer, texts, device, heldout, metrics["ppl_base"])
+        losses = run.losses
+        metrics["train_s"] = round(run.seconds, 1)
+        metrics["steps"] = run.kept
         metrics["steps_run"] = len(losses)
+        metrics["max_steps"] = s.max_steps
+        metrics["stopped_by"] = run.stopped_by
         metrics["loss_first"] = round(losses[0], 4) if losses else None
         metrics["loss_last"] = round(sum(losses[-5:]) / len(losses[-5:]), 4) if losses else None
 
@@ -112,6 +130,7 @@ class Distiller:
         metrics["delta_em"] = round(metrics["em_candidate"] - metrics["em_current"], 4)
         metrics["ppl_ratio"] = round(metrics["ppl_candidate"] / metrics["ppl_base"], 4)
         passed, reason = self.verdict(metrics)
+        reason = f"{reason}; {training_summary(metrics, s.budget_s)}"
 
         out_dir.mkdir(parents=True, exist_ok=True)
         candidate.save_pretrained(str(out_dir))
@@ -175,10 +194,11 @@ class Distiller:
         return get_peft_model(model, config)
 
     def _train(self, model: Any, tokenizer: Any, texts: Sequence[TrainingText], device: str,
-               heldout: str, ppl_base: float) -> tuple[list[float], int]:
-        """Train within the perplexity budget: every ``check_every`` steps the held-out perplexity is measured,
-        and once it passes ``(1 + max_ppl_regression) * ppl_base`` training stops and the LoRA weights go back
-        to the last check that was within it. Returns (the losses, the steps kept)."""
+               heldout: str, ppl_base: float) -> TrainingRun:
+        """Train ``max_steps`` steps within the perplexity budget: every ``check_every`` steps the held-out
+        perplexity is measured, and once it passes ``(1 + max_ppl_regression) * ppl_base`` training stops and
+        the LoRA weights go back to the last check that was within it. Past ``budget_s`` seconds (a safety
+        stop) it stops after the step running then, checked like the last one."""
         import torch
 
         s = self.settings
@@ -186,7 +206,7 @@ class Distiller:
         pools = {k: [t.text for t in texts if t.kind == k] for k in KINDS}
         weights = {k: w for k, w in zip(KINDS, s.mix) if pools[k] and w > 0}
         if not weights:
-            return [], 0
+            return TrainingRun([], 0, 0.0, NOTHING)
         for pool in pools.values():
             rng.shuffle(pool)
         cursor = dict.fromkeys(KINDS, 0)
@@ -196,10 +216,10 @@ class Distiller:
         limit = ppl_base * (1 + s.max_ppl_regression)
         kept, saved = 0, [p.detach().clone() for p in params]
         losses: list[float] = []
-        start = time.perf_counter()
+        stopped_by = STEPS
+        start = self.clock()
+        elapsed = 0.0
         for step in range(s.max_steps):
-            if step and time.perf_counter() - start >= s.budget_s:
-                break
             model.train()
             batch = []
             for _ in range(s.batch_size):
@@ -220,19 +240,37 @@ class Distiller:
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
             losses.append(float(out.loss.detach()))
-            last = step + 1 == s.max_steps or time.perf_counter() - start >= s.budget_s
-            if (step + 1) % s.check_every == 0 or last:
+            elapsed = self.clock() - start  # read once per step
+            out_of_time = elapsed >= s.budget_s and step + 1 < s.max_steps
+            if (step + 1) % s.check_every == 0 or step + 1 == s.max_steps or out_of_time:
                 model.eval()
                 ppl = perplexity(model, tokenizer, heldout, device)
                 log.debug("step %d: loss %.3f, held-out perplexity %.2f (limit %.2f)", step + 1, losses[-1], ppl, limit)
                 if ppl > limit:
+                    stopped_by = PERPLEXITY
                     break  # past the budget: back to the last good check
                 kept, saved = step + 1, [p.detach().clone() for p in params]
+            if out_of_time:
+                stopped_by = TIME_LIMIT
+                log.warning("distillation stopped by its %.0f s safety limit after %d of %d steps",
+                            s.budget_s, step + 1, s.max_steps)
+                break
         with torch.no_grad():
             for p, good in zip(params, saved):
                 p.copy_(good)
         model.eval()
-        return losses, kept
+        return TrainingRun(losses, kept, elapsed, stopped_by)
+
+
+def training_summary(metrics: dict[str, Any], budget_s: float) -> str:
+    """How much was trained, in how long, and why it stopped (the reason's tail)."""
+    done = f"{metrics['steps']} of {metrics['max_steps']} steps kept, {metrics['steps_run']} trained in " \
+           f"{metrics['train_s']:.0f} s"
+    why = {STEPS: "the step budget was reached",
+           PERPLEXITY: "stopped when held-out perplexity passed its limit",
+           TIME_LIMIT: f"stopped short by the {budget_s:.0f} s safety limit (a busy machine)",
+           NOTHING: "nothing to train on"}.get(metrics["stopped_by"], metrics["stopped_by"])
+    return f"{done}: {why}"
 
 
 # --- evaluation (also used by the tests and bench) ------------------------------------------------------------

@@ -3,6 +3,7 @@ both engines switching to it and back between generations."""
 
 from __future__ import annotations
 
+import itertools
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from bot.config import Settings
-from bot.distill import Distiller, DistillSettings, heldout_text
+from bot.distill import STEPS, TIME_LIMIT, Distiller, DistillSettings, heldout_text
 from bot.llm import EngineConfig, TransformersLLM, ensure_bundled_model
 from bot.llm_llamacpp import LORA_GGUF, LlamaCppLLM
 from memory.layers.weights import AdapterRef, Cloze, TrainingText
@@ -56,6 +57,47 @@ def test_the_verdict_gates_on_recall_and_perplexity() -> None:
     assert not d.verdict({**good, "delta_em": 0.0, "em_candidate": 0.1})[0], "no better at recall"
     passed, reason = d.verdict({**good, "ppl_candidate": 33.0, "ppl_ratio": 1.1})
     assert not passed and "perplexity" in reason
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A two-layer Gemma 3 of random weights with the bundled tokenizer: the training loop, not what it learns."""
+    from transformers import Gemma3ForCausalLM, Gemma3TextConfig
+
+    bundled = ensure_bundled_model(CACHE, progress=False)
+    out = tmp_path_factory.mktemp("tiny")
+    config = Gemma3TextConfig(vocab_size=262144, hidden_size=16, intermediate_size=32, num_hidden_layers=2,
+                              num_attention_heads=2, num_key_value_heads=1, head_dim=8, sliding_window=64,
+                              max_position_embeddings=512)
+    Gemma3ForCausalLM(config).save_pretrained(str(out))
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(Path(bundled) / name, out / name)
+    return out
+
+
+def _distil_on_a_busy_machine(model: Path, out: Path, **settings: float) -> tuple[dict, str]:
+    """A distillation whose every training step takes 57 s (the clock says so), as on a machine that trained 6
+    steps in 342 s."""
+    ticks = itertools.count(0.0, 57.0)
+    texts = [TrainingText("fact", f"{p} {a}.", (i,)) for i, (p, a) in enumerate(FACTS)]
+    chosen: dict = {"batch_size": 2, "max_tokens": 16, "check_every": 4, "max_ppl_regression": 10.0, **settings}
+    distiller = Distiller(str(model), base_model="tiny", load_in_4bit=False, clock=lambda: next(ticks),
+                          settings=DistillSettings(**chosen))
+    outcome = distiller.distill(texts, [Cloze(p, a) for p, a in FACTS], None, out)
+    return outcome.metrics, outcome.reason
+
+
+def test_the_budget_is_in_steps_however_slow_each_step_is(tiny_model: Path, tmp_path: Path) -> None:
+    m, reason = _distil_on_a_busy_machine(tiny_model, tmp_path / "a", max_steps=8)
+    assert m["steps_run"] == m["steps"] == 8 and m["stopped_by"] == STEPS, "8 x 57 s is under the safety stop"
+    assert m["train_s"] == 8 * 57
+    assert "8 of 8 steps kept, 8 trained in 456 s" in reason
+
+
+def test_the_time_limit_is_a_safety_stop_and_says_so(tiny_model: Path, tmp_path: Path) -> None:
+    m, reason = _distil_on_a_busy_machine(tiny_model, tmp_path / "a", max_steps=8, budget_s=120)
+    assert m["steps_run"] == m["steps"] == 3 and m["stopped_by"] == TIME_LIMIT  # 171 s after the third step
+    assert "3 of 8 steps kept, 3 trained in 171 s" in reason and "120 s safety limit" in reason
 
 
 async def _greedy(llm, adapter) -> tuple[str, float]:  # type: ignore[no-untyped-def]

@@ -288,7 +288,8 @@ class PersonaLayer(BaseLayer):
         """Remove the messages' evidence and recompute each state it shaped from the evidence left.
 
         The versions from the first one a forgotten message shaped are deleted (they carry its influence);
-        the recomputed state is written as a new version. Pending persona proposals citing the messages are
+        the recomputed state is written as the next version after the newest deleted (numbers never go back,
+        and its reason names the versions withdrawn). Pending persona proposals citing the messages are
         withdrawn and their text redacted.
         """
         ids = list(message_ids)
@@ -299,14 +300,16 @@ class PersonaLayer(BaseLayer):
             await self.store.lock(conn, scope, visible_in)
             current = await self.store.current(scope, visible_in, conn=conn)
             epoch = current.state.epoch if current is not None else 0
+            newest = current.version if current is not None else 0
             await self.store.drop_versions_from(conn, scope, visible_in, r["first_version"])
             kept = await self.store.current(scope, visible_in, conn=conn)
             state = await self.recompute(conn, scope, visible_in, epoch, exclude=ids,
                                          base=kept.state if kept is not None else None,
                                          from_version=r["first_version"])
-            version = await self.store.write(conn, scope, visible_in, state,
-                                             f"recomputed after forgetting {r['n']} message(s)",
-                                             datetime.now(timezone.utc))
+            version = await self.store.write(
+                conn, scope, visible_in, state,
+                f"recomputed after forgetting {r['n']} message(s); {_versions(r['first_version'], newest)} "
+                f"withdrawn", datetime.now(timezone.utc), after=newest)
             await self.store.replayed_into(conn, scope, visible_in, r["first_version"], version)
             total += int(r["n"])
         # A restricted channel's persona started as a copy of the scope's public one (``_state``): when that was
@@ -320,12 +323,14 @@ class PersonaLayer(BaseLayer):
                 await self.store.lock(conn, scope, visible_in)
                 current = await self.store.current(scope, visible_in, conn=conn)
                 epoch = current.state.epoch if current is not None else 0
+                newest = current.version if current is not None else 0
                 await self.store.drop_versions_from(conn, scope, visible_in, 1)
                 state = await self.recompute(conn, scope, visible_in, epoch, exclude=ids,
                                              base=public.state if public is not None else None)
-                version = await self.store.write(conn, scope, visible_in, state,
-                                                 "recomputed: the public persona it started from forgot message(s)",
-                                                 datetime.now(timezone.utc))
+                version = await self.store.write(
+                    conn, scope, visible_in, state,
+                    f"recomputed: the public persona it started from forgot message(s); {_versions(1, newest)} "
+                    f"withdrawn", datetime.now(timezone.utc), after=newest)
                 await self.store.replayed_into(conn, scope, visible_in, 1, version)
         await conn.execute(
             """UPDATE proposals p SET status = CASE WHEN p.status = 'pending' THEN 'expired' ELSE p.status END,
@@ -405,6 +410,10 @@ def _first_sentences(text: str, limit: int = _PROMPT_CHARS) -> str:
     cut = text[:limit]
     end = max(cut.rfind(". "), cut.rfind("; "))
     return cut[: end + 1] if end > 0 else cut
+
+
+def _versions(first: int, last: int) -> str:
+    return f"version {first}" if first >= last else f"versions {first}-{last}"
 
 
 def _with_held(state: PersonaState) -> PersonaState:

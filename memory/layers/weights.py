@@ -480,8 +480,8 @@ class WeightsLayer(BaseLayer):
             payload = {"adapter_id": adapter_id, "metrics": m, "replaces": current.id if current else None,
                        "description": (
                            f"A LoRA adapter distilled from this server's public memory ({m.get('texts', 0)} texts, "
-                           f"{m.get('steps', 0)} steps). Exact recall of {m.get('questions', 0)} facts as they were "
-                           f"said here, with no memory in the prompt: "
+                           f"{m.get('steps', 0)} steps in {m.get('train_s', 0):.0f} s). Exact recall of "
+                           f"{m.get('questions', 0)} facts as they were said here, with no memory in the prompt: "
                            f"{m.get('em_current', 0):.2f} -> {m.get('em_candidate', 0):.2f}; "
                            f"held-out perplexity {m.get('ppl_base', 0):.2f} -> {m.get('ppl_candidate', 0):.2f}.")}
             rationale = (f"Approve to use it for this server's replies from the next message on (rollback: "

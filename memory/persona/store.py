@@ -3,7 +3,8 @@
 Every change writes a new ``persona_versions`` row; the newest is the
 current state. Writers of one state serialise on a transaction-level
 advisory lock. Forgetting deletes the versions from the first one a
-forgotten message shaped, and the layer writes the recomputed state.
+forgotten message shaped, and the layer writes the recomputed state as the
+next version after the newest that was deleted: version numbers only rise.
 """
 
 from __future__ import annotations
@@ -88,11 +89,12 @@ class PersonaStore:
         return _version(own[0] if own else rows[0])
 
     async def write(self, conn: asyncpg.Connection, scope: str, visible_in: str | None, state: PersonaState,
-                    reason: str, now: datetime) -> int:
-        """A new version of the state (the caller holds the lock); returns its number."""
+                    reason: str, now: datetime, *, after: int = 0) -> int:
+        """A new version of the state (the caller holds the lock); returns its number: one past the newest
+        kept, and past ``after`` (the newest before a forgetting deleted versions: numbers never go back)."""
         version = await conn.fetchval(
-            """SELECT COALESCE(max(version), 0) + 1 FROM persona_versions
-               WHERE scope = $1 AND COALESCE(visible_in, '') = $2""", scope, _key(visible_in))
+            """SELECT GREATEST(COALESCE(max(version), 0), $3) + 1 FROM persona_versions
+               WHERE scope = $1 AND COALESCE(visible_in, '') = $2""", scope, _key(visible_in), after)
         await conn.execute(
             """INSERT INTO persona_versions (scope, visible_in, version, state, reason, created_at)
                VALUES ($1, $2, $3, $4::jsonb, $5, $6)""",

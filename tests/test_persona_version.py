@@ -1,0 +1,44 @@
+"""A persona's version numbers only rise (issue 32.12): forgetting rebuilds the state as the next version after
+the newest one it withdrew, and the history says a forgetting happened and which versions it withdrew."""
+
+from __future__ import annotations
+
+from bot.app import App
+from memory.persona.state import Belief, PersonaState, confidence
+from tests.test_persona import FILLER, NOW, STRONG_FOR, persona_app, say
+
+
+async def test_forgetting_rebuilds_the_persona_as_a_later_version_and_says_so(app: App) -> None:
+    layer = await persona_app(app)
+    async with app.db.pool.acquire() as conn, conn.transaction():  # version 1, shaped by no message
+        await layer.store.lock(conn, "g1", None)
+        await layer.store.write(conn, "g1", None, PersonaState(
+            interaction_count=30, last_reflection_at=30, beliefs={"tea": Belief(0.3, confidence(4), 4, 30, [])}),
+            "test: a settled view", NOW)
+    await say(app, *STRONG_FOR, author="zed")
+    await say(app, *FILLER[:2], author="ana")
+    before = await layer.store.current("g1", None)
+    assert before is not None and before.version == 6
+
+    await app.provenance.forget_author("g1", "u-zed")
+    after = await layer.store.current("g1", None)
+    assert after is not None and after.version == 7, "the rebuild is the next version, not version 2"
+    assert "forgetting 3 message(s)" in after.reason and "versions 2-6 withdrawn" in after.reason
+    assert [v.version for v in await layer.store.history("g1", None)] == [7, 1]
+
+    await say(app, FILLER[2], author="ana")
+    assert (await layer.store.current("g1", None)).version == 8  # type: ignore[union-attr]
+
+
+async def test_a_restricted_persona_rebuilt_from_the_public_one_keeps_counting_up(app: App) -> None:
+    layer = await persona_app(app)
+    await say(app, *STRONG_FOR, author="zed")
+    await say(app, "ok, the mods channel is quiet today", "see you all tomorrow", author="mo", channel="mods",
+              visible_in="mods")
+    inside = await layer.store.current("g1", "mods")
+    assert inside is not None and inside.version == 2
+    await app.provenance.forget_author("g1", "u-zed")
+    rebuilt = await layer.store.current("g1", "mods")
+    assert rebuilt is not None and rebuilt.version == 3 and "versions 1-2 withdrawn" in rebuilt.reason
+    public = await layer.store.current("g1", None)
+    assert public is not None and public.version == 4 and "forgetting 3 message(s)" in public.reason
