@@ -261,6 +261,15 @@ class ConversationStore:
             "SELECT id FROM messages WHERE absorbed_at IS NULL AND NOT is_bot ORDER BY id LIMIT $1", limit)
         return [r["id"] for r in rows]
 
+    async def unabsorbed_in(self, scope: str, source: str) -> list[int]:
+        """Person messages of one scope and source never absorbed, oldest first (what an interrupted import of
+        the scope left behind)."""
+        require_scope(scope)
+        rows = await self._pool.fetch(
+            """SELECT id FROM messages WHERE scope = $1 AND source = $2 AND absorbed_at IS NULL AND NOT is_bot
+               ORDER BY id""", scope, source)
+        return [r["id"] for r in rows]
+
     async def count_unabsorbed(self) -> int:
         return await self._pool.fetchval("SELECT count(*) FROM messages WHERE absorbed_at IS NULL AND NOT is_bot")
 

@@ -52,9 +52,6 @@ _EMBED_CHUNK = 512
 _ABSORB_CHUNK = 256  # messages whose parse the layers batch ahead of absorbing them
 _JSONL_FIELDS = ("id", "channel", "author", "timestamp", "text")
 _UTC_DESIGNATOR = re.compile(r"[zZ]$")  # RFC 3339 allows "z"; Python's fromisoformat reads only "Z"
-# Person messages of an import into a scope that no memory layer has absorbed yet (a crash mid-import).
-_PENDING_SQL = """SELECT id FROM messages WHERE scope = $1 AND source = $2 AND absorbed_at IS NULL AND NOT is_bot
-                  ORDER BY id"""
 _SKIPPED_DCE_TYPES = {"ChannelPinnedMessage", "GuildMemberJoin", "RecipientAdd", "RecipientRemove", "Call",
                       "ChannelNameChange", "ChannelIconChange", "ThreadCreated"}
 
@@ -481,8 +478,7 @@ class Importer:
         if self._absorber is None:
             return 0
         known = {s.id: AbsorbHints(text=s.content, vector=v) for s, v in zip(stored, vectors) if not s.is_bot}
-        async with self._conversations.transaction() as conn:
-            pending = [r["id"] for r in await conn.fetch(_PENDING_SQL, scope, SOURCE)]
+        pending = await self._conversations.unabsorbed_in(scope, SOURCE)
         resumed = 0
         for start in range(0, len(pending), _ABSORB_CHUNK):
             chunk = pending[start:start + _ABSORB_CHUNK]
