@@ -65,3 +65,14 @@ def test_an_ask_line_now_outside_the_calendar_is_refused_and_a_lower_case_z_is_u
         read_lines(queries, Settings(_env_file=None))
     queries.write_text('{"text": "ok", "now": "2024-01-02T00:00:00z"}\n')
     assert read_lines(queries, Settings(_env_file=None))[0].now == datetime(2024, 1, 2, tzinfo=UTC)
+
+
+def test_docs_settings_is_generated_from_the_settings_own_descriptions() -> None:  # issue 31.3
+    from bot.config import settings_markdown
+
+    undescribed = [name for name, field in Settings.model_fields.items() if not (field.description or "").strip()]
+    assert not undescribed, f"settings without a description: {undescribed}"
+    page = (Path(__file__).resolve().parents[1] / "docs" / "settings.md").read_text(encoding="utf-8")
+    assert page == settings_markdown(), "docs/settings.md is stale: run `python -m bot.config > docs/settings.md`"
+    for name in Settings.model_fields:
+        assert f"| `HIPPOBOT_{name.upper()}` |" in page
