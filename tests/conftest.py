@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import io
 import os
+import shutil
+import tempfile
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -30,14 +32,21 @@ TEMPLATE = "hippobot_test_template"
 
 
 @pytest.fixture(scope="session")
-def pg_admin_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def pg_admin_url() -> Iterator[str]:
+    """The session's PostgreSQL. Its data directory is its own temporary directory, not under pytest's basetemp:
+    pytest deletes all but the three newest basetemps when a session starts, so a second pytest run on the
+    machine (another checkout, a quick run of one file) would delete a long session's database under it."""
     url = os.environ.get("HIPPOBOT_TEST_DATABASE_URL")
     if url:
         yield url
         return
-    server = EmbeddedPostgres(tmp_path_factory.mktemp("pg") / "pgdata")
-    yield server.start()
-    server.stop()
+    home = Path(tempfile.mkdtemp(prefix="hippobot-test-pg-"))
+    server = EmbeddedPostgres(home / "pgdata")
+    try:
+        yield server.start()
+    finally:
+        server.stop()
+        shutil.rmtree(home, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
