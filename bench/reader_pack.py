@@ -20,6 +20,12 @@ on (``pack`` checks this before it writes anything). The only difference from ``
 output layer's softmax, taken over the data's vocabulary (about a tenth of the 262k rows) instead of all of
 it; the adapter's matrices do not depend on the vocabulary, so the checkpoint loads on the full model.
 
+On the borrowed machine (64 MiB a call with the repository; a warm machine keeps ``/tmp`` between calls but not
+an ignored folder carried before): split the pack into ``.dev/a`` (``layers_a.npz``, ``embed.npz``) and
+``.dev/b`` (the rest), carry ``.dev/a`` in a first call that copies it to ``/tmp/a``, then carry ``.dev/b`` and
+the ``gguf`` wheel (``.whl``) and run ``python3 bench/reader_pack.py train .dev/b /tmp/a --out /tmp/run`` with
+``PYTHONPATH`` on the installed wheel; copy ``/tmp/run/checkpoint/*`` and ``state.json`` to ``$OUT``.
+
 ``train`` runs with nothing but torch, transformers, peft, numpy and gguf (the last carried as a wheel),
 batches examples of similar length, and writes a peft checkpoint with ``state.json`` in
 ``train_reader``'s layout, so ``train_reader --export`` ships it.
