@@ -179,7 +179,7 @@ class Console:
         if self._mid_reply:  # end the half-written reply line first
             self._print()
             self._mid_reply = False
-        self._err.write(f"error: {text}\n")
+        self._err.write(f"error: {display_text(text)}\n")  # an exception's text may quote the message
         self._err.flush()
 
     def _print(self, text: str = "", *, end: str = "\n") -> None:

@@ -31,6 +31,20 @@ offline_environment()
 TEMPLATE = "hippobot_test_template"
 
 
+@pytest.fixture(autouse=True)
+def _process_settings_restored() -> Iterator[None]:
+    """A test that runs ``bot.cli.main`` in this process must not leave its process-wide settings behind
+    (``quiet_libraries`` sets environment variables and routes warnings to logging, as a CLI run should)."""
+    import logging
+
+    saved = dict(os.environ)
+    yield
+    if os.environ != saved:
+        os.environ.clear()
+        os.environ.update(saved)
+    logging.captureWarnings(False)
+
+
 @pytest.fixture(scope="session")
 def pg_admin_url() -> Iterator[str]:
     """The session's PostgreSQL. Its data directory is its own temporary directory, not under pytest's basetemp:
