@@ -26,7 +26,7 @@ from datetime import datetime
 
 import numpy as np
 
-from bot.grounding import Grounding, SourceLine, content_words, ground
+from bot.grounding import Grounding, Guard, SourceLine, ground, grounded_or_not_told, guard, held_words
 from bot.llm import Generation, LanguageModel
 from bot.prompt import Prompt, PromptBuilder
 from memory.absorption import AbsorbHints, Absorber
@@ -150,6 +150,7 @@ class Reply:
         trace: TurnTrace,
         *,
         record: bool = True,
+        guard: Guard = Guard(False),
     ) -> None:
         self.turn = turn
         self.message = message
@@ -162,6 +163,8 @@ class Reply:
         self._generation = generation
         self._finished = False
         self._record = record  # False: a read-only answer (`hippobot ask`): nothing stored or absorbed
+        self.guard = guard  # a question about memory: its reply is held back until it can be checked
+        self._final: str | None = None  # what the bot says instead of the model's text, when that failed the check
 
     @property
     def plan(self) -> ContextPlan:
@@ -169,7 +172,12 @@ class Reply:
 
     @property
     def text(self) -> str:
-        return self._generation.text
+        return self._generation.text if self._final is None else self._final
+
+    @property
+    def replaced(self) -> bool:
+        """The model's reply was not shown: it answered a question about memory from no memory."""
+        return self._final is not None and self._final != self._generation.text
 
     @property
     def mean_surprise(self) -> float | None:
@@ -190,8 +198,17 @@ class Reply:
 
     async def _stream(self) -> AsyncIterator[str]:
         try:
-            async for delta in self._generation:
-                yield delta
+            if self.guard.about_memory and not self.guard.missing:
+                # Held back: a reply to a question about memory is shown only once it is known to draw on a memory.
+                async for _ in self._generation:
+                    pass
+                self._final = grounded_or_not_told(self._generation.text, self.message.content, self.evidence(),
+                                                   ignore=self._ignored())
+                if self._final:
+                    yield self._final
+            else:
+                async for delta in self._generation:
+                    yield delta
         finally:
             stats = self._generation.stats
             self.trace.first_token_s = stats.first_token_s
@@ -224,15 +241,28 @@ class Reply:
         text = self.prompt.text
         return [i for i in self.bundle.items(preamble=False) if i.kind != "turn" and i.prompt_line in text]
 
+    def evidence(self) -> list[MemoryItem]:
+        """What a reply may draw on: the memories in the prompt and people's recent turns in it; never a bot's
+        turn, never a moment of the bot's own."""
+        return evidence_in(self.bundle, self.prompt)
+
+    def _ignored(self) -> tuple[str, str]:
+        return self._brain.bot_name, self.message.author_name
+
     def grounding(self) -> Grounding:
         """Which of the memories in the prompt, or of people's recent turns in it, the reply drew on
-        (bot.grounding's rule); call once it is done. Never a bot's turn, never a moment of the bot's own."""
-        text = self.prompt.text
-        turns = [i for i in self.bundle.items(preamble=False) if i.kind == "turn" and i.prompt_line in text
-                 and i.payload is not None and not i.payload.is_bot]
-        candidates = [i for i in self.memories_in_prompt() if i.kind != "moment"] + turns
-        return ground(self.text, self.message.content, candidates,
-                      ignore=(self._brain.bot_name, self.message.author_name))
+        (bot.grounding's rule); call once it is done."""
+        return ground(self.text, self.message.content, self.evidence(), ignore=self._ignored())
+
+
+def evidence_in(bundle: ContextBundle, prompt: Prompt) -> list[MemoryItem]:
+    """The memories (not moments of the bot's own) and people's turns of ``bundle`` that reached ``prompt``."""
+    text = prompt.text
+    items = bundle.items(preamble=False)
+    memories = [i for i in items if i.kind not in ("turn", "moment") and i.prompt_line in text]
+    turns = [i for i in items if i.kind == "turn" and i.prompt_line in text
+             and i.payload is not None and not i.payload.is_bot]
+    return memories + turns
 
 
 class Brain:
@@ -361,9 +391,9 @@ class Brain:
             message.id, turn.scope, plan.archetype, plan.similarity,
             {k: len(v) for k, v in prompt.used.items()}, prompt.turns_used, prompt.tokens, bundle.skipped,
         )
-        generation = self.llm.generate(prompt.text, stop=prompt.stop, stop_pattern=prompt.stop_pattern,
-                                       boosts=bundle.boosts or None, adapter=bundle.adapter)
-        reply = Reply(self, turn, message, vector, bundle, prompt, generation, trace)
+        checks = self._guard(message, bundle, prompt)
+        generation = self._generate(bundle, prompt, checks)
+        reply = Reply(self, turn, message, vector, bundle, prompt, generation, trace, guard=checks)
         self._active.add(reply)
         return reply
 
@@ -396,13 +426,23 @@ class Brain:
             id=next(self._temp_ids), scope=scope, source="ask", external_id=str(uuid.uuid4()),
             channel_id=channel_id or "ask", author_id=author_id, author_name=author_name, is_bot=False, content=text,
             derived_from_id=None, created_at=when, visible_in=visible_channel)
-        generation = self.llm.generate(prompt.text, stop=prompt.stop, stop_pattern=prompt.stop_pattern,
-                                       boosts=bundle.boosts or None, adapter=bundle.adapter)
+        checks = self._guard(message, bundle, prompt)
+        generation = self._generate(bundle, prompt, checks)
         turn = IncomingTurn(scope=scope, source="ask", channel_id=message.channel_id, author_id=author_id,
                             author_name=author_name, text=text, created_at=when)
-        reply = Reply(self, turn, message, vector, bundle, prompt, generation, trace, record=False)
+        reply = Reply(self, turn, message, vector, bundle, prompt, generation, trace, record=False, guard=checks)
         self._active.add(reply)
         return reply
+
+    def _guard(self, message: StoredMessage, bundle: ContextBundle, prompt: Prompt) -> Guard:
+        return guard(message.content, evidence_in(bundle, prompt), ignore=(self.bot_name, message.author_name))
+
+    def _generate(self, bundle: ContextBundle, prompt: Prompt, checks: Guard) -> Generation:
+        assert self.llm is not None
+        if checks.refusal is not None:  # the memory cannot hold the answer: say so, without the model
+            return Generation.fixed(checks.refusal, reason="not in memory")
+        return self.llm.generate(prompt.text, stop=prompt.stop, stop_pattern=prompt.stop_pattern,
+                                 boosts=bundle.boosts or None, adapter=bundle.adapter)
 
     async def source_lines(self, scope: str, grounding: Grounding) -> list[SourceLine]:
         """Who said each source of ``grounding``, and when (from the message log): the messages that hold the
@@ -410,7 +450,7 @@ class Brain:
         refs = grounding.sources
         found = await self.conversations.many(scope, [r.id for r in refs])
         return [SourceLine(found[r.id].author_name, found[r.id].created_at, r) for r in refs
-                if r.id in found and not found[r.id].is_bot and grounding.words & content_words(found[r.id].content)]
+                if r.id in found and not found[r.id].is_bot and grounding.words & held_words(found[r.id].content, found[r.id].created_at)]
 
     async def context(
         self, text: str, scope: str, *, channel_id: str | None = None, k: int | None = None,

@@ -25,6 +25,16 @@ from memory.sources import SourceRef
 
 MAX_SOURCES = 3
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+# A capitalised word (a name, a place) not at the start of a sentence; runs of them ("Mexico City") are one name.
+_NAME = re.compile(r"(?<![\w'’])[A-Z][\w'’-]*(?:[ ](?:(?:de|del|da|du|la|le|of|von|van) )?[A-Z][\w'’-]*)*")
+_SENTENCE_END = re.compile(r"(?:^|[.!?:;\n]\s*)$")
+_NOT_NAMES = frozenset({"i", "i'm", "i've", "i'd", "i'll", "ok", "okay"})
+_WH = frozenset({"what", "when", "where", "who", "whom", "whose", "which", "why", "how", "what's", "where's",
+                 "who's", "when's", "how's"})
+_FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself", "we", "us", "our", "ours", "i'm", "i've", "i'd"})
+# What the bot says instead of a reply it cannot ground (see Guard).
+NOT_MENTIONED = "I don't remember anyone mentioning {names}."
+NOT_TOLD = "I don't remember anyone telling me that."
 
 
 # scikit-learn's English stop words (imported here, at start-up: imported lazily from the event loop while a
@@ -44,10 +54,37 @@ def content_words(text: str) -> set[str]:
     return out
 
 
+def stem(word: str) -> str:
+    """A word with a plural or verb ending taken off ("lives" and "live", "studied" and "study" meet), so a
+    reply does not count a question's own word, inflected, as an answer. Crude on purpose: only matching."""
+    for suffix, keep in (("ies", "y"), ("ied", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", "")):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3 and not word.endswith("ss"):
+            return word[: len(word) - len(suffix)] + keep
+    return word
+
+
+def stems(text: str) -> set[str]:
+    return {stem(w) for w in content_words(text)}
+
+
+def date_words(when: datetime | None) -> set[str]:
+    """The words a reply may use for a memory's date: its year, month (name and number), day and weekday."""
+    if when is None:
+        return set()
+    return {str(when.year), when.strftime("%B").lower(), when.strftime("%b").lower(), str(when.month),
+            f"{when.month:02d}", str(when.day), f"{when.day:02d}", when.strftime("%A").lower()}
+
+
 def answer_words(reply: str, question: str, *, ignore: Iterable[str] = ()) -> set[str]:
-    """The reply's words that could carry an answer: content words the question did not already hold."""
-    skip = content_words(question) | {w.lower() for w in ignore}
-    return {w for w in content_words(reply) if w not in skip}
+    """The reply's words that could carry an answer: content words the question did not already hold (compared
+    by stem)."""
+    skip = stems(question) | {stem(w.lower()) for w in ignore}
+    return {w for w in stems(reply) if w not in skip}
+
+
+def held_words(text: str, when: datetime | None) -> set[str]:
+    """What a memory (or a message) holds for matching: the stems of its text and the words of its date."""
+    return stems(text) | {stem(w) for w in date_words(when)}
 
 
 @dataclass(frozen=True)
@@ -74,7 +111,7 @@ def ground(reply: str, question: str, items: Sequence[MemoryItem], *, ignore: It
     for rank, item in enumerate(items):
         if not item.sources:
             continue
-        shared = wanted & content_words(item.text)
+        shared = wanted & held_words(item.text, item.created_at)
         if len(shared) >= need:
             scored.append((-len(shared), rank, item, shared))
     scored.sort(key=lambda t: (t[0], t[1]))
@@ -103,3 +140,87 @@ def render_sources(lines: Sequence[SourceLine], *, link: object = None) -> str:
         where = link(s.ref) if callable(link) else f"#{s.ref.external_id}"
         parts.append(f"{s.author}{when} ({where})" if where else f"{s.author}{when}")
     return "from: " + "; ".join(parts) if parts else ""
+
+
+# --- questions the memory must answer -----------------------------------------------------------------------
+
+
+def is_question(text: str) -> bool:
+    """Asked as a question: it ends with "?" or opens with a wh-word."""
+    stripped = text.strip()
+    words = _WORD.findall(stripped.lower().replace("’", "'"))
+    return stripped.endswith("?") or bool(words and words[0] in _WH)
+
+
+def names_in(text: str) -> list[str]:
+    """The capitalised names in ``text`` as written ("Lisbon", "Mexico City"), leaving out a sentence's first
+    word (capitalised by grammar, not because it names something) and "I"."""
+    out = []
+    for m in _NAME.finditer(text):
+        words = m.group(0).split(" ")
+        if _SENTENCE_END.search(text[: m.start()]):  # the sentence's first word is not a name by its capital
+            words = words[1:]
+        words = [w for w in words if w.lower().replace("’", "'") not in _NOT_NAMES]
+        if words:
+            out.append(" ".join(words))
+    return out
+
+
+@dataclass(frozen=True)
+class Guard:
+    """What a reply to a question about remembered things must respect (issue 28).
+
+    A question is *about memory* when it asks about the asker ("what is my cat called?") or names someone or
+    something the memory in the prompt mentions ("when did Julia visit Lisbon?"); a general question that
+    names nothing the bot remembers ("what is the capital of France?") is left to the model. For a question
+    about memory:
+
+    - a name in it that nothing in the prompt's memory mentions (Lisbon, when only Porto was ever said) means
+      the memory cannot answer: the bot says so, naming it, without generating (``missing``);
+    - otherwise the reply is held back until it is complete, and a reply whose answer words come from no
+      memory (bot.grounding's rule: an invention, such as a cat's name nobody said) is replaced by saying the
+      bot does not remember being told (``about_memory``).
+
+    A name whose words are all stop words ("Will") cannot be checked and counts as neither known nor missing.
+    """
+
+    about_memory: bool
+    missing: tuple[str, ...] = ()
+
+    @property
+    def refusal(self) -> str | None:
+        """What to say instead of generating, when the memory cannot hold the answer."""
+        return NOT_MENTIONED.format(names=_join(self.missing)) if self.missing else None
+
+
+def guard(question: str, items: Sequence[MemoryItem], *, ignore: Iterable[str] = ()) -> Guard:
+    """The Guard for ``question`` given the memories (and people's turns) that reached its prompt."""
+    if not is_question(question):
+        return Guard(False)
+    skip = {stem(w) for n in ignore for w in content_words(n)}
+    held: set[str] = set()
+    for item in items:
+        held |= held_words(item.text, item.created_at)
+    known, missing = [], []
+    for name in names_in(question):
+        words = {stem(w) for w in content_words(" ".join(w for w in name.split() if w[:1].isupper()))} - skip
+        if not words:
+            continue
+        (known if words <= held else missing).append(name)
+    first_person = bool(set(_WORD.findall(question.lower().replace("’", "'"))) & _FIRST_PERSON)
+    if not (known or first_person):
+        return Guard(False)
+    return Guard(True, tuple(dict.fromkeys(missing)))
+
+
+def grounded_or_not_told(reply: str, question: str, items: Sequence[MemoryItem], *,
+                         ignore: Iterable[str] = ()) -> str:
+    """``reply`` when it carries no answer words or draws on a memory; else the line that says the bot does
+    not remember being told."""
+    if not answer_words(reply, question, ignore=ignore):
+        return reply
+    return reply if ground(reply, question, items, ignore=ignore).items else NOT_TOLD
+
+
+def _join(names: Sequence[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]

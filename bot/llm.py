@@ -73,6 +73,17 @@ class Generation:
         self.stats = GenerationStats()
         self.submitted_at = time.perf_counter()
 
+    @classmethod
+    def fixed(cls, text: str, *, reason: str = "fixed") -> Generation:
+        """A finished generation of ``text`` that no model wrote (a reply the bot knows without generating)."""
+        gen = cls(asyncio.get_running_loop())
+        gen.text = text
+        gen.stats.stopped_by = reason
+        gen.stats.first_token_s = 0.0
+        gen._queue.put_nowait(("delta", text))
+        gen._queue.put_nowait(("done", None))
+        return gen
+
     # called from the worker thread
     def _push(self, kind: str, value: Any = None) -> None:
         self._loop.call_soon_threadsafe(self._queue.put_nowait, (kind, value))

@@ -12,7 +12,7 @@ import pytest
 from bot import ask_cli
 from bot.app import App
 from bot.console import Console, ConsoleIdentity
-from bot.grounding import answer_words, ground
+from bot.grounding import NOT_TOLD, answer_words, ground, guard, is_question, names_in
 from bot.prompt import SPEAKER_LINE
 from memory.layers.base import MemoryItem
 from memory.layers.episodes import only_questions
@@ -91,6 +91,68 @@ async def test_the_console_shows_where_a_remembered_answer_came_from(app: App, l
     llm.reply = "Hello to you too."
     await console._chat("hello")
     assert out.getvalue().splitlines()[-1].startswith("hippobot: Hello"), "a reply that uses no memory adds nothing"
+
+
+@pytest.mark.parametrize(("text", "names"), [
+    ("When did Julia visit Lisbon?", ["Julia", "Lisbon"]),
+    ("when did I go to Mexico City? I forgot", ["Mexico City"]),
+    ("Would Chloe enjoy the Tour de France?", ["Chloe", "Tour de France"]),
+    ("What is my dog called?", []),
+    ("I met Bob. Where is he now?", ["Bob"]),
+])
+def test_names_in_a_question_leave_out_a_sentences_first_word_and_i(text: str, names: list[str]) -> None:
+    assert names_in(text) == names
+
+
+def test_a_question_is_asked_with_a_question_mark_or_a_wh_word() -> None:
+    assert is_question("is it raining?") and is_question("where does Julia work")
+    assert not is_question("my dog is called Pico") and not is_question("do it now")
+
+
+def test_the_guard_refuses_a_question_about_something_memory_never_mentions() -> None:
+    items = [_item("julia: back from Porto yesterday!", 1)]
+    g = guard("When did Julia visit Lisbon?", items)
+    assert g.about_memory and g.missing == ("Lisbon",)
+    assert g.refusal == "I don't remember anyone mentioning Lisbon."
+    assert guard("When did Julia visit Porto?", items).refusal is None, "everything it names is remembered"
+    # a general question that names nothing the bot remembers is the model's to answer
+    assert not guard("What is the capital of France?", items).about_memory
+    # a question about the asker is about memory even when it names nothing
+    assert guard("what is my cat called?", items) == guard("what is my cat called?", []) != guard("hi", [])
+    assert guard("what is my cat called?", []).about_memory
+    # the bot's own name and the asker's do not count as things to have been told about
+    assert guard("Hippobot, when did Julia go?", items, ignore=("hippobot",)).missing == ()
+
+
+async def test_a_question_about_something_never_said_is_answered_without_the_model(
+        app: App, llm: ScriptedLLM) -> None:
+    await say(app, "Julia here: back from Porto yesterday!", channel="c1")
+    await app.brain.drain()
+    llm.reply = "Yesterday."  # what the model would invent
+    asked = len(llm.prompts)
+    reply = await app.brain.ask("When did Julia visit Lisbon?", "g1", author_id="u-bo", author_name="bo")
+    assert await reply.complete() == "I don't remember anyone mentioning Lisbon."
+    assert len(llm.prompts) == asked, "the model was not asked"
+    assert reply.grounding().items == ()
+
+
+async def test_an_invented_answer_to_a_question_about_memory_is_never_shown(app: App, llm: ScriptedLLM) -> None:
+    out = io.StringIO()
+    me = ConsoleIdentity(user="ana", channel="console", scope="local")
+    console = Console(app.brain, me, io.StringIO(), out, io.StringIO(), interactive=False)
+    llm.reply = "Nice!"
+    await console._chat("my dog is called Pico")
+    await app.brain.drain()
+    llm.reply = "Your cat is called Pete."  # nobody said so
+    await console._chat("what is my cat called?")
+    await app.brain.drain()
+    assert "Pete" not in out.getvalue()
+    assert out.getvalue().splitlines()[-1] == f"hippobot: {NOT_TOLD}"
+    stored = await app.db.pool.fetchval("SELECT content FROM messages WHERE is_bot ORDER BY id DESC LIMIT 1")
+    assert stored == NOT_TOLD, "what is stored is what was shown"
+    llm.reply = "Your dog is called Pico."  # a grounded answer is shown as the model wrote it
+    await console._chat("what is my dog called?")
+    assert "hippobot: Your dog is called Pico." in out.getvalue()
 
 
 async def test_ask_answers_fresh_questions_read_only(app: App, llm: ScriptedLLM) -> None:
