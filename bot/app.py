@@ -262,7 +262,7 @@ class App:
             dream = DreamCycle(
                 DreamServices(
                     pool=pool, embedder=embedder, archetypes=archetype_store, router=router, governance=governance,
-                    config=dream_config(settings), semantic=semantic,
+                    config=dream_config(settings),
                 ),
                 build_steps(layers),
             )

@@ -31,7 +31,6 @@ from memory.conversation import require_scope
 from memory.db import session_lock
 from memory.embed import Embedder
 from memory.salience import TRIVIA
-from memory.semantic import SemanticMemory
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +85,6 @@ class DreamServices:
     router: ArchetypeRouter
     governance: Governance
     config: DreamConfig
-    semantic: SemanticMemory | None = None
     channel: DreamChannel | None = None
     namer: Namer | None = None
     scope: str | None = None  # this run's scope; None: every scope, each processed separately

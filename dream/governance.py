@@ -324,9 +324,6 @@ class Governance:
                    ORDER BY id""", list(statuses), scope)
         return [_proposal(r) for r in rows]
 
-    async def set_posted_ref(self, proposal_id: int, ref: str) -> None:
-        await self._pool.execute("UPDATE proposals SET posted_ref = $2 WHERE id = $1", proposal_id, ref)
-
     async def similar_decided_or_open(
         self, centroid: np.ndarray, threshold: float, *, scope: str | None | _AnyScope = ANY_SCOPE
     ) -> Proposal | None:

@@ -52,10 +52,6 @@ class Audience:
     channel_id: str | None = None  # the conversation (for recent turns)
     visible_channel: str | None = None
 
-    def sql_visible(self, column: str, param: int) -> str:
-        """A SQL condition: ``column`` (a visible_in column) is visible to this audience (``$param``)."""
-        return f"({column} IS NULL OR {column} = ${param}::text)"
-
 
 @dataclass(frozen=True)
 class MemoryItem:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 # Reasoning types (the seed's ReasoningType).
@@ -293,12 +293,6 @@ def replay(evidence: Sequence[Evidence], *, base: PersonaState | None = None) ->
     for ev in evidence:
         apply_evidence(state, ev)
     return state
-
-
-def with_snapshot(state: PersonaState, snapshot: str) -> PersonaState:
-    s = replace(state)
-    s.snapshot = snapshot
-    return s
 
 
 def _track_disagreement(state: PersonaState, disagreed: bool) -> None:

@@ -72,10 +72,6 @@ class Macro:
     score: float = 0.0
     message_ids: tuple[int, ...] = ()
 
-    @property
-    def success_rate(self) -> float:
-        return (1 + self.successes) / (2 + self.successes + self.failures)
-
     def as_dict(self) -> dict[str, object]:
         return {"id": self.id, "signature": self.signature, "steps": list(self.steps), "channel": self.channel_id,
                 "successes": self.successes, "failures": self.failures, "strength": round(self.strength, 3),

@@ -229,15 +229,7 @@ class MomentStore:
                 moment_id, kind, actor_id, detail)
             return await conn.fetchval(_RECOMPUTE, moment_id)
 
-    async def has_signal(self, moment_id: int, kind: str, actor_id: str) -> bool:
-        return bool(await self.pool.fetchval(
-            "SELECT EXISTS (SELECT 1 FROM resonance_signals WHERE moment_id = $1 AND kind = $2 AND actor_id = $3)",
-            moment_id, kind, actor_id))
-
     # --- finding moments -------------------------------------------------------------------------------------
-
-    async def for_reply(self, reply_id: int) -> int | None:
-        return await self.pool.fetchval("SELECT id FROM resonance_moments WHERE reply_id = $1", reply_id)
 
     async def for_transport_reply(self, source: str, channel_id: str, external_id: str) -> tuple[int, str] | None:
         """The moment of a bot reply known by its transport ids (a Discord message), with its scope."""
