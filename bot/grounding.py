@@ -38,10 +38,11 @@ NOT_TOLD = "I don't remember anyone telling me that."
 
 
 # scikit-learn's English stop words (imported here, at start-up: imported lazily from the event loop while a
-# dream step imported scikit-learn in a worker thread, Python's import lock reported a deadlock), and the words
-# of not knowing, which carry no answer.
+# dream step imported scikit-learn in a worker thread, Python's import lock reported a deadlock), the words
+# of not knowing, which carry no answer, and greetings.
 _STOP = frozenset(ENGLISH_STOP_WORDS) | {"don't", "i'm", "it's", "that's", "yes", "yeah", "ok", "okay", "sure",
-                                         "remember", "know", "think", "said", "told", "mentioned", "s"}
+                                         "remember", "know", "think", "said", "told", "mentioned", "s",
+                                         "hi", "hello", "hey", "thanks", "thank"}  # greetings answer nothing
 
 
 def content_words(text: str) -> set[str]:

@@ -64,9 +64,10 @@ def test_a_reply_is_grounded_on_the_memory_holding_its_answer_words() -> None:
     assert [s.external_id for s in g.sources] == ["x2"]
 
 
-@pytest.mark.parametrize("reply", ["I don't know what your dog is called.", "I don't remember that.", "Hello!"])
+@pytest.mark.parametrize("reply", ["I don't know what your dog is called.", "I don't remember that.", "Hello!",
+                                   "Hi there!"])
 def test_a_reply_without_answer_words_from_memory_shows_no_sources(reply: str) -> None:
-    items = [_item("ana: my dog is called Pico", 2)]
+    items = [_item("ana: hi! my dog is called Pico", 2)]
     assert ground(reply, "what is my dog called?", items).items == ()
 
 
