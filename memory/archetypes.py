@@ -50,6 +50,7 @@ class ContextPlan:
     archetype_id: UUID | None = None  # the best archetype, used or not
     best_archetype: str | None = None
     place_depth: int = 0  # "where this is discussed" routes the places layer adds (0: none; sql/011)
+    memory_words: int | None = None  # words of recalled episodes the prompt may hold (None: memory's default; sql/023)
 
     @property
     def used_default(self) -> bool:
@@ -74,6 +75,7 @@ class Archetype:
     scope: str | None = None  # None: global
     override_by: str | None = None  # who switched it in the scope it was listed for (None: no override)
     place_depth: int = 0
+    memory_words: int | None = None
 
 
 @dataclass(frozen=True)
@@ -104,6 +106,7 @@ def _archetype(row: asyncpg.Record) -> Archetype:
         scope=row["scope"],
         override_by=row["override_by"] if "override_by" in keys else None,
         place_depth=row["place_depth"] if "place_depth" in keys else 0,
+        memory_words=row["memory_words"] if "memory_words" in keys else None,
     )
 
 
@@ -430,4 +433,5 @@ class ArchetypeRouter:
             archetype_id=best.id,
             best_archetype=best.name,
             place_depth=best.place_depth,
+            memory_words=best.memory_words,
         )

@@ -183,11 +183,12 @@ def _term_frequency(tsv: str, lexeme: str) -> int:
 async def neighbours(db: asyncpg.Pool | asyncpg.Connection, scope: str, message_ids: Sequence[int], n: int, *,
                      visible_channel: str | None = None, after: int | None = None) -> dict[int, list[StoredMessage]]:
     """Each message's conversation around it: up to ``n`` messages of its channel before it and ``after``
-    (default ``n``) after it that the audience may see, oldest first (the message itself included). Bots'
+    (default ``n``) after it that the audience may see, oldest first (the message itself included, also when
+    ``n`` and ``after`` are 0). Bots'
     messages (this bot's replies included) are never among them: what a bot said is not what people said."""
     require_scope(scope)
     after = n if after is None else after
-    if (n <= 0 and after <= 0) or not message_ids:
+    if not message_ids:
         return {}
     cols = ", ".join(f"x.{c}" for c in _MESSAGE_COLUMNS.split(", "))
     rows = await db.fetch(

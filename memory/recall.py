@@ -107,6 +107,7 @@ class ContextBundle:
                 "vectors": self.plan.vectors,
                 "similarity_threshold": self.plan.similarity_threshold,
                 "triple_depth": self.plan.triple_depth,
+                "memory_words": self.plan.memory_words,
             },
             "items": [i.as_dict() for i in self.items(preamble=False)],
             # the bot's own state (its persona), not recalled memories

@@ -129,11 +129,23 @@ async def test_stop_returns_when_a_change_arrives_as_it_stops(pool: asyncpg.Pool
 @pytest.mark.parametrize(
     "column, value",
     [("context_turns", 0), ("context_turns", 21), ("context_vectors", 16), ("similarity_threshold", 0.95),
-     ("similarity_threshold", 0.4), ("triple_depth", 4)],
+     ("similarity_threshold", 0.4), ("triple_depth", 4), ("memory_words", -1), ("memory_words", 4001)],
 )
 async def test_check_constraints_refuse_out_of_range_plans(pool: asyncpg.Pool, column: str, value: float) -> None:
     with pytest.raises(asyncpg.CheckViolationError):
         await pool.execute(f"UPDATE context_archetypes SET {column} = $1 WHERE archetype_name = 'general_question'", value)
+
+
+async def test_an_archetypes_word_budget_reaches_its_plan(pool: asyncpg.Pool, embedder: MiniLMEmbedder) -> None:
+    router = router_for(pool, embedder)
+    await router.refresh()
+    vector = await embedder.embed("what instrument does my daughter play?")
+    assert router.classify(vector).memory_words is None  # seeded archetypes leave it to memory's default
+    name = router.classify(vector).archetype
+    await pool.execute("UPDATE context_archetypes SET memory_words = 120 WHERE archetype_name = $1", name)
+    await router.refresh()
+    assert router.classify(vector).memory_words == 120
+    assert (await ArchetypeStore(pool).get(name)).memory_words == 120
 
 
 async def test_low_similarity_uses_the_default_plan_but_logs_the_best(pool: asyncpg.Pool, embedder: MiniLMEmbedder) -> None:

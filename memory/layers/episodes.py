@@ -5,8 +5,10 @@ episodes nearest the message's vector) and the lexical one (BM25 over the
 raw message log, memory/lexical.py, so a message the gate declined is still
 findable by its words). A candidate is kept when its episode is at least the
 plan's threshold similar, or when it is among the very best lexical
-matches; the plan's k best are returned, each optionally with the turns
-around it, skipping those already in the recent-turns window. Absorb: the
+matches; the plan's k best are returned, each with the neighbouring turns
+likely to carry its answer (the reply to a hit that asks), every turn once,
+within the plan's word budget, skipping those already in the recent-turns
+window. Absorb: the
 person's message with the bot's reply becomes one episode keyed by the
 message's vector, with the write gate's salience from the reply's surprise
 and the message's novelty; the episodes that reached the prompt are marked
@@ -60,12 +62,19 @@ class HybridConfig:
     lexical_weight: float = 1.0
     candidates: int = 50  # per list, before fusion
     keep_top: int = 5  # a candidate below the threshold is kept when it is among this many best of any list
-    # Turns of context before each hit, and after it (None: as many as before). A turn often answers the one
-    # before it ("Yeah, St Clare's." after "which charity?"): recall_any@10 on the hand-written dev split 0.787
-    # with none, 0.830 with the next turn, 0.872 with one either side (2.8x the words); generated dev 0.854,
-    # 0.861, 0.861.
+    # The turns around each hit that are looked at (before it, and after it; None: as many as before). Which
+    # reach the prompt is ``context``'s choice: "all" shows every one (recall_any@10 on the dev splits,
+    # generated / hand-written: 0.854 / 0.787 with none, 0.861 / 0.830 with the next turn, 0.861 / 0.872 with
+    # one either side, at 2.8x the words); "useful" only those likely to carry an answer (``useful_turns``).
     neighbours: int = 1
     neighbours_after: int | None = None
+    context: str = "useful"
+    short_answer_words: int = 8  # a hit this short that answers the question before it brings the question
+    short_words: int = 0  # a neighbour of at most this many words is kept too (cheap, but see bench/README.md)
+    # Words of recalled episodes (speaker names included) per reply when the plan sets none (sql/023); None:
+    # no limit. Chosen on the dev splits' curve of recall_any@10 against words (bench/memory_eval.py
+    # --words-curve).
+    word_budget: int | None = 450
     speaker_keys: bool = True  # an episode's key embeds "Name: text", so questions naming people find them
     time_weight: float = 1.0  # a question naming a time ("last week", "in May"): that stretch's nearest episodes
     speaker_weight: float = 1.0  # a question naming someone who spoke here: their nearest episodes
@@ -140,10 +149,8 @@ class EpisodesLayer(BaseLayer):
         dense = [h for h in dense if h.episode.message_id != query.before_message_id]
         nearest = dense[0].similarity if dense else None
         ranked = await self._fuse(query, dense, lexical, in_time, theirs, associated, expanded)
-        kept = [c for c in ranked if c.kept(plan.similarity_threshold, cfg.keep_top)]
-        items = [c.item() for c in kept[: plan.vectors + extra]]
-        if (cfg.neighbours > 0 or (cfg.neighbours_after or 0) > 0) and items:
-            items = await self._with_neighbours(query, items)
+        kept = [c.item() for c in ranked if c.kept(plan.similarity_threshold, cfg.keep_top)]
+        items = await self._in_context(query, kept, plan.vectors + extra)
         return Section(self.name, "What {bot} remembers from earlier conversations", tuple(items),
                        placement=MEMORY, priority=20, meta={"nearest_similarity": nearest, "limit": plan.vectors})
 
@@ -260,26 +267,65 @@ class EpisodesLayer(BaseLayer):
                 c.best_rank = min(c.best_rank, rank)
         return sorted(candidates.values(), key=lambda c: -c.score)
 
-    async def _with_neighbours(self, query: RecallQuery, items: list[MemoryItem]) -> list[MemoryItem]:
-        """Each item with the turns around it (its text, prompt line and sources)."""
-        anchors = [i.message_ids[0] for i in items]
-        around = await neighbours(self.store.pool, query.scope, anchors, self.config.neighbours,
-                                  after=self.config.neighbours_after,
-                                  visible_channel=query.audience.visible_channel)
-        out = []
-        for item in items:
-            window = around.get(item.message_ids[0])
-            if not window:
-                out.append(item)
+    async def _in_context(self, query: RecallQuery, hits: list[MemoryItem], wanted: int) -> list[MemoryItem]:
+        """At most ``wanted`` of the ranked ``hits`` as the prompt shows them, best first, each with the
+        neighbouring turns ``useful_turns`` keeps, within the word budget (the plan's, else the config's).
+
+        Turns are taken hit by hit, best first: the hit's own turn, then its kept neighbours, each while it
+        fits (one that does not is left out, and a shorter one after it may still be taken; a neighbour only
+        comes with its hit). Every turn is shown once: a hit an earlier excerpt shows already, or one next to
+        a shown turn it would bring (the answer to its question), joins that excerpt with its kept neighbours,
+        and a turn with the same speaker and words as one shown adds only its source.
+        An item's sources are exactly the turns it shows."""
+        cfg = self.config
+        budget = query.plan.memory_words if query.plan.memory_words is not None else cfg.word_budget
+        hits = hits[: 2 * wanted]  # folding and the budget leave some out; further ones would not be reached
+        after = cfg.neighbours if cfg.neighbours_after is None else cfg.neighbours_after
+        around = await neighbours(self.store.pool, query.scope, [i.message_ids[0] for i in hits], cfg.neighbours,
+                                  after=after, visible_channel=query.audience.visible_channel) if hits else {}
+        excerpts: list[_Excerpt] = []
+        showing: dict[int, _Excerpt] = {}  # message id -> the excerpt that shows it
+        said: dict[tuple[str, str], _Excerpt] = {}  # (speaker, its words) -> the excerpt that shows such a turn
+        used = 0
+
+        def fits(text: str) -> bool:
+            return budget is None or used + _n_words(text) <= budget
+
+        def show(turn: StoredMessage, excerpt: _Excerpt) -> None:
+            nonlocal used
+            used += _n_words(_line(turn))
+            excerpt.turns.append(turn)
+            excerpt.sources[turn.id] = _source(turn)
+            showing[turn.id] = excerpt
+            said.setdefault(_said(turn), excerpt)
+
+        for item in hits:
+            window = around.get(item.message_ids[0], [])
+            at = next((i for i, m in enumerate(window) if m.id == item.message_ids[0]), None)
+            if at is None:  # its message is not in the log the audience sees: the item as it came
+                if len(excerpts) < wanted and fits(item.text):
+                    used += _n_words(item.text)
+                    excerpts.append(_Excerpt(item, [], {}))
                 continue
-            lines = [f"{m.author_name}: {m.content}" for m in window]
-            when = f"[{window[0].created_at:%Y-%m-%d}] " if window[0].created_at else ""
-            seen = {s.id for s in item.sources}
-            extra = tuple(SourceRef(m.id, m.external_id, m.channel_id, m.source) for m in window if m.id not in seen)
-            out.append(replace(item, text="\n".join(lines), prompt_line=when + " / ".join(lines),
-                               message_ids=item.message_ids + tuple(s.id for s in extra),
-                               sources=item.sources + extra))
-        return out
+            hit, useful = window[at], useful_turns(window, at, cfg)
+            excerpt = showing.get(hit.id)
+            if excerpt is None and _said(hit) in said:  # the same words as a shown turn: its source joins it
+                said[_said(hit)].sources[hit.id] = _source(hit)
+                showing[hit.id] = said[_said(hit)]
+                continue
+            if excerpt is None:
+                # a hit next to a shown turn it would bring (the reply to its question) joins that excerpt
+                joined = next((showing[m.id] for m in useful if m.id in showing), None)
+                if not fits(_line(hit)) or (joined is None and len(excerpts) >= wanted):
+                    continue
+                excerpt = joined or _Excerpt(item, [], {})
+                if joined is None:
+                    excerpts.append(excerpt)
+                show(hit, excerpt)
+            for m in useful:
+                if m.id not in showing and _said(m) not in said and fits(_line(m)):
+                    show(m, excerpt)
+        return [e.item() for e in excerpts]
 
     async def absorb(self, turn: AbsorbedTurn) -> None:
         message, reply = turn.message, turn.reply
@@ -364,3 +410,74 @@ def episode_item(h: EpisodeHit) -> MemoryItem:
     flat = " / ".join(line.strip() for line in e.content.splitlines() if line.strip())
     return MemoryItem("episode", h.similarity, e.content, f"[{e.created_at:%Y-%m-%d}] {flat}", e.message_ids,
                       e.created_at, ref=e.id, sources=h.sources, payload=h)
+
+
+@dataclass
+class _Excerpt:
+    """A hit as the prompt shows it: its item, the turns shown (its own among them, unless it came without
+    a message), and every source those turns stand for."""
+
+    hit: MemoryItem
+    turns: list[StoredMessage]
+    sources: dict[int, SourceRef]
+
+    def item(self) -> MemoryItem:
+        if not self.turns:
+            return self.hit
+        turns = sorted(self.turns, key=lambda m: (m.created_at, m.id))
+        lines = [_line(m) for m in turns]
+        when = f"[{turns[0].created_at:%Y-%m-%d}] " if turns[0].created_at else ""
+        own = tuple(s for s in self.hit.sources if s.id in self.sources)
+        extra = tuple(s for i, s in self.sources.items() if i not in {o.id for o in own})
+        ids = self.hit.message_ids + tuple(s.id for s in extra if s.id not in self.hit.message_ids)
+        return replace(self.hit, text="\n".join(lines), prompt_line=when + " / ".join(lines), message_ids=ids,
+                       sources=own + extra)
+
+
+_QUESTION = re.compile(r"\?[\W_]*(?:\s|$)")
+_TOKEN = re.compile(r"[^\W_]+(?:'[^\W_]+)?")
+
+
+def asks(text: str) -> bool:
+    """True when ``text`` asks something: one of its sentences ends in a question mark ("How did Copenhagen
+    go? We were so busy I didn't ask.")."""
+    return bool(_QUESTION.search(text))
+
+
+def useful_turns(window: Sequence[StoredMessage], at: int, cfg: HybridConfig) -> list[StoredMessage]:
+    """The neighbours of ``window[at]`` (a hit; the window oldest first) worth showing with it, most useful
+    first: every one (``context`` "all"), or those likely to carry an answer. A hit that asks ("How's
+    Pepper?") was never the evidence itself on the hand-written dev split (0 of 253 such hits in the top 10):
+    the reply after it is (when someone else speaks next: "Yeah, St Clare's."), else the turn it reacts to
+    ("Cello is such a lovely choice, surely?"), so both come with it, the reply first. A short hit that
+    answers a question brings the question; any neighbour of at most ``short_words`` words comes too."""
+    if cfg.context == "all":
+        return [m for i, m in enumerate(window) if i != at]
+    hit = window[at]
+    nxt = window[at + 1] if at + 1 < len(window) else None
+    prev = window[at - 1] if at > 0 else None
+    out = []
+    if asks(hit.content):
+        out += [m for m in (nxt, prev) if m is not None and m.author_id != hit.author_id]
+    elif (prev is not None and prev.author_id != hit.author_id and asks(prev.content)
+          and _n_words(hit.content) <= cfg.short_answer_words):
+        out.append(prev)
+    out += [m for i, m in enumerate(window) if i != at and m not in out and _n_words(m.content) <= cfg.short_words]
+    return out
+
+
+def _line(m: StoredMessage) -> str:
+    return f"{m.author_name}: {m.content}"
+
+
+def _n_words(text: str) -> int:
+    return len(_TOKEN.findall(text))
+
+
+def _said(m: StoredMessage) -> tuple[str, str]:
+    """Who said it and its words, case and punctuation aside: a turn that repeats one shown adds nothing."""
+    return m.author_id, " ".join(_TOKEN.findall(m.content.lower()))
+
+
+def _source(m: StoredMessage) -> SourceRef:
+    return SourceRef(m.id, m.external_id, m.channel_id, m.source)
