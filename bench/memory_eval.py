@@ -3,6 +3,7 @@
     python bench/memory_eval.py                          # heldout split, hippobot + baselines
     python bench/memory_eval.py --split dev --k 20 --json bench/results/memory_dev.json
     python bench/memory_eval.py --split dev --conversations 2 --llm --llm-limit 40
+    python bench/memory_eval.py --split dev --no-baselines --words-curve   # recall against words, per budget
     python bench/memory_eval.py --database-url postgresql://...  # a server whose user may create databases
 
 Teach: every conversation of the split (bench/data/memory_eval/, written by
@@ -22,10 +23,15 @@ conversation's last turns whatever is asked, which is recency, not recall;
 --with-transcript keeps it, after the memories). An item covers the import
 ids of its sources (turns, episodes and graph facts alike); an evidence turn
 is found at k when it is among the sources of the first k items. Each turn
-id counts at its first rank only.
+id counts at its first rank only. An episode item's sources are exactly the
+turns its text shows (the hit and the neighbours kept with it), so a turn
+counts as found only when the words the model would read hold it.
 
 Printed per category and overall: n, recall_any@k and recall_all@k for
-k = 5, 10, 20, mean words in the top 10 items, p50/p95 latency per query.
+k = 5, 10, 20, mean words in the top 10 items (of their text, speakers'
+names included: what the word budget counts), p50/p95 latency per query.
+--words-curve: recall and words at several word budgets of the episodes
+layer, on the same imported data, to choose the budget from.
 Adversarial questions have no evidence: their row shows the mean top-1 score
 instead, and they are left out of the overall recall.
 
@@ -79,6 +85,7 @@ AUTHOR = "console:memeval"
 ASKER = "asker"
 RRF_K = 60
 BASELINE_DEPTH = 100
+WORDS_CURVE = (100, 150, 200, 250, 300, 350, 400, 450, 500, 600, 800)
 
 
 @dataclass
@@ -141,6 +148,9 @@ async def run_hippobot(args: argparse.Namespace, questions: list[Question], conv
             out["writes"] = await writes_per_1k_words(app, convs)
             if args.ablation:
                 out["ablation"] = await run_ablation(args, app, questions, convs)
+            out["word_budget"] = app.brain.layer("episodes").config.word_budget
+            if args.words_curve:
+                out["words_curve"] = await run_words_curve(args, app, questions)
             if args.llm:
                 out["llm"] = await run_llm(args, app, out["answered"], turns)
         finally:
@@ -204,6 +214,7 @@ async def run_ablation(args: argparse.Namespace, app, questions: list[Question],
                   layers=[x for x in base_layers if x.name != "facts"])
     await variant("-graph (no facts layer)", layers=[x for x in base_layers if x.name != "facts"])
     await variant("-neighbours (each hit alone)", cfg=_replace(base_cfg, neighbours=0, neighbours_after=0))
+    await variant("every neighbour, no word budget", cfg=_replace(base_cfg, context="all", word_budget=None))
     await variant("+entity expansion (graph names searched as one more list)", cfg=_replace(base_cfg, expansion=True))
     gated: dict[str, float] = {}
     for tau in args.gate_taus:
@@ -219,6 +230,39 @@ async def run_ablation(args: argparse.Namespace, app, questions: list[Question],
         rows[f"+gate (tau {tau})"] = summarize(await ask(args, app, questions, lambda c, t=tau: f"{c}~tau{t}"))
         gated[f"tau {tau}"] = (await writes_per_1k_words(app, [f"{c}~tau{tau}" for c in convs]))["per_1k_words"]
     return {"rows": rows, "writes_per_1k_words": gated}
+
+
+async def run_words_curve(args: argparse.Namespace, app, questions: list[Question]) -> dict[str, dict]:
+    """recall_any@k against the words in the top 10 at several word budgets (the episodes layer's default,
+    ``HybridConfig.word_budget``; a plan that sets its own, sql/023, keeps it), on the same imported data, so
+    the budget is chosen, not guessed. Two reference rows: no budget, and every neighbour with no budget (as
+    recall was before issue 33, but each turn shown once)."""
+    from dataclasses import replace as _replace
+
+    layer = app.brain.layer("episodes")
+    base = layer.config
+    variants = [(f"{b} words", _replace(base, word_budget=b)) for b in args.words_curve]
+    variants += [("no budget", _replace(base, word_budget=None)),
+                 ("every neighbour, no budget", _replace(base, context="all", word_budget=None))]
+    rows: dict[str, dict] = {}
+    try:
+        for name, cfg in variants:
+            layer.config = cfg
+            print(f"  words curve: {name}", file=sys.stderr)
+            rows[name] = summarize(await ask(args, app, questions))
+    finally:
+        layer.config = base
+    return rows
+
+
+def print_words_curve(default: dict[str, dict], curve: dict[str, dict], default_budget: int | None) -> None:
+    print(f"\nrecall against words: the episodes' word budget (default {default_budget}) -> recall_any@5 / @10 / "
+          "@20 and the mean words in the top 10 (overall: adversarial questions excluded)")
+    print("| budget | any@5 | any@10 | any@20 | words in the top 10 |")
+    print("|---|---|---|---|---|")
+    for name, rows in [("default", default), *curve.items()]:
+        o = rows["overall"]
+        print(f"| {name} | {o['any@5']:.3f} | {o['any@10']:.3f} | {o['any@20']:.3f} | {o['words@10']:.0f} |")
 
 
 def _dream_time(args: argparse.Namespace, conv: str) -> datetime:
@@ -385,6 +429,8 @@ def print_comparison(systems: dict[str, dict[str, dict]], k: int = 10) -> None:
     for cat in [*CATEGORIES[:-1], "overall"]:
         cells = [f"{systems[s][cat][f'any@{k}']:.3f}" if cat in systems[s] else "-" for s in names]
         print(f"| {cat} | " + " | ".join(cells) + " |")
+    cells = [f"{systems[s]['overall']['words@10']:.0f}" if "overall" in systems[s] else "-" for s in names]
+    print("| words in the top 10 (overall) | " + " | ".join(cells) + " |")
 
 
 # --- answers with the bundled model -------------------------------------------------------------------------
@@ -558,6 +604,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--dream", action="store_true",
                    help="also dream once per conversation (at its end + 8 h) and ask again, then with replay, "
                         "consolidation and its fast-track switched off in turn")
+    p.add_argument("--words-curve", type=int, nargs="*", default=None, metavar="WORDS",
+                   help="also recall against words at these word budgets of the episodes layer (no value: "
+                        f"{' '.join(map(str, WORDS_CURVE))})")
     p.add_argument("--gate-taus", type=float, nargs="*", default=[0.5, 0.66, 0.78],
                    help="write-gate thresholds the ablation imports again under")
     p.add_argument("--no-hippobot", action="store_true", help="baselines only (no database)")
@@ -567,7 +616,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                    help="with --llm: answer with the reader adapter, without it, or both (default)")
     p.add_argument("--keep-prompts", action="store_true", help="--json keeps each memory prompt (for reading)")
     p.add_argument("--llm-tokens", type=int, default=24, help="max new tokens per answer")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if args.words_curve == []:
+        args.words_curve = list(WORDS_CURVE)
+    return args
 
 
 async def main(argv: Sequence[str] | None = None) -> int:
@@ -614,6 +666,9 @@ async def main(argv: Sequence[str] | None = None) -> int:
         if "dream" in hb:
             print_dream(systems["hippobot"], hb["dream"])
             report["dream"] = hb["dream"]
+        if "words_curve" in hb:
+            print_words_curve(systems["hippobot"], hb["words_curve"], hb["word_budget"])
+            report["words_curve"] = hb["words_curve"]
     if not args.no_baselines:
         baselines = run_baselines(questions, turns, embedder)
         for name, answered in baselines.items():

@@ -130,3 +130,11 @@ def test_splits_are_by_conversation_with_every_category_in_both(data) -> None:
             assert counts[split, category] > 0, (split, category)
     assert select(questions, "heldout", 1)[0].conv == "conv-06"
     assert {q.split for q in select(questions, "dev")} == {"dev"}
+
+
+def test_words_curve_takes_its_budgets_or_the_default_ones() -> None:
+    from bench.memory_eval import WORDS_CURVE, parse_args
+
+    assert parse_args([]).words_curve is None
+    assert parse_args(["--words-curve"]).words_curve == list(WORDS_CURVE)
+    assert parse_args(["--words-curve", "120", "300"]).words_curve == [120, 300]
