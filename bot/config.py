@@ -64,6 +64,15 @@ class Settings(BaseSettings):
         default=None, description="Channel id where proposals and digests are posted."
     )
     discord_edit_interval: float = Field(default=1.0, ge=0.2, description="Seconds between streaming edits.")
+    discord_rate_limit: int = Field(
+        default=6, ge=0,
+        description="Messages the bot answers per person within `HIPPOBOT_DISCORD_RATE_WINDOW_S` (0: no limit). Past "
+        "it the person is told once, politely, when to come back; their messages are then treated like any the "
+        "bot does not answer (stored only where the channel's memory is on).",
+    )
+    discord_rate_window_s: float = Field(
+        default=60.0, gt=0, description="The window of `HIPPOBOT_DISCORD_RATE_LIMIT`, in seconds."
+    )
     max_attachment_chars: int = Field(
         default=6000, ge=0,
         description="How much of text attachments is read: cut, with a note, so the message and its attachments "

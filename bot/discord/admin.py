@@ -1,4 +1,5 @@
-"""Slash commands: admin groups (/memory, /archetype, /dream, /config) and /forget me, /whatdoyouknow.
+"""Slash commands: admin groups (/memory, /archetype, /dream, /config), /forget me, /whatdoyouknow and, for
+everyone, /memory optout|optin (/channel is in channels.py, /stop in chat.py).
 
 Admin commands act on the guild they run in and show only its data; the
 bot's owner sees everything through `!hippobot` prefix commands. They check
@@ -21,6 +22,7 @@ from discord.ext import commands
 
 from bot.discord.dream import voter_from
 from bot.discord.guild_view import GuildView
+from bot.discord.participation import ParticipationStore
 from bot.discord.rules import guild_settings_view, parse_message_link, scope_for, source_label
 from dream.governance import ApproverPolicy
 from memory.archetypes import Archetype
@@ -93,6 +95,7 @@ class AdminCog(commands.Cog):
     def __init__(self, bot: HippoBotBase) -> None:
         self.bot = bot
         self.view = GuildView(bot.app.db.pool)
+        self.participation = ParticipationStore(bot.app.db.pool)
 
     async def _admin(self, interaction: discord.Interaction) -> bool:
         if interaction.guild_id is not None and is_admin(interaction, self.bot.app.governance.policy):
@@ -168,6 +171,26 @@ class AdminCog(commands.Cog):
         facts = await semantic.pin(stored.scope, stored.id, datetime.now(UTC)) if semantic is not None else 0
         await reply(interaction, f"Pinned{f', with {facts} fact(s)' if facts else ''}." if pinned or facts
                     else "That message has no memory to pin yet.")
+
+    @memory.command(name="optout", description="Stop the bot remembering anything you say in this server")
+    async def memory_optout(self, interaction: discord.Interaction) -> None:
+        """For everyone: from now on nothing the person says here is stored (they may still be answered), and
+        the forgetting of ``/forget me`` is offered for what was stored before."""
+        scope = self._scope(interaction)
+        new = await self.participation.opt_out(scope, str(interaction.user.id), datetime.now(UTC))
+        view = ConfirmForget(self.bot, scope, interaction.user.id)
+        await interaction.response.send_message(
+            ("From now on" if new else "You had already opted out: as before,")
+            + " nothing you say in this server is stored. I still answer when you talk to me, and keep neither "
+            "your message nor my reply. `/memory optin` undoes this.\n"
+            "Do you also want me to forget every message of yours I stored here before, and everything derived "
+            "from them?", view=view, ephemeral=True)
+
+    @memory.command(name="optin", description="Let the bot remember what you say in this server again")
+    async def memory_optin(self, interaction: discord.Interaction) -> None:
+        was = await self.participation.opt_in(self._scope(interaction), str(interaction.user.id))
+        await reply(interaction, "I remember what you say in this server again: what you say to me, and in "
+                                 "channels whose memory is on." if was else "You had not opted out here.")
 
     # --- /archetype: this guild's view, and its own switches ------------------------------
 

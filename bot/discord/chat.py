@@ -4,13 +4,28 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import discord
+from discord import app_commands
 from discord.ext import commands
 
 from bot.brain import Busy, IncomingTurn
-from bot.discord.rules import MessageFacts, Visibility, scope_for, should_answer, strip_mentions, visibility_for
+from bot.discord.admin import is_admin
+from bot.discord.listening import remember_unanswered
+from bot.discord.participation import ParticipationStore
+from bot.discord.ratelimit import RateLimiter, limit_notice
+from bot.discord.rules import (
+    MessageFacts,
+    Part,
+    Visibility,
+    channel_mode,
+    scope_for,
+    strip_mentions,
+    take_part,
+    visibility_for,
+)
 from bot.discord.sources import sources_text, sources_view
 from bot.discord.streaming import DISCORD_LIMIT, StreamingReply
 from bot.llm import LLMError, LLMUnavailable
@@ -25,6 +40,9 @@ log = logging.getLogger(__name__)
 _CUT = "\n[… cut to fit]"
 BUSY = "I'm busy right now — try again in a moment."
 UNAVAILABLE = "⚠️ My language model is not answering right now, so I cannot reply; your message is saved and remembered."
+UNAVAILABLE_UNSTORED = "⚠️ My language model is not answering right now, so I cannot reply."
+# what people say to each other; system messages (joins, pins, boosts) are not conversation
+_CONVERSATION = (discord.MessageType.default, discord.MessageType.reply)
 TEXT_SUFFIXES = (".txt", ".md", ".py", ".json", ".jsonl", ".csv", ".log", ".yaml", ".yml", ".toml", ".ini", ".sql")
 
 
@@ -85,11 +103,25 @@ def attachment_room(text: str, *, max_attachment_chars: int, max_message_chars: 
     return max(0, min(max_attachment_chars, max_message_chars - len(text) - 2))
 
 
+@dataclass
+class Streaming:
+    """A reply being streamed: whom it answers, so ``/stop`` knows whose it is."""
+
+    author_id: int
+    reply: Any
+    stream: StreamingReply
+    stopped_by: str | None = None
+
+
 class ChatCog(commands.Cog):
     def __init__(self, bot: HippoBotBase) -> None:
         self.bot = bot
+        self.participation = ParticipationStore(bot.app.db.pool)
+        settings = bot.settings
+        self.limiter = RateLimiter(settings.discord_rate_limit, settings.discord_rate_window_s)
+        self.streaming: dict[int, list[Streaming]] = {}  # channel id -> replies being streamed there
 
-    def _facts(self, message: discord.Message) -> MessageFacts:
+    async def _facts(self, message: discord.Message) -> MessageFacts:
         channel = message.channel
         thread = isinstance(channel, discord.Thread)
         me = self.bot.user
@@ -102,16 +134,70 @@ class ChatCog(commands.Cog):
             channel_id=channel.id,
             parent_channel_id=channel.parent_id if thread else None,
             thread_owner_id=channel.owner_id if thread else None,
+            replies_to_bot=me is not None and await replied_author(message) == me.id,
         )
+
+    async def _part(self, facts: MessageFacts, scope: str) -> tuple[Part, Part]:
+        """Answer, store, both or neither: from the channel's mode and memory (a thread: its parent's) and whether
+        the author opted out of being remembered in this server. The second is what to do when the rate limit
+        refuses an answer: what the channel would do with a message it does not answer."""
+        dream = self.bot.settings.dream_channel_id
+        if facts.is_dm:
+            return take_part(facts, mode="chat", remember=False, opted_out=False, dream_channel_id=dream), \
+                Part(False, False)
+        here = facts.parent_channel_id or facts.channel_id
+        listening = await self.participation.lookup(scope, str(here), str(facts.author_id))
+        mode = channel_mode(listening.setting.mode, channel_id=facts.channel_id,
+                            parent_channel_id=facts.parent_channel_id,
+                            allowed_channels=self.bot.settings.discord_allowed_channels)
+        rules = {"remember": listening.setting.remember, "opted_out": listening.opted_out, "dream_channel_id": dream}
+        return take_part(facts, mode=mode, **rules), take_part(facts, mode="quiet", **rules)
 
     @commands.Cog.listener()
     async def on_message(self, message: discord.Message) -> None:
-        settings = self.bot.settings
         if message.content.startswith(self.bot.command_prefix_text):
             return
-        if not should_answer(self._facts(message), allowed_channels=settings.discord_allowed_channels,
-                             dream_channel_id=settings.dream_channel_id):
+        if message.author.bot or message.type not in _CONVERSATION:
+            return  # never bots (itself included); joins, pins and the like are not conversation
+        facts = await self._facts(message)
+        scope = scope_for(message.guild.id if message.guild else None, message.author.id)
+        part, unanswered = await self._part(facts, scope)
+        if not part.answer and not part.store:
             return
+        if part.answer:
+            verdict = self.limiter.check(message.author.id)
+            if not verdict.allowed:
+                log.info("rate limit: message %s not answered", message.id)
+                if verdict.notify:
+                    await self._say(message, limit_notice(verdict.retry_after))
+                part = unanswered
+                if not part.store:
+                    return
+        turn = await self._turn(message)
+        if not part.answer:
+            try:
+                await remember_unanswered(self.bot.app.brain, turn)
+            except InvalidInput:
+                log.debug("unanswered message %s is empty or too long; not stored", message.id)
+            return
+        try:
+            async with message.channel.typing():
+                await self._answer(message, turn, store=part.store)
+        except Busy:
+            log.info("busy: message %s stored, not answered", message.id)
+            await self._say(message, BUSY)
+        except InvalidInput as exc:
+            await self._say(message, f"⚠️ {exc}")
+        except LLMUnavailable:
+            log.warning("the language model server did not answer message %s", message.id, exc_info=True)
+            await self._say(message, UNAVAILABLE if part.store else UNAVAILABLE_UNSTORED)
+        except (LLMError, MemoryStoreError):
+            log.exception("reply failed for message %s", message.id)
+            await self._say(message, "⚠️ Something went wrong while answering"
+                            + ("; your message is saved." if part.store else "."))
+
+    async def _turn(self, message: discord.Message) -> IncomingTurn:
+        settings = self.bot.settings
         me = self.bot.user
         text = strip_mentions(message.content, me.id if me else 0)
         if message.attachments:
@@ -119,7 +205,7 @@ class ChatCog(commands.Cog):
                                    max_message_chars=settings.max_message_chars)
             text = with_attachments(text, await read_text_attachments(message.attachments, room))
         seen_by = visibility_of(message.channel)
-        turn = IncomingTurn(
+        return IncomingTurn(
             scope=scope_for(message.guild.id if message.guild else None, message.author.id),
             source="discord",
             channel_id=str(message.channel.id),
@@ -133,24 +219,19 @@ class ChatCog(commands.Cog):
             thread_parent_id=seen_by.thread_parent_id,
             channel_name=channel_name_of(message.channel),
         )
-        try:
-            async with message.channel.typing():
-                await self._answer(message, turn)
-        except Busy:
-            log.info("busy: message %s stored, not answered", message.id)
-            await self._say(message, BUSY)
-        except InvalidInput as exc:
-            await self._say(message, f"⚠️ {exc}")
-        except LLMUnavailable:
-            log.warning("the language model server did not answer message %s", message.id, exc_info=True)
-            await self._say(message, UNAVAILABLE)
-        except (LLMError, MemoryStoreError):
-            log.exception("reply failed for message %s", message.id)
-            await self._say(message, "⚠️ Something went wrong while answering; your message is saved.")
 
-    async def _answer(self, message: discord.Message, turn: IncomingTurn) -> None:
-        """Stream the Brain's reply; if Discord refuses a send or an edit, stop generating (the turn is still absorbed)."""
-        reply = await self.bot.app.brain.respond(turn)
+    async def _answer(self, message: discord.Message, turn: IncomingTurn, *, store: bool = True) -> None:
+        """Stream the Brain's reply; if Discord refuses a send or an edit, stop generating (the turn is still absorbed).
+
+        ``store`` False (the author opted out of being remembered here): the Brain's read-only answer, which
+        stores neither the message nor the reply and sees no recent turns."""
+        brain = self.bot.app.brain
+        if store:
+            reply = await brain.respond(turn)
+        else:
+            reply = await brain.ask(turn.text, turn.scope, author_id=turn.author_id, author_name=turn.author_name,
+                                    channel_id=turn.channel_id,
+                                    visible_channel=turn.thread_parent_id or turn.channel_id)
 
         async def send(content: str) -> discord.Message:
             if not stream.messages:
@@ -158,6 +239,8 @@ class ChatCog(commands.Cog):
             return await message.channel.send(content)
 
         stream = StreamingReply(send, interval=self.bot.settings.discord_edit_interval)
+        live = Streaming(message.author.id, reply, stream)
+        self.streaming.setdefault(message.channel.id, []).append(live)
 
         def remember_id(first: Any) -> None:
             reply.external_id = str(first.id)  # the reply is stored under its Discord id
@@ -169,7 +252,45 @@ class ChatCog(commands.Cog):
             log.warning("streaming the reply to message %s failed (HTTP %s); generation cancelled",
                         message.id, exc.status)
             return
+        finally:
+            here = self.streaming.get(message.channel.id, [])
+            if live in here:
+                here.remove(live)
+            if not here:
+                self.streaming.pop(message.channel.id, None)
+        if live.stopped_by is not None:
+            await self._mark_stopped(message, stream, live.stopped_by)
+            return
         await self._show_sources(message, reply, stream)
+
+    async def _mark_stopped(self, message: discord.Message, stream: StreamingReply, who: str) -> None:
+        note = f"\n-# ⏹ stopped by {display_text(who)}"
+        try:
+            if stream.messages and len(stream.last_shown) + len(note) <= DISCORD_LIMIT:
+                await stream.messages[-1].edit(content=stream.last_shown + note)
+            else:
+                await message.channel.send(note.strip())
+        except discord.HTTPException as exc:
+            log.warning("could not mark the reply to message %s stopped (HTTP %s)", message.id, exc.status)
+
+    @app_commands.command(name="stop", description="Stop the reply the bot is writing here")
+    @app_commands.allowed_contexts(guilds=True, dms=True, private_channels=False)
+    async def stop(self, interaction: discord.Interaction) -> None:
+        """The person a reply answers may stop it, and so may an admin (Manage Server or the approver role)."""
+        live = self.streaming.get(interaction.channel_id or 0, [])
+        admin = is_admin(interaction, self.bot.app.governance.policy)
+        mine = [s for s in live if s.stopped_by is None and (admin or s.author_id == interaction.user.id)]
+        if not mine:
+            text = ("I'm not writing a reply to you here right now." if live and not admin
+                    else "I'm not writing anything here right now.")
+            await interaction.response.send_message(text, ephemeral=True)
+            return
+        for s in mine:
+            s.stopped_by = interaction.user.display_name
+            s.stream.stop()
+            s.reply.cancel()
+        await interaction.response.send_message(f"Stopped {len(mine)} repl{'y' if len(mine) == 1 else 'ies'}.",
+                                                ephemeral=True)
 
     async def _show_sources(self, message: discord.Message, reply: Any, stream: StreamingReply) -> None:
         """Under a reply that drew on a memory: who said it, when, jump links, and forget buttons."""
@@ -214,6 +335,7 @@ class ChatCog(commands.Cog):
     async def on_guild_channel_delete(self, channel: discord.abc.GuildChannel) -> None:
         report = await self.bot.app.provenance.forget_channel("discord", str(channel.id),
                                                              scope=_guild_scope(channel.guild.id))
+        await self.participation.drop_channel(str(channel.guild.id), str(channel.id))  # its mode and memory too
         log.info("channel %s deleted: %s", channel.id, report)
 
     @commands.Cog.listener()
@@ -231,6 +353,23 @@ class ChatCog(commands.Cog):
             await self.bot.app.brain.edit("discord", str(payload.channel_id), str(payload.message_id), content)
         except InvalidInput:
             log.info("edit of message %s left it empty or too long; memory unchanged", payload.message_id)
+
+
+async def replied_author(message: discord.Message) -> int | None:
+    """Who wrote the message ``message`` replies to (None: not a reply, or it cannot be found). Discord sends the
+    replied-to message with the reply; a cached or fetched copy stands in when it did not."""
+    ref = message.reference
+    if ref is None or ref.message_id is None or message.type != discord.MessageType.reply:
+        return None
+    resolved = ref.resolved if isinstance(ref.resolved, discord.Message) else ref.cached_message
+    if resolved is None and isinstance(ref.resolved, discord.DeletedReferencedMessage):
+        return None
+    if resolved is None:
+        try:
+            resolved = await message.channel.fetch_message(ref.message_id)
+        except discord.HTTPException:
+            return None
+    return resolved.author.id
 
 
 def _guild_scope(guild_id: int | None) -> str | None:

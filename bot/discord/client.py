@@ -11,6 +11,7 @@ from discord.ext import commands
 from bot.app import App
 from bot.config import Settings
 from bot.discord.admin import AdminCog
+from bot.discord.channels import ChannelCog
 from bot.discord.chat import ChatCog
 from bot.discord.dream import DiscordDreamChannel, DreamCog, ProposalButton
 from bot.discord.guild_view import GuildView
@@ -22,7 +23,14 @@ from bot.discord.sources import ForgetSourceButton
 log = logging.getLogger(__name__)
 
 PREFIX = "!hippobot "
-COGS = (ChatCog, DreamCog, AdminCog, PersonaCog, ReactionsCog, PlacesCog)
+COGS = (ChatCog, DreamCog, AdminCog, ChannelCog, PersonaCog, ReactionsCog, PlacesCog)
+
+
+def allowed_mentions() -> discord.AllowedMentions:
+    """Nothing the bot writes pings anyone: not @everyone or @here, not a role, not a person (generated text can
+    hold any of them), and a reply does not ping its author. Every send and edit uses this unless it says
+    otherwise."""
+    return discord.AllowedMentions.none()
 
 
 def intents() -> discord.Intents:
@@ -62,13 +70,15 @@ class HippoBotBase(commands.bot.BotBase):
 
 class HippoBot(HippoBotBase, commands.AutoShardedBot):
     def __init__(self, app: App, settings: Settings) -> None:
-        commands.AutoShardedBot.__init__(self, command_prefix=PREFIX, intents=intents(), help_command=None)
+        commands.AutoShardedBot.__init__(self, command_prefix=PREFIX, intents=intents(), help_command=None,
+                                         allowed_mentions=allowed_mentions())
         self._init_hippo(app, settings)
 
 
 class SingleShardHippoBot(HippoBotBase, commands.Bot):
     def __init__(self, app: App, settings: Settings, *, intents_: discord.Intents | None = None) -> None:
-        commands.Bot.__init__(self, command_prefix=PREFIX, intents=intents_ or intents(), help_command=None)
+        commands.Bot.__init__(self, command_prefix=PREFIX, intents=intents_ or intents(), help_command=None,
+                              allowed_mentions=allowed_mentions())
         self._init_hippo(app, settings)
 
 

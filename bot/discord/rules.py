@@ -26,6 +26,7 @@ class MessageFacts:
     channel_id: int
     parent_channel_id: int | None  # for threads
     thread_owner_id: int | None  # for threads
+    replies_to_bot: bool = False  # a Discord reply to one of the bot's messages
 
 
 def scope_for(guild_id: int | None, user_id: int) -> str:
@@ -59,17 +60,55 @@ def visibility_for(*, is_dm: bool, channel_id: int, parent_channel_id: int | Non
 
 
 def should_answer(facts: MessageFacts, *, allowed_channels: Collection[int], dream_channel_id: int | None) -> bool:
-    """Mentioned, in a DM, in an allowed channel or a thread of one, or in a thread the bot started; never bots
-    or itself."""
+    """Whether a channel with no stored setting answers: mentioned or replied to, in a DM, in an allowed channel or
+    a thread of one, or in a thread the bot started; never bots or itself."""
+    mode = channel_mode(None, channel_id=facts.channel_id, parent_channel_id=facts.parent_channel_id,
+                        allowed_channels=allowed_channels)
+    return take_part(facts, mode=mode, remember=False, opted_out=False, dream_channel_id=dream_channel_id).answer
+
+
+@dataclass(frozen=True)
+class Part:
+    """What the bot does with one message: answer it, store it (and absorb it), both, or neither.
+
+    ``answer`` without ``store`` is an opted-out person addressing the bot: answered, nothing kept.
+    """
+
+    answer: bool
+    store: bool
+
+
+def addressed(facts: MessageFacts) -> bool:
+    """Said to the bot: a DM, a mention, a reply to one of its messages, or a thread the bot started."""
+    return (facts.is_dm or facts.mentions_bot or facts.replies_to_bot
+            or (facts.thread_owner_id is not None and facts.thread_owner_id == facts.bot_id))
+
+
+def channel_mode(stored: str | None, *, channel_id: int, parent_channel_id: int | None,
+                 allowed_channels: Collection[int]) -> str:
+    """A channel's mode: what its admins set (a thread: its parent's), else ``chat`` in the allowed channels
+    (``HIPPOBOT_DISCORD_ALLOWED_CHANNELS``), else ``mention``."""
+    if stored is not None:
+        return stored
+    if channel_id in allowed_channels or parent_channel_id in allowed_channels:
+        return "chat"
+    return "mention"
+
+
+def take_part(facts: MessageFacts, *, mode: str, remember: bool, opted_out: bool,
+              dream_channel_id: int | None) -> Part:
+    """Whether to answer and whether to store a message, from its channel's mode and memory and the author's
+    opt-out. Never bots or itself, never the dream channel; DMs are always answered and stored (``mode`` is
+    ignored there); ``quiet`` never answers, ``chat`` answers everything, ``mention`` what is addressed to it.
+    A message is stored when answered or when the channel is remembered, never when its author opted out."""
     if facts.author_is_bot or facts.author_id == facts.bot_id:
-        return False
+        return Part(False, False)
     if dream_channel_id is not None and dream_channel_id in (facts.channel_id, facts.parent_channel_id):
-        return False  # the dream channel is never conversation
-    if facts.is_dm or facts.mentions_bot:
-        return True
-    if facts.channel_id in allowed_channels or facts.parent_channel_id in allowed_channels:
-        return True  # a thread follows its parent, as its audience does (visibility_for)
-    return facts.thread_owner_id is not None and facts.thread_owner_id == facts.bot_id
+        return Part(False, False)  # the dream channel is never conversation
+    if facts.is_dm:
+        return Part(True, True)
+    answer = mode == "chat" or (mode == "mention" and addressed(facts))
+    return Part(answer, not opted_out and (answer or remember))
 
 
 def strip_mentions(content: str, bot_id: int) -> str:
@@ -77,20 +116,54 @@ def strip_mentions(content: str, bot_id: int) -> str:
 
 
 def split_message(text: str, limit: int = DISCORD_LIMIT) -> list[str]:
-    """Pieces of at most ``limit`` characters, cut at a newline or space where possible."""
-    pieces = []
+    """Pieces of at most ``limit`` characters, cut where a reader would: at a paragraph, else a line, else a
+    sentence, else a space (a word longer than half a piece is cut where it must). A code block cut in two is
+    closed at the end of one piece and opened again, with its language, at the start of the next."""
+    pieces: list[str] = []
     rest = text
-    while len(rest) > limit:
-        cut = rest.rfind("\n", 0, limit + 1)
-        if cut < limit // 2:
-            cut = rest.rfind(" ", 0, limit + 1)
-        if cut < limit // 2:
-            cut = limit
-        pieces.append(rest[:cut].rstrip())
-        rest = rest[cut:].lstrip()
-    if rest or not pieces:
-        pieces.append(rest)
-    return pieces
+    fence: str | None = None  # the opening line of a code block the previous piece closed early
+    while True:
+        prefix = f"{fence}\n" if fence else ""
+        if len(prefix) + len(rest) <= limit:
+            pieces.append(prefix + rest)
+            break
+        room = limit - len(prefix) - len(_CLOSE)  # room for the closing fence, in case the cut is inside code
+        cut, skip = _cut(rest, room)
+        head = prefix + rest[:cut].rstrip()
+        fence = _open_fence(head)
+        pieces.append(head + _CLOSE if fence else head)
+        rest = rest[cut + skip:]
+    return pieces if any(pieces) else [""]
+
+
+_CLOSE = "\n```"
+_SENTENCE = re.compile(r"[.!?][)\"'»”]*\s")
+
+
+def _cut(text: str, room: int) -> tuple[int, int]:
+    """Where to cut ``text`` within ``room`` characters, and how many separator characters to drop there."""
+    window = text[: room + 1]
+    for sep in ("\n\n", "\n"):
+        at = window.rfind(sep, 0, room)
+        if at >= room // 2:
+            return at, len(sep)
+    ends = [m.end() for m in _SENTENCE.finditer(window) if m.end() <= room]
+    if ends and ends[-1] >= room // 2:
+        return ends[-1] - 1, 1
+    at = window.rfind(" ", 0, room + 1)
+    if at >= room // 2:
+        return at, 1
+    return max(1, room), 0
+
+
+def _open_fence(text: str) -> str | None:
+    """The opening line (e.g. "```py") of a code block still open at the end of ``text``, else None."""
+    opened: str | None = None
+    for line in text.split("\n"):
+        stripped = line.strip()
+        if stripped.startswith("```"):
+            opened = None if opened is not None else stripped
+    return opened
 
 
 @dataclass(frozen=True)

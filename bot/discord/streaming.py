@@ -2,13 +2,16 @@
 
 The first message is posted when the first text arrives; later text is
 edited in no more often than ``interval`` seconds; text beyond Discord's
-2,000 characters continues in a new message. The final state is always
-written, whatever the interval. What is posted goes through
+2,000 characters continues in a new message, cut where a reader would
+(``rules.split_message``: paragraphs, lines, sentences; a code block cut in
+two is closed and reopened). The final state is always written, whatever the
+interval; ``stop`` ends the stream with what is shown. What is posted goes through
 ``memory.fields.display_text`` (no bidirectional overrides).
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Protocol
@@ -36,8 +39,32 @@ class StreamingReply:
         self._last_edit = -float("inf")
         self.edits = 0
         self.text = ""
+        self.stopped = False
+        self._consuming: asyncio.Task[None] | None = None
+
+    def stop(self) -> None:
+        """Take no more text (``/stop``): ``run`` returns at once, with what arrived so far written as final."""
+        self.stopped = True
+        if self._consuming is not None:
+            self._consuming.cancel()  # even while waiting for the next token
 
     async def run(self, deltas: AsyncIterator[str], on_first: Callable[[Postable], None] | None = None) -> str:
+        self._consuming = asyncio.ensure_future(self._consume(deltas, on_first))
+        try:
+            await self._consuming
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if not self.stopped or (current is not None and current.cancelling()):
+                raise  # cancelled from outside, not stopped
+        finally:
+            self._consuming = None
+            close = getattr(deltas, "aclose", None)
+            if self.stopped and close is not None:
+                await close()  # a stopped reply's generator finishes now (its turn is still recorded)
+        await self._sync(final=True)
+        return self.text
+
+    async def _consume(self, deltas: AsyncIterator[str], on_first: Callable[[Postable], None] | None) -> None:
         async for delta in deltas:
             self.text += delta
             if not self.messages and self.text.strip():
@@ -46,8 +73,6 @@ class StreamingReply:
                     on_first(self.messages[0])
             elif self._clock() - self._last_edit >= self._interval:
                 await self._sync()
-        await self._sync(final=True)
-        return self.text
 
     async def _sync(self, final: bool = False) -> None:
         shown = display_text(self.text).strip()  # what is generated is kept as it is; what is posted is safe
