@@ -210,6 +210,20 @@ async def test_channel_list_shows_each_channels_mode_and_memory(sim: Sim) -> Non
     assert lines[-1] == "Nobody has opted out of being remembered in this server."
 
 
+async def test_a_thread_follows_its_channels_mode_and_memory(sim: Sim) -> None:
+    # SimCord's public API has no member-started thread; its backend makes one and sends THREAD_CREATE
+    thread = simcord.ChannelHandle(sim.env, sim.guild, sim.env.backend.create_thread(sim.general.id, "bees", sim.ana.id))
+    await sim.settle()
+    await sim.mod.slash(sim.general, "channel mode", mode="quiet")
+    await sim.mod.slash(sim.general, "channel memory", state="on")
+    await sim.ana.send(thread, f"{sim.mention()} my hives swarmed today")
+    await sim.settle()
+    assert sim.bot_messages(thread) == [], "quiet, as its channel"
+    row = await sim.pool.fetchrow("SELECT channel_id, thread_parent_id FROM messages WHERE content LIKE '%swarmed%'")
+    assert row is not None, "remembered, as its channel is"
+    assert (row["channel_id"], row["thread_parent_id"]) == (str(thread.id), str(sim.general.id))
+
+
 async def test_deleting_a_channel_drops_its_settings(sim: Sim) -> None:
     random = sim.guild.create_text_channel("random")
     await sim.mod.slash(random, "channel mode", mode="chat")
