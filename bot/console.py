@@ -294,8 +294,8 @@ class Console:
         now = self._brain.clock.now()
         if command == "/proposals":
             # this scope's and the global ones (persona, adapters): never another server's
-            pending = sorted([*await self._governance.list(scope=self._me.scope),
-                              *await self._governance.list(scope=None)], key=lambda p: p.id)
+            pending = sorted([*await self._governance.list(scope=self._me.scope, now=now),
+                              *await self._governance.list(scope=None, now=now)], key=lambda p: p.id)
             self._print("\n\n".join(p.render() for p in pending) if pending else "(no pending proposals)")
             return
         if command == "/dream":

@@ -28,7 +28,7 @@ from datetime import datetime, timedelta
 
 import numpy as np
 
-from dream.cycle import DreamServices, StepReport
+from dream.cycle import DreamServices, StepReport, history_end
 from dream.governance import EDIT_ARCHETYPE, NEW_ARCHETYPE, PENDING
 from dream.themes import NAME_PATTERN, PoorMatch, Theme, diverse_examples, find_themes, plan_for, theme_name, unit
 from memory.embed import similarity
@@ -46,11 +46,14 @@ async def archetype_proposals(services: DreamServices, now: datetime) -> StepRep
     else:
         scopes = [r["scope"] for r in await services.pool.fetch(
             """SELECT DISTINCT am.scope FROM archetype_matches am JOIN messages m ON m.id = am.message_id
-               WHERE am.matched_at BETWEEN $1 AND $2 AND am.similarity < $3 AND am.embedding IS NOT NULL
+               WHERE am.matched_at <= $1 AND am.similarity < $2 AND am.embedding IS NOT NULL
                  AND m.visible_in IS NULL ORDER BY am.scope""",
-            now - timedelta(days=cfg.lookback_days), now, cfg.low_similarity)]
+            now, cfg.low_similarity)]
     for scope in scopes:
-        poor = await _poor_matches(services, scope, now)
+        # the scope's own last weeks (an imported history's, not the calendar's): matched_at is the message's time
+        end = await history_end(services.pool, scope, now)
+        since = end - timedelta(days=cfg.lookback_days)
+        poor = await _poor_matches(services, scope, since, now)
         report.counts["poor_matches"] += len(poor)
         themes = await asyncio.to_thread(
             find_themes, poor, distance=cfg.cluster_distance, min_size=cfg.min_cluster_size,
@@ -64,17 +67,17 @@ async def archetype_proposals(services: DreamServices, now: datetime) -> StepRep
                                                                  scope=scope):
                 report.counts["already_covered"] += 1
                 continue
-            proposal = await _propose_new(services, scope, theme, poor, taken, now)
+            proposal = await _propose_new(services, scope, theme, poor, taken, now, end)
             taken.add(proposal.payload["name"])
             report.counts["proposed"] += 1
             merged = f", {theme.merged_from} clusters merged" if theme.merged_from > 1 else ""
             report.notes.append(f"proposal #{proposal.id}: {proposal.payload['name']} "
                                 f"({len(theme.members)} messages{merged})")
-        report.counts["edits_proposed"] += await _propose_edits(services, scope, now, report)
+        report.counts["edits_proposed"] += await _propose_edits(services, scope, since, now, report)
     return report
 
 
-async def _poor_matches(services: DreamServices, scope: str, now: datetime) -> list[PoorMatch]:
+async def _poor_matches(services: DreamServices, scope: str, since: datetime, now: datetime) -> list[PoorMatch]:
     cfg = services.config
     rows = await services.pool.fetch(
         """SELECT am.message_id, am.similarity, am.embedding, ca.archetype_name, m.content, m.channel_id, m.author_id
@@ -85,7 +88,7 @@ async def _poor_matches(services: DreamServices, scope: str, now: datetime) -> l
              AND am.similarity < $4 AND am.embedding IS NOT NULL AND NOT m.is_bot
              AND m.visible_in IS NULL  -- the dream channel is read by everyone: public messages only
            ORDER BY am.matched_at DESC LIMIT 5000""",
-        scope, now - timedelta(days=cfg.lookback_days), now, cfg.low_similarity,
+        scope, since, now, cfg.low_similarity,
     )
     return [
         PoorMatch(r["message_id"], r["content"], r["channel_id"], r["author_id"], float(r["similarity"]),
@@ -94,7 +97,7 @@ async def _poor_matches(services: DreamServices, scope: str, now: datetime) -> l
     ]
 
 
-async def _propose_new(services, scope, theme: Theme, poor, taken, now):  # type: ignore[no-untyped-def]
+async def _propose_new(services, scope, theme: Theme, poor, taken, now, end):  # type: ignore[no-untyped-def]
     cluster = list(theme.members)
     terms = list(theme.terms)
     examples = [m.text for m in theme.examples]
@@ -121,7 +124,7 @@ async def _propose_new(services, scope, theme: Theme, poor, taken, now):  # type
     days = services.config.lookback_days
     merged = (f" (one theme: {theme.merged_from} overlapping clusters merged)" if theme.merged_from > 1 else "")
     rationale = "\n".join([
-        f"- {len(cluster)} messages in the last {days} days fit no archetype well "
+        f"- {len(cluster)} messages in the {days} days to {end:%Y-%m-%d} fit no archetype well "
         f"(mean similarity to their best archetype {mean_sim:.2f}, most often '{nearest_counts}').",
         f"- They share a theme: {', '.join(terms) or 'see the examples'} (cohesion {cohesion:.2f}){merged}.",
         *[f"- {r[0].upper()}{r[1:]}." for r in reasons],
@@ -150,7 +153,8 @@ async def _propose_new(services, scope, theme: Theme, poor, taken, now):  # type
     )
 
 
-async def _propose_edits(services: DreamServices, scope: str, now: datetime, report: StepReport) -> int:
+async def _propose_edits(services: DreamServices, scope: str, since: datetime, now: datetime,
+                         report: StepReport) -> int:
     """Archetypes whose recent similarity sank well below their average get fresh examples proposed."""
     cfg = services.config
     proposed = 0
@@ -159,7 +163,7 @@ async def _propose_edits(services: DreamServices, scope: str, now: datetime, rep
            FROM archetype_matches am JOIN messages m ON m.id = am.message_id
            WHERE am.scope = $1 AND am.matched_at BETWEEN $2 AND $3 AND NOT am.used_default AND m.visible_in IS NULL
            GROUP BY am.archetype_id HAVING count(*) >= $4""",
-        scope, now - timedelta(days=cfg.lookback_days), now, cfg.min_recent_matches,
+        scope, since, now, cfg.min_recent_matches,
     )
     archetypes = {a.id: a for a in await services.archetypes.list_archetypes(scope=scope, active_only=True)}
     for row in rows:
@@ -171,7 +175,7 @@ async def _propose_edits(services: DreamServices, scope: str, now: datetime, rep
                FROM archetype_matches am JOIN messages m ON m.id = am.message_id
                WHERE am.scope = $1 AND am.archetype_id = $2 AND am.matched_at BETWEEN $3 AND $4 AND NOT am.used_default
                  AND am.embedding IS NOT NULL AND m.visible_in IS NULL ORDER BY am.similarity LIMIT 200""",
-            scope, a.id, now - timedelta(days=cfg.lookback_days), now,
+            scope, a.id, since, now,
         )
         members = [
             PoorMatch(r["message_id"], r["content"], "", "", float(r["similarity"]), a.name, r["embedding"].to_numpy())
@@ -186,7 +190,9 @@ async def _propose_edits(services: DreamServices, scope: str, now: datetime, rep
         fresh_members = [m for m in picked if m.text not in a.examples]
         fresh = [m.text for m in fresh_members]
         payload = {"name": a.name, "description": a.description, "examples": [*a.examples, *fresh]}
-        rationale = (f"- '{a.name}' matched {row['n']} messages in the last {cfg.lookback_days} days with mean "
+        until = since + timedelta(days=cfg.lookback_days)
+        rationale = (f"- '{a.name}' matched {row['n']} messages in the {cfg.lookback_days} days to {until:%Y-%m-%d} "
+                     "with mean "
                      f"similarity {row['recent']:.2f}, below its long-run {a.avg_similarity:.2f}.\n"
                      f"- Adding {len(fresh)} recent messages as examples moves its centroid toward how people "
                      "phrase it now.")

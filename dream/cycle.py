@@ -92,6 +92,16 @@ class DreamServices:
     reports: dict[str, StepReport] = field(default_factory=dict)  # earlier steps of this run
 
 
+async def history_end(pool: asyncpg.Pool, scope: str | None, now: datetime) -> datetime:
+    """Where the dream's look-back windows end for ``scope`` (None: every scope): its latest message up to
+    ``now``, or ``now`` when it has none. A history imported today is looked at over its own last weeks, not
+    the calendar's, so it is replayed and analysed without ``--now``; on a live server this is about now."""
+    latest = await pool.fetchval(
+        "SELECT max(created_at) FROM messages WHERE ($1::text IS NULL OR scope = $1::text) AND created_at <= $2",
+        scope, now)
+    return latest or now
+
+
 @dataclass
 class StepReport:
     counts: dict[str, int | float] = field(default_factory=dict)

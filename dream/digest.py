@@ -16,13 +16,14 @@ import asyncio
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from dream.cycle import DreamServices, StepReport
+from dream.cycle import DreamServices, StepReport, history_end
 from memory.fields import display_text
 
 
 async def digest(services: DreamServices, now: datetime) -> StepReport:
     cfg = services.config
-    since = (now - timedelta(days=cfg.chart_days)).replace(hour=0, minute=0, second=0, microsecond=0)
+    end = await history_end(services.pool, services.scope, now)  # the data's own last weeks, not the calendar's
+    since = (end - timedelta(days=cfg.chart_days)).replace(hour=0, minute=0, second=0, microsecond=0)
     rows = await services.pool.fetch(
         """SELECT date_trunc('day', am.matched_at) AS day,
                   CASE WHEN am.used_default THEN '(default plan)' ELSE ca.archetype_name END AS archetype,
@@ -47,7 +48,7 @@ async def digest(services: DreamServices, now: datetime) -> StepReport:
                      f"{'failed (' + report.error + ')' if report.error else counts or 'done'}")
         lines.extend(f"  {note}" for note in report.notes)
     total = sum(r["n"] for r in rows)
-    lines.append(f"- messages classified in the last {cfg.chart_days} days: {total}")
+    lines.append(f"- messages classified in the {cfg.chart_days} days to {end:%Y-%m-%d}: {total}")
     text = display_text("\n".join(lines))  # names archetypes, made of people's words
     if services.channel is not None:
         await services.channel.post_digest(text, chart)

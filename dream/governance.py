@@ -311,9 +311,17 @@ class Governance:
         return None if row is None else await self.get(row["id"])
 
     async def list(
-        self, statuses: Sequence[str] = (PENDING,), *, scope: str | None | _AnyScope = ANY_SCOPE
+        self, statuses: Sequence[str] = (PENDING,), *, scope: str | None | _AnyScope = ANY_SCOPE,
+        now: datetime | None = None,
     ) -> list[Proposal]:
-        """Proposals with these statuses, oldest first; only ``scope``'s when given (None: the global ones)."""
+        """Proposals with these statuses, oldest first; only ``scope``'s when given (None: the global ones).
+        With ``now``, pending proposals past their time are expired first, so a list and a vote agree."""
+        if now is not None:
+            async with self._pool.acquire() as conn, conn.transaction():
+                if scope is ANY_SCOPE:
+                    await self._expire_rows(conn, "true OR $2::text IS NULL", now, None)
+                else:
+                    await self._expire_rows(conn, "scope IS NOT DISTINCT FROM $2::text", now, scope)
         if scope is ANY_SCOPE:
             rows = await self._pool.fetch(
                 "SELECT * FROM proposals WHERE status = ANY($1::text[]) ORDER BY id", list(statuses)
@@ -363,6 +371,8 @@ class Governance:
                 raise OtherScope(proposal_id, row["scope"])
             if row["kind"] not in self._kinds:
                 raise UnknownKind(row["kind"], proposal_id)
+            if row["status"] == PENDING and row["expires_at"] <= now:  # past its time: say so, as /proposals does
+                await self._expire_rows(conn, "id = $2", now, proposal_id)
             if row["status"] != PENDING or row["expires_at"] <= now:
                 return VoteOutcome(await self._get(conn, proposal_id), counted=False, decided=False)
             await conn.execute(
@@ -403,15 +413,15 @@ class Governance:
     async def expire(self, now: datetime, *, scope: str | None = None) -> int:
         """Expire pending proposals past their time (only ``scope``'s when given); returns how many."""
         async with self._pool.acquire() as conn, conn.transaction():
-            rows = await conn.fetch(
-                """UPDATE proposals SET status = 'expired', decided_at = $1
-                   WHERE status = 'pending' AND expires_at <= $1 AND ($2::text IS NULL OR scope = $2::text)
-                   RETURNING *""",
-                now, scope,
-            )
-            for row in rows:
-                if (on_reject := self._on_reject.get(row["kind"])) is not None:
-                    await on_reject(conn, row, "(expired)")
+            return await self._expire_rows(conn, "($2::text IS NULL OR scope = $2::text)", now, scope)
+
+    async def _expire_rows(self, conn: asyncpg.Connection, where: str, now: datetime, arg: object) -> int:
+        rows = await conn.fetch(
+            f"""UPDATE proposals SET status = 'expired', decided_at = $1
+                WHERE status = 'pending' AND expires_at <= $1 AND {where} RETURNING *""", now, arg)
+        for row in rows:
+            if (on_reject := self._on_reject.get(row["kind"])) is not None:
+                await on_reject(conn, row, "(expired)")
         return len(rows)
 
     async def _get(self, conn: asyncpg.Connection, proposal_id: int) -> Proposal:

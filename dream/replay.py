@@ -28,7 +28,7 @@ from datetime import datetime, timedelta
 
 import numpy as np
 
-from dream.cycle import DreamServices, StepReport
+from dream.cycle import DreamServices, StepReport, history_end
 from memory.salience import replay_order  # noqa: F401  (the replay priority lives with salience)
 
 REPLAY_BOOST = 0.1  # salience moves this fraction of the way to 1 per replay
@@ -52,12 +52,13 @@ async def _scopes(services: DreamServices, sql: str, *args: object) -> list[str]
 async def replay(services: DreamServices, now: datetime) -> StepReport:
     cfg = services.config
     report = StepReport(counts={"replayed": 0, "scopes": 0})
-    since = now - timedelta(days=cfg.lookback_days)
-    for scope in await _scopes(services, "SELECT DISTINCT scope FROM episodes WHERE created_at >= $1", since):
+    for scope in await _scopes(services, "SELECT DISTINCT scope FROM episodes"):
         last = await services.pool.fetchval("SELECT max(last_replayed_at) FROM episodes WHERE scope = $1", scope)
         k = replay_budget(cfg.replay_batch, last, now, timedelta(hours=cfg.replay_interval_hours))
         if k <= 0:
             continue
+        end = await history_end(services.pool, scope, now)  # the history's own last weeks, not the calendar's
+        since = end - timedelta(days=cfg.lookback_days)
         rows = await services.pool.fetch(
             """SELECT id, salience, created_at, embedding FROM episodes
                WHERE scope = $1 AND created_at >= $2 ORDER BY salience DESC, created_at DESC LIMIT 2000""",
@@ -66,7 +67,7 @@ async def replay(services: DreamServices, now: datetime) -> StepReport:
         if not rows:
             continue
         salience = np.array([r["salience"] for r in rows], dtype=np.float32)
-        age = np.array([max((now - r["created_at"]).total_seconds() / 86400, 0.0) for r in rows], dtype=np.float32)
+        age = np.array([max((end - r["created_at"]).total_seconds() / 86400, 0.0) for r in rows], dtype=np.float32)
         vectors = np.stack([r["embedding"].to_numpy() for r in rows])
         order = await asyncio.to_thread(replay_order, salience, age, vectors, k)
         picked = [rows[i]["id"] for i in order]

@@ -128,6 +128,27 @@ async def test_pending_proposals_expire(app: App, tmp_path: Path) -> None:
     assert not late.counted
 
 
+async def test_a_vote_past_a_proposals_time_says_it_expired_and_the_list_agrees(app: App, tmp_path: Path) -> None:
+    _, planning = await dreamt(app, tmp_path)
+    later = NOW + timedelta(days=30)  # no expiry step ran in between
+    late = await app.governance.vote(planning[0].id, APPROVER, True, now=later)
+    assert not late.counted and late.proposal.status == "expired", "not 'pending; the vote changes nothing'"
+    assert await app.governance.list(scope="g1", now=later) == []
+
+
+async def test_a_history_imported_long_after_it_happened_is_replayed_and_analysed(app: App, tmp_path: Path) -> None:
+    """The look-back windows end at the history's own last message, not the calendar's today: a month of
+    history imported four months later (no --now) is replayed and yields its proposal."""
+    await app.importer.run(month_of_history(tmp_path / "month.jsonl"), "g1")
+    report = await app.dream.run(NOW + timedelta(days=120))
+    assert report.status == "ok", report.render()
+    assert report.steps["episodic_replay"].counts["replayed"] > 0, report.render()
+    planning = [p for p in await app.governance.list() if PLANNING_WORDS.search(p.payload["name"])]
+    assert len(planning) == 1, report.render()
+    last = await app.db.pool.fetchval("SELECT max(created_at) FROM messages WHERE scope = 'g1'")
+    assert f"days to {last:%Y-%m-%d}" in planning[0].rationale, "the rationale names the history's own days"
+
+
 async def test_two_processes_dream_once(app: App) -> None:
     async def slow(services, now):  # type: ignore[no-untyped-def]
         await asyncio.sleep(0.5)
