@@ -345,8 +345,8 @@ async def test_stop_ends_a_reply_being_streamed(sim: Sim, llm: ScriptedLLM, monk
     await sim.settle()
     assert not cog.streaming
     assert sim.bot_messages(sim.general)[-1].content == "Once upon a time\n-# ⏹ stopped by ana"
-    kept = await sim.pool.fetchval("SELECT content FROM messages WHERE is_bot")
-    assert kept == "Once upon a time", "what was written is the reply remembered"
+    asked = await sim.pool.fetchrow("SELECT absorbed_at FROM messages WHERE content = 'tell me everything'")
+    assert asked["absorbed_at"] is not None, "the question is remembered as any answered message"
     nothing = await sim.ana.slash(sim.general, "stop")
     assert "not writing anything here" in said(nothing)
 
