@@ -29,6 +29,7 @@ from datetime import datetime, timedelta
 import numpy as np
 
 from dream.cycle import DreamServices, StepReport, history_end
+from memory.layers.base import told
 from dream.governance import EDIT_ARCHETYPE, NEW_ARCHETYPE, PENDING
 from dream.themes import NAME_PATTERN, PoorMatch, Theme, diverse_examples, find_themes, plan_for, theme_name, unit
 from memory.embed import similarity
@@ -74,6 +75,8 @@ async def archetype_proposals(services: DreamServices, now: datetime) -> StepRep
             report.notes.append(f"proposal #{proposal.id}: {proposal.payload['name']} "
                                 f"({len(theme.members)} messages{merged})")
         report.counts["edits_proposed"] += await _propose_edits(services, scope, since, now, report)
+    report.headline = told((report.counts["proposed"], "new kind{s} of message proposed as archetypes"),
+                           (report.counts["edits_proposed"], "archetype{s} given fresh examples to vote on"))
     return report
 
 

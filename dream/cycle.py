@@ -68,7 +68,6 @@ class DreamConfig:
     duplicate_similarity: float = 0.985  # (1 + cos) / 2; cos 0.97
     replay_batch: int = 32
     replay_interval_hours: float = 20.0  # one replay batch per scope per night
-    chart_days: int = 14
     kg_prune_retrievability: float = 0.6
     kg_prune_confidence: float = 0.6
     output_dir: Path = Path(".")
@@ -106,6 +105,7 @@ async def history_end(pool: asyncpg.Pool, scope: str | None, now: datetime) -> d
 class StepReport:
     counts: dict[str, int | float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    headline: str = ""  # what it did, in plain words, for the digest ("" when nothing worth telling)
     error: str | None = None
     seconds: float = 0.0
 

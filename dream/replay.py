@@ -29,6 +29,7 @@ from datetime import datetime, timedelta
 import numpy as np
 
 from dream.cycle import DreamServices, StepReport, history_end
+from memory.layers.base import told
 from memory.salience import replay_order  # noqa: F401  (the replay priority lives with salience)
 
 REPLAY_BOOST = 0.1  # salience moves this fraction of the way to 1 per replay
@@ -80,6 +81,7 @@ async def replay(services: DreamServices, now: datetime) -> StepReport:
         )
         report.counts["replayed"] += len(picked)
         report.counts["scopes"] += 1
+    report.headline = told((report.counts["replayed"], "episode{s} replayed (salience raised)"))
     return report
 
 
@@ -101,7 +103,9 @@ async def decay_and_merge(services: DreamServices, now: datetime) -> StepReport:
         merged += done
         if done == 0 or not recheck:
             break
-    return StepReport(counts={"forgotten": int(forgotten.split()[-1]), "merged": merged})
+    gone = int(forgotten.split()[-1])
+    return StepReport(counts={"forgotten": gone, "merged": merged},
+                      headline=told((gone, "trivial episode{s} faded"), (merged, "repeated episode{s} merged")))
 
 
 async def _merge_pass(services: DreamServices, now: datetime, only: set[int] | None) -> tuple[int, set[int]]:
@@ -227,4 +231,5 @@ def same_words(a: str, b: str, *, min_overlap: float = 0.9) -> bool:
 
 
 async def expire_proposals(services: DreamServices, now: datetime) -> StepReport:
-    return StepReport(counts={"expired": await services.governance.expire(now, scope=services.scope)})
+    expired = await services.governance.expire(now, scope=services.scope)
+    return StepReport(counts={"expired": expired}, headline=told((expired, "proposal{s} expired unanswered")))

@@ -34,7 +34,7 @@ def layer_step(fn: LayerStep) -> Step:
 
     async def step(services: DreamServices, now: datetime) -> StepReport:
         result = await fn(now, getattr(services, "scope", None))
-        return StepReport(counts=dict(result.counts), notes=list(result.notes))
+        return StepReport(counts=dict(result.counts), notes=list(result.notes), headline=result.headline)
 
     return step
 

@@ -118,9 +118,11 @@ async def test_the_digest_carries_no_bidi_controls(app: App) -> None:
 
     channel = Channel()
     services = replace(app.dream.services, channel=channel, scope="g1", run_id=1,
-                       reports={"archetype_analysis": StepReport(notes=[f"proposed 'pdf{OVERRIDES}talk'"])})
+                       reports={"archetype_analysis": StepReport(headline=f"proposed 'pdf{OVERRIDES}talk'",
+                                                                 notes=[f"proposal #7: pdf{OVERRIDES}talk"])})
     await digest(services, NOW)
     assert len(channel.texts) == 1 and "proposed 'pdftalk'" in channel.texts[0], channel.texts
+    assert "proposal #7: pdftalk" in channel.texts[0]
     assert not bidi_in(channel.texts[0])
 
 

@@ -18,6 +18,7 @@ import dream.replay as replay_module
 from bot.app import App
 from bot.console import Console, ConsoleIdentity
 from dream.cycle import DreamCycle, StepReport
+from dream.digest import render_digest
 from dream.governance import GovernanceError, NotAnApprover, OtherScope, UnknownKind, UnknownProposal, Voter
 from dream.steps import DEFAULT_STEPS
 from dream.themes import LIGHT_VERBS, gerund, theme_words
@@ -147,6 +148,23 @@ async def test_a_history_imported_long_after_it_happened_is_replayed_and_analyse
     assert len(planning) == 1, report.render()
     last = await app.db.pool.fetchval("SELECT max(created_at) FROM messages WHERE scope = 'g1'")
     assert f"days to {last:%Y-%m-%d}" in planning[0].rationale, "the rationale names the history's own days"
+
+
+async def test_the_digest_says_what_the_night_did_in_plain_words(app: App, tmp_path: Path) -> None:
+    report, planning = await dreamt(app, tmp_path)
+    steps = report.steps
+    assert "proposed as archetypes" in steps["archetype_analysis"].headline
+    assert "episodes replayed" in steps["episodic_replay"].headline
+    text = render_digest(report.run_id, "g1", NOW, NOW - timedelta(days=30), NOW, 120, steps)
+    lines = text.splitlines()
+    assert lines[0].startswith("Dream digest for g1") and "120 message(s)" in lines[0]
+    assert any(line.startswith("- ") and "proposed as archetypes" in line for line in lines)
+    assert f"proposal #{planning[0].id}" in text and "Failed" not in text
+    assert "=" not in text, "no counter names: words a moderator reads"
+    quiet = render_digest(2, "g1", NOW, NOW, NOW, 0, {"episodic_replay": StepReport(counts={"replayed": 0})})
+    assert "A quiet night" in quiet
+    failed = render_digest(3, None, NOW, NOW, NOW, 0, {"place_merge": StepReport(error="boom")})
+    assert "Failed (the rest of the run stands): place_merge (boom)" in failed
 
 
 async def test_two_processes_dream_once(app: App) -> None:

@@ -124,10 +124,19 @@ class AbsorbedTurn:
 
 @dataclass
 class StepResult:
-    """What a layer's dream step did: counts for the report and digest, and notes."""
+    """What a layer's dream step did: counts for the report, notes, and a headline in plain words for the
+    digest people read ("3 facts consolidated from repeated mentions"; empty when it did nothing worth
+    telling)."""
 
     counts: dict[str, int | float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    headline: str = ""
+
+
+def told(*parts: tuple[int | float, str]) -> str:
+    """A digest headline from ``(count, words)`` pairs, leaving out the zeros; ``{s}`` in the words is "s"
+    unless the count is 1: told((3, "fact{s} consolidated"), (0, "pruned")) is "3 facts consolidated"."""
+    return "; ".join(f"{n:g} " + words.replace("{s}", "" if n == 1 else "s") for n, words in parts if n)
 
 
 # A layer's dream step: (now, scope or None for every scope) -> StepResult. The dream

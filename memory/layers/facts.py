@@ -20,7 +20,7 @@ import numpy as np
 
 from memory.conversation import StoredMessage
 from memory.layers.base import (MEMORY, AbsorbedTurn, BaseLayer, LayerStep, MemoryItem, RecallQuery, Section,
-                                StepResult, sources_of)
+                                StepResult, sources_of, told)
 from memory.embed import similarity
 from memory.semantic import Fact, SemanticMemory
 
@@ -142,14 +142,18 @@ class FactsLayer(BaseLayer):
         notes = []
         if counts["contradictions"]:
             notes.append(f"{counts['contradictions']} contradicted fact(s) lost confidence to newer evidence")
-        return StepResult(counts=counts, notes=notes)
+        headline = told((counts["admitted"] + counts["fast_tracked"], "fact{s} consolidated from what people said"),
+                        (counts["joined_existing"], "more mention{s} of facts already held"),
+                        (counts["contradictions"], "fact{s} contradicted by newer ones"))
+        return StepResult(counts=counts, notes=notes, headline=headline)
 
     async def _maintain(self, now: datetime, scope: str | None) -> StepResult:
         """Prune faded, doubtful edges (never pinned ones) and merge near-duplicate nodes of one owner."""
         pruned = await self.semantic.prune(now, min_retrievability=self._prune_retrievability,
                                            min_confidence=self._prune_confidence, scope=scope)
         merged = await self.semantic.merge_near_duplicates(scope=scope)
-        return StepResult(counts={"pruned_edges": pruned, "merged_nodes": merged})
+        return StepResult(counts={"pruned_edges": pruned, "merged_nodes": merged},
+                          headline=told((pruned, "faded fact{s} let go"), (merged, "duplicate name{s} merged")))
 
 
 # GhostKG's views, as the prompt names them: the bot's own stance, what the asking person said, the world,

@@ -19,7 +19,8 @@ import asyncpg
 
 from memory.conversation import StoredMessage
 from memory.embed import Embedder
-from memory.layers.base import MEMORY, AbsorbedTurn, BaseLayer, LayerStep, MemoryItem, RecallQuery, Section, StepResult
+from memory.layers.base import (MEMORY, AbsorbedTurn, BaseLayer, LayerStep, MemoryItem, RecallQuery, Section,
+                                StepResult, told)
 from memory.places.codes import FAILURE, SUCCESS, outcome
 from memory.places.macros import HALF_LIFE, MIN_SIMILARITY, Macro, MacroStore
 from memory.vectors import vec
@@ -115,10 +116,12 @@ class MacrosLayer(BaseLayer):
 
     async def age_step(self, now: datetime, scope: str | None) -> StepResult:
         aged, dropped = await self.store.age(now, scope, HALF_LIFE)
-        return StepResult(counts={"macros_aged": aged, "macros_dropped": dropped})
+        return StepResult(counts={"macros_aged": aged, "macros_dropped": dropped},
+                          headline=told((dropped, "unused procedure{s} dropped")))
 
     async def merge_step(self, now: datetime, scope: str | None) -> StepResult:
-        return StepResult(counts={"macros_merged": await self.store.merge_similar(scope)})
+        merged = await self.store.merge_similar(scope)
+        return StepResult(counts={"macros_merged": merged}, headline=told((merged, "procedure{s} merged")))
 
 
 def describe(m: Macro) -> str:

@@ -29,7 +29,7 @@ import numpy as np
 from memory.conversation import StoredMessage
 from memory.embed import Embedder
 from memory.layers.base import (PREAMBLE, AbsorbedTurn, BaseLayer, KindHandler, LayerStep, MemoryItem, RecallQuery,
-                                Section, StepResult)
+                                Section, StepResult, told)
 from memory.persona.evidence import EvidenceScorer, LLMEvidenceScorer, ScoredMessage, TextModel
 from memory.persona.reflection import change_share, describe, deterministic_snapshot, llm_snapshot, valid
 from memory.persona.state import (Evidence, PersonaState, TopicStance, apply_evidence, decay, record_shift,
@@ -399,8 +399,9 @@ class PersonaLayer(BaseLayer):
                 if gone:
                     notes.append(f"{s}{'/' + visible_in if visible_in else ''}: {len(gone)} belief(s) under "
                                  f"0.05 confidence dropped")
-        return StepResult(counts={"beliefs_decayed": decayed, "beliefs_dropped": dropped, "reflections": reflected},
-                          notes=notes)
+        return StepResult(counts={"beliefs_decayed": decayed, "beliefs_dropped": dropped, "reflection{s}": reflected},
+                          notes=notes, headline=told((decayed, "opinion{s} weakened with time"),
+                                                     (dropped, "opinion{s} dropped"), (reflected, "reflection{s}")))
 
 
 def _first_sentences(text: str, limit: int = _PROMPT_CHARS) -> str:

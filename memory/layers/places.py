@@ -26,7 +26,8 @@ from memory.conversation import StoredMessage, require_scope
 from memory.embed import Embedder
 from memory.errors import InvalidInput
 from memory.fields import check_text
-from memory.layers.base import MEMORY, AbsorbedTurn, BaseLayer, LayerStep, MemoryItem, RecallQuery, Section, StepResult
+from memory.layers.base import (MEMORY, AbsorbedTurn, BaseLayer, LayerStep, MemoryItem, RecallQuery, Section,
+                                StepResult, told)
 from memory.places.classifier import PER_CHANNEL, ChannelClassifier
 from memory.places.codes import FRAME_WORDS, asks_for_directions, channel_label, content_words, name_text, topic_of
 from memory.places.gate import GateConfig
@@ -235,12 +236,13 @@ class PlacesLayer(BaseLayer):
 
     async def merge_step(self, now: datetime, scope: str | None) -> StepResult:
         merged = await self.store.merge_similar(scope, self.merge_similarity)
-        return StepResult(counts={"places_merged": merged})
+        return StepResult(counts={"places_merged": merged}, headline=told((merged, "place{s} merged")))
 
     async def ttl_step(self, now: datetime, scope: str | None) -> StepResult:
         dropped = await self.store.drop_unused(now, scope, self.ttl)
         notes = [f"{dropped} place(s) unused for {self.ttl.days} days dropped"] if dropped else []
-        return StepResult(counts={"places_dropped": dropped}, notes=notes)
+        return StepResult(counts={"places_dropped": dropped}, notes=notes,
+                          headline=told((dropped, "unused place{s} dropped")))
 
 
 def _route_text(r: Route) -> str:

@@ -40,7 +40,7 @@ import asyncpg
 import numpy as np
 
 from memory.conversation import require_scope
-from memory.layers.base import PREAMBLE, BaseLayer, KindHandler, LayerStep, RecallQuery, Section, StepResult
+from memory.layers.base import PREAMBLE, BaseLayer, KindHandler, LayerStep, RecallQuery, Section, StepResult, told
 from memory.salience import replay_order
 
 log = logging.getLogger(__name__)
@@ -452,6 +452,7 @@ class WeightsLayer(BaseLayer):
             else:
                 result.counts["proposed"] += 1
                 result.notes.append(f"{s}: adapter proposal #{proposal_id} ({outcome.reason})")
+        result.headline = told((result.counts["proposed"], "adapter{s} proposed (the bot trained on its memories)"))
         return result
 
     async def _record(self, scope: str, texts: Sequence[TrainingText], outcome: DistillOutcome,
