@@ -23,6 +23,7 @@ forgetting one of them redacts the wording too (sql/019).
 from __future__ import annotations
 
 import asyncio
+import re
 from collections import Counter
 from datetime import datetime, timedelta
 
@@ -31,7 +32,8 @@ import numpy as np
 from dream.cycle import DreamServices, StepReport, history_end
 from memory.layers.base import told
 from dream.governance import EDIT_ARCHETYPE, NEW_ARCHETYPE, PENDING
-from dream.themes import NAME_PATTERN, PoorMatch, Theme, diverse_examples, find_themes, plan_for, theme_name, unit
+from dream.themes import (NAME_PATTERN, PoorMatch, Recurrence, Theme, diverse_examples, find_themes, plan_for,
+                          theme_name, unit)
 from memory.embed import similarity
 
 NEAR_ENOUGH = 0.75  # a centroid this similar to an archetype starts from its configuration
@@ -56,9 +58,11 @@ async def archetype_proposals(services: DreamServices, now: datetime) -> StepRep
         since = end - timedelta(days=cfg.lookback_days)
         poor = await _poor_matches(services, scope, since, now)
         report.counts["poor_matches"] += len(poor)
+        people = await _people_words(services, scope)
         themes = await asyncio.to_thread(
             find_themes, poor, distance=cfg.cluster_distance, min_size=cfg.min_cluster_size,
-            merge_similarity=cfg.theme_merge_similarity,
+            merge_similarity=cfg.theme_merge_similarity, names=people,
+            recurrence=Recurrence(people=cfg.theme_people, days=cfg.theme_days),
         )
         taken = {a.name for a in await services.archetypes.list_archetypes(scope=scope)}
         taken |= {p.payload.get("name", "") for p in await services.governance.list((PENDING,), scope=scope)}
@@ -68,7 +72,7 @@ async def archetype_proposals(services: DreamServices, now: datetime) -> StepRep
                                                                  scope=scope):
                 report.counts["already_covered"] += 1
                 continue
-            proposal = await _propose_new(services, scope, theme, poor, taken, now, end)
+            proposal = await _propose_new(services, scope, theme, poor, taken, now, end, people)
             taken.add(proposal.payload["name"])
             report.counts["proposed"] += 1
             merged = f", {theme.merged_from} clusters merged" if theme.merged_from > 1 else ""
@@ -83,7 +87,8 @@ async def archetype_proposals(services: DreamServices, now: datetime) -> StepRep
 async def _poor_matches(services: DreamServices, scope: str, since: datetime, now: datetime) -> list[PoorMatch]:
     cfg = services.config
     rows = await services.pool.fetch(
-        """SELECT am.message_id, am.similarity, am.embedding, ca.archetype_name, m.content, m.channel_id, m.author_id
+        """SELECT am.message_id, am.similarity, am.embedding, ca.archetype_name, m.content, m.channel_id, m.author_id,
+                  am.matched_at
            FROM archetype_matches am
            JOIN messages m ON m.id = am.message_id
            LEFT JOIN context_archetypes ca ON ca.id = am.archetype_id
@@ -95,12 +100,27 @@ async def _poor_matches(services: DreamServices, scope: str, since: datetime, no
     )
     return [
         PoorMatch(r["message_id"], r["content"], r["channel_id"], r["author_id"], float(r["similarity"]),
-                  r["archetype_name"], r["embedding"].to_numpy())
+                  r["archetype_name"], r["embedding"].to_numpy(), r["matched_at"])
         for r in rows
     ]
 
 
-async def _propose_new(services, scope, theme: Theme, poor, taken, now, end):  # type: ignore[no-untyped-def]
+def _plan_words(plan: dict) -> str:  # type: ignore[type-arg]
+    """A plan as a moderator reads it: what a message routed to it loads."""
+    return (f"{int(plan['context_turns'])} recent turns, up to {int(plan['context_vectors'])} memories at "
+            f"similarity {float(plan['similarity_threshold']):.2f} or more, facts {int(plan['triple_depth'])} "
+            "hop(s) deep")
+
+
+async def _people_words(services: DreamServices, scope: str) -> frozenset[str]:
+    """The words of the scope's people's names (display and account names, lower case): never a theme's."""
+    rows = await services.pool.fetch(
+        "SELECT DISTINCT author_name, author_username FROM messages WHERE scope = $1 AND NOT is_bot", scope)
+    return frozenset(w for r in rows for name in (r["author_name"], r["author_username"]) if name
+                     for w in re.findall(r"[a-z]+", name.lower()) if len(w) > 1)
+
+
+async def _propose_new(services, scope, theme: Theme, poor, taken, now, end, people):  # type: ignore[no-untyped-def]
     cluster = list(theme.members)
     terms = list(theme.terms)
     examples = [m.text for m in theme.examples]
@@ -110,7 +130,8 @@ async def _propose_new(services, scope, theme: Theme, poor, taken, now, end):  #
     worded_by = set(theme.worded_by)
     if services.namer is not None:
         named = await services.namer.name(examples, terms)
-        if named is not None and NAME_PATTERN.match(named[0]) and named[0] not in taken:
+        if (named is not None and NAME_PATTERN.match(named[0]) and named[0] not in taken
+                and not set(named[0].split("_")) & people):  # never named after a person
             name, description = named
             worded_by |= {m.message_id for m in theme.examples}  # the model may take a word from any of them
     ranked = services.router.similarities(theme.centroid, scope)
@@ -126,10 +147,18 @@ async def _propose_new(services, scope, theme: Theme, poor, taken, now, end):  #
     cohesion = float(np.mean(similarity(np.stack([m.vector for m in cluster]) @ theme.centroid)))
     days = services.config.lookback_days
     merged = (f" (one theme: {theme.merged_from} overlapping clusters merged)" if theme.merged_from > 1 else "")
+    people_n = len({m.author_id for m in cluster})
+    days_n = len({m.when.date() for m in cluster if m.when is not None})
+    by_default = await services.pool.fetchval(
+        "SELECT count(*) FILTER (WHERE used_default) FROM archetype_matches WHERE message_id = ANY($1::bigint[])",
+        [m.message_id for m in cluster])
+    today = dict(services.config.default_plan)
     rationale = "\n".join([
-        f"- {len(cluster)} messages in the {days} days to {end:%Y-%m-%d} fit no archetype well "
-        f"(mean similarity to their best archetype {mean_sim:.2f}, most often '{nearest_counts}').",
+        f"- {len(cluster)} messages from {people_n} people on {days_n} days, in the {days} days to {end:%Y-%m-%d}, "
+        f"fit no archetype well (mean similarity to their best archetype {mean_sim:.2f}, most often "
+        f"'{nearest_counts}'); {by_default} of them got the default plan.",
         f"- They share a theme: {', '.join(terms) or 'see the examples'} (cohesion {cohesion:.2f}){merged}.",
+        f"- With it, such a message would load {_plan_words(plan)} (the default plan: {_plan_words(today)}).",
         *[f"- {r[0].upper()}{r[1:]}." for r in reasons],
         f"- Configuration starts from {'the close archetype ' + repr(nearest.name) if nearest else 'the default plan'}.",
     ])

@@ -56,6 +56,9 @@ class DreamConfig:
     lookback_days: int = 30
     low_similarity: float = 0.68  # matches below this count as poorly served
     min_cluster_size: int = 5
+    # A theme is proposed only when it recurs: said by this many people, on this many days (dream.themes)
+    theme_people: int = 3
+    theme_days: int = 3
     cluster_distance: float = 0.72  # average-linkage cosine distance that separates clusters
     theme_merge_similarity: float = 0.70  # clusters whose centroids are this alike are one theme (dream.themes)
     same_idea_similarity: float = 0.9  # a candidate this close to an open/decided proposal is not proposed again

@@ -25,9 +25,12 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import numpy as np
+
+from memory.places.codes import is_substantive
 
 MERGE_SIMILARITY = 0.70
 _PAST = re.compile(r"\b(remember|earlier|last time|you said|we (discussed|talked)|before|again|previous(ly)?|yesterday)\b", re.I)
@@ -51,6 +54,7 @@ class PoorMatch:
     similarity: float
     nearest: str | None
     vector: np.ndarray
+    when: datetime | None = None  # when it was said (the theme must recur over days)
 
 
 @dataclass(frozen=True)
@@ -76,26 +80,56 @@ def normal(text: str) -> str:
     return re.sub(r"\W+", " ", text.lower()).strip()
 
 
+@dataclass(frozen=True)
+class Recurrence:
+    """What makes a group of messages a kind of request worth an archetype, not chatter: said by at least
+    ``people`` people (none of them more than ``max_share`` of it), on at least ``days`` days, and mostly in
+    messages with content (``memory.places.codes.is_substantive``: greetings, thanks and "haha" are not)."""
+
+    people: int = 3
+    days: int = 3
+    max_share: float = 0.5
+    substantive_share: float = 0.5
+
+    def fails(self, group: Sequence[PoorMatch]) -> str | None:
+        """Why ``group`` is not a recurring kind of request (None: it is)."""
+        authors = Counter(m.author_id for m in group if m.author_id)
+        if len(authors) < self.people:
+            return f"said by {len(authors)} people (needs {self.people})"
+        if authors.most_common(1)[0][1] > self.max_share * len(group):
+            return "mostly one person's"
+        days = {m.when.date() for m in group if m.when is not None}
+        if len(days) < self.days:
+            return f"on {len(days)} days (needs {self.days})"
+        if sum(is_substantive(m.text) for m in group) < self.substantive_share * len(group):
+            return "mostly greetings and small talk"
+        return None
+
+
+ANY_GROUP = Recurrence(people=0, days=0, max_share=1.0, substantive_share=0.0)
+
+
 def find_themes(
     poor: Sequence[PoorMatch], *, distance: float, min_size: int, merge_similarity: float = MERGE_SIMILARITY,
-    max_examples: int = 8,
+    max_examples: int = 8, recurrence: Recurrence = ANY_GROUP, names: frozenset[str] = frozenset(),
 ) -> list[Theme]:
     """The themes of ``poor``, largest first: clustered, overlapping clusters merged, each named.
 
     A theme needs ``min_size`` distinct texts (the same line said again and
-    again is not a kind of message).
+    again is not a kind of message) and must pass ``recurrence``. Its name and
+    terms never use a word of ``names`` (the people of the scope).
     """
     if len(poor) < min_size:
         return []
     groups = merge_overlapping(clusters(poor, distance), merge_similarity, min_size=min_size)
     themes = []
     for group, merged_from in groups:
-        if len({normal(m.text) for m in group}) < min_size:
+        if len({normal(m.text) for m in group}) < min_size or recurrence.fails(group) is not None:
             continue
         inside = {m.message_id for m in group}
         others = [m.text for m in poor if m.message_id not in inside]
         centroid = unit(np.mean([m.vector for m in group], axis=0))
-        name_words, terms = theme_words([m.text for m in group], others)
+        name_words, terms = theme_words([m.text for m in group], others, exclude=names)
         themes.append(Theme(tuple(group), centroid, tuple(name_words), tuple(terms),
                             tuple(diverse_examples(group, centroid, max_examples)), merged_from,
                             worded_by(group, name_words, terms)))
@@ -168,10 +202,10 @@ def _content_lemmas(texts: Sequence[str]) -> list[dict[str, str]]:
 
 
 def theme_words(cluster_texts: Sequence[str], other_texts: Sequence[str], *, sample: int = 200,
-                n_terms: int = 4) -> tuple[list[str], list[str]]:
+                n_terms: int = 4, exclude: frozenset[str] = frozenset()) -> tuple[list[str], list[str]]:
     """(words of the theme's name, its distinctive content words), from lemmas that mark the
     cluster against the other poorly matched messages (share of messages containing it, inside
-    minus outside)."""
+    minus outside); never a word of ``exclude`` (people's names: a theme is never named after a person)."""
     inside = _content_lemmas(_spread(cluster_texts, sample))
     outside = _content_lemmas(_spread(other_texts, sample)) if other_texts else []
     df_in: Counter[str] = Counter(lemma for doc in inside for lemma in doc)
@@ -182,7 +216,7 @@ def theme_words(cluster_texts: Sequence[str], other_texts: Sequence[str], *, sam
             pos[lemma][tag] += 1
     score = {
         lemma: n / len(inside) - (df_out[lemma] / len(outside) if outside else 0.0)
-        for lemma, n in df_in.items() if n >= 2 or len(inside) < 4
+        for lemma, n in df_in.items() if (n >= 2 or len(inside) < 4) and lemma not in exclude
     }
     ranked = sorted((lemma for lemma, s in score.items() if s > 0), key=lambda lemma: (-score[lemma], lemma))
     nouns = [lemma for lemma in ranked if pos[lemma].most_common(1)[0][0] == "NOUN"]

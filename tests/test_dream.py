@@ -21,7 +21,7 @@ from dream.cycle import DreamCycle, StepReport
 from dream.digest import render_digest
 from dream.governance import GovernanceError, NotAnApprover, OtherScope, UnknownKind, UnknownProposal, Voter
 from dream.steps import DEFAULT_STEPS
-from dream.themes import LIGHT_VERBS, gerund, theme_words
+from dream.themes import LIGHT_VERBS, PoorMatch, Recurrence, gerund, theme_words
 from memory.salience import TRIVIA, batch_novelty, imported_salience
 from tests.dream_data import (
     DENTIST, HELD_OUT_PLANNING, NOW, PLANNING, month_of_history, planning_month, two_months_of_history,
@@ -165,6 +165,27 @@ async def test_the_digest_says_what_the_night_did_in_plain_words(app: App, tmp_p
     assert "A quiet night" in quiet
     failed = render_digest(3, None, NOW, NOW, NOW, 0, {"place_merge": StepReport(error="boom")})
     assert "Failed (the rest of the run stands): place_merge (boom)" in failed
+
+
+def _said(text: str, author: str, day: int) -> PoorMatch:
+    return PoorMatch(day, text, "general", author, 0.5, None, np.zeros(3, dtype=np.float32), NOW + timedelta(days=day))
+
+
+def test_only_a_recurring_kind_of_request_with_content_makes_a_theme() -> None:
+    r = Recurrence(people=3, days=3)
+    asks = [f"can we draft a schedule for the {s} launch?" for s in ("app", "site", "game", "book", "shop", "band")]
+    assert r.fails([_said(t, "abcd"[i % 4], i) for i, t in enumerate(asks)]) is None
+    assert r.fails([_said(t, "ana", i) for i, t in enumerate(asks)]) == "said by 1 people (needs 3)"
+    assert r.fails([_said(t, "ana" if i < 4 else "bcd"[i - 4], i) for i, t in enumerate(asks)]) == "mostly one person's"
+    assert r.fails([_said(t, "abcd"[i % 4], 0) for i, t in enumerate(asks)]) == "on 1 days (needs 3)"
+    hellos = ["hey all", "haha", "morning!", "oh hey Kofi", "surviving haha", "thanks!"]
+    assert r.fails([_said(t, "abcd"[i % 4], i) for i, t in enumerate(hellos)]) == "mostly greetings and small talk"
+
+
+def test_a_theme_is_never_named_after_a_person() -> None:
+    texts = [f"julia can you fix the {t} again?" for t in ("zip", "bike chain", "shoe", "lamp", "kettle", "door")]
+    name, terms = theme_words(texts, ["what a lovely day", "see you soon"], exclude=frozenset({"julia"}))
+    assert "julia" not in name and "julia" not in terms, (name, terms)
 
 
 async def test_two_processes_dream_once(app: App) -> None:

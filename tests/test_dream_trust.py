@@ -116,6 +116,8 @@ async def test_a_restricted_channels_words_never_reach_the_dream_channel(app: Ap
 async def test_forgetting_a_person_forgets_the_proposal_named_after_their_word(app: App, tmp_path: Path) -> None:
     path = history_with(tmp_path / "club.jsonl", PERSON, channel="general", authors=PERSON_IDS)
     await app.importer.run(path, "g1")
+    # one person's topic (under two ids) is proposed only where a theme of two people's is enough
+    app.dream.services.config = replace(app.dream.services.config, theme_people=2)
     report = await app.dream.run(NOW)
     assert report.status == "ok", report.render()
     named = [p for p in await app.governance.list(scope="g1") if PERSON_WORD in p.payload["name"]]
