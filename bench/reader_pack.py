@@ -240,7 +240,7 @@ def train(args: argparse.Namespace) -> int:
     config = LoraConfig(r=args.rank, lora_alpha=args.alpha, lora_dropout=0.0, bias="none",
                         target_modules=list(TARGET_MODULES), task_type="CAUSAL_LM")
     model = get_peft_model(model, config)
-    for name, p in model.named_parameters():  # the adapter trains in float32 over the frozen bfloat16 model
+    for _name, p in model.named_parameters():  # the adapter trains in float32 over the frozen bfloat16 model
         if p.requires_grad:
             p.data = p.data.float()
     model.to(device)

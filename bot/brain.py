@@ -26,7 +26,8 @@ from datetime import datetime
 
 import numpy as np
 
-from bot.grounding import Grounding, Guard, SourceLine, ground, grounded_or_not_told, guard, held_words
+from bot.grounding import (NO_GUARD, Grounding, Guard, SourceLine, ground, grounded_or_not_told, guard,
+                           held_words)
 from bot.llm import Generation, LanguageModel
 from bot.prompt import Prompt, PromptBuilder
 from memory.absorption import AbsorbHints, Absorber
@@ -150,7 +151,7 @@ class Reply:
         trace: TurnTrace,
         *,
         record: bool = True,
-        guard: Guard = Guard(False),
+        guard: Guard = NO_GUARD,
     ) -> None:
         self.turn = turn
         self.message = message

@@ -194,10 +194,13 @@ class Guard:
         return NOT_MENTIONED.format(names=_join(self.missing)) if self.missing else None
 
 
+NO_GUARD = Guard(False)  # not a question about memory: the reply streams as the model writes it
+
+
 def guard(question: str, items: Sequence[MemoryItem], *, ignore: Iterable[str] = ()) -> Guard:
     """The Guard for ``question`` given the memories (and people's turns) that reached its prompt."""
     if not is_question(question):
-        return Guard(False)
+        return NO_GUARD
     skip = {stem(w) for n in ignore for w in content_words(n)}
     held: set[str] = set()
     for item in items:
@@ -210,7 +213,7 @@ def guard(question: str, items: Sequence[MemoryItem], *, ignore: Iterable[str] =
         (known if words <= held else missing).append(name)
     first_person = bool(set(_WORD.findall(question.lower().replace("’", "'"))) & _FIRST_PERSON)
     if not (known or first_person):
-        return Guard(False)
+        return NO_GUARD
     return Guard(True, tuple(dict.fromkeys(missing)))
 
 

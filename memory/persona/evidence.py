@@ -244,7 +244,7 @@ _INCREASERS = {"increases", "increase", "increased", "raises", "raised", "more",
                "climb", "climbs", "climbing", "soar", "soars", "soaring", "jump", "jumps", "grow", "growing",
                "doubling", "tripled", "tripling", "spiked", "spikes", "surged", "surges", "surging", "increasing",
                "raising", "boosting", "widened", "widens", "widening", "expanded", "expands", "lifted", "lifts",
-               "lift", "lifting", "rises", "risen", "quadrupled", "multiplied"}
+               "lift", "lifting", "risen", "quadrupled", "multiplied"}
 # Words that make things worse, or better, whatever they act on: "worse patient satisfaction" and "worsens
 # sleep loss" are both bad news (a reducer would reverse the first and a harm verb the second).
 _WORSENERS = {"worse", "worsens", "worsen", "worsened", "worsening", "aggravates", "exacerbates", "exacerbated"}
@@ -875,7 +875,7 @@ def _lexical_stance(tokens: Sequence[str], extra: dict[str, int] | None = None) 
 
 _EVIDENCE_HEADS = {"study", "survey", "data", "analysis", "meta", "report", "trial", "review", "census", "poll",
                    "sample", "dataset", "experiment", "paper", "research", "statistic", "record", "datum", "figure",
-                   "number", "evidence", "interview", "observation", "audit", "group", "cohort", "pilot", "review",
+                   "number", "evidence", "interview", "observation", "audit", "group", "cohort", "pilot",
                    "participant", "site"}
 _VERB_OBJECT_START = {"about", "around", "nearly", "almost", "over", "roughly", "us", "them", "people", "everyone"}
 _REPORTING = {"show", "find", "suggest", "say", "conclude", "confirm", "indicate", "estimate", "report", "claim",

@@ -311,7 +311,7 @@ def generate() -> tuple[list[dict], dict]:
         return mid
 
     # chatter: every channel's own talk, spread topics also in their second channel
-    for channel, (_, chatter, problems) in CHANNELS.items():
+    for channel, (_, chatter, _problems) in CHANNELS.items():
         for line in chatter:
             say(rng.choice(PEOPLE), channel, line, gap=7)
     for home, other in SPREAD.items():
