@@ -176,6 +176,7 @@ def quality(model: Any, tok: Any, gguf: Path, long_prompts: list[str], threads: 
     from llama_cpp import Llama
 
     from bot.gguf_trim import read_kept_ids
+    from bot.config import Settings
     from bot.llm_llamacpp import machine_load_settings
 
     text = HELDOUT.read_text(encoding="utf-8")
@@ -187,7 +188,7 @@ def quality(model: Any, tok: Any, gguf: Path, long_prompts: list[str], threads: 
     missing = [i for i in ids if new_id is not None and i not in new_id]
     if missing:
         raise SystemExit(f"{gguf.name} lacks {len(missing)} token(s) of the held-out text: {missing[:5]}")
-    with machine_load_settings():  # extra buffer types off on AMX CPUs, as the engine loads it
+    with machine_load_settings(Settings().llamacpp_extra_buffers):  # as the engine loads it (off on AMX CPUs)
         llama = Llama(model_path=str(gguf), n_ctx=2048, n_batch=512, n_threads=threads, n_threads_batch=threads,
                       logits_all=True, verbose=False)
     try:

@@ -62,6 +62,7 @@ def engine_config(settings: Settings, *, progress: bool = True) -> EngineConfig:
         context_tokens=settings.context_tokens,
         vocab=settings.llamacpp_vocab,
         reader=reader_for(settings),
+        extra_buffers=settings.llamacpp_extra_buffers,
     )
 
 

@@ -97,6 +97,12 @@ class Settings(BaseSettings):
         description="llama.cpp on the bundled model: `latin` trims its vocabulary to Latin-script text, punctuation "
         "and emoji (about a quarter faster, the same output for such text); `full` keeps every script.",
     )
+    llamacpp_extra_buffers: Literal["auto", "on", "off"] = Field(
+        default="auto",
+        description="llama.cpp's extra CPU buffer types (repacked and AMX kernels): `auto` turns them off on a CPU "
+        "that reports AMX tiles, where they crashed on the first decode; `on` or `off` forces it (see "
+        "`docs/engines.md`).",
+    )
     llm_url: str | None = Field(
         default=None,
         description="Base URL of an OpenAI-compatible server (llama.cpp server, vLLM, Ollama, LM Studio), "
@@ -428,14 +434,6 @@ _FACTORY_DEFAULTS = {"data_dir": "`~/.local/share/hippobot` (platformdirs)"}
 
 # Hand-written sections after the table.
 _SETTINGS_TAIL = """\
-### Read outside these settings
-
-`HIPPOBOT_LLAMACPP_EXTRA_BUFFERS` (default `auto`) is read by llama.cpp's
-loader (`bot/llm_llamacpp.py`) from the process environment, not from `.env`:
-llama.cpp's extra CPU buffer types (repacked and AMX kernels). `auto` turns
-them off on a CPU that reports AMX tiles, where they crashed; `on` or `off`
-forces it (see [Engines](engines.md)).
-
 ### The similarity scale
 
 Every similarity hippobot stores, compares or shows is `(1 + cos) / 2` of two

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import runpy
 
+from bot.config import Settings
 from bot.llm_llamacpp import disable_extra_buffers, extra_buffers_wanted
 
 
 def main() -> None:
-    if not extra_buffers_wanted():
+    if not extra_buffers_wanted(Settings().llamacpp_extra_buffers):
         disable_extra_buffers()
     runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
 

@@ -327,6 +327,7 @@ class EngineConfig:
     context_tokens: int = 1024  # the prompt budget; engines with a fixed KV cache size it from this
     vocab: str = "latin"  # llama.cpp: the bundled vocabulary trimmed to Latin-script text ("latin") or as shipped
     reader: Path | None = None  # the reader adapter's directory (bot.reader), applied to the bundled model only
+    extra_buffers: str = "auto"  # llama.cpp's extra CPU buffer types: auto (off on AMX CPUs), on, off
 
 
 @dataclass

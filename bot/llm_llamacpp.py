@@ -210,7 +210,7 @@ class LlamaCppLLM(WorkerEngine):
         # cells that window had slid past; without them it reads differently (tests/test_llamacpp.py).
         _route_llama_logs()
         try:
-            with machine_load_settings():
+            with machine_load_settings(config.extra_buffers):
                 llama = Llama(model_path=str(path), n_ctx=n_ctx, n_batch=512, n_threads=threads or _cores(),
                               n_threads_batch=threads or _cores(),
                               seed=config.seed if config.seed is not None else -1, last_n_tokens_size=64,
@@ -394,22 +394,18 @@ def sample_top_p(logits: np.ndarray, temperature: float, top_p: float, rng: np.r
 
 
 _PARAMS_LOCK = threading.Lock()
-_EXTRA_BUFFERS_ENV = "HIPPOBOT_LLAMACPP_EXTRA_BUFFERS"
 
 
-def extra_buffers_wanted() -> bool:
+def extra_buffers_wanted(mode: str = "auto") -> bool:
     """Whether llama.cpp may use its extra CPU buffer types (repacked and AMX kernels).
 
     On a CPU that reports Intel AMX, the native build runs matrix products on AMX tiles, and here (a
     sandboxed kernel) the first decode then dies with SIGSEGV in ``ggml_backend_amx_mul_mat`` (seen
     2026-11-25 on a Xeon with amx_tile, llama-cpp-python 0.3.36). Without extra buffers the engine decodes
-    at about 37 tokens/s there (bench/engines.py). ``HIPPOBOT_LLAMACPP_EXTRA_BUFFERS`` = on / off overrides
-    the check; any other value than auto is reported and treated as auto."""
-    forced = os.environ.get(_EXTRA_BUFFERS_ENV, "auto").strip().lower()
-    if forced in ("on", "off"):
-        return forced == "on"
-    if forced not in ("auto", ""):
-        log.warning("%s=%r is not on, off or auto; using auto", _EXTRA_BUFFERS_ENV, forced[:40])
+    at about 37 tokens/s there (bench/engines.py). ``mode`` (the setting ``HIPPOBOT_LLAMACPP_EXTRA_BUFFERS``)
+    = on / off overrides the check; auto checks."""
+    if mode in ("on", "off"):
+        return mode == "on"
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
             flags = f.read()
@@ -436,12 +432,12 @@ def disable_extra_buffers() -> Any:
 
 
 @contextlib.contextmanager
-def machine_load_settings() -> Iterator[None]:
+def machine_load_settings(mode: str = "auto") -> Iterator[None]:
     """Construct ``llama_cpp.Llama`` inside this to load it with this machine's settings. ``Llama()`` has no
     switch for extra buffer types (it reads ``llama_model_default_params()``), so where they are unwanted
     that function answers with them off until the block ends. Bench code that needs a raw ``Llama`` uses it
     too."""
-    if extra_buffers_wanted():
+    if extra_buffers_wanted(mode):
         yield
         return
     import llama_cpp.llama_cpp as lib

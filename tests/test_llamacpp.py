@@ -7,10 +7,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from bot.app import App
 from bot.brain import IncomingTurn
-from bot.config import Settings
+from bot.config import Settings, settings_problems
 from bot.engines import choose_engine, load_engine
 from bot.llm import EngineConfig, LLMError, TransformersLLM
 from bot.llm_llamacpp import LlamaCppLLM, ensure_bundled_gguf
@@ -115,9 +116,13 @@ def test_extra_buffer_types_follow_the_cpu_and_the_override(gemma: LlamaCppLLM, 
     amx = "amx_tile" in Path("/proc/cpuinfo").read_text(errors="replace")
     assert gemma._llama.model_params.use_extra_bufts is (not amx)
     assert lib.llama_model_default_params().use_extra_bufts, "the library's default is left as it was"
-    for value, want in (("off", False), ("on", True), ("auto", not amx), ("yes please", not amx)):  # bad: auto
+    for value, want in (("off", False), ("on", True), ("auto", not amx)):
         monkeypatch.setenv("HIPPOBOT_LLAMACPP_EXTRA_BUFFERS", value)
-        assert llm_llamacpp.extra_buffers_wanted() is want
+        assert llm_llamacpp.extra_buffers_wanted(Settings().llamacpp_extra_buffers) is want
+    monkeypatch.setenv("HIPPOBOT_LLAMACPP_EXTRA_BUFFERS", "yes please")
+    with pytest.raises(ValidationError) as refused:
+        Settings()
+    assert "HIPPOBOT_LLAMACPP_EXTRA_BUFFERS" in settings_problems(refused.value), "a bad value is named, not ignored"
 
 
 async def test_greedy_text_streams_and_stops_at_a_stop_string(gemma: LlamaCppLLM) -> None:
