@@ -64,6 +64,7 @@ class IncomingTurn:
     thread_parent_id: str | None = None  # a thread's parent channel
     channel_name: str | None = None  # what the channel (or thread) is called, when the transport knows
     author_username: str | None = None  # the author's account name (Discord's username), when the transport knows
+    reply_to: str | None = None  # the transport's id of the message this one replies to, in the same channel
 
 
 class Busy(Exception):
@@ -377,11 +378,13 @@ class Brain:
         vector = await self.embedder.embed(message.content)
         t2 = time.perf_counter()
         plan = self.archetypes.classify(vector, turn.scope)
+        replied = (await self.conversations.find_transport(turn.source, turn.channel_id, turn.reply_to)
+                   if turn.reply_to else None)
         t3 = time.perf_counter()
         bundle = await self.recall.gather(recall_query(
             turn.scope, message.content, vector, plan, self.clock.now(), channel_id=turn.channel_id,
             visible_channel=turn.thread_parent_id or turn.channel_id, author_id=message.author_id,
-            before_message_id=message.id, extra_turns=tuple(self._unsaved.values())))
+            before_message_id=message.id, extra_turns=tuple(self._unsaved.values()), reply_to=replied))
         t4 = time.perf_counter()
         prompt = self.prompts.build(bundle, message.author_name, message.content)
         t5 = time.perf_counter()

@@ -273,13 +273,6 @@ class ConversationStore:
     async def count_unabsorbed(self) -> int:
         return await self._pool.fetchval("SELECT count(*) FROM messages WHERE absorbed_at IS NULL AND NOT is_bot")
 
-    async def find_external(self, scope: str, external_id: str) -> list[StoredMessage]:
-        require_scope(scope)
-        rows = await self._pool.fetch(
-            f"SELECT {_COLUMNS} FROM messages WHERE scope = $1 AND external_id = $2", scope, external_id
-        )
-        return [_stored(r) for r in rows]
-
     async def find_transport(self, source: str, channel_id: str, external_id: str) -> StoredMessage | None:
         """A transport's message by its own ids (a Discord channel and message id name one message)."""
         row = await self._pool.fetchrow(

@@ -215,3 +215,25 @@ async def test_a_message_that_starts_with_a_slash_is_still_a_message(app: App, l
                       io.StringIO(), interactive=False)
     await console._handle(line)
     assert "unknown command" not in out.getvalue() and len(llm.prompts) == 1
+
+
+async def test_the_message_replied_to_is_in_the_context_however_old(app: App, llm: ScriptedLLM) -> None:
+    from dataclasses import replace as with_fields
+
+    from tests.test_brain import turn
+
+    llm.reply = "The quokka exhibit opens at nine."
+    await say(app, "when does the zoo open?", channel="c1")
+    await app.brain.drain()
+    answer = await app.db.pool.fetchrow("SELECT external_id FROM messages WHERE is_bot ORDER BY id DESC LIMIT 1")
+    llm.reply = "Sure."
+    for i in range(14):  # more than any plan's recent turns
+        await say(app, f"unrelated chatter number {i} about the weather", channel="c1")
+    await app.brain.drain()
+    reply = await app.brain.respond(with_fields(turn("what do you mean by that?", channel="c1"),
+                                                reply_to=answer["external_id"]))
+    await reply.complete()
+    assert "The quokka exhibit opens at nine." in llm.prompts[-1]
+    reply = await app.brain.respond(turn("what do you mean by that?", channel="c1"))
+    await reply.complete()
+    assert "quokka exhibit opens" not in llm.prompts[-1].split("Conversation:")[-1], "only when replied to"

@@ -101,6 +101,7 @@ class RecallQuery:
     author_id: str | None = None
     before_message_id: int | None = None  # the message being answered (excluded from its own context)
     extra_turns: tuple[StoredMessage, ...] = ()  # replies whose write is still queued
+    reply_to: StoredMessage | None = None  # the message this one replies to: in the transcript even when older
 
     @property
     def scope(self) -> str:

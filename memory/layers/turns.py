@@ -1,7 +1,9 @@
 """The turns layer (seed 003): the recent turns of this conversation, as a transcript.
 
 The plan says how many. Replies whose write is still queued are merged in,
-so the next message sees the bot's last answer even before it is stored.
+so the next message sees the bot's last answer even before it is stored. The
+message a person replied to (a Discord reply) is shown first when it is older
+than the window, so "what do you mean?" under an old answer has that answer.
 Only turns the audience may see are shown (a thread of a restricted channel
 sees that channel's messages; nobody else's).
 """
@@ -30,6 +32,10 @@ class TurnsLayer(BaseLayer):
                    if m.external_id not in stored and m.scope == audience.scope and m.channel_id == audience.channel_id]
         if pending:
             turns = sorted(turns + pending, key=lambda m: m.created_at)[-plan.turns:]
+        target = query.reply_to
+        if (target is not None and target.scope == audience.scope and target.channel_id == audience.channel_id
+                and target.id not in {m.id for m in turns}):  # replied to: shown first, however old
+            turns = [target, *turns]
         return Section(self.name, "Conversation", tuple(turn_item(m) for m in turns), placement=TRANSCRIPT, priority=0)
 
 
