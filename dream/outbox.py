@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from datetime import UTC, datetime
+from collections.abc import Collection
 from typing import Protocol
 
 import asyncpg
@@ -41,12 +42,30 @@ class Outbox:
         self._pool = pool
         self._lock = asyncio.Lock()
 
-    async def pending(self, limit: int = 50, *, scope: str | None = None) -> list[int]:
-        """Ids of the proposals waiting to be posted or re-posted, oldest first (only ``scope``'s, if given)."""
+    async def pending(self, limit: int = 50, *, scope: str | None = None,
+                      scopes: Collection[str | None] | None = None) -> list[int]:
+        """Ids of the proposals waiting to be posted or re-posted, oldest first (only ``scope``'s, if given;
+        only those of ``scopes``, if given, where None stands for the global ones)."""
+        named = None if scopes is None else sorted(s for s in scopes if s is not None)
         rows = await self._pool.fetch(
-            "SELECT id FROM proposals WHERE post_pending AND ($2::text IS NULL OR scope = $2) ORDER BY id LIMIT $1",
-            limit, scope)
+            """SELECT id FROM proposals WHERE post_pending AND ($2::text IS NULL OR scope = $2)
+                 AND ($3::text[] IS NULL OR scope = ANY($3::text[]) OR ($4 AND scope IS NULL))
+               ORDER BY id LIMIT $1""",
+            limit, scope, named, scopes is not None and None in scopes)
         return [r["id"] for r in rows]
+
+    async def waiting_scopes(self) -> list[str | None]:
+        """The scopes with something waiting to be posted (None: global proposals)."""
+        rows = await self._pool.fetch("SELECT DISTINCT scope FROM proposals WHERE post_pending")
+        return [r["scope"] for r in rows]
+
+    async def requeue(self, scope: str) -> int:
+        """Post ``scope``'s pending proposals again (its dream channel changed: they go to the new one);
+        returns how many."""
+        status = await self._pool.execute(
+            """UPDATE proposals SET post_pending = true
+               WHERE scope = $1 AND status = 'pending' AND posted_ref IS NOT NULL AND NOT post_pending""", scope)
+        return int(status.split()[-1])
 
     async def mark_posted(self, proposal_id: int, ref: str | None, at: datetime,
                           *, as_posted: Proposal | None = None) -> bool:
@@ -69,22 +88,24 @@ class Outbox:
         return bool(cleared)
 
     async def flush(self, governance: Governance, channel: ProposalChannel, *, now: datetime | None = None,
-                    limit: int = 50, scope: str | None = None) -> int:
+                    limit: int = 50, scope: str | None = None, scopes: Collection[str | None] | None = None) -> int:
         """Post (or update) every proposal waiting in the outbox; returns how many went out.
 
         ``scope`` limits it to one scope's proposals (the console posts only its
-        own, leaving the guilds' to the Discord bot). A failing post is logged
-        and left pending for the next flush.
+        own, leaving the guilds' to the Discord bot); ``scopes`` to those of
+        several (None in it: the global ones), e.g. the scopes that have
+        somewhere to go. A failing post is logged and left pending for the
+        next flush.
         """
         async with self._lock, session_lock(self._pool, OUTBOX_LOCK_KEY) as taken:
             if not taken:
                 return 0  # another process is posting right now
-            return await self._flush(governance, channel, now, limit, scope)
+            return await self._flush(governance, channel, now, limit, scope, scopes)
 
     async def _flush(self, governance: Governance, channel: ProposalChannel, now: datetime | None,
-                     limit: int, scope: str | None) -> int:
+                     limit: int, scope: str | None, scopes: Collection[str | None] | None) -> int:
         posted = 0
-        for proposal_id in await self.pending(limit, scope=scope):
+        for proposal_id in await self.pending(limit, scope=scope, scopes=scopes):
             proposal = await governance.get(proposal_id)
             edit = getattr(channel, "edit_proposal", None)
             try:
