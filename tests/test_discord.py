@@ -65,6 +65,7 @@ async def test_every_cog_loads_and_command_names_are_unique(bot: SingleShardHipp
     assert len(names) == len(set(names))
     for expected in ("memory stats", "memory recall", "memory forget", "memory pin", "archetype list",
                      "archetype show", "archetype enable", "archetype disable", "dream run", "dream status",
+                     "dream channel set", "dream channel clear",
                      "config show", "forget me", "whatdoyouknow", "channel mode", "channel memory", "channel list",
                      "memory optout", "memory optin", "stop"):
         assert expected in names

@@ -183,7 +183,7 @@ async def test_a_persistent_button_votes_after_a_restart(app: App) -> None:
 def test_answer_rules() -> None:
     base = dict(author_id=1, author_is_bot=False, bot_id=99, is_dm=False, mentions_bot=False, channel_id=10,
                 parent_channel_id=None, thread_owner_id=None)
-    rules = dict(allowed_channels={20}, dream_channel_id=30)
+    rules = dict(allowed_channels={20}, dream_channels={30})
     assert not should_answer(MessageFacts(**base), **rules)
     assert should_answer(MessageFacts(**{**base, "mentions_bot": True}), **rules)
     assert should_answer(MessageFacts(**{**base, "is_dm": True}), **rules)

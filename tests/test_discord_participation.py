@@ -16,7 +16,7 @@ from bot.discord.streaming import StreamingReply
 
 BASE = {"author_id": 1, "author_is_bot": False, "bot_id": 99, "is_dm": False, "mentions_bot": False, "channel_id": 10,
             "parent_channel_id": None, "thread_owner_id": None}
-NONE = {"remember": False, "opted_out": False, "dream_channel_id": 30}
+NONE = {"remember": False, "opted_out": False, "dream_channels": {30}}
 
 
 def facts(**changes: object) -> MessageFacts:

@@ -1,5 +1,5 @@
-"""Slash commands: admin groups (/memory, /archetype, /dream, /config), /forget me, /whatdoyouknow and, for
-everyone, /memory optout|optin (/channel is in channels.py, /stop in chat.py).
+"""Slash commands: admin groups (/memory, /archetype, /dream with /dream channel, /config), /forget me,
+/whatdoyouknow and, for everyone, /memory optout|optin (/channel is in channels.py, /stop in chat.py).
 
 Admin commands act on the guild they run in and show only its data; the
 bot's owner sees everything through `!hippobot` prefix commands. They check
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -20,11 +21,13 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot.discord.dream import voter_from
+from bot.discord.dream import digest_for, voter_from
+from bot.discord.dream_channels import DreamChannelStore
 from bot.discord.guild_view import GuildView
 from bot.discord.participation import ParticipationStore
 from bot.discord.rules import guild_settings_view, parse_message_link, scope_for, source_label
-from dream.governance import ApproverPolicy
+from dream.governance import PENDING, ApproverPolicy
+from dream.outbox import Outbox
 from memory.archetypes import Archetype
 from memory.errors import MemoryStoreError
 from memory.fields import display_text
@@ -33,6 +36,8 @@ from memory.recall import ContextBundle
 
 if TYPE_CHECKING:
     from bot.discord.client import HippoBotBase
+
+log = logging.getLogger(__name__)
 
 INLINE_LIMIT = 1900
 
@@ -89,6 +94,8 @@ class AdminCog(commands.Cog):
     dream = app_commands.Group(name="dream", description="The dream cycle", guild_only=True)
     adapter = app_commands.Group(name="adapter", description="The LoRA adapter distilled from this server's memory",
                                  parent=dream)
+    dream_channel = app_commands.Group(name="channel", description="Where this server's proposals and digests go",
+                                       parent=dream)
     config = app_commands.Group(name="config", description="Bot settings", guild_only=True)
     forget = app_commands.Group(name="forget", description="Make the bot forget", allowed_contexts=dm_or_guild())
 
@@ -96,6 +103,7 @@ class AdminCog(commands.Cog):
         self.bot = bot
         self.view = GuildView(bot.app.db.pool)
         self.participation = ParticipationStore(bot.app.db.pool)
+        self.dream_channels = DreamChannelStore(bot.app.db.pool)
 
     async def _admin(self, interaction: discord.Interaction) -> bool:
         if interaction.guild_id is not None and is_admin(interaction, self.bot.app.governance.policy):
@@ -245,25 +253,88 @@ class AdminCog(commands.Cog):
         if not await self._admin(interaction):
             return
         await interaction.response.defer(ephemeral=True, thinking=True)
-        report = await self.bot.app.dream.run(datetime.now(UTC), scope=self._scope(interaction))
-        dream_cog = self.bot.get_cog("DreamCog")
-        if dream_cog is not None:
-            await dream_cog.flush_outbox()  # type: ignore[attr-defined]  # its proposals, posted now
+        scope = self._scope(interaction)
+        with digest_for(scope):  # its digest goes to this server's dream channel
+            report = await self.bot.app.dream.run(datetime.now(UTC), scope=scope)
+        await self._flush_outbox()  # its proposals, posted now
         await reply(interaction, f"```\n{report.render()}\n```")
 
-    @dream.command(name="status", description="The last dream runs and the next one")
+    async def _flush_outbox(self) -> None:
+        dream_cog = self.bot.get_cog("DreamCog")
+        if dream_cog is not None:
+            await dream_cog.flush_outbox()  # type: ignore[attr-defined]
+
+    @dream.command(name="status", description="This server's dream channel, pending proposals and last runs")
     async def dream_status(self, interaction: discord.Interaction) -> None:
         if not await self._admin(interaction):
             return
         scope = self._scope(interaction)
-        lines = [f"#{r.id} {r.trigger} {r.started_at:%Y-%m-%d %H:%M} {r.status}"
-                 f"{' (this server)' if r.scope else ' (nightly, every server)'}"
-                 for r in await self.view.dream_runs(scope)]
+        lines = [await self._dream_channel_line(interaction)]
+        pending = await self.bot.app.governance.list((PENDING,), scope=scope, now=datetime.now(UTC))
+        lines.append(f"pending proposals: {len(pending)}")
+        lines += [f"- proposal #{p.id}: {p.title} (expires {p.expires_at:%Y-%m-%d})" for p in pending[:10]]
+        if len(pending) > 10:
+            lines.append(f"- … and {len(pending) - 10} more")
+        runs = await self.view.dream_runs(scope)
+        lines.append("last runs:" if runs else "last runs: none yet")
+        lines += [f"#{r.id} {r.trigger} {r.started_at:%Y-%m-%d %H:%M} {r.status}"
+                  f"{' (this server)' if r.scope else ' (nightly, every server)'}" for r in runs]
         scheduler = self.bot.app.scheduler
         nxt = scheduler.next_run if scheduler else None
         lines.append(f"next run: {nxt:%Y-%m-%d %H:%M %Z}" if nxt else "next run: not scheduled")
-        lines.append(f"pending proposals: {await self.view.pending_proposals(scope)}")
         await reply(interaction, "\n".join(lines))
+
+    async def _dream_channel_line(self, interaction: discord.Interaction) -> str:
+        """Where this server's proposals and digests go, and who chose it."""
+        own = await self.dream_channels.get(self._scope(interaction))
+        if own is not None:
+            return f"dream channel: <#{own.channel_id}> (set by <@{own.set_by}> on {own.set_at:%Y-%m-%d})"
+        fallback = self.bot.settings.dream_channel_id
+        guild = interaction.guild
+        if fallback is not None and guild is not None and fallback in {c.id for c in guild.channels}:
+            return f"dream channel: <#{fallback}> (HIPPOBOT_DREAM_CHANNEL_ID, until one is set here)"
+        return "dream channel: none; proposals wait until an admin runs `/dream channel set`"
+
+    @dream_channel.command(name="set", description="Post this server's proposals and digests in a channel")
+    @app_commands.describe(channel="The text channel (the bot never chats there)")
+    async def dream_channel_set(self, interaction: discord.Interaction, channel: discord.TextChannel) -> None:
+        if not await self._admin(interaction):
+            return
+        if channel.guild.id != interaction.guild_id:
+            await reply(interaction, "Name a text channel of this server.")
+            return
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        who = interaction.user.display_name
+        try:  # a dream channel the bot cannot post in would keep every proposal waiting: find out now
+            await channel.send(f"🌙 This is now this server's dream channel (set by {display_text(who)}): the "
+                               "dream's proposals and digests are posted here, and approvers vote on them with "
+                               "✅ / ❌ or the buttons. I never chat here.")
+        except discord.HTTPException as exc:
+            log.warning("could not post in channel %s to make it the dream channel (HTTP %s)", channel.id, exc.status)
+            await reply(interaction, f"I cannot post in {channel.mention}; let me send messages there, then try "
+                                     "again. The dream channel is unchanged.")
+            return
+        scope = self._scope(interaction)
+        await self.dream_channels.set(scope, channel.id, str(interaction.user.id), datetime.now(UTC))
+        moved = await Outbox(self.bot.app.db.pool).requeue(scope)  # pending proposals posted elsewhere: here now
+        log.info("dream channel of %s set to %s by %s (%d proposal(s) to re-post)", scope, channel.id,
+                 interaction.user.id, moved)
+        await self._flush_outbox()
+        await reply(interaction, f"{channel.mention} is now this server's dream channel: proposals and digests "
+                                 "go there.")
+
+    @dream_channel.command(name="clear", description="Stop posting this server's proposals in its dream channel")
+    async def dream_channel_clear(self, interaction: discord.Interaction) -> None:
+        if not await self._admin(interaction):
+            return
+        scope = self._scope(interaction)
+        had = await self.dream_channels.clear(scope)
+        await Outbox(self.bot.app.db.pool).requeue(scope)  # to the fallback channel if there is one, else they wait
+        await self._flush_outbox()
+        log.info("dream channel of %s cleared by %s", interaction.guild_id, interaction.user.id)
+        where = await self._dream_channel_line(interaction)
+        await reply(interaction, ("Cleared. " if had else "This server had no dream channel of its own. ")
+                    + where.replace("dream channel: ", "Now: ", 1) + ".")
 
     @adapter.command(name="status", description="The adapter in use here and the latest candidates")
     async def adapter_status(self, interaction: discord.Interaction) -> None:

@@ -18,6 +18,7 @@ from discord.ext import commands
 
 from bot.discord.admin import is_admin, reply
 from bot.discord.chat import visibility_of
+from bot.discord.dream_channels import DreamChannelStore
 from bot.discord.participation import ChannelSetting, ParticipationStore
 from bot.discord.rules import channel_mode
 from memory.fields import display_text
@@ -41,6 +42,12 @@ class ChannelCog(commands.Cog):
     def __init__(self, bot: HippoBotBase) -> None:
         self.bot = bot
         self.participation = ParticipationStore(bot.app.db.pool)
+        self.dream_channels = DreamChannelStore(bot.app.db.pool)
+
+    async def _dream_channels(self, guild_id: int) -> set[int]:
+        """This server's dream channel and the owner's: never conversation, so they have no mode or memory."""
+        own = await self.dream_channels.channel_id(str(guild_id))
+        return {c for c in (own, self.bot.settings.dream_channel_id) if c is not None}
 
     async def _target(self, interaction: discord.Interaction,
                       channel: discord.TextChannel | None) -> discord.TextChannel | None:
@@ -55,7 +62,7 @@ class ChannelCog(commands.Cog):
         if not isinstance(target, discord.TextChannel) or target.guild.id != interaction.guild_id:
             await reply(interaction, "Name a text channel of this server (threads follow their channel).")
             return None
-        if target.id == self.bot.settings.dream_channel_id:
+        if target.id in await self._dream_channels(target.guild.id):
             await reply(interaction, "That is the dream channel: it is never conversation, so it has no mode "
                                      "or memory.")
             return None
@@ -120,10 +127,14 @@ class ChannelCog(commands.Cog):
         stored = await self.participation.settings(scope)
         settings = self.bot.settings
         guild = interaction.guild
+        own = await self.dream_channels.channel_id(scope)
         lines = []
         for ch in sorted(guild.text_channels, key=lambda c: (c.position, c.id)):
-            if ch.id == settings.dream_channel_id:
+            if ch.id == own or (own is None and ch.id == settings.dream_channel_id):
                 lines.append(f"{ch.mention}: dream channel (never conversation)")
+                continue
+            if ch.id == settings.dream_channel_id:
+                lines.append(f"{ch.mention}: the bot owner's dream channel (never conversation)")
                 continue
             s = stored.get(str(ch.id), ChannelSetting(str(ch.id)))
             lines.append(f"{ch.mention}: {describe(s, allowed=ch.id in settings.discord_allowed_channels)}"

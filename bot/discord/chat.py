@@ -13,6 +13,7 @@ from discord.ext import commands
 
 from bot.brain import Busy, IncomingTurn
 from bot.discord.admin import is_admin
+from bot.discord.dream_channels import DreamChannelStore
 from bot.discord.listening import remember_unanswered
 from bot.discord.participation import ParticipationStore
 from bot.discord.ratelimit import RateLimiter, limit_notice
@@ -117,6 +118,7 @@ class ChatCog(commands.Cog):
     def __init__(self, bot: HippoBotBase) -> None:
         self.bot = bot
         self.participation = ParticipationStore(bot.app.db.pool)
+        self.dream_channels = DreamChannelStore(bot.app.db.pool)
         settings = bot.settings
         self.limiter = RateLimiter(settings.discord_rate_limit, settings.discord_rate_window_s)
         self.streaming: dict[int, list[Streaming]] = {}  # channel id -> replies being streamed there
@@ -141,16 +143,18 @@ class ChatCog(commands.Cog):
         """Answer, store, both or neither: from the channel's mode and memory (a thread: its parent's) and whether
         the author opted out of being remembered in this server. The second is what to do when the rate limit
         refuses an answer: what the channel would do with a message it does not answer."""
-        dream = self.bot.settings.dream_channel_id
         if facts.is_dm:
-            return take_part(facts, mode="chat", remember=False, opted_out=False, dream_channel_id=dream), \
+            return take_part(facts, mode="chat", remember=False, opted_out=False, dream_channels=()), \
                 Part(False, False)
+        # the server's own dream channel and the owner's: the bot never chats in either
+        dream = {c for c in (await self.dream_channels.channel_id(scope), self.bot.settings.dream_channel_id)
+                 if c is not None}
         here = facts.parent_channel_id or facts.channel_id
         listening = await self.participation.lookup(scope, str(here), str(facts.author_id))
         mode = channel_mode(listening.setting.mode, channel_id=facts.channel_id,
                             parent_channel_id=facts.parent_channel_id,
                             allowed_channels=self.bot.settings.discord_allowed_channels)
-        rules = {"remember": listening.setting.remember, "opted_out": listening.opted_out, "dream_channel_id": dream}
+        rules = {"remember": listening.setting.remember, "opted_out": listening.opted_out, "dream_channels": dream}
         return take_part(facts, mode=mode, **rules), take_part(facts, mode="quiet", **rules)
 
     @commands.Cog.listener()

@@ -13,7 +13,7 @@ from bot.config import Settings
 from bot.discord.admin import AdminCog
 from bot.discord.channels import ChannelCog
 from bot.discord.chat import ChatCog
-from bot.discord.dream import DiscordDreamChannel, DreamCog, ProposalButton
+from bot.discord.dream import DreamCog, ProposalButton
 from bot.discord.guild_view import GuildView
 from bot.discord.persona import PersonaCog
 from bot.discord.places import PlacesCog
@@ -58,8 +58,8 @@ class HippoBotBase(commands.bot.BotBase):
         self.add_dynamic_items(ForgetSourceButton)  # so do the forget buttons under replies
         self.add_command(sync)
         self.add_command(owner_stats)
-        channel = DiscordDreamChannel(self, self.settings.dream_channel_id) if self.settings.dream_channel_id else None
-        self.app.start_scheduler(channel)
+        dream: DreamCog = self.get_cog("DreamCog")  # type: ignore[assignment]
+        self.app.start_scheduler(dream.router)  # each digest goes where its scope's proposals go
 
     async def close(self) -> None:
         try:

@@ -1,20 +1,25 @@
-"""The dream channel: proposals posted from the outbox with reactions and persistent buttons; votes go to Governance.
+"""The dream channels: proposals posted from the outbox with reactions and persistent buttons; votes go to Governance.
 
-Proposals are stored first and posted from the outbox (dream/outbox.py): on
-ready, every minute, and right after `/dream run`, so one made while the
-channel was unreachable, or by `hippobot dream` with the bot off, is posted
-when it can be. Raw reaction events are used, so votes on messages posted
-before a restart count; the buttons are dynamic items whose custom ids carry
-the proposal id, so they keep working after a restart too. Buttons defer
-before the vote, so a slow vote never shows "interaction failed". Only
-approvers count (Governance checks); the bot's own reactions and other bots
-are ignored.
+Each server's proposals and digests go to its own dream channel only, and those about no one server to the
+bot's owner (``bot.discord.dream_channels`` says where, ``DreamRouter`` posts there). Proposals are stored
+first and posted from the outbox (dream/outbox.py): on ready, every minute, and right after `/dream run` or
+`/dream channel set`, so one made while the channel was unreachable, or by `hippobot dream` with the bot
+off, is posted when it can be; a server with no dream channel keeps its proposals waiting. Raw reaction
+events are used, so votes on messages posted before a restart count; the buttons are dynamic items whose
+custom ids carry the proposal id, so they keep working after a restart too. Buttons defer before the vote,
+so a slow vote never shows "interaction failed". A vote counts for the server it is cast in: only that
+server's approvers (Governance checks), only on that server's proposals (Governance refuses others with
+OtherScope); the bot's owner may vote anywhere, DMs included. The bot's own reactions and other bots are
+ignored.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
+from collections.abc import Iterator
+from contextvars import ContextVar
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import discord
 from discord.ext import commands, tasks
 
+from bot.discord.dream_channels import Destination, DreamChannelStore, destination, is_server_scope
 from dream.governance import PENDING, GovernanceError, NotAnApprover, Proposal, VoteOutcome, Voter
 from dream.outbox import Outbox
 
@@ -32,15 +38,29 @@ log = logging.getLogger(__name__)
 
 APPROVE, REJECT, DISCUSS = "✅", "❌", "💬"
 OUTBOX_INTERVAL_MINUTES = 1.0
+# The scope of the dream run in progress in this task, for its digest (DreamChannel.post_digest names none):
+# `/dream run` sets it; the nightly run over every scope leaves it None, and its digest goes to the owner.
+_DIGEST_SCOPE: ContextVar[str | None] = ContextVar("hippobot_digest_scope", default=None)
 
 
-def voter_from(member: discord.Member | discord.User) -> Voter:
-    """What Governance's ApproverPolicy decides on: the member's roles (names and ids) and Manage Server."""
-    roles = frozenset()
-    manage = False
+@contextlib.contextmanager
+def digest_for(scope: str | None) -> Iterator[None]:
+    """Within it, a dream run's digest is ``scope``'s (posted where its proposals go)."""
+    token = _DIGEST_SCOPE.set(scope)
+    try:
+        yield
+    finally:
+        _DIGEST_SCOPE.reset(token)
+
+
+def voter_from(member: discord.Member | discord.User, *, owner: bool = False) -> Voter:
+    """What Governance's ApproverPolicy decides on: the member's roles (names and ids) in the server the vote
+    is cast in, and Manage Server there. The bot's ``owner`` counts as an approver everywhere (DMs included)."""
+    roles: frozenset[str] = frozenset()
+    manage = owner
     if isinstance(member, discord.Member):
         roles = frozenset(r.name for r in member.roles) | frozenset(str(r.id) for r in member.roles)
-        manage = member.guild_permissions.manage_guild
+        manage = manage or member.guild_permissions.manage_guild
     return Voter(str(member.id), member.display_name, roles, manage)
 
 
@@ -91,13 +111,19 @@ def proposal_view(proposal_id: int) -> discord.ui.View:
 
 
 class DiscordDreamChannel:
-    """Dream-channel posts for the dream cycle (implements dream.cycle.DreamChannel)."""
+    """Posts to one channel (a server's dream channel, or the owner's): the proposal half of the outbox and the
+    digest. ``channel_id`` None: the bot owner's DMs."""
 
-    def __init__(self, bot: HippoBotBase, channel_id: int) -> None:
+    def __init__(self, bot: HippoBotBase, channel_id: int | None) -> None:
         self._bot = bot
         self._channel_id = channel_id
 
-    def _channel(self) -> Any:
+    async def _channel(self) -> Any:
+        if self._channel_id is None:
+            owner = await owner_of(self._bot)
+            if owner is None:
+                raise GovernanceError("the bot's owner is unknown: nowhere to post global proposals")
+            return owner.dm_channel or await owner.create_dm()
         channel = self._bot.get_channel(self._channel_id)
         if channel is None:
             raise GovernanceError(f"dream channel {self._channel_id} is not visible to the bot")
@@ -105,7 +131,7 @@ class DiscordDreamChannel:
 
     async def post_proposal(self, proposal: Proposal) -> str | None:
         """Post a proposal; a pending one gets the vote buttons and reactions. Returns the message id."""
-        channel = self._channel()
+        channel = await self._channel()
         guild_id = channel.guild.id if getattr(channel, "guild", None) else None
         pending = proposal.status == PENDING
         message = await channel.send(proposal_content(proposal, guild_id),
@@ -116,8 +142,9 @@ class DiscordDreamChannel:
         return str(message.id)
 
     async def edit_proposal(self, proposal: Proposal, ref: str) -> str | None:
-        """Update a posted proposal in place (posted anew if its message is gone). Returns the message id."""
-        channel = self._channel()
+        """Update a posted proposal in place (posted anew if its message is gone, or is in another channel:
+        the scope's dream channel changed). Returns the message id."""
+        channel = await self._channel()
         try:
             message = await channel.fetch_message(int(ref))
         except discord.NotFound:
@@ -129,24 +156,69 @@ class DiscordDreamChannel:
 
     async def post_digest(self, text: str, chart: Path | None) -> None:
         file = discord.File(chart, filename=chart.name) if chart else discord.utils.MISSING
-        await self._channel().send(text[:2000], file=file)
+        await (await self._channel()).send(text[:2000], file=file)
+
+
+class DreamRouter:
+    """The dream cycle's and the outbox's channel: each proposal and digest goes where its scope's go
+    (``dream_channels.destination``); implements dream.cycle.DreamChannel."""
+
+    def __init__(self, bot: HippoBotBase, store: DreamChannelStore) -> None:
+        self._bot = bot
+        self.store = store
+
+    async def destination(self, scope: str | None) -> Destination | None:
+        own = await self.store.channel_id(scope) if is_server_scope(scope) else None
+        owner_channel = self._bot.settings.dream_channel_id
+        holder = self._bot.get_channel(owner_channel) if owner_channel is not None else None
+        guild = getattr(holder, "guild", None)
+        return destination(scope, own=own, owner_channel=owner_channel,
+                           owner_channel_guild=guild.id if guild is not None else None)
+
+    async def _poster(self, scope: str | None) -> DiscordDreamChannel:
+        where = await self.destination(scope)
+        if where is None:
+            raise GovernanceError(f"{scope} has no dream channel")
+        return DiscordDreamChannel(self._bot, where.channel_id)
+
+    async def post_proposal(self, proposal: Proposal) -> str | None:
+        return await (await self._poster(proposal.target_scope)).post_proposal(proposal)
+
+    async def edit_proposal(self, proposal: Proposal, ref: str) -> str | None:
+        return await (await self._poster(proposal.target_scope)).edit_proposal(proposal, ref)
+
+    async def post_digest(self, text: str, chart: Path | None) -> None:
+        scope = _DIGEST_SCOPE.get()
+        if await self.destination(scope) is None:
+            log.info("no dream channel for %s: its digest is not posted", scope)
+            return
+        await (await self._poster(scope)).post_digest(text, chart)
+
+    async def routable(self, scopes: list[str | None]) -> list[str | None]:
+        """The scopes among ``scopes`` whose posts have somewhere to go now."""
+        return [s for s in scopes if await self.destination(s) is not None]
 
 
 class DreamCog(commands.Cog):
     def __init__(self, bot: HippoBotBase) -> None:
         self.bot = bot
         self.outbox = Outbox(bot.app.db.pool)
-
-    def dream_channel(self) -> DiscordDreamChannel | None:
-        channel_id = self.bot.settings.dream_channel_id
-        return DiscordDreamChannel(self.bot, channel_id) if channel_id else None
+        self.channels = DreamChannelStore(bot.app.db.pool)
+        self.router = DreamRouter(bot, self.channels)
 
     async def flush_outbox(self) -> int:
-        """Post what the outbox holds to the dream channel (none configured: they wait). Returns how many."""
-        channel = self.dream_channel()
-        if channel is None:
+        """Post what the outbox holds, each proposal to its scope's dream channel (or the owner); a scope with
+        nowhere to post keeps its proposals waiting. Returns how many went out."""
+        routable = await self.router.routable(await self.outbox.waiting_scopes())
+        if not routable:
             return 0
-        return await self.outbox.flush(self.bot.app.governance, channel)
+        return await self.outbox.flush(self.bot.app.governance, self.router, scopes=routable)
+
+    async def dream_channel_ids(self, guild_id: int) -> set[int]:
+        """The channels of a server where the bot never chats and votes count: its own dream channel and the
+        owner's channel (if it is there)."""
+        own = await self.channels.channel_id(str(guild_id))
+        return {c for c in (own, self.bot.settings.dream_channel_id) if c is not None}
 
     @tasks.loop(minutes=OUTBOX_INTERVAL_MINUTES)
     async def outbox_loop(self) -> None:
@@ -164,22 +236,33 @@ class DreamCog(commands.Cog):
         self.outbox_loop.cancel()
 
     @commands.Cog.listener()
+    async def on_guild_channel_delete(self, channel: discord.abc.GuildChannel) -> None:
+        if await self.channels.drop_channel(str(channel.guild.id), channel.id):
+            log.info("dream channel %s of %s deleted: the server has none now", channel.id, channel.guild.id)
+
+    @commands.Cog.listener()
     async def on_raw_reaction_add(self, payload: discord.RawReactionActionEvent) -> None:
-        dream_channel = self.bot.settings.dream_channel_id
-        if dream_channel is None or payload.channel_id != dream_channel:
-            return
         if self.bot.user is not None and payload.user_id == self.bot.user.id:
             return  # the bot's own reactions
-        member = payload.member
-        if member is None or member.bot:
-            return
         emoji = str(payload.emoji)
         if emoji not in (APPROVE, REJECT, DISCUSS):
+            return
+        voter: discord.Member | discord.User | None
+        if payload.guild_id is not None:
+            if payload.channel_id not in await self.dream_channel_ids(payload.guild_id):
+                return
+            voter = payload.member
+        else:  # the owner's DMs, where global proposals are posted
+            owner = await owner_of(self.bot)
+            voter = owner if owner is not None and owner.id == payload.user_id else None
+        if voter is None or voter.bot:
             return
         proposal = await self.bot.app.governance.find_by_ref(str(payload.message_id))
         if proposal is None:
             return
         channel = self.bot.get_channel(payload.channel_id)
+        if channel is None and payload.guild_id is None and isinstance(voter, discord.User):
+            channel = voter.dm_channel or await voter.create_dm()
         message = None
         if channel is not None:
             try:
@@ -190,27 +273,30 @@ class DreamCog(commands.Cog):
             if message is not None:
                 await self.open_thread(message, proposal.id)
             return
-        await self.vote(proposal.id, member, emoji == APPROVE, message)
+        outcome = await self.vote(proposal.id, voter, emoji == APPROVE, message)
+        log.info("reaction vote on proposal %s by %s: %s", proposal.id, voter.id, outcome)
 
     async def vote(self, proposal_id: int, user: discord.Member | discord.User, approve: bool,
                    message: discord.Message | None) -> str:
         """Cast a vote through Governance; edit the outcome into the proposal message. Returns a reply line.
 
-        A member votes for their own server: Governance refuses another
+        A member votes for the server it is in: Governance refuses another
         server's proposal, or a global one, unless the voter is the bot's owner.
         """
         where: dict[str, Any] = {}
-        if not await self._is_owner(user):
+        owner = await self._is_owner(user)
+        if not owner:
             guild = getattr(user, "guild", None)
             where["scope"] = str(guild.id) if guild is not None else None
         try:
             outcome: VoteOutcome = await self.bot.app.governance.vote(
-                proposal_id, voter_from(user), approve, now=datetime.now(UTC), **where
+                proposal_id, voter_from(user, owner=owner), approve, now=datetime.now(UTC), **where
             )
         except NotAnApprover:
             log.info("vote by non-approver %s on proposal %s ignored", user.id, proposal_id)
             return "Only members with the approver role (or Manage Server) can vote on proposals."
         except GovernanceError as exc:
+            log.info("vote by %s on proposal %s refused: %s", user.id, proposal_id, type(exc).__name__)
             return str(exc)
         if not outcome.counted:
             return f"Proposal #{proposal_id} is already {outcome.proposal.status}; nothing changed."
@@ -231,9 +317,29 @@ class DreamCog(commands.Cog):
         return bool(is_owner is not None and await is_owner(user))
 
     async def open_thread(self, message: discord.Message, proposal_id: int) -> None:
-        if message.thread is not None:
-            return
+        if message.thread is not None or message.guild is None:
+            return  # a DM has no threads
         try:
             await message.create_thread(name=f"Proposal #{proposal_id}")
         except discord.HTTPException:
             log.warning("could not open a thread for proposal %s", proposal_id)
+
+
+async def owner_of(bot: Any) -> discord.User | None:
+    """The bot's owner: ``owner_id`` (or the first of ``owner_ids``) when set, else the application's owner (a
+    team's owner for a team application)."""
+    owner_id = getattr(bot, "owner_id", None) or next(iter(getattr(bot, "owner_ids", None) or ()), None)
+    if owner_id is None:
+        try:
+            info = await bot.application_info()
+        except (discord.HTTPException, AttributeError):
+            return None
+        owner = info.team.owner if info.team is not None and info.team.owner is not None else info.owner
+        owner_id = owner.id
+    user = bot.get_user(owner_id)
+    if user is None:
+        try:
+            user = await bot.fetch_user(owner_id)
+        except discord.HTTPException:
+            return None
+    return user

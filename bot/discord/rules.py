@@ -59,12 +59,12 @@ def visibility_for(*, is_dm: bool, channel_id: int, parent_channel_id: int | Non
     return Visibility(parent or str(channel_id), parent)
 
 
-def should_answer(facts: MessageFacts, *, allowed_channels: Collection[int], dream_channel_id: int | None) -> bool:
+def should_answer(facts: MessageFacts, *, allowed_channels: Collection[int], dream_channels: Collection[int]) -> bool:
     """Whether a channel with no stored setting answers: mentioned or replied to, in a DM, in an allowed channel or
-    a thread of one, or in a thread the bot started; never bots or itself."""
+    a thread of one, or in a thread the bot started; never bots or itself, never a dream channel."""
     mode = channel_mode(None, channel_id=facts.channel_id, parent_channel_id=facts.parent_channel_id,
                         allowed_channels=allowed_channels)
-    return take_part(facts, mode=mode, remember=False, opted_out=False, dream_channel_id=dream_channel_id).answer
+    return take_part(facts, mode=mode, remember=False, opted_out=False, dream_channels=dream_channels).answer
 
 
 @dataclass(frozen=True)
@@ -96,15 +96,16 @@ def channel_mode(stored: str | None, *, channel_id: int, parent_channel_id: int 
 
 
 def take_part(facts: MessageFacts, *, mode: str, remember: bool, opted_out: bool,
-              dream_channel_id: int | None) -> Part:
+              dream_channels: Collection[int]) -> Part:
     """Whether to answer and whether to store a message, from its channel's mode and memory and the author's
-    opt-out. Never bots or itself, never the dream channel; DMs are always answered and stored (``mode`` is
+    opt-out. Never bots or itself, never a dream channel (``dream_channels``: the server's own and the owner's,
+    a thread following its channel); DMs are always answered and stored (``mode`` is
     ignored there); ``quiet`` never answers, ``chat`` answers everything, ``mention`` what is addressed to it.
     A message is stored when answered or when the channel is remembered, never when its author opted out."""
     if facts.author_is_bot or facts.author_id == facts.bot_id:
         return Part(False, False)
-    if dream_channel_id is not None and dream_channel_id in (facts.channel_id, facts.parent_channel_id):
-        return Part(False, False)  # the dream channel is never conversation
+    if facts.channel_id in dream_channels or facts.parent_channel_id in dream_channels:
+        return Part(False, False)  # a dream channel is never conversation
     if facts.is_dm:
         return Part(True, True)
     answer = mode == "chat" or (mode == "mention" and addressed(facts))
