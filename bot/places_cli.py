@@ -21,8 +21,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("text", nargs="?", help="the topic or problem; without it, the scope's places are listed")
     p.add_argument("--scope", help="the memory scope (default: the console scope)")
     p.add_argument("--channel", help="where you are asking from: its id or #name (routes start there)")
-    p.add_argument("--private", action="store_true",
-                   help="(implied by --channel since 2026-11-25: a channel's audience always applies)")
     p.add_argument("--k", type=int, default=3, help="how many places and procedures (1-10, default 3)")
     p.add_argument("--stats", action="store_true", help="places, edges, macros and the spatial gate's counters")
     p.add_argument("--json", action="store_true", help="print JSON")
@@ -51,9 +49,6 @@ async def run(settings: Settings, args: argparse.Namespace, out: TextIO = sys.st
             return 2
     if not 1 <= args.k <= 10:
         print("hippobot places: --k must be between 1 and 10", file=sys.stderr)
-        return 2
-    if args.private and not args.channel:
-        print("hippobot places: --private needs --channel (the restricted channel you ask from)", file=sys.stderr)
         return 2
     if embedder is None and not args.stats and not listing:  # the counters and the list need no model
         from memory.embed import MiniLMEmbedder

@@ -18,7 +18,7 @@ from typing import Any
 
 from memory.archetypes import ContextPlan
 from memory.conversation import StoredMessage, require_scope
-from memory.episodic import EpisodeHit, novelty
+from memory.episodic import EpisodeHit
 from memory.layers.base import (MEMORY, PREAMBLE, TRANSCRIPT, Audience, MemoryItem, MemoryLayer, RecallQuery,
                                 Section)
 from memory.semantic import Fact
@@ -63,11 +63,6 @@ class ContextBundle:
     def nearest_similarity(self) -> float | None:
         s = self.section("episodes")
         return None if s is None else s.meta.get("nearest_similarity")
-
-    @property
-    def novelty(self) -> float:
-        """1 - max cosine to this scope's episodes, in [0, 1] (1.0 for an empty scope)."""
-        return novelty(self.nearest_similarity)
 
     @property
     def adapter(self) -> Any:

@@ -300,7 +300,7 @@ async def test_a_place_is_named_by_its_channels_newest_message_its_audience_may_
     assert set(vectors) == {"100"} and abs(float(np.linalg.norm(vectors["100"])) - 1) < 1e-5
     # the command line names a numbered channel by its name (Discord renders <#100> itself; a terminal cannot)
     out = io.StringIO()
-    args = argparse.Namespace(text="docker compose logs", scope=SCOPE, channel=None, private=False, k=3, stats=False,
+    args = argparse.Namespace(text="docker compose logs", scope=SCOPE, channel=None, k=3, stats=False,
                               json=False)
     assert await places_cli.run(app.settings, args, out, embedder=embedder) == 0
     assert "#containers" in out.getvalue() and "<#100>" not in out.getvalue()
@@ -477,7 +477,7 @@ async def test_recall_adds_where_and_what_worked_when_the_plan_asks(app: App, em
     assert asked.section("places") is not None and "#devops" in asked.section("places").items[0].prompt_line
     # the CLI and the slash command on the same memory
     out = io.StringIO()
-    args = argparse.Namespace(text="docker volumes", scope=SCOPE, channel=None, private=False, k=3, stats=False,
+    args = argparse.Namespace(text="docker volumes", scope=SCOPE, channel=None, k=3, stats=False,
                               json=True)
     assert await places_cli.run(app.settings, args, out, embedder=embedder) == 0
     data = json.loads(out.getvalue())
@@ -553,7 +553,7 @@ async def test_whereto_in_a_server_keeps_a_restricted_channels_places_and_proced
     # the command line asks as the channel's audience too
     for channel, sees in (("100", False), ("200", True)):
         out = io.StringIO()
-        args = argparse.Namespace(text="banning spam accounts", scope=guild, channel=channel, private=False, k=3,
+        args = argparse.Namespace(text="banning spam accounts", scope=guild, channel=channel, k=3,
                                   stats=False, json=False)
         assert await places_cli.run(app.settings, args, out, embedder=embedder) == 0
         assert ("Open the member list" in out.getvalue()) is sees, channel
@@ -578,12 +578,12 @@ async def test_the_cli_checks_the_topic_before_anything_starts(app: App, embedde
         await absorb((places, macros), embedder, await h.say(f"d{i}", "devops", text))
     unreachable = app.settings.model_copy(update={"database_url": "postgresql://nobody@127.0.0.1:1/none"})
     for bad in ("", "\x00\x00", "y" * 600, "\ud800\udc80?", "!!!"):
-        args = argparse.Namespace(text=bad, scope=SCOPE, channel=None, private=False, k=3, stats=False, json=True)
+        args = argparse.Namespace(text=bad, scope=SCOPE, channel=None, k=3, stats=False, json=True)
         err = io.StringIO()
         with contextlib.redirect_stderr(err):
             assert await places_cli.run(unreachable, args, io.StringIO()) == 2  # no database, no model needed
         assert "the topic " in err.getvalue()
-    args = argparse.Namespace(text="\ud800 docker volumes", scope=SCOPE, channel=None, private=False, k=3,
+    args = argparse.Namespace(text="\ud800 docker volumes", scope=SCOPE, channel=None, k=3,
                               stats=False, json=True)
     out = io.StringIO()
     assert await places_cli.run(app.settings, args, out, embedder=embedder) == 0  # a lone surrogate is replaced
