@@ -189,10 +189,17 @@ class DreamRouter:
 
     async def post_digest(self, text: str, chart: Path | None) -> None:
         scope = _DIGEST_SCOPE.get()
-        if await self.destination(scope) is None:
+        where = await self.destination(scope)
+        if where is None:
             log.info("no dream channel for %s: its digest is not posted", scope)
             return
-        await (await self._poster(scope)).post_digest(text, chart)
+        try:
+            await DiscordDreamChannel(self._bot, where.channel_id).post_digest(text, chart)
+        except (discord.HTTPException, GovernanceError) as exc:
+            if not where.to_owner_dm:
+                raise  # a configured channel that fails is the run's error, as before
+            # no owner's channel was configured: an owner who cannot be DMed must not fail every night's run
+            log.warning("could not DM the digest to the bot's owner (%s)", type(exc).__name__)
 
     async def routable(self, scopes: list[str | None]) -> list[str | None]:
         """The scopes among ``scopes`` whose posts have somewhere to go now."""
