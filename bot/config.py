@@ -61,7 +61,9 @@ class Settings(BaseSettings):
         description="Channel ids where every message is answered, their threads included (comma-separated).",
     )
     dream_channel_id: int | None = Field(
-        default=None, description="Channel id where proposals and digests are posted."
+        default=None, description="The bot owner's dream channel: global proposals and the nightly digest over every "
+        "server go there (none: by DM to the owner), and so do the proposals of the server it is in until that server "
+        "sets its own with `/dream channel set`. Other servers' proposals never go there."
     )
     discord_edit_interval: float = Field(default=1.0, ge=0.2, description="Seconds between streaming edits.")
     discord_rate_limit: int = Field(
