@@ -53,7 +53,7 @@ async def run(settings: Settings, args: argparse.Namespace, out: TextIO = sys.st
     if embedder is None and not args.stats and not listing:  # the counters and the list need no model
         from memory.embed import MiniLMEmbedder
 
-        embedder = MiniLMEmbedder()
+        embedder = MiniLMEmbedder(backend=settings.embed_backend, cache_dir=settings.models_dir)  # as App.open does
         await asyncio.to_thread(embedder.load)
     url = settings.database_url.get_secret_value() if settings.database_url else None
     db = await Database.open(url, settings.data_dir)
