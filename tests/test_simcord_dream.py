@@ -268,3 +268,15 @@ async def test_deleting_the_dream_channel_clears_it(sim: Sim) -> None:
     sim.env.backend.delete_channel(sim.b.dream.id)  # SimCord has no public handle for this; its backend sends the event
     await sim.settle()
     assert [r["scope"] for r in await sim.pool.fetch("SELECT scope FROM dream_channels")] == [sim.a.scope]
+
+
+async def test_setting_a_dream_channel_moves_the_servers_pending_proposals_there(sim: Sim) -> None:
+    theirs = await propose(sim, sim.b.scope, "garden_planning")
+    ref = await DiscordDreamChannel(sim.bot, sim.a.dream.id).post_proposal(theirs)  # the old single channel's post
+    await sim.pool.execute("UPDATE proposals SET posted_ref = $2, post_pending = false WHERE id = $1", theirs.id, ref)
+    await sim.b.mod.slash(sim.b.general, "dream channel set", channel=sim.b.dream)
+    await sim.settle()
+    assert sim.posts_of(sim.b.dream) == {theirs.id}, "re-posted in its own server's channel"
+    await sim.b.mod.react(sim.post(sim.b.dream, theirs.id), "✅")
+    await sim.settle()
+    assert (await sim.app.governance.get(theirs.id)).status == "applied", "and decided there"
