@@ -222,6 +222,7 @@ class ChatCog(commands.Cog):
             visible_in=seen_by.visible_in,
             thread_parent_id=seen_by.thread_parent_id,
             channel_name=channel_name_of(message.channel),
+            reply_to=replied_to_id(message),
         )
 
     async def _answer(self, message: discord.Message, turn: IncomingTurn, *, store: bool = True) -> None:
@@ -357,6 +358,15 @@ class ChatCog(commands.Cog):
             await self.bot.app.brain.edit("discord", str(payload.channel_id), str(payload.message_id), content)
         except InvalidInput:
             log.info("edit of message %s left it empty or too long; memory unchanged", payload.message_id)
+
+
+def replied_to_id(message: discord.Message) -> str | None:
+    """The id of the message ``message`` replies to in its own channel (None: not a reply): the Brain puts that
+    message in the context even when it is older than the recent turns."""
+    ref = message.reference
+    if ref is None or ref.message_id is None or message.type != discord.MessageType.reply:
+        return None
+    return str(ref.message_id) if ref.channel_id in (None, message.channel.id) else None
 
 
 async def replied_author(message: discord.Message) -> int | None:
