@@ -128,7 +128,7 @@ async def test_the_digest_carries_no_bidi_controls(app: App) -> None:
 
 # --- item 14: threads of an allowed channel ------------------------------------------------------------------
 
-RULES: dict[str, Any] = dict(allowed_channels={20}, dream_channel_id=30)
+RULES: dict[str, Any] = dict(allowed_channels={20}, dream_channels={30})
 BASE: dict[str, Any] = dict(author_id=1, author_is_bot=False, bot_id=99, is_dm=False, mentions_bot=False,
                             channel_id=21, parent_channel_id=None, thread_owner_id=5)
 
