@@ -167,6 +167,7 @@ class Reply:
         self._record = record  # False: a read-only answer (`hippobot ask`): nothing stored or absorbed
         self.guard = guard  # a question about memory: its reply is held back until it can be checked
         self._final: str | None = None  # what the bot says instead of the model's text, when that failed the check
+        self._streamed: list[str] = []  # what was shown so far (an engine fills its text only once it stops)
 
     @property
     def plan(self) -> ContextPlan:
@@ -174,7 +175,13 @@ class Reply:
 
     @property
     def text(self) -> str:
-        return self._generation.text if self._final is None else self._final
+        """What the person was shown: the whole reply once done; after a cancel (/stop, a failed send) the part
+        streamed so far; a held-back reply cancelled before its check, nothing."""
+        if self._final is not None:
+            return self._final
+        if self.guard.about_memory and not self.guard.missing:
+            return ""
+        return self._generation.text or "".join(self._streamed)
 
     @property
     def replaced(self) -> bool:
@@ -210,6 +217,7 @@ class Reply:
                     yield self._final
             else:
                 async for delta in self._generation:
+                    self._streamed.append(delta)
                     yield delta
         finally:
             stats = self._generation.stats

@@ -237,3 +237,19 @@ async def test_the_message_replied_to_is_in_the_context_however_old(app: App, ll
     reply = await app.brain.respond(turn("what do you mean by that?", channel="c1"))
     await reply.complete()
     assert "quokka exhibit opens" not in llm.prompts[-1].split("Conversation:")[-1], "only when replied to"
+
+
+async def test_a_stopped_reply_is_stored_as_far_as_it_was_shown(app: App, llm: ScriptedLLM) -> None:
+    from tests.test_brain import turn
+
+    llm.reply, llm.delay = "Once upon a time there was a hippo", 0.05
+    reply = await app.brain.respond(turn("tell me a story", channel="c9"))
+    shown = ""
+    async for delta in reply:
+        shown += delta
+        if len(shown.split()) >= 3:
+            break
+    reply.cancel()  # /stop: the engine fills its own text only later
+    await app.brain.drain()
+    stored = await app.db.pool.fetchval("SELECT content FROM messages WHERE is_bot ORDER BY id DESC LIMIT 1")
+    assert stored == shown.strip() and stored.startswith("Once upon"), stored
