@@ -20,34 +20,19 @@ from bot.discord.ratelimit import RateLimiter
 from bot.llm import Generation
 from memory.provenance import forgotten_digest
 from tests.fakes import ScriptedLLM
+from tests.simcord_support import SimBase, hippobot_for
 
 
 @dataclass
-class Sim:
-    env: simcord.Env
-    bot: SingleShardHippoBot
-    app: App
+class Sim(SimBase):
     guild: simcord.GuildHandle
     general: simcord.ChannelHandle
     ana: simcord.MemberActor
     ben: simcord.MemberActor
     mod: simcord.MemberActor
 
-    @property
-    def pool(self):  # type: ignore[no-untyped-def]
-        return self.app.db.pool
-
     def mention(self) -> str:
         return self.bot.user.mention
-
-    async def settle(self) -> None:
-        """Every queued memory write done, and whatever the bot does after it."""
-        await self.env.settle(timeout=60)
-        await self.app.brain.drain()
-        await self.env.settle(timeout=60)
-
-    def bot_messages(self, channel: simcord.ChannelHandle) -> list[discord.Message]:
-        return [m for m in channel.history() if m.author.id == self.bot.user.id]
 
 
 # SimCord's pytest plugin runs the bot below as `simcord_env` (started, logged in, at READY) and closes it
@@ -57,9 +42,7 @@ pytestmark = pytest.mark.simcord(settle_timeout=60)
 
 @pytest.fixture
 def simcord_bot(app: App) -> SingleShardHippoBot:
-    """The bot `hippobot run` starts (its cogs, its scheduler), on the test app: real database, scripted LLM."""
-    return SingleShardHippoBot(app, app.settings.model_copy(update={"discord_edit_interval": 0.2,
-                                                                    "discord_rate_limit": 0}))
+    return hippobot_for(app)
 
 
 @pytest.fixture

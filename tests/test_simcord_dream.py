@@ -18,6 +18,7 @@ from bot.discord.dream import DiscordDreamChannel, DreamCog
 from dream.governance import Proposal
 from tests.dream_data import month_of_history
 from tests.fakes import ScriptedLLM
+from tests.simcord_support import SimBase, hippobot_for
 
 
 @dataclass
@@ -34,28 +35,13 @@ class Server:
 
 
 @dataclass
-class Sim:
-    env: simcord.Env
-    bot: SingleShardHippoBot
-    app: App
+class Sim(SimBase):
     a: Server
     b: Server
 
     @property
-    def pool(self):  # type: ignore[no-untyped-def]
-        return self.app.db.pool
-
-    @property
     def cog(self) -> DreamCog:
         return self.bot.get_cog("DreamCog")  # type: ignore[return-value]
-
-    async def settle(self) -> None:
-        await self.env.settle(timeout=60)
-        await self.app.brain.drain()
-        await self.env.settle(timeout=60)
-
-    def bot_messages(self, channel: simcord.ChannelHandle) -> list[discord.Message]:
-        return [m for m in channel.history() if m.author.id == self.bot.user.id]
 
     def posts_of(self, channel: simcord.ChannelHandle) -> set[int]:
         """The proposal ids posted in a channel."""
@@ -74,8 +60,7 @@ pytestmark = pytest.mark.simcord(settle_timeout=60)
 @pytest.fixture
 def simcord_bot(app: App) -> SingleShardHippoBot:
     """The bot `hippobot run` starts, with no HIPPOBOT_DREAM_CHANNEL_ID unless a test sets one."""
-    return SingleShardHippoBot(app, app.settings.model_copy(update={"discord_edit_interval": 0.2,
-                                                                    "discord_rate_limit": 0}))
+    return hippobot_for(app)
 
 
 def server(env: simcord.Env, name: str) -> Server:
