@@ -27,7 +27,6 @@ MAX_SOURCES = 3
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 # A capitalised word (a name, a place) not at the start of a sentence; runs of them ("Mexico City") are one name.
 _NAME = re.compile(r"(?<![\w'’])[A-Z][\w'’-]*(?:[ ](?:(?:de|del|da|du|la|le|of|von|van) )?[A-Z][\w'’-]*)*")
-_SENTENCE_END = re.compile(r"(?:^|[.!?:;\n]\s*)$")
 _NOT_NAMES = frozenset({"i", "i'm", "i've", "i'd", "i'll", "ok", "okay"})
 _WH = frozenset({"what", "when", "where", "who", "whom", "whose", "which", "why", "how", "what's", "where's",
                  "who's", "when's", "how's"})
@@ -159,7 +158,7 @@ def names_in(text: str) -> list[str]:
     out = []
     for m in _NAME.finditer(text):
         words = m.group(0).split(" ")
-        if _SENTENCE_END.search(text[: m.start()]):  # the sentence's first word is not a name by its capital
+        if _opens_sentence(text, m.start()):  # the sentence's first word is not a name by its capital
             words = words[1:]
         words = [w for w in words if w.lower().replace("’", "'") not in _NOT_NAMES]
         if words:
@@ -224,6 +223,15 @@ def grounded_or_not_told(reply: str, question: str, items: Sequence[MemoryItem],
     if not answer_words(reply, question, ignore=ignore):
         return reply
     return reply if ground(reply, question, items, ignore=ignore).items else NOT_TOLD
+
+
+def _opens_sentence(text: str, at: int) -> bool:
+    """Whether the word at ``at`` starts ``text`` or a sentence in it (looking back over spaces only: a long
+    message is not re-scanned for each capitalised word)."""
+    i = at - 1
+    while i >= 0 and text[i] in " \t":
+        i -= 1
+    return i < 0 or text[i] in ".!?:;\n"
 
 
 def _join(names: Sequence[str]) -> str:
