@@ -389,6 +389,29 @@ async def test_a_large_shift_waits_for_approval_and_is_applied_only_after_it(app
     assert state.beliefs["remote work"].position < 0 and not state.held and state.pending_proposal is None
 
 
+async def test_a_restricted_channels_shift_is_proposed_without_its_messages_wording_or_topics(app: App) -> None:
+    """The dream channel may be read by people outside the restricted channel: its proposal quotes nothing
+    from it, yet approving it still applies the shift, and forgetting its evidence still withdraws it."""
+    layer = await persona_app(app)
+    async with app.db.pool.acquire() as conn, conn.transaction():
+        await layer.store.lock(conn, "g1", "secret")
+        held = PersonaState(interaction_count=30, last_reflection_at=30,
+                            beliefs={"remote work": Belief(0.15, confidence(4), 4, 30, [])})
+        await layer.store.write(conn, "g1", "secret", held, "test: a settled view", NOW)
+    await say(app, *AGAINST, *FILLER[:COOLING_PERIOD], channel="secret", visible_in="secret")
+    state = (await layer.store.current("g1", "secret")).state  # type: ignore[union-attr]
+    assert state.held and state.pending_proposal is not None
+    proposal = await app.governance.get(state.pending_proposal)
+    posted = proposal.render()
+    for secret in ("zebrafinch", "remote work", "innovation", state.snapshot or "-", *AGAINST):
+        assert secret not in posted, secret
+    assert "restricted channel" in posted and "examples" not in proposal.payload
+    outcome = await app.governance.vote(proposal.id, MOD, True, now=NOW, scope="g1")
+    assert outcome.decided and outcome.proposal.status == "applied"
+    state = (await layer.store.current("g1", "secret")).state  # type: ignore[union-attr]
+    assert state.beliefs["remote work"].position < 0 and not state.held
+
+
 # --- seeing and steering it ------------------------------------------------------------------------------
 
 

@@ -229,12 +229,24 @@ class PersonaLayer(BaseLayer):
                                   ids, scope)
         flips = [{"topic": h.topic, "before": round(h.before, 3), "after": round(h.after, 3)} for h in state.held]
         payload = {"action": "shift", "visible_in": visible_in, "before": state.snapshot, "after": after,
-                   "flips": flips, "examples": [r["content"] for r in quoted],
-                   "description": f"Before: {state.snapshot}\nAfter: {after}"}
-        rationale = "\n".join(
-            [f"The snapshot would change by {share:.0%}."]
-            + [f"{f['topic']}: {f['before']:+.2f} -> {f['after']:+.2f} (crosses zero)" for f in flips]
-            + ["Evidence messages are quoted above; approve to apply, reject to drop the held shifts."])
+                   "flips": flips}
+        if visible_in is None:
+            payload |= {"examples": [r["content"] for r in quoted],
+                        "description": f"Before: {state.snapshot}\nAfter: {after}"}
+            rationale = "\n".join(
+                [f"The snapshot would change by {share:.0%}."]
+                + [f"{f['topic']}: {f['before']:+.2f} -> {f['after']:+.2f} (crosses zero)" for f in flips]
+                + ["Evidence messages are quoted above; approve to apply, reject to drop the held shifts."])
+        else:
+            # A restricted channel's persona is made of what its audience said, and the dream channel may be read
+            # by people outside it: the post carries neither the messages nor the wording nor the topics they
+            # named. The payload keeps what approving applies; proposal_sources keeps the ids, so forgetting
+            # one of them still withdraws the proposal.
+            payload["description"] = ("The persona of a restricted channel would change; what it would say, and "
+                                      "the messages behind it, stay in that channel (`/persona show` there).")
+            rationale = (f"The snapshot would change by {share:.0%}, with {len(flips)} opinion(s) crossing zero, "
+                         f"on the evidence of {len(ids)} message(s) in that channel.\n"
+                         "Approve to apply, reject to drop the held shifts.")
         pid = await conn.fetchval(
             """INSERT INTO proposals (kind, title, payload, rationale, evidence, created_at, expires_at, scope)
                VALUES ('persona', $1, $2::jsonb, $3, $4::jsonb, $5, $6, $7) RETURNING id""",
