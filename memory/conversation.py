@@ -15,6 +15,7 @@ import asyncpg
 
 from memory.fields import check_time, clean_name, clean_text, id_problem
 from memory.errors import InvalidInput, ScopeError
+from memory.digests import optout_digest
 
 _COLUMNS = (
     "id, scope, source, external_id, channel_id, author_id, author_name, is_bot, content, "
@@ -168,6 +169,13 @@ class ConversationStore:
         rows = await self._pool.fetch("SELECT digest, forgotten_at FROM forgotten WHERE digest = ANY($1::text[])",
                                       list(digests))
         return {r["digest"]: r["forgotten_at"] for r in rows}
+
+    async def opted_out(self, scope: str, author_ids: Sequence[str]) -> set[str]:
+        """Which of ``author_ids`` asked not to be remembered in ``scope`` (``/memory optout``, sql/024)."""
+        by_digest = {optout_digest(scope, a): a for a in set(author_ids)}
+        rows = await self._pool.fetch("SELECT digest FROM memory_optouts WHERE scope = $1 AND digest = ANY($2::text[])",
+                                      scope, list(by_digest))
+        return {by_digest[r["digest"]] for r in rows}
 
     async def restricted_channels(self, scope: str, source: str, channel_ids: Sequence[str],
                                   conn: asyncpg.Connection | None = None) -> dict[str, bool]:

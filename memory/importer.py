@@ -79,10 +79,13 @@ class ImportReport:
     episodes: int
     skipped_forgotten: int = 0  # forgotten before (the message itself, or its person): not brought back
     resumed: int = 0  # stored by an earlier, interrupted import but not absorbed then: absorbed now
+    skipped_opted_out: int = 0  # said by someone who opted out of being remembered in this scope
 
     def __str__(self) -> str:
         forgotten = (f", {self.skipped_forgotten} forgotten before (not brought back)"
                      if self.skipped_forgotten else "")
+        forgotten += (f", {self.skipped_opted_out} by people who opted out of being remembered here (not stored)"
+                      if self.skipped_opted_out else "")
         resumed = (f"; absorbed {self.resumed} message(s) an earlier, interrupted import left unabsorbed"
                    if self.resumed else "")
         return (
@@ -395,6 +398,13 @@ class Importer:
         # A channel imported before as private stays private, with or without --private-channel this time.
         private |= {c for c, restricted in stored_as.items() if restricted}
         messages, forgotten = await self._not_forgotten(scope, messages)
+        # Someone who asked not to be remembered here (/memory optout) is not remembered from a file either.
+        opted_out = await self._conversations.opted_out(scope, [m.author_id for m in messages])
+        if opted_out:
+            kept = [m for m in messages if m.author_id not in opted_out]
+            opted_out_count, messages = len(messages) - len(kept), kept
+        else:
+            opted_out_count = 0
         present = await self._conversations.existing_external_ids(
             scope, SOURCE, [(m.channel_id, m.external_id) for m in messages])
         new = [m for m in messages if (m.channel_id, m.external_id) not in present]
@@ -433,8 +443,9 @@ class Importer:
         if len(stored) >= ANALYZE_AFTER:
             await self._analyze()
         return ImportReport(
-            read=len(messages) + forgotten, imported=len(stored), already_present=len(messages) - len(stored),
-            skipped_empty=empty, episodes=written, skipped_forgotten=forgotten, resumed=resumed,
+            read=len(messages) + forgotten + opted_out_count, imported=len(stored),
+            already_present=len(messages) - len(stored), skipped_empty=empty, episodes=written,
+            skipped_forgotten=forgotten, skipped_opted_out=opted_out_count, resumed=resumed,
         )
 
     async def _not_forgotten(self, scope: str, messages: list[ImportedMessage]) -> tuple[list[ImportedMessage], int]:

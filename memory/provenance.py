@@ -15,7 +15,6 @@ their votes.
 
 from __future__ import annotations
 
-import hashlib
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -23,6 +22,7 @@ from dataclasses import dataclass, field
 import asyncpg
 
 from memory.conversation import require_scope
+from memory.digests import forgotten_digest, optout_digest  # noqa: F401  (re-exported)
 from memory.layers.base import MemoryLayer
 
 # What a report names, in this order, and how.
@@ -166,15 +166,6 @@ class Provenance:
                                       tombstone=("author", author_id))
         return await self._forget("scope = $1 AND author_id = $2 AND NOT is_bot", scope, author_id,
                                   author=(scope, author_id), tombstone=("author", author_id))
-
-
-_SEP = "\x1f"  # ids never hold control characters (memory.fields.id_problem)
-
-
-def forgotten_digest(kind: str, scope: str, *key: str) -> str:
-    """The tombstone of a forgotten ``kind`` in ``scope`` ("message": its channel id and external id;
-    "author": their id): a SHA-256, so the table keeps no id of what was forgotten."""
-    return hashlib.sha256(_SEP.join((kind, scope, *key)).encode("utf-8")).hexdigest()
 
 
 async def _drop_scope(conn: asyncpg.Connection, scope: str) -> Counter[str]:

@@ -294,3 +294,21 @@ async def test_an_import_leaves_a_live_turns_pending_absorption_to_the_live_turn
     await app.importer.run(write_jsonl(tmp_path / "h.jsonl", LINES), "g1")
     assert not await app.conversations.is_absorbed(live.id)
     assert await app.conversations.count_unabsorbed() == 1
+
+
+async def test_someone_who_opted_out_is_not_remembered_from_an_imported_file(app: App, tmp_path: Path) -> None:
+    """/memory optout stops the bot storing what the person says in the server: an import of the server's
+    history must not store it either (only in that server: another scope imports them as usual)."""
+    from bot.discord.participation import ParticipationStore
+
+    admit_everything(app)
+    await ParticipationStore(app.db.pool).opt_out("g1", "77", datetime(2026, 11, 1, tzinfo=UTC))
+    path = write_jsonl(tmp_path / "h.jsonl", LINES)
+    report = await app.importer.run(path, "g1")
+    assert (report.read, report.imported, report.skipped_opted_out) == (2, 1, 1)
+    assert "1 by people who opted out of being remembered here" in str(report)
+    pool = app.db.pool
+    assert await pool.fetchval("SELECT count(*) FROM messages WHERE author_id = '77'") == 0
+    assert await pool.fetchval("SELECT count(*) FROM episodes WHERE content LIKE '%how do you like it%'") == 0
+    elsewhere = await app.importer.run(path, "g2")
+    assert elsewhere.imported == 2 and elsewhere.skipped_opted_out == 0

@@ -8,16 +8,16 @@ questions for one message in one query.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
 import asyncpg
 
+from memory.digests import optout_digest
+
 Mode = Literal["mention", "chat", "quiet"]
 MODES: tuple[Mode, ...] = ("mention", "chat", "quiet")
-_SEP = "\x1f"
 
 
 @dataclass(frozen=True)
@@ -39,11 +39,6 @@ class Listening:
 
     setting: ChannelSetting
     opted_out: bool
-
-
-def optout_digest(scope: str, author_id: str) -> str:
-    """The opt-out list's key for a person in a scope: a SHA-256, never the id itself."""
-    return hashlib.sha256(_SEP.join(("optout", scope, author_id)).encode("utf-8")).hexdigest()
 
 
 class ParticipationStore:
