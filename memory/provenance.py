@@ -181,11 +181,39 @@ async def _drop_scope(conn: asyncpg.Connection, scope: str) -> Counter[str]:
     return dropped
 
 
+FORGOTTEN_NAME = "(forgotten)"
+# Where a decision names its voters, by display name: (table, column, the rows of proposal $1).
+_DECISION_NAMES = (
+    ("proposals", "decided_by", "id = $1"),
+    ("context_archetypes", "approved_by",
+     "id = (SELECT applied_archetype_id FROM proposals WHERE id = $1)"),
+)
+# Admin settings that keep who made them, by id, per scope.
+_SET_BY = (("channel_settings", "mode_set_by"), ("channel_settings", "memory_set_by"),
+           ("dream_channels", "set_by"), ("archetype_overrides", "set_by"))
+
+
 async def _anonymise_votes(conn: asyncpg.Connection, scope: str, voter_id: str) -> int:
-    """Votes are the record of a decision: keep the vote, drop who cast it."""
+    """Votes are the record of a decision: keep the vote, drop who cast it. The decisions their votes made
+    named them too (a proposal's ``decided_by``, an approved archetype's ``approved_by``): those read
+    "(forgotten)" where their name was, and so do the admin settings they made in this scope (who set a
+    channel's mode or memory, the dream channel, an archetype switch)."""
+    cast = await conn.fetch(
+        """SELECT DISTINCT v.proposal_id, v.voter_name FROM proposal_votes v JOIN proposals p ON p.id = v.proposal_id
+           WHERE v.voter_id = $2 AND (p.scope = $1 OR p.scope IS NULL)""", scope, voter_id)
+    for row in cast:
+        for table, column, key in _DECISION_NAMES:
+            await conn.execute(
+                f"""UPDATE {table} SET {column} = array_to_string(
+                        array_replace(string_to_array({column}, ', '), $2, '{FORGOTTEN_NAME}'), ', ')
+                    WHERE {key} AND {column} IS NOT NULL""",
+                row["proposal_id"], row["voter_name"])
     status = await conn.execute(
-        """UPDATE proposal_votes v SET voter_id = 'forgotten:' || md5(v.voter_id || v.proposal_id::text),
-                                       voter_name = '(forgotten)'
+        f"""UPDATE proposal_votes v SET voter_id = 'forgotten:' || md5(v.voter_id || v.proposal_id::text),
+                                       voter_name = '{FORGOTTEN_NAME}'
            FROM proposals p WHERE p.id = v.proposal_id AND v.voter_id = $2
              AND (p.scope = $1 OR p.scope IS NULL)""", scope, voter_id)
+    for table, column in _SET_BY:
+        await conn.execute(f"UPDATE {table} SET {column} = 'forgotten' WHERE scope = $1 AND {column} = $2",
+                           scope, voter_id)
     return int(status.split()[-1])

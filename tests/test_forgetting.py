@@ -123,3 +123,32 @@ async def test_a_deleted_channel_takes_its_threads_with_it(app: App) -> None:
     assert report.episodes == 2
     left = await app.db.pool.fetch("SELECT DISTINCT channel_id FROM messages")
     assert [r["channel_id"] for r in left] == ["902"]
+
+
+async def test_forgetting_an_admin_leaves_neither_their_id_nor_their_name_on_what_they_decided(app: App) -> None:
+    """Their votes stay as the record of a decision, but nobody's name or id stays on it: not on the vote, not
+    on the proposal's decision or the archetype it approved, not on the settings they made in the server."""
+    from bot.discord.dream_channels import DreamChannelStore
+    from bot.discord.participation import ParticipationStore
+
+    mod_id, mod_name = "u-modesta-3", "Modesta"
+    now = datetime.now(UTC)
+    payload = {"name": "garden_help", "description": "gardening questions", "examples": ["how do I prune roses?"],
+               "context_turns": 8, "context_vectors": 5, "similarity_threshold": 0.7, "triple_depth": 1}
+    proposal = await app.governance.propose("new_archetype", "garden help", payload, "rationale", {"scope": "g1"},
+                                            centroid=None, now=now, scope="g1")
+    await app.governance.vote(proposal.id, Voter(mod_id, mod_name, can_manage_server=True), True, now=now,
+                              scope="g1")
+    participation = ParticipationStore(app.db.pool)
+    await participation.set_mode("g1", "c1", "chat", mod_id, now)
+    await participation.set_memory("g1", "c1", True, mod_id, now)
+    await DreamChannelStore(app.db.pool).set("g1", 42, mod_id, now)
+    await app.archetype_store.set_override("g1", "garden_help", False, mod_id)
+    assert await traces(app, mod_id) and await traces(app, mod_name)  # the test can fail
+
+    await app.provenance.forget_author("g1", mod_id)
+    assert await traces(app, mod_id) == {}
+    assert await traces(app, mod_name) == {}
+    decided = await app.governance.get(proposal.id)
+    assert decided.status == "applied" and decided.decided_by == "(forgotten)"
+    assert (await participation.setting("g1", "c1")).mode == "chat"  # the settings stay; who made them does not
