@@ -160,6 +160,7 @@ class Reply:
         self.prompt = prompt
         self.trace = trace
         self.external_id = str(uuid.uuid4())  # a transport may set the id it posted the reply under
+        self.posted_at: datetime | None = None  # ... and the time it was posted at (else the clock's now)
         self._brain = brain
         self._vector = vector
         self._generation = generation
@@ -506,7 +507,9 @@ class Brain:
     def _after_reply(self, reply: Reply, vector: np.ndarray) -> None:
         self._active.discard(reply)
         text = reply.text.strip()
-        now = self.clock.now()
+        # The transport's own time where it gave one: the transcript's order is the transport's, whatever
+        # this process's clock says (a simulated or skewed clock would date the reply before its question).
+        now = reply.posted_at or self.clock.now()
         pending = None
         if text:
             pending = StoredMessage(

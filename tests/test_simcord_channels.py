@@ -84,6 +84,17 @@ async def test_mention_is_the_default_mode(sim: Sim, llm: ScriptedLLM) -> None:
     assert [m.content for m in sim.bot_messages(sim.general)] == [llm.reply]
 
 
+async def test_a_reply_is_stored_at_the_time_discord_posted_it(sim: Sim, llm: ScriptedLLM) -> None:
+    """The transcript keeps Discord's order: the stored reply has its Discord message's time, not this process's
+    clock (SimCord's clock is not the wall clock, so the reply was stored before its question)."""
+    await sim.ana.send(sim.general, f"{sim.mention()} did you see the hippo?")
+    await sim.settle()
+    [posted] = sim.bot_messages(sim.general)
+    rows = await sim.pool.fetch("SELECT is_bot, created_at FROM messages ORDER BY created_at, id")
+    assert [r["is_bot"] for r in rows] == [False, True]
+    assert rows[1]["created_at"] == posted.created_at
+
+
 async def test_chat_mode_answers_every_message(sim: Sim, llm: ScriptedLLM) -> None:
     result = await sim.mod.slash(sim.general, "channel mode", mode="chat")
     assert result.ephemeral and "is now `chat`" in said(result)

@@ -248,7 +248,8 @@ class ChatCog(commands.Cog):
         self.streaming.setdefault(message.channel.id, []).append(live)
 
         def remember_id(first: Any) -> None:
-            reply.external_id = str(first.id)  # the reply is stored under its Discord id
+            reply.external_id = str(first.id)  # the reply is stored under its Discord id and time
+            reply.posted_at = first.created_at
 
         try:
             await stream.run(reply.__aiter__(), on_first=remember_id)
