@@ -502,11 +502,38 @@ async def run_llm(args: argparse.Namespace, app, answered: list[Answered], turns
                 results[reader].append(row)
                 print(f"  llm reader={reader} {len(results[reader])}/{len(picked)} {q.qid}: "
                       f"core={row['core']['reply'][:30]!r} memory={row['memory']['reply'][:40]!r}", file=sys.stderr)
+            if args.llm_chat:
+                await _in_chat(app, reader, picked, {r["qid"]: r for r in results[reader]}, keep_prompts=args.keep_prompts)
     finally:
         for llm in engines.values():
             await asyncio.to_thread(llm.close)
         brain.use_model(None, None)
     return {"rows": results}
+
+
+async def _in_chat(app, reader: str, picked: list[Answered], rows: dict[str, dict], *,
+                   keep_prompts: bool = False) -> None:
+    """The same questions asked the way a person asks them in a chat (`--llm-chat`): one after another in one
+    channel per conversation, through Brain.respond as the bot answers a message, so each question's recent
+    turns are the earlier questions and the bot's replies to them. Scored as ``row["chat"]``. The channel is
+    forgotten afterwards, so what it stored does not reach the next run."""
+    from bot.brain import IncomingTurn
+
+    brain = app.brain
+    channel = f"memeval-chat-{reader}"
+    for conv in dict.fromkeys(a.question.conv for a in picked):
+        for a in (a for a in picked if a.question.conv == conv):
+            q = a.question
+            t1 = time.perf_counter()
+            reply = await brain.respond(IncomingTurn(scope=conv, source="console", channel_id=channel,
+                                                     author_id=AUTHOR, author_name=ASKER, text=q.question))
+            text = _first_line(await reply.complete())
+            await brain.drain()
+            rows[q.qid]["chat"] = _scored(q, text, reply.prompt.tokens, time.perf_counter() - t1)
+            if keep_prompts:
+                rows[q.qid]["chat"]["prompt"] = reply.prompt.text
+            print(f"  chat reader={reader} {q.qid}: {text[:50]!r}", file=sys.stderr)
+        await app.provenance.forget_channel("console", channel, scope=conv)
 
 
 def _first_line(text: str) -> str:
@@ -572,11 +599,25 @@ def print_llm(result: dict) -> dict:
                                  for key in ("em", "f1", "contains")},
                  "delta_em": m("memory", "em") - m("core", "em"), "memory_hit_rate": hit,
                  "abstention": abstain, "answered": answered, "sources_hit": sources_hit}
+            if all("chat" in r for r in g):
+                s |= {f"chat_{key}": m("chat", key) for key in ("em", "f1", "contains")}
+                s["chat_abstention"] = (statistics.fmean(r["chat"]["abstained"] for r in adversarial)
+                                        if adversarial else float("nan"))
+                s["chat_answered"] = (statistics.fmean(not r["chat"]["abstained"] for r in answerable)
+                                      if answerable else float("nan"))
             summary[reader][name] = s
             print(f"| {name} | {len(g)} | {s['core_em']:.3f} | {s['core_f1']:.3f} | {s['memory_em']:.3f} | "
                   f"{s['memory_f1']:.3f} | {s['memory_contains']:.3f} | {s['longctx_em']:.3f} | "
                   f"{s['longctx_f1']:.3f} | {s['longctx_contains']:.3f} | {s['delta_em']:+.3f} | {hit:.3f} | "
                   f"{abstain:.3f} | {answered:.3f} | {sources_hit:.3f} |")
+        if rows and all("chat" in r for r in rows):
+            print(f"\nthe same questions asked in a chat ({label}): one after another in one channel per "
+                  "conversation, through Brain.respond, so the earlier questions and replies are the recent turns")
+            print("| category | n | chat EM | chat F1 | chat contains | abstain (chat) | answered (chat) |")
+            print("|---|---|---|---|---|---|---|")
+            for name, s in summary[reader].items():
+                print(f"| {name} | {s['n']} | {s['chat_em']:.3f} | {s['chat_f1']:.3f} | {s['chat_contains']:.3f} | "
+                      f"{s['chat_abstention']:.3f} | {s['chat_answered']:.3f} |")
         speeds = [r["memory"]["first_token_s"] for r in rows if r["memory"].get("first_token_s") is not None]
         if speeds:
             print(f"memory replies: first token p50 {percentile(speeds, 50):.2f} s, p95 {percentile(speeds, 95):.2f} s")
@@ -614,6 +655,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--llm-limit", type=int, default=40)
     p.add_argument("--reader", nargs="+", choices=("on", "off"), default=["off", "on"],
                    help="with --llm: answer with the reader adapter, without it, or both (default)")
+    p.add_argument("--llm-chat", action="store_true",
+                   help="also ask the questions one after another in a chat (Brain.respond, recent turns and all)")
     p.add_argument("--keep-prompts", action="store_true", help="--json keeps each memory prompt (for reading)")
     p.add_argument("--llm-tokens", type=int, default=24, help="max new tokens per answer")
     args = p.parse_args(argv)
