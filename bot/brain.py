@@ -405,6 +405,17 @@ class Brain:
             {k: len(v) for k, v in prompt.used.items()}, prompt.turns_used, prompt.tokens, bundle.skipped,
         )
         checks = self._guard(message, bundle, prompt)
+        if checks.about_memory and bundle.turns:
+            # A question about what the bot remembers is answered from its memories as a fresh question is
+            # (`hippobot ask`, what the reader was trained on and the evaluation measures): the recent turns
+            # are left out but the message replied to, and what they hid comes back as memories. In a chat, the
+            # bot's own earlier replies there ("I don't remember anyone telling me that.") are not evidence,
+            # and the model repeated them instead of reading the memory (bench.memory_eval --llm-chat).
+            fresh = bundle.as_fresh_question(keep=(replied.id,) if replied is not None else ())
+            fresh_prompt = self.prompts.build(fresh, message.author_name, message.content)
+            fresh_checks = self._guard(message, fresh, fresh_prompt)
+            if fresh_checks.about_memory:
+                bundle, prompt, checks = fresh, fresh_prompt, fresh_checks
         generation = self._generate(bundle, prompt, checks)
         reply = Reply(self, turn, message, vector, bundle, prompt, generation, trace, guard=checks)
         self._active.add(reply)

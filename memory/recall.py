@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -37,6 +37,20 @@ class ContextBundle:
     sections: tuple[Section, ...] = ()
     author_id: str | None = None
     skipped: tuple[str, ...] = ()  # layers that failed or timed out
+    recalled: tuple[Section, ...] = ()  # the sections as the layers gave them, before the tidying
+
+    def as_fresh_question(self, keep: Collection[int] = ()) -> ContextBundle:
+        """This bundle as `hippobot ask` recalls a fresh question: no recent turns but those of ``keep`` (the
+        message replied to), and back in the memory sections the items that only repeated a recent turn."""
+        sections = []
+        for s in self.recalled or self.sections:
+            if s.placement == TRANSCRIPT:
+                items = tuple(i for i in s.items if set(i.message_ids) & set(keep))
+                if not items:
+                    continue
+                s = replace(s, items=items)
+            sections.append(s)
+        return replace(self, sections=tuple(_tidy(sections)), recalled=())
 
     def section(self, layer: str) -> Section | None:
         return next((s for s in self.sections if s.layer == layer), None)
@@ -125,7 +139,8 @@ class Recall:
         results = await asyncio.gather(*(self._one(layer, query, limit) for layer in self.layers))
         sections = [s for s in results if isinstance(s, Section)]
         skipped = tuple(layer.name for layer, s in zip(self.layers, results) if s is _SKIPPED)
-        return ContextBundle(query.scope, query.plan, tuple(_tidy(sections)), query.author_id, skipped)
+        return ContextBundle(query.scope, query.plan, tuple(_tidy(sections)), query.author_id, skipped,
+                             recalled=tuple(sections))
 
     async def prepare(self, texts: Sequence[str], *, timeout: float | None = None) -> None:
         """Let every layer that can do batch work for many recalls do it (a failure only costs speed)."""

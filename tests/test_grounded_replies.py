@@ -253,3 +253,25 @@ async def test_a_stopped_reply_is_stored_as_far_as_it_was_shown(app: App, llm: S
     await app.brain.drain()
     stored = await app.db.pool.fetchval("SELECT content FROM messages WHERE is_bot ORDER BY id DESC LIMIT 1")
     assert stored == shown.strip() and stored.startswith("Once upon"), stored
+
+
+async def test_a_question_about_memory_in_a_chat_is_answered_from_memory_not_from_the_bots_earlier_replies(
+        app: App, llm: ScriptedLLM) -> None:
+    """In a chat the recent turns hold the bot's own earlier replies ("I don't remember anyone telling me
+    that."), which the model repeated instead of reading its memory, and hide the memories that repeat them.
+    A question about memory is answered as a fresh question is: its memories, no recent turns."""
+    llm.reply = "Nice!"
+    await say(app, "my dog is called Pico", channel="c1")
+    await app.brain.drain()
+    llm.reply = "I don't remember anyone telling me that."
+    await say(app, "what is my cat called?", channel="c1")
+    await app.brain.drain()
+    llm.reply = "Pico."
+    answer = await say(app, "what is my dog called?", channel="c1")
+    prompt = llm.prompts[-1]
+    assert answer == "Pico."
+    assert "my dog is called Pico" in prompt.split("Conversation:")[0], "the statement is shown as a memory"
+    assert "I don't remember" not in prompt and "Nice!" not in prompt, "the bot's earlier replies are not"
+    llm.reply = "Sure thing."
+    await say(app, "tell me a joke about dogs", channel="c1")  # not a question about memory: the chat as it is
+    assert "Nice!" in llm.prompts[-1].split("Conversation:")[-1]
