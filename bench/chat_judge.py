@@ -6,9 +6,11 @@
 ``make`` takes ``--n`` turns at random (seed 28) from the held-out hand-written conversations
 (bench/data/memory_eval_natural conv-n02, conv-n03: never trained on, never tuned on), lays each out as the
 bot would (the persona, the last up to 6 turns as the conversation, the person's line, no memories) and has
-the bundled model answer it greedily twice, without and with the reader adapter (llama.cpp, the default
-engine). It writes ``pairs.jsonl`` (context, message, reply A, reply B; which is which drawn at random per
-pair) for the judge, and ``key.json`` (which side is the reader) for ``score``. BRIEF below is all the judge
+the bundled model answer it twice, without and with the reader adapter (llama.cpp, the default engine), with
+the bot's own sampling settings (temperature, top-p, repetition penalty; seeded, so a run repeats): what a
+person in the chat would read. ``--greedy`` decodes greedily instead (how v1 and v2 were first judged; greedy
+decoding also leaves out the repetition penalty, and the bot never replies that way). It writes
+``pairs.jsonl`` (context, message, reply A, reply B; which is which drawn at random per pair) for the judge, and ``key.json`` (which side is the reader) for ``score``. BRIEF below is all the judge
 is given besides the pairs. ``score`` reads the judge's ``verdicts.jsonl`` (``{"id", "better": "A"|"B"|"tie"}``)
 and prints how often each side was preferred.
 """
@@ -46,6 +48,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--n", type=int, default=100)
     p.add_argument("--out", type=Path, default=OUT)
     p.add_argument("--tokens", type=int, default=48)
+    p.add_argument("--greedy", action="store_true", help="greedy decoding instead of the bot's sampling")
     return p.parse_args(argv)
 
 
@@ -71,7 +74,8 @@ async def make(args: argparse.Namespace) -> int:
     items = picks(args.n)
     replies: dict[str, list[str]] = {}
     for reader in ("off", "on"):
-        settings = Settings(_env_file=None, reader=reader == "on", temperature=0.0, max_new_tokens=args.tokens)
+        decoding: dict[str, object] = {"temperature": 0.0} if args.greedy else {"seed": SEED}
+        settings = Settings(_env_file=None, reader=reader == "on", max_new_tokens=args.tokens, **decoding)
         llm = await asyncio.to_thread(load_engine, settings, engine_config(settings, progress=False))
         builder = prompt_builder(settings, llm)
         out = []
