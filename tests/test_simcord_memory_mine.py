@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 import discord
 import pytest
@@ -15,6 +16,9 @@ from simcord.http.routes import messages as sim_messages
 
 from bot.app import App
 from bot.discord.client import SingleShardHippoBot
+from bot.discord.mine import mine_pages
+from memory.mine import MESSAGE, HeldItem, Holdings, Source
+from memory.sources import SourceRef
 from tests.simcord_support import SimBase, hippobot_for
 
 
@@ -204,3 +208,24 @@ async def test_admin_memory_commands_and_optout_still_refuse_in_dms(sim: Sim) ->
     optout = await sim.ana.user.slash("memory optout")
     assert "Opting out works in a server" in said(optout)
     assert await sim.pool.fetchval("SELECT count(*) FROM memory_optouts") == 0
+
+
+async def test_mine_and_export_say_when_the_asker_opted_out(sim: Sim) -> None:
+    await sim.tell(sim.ana, sim.general, "I play the trumpet")
+    offer = await sim.ana.slash(sim.general, "memory optout")
+    await sim.ana.click(offer.response, label="Cancel")  # opted out, but what was kept stays
+    assert "You opted out here" in said(await sim.ana.slash(sim.general, "memory mine"))
+    await sim.ana.slash(sim.general, "memory export")
+    dms = [m for m in sim.ana.user.dm_channel.history() if m.attachments]
+    assert json.loads(await dms[-1].attachments[0].read())["opted_out"] is True
+
+
+def test_every_page_fits_discord_and_every_item_is_on_one_page() -> None:
+    when = datetime(2026, 11, 1, tzinfo=UTC)
+    many = tuple(Source(SourceRef(n, f"{10**17 + n}", f"{10**17}", "discord"), when, True) for n in range(6))
+    items = tuple(HeldItem(MESSAGE, f"item-{n:03d} " + "y" * 5000, when, many, n % 2 == 0, n) for n in range(60))
+    pages = mine_pages(Holdings("1", "2", messages=items), 1)
+    assert len(pages) > 1 and all(len(p) <= 2000 for p in pages)
+    found = [f"item-{n:03d}" for n in range(60) for p in pages if f"item-{n:03d}" in p]
+    assert found == [f"item-{n:03d}" for n in range(60)], "each once, in order"
+    assert all(f"page {n} of {len(pages)}" in p for n, p in enumerate(pages, 1)) and "+3 more" in pages[0]
