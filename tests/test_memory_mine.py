@@ -3,11 +3,14 @@ said them, what others said about them only where the asking audience may see it
 
 from __future__ import annotations
 
+import argparse
+import io
 import json
 from datetime import UTC, datetime
 
 import pytest
 
+from bot import mine_cli
 from bot.app import App
 from bot.brain import IncomingTurn
 from memory.errors import InvalidInput, ScopeError
@@ -168,3 +171,21 @@ def test_a_large_export_is_split_into_parts_that_each_fit() -> None:
 def test_an_empty_export_is_still_a_document() -> None:
     [doc] = export_documents(Holdings("dm:1", "1"), NOW)
     assert json.loads(doc)["items"] == [] and json.loads(doc)["scope"] == "dm:1"
+
+
+async def test_the_command_line_lists_and_exports_one_persons_memory(talked: App,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    def ask(person: str, as_json: bool) -> argparse.Namespace:
+        return argparse.Namespace(person=person, scope=GUILD, channel=None, json=as_json)
+
+    out = io.StringIO()
+    assert await mine_cli.run(talked.settings, ask("name-ana", False), talked, out) == 0
+    listing = out.getvalue()
+    assert "ana (name-ana, matched by display name) in scope g1" in listing and "trumpet" in listing
+    assert "[restricted]" in listing and "cello" not in listing and "maps" not in listing
+    out = io.StringIO()
+    assert await mine_cli.run(talked.settings, ask("ana", True), talked, out) == 0
+    data = json.loads(out.getvalue())
+    assert data["scope"] == GUILD and data["person_id"] == "ana" and len(data["items"]) >= 5
+    assert await mine_cli.run(talked.settings, ask("nobody", False), talked, io.StringIO()) == 2
+    assert "no person 'nobody'" in capsys.readouterr().err
