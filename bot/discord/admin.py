@@ -249,9 +249,11 @@ class AdminCog(commands.Cog):
             return
         names = [export_filename(interaction.guild_id, f"{now:%Y%m%d}", n, len(documents))
                  for n in range(1, len(documents) + 1)]
-        server = f"the server {interaction.guild.name}" if interaction.guild is not None else "our DMs"
+        guild = interaction.guild
+        server = f"the server {guild.name}" if guild is not None else where.removeprefix("in ")
         intro = (f"Everything I hold about you in {display_text(server)}: {len(held.facts)} fact(s), "
-                 f"{len(held.episodes)} memory(ies), {len(held.messages)} message(s), as of {now.astimezone(UTC):%Y-%m-%d %H:%M} UTC.")
+                 f"{len(held.episodes)} memory(ies), {len(held.messages)} message(s), "
+                 f"as of {now.astimezone(UTC):%Y-%m-%d %H:%M} UTC.")
         await reply(interaction, await send_export(interaction.user, documents, names, intro))
 
     async def _holdings(self, interaction: discord.Interaction) -> Holdings:
