@@ -9,6 +9,7 @@
     hippobot persona  [--scope S] [--channel C] [--json] [--history]
     hippobot places   [TEXT] [--scope S] [--channel C] [--k N] [--json] [--stats]
     hippobot forget   [--scope S] (--channel C | --person P | --message M) [--yes]
+    hippobot mine     --person P [--scope S] [--channel C] [--json]
     hippobot migrate
     hippobot run      (the Discord bot)
 """
@@ -90,6 +91,9 @@ def _parser() -> argparse.ArgumentParser:
     from bot import forget_cli
 
     forget_cli.add_parser(sub)
+    from bot import mine_cli
+
+    mine_cli.add_parser(sub)
     sub.add_parser("migrate", help="apply database migrations and exit")
     sub.add_parser("run", help="run the Discord bot")
     return p
@@ -144,6 +148,7 @@ def main(argv: list[str] | None = None) -> int:
         "persona": _persona,
         "places": _places,
         "forget": _forget,
+        "mine": _mine,
         "run": _run,
     }[args.command]
     from bot.llm import LLMError
@@ -492,6 +497,22 @@ async def _forget(settings: Settings, args: argparse.Namespace) -> int:
     app = await _open(settings, with_llm=False)
     try:
         return await forget_cli.run(settings, args, app)
+    finally:
+        await app.close()
+
+
+async def _mine(settings: Settings, args: argparse.Namespace) -> int:
+    from bot import mine_cli
+    from memory.fields import id_problem
+
+    for option in ("person", "channel"):
+        value = getattr(args, option)
+        if value is not None and (problem := id_problem(value, f"--{option}")):
+            print(f"hippobot mine: {problem}", file=sys.stderr)
+            return EXIT_USAGE
+    app = await _open(settings, with_llm=False)
+    try:
+        return await mine_cli.run(settings, args, app)
     finally:
         await app.close()
 

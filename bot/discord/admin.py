@@ -1,11 +1,13 @@
 """Slash commands: admin groups (/memory, /archetype, /dream with /dream channel, /config), /forget me,
-/whatdoyouknow and, for everyone, /memory optout|optin (/channel is in channels.py, /stop in chat.py).
+/whatdoyouknow and, for everyone, /memory optout|optin|mine|export (/channel is in channels.py, /stop in
+chat.py; the pages and the export's delivery are in mine.py).
 
 Admin commands act on the guild they run in and show only its data; the
 bot's owner sees everything through `!hippobot` prefix commands. They check
 at run time that the member is an approver, by the one rule Governance votes
 with (Discord's default permissions are only a first filter). `/forget me`
-and `/whatdoyouknow` also work in DMs, for the DM scope. Errors are
+and `/whatdoyouknow`, `/memory mine` and `/memory export` also work in DMs, for the DM scope (so the /memory group
+is offered in DMs; its admin commands answer there that they need a server). Errors are
 ephemeral; long output is sent as a file.
 """
 
@@ -24,6 +26,7 @@ from discord.ext import commands
 from bot.discord.dream import digest_for, voter_from
 from bot.discord.dream_channels import DreamChannelStore
 from bot.discord.guild_view import GuildView
+from bot.discord.mine import Pager, export_filename, link_for, mine_pages, send_export
 from bot.discord.participation import ParticipationStore
 from bot.discord.rules import guild_settings_view, parse_message_link, scope_for, source_label
 from dream.governance import PENDING, ApproverPolicy
@@ -32,6 +35,7 @@ from memory.archetypes import Archetype
 from memory.errors import MemoryStoreError
 from memory.fields import display_text
 from memory.layers.weights import AdapterError
+from memory.mine import Holdings, MemoryOfPerson, export_documents
 from memory.recall import ContextBundle
 
 if TYPE_CHECKING:
@@ -89,7 +93,8 @@ class ConfirmForget(discord.ui.View):
 
 
 class AdminCog(commands.Cog):
-    memory = app_commands.Group(name="memory", description="Inspect and correct the bot's memory", guild_only=True)
+    memory = app_commands.Group(name="memory", description="What the bot remembers: yours for everyone, all for admins",
+                                allowed_contexts=dm_or_guild())  # /memory mine|export work in DMs too
     archetype = app_commands.Group(name="archetype", description="Context archetypes", guild_only=True)
     dream = app_commands.Group(name="dream", description="The dream cycle", guild_only=True)
     adapter = app_commands.Group(name="adapter", description="The LoRA adapter distilled from this server's memory",
@@ -104,11 +109,13 @@ class AdminCog(commands.Cog):
         self.view = GuildView(bot.app.db.pool)
         self.participation = ParticipationStore(bot.app.db.pool)
         self.dream_channels = DreamChannelStore(bot.app.db.pool)
+        self.mine = MemoryOfPerson(bot.app.db.pool)
 
     async def _admin(self, interaction: discord.Interaction) -> bool:
         if interaction.guild_id is not None and is_admin(interaction, self.bot.app.governance.policy):
             return True
-        await reply(interaction, "This command needs Manage Server or the approver role.")
+        where = "" if interaction.guild_id is not None else ", in a server"
+        await reply(interaction, f"This command needs Manage Server or the approver role{where}.")
         return False
 
     def _scope(self, interaction: discord.Interaction) -> str:
@@ -184,6 +191,8 @@ class AdminCog(commands.Cog):
     async def memory_optout(self, interaction: discord.Interaction) -> None:
         """For everyone: from now on nothing the person says here is stored (they may still be answered), and
         the forgetting of ``/forget me`` is offered for what was stored before."""
+        if not await self._in_server(interaction):
+            return
         scope = self._scope(interaction)
         new = await self.participation.opt_out(scope, str(interaction.user.id), datetime.now(UTC))
         view = ConfirmForget(self.bot, scope, interaction.user.id)
@@ -196,9 +205,61 @@ class AdminCog(commands.Cog):
 
     @memory.command(name="optin", description="Let the bot remember what you say in this server again")
     async def memory_optin(self, interaction: discord.Interaction) -> None:
+        if not await self._in_server(interaction):
+            return
         was = await self.participation.opt_in(self._scope(interaction), str(interaction.user.id))
         await reply(interaction, "I remember what you say in this server again: what you say to me, and in "
                                  "channels whose memory is on." if was else "You had not opted out here.")
+
+    async def _in_server(self, interaction: discord.Interaction) -> bool:
+        """Opting out is per server: DMs are always a conversation with the bot (chat.py never applies it there)."""
+        if interaction.guild_id is not None:
+            return True
+        await reply(interaction, "Opting out works in a server. In our DMs, `/forget me` forgets what I stored.")
+        return False
+
+    @memory.command(name="mine", description="What the bot holds about you here (only you see it)")
+    @app_commands.describe(page="Which page to open (Previous/Next turn the pages)")
+    async def memory_mine(self, interaction: discord.Interaction, page: app_commands.Range[int, 1] = 1) -> None:
+        """For everyone, about the asker only: facts, memories and messages, paged, ephemeral (memory/mine.py
+        says who sees what: their own words wherever said, what others said only as this channel may see it)."""
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        held = await self._holdings(interaction)
+        pages = mine_pages(held, interaction.guild_id)
+        index = min(page, len(pages)) - 1
+        if len(pages) == 1:
+            await interaction.followup.send(pages[0], ephemeral=True)
+            return
+        await interaction.followup.send(pages[index], ephemeral=True,
+                                        view=Pager(pages, index, interaction.user.id))
+
+    @memory.command(name="export", description="Send you, by DM, all the bot holds about you here as a JSON file")
+    async def memory_export(self, interaction: discord.Interaction) -> None:
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        held = await self._holdings(interaction)
+        where = "in this server" if interaction.guild_id is not None else "in our DMs"
+        if held.empty:
+            await reply(interaction, f"I hold nothing about you {where}, so there is nothing to export.")
+            return
+        now = self.bot.app.brain.clock.now()
+        try:
+            documents = export_documents(held, now, link=link_for(interaction.guild_id))
+        except MemoryStoreError as exc:  # one item larger than a part: cannot happen at Discord's limit
+            await reply(interaction, f"⚠️ The export could not be made: {exc}.")
+            return
+        names = [export_filename(interaction.guild_id, f"{now:%Y%m%d}", n, len(documents))
+                 for n in range(1, len(documents) + 1)]
+        guild = interaction.guild
+        server = f"the server {guild.name}" if guild is not None else where.removeprefix("in ")
+        intro = (f"Everything I hold about you in {display_text(server)}: {len(held.facts)} fact(s), "
+                 f"{len(held.episodes)} memory(ies), {len(held.messages)} message(s), "
+                 f"as of {now.astimezone(UTC):%Y-%m-%d %H:%M} UTC.")
+        await reply(interaction, await send_export(interaction.user, documents, names, intro))
+
+    async def _holdings(self, interaction: discord.Interaction) -> Holdings:
+        scope, user = self._scope(interaction), str(interaction.user.id)
+        opted = (await self.participation.opted_out(scope, user)) if interaction.guild_id is not None else None
+        return await self.mine.gather(scope, user, visible_channel=visible_channel(interaction), opted_out=opted)
 
     # --- /archetype: this guild's view, and its own switches ------------------------------
 
