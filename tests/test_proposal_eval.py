@@ -1,0 +1,46 @@
+"""bench.proposal_eval's server histories: deterministic, and importable the way `hippobot import` imports them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bench.proposal_histories import CYCLING, HISTORIES, generate, write_import_file
+from memory.importer import parse_import_file
+
+
+def test_the_same_seed_writes_the_same_import_file_and_another_seed_a_different_one(tmp_path: Path) -> None:
+    for history in HISTORIES.values():
+        a = write_import_file(history, generate(history, seed=0, scale=0.2), tmp_path / "a.jsonl").read_bytes()
+        b = write_import_file(history, generate(history, seed=0, scale=0.2), tmp_path / "b.jsonl").read_bytes()
+        c = write_import_file(history, generate(history, seed=1, scale=0.2), tmp_path / "c.jsonl").read_bytes()
+        assert a == b, history.name
+        assert a != c, history.name
+
+
+def test_a_history_spans_two_months_in_several_channels_with_its_people_and_needs() -> None:
+    for history in HISTORIES.values():
+        messages = generate(history)
+        span = (messages[-1].at - messages[0].at).days
+        assert span >= 60, history.name
+        assert 8 <= len({m.author for m in messages}) <= 15, history.name
+        assert {m.channel for m in messages} == set(history.channels), history.name
+        for need in (k for k in history.kinds if k.label.startswith("need:")):
+            said = [m for m in messages if m.label == need.label]
+            assert len({m.author for m in said}) >= 6 and len({m.at.date() for m in said}) >= 30, need.label
+
+
+def test_the_import_file_holds_no_generator_label(tmp_path: Path) -> None:
+    path = write_import_file(CYCLING, generate(CYCLING, scale=0.2), tmp_path / "c.jsonl")
+    text = path.read_text()
+    assert "need:" not in text and "label" not in text and "hobby" not in text
+
+
+async def test_a_history_imports_with_its_restricted_channel_restricted(app, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    messages = generate(CYCLING, scale=0.15)
+    path = write_import_file(CYCLING, messages, tmp_path / "cycling.jsonl")
+    assert len(parse_import_file(path, max_chars=4000)[0]) == len(messages)
+    report = await app.importer.run(path, CYCLING.scope, private_channels=[CYCLING.restricted])
+    assert report.imported == len(messages)
+    rows = await app.db.pool.fetch("SELECT channel_id, visible_in FROM messages WHERE scope = $1", CYCLING.scope)
+    assert len(rows) == len(messages)
+    assert all((r["visible_in"] is not None) == (r["channel_id"] == CYCLING.restricted) for r in rows)
