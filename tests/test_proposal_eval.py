@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from bench.proposal_histories import CYCLING, HISTORIES, generate, write_import_file
 from memory.importer import parse_import_file
 
@@ -35,6 +37,7 @@ def test_the_import_file_holds_no_generator_label(tmp_path: Path) -> None:
     assert "need:" not in text and "label" not in text and "hobby" not in text
 
 
+@pytest.mark.slow  # about 20 s: the importer's first absorb loads spaCy and the layers
 async def test_a_history_imports_with_its_restricted_channel_restricted(app, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     messages = generate(CYCLING, scale=0.15)
     path = write_import_file(CYCLING, messages, tmp_path / "cycling.jsonl")
