@@ -275,3 +275,23 @@ async def test_a_question_about_memory_in_a_chat_is_answered_from_memory_not_fro
     llm.reply = "Sure thing."
     await say(app, "tell me a joke about dogs", channel="c1")  # not a question about memory: the chat as it is
     assert "Nice!" in llm.prompts[-1].split("Conversation:")[-1]
+
+
+async def test_a_question_put_to_the_bot_is_never_recalled_as_a_memory(app: App, llm: ScriptedLLM) -> None:
+    """A question states nothing, and the bot's reply to it is never recalled: shown as a memory alone, it was
+    answered in kind ("What breed is Kofi's rabbit?", then "What breed is Oscar's rabbit?" -> "Kofi's.").
+    A question answered by the next person's turn is still found with its answer."""
+    await say(app, "Oscar adopted a rabbit called Pepper last week", channel="c1")
+    llm.reply = "I don't know, nobody has told me that."
+    await say(app, "What breed is Kofi's rabbit?", channel="c2")
+    await say(app, "where did Ben go on holiday?", channel="c3", author="bo")
+    await say(app, "Lisbon, he loved the tram rides", channel="c3", author="cy")
+    await app.brain.drain()
+    bundle = await app.brain.context("what breed is Oscar's rabbit?", "g1", channel_id="elsewhere",
+                                     author_id="u-ana", k=10)
+    recalled = [i.text for i in bundle.items(preamble=False) if i.kind != "turn"]
+    assert any("Pepper" in t for t in recalled), recalled
+    assert not any("Kofi" in t for t in recalled), recalled
+    bundle = await app.brain.context("where did Ben go on holiday, and what did he love?", "g1",
+                                     channel_id="elsewhere", author_id="u-ana", k=10)
+    assert any("tram rides" in i.text for i in bundle.items(preamble=False)), "the answer is still found"

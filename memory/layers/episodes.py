@@ -316,6 +316,11 @@ class EpisodesLayer(BaseLayer):
             if excerpt is None:
                 # a hit next to a shown turn it would bring (the reply to its question) joins that excerpt
                 joined = next((showing[m.id] for m in useful if m.id in showing), None)
+                if joined is None and only_questions(hit.content) and all(only_questions(m.content) for m in useful):
+                    # Questions with no answer beside them tell nothing; most are questions put to the bot,
+                    # whose replies are never recalled, and shown as a memory they were answered in kind
+                    # ("What breed is Kofi's rabbit?" then "Oscar's rabbit?" -> "Kofi's.").
+                    continue
                 if not fits(_line(hit)) or (joined is None and len(excerpts) >= wanted):
                     continue
                 excerpt = joined or _Excerpt(item, [], {})
