@@ -34,7 +34,7 @@ from memory.conversation import StoredMessage, require_scope
 BM25_K1 = 1.2
 BM25_B = 0.75
 CANDIDATES = 400  # per query, by ts_rank before BM25 re-ranks them
-MATCH_BUDGET = 5000  # messages the candidate query's words may match, by document frequency
+MATCH_BUDGET = 2000  # messages the candidate query's words may match, by document frequency (bench/README.md)
 
 log = logging.getLogger(__name__)
 
