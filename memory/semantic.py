@@ -603,25 +603,22 @@ class SemanticMemory:
         seeds = await self._seeds(scope, mentions, author_id, visible_channel)
         if not seeds:
             return []
-        hops = {s: 0 for s in seeds}
-        frontier = set(seeds)
-        edges: dict[int, int] = {}
-        for hop in range(1, depth + 1):
-            rows = await self.pool.fetch(
-                f"""SELECT e.id, e.source_id, e.target_id FROM kg_edges e
-                    WHERE e.scope = $1 AND (e.source_id = ANY($2::bigint[]) OR e.target_id = ANY($2::bigint[]))
-                      AND {_visible('e', '$3')}""",
-                scope, list(frontier), visible_channel)
-            nxt = set()
-            for r in rows:
-                edges.setdefault(r["id"], hop)
-                for node in (r["source_id"], r["target_id"]):
-                    if node not in hops:
-                        hops[node] = hop
-                        nxt.add(node)
-            frontier = nxt
-            if not frontier:
-                break
+        # The walk, breadth first, in one query: each node's hop is its distance from the seeds, each edge's
+        # one more than its nearer end's (the hop it is first reached at); only visible edges are followed.
+        rows = await self.pool.fetch(
+            f"""WITH RECURSIVE walk(node, hop) AS (
+                    SELECT unnest($2::bigint[]), 0
+                    UNION
+                    SELECT CASE WHEN e.source_id = w.node THEN e.target_id ELSE e.source_id END, w.hop + 1
+                    FROM walk w JOIN kg_edges e ON e.scope = $1 AND (e.source_id = w.node OR e.target_id = w.node)
+                    WHERE w.hop + 1 < $4 AND {_visible('e', '$3')}),
+                nodes AS (SELECT node, min(hop) AS hop FROM walk GROUP BY node)
+                SELECT e.id, min(n.hop) + 1 AS hop FROM nodes n
+                JOIN kg_edges e ON e.scope = $1 AND (e.source_id = n.node OR e.target_id = n.node)
+                WHERE {_visible('e', '$3')}
+                GROUP BY e.id""",
+            scope, list(seeds), visible_channel, depth)
+        edges = {r["id"]: r["hop"] for r in rows}
         facts = await self._facts(scope, list(edges), now, hops=edges, visible_channel=visible_channel)
         facts.sort(key=fact_rank, reverse=True)
         return facts[:limit]
