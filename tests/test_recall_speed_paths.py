@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import memory.episodic
+from bot.app import App
 from memory.conversation import ConversationStore, NewMessage
 from memory.db import _init_connection
 from memory.episodic import EpisodicStore, NewEpisode, exact_scan_limit
@@ -142,3 +143,21 @@ async def test_bm25_ranked_in_the_server_is_the_formula(pool: asyncpg.Pool) -> N
 async def test_the_full_text_index_keeps_its_pending_list_short(pool: asyncpg.Pool) -> None:
     options = await pool.fetchval("SELECT reloptions FROM pg_class WHERE relname = 'messages_search_idx'")
     assert "gin_pending_list_limit=64" in options
+
+
+async def test_the_graph_walk_in_one_query_gives_each_fact_its_distance(app: App) -> None:
+    """A fact's hop is one more than the nearer of its ends' distance from the question's things."""
+    from tests.test_semantic import T0 as AT0
+    from tests.test_semantic import stored
+
+    semantic = app.brain.semantic
+    for text in ("My sister Lena lives in Lisbon", "Lisbon has great pastries", "Pastries need butter"):
+        await semantic.absorb(await stored(app, text), AT0)
+    facts = await semantic.facts_for("g1", "my sister", author_id="u-ana", depth=3, now=AT0)
+    hops = {(f.subject_name, f.relation, f.object_name): f.hops for f in facts}
+    assert hops[("sister", "live_in", "lisbon")] == 1
+    assert hops[("lisbon", "has", "pastry")] == 2
+    assert max(hops.values()) <= 3
+    two = await semantic.facts_for("g1", "my sister", author_id="u-ana", depth=2, now=AT0)
+    assert all(f.hops <= 2 for f in two) and ("lisbon", "has", "pastry") in {
+        (f.subject_name, f.relation, f.object_name) for f in two}
