@@ -43,8 +43,9 @@ _MESSAGE_COLUMNS = ("id, scope, source, external_id, channel_id, author_id, auth
 _COLUMN_NAMES = _MESSAGE_COLUMNS.split(", ")
 _AUDIENCE = "scope = $1 AND (visible_in IS NULL OR visible_in = $2::text)"
 # The candidates by ts_rank, then Okapi BM25 of each: for every query word ($6, its IDF in $7) a candidate
-# holds, tf is the number of its positions. Ranked in the server, so only the k best rows travel (sending
-# all 400 candidates with their tsvectors and scoring them in Python took 8-12 ms of a 20 ms search).
+# holds, tf is the number of its positions. Ranked in the server, so only the k best rows travel (at 100,000
+# messages, 400 candidates with their tsvectors took 21 ms to arrive for a query the server ran in 9, and
+# scoring them in Python 8 ms more).
 _RANKED = f"""
     WITH candidates AS (
         SELECT id, search_tsv, greatest(length(search_tsv), 1) AS n_lexemes FROM messages
