@@ -36,7 +36,8 @@ from memory.sources import SourceRef
 EXACT_SCAN_ROWS = 5_000
 EXACT_SCAN_PER_TABLE_ROW = 600
 AUDIENCE_TTL_S = 60.0
-HNSW_EF_SEARCH = 40  # bench/pipeline.py at 100,000: recall@10 0.46 with 40, 0.45 with 100 (near-ties)
+# With iterative scans the server's hnsw.ef_search (pgvector's default 40) is the first candidate list: at
+# 100,000 episodes recall@10 was 0.46 with 40 and 0.45 with 100 (near-ties in bench/pipeline.py's store).
 HNSW_EF_SEARCH_POST_FILTER = 200
 
 _COLUMNS = (
@@ -229,11 +230,14 @@ class EpisodicStore:
             if await self._exact_is_cheaper(conn, scope, visible_channel):
                 rows = await conn.fetch(exact, scope, key, k, visible_channel)
             else:
-                async with conn.transaction():
-                    iterative = await self._iterative(conn)
-                    ef = HNSW_EF_SEARCH if iterative else HNSW_EF_SEARCH_POST_FILTER
-                    await conn.execute(f"SET LOCAL hnsw.ef_search = {max(ef, k)}")
+                if await self._iterative(conn):
+                    # The scan goes on past its first ef_search candidates until it has k rows: one round trip,
+                    # not four (BEGIN, SET LOCAL, the query, COMMIT) for a larger first list.
                     rows = await conn.fetch(indexed, scope, key, k, visible_channel)
+                else:
+                    async with conn.transaction():
+                        await conn.execute(f"SET LOCAL hnsw.ef_search = {max(HNSW_EF_SEARCH_POST_FILTER, k)}")
+                        rows = await conn.fetch(indexed, scope, key, k, visible_channel)
                 if len(rows) < k:
                     # Past hnsw.max_scan_tuples (or without iterative scans) a filtered scan can come back
                     # short: scan the audience exactly (it may just hold fewer than k).
