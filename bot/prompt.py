@@ -5,6 +5,13 @@ has one, and for base models (the bundled Gemma 3 270M) a plain transcript
 with speaker labels, which the model continues; the stop pattern ends the
 reply where the model starts writing the next speaker's line.
 
+Layout: what does not change from one message to the next comes first (the
+header, then the preamble lines that are the bot's standing state: its
+self-description, what people here think), so that the engine keeps it in its
+prefix cache; then what was chosen for this message (the preamble lines that
+carry a score, such as the views nearest the message), the memories, the
+recent turns and the message.
+
 Budget: the current message always goes in (cut from the front if it alone
 is too long); then the layers' preamble sections, then their memory
 sections by priority (each best first), up to ~40 % of the budget; then the
@@ -98,14 +105,15 @@ class PromptBuilder:
 
         # Preamble sections (a self-narrative, say) first, within the memory share.
         memory_cap = int(left * _MEMORY_SHARE)
-        preamble_lines: list[str] = []
+        standing: list[str] = []  # the bot's state, the same from one message to the next
+        chosen_now: list[str] = []  # preamble lines picked for this message (they carry a score)
         for s in preamble:
             for item in s.items:
                 line = item.prompt_line
                 cost = count(line) + 1
                 if spent + cost > memory_cap:
                     break
-                preamble_lines.append(line)
+                (standing if item.score is None else chosen_now).append(line)
                 if item.ref is not None:
                     used.setdefault(s.layer, []).append(item.ref)
                 spent += cost
@@ -134,6 +142,10 @@ class PromptBuilder:
             take(key, s.layer, item, left)
 
         blocks = [(s.title.replace("{bot}", self.bot_name), chosen[k]) for k, s in enumerate(memory) if k in chosen]
+        # What does not change between messages comes first, so the engine keeps it evaluated in its cache
+        # (llama.cpp reuses the longest prefix a prompt shares with the previous one): the header, the
+        # standing preamble lines, then the lines chosen for this message, the memories and the turns.
+        preamble_lines = standing + chosen_now
         if preamble_lines:
             header = header + "\n" + "\n".join(preamble_lines)
         speakers = {author_name, self.bot_name} | {

@@ -12,6 +12,7 @@ cycle.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -23,13 +24,20 @@ from memory.conversation import require_scope
 from memory.db import iterative_scans
 from memory.sources import SourceRef
 
-# How a top-k is found (bench/pipeline.py, filtered case): an audience of up to
-# EXACT_SCAN_ROWS episodes is scanned exactly (recall 1.0, a few ms at most);
-# a larger one through HNSW. With pgvector >= 0.8 the pool runs filtered HNSW
-# scans iteratively (memory/db.py), so a modest candidate list suffices;
-# without them the scope filter is applied after the scan, so look further.
+# How a top-k is found: exactly (the audience's rows through the B-tree on scope, then a sort: recall 1.0)
+# or through HNSW, whichever is cheaper for the audience's size. An exact scan costs about 0.9 us a row; a
+# filtered HNSW scan (pgvector >= 0.8 runs it iteratively, memory/db.py) costs about 0.55 ms x (table rows
+# / audience rows) for 50 rows, since it walks past every other scope's neighbours (measured on 2 cores at
+# 100,000 episodes, bench/README.md "exact or HNSW": audience 5,000 exact 4.2 ms, HNSW 10.9 ms; 8,000 8.2
+# and 6.9; 20,000 19.6 and 2.8). They cross where rows^2 ~ 600 x table rows: an audience of up to
+# max(EXACT_SCAN_ROWS, sqrt(EXACT_SCAN_PER_TABLE_ROW x table rows)) is scanned exactly (7,700 at 100,000
+# episodes, 24,500 at a million). The audience's size is counted at most once a minute (AUDIENCE_TTL_S):
+# the count cost more than the search, and a stale one only picks the slower of two right answers.
 EXACT_SCAN_ROWS = 5_000
-HNSW_EF_SEARCH = 40  # bench/pipeline.py at 100,000: recall@10 0.46 with 40, 0.45 with 100 (near-ties)
+EXACT_SCAN_PER_TABLE_ROW = 600
+AUDIENCE_TTL_S = 60.0
+# With iterative scans the server's hnsw.ef_search (pgvector's default 40) is the first candidate list: at
+# 100,000 episodes recall@10 was 0.46 with 40 and 0.45 with 100 (near-ties in bench/pipeline.py's store).
 HNSW_EF_SEARCH_POST_FILTER = 200
 
 _COLUMNS = (
@@ -113,6 +121,11 @@ def _sources(row: asyncpg.Record) -> tuple[SourceRef, ...]:
     return (SourceRef(row["message_id"], row["m_external"], row["m_channel"], row["m_source"]),)
 
 
+def exact_scan_limit(table_rows: int) -> int:
+    """The largest audience an exact scan serves faster than HNSW in a table of ``table_rows`` episodes."""
+    return max(EXACT_SCAN_ROWS, math.isqrt(EXACT_SCAN_PER_TABLE_ROW * max(table_rows, 0)))
+
+
 def novelty(nearest_similarity: float | None) -> float:
     """Seed 001's novelty, 1 - max cos, from a similarity on the (1 + cos) / 2 scale (1.0 with nothing near)."""
     if nearest_similarity is None:
@@ -123,6 +136,32 @@ def novelty(nearest_similarity: float | None) -> float:
 class EpisodicStore:
     def __init__(self, pool: asyncpg.Pool) -> None:
         self._pool = pool
+        self._exact: dict[tuple[str, str | None], tuple[float, bool]] = {}  # audience -> (when, exact is cheaper)
+        self._iterative_scans: bool | None = None  # the pool's, read once
+
+    async def _exact_is_cheaper(self, conn: asyncpg.Connection, scope: str, visible_channel: str | None) -> bool:
+        """Whether this audience is searched faster by an exact scan than through HNSW (see EXACT_SCAN_ROWS),
+        from a count at most AUDIENCE_TTL_S old."""
+        key = (scope, visible_channel)
+        cached = self._exact.get(key)
+        if cached is not None and time.monotonic() - cached[0] < AUDIENCE_TTL_S:
+            return cached[1]
+        table = await conn.fetchval("SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = 'episodes'::regclass")
+        limit = exact_scan_limit(table)
+        audience = await conn.fetchval(
+            """SELECT count(*) FROM (SELECT 1 FROM episodes WHERE scope = $1
+               AND (visible_in IS NULL OR visible_in = $2::text) LIMIT $3) s""",
+            scope, visible_channel, limit + 1)
+        exact = audience <= exact_scan_limit(max(table, audience))
+        if len(self._exact) > 10_000:  # many audiences (scopes x restricted channels): start over
+            self._exact.clear()
+        self._exact[key] = (time.monotonic(), exact)
+        return exact
+
+    async def _iterative(self, conn: asyncpg.Connection) -> bool:
+        if self._iterative_scans is None:
+            self._iterative_scans = await iterative_scans(conn)
+        return self._iterative_scans
 
     @property
     def pool(self) -> asyncpg.Pool:
@@ -187,21 +226,21 @@ class EpisodicStore:
         # Ordering by an expression the vector index cannot serve makes the planner scan the audience's rows.
         exact = query.format(inner=inner.format(cols=_COLUMNS, order="(embedding <=> $2) + 0"))
         indexed = query.format(inner=inner.format(cols=_COLUMNS, order="embedding <=> $2"))
-        async with self._pool.acquire() as conn, conn.transaction():
-            audience = await conn.fetchval(
-                """SELECT count(*) FROM (SELECT 1 FROM episodes WHERE scope = $1
-                   AND (visible_in IS NULL OR visible_in = $2::text) LIMIT $3) s""",
-                scope, visible_channel, EXACT_SCAN_ROWS + 1)
-            if audience <= EXACT_SCAN_ROWS:
+        async with self._pool.acquire() as conn:
+            if await self._exact_is_cheaper(conn, scope, visible_channel):
                 rows = await conn.fetch(exact, scope, key, k, visible_channel)
             else:
-                iterative = await iterative_scans(conn)
-                ef = HNSW_EF_SEARCH if iterative else HNSW_EF_SEARCH_POST_FILTER
-                await conn.execute(f"SET LOCAL hnsw.ef_search = {max(ef, k)}")
-                rows = await conn.fetch(indexed, scope, key, k, visible_channel)
-                if len(rows) < min(k, audience):
+                if await self._iterative(conn):
+                    # The scan goes on past its first ef_search candidates until it has k rows: one round trip,
+                    # not four (BEGIN, SET LOCAL, the query, COMMIT) for a larger first list.
+                    rows = await conn.fetch(indexed, scope, key, k, visible_channel)
+                else:
+                    async with conn.transaction():
+                        await conn.execute(f"SET LOCAL hnsw.ef_search = {max(HNSW_EF_SEARCH_POST_FILTER, k)}")
+                        rows = await conn.fetch(indexed, scope, key, k, visible_channel)
+                if len(rows) < k:
                     # Past hnsw.max_scan_tuples (or without iterative scans) a filtered scan can come back
-                    # short: scan the audience exactly.
+                    # short: scan the audience exactly (it may just hold fewer than k).
                     rows = await conn.fetch(exact, scope, key, k, visible_channel)
         hits = [EpisodeHit(_episode(r), float(r["similarity"]), _sources(r)) for r in rows]
         hits.sort(key=lambda h: h.similarity, reverse=True)  # the contract: best first

@@ -68,6 +68,28 @@ def _visible(edge: str, channel_param: str) -> str:
             f"AND (vs.visible_in IS NULL OR vs.visible_in = {channel_param}::text))")
 
 
+def _fact_rows(with_clause: str, edges: str, hop: str = "0") -> str:
+    """SQL: the edges of scope $1 that ``edges`` selects, as fact rows (both ends, their owners' names, FSRS
+    cards, and only the sources audience $3 may see), each with ``hop``; ``with_clause`` may define what
+    ``edges`` and ``hop`` read."""
+    cards = _CARD_COLUMNS.split(", ")
+    return f"""{with_clause}SELECT e.id, e.relation, e.sentiment, e.confidence, e.evidence_count, e.embedding,
+                   {', '.join('e.' + c for c in cards)},
+                   s.display AS s_display, s.name AS s_name, s.owner AS s_owner, so.display AS s_owner_name,
+                   t.display AS t_display, t.name AS t_name, t.owner AS t_owner, tod.display AS t_owner_name,
+                   {', '.join(f's.{c} AS s_{c}' for c in cards)},
+                   {', '.join(f't.{c} AS t_{c}' for c in cards)},
+                   array_agg(src.message_id ORDER BY src.message_id) AS message_ids,
+                   array_agg(DISTINCT src.speaker_id) AS speakers, {hop} AS hop
+            FROM kg_edges e JOIN kg_nodes s ON s.id = e.source_id JOIN kg_nodes t ON t.id = e.target_id
+            LEFT JOIN kg_nodes so ON so.scope = s.scope AND so.owner = '' AND so.name = s.owner
+            LEFT JOIN kg_nodes tod ON tod.scope = t.scope AND tod.owner = '' AND tod.name = t.owner
+            JOIN kg_edge_sources src ON src.edge_id = e.id
+                 AND (src.visible_in IS NULL OR src.visible_in = $3::text)
+            WHERE e.scope = $1 AND {edges}
+            GROUP BY e.id, s.id, t.id, so.display, tod.display"""
+
+
 @dataclass(frozen=True)
 class GateConfig:
     enabled: bool = True
@@ -603,26 +625,26 @@ class SemanticMemory:
         seeds = await self._seeds(scope, mentions, author_id, visible_channel)
         if not seeds:
             return []
-        hops = {s: 0 for s in seeds}
-        frontier = set(seeds)
-        edges: dict[int, int] = {}
-        for hop in range(1, depth + 1):
-            rows = await self.pool.fetch(
-                f"""SELECT e.id, e.source_id, e.target_id FROM kg_edges e
-                    WHERE e.scope = $1 AND (e.source_id = ANY($2::bigint[]) OR e.target_id = ANY($2::bigint[]))
-                      AND {_visible('e', '$3')}""",
-                scope, list(frontier), visible_channel)
-            nxt = set()
-            for r in rows:
-                edges.setdefault(r["id"], hop)
-                for node in (r["source_id"], r["target_id"]):
-                    if node not in hops:
-                        hops[node] = hop
-                        nxt.add(node)
-            frontier = nxt
-            if not frontier:
-                break
-        facts = await self._facts(scope, list(edges), now, hops=edges, visible_channel=visible_channel)
+        # The walk, breadth first, and the facts it reaches, in one query: each node's hop is its distance from
+        # the seeds, each edge's one more than its nearer end's (the hop it is first reached at); only visible
+        # edges are followed.
+        walk = f"""WITH RECURSIVE walk(node, hop) AS (
+                       SELECT unnest($2::bigint[]), 0
+                       UNION
+                       SELECT CASE WHEN e.source_id = w.node THEN e.target_id ELSE e.source_id END, w.hop + 1
+                       FROM walk w JOIN kg_edges e ON e.scope = $1 AND (e.source_id = w.node OR e.target_id = w.node)
+                       WHERE w.hop + 1 < $4 AND {_visible('e', '$3')}),
+                   nodes AS (SELECT node, min(hop) AS hop FROM walk GROUP BY node),
+                   reached AS (
+                       SELECT e.id, min(n.hop) + 1 AS hop FROM nodes n
+                       JOIN kg_edges e ON e.scope = $1 AND (e.source_id = n.node OR e.target_id = n.node)
+                       WHERE {_visible('e', '$3')}
+                       GROUP BY e.id)"""
+        rows = await self.pool.fetch(
+            _fact_rows(walk + "\n", "e.id IN (SELECT id FROM reached)",
+                       "(SELECT hop FROM reached WHERE reached.id = e.id)"),
+            scope, list(seeds), visible_channel, depth)
+        facts = [self._fact(r, now, r["hop"]) for r in rows]
         facts.sort(key=fact_rank, reverse=True)
         return facts[:limit]
 
@@ -699,36 +721,21 @@ class SemanticMemory:
         """The edges as facts; their message ids and speakers are only the sources the audience may see."""
         if not edge_ids:
             return []
-        rows = await self.pool.fetch(
-            f"""SELECT e.id, e.relation, e.sentiment, e.confidence, e.evidence_count, e.embedding,
-                       {', '.join('e.' + c for c in _CARD_COLUMNS.split(', '))},
-                       s.display AS s_display, s.name AS s_name, s.owner AS s_owner, so.display AS s_owner_name,
-                       t.display AS t_display, t.name AS t_name, t.owner AS t_owner, tod.display AS t_owner_name,
-                       {', '.join(f's.{c} AS s_{c}' for c in _CARD_COLUMNS.split(', '))},
-                       {', '.join(f't.{c} AS t_{c}' for c in _CARD_COLUMNS.split(', '))},
-                       array_agg(src.message_id ORDER BY src.message_id) AS message_ids,
-                       array_agg(DISTINCT src.speaker_id) AS speakers
-                FROM kg_edges e JOIN kg_nodes s ON s.id = e.source_id JOIN kg_nodes t ON t.id = e.target_id
-                LEFT JOIN kg_nodes so ON so.scope = s.scope AND so.owner = '' AND so.name = s.owner
-                LEFT JOIN kg_nodes tod ON tod.scope = t.scope AND tod.owner = '' AND tod.name = t.owner
-                JOIN kg_edge_sources src ON src.edge_id = e.id
-                     AND (src.visible_in IS NULL OR src.visible_in = $3::text)
-                WHERE e.scope = $1 AND e.id = ANY($2::bigint[])
-                GROUP BY e.id, s.id, t.id, so.display, tod.display""",
-            scope, list(edge_ids), visible_channel)
-        return [
-            Fact(edge_id=r["id"], subject=r["s_display"], subject_name=r["s_name"], relation=r["relation"],
-                 object=r["t_display"], object_name=r["t_name"], sentiment=r["sentiment"],
-                 confidence=r["confidence"], evidence=r["evidence_count"],
-                 retrievability=self.retrievability(r, r["id"], now), message_ids=tuple(r["message_ids"]),
-                 speakers=tuple(r["speakers"]), hops=(hops or {}).get(r["id"], 0),
-                 subject_owner=r["s_owner"], object_owner=r["t_owner"],
-                 subject_owner_name=r["s_owner_name"] or "", object_owner_name=r["t_owner_name"] or "",
-                 vector=None if r["embedding"] is None else vec(r["embedding"]),
-                 node_retrievability=(self._node_retrievability(r, "s", now)
-                                      + self._node_retrievability(r, "t", now)) / 2)
-            for r in rows
-        ]
+        rows = await self.pool.fetch(_fact_rows("", "e.id = ANY($2::bigint[])"), scope, list(edge_ids),
+                                     visible_channel)
+        return [self._fact(r, now, (hops or {}).get(r["id"], 0)) for r in rows]
+
+    def _fact(self, r: asyncpg.Record, now: datetime, hop: int) -> Fact:
+        return Fact(edge_id=r["id"], subject=r["s_display"], subject_name=r["s_name"], relation=r["relation"],
+                    object=r["t_display"], object_name=r["t_name"], sentiment=r["sentiment"],
+                    confidence=r["confidence"], evidence=r["evidence_count"],
+                    retrievability=self.retrievability(r, r["id"], now), message_ids=tuple(r["message_ids"]),
+                    speakers=tuple(r["speakers"]), hops=hop,
+                    subject_owner=r["s_owner"], object_owner=r["t_owner"],
+                    subject_owner_name=r["s_owner_name"] or "", object_owner_name=r["t_owner_name"] or "",
+                    vector=None if r["embedding"] is None else vec(r["embedding"]),
+                    node_retrievability=(self._node_retrievability(r, "s", now)
+                                         + self._node_retrievability(r, "t", now)) / 2)
 
     def _node_retrievability(self, row: asyncpg.Record, end: str, now: datetime) -> float:
         """An end's node card (GhostKG): a thing talked about again and again stays familiar."""

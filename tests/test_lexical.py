@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import asyncpg
 
 from memory.conversation import ConversationStore, NewMessage
-from memory.lexical import LexicalSearch, _term_frequency, candidate_terms
+from memory.lexical import LexicalSearch, candidate_terms
 
 T0 = datetime(2026, 5, 1, 18, 0, tzinfo=UTC)
 
@@ -67,12 +67,6 @@ async def test_nothing_to_search_for_gives_nothing(pool: asyncpg.Pool) -> None:
     assert await search.search("g1", "the of and", 5) == []  # stop words only
     assert await search.search("g1", "'; DROP TABLE messages; --", 5) == []
     assert await search.search("g1", "O'Brien's \\\\ back\\slash", 5) == []
-
-
-def test_term_frequency_reads_a_tsvectors_text() -> None:
-    tsv = "'a''bowl':2 'bowl':9,14 'maya':1 'wonki':8"
-    assert [_term_frequency(tsv, t) for t in ("bowl", "wonki", "maya", "owl", "a")] == [2, 1, 1, 0, 0]
-    assert _term_frequency("'bowl':3A,7B", "bowl") == 2
 
 
 async def test_forgetting_drops_the_cached_word_statistics(pool: asyncpg.Pool) -> None:

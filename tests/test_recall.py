@@ -123,6 +123,8 @@ async def test_a_small_scope_in_a_big_table_still_gets_k_episodes(db_url: str, p
     import memory.episodic
 
     monkeypatch.setattr(memory.episodic, "EXACT_SCAN_ROWS", exact_rows)
+    if exact_rows < 8:  # only the fixed floor decides: the small scope goes through HNSW
+        monkeypatch.setattr(memory.episodic, "EXACT_SCAN_PER_TABLE_ROW", 0)
     import numpy as np
 
     from memory.db import _init_connection
