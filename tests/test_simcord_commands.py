@@ -89,6 +89,12 @@ async def test_every_admin_command_answers_an_approver_and_a_manager(sim: Sim) -
                 continue  # each once is enough: they write
             result = await who.slash(sim.general, name, **options)
             assert result.acknowledged and REFUSED not in said(result) and said(result), (who.name, name)
+            if name == "memory stats":
+                assert "messages: 0" in said(result), said(result)
+            if name == "config show":  # long: attached as a file, read back from Discord's CDN
+                [attached] = result.response.attachments
+                text = (await attached.read()).decode()
+                assert "discord_token" in text and "database_url" in text, text
 
 
 async def test_guild_only_groups_are_not_offered_in_dms_and_everyones_commands_are(sim: Sim) -> None:
@@ -115,8 +121,10 @@ async def test_forget_me_in_dms_forgets_only_the_dm_scope(sim: Sim) -> None:
     await sim.tell(sim.ana, sim.general, "my server secret is quince")
     asked = await sim.ana.user.slash("forget me")
     assert "in our DMs" in said(asked) and asked.ephemeral
-    await sim.ana.user.click(asked.response, label="Forget everything about me")
+    done = await sim.ana.user.click(asked.response, label="Forget everything about me")
     await sim.settle()
+    report = said(done) + asked.response.content  # the confirmation edits the ephemeral question in place
+    assert "forgot 2 message(s), 1 episode(s)" in report, report
     texts = {r["content"] for r in await sim.pool.fetch("SELECT content FROM messages WHERE NOT is_bot")}
     assert texts == {"my server secret is quince"}, "the server's memory of her is another scope"
 
@@ -148,8 +156,10 @@ async def test_memory_forget_refuses_a_link_to_another_servers_message(sim: Sim,
         assert said(result) == "That is not a link to a message in this server.", name
     # the same ids under this server's id: a link that names this server finds nothing outside its scope
     spoofed = f"https://discord.com/channels/{sim.guild.id}/{lounge.id}/{theirs.id}"
-    result = await sim.mod.slash(sim.general, "memory forget", message=spoofed)
-    assert said(result) == "I hold nothing from that message."
+    for name in ("memory forget", "memory pin"):
+        result = await sim.mod.slash(sim.general, name, message=spoofed)
+        assert said(result) == "I hold nothing from that message.", name
+    assert not await sim.pool.fetchval("SELECT pinned FROM episodes WHERE content LIKE '%passport%'")
     assert await sim.pool.fetchval("SELECT count(*) FROM messages WHERE content LIKE '%passport%'") == 1
     assert await sim.pool.fetchval("SELECT count(*) FROM episodes WHERE content LIKE '%passport%'") == 1
 
@@ -158,7 +168,7 @@ async def test_memory_forget_by_a_link_in_this_server_forgets_it_and_its_copies(
     told = await sim.tell(sim.ana, sim.general, "my locker code is 4471")
     link = f"https://discord.com/channels/{sim.guild.id}/{sim.general.id}/{told.id}"
     result = await sim.mod.slash(sim.general, "memory forget", message=link)
-    assert result.ephemeral and "I hold nothing" not in said(result), said(result)
+    assert result.ephemeral and "forgot 2 message(s), 1 episode(s)" in said(result), said(result)
     assert await sim.pool.fetchval("SELECT count(*) FROM messages WHERE content LIKE '%4471%'") == 0
     assert await sim.pool.fetchval("SELECT count(*) FROM episodes WHERE content LIKE '%4471%'") == 0
     assert told.id in {m.id for m in sim.general.history()}, "Discord keeps the message: only the memory goes"
