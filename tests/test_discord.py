@@ -324,6 +324,25 @@ async def test_an_edit_updates_the_memory(sim: Sim) -> None:
     assert "Lisbon" in episode and "Porto" not in episode
 
 
+async def test_deleting_a_dm_forgets_it(sim: Sim) -> None:
+    msg = await sim.ana.send_dm("my passport number is 555")
+    await sim.settle()
+    assert await stored(sim, "passport") == 1
+    await sim.ana.user.delete(msg)
+    await sim.settle()
+    assert await sim.pool.fetchval("SELECT count(*) FROM messages") == 0, "the DM and the reply derived from it"
+    assert await sim.pool.fetchval("SELECT count(*) FROM episodes") == 0
+
+
+async def test_an_edit_in_a_dm_updates_the_memory(sim: Sim) -> None:
+    msg = await sim.ana.send_dm("I live in Porto")
+    await sim.settle()
+    await sim.ana.user.edit(msg, "I live in Lisbon")
+    await sim.settle()
+    assert await sim.pool.fetchval("SELECT content FROM messages WHERE NOT is_bot") == "I live in Lisbon"
+    assert "Lisbon" in await sim.pool.fetchval("SELECT content FROM episodes")
+
+
 async def test_a_bulk_delete_forgets_those_messages_only(sim: Sim) -> None:
     await sim.mod.slash(sim.general, "channel memory", state="on")  # remembered, not answered: little traffic
     sent = [await sim.ana.send(sim.general, text) for text in ("spam one", "spam two", "keep me")]
