@@ -252,6 +252,19 @@ async def test_a_failed_edit_while_streaming_cancels_the_generation_and_keeps_th
     assert await sim.pool.fetchval("SELECT count(*) FROM episodes") == 1
 
 
+async def test_a_channel_the_bot_cannot_post_in_gets_no_reply_and_keeps_the_turn(sim: Sim) -> None:
+    muted = sim.guild.create_text_channel("muted", overwrites={
+        sim.guild.me: discord.PermissionOverwrite(send_messages=False)})
+    await sim.ana.send(muted, f"{sim.mention()} can you hear me?")
+    await sim.settle()
+    assert sim.bot_messages(muted) == []
+    refused = [r for r in sim.env.http_requests if r.method == "POST" and r.path == f"/channels/{muted.id}/messages"]
+    assert refused, "the bot tried, and Discord refused it (403, Missing Permissions)"
+    row = await sim.pool.fetchrow("SELECT absorbed_at FROM messages WHERE content = 'can you hear me?'")
+    assert row is not None and row["absorbed_at"] is not None, "the turn is kept and absorbed"
+    assert sim.env.errors == [], "handled: nothing escaped to discord.py's error handler"
+
+
 async def test_a_busy_bot_says_so_and_keeps_the_message(sim: Sim) -> None:
     sim.app.brain._max_generations = 0  # every generation slot taken
     asked = await sim.ana.send(sim.allowed, "are you there?")
