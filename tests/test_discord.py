@@ -521,6 +521,19 @@ async def test_a_proposal_made_with_the_bot_off_is_posted_when_it_starts(
     assert f"Proposal #{pid}" in sim.only_message(sim.dream).content
 
 
+async def test_a_dream_channel_without_reactions_gets_each_proposal_once_with_its_buttons(sim: Sim) -> None:
+    dream = sim.guild.create_text_channel("dreams", overwrites={
+        sim.guild.me: discord.PermissionOverwrite(add_reactions=False)})
+    sim.bot.settings = sim.bot.settings.model_copy(update={"dream_channel_id": dream.id})
+    pid = await make_proposal(sim)
+    await sim.cog.flush_outbox()
+    await sim.cog.flush_outbox()
+    await sim.settle()
+    posts = [m for m in sim.bot_messages(dream) if m.content.startswith(f"**Proposal #{pid}:")]
+    assert len(posts) == 1, "posted once, though Discord refused the bot's reactions"
+    assert [b.label for b in buttons(posts[0])] == ["Approve", "Reject", "Discuss"], "the buttons still vote"
+
+
 async def test_a_redacted_proposal_is_edited_in_place(sim: Sim) -> None:
     pid, message = await posted_proposal(sim)
     await sim.pool.execute("""UPDATE proposals SET payload = jsonb_set(payload, '{examples}', '["what is the timeline?"]'),
