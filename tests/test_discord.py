@@ -471,6 +471,15 @@ async def test_a_non_approvers_button_is_refused(sim: Sim) -> None:
     assert await sim.pool.fetchval("SELECT count(*) FROM proposal_votes") == 0
 
 
+async def test_the_discuss_button_opens_a_thread_on_the_proposal_and_decides_nothing(sim: Sim) -> None:
+    pid, message = await posted_proposal(sim)
+    clicked = await sim.ana.click(message, label="Discuss")
+    await sim.settle()
+    assert clicked.ephemeral and "Opening a thread" in said(clicked)
+    assert [t.name for t in sim.dream.threads] == [f"Proposal #{pid}"], "anyone may open the discussion"
+    assert (await sim.app.governance.get(pid)).status == "pending"
+
+
 async def test_a_vote_after_a_restart_counts(second_apps: list[App], sim: Sim, embedder: MiniLMEmbedder,
                                               llm: ScriptedLLM) -> None:
     pid, message = await posted_proposal(sim)
