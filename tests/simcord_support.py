@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 import discord
+import pytest
 import simcord
 
 from bot.app import App
 from bot.discord.client import SingleShardHippoBot
+from bot.llm import Generation
 
 
 def hippobot_for(app: App) -> SingleShardHippoBot:
@@ -36,3 +40,47 @@ class SimBase:
 
     def bot_messages(self, channel: simcord.ChannelHandle) -> list[discord.Message]:
         return [m for m in channel.history() if m.author.id == self.bot.user.id]
+
+
+def said(result: simcord.InteractionResult) -> str:
+    """What a slash command or button answered (its response, else its last follow-up: a deferred reply's)."""
+    if result.followups:
+        return result.followups[-1].content
+    return result.response.content if result.response is not None else ""
+
+
+def buttons(message: discord.Message) -> list[discord.Button]:
+    """The buttons under a message, as Discord sent them back (inside its action rows)."""
+    return [c for row in message.components for c in getattr(row, "children", []) if isinstance(c, discord.Button)]
+
+
+class HeldGeneration(Generation):
+    """A model that writes ``words`` and then keeps thinking until it is cancelled. The wait is declared to
+    SimCord as external input, so a member's message returns while its reply is still being written."""
+
+    def __init__(self, env: simcord.Env, words: list[str]) -> None:
+        super().__init__(asyncio.get_running_loop())
+        self.env, self.words = env, words
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self._held()
+
+    async def _held(self) -> AsyncIterator[str]:
+        for word in self.words:
+            self.text += word
+            yield word
+        await self.env.external_wait(asyncio.Event().wait(), reason="the model is still writing")
+
+
+class NoTyping:
+    async def __aenter__(self) -> None:
+        return None
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+
+def without_typing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """discord.py's typing indicator re-sends every 5 s from a task SimCord's settling never counts as idle, so
+    with a reply held open every action would wait out the settle timeout: no typing indicator."""
+    monkeypatch.setattr(discord.abc.Messageable, "typing", lambda self: NoTyping())

@@ -4,13 +4,14 @@ allowed too (item 14)."""
 from __future__ import annotations
 
 import io
+from collections.abc import AsyncIterator
 from dataclasses import replace
 from datetime import UTC, datetime
 from types import SimpleNamespace
 from typing import Any
 
-import discord
-import discord.ext.test as dpytest
+import pytest
+import simcord
 
 from bot.app import App
 from bot.console import Console, ConsoleIdentity
@@ -25,7 +26,7 @@ from dream.digest import digest
 from memory.fields import display_text
 from memory.sources import SourceRef
 from tests.fakes import ScriptedLLM
-from tests.test_discord import bot, channels, members, settle  # noqa: F401  (the dpytest bot fixture)
+from tests.simcord_support import SimBase, hippobot_for
 
 OVERRIDES = "\u202a\u202b\u202c\u202d\u202e"  # embeddings, overrides, pop
 ISOLATES = "\u2066\u2067\u2068\u2069"
@@ -36,6 +37,19 @@ NOW = datetime(2026, 10, 1, tzinfo=UTC)
 
 def bidi_in(text: str) -> set[str]:
     return BIDI & set(text)
+
+
+@pytest.fixture
+def simcord_bot(app: App) -> SingleShardHippoBot:
+    return hippobot_for(app)
+
+
+@pytest.fixture
+async def sim(simcord_env: simcord.Env, simcord_bot: SingleShardHippoBot, app: App) -> AsyncIterator[SimBase]:
+    """The bot `hippobot run` starts, on SimCord (used by the Discord tests below only)."""
+    s = SimBase(simcord_env, simcord_bot, app)
+    yield s
+    await s.settle()
 
 
 # --- item 10: bidirectional controls -------------------------------------------------------------------------
@@ -62,18 +76,25 @@ async def test_the_console_shows_no_bidi_controls_and_stores_the_original(app: A
     assert stored == said, "the person's words are kept as they were written"
 
 
+@pytest.mark.simcord(settle_timeout=60)
 async def test_a_discord_reply_carries_no_bidi_controls_and_the_message_is_stored_as_sent(
-        bot: SingleShardHippoBot, llm: ScriptedLLM) -> None:  # noqa: F811
+        sim: SimBase, llm: ScriptedLLM) -> None:
     llm.reply = OVERRIDES
-    _, allowed, _ = channels()
+    guild = sim.env.create_guild("Hippo Hall")
+    allowed = guild.create_text_channel("allowed")
+    ana = guild.add_member(sim.env.create_user("ana"))
+    sim.bot.settings = sim.bot.settings.model_copy(update={"discord_allowed_channels": [allowed.id]})
     said = f"what is {SPOOF}?"
-    await dpytest.message(said, channel=allowed, member=members()[0])
-    await settle(bot)
-    history = [m async for m in allowed.history(limit=10) if m.author.id == bot.user.id]
+    await ana.send(allowed, said)
+    await sim.settle()
+    history = sim.bot_messages(allowed)
     assert history, "the bot answered"
     assert all(not bidi_in(m.content) for m in history), [m.content for m in history]
     assert [m.content for m in history] == ["…"], "a reply of nothing but controls shows as empty"
-    stored = await bot.app.db.pool.fetchval("SELECT content FROM messages WHERE NOT is_bot")
+    posted = [r.json["content"] for r in sim.env.http_requests if r.method in ("POST", "PATCH")
+              and "/messages" in r.path and isinstance(r.json, dict) and "content" in r.json]
+    assert posted and not any(bidi_in(p) for p in posted), "nor did any streamed edit on the way"
+    stored = await sim.pool.fetchval("SELECT content FROM messages WHERE NOT is_bot")
     assert stored == said
 
 
@@ -140,24 +161,24 @@ def test_a_thread_of_an_allowed_channel_is_answered_unmentioned() -> None:
     assert not should_answer(MessageFacts(**{**BASE, "parent_channel_id": 20, "author_is_bot": True}), **RULES)
 
 
+@pytest.mark.simcord(settle_timeout=60)
 async def test_the_bot_answers_in_an_allowed_channels_thread_without_a_mention(
-        bot: SingleShardHippoBot, llm: ScriptedLLM) -> None:  # noqa: F811
-    general, allowed, _ = channels()
-    guild = allowed.guild
-    threads = []
-    for parent, thread_id in ((allowed, 777001), (general, 777002)):
-        thread = discord.Thread(guild=guild, state=bot._connection, data={  # type: ignore[arg-type]
-            "id": thread_id, "guild_id": guild.id, "parent_id": parent.id, "owner_id": members()[1].id,
-            "name": "a question", "type": 11, "message_count": 0, "member_count": 1, "rate_limit_per_user": 0,
-            "thread_metadata": {"archived": False, "auto_archive_duration": 1440,
-                                "archive_timestamp": NOW.isoformat(), "locked": False}})
-        guild._add_thread(thread)
-        threads.append(thread)
-    await dpytest.message("in the other thread, unaddressed", channel=threads[1], member=members()[0])
-    await settle(bot)
-    assert dpytest.verify().message().nothing(), "a thread of a channel that is not allowed needs a mention"
-    await dpytest.message("does this work in a thread?", channel=threads[0], member=members()[0])
-    await settle(bot)
-    assert dpytest.verify().message().contains().content("Nice")
-    row = await bot.app.db.pool.fetchrow("SELECT channel_id, visible_in FROM messages WHERE NOT is_bot")
-    assert row["channel_id"] == "777001"
+        sim: SimBase, llm: ScriptedLLM) -> None:
+    guild = sim.env.create_guild("Hippo Hall")
+    general, allowed = guild.create_text_channel("general"), guild.create_text_channel("allowed")
+    ana = guild.add_member(sim.env.create_user("ana"))
+    ben = guild.add_member(sim.env.create_user("ben"))
+    sim.bot.settings = sim.bot.settings.model_copy(update={"discord_allowed_channels": [allowed.id]})
+    # threads ben opened (SimCord's backend sends THREAD_CREATE)
+    inside, outside = (simcord.ChannelHandle(sim.env, guild, sim.env.backend.create_thread(parent.id, "a question",
+                                                                                          ben.id))
+                       for parent in (allowed, general))
+    await sim.settle()
+    await ana.send(outside, "in the other thread, unaddressed")
+    await sim.settle()
+    assert sim.bot_messages(outside) == [], "a thread of a channel that is not allowed needs a mention"
+    await ana.send(inside, "does this work in a thread?")
+    await sim.settle()
+    assert [m.content for m in sim.bot_messages(inside)] == [llm.reply]
+    row = await sim.pool.fetchrow("SELECT channel_id, visible_in FROM messages WHERE NOT is_bot")
+    assert row["channel_id"] == str(inside.id)

@@ -1,8 +1,11 @@
-"""Slash commands and buttons through their callbacks, with specced fakes of Discord objects."""
+"""Slash commands and buttons through their callbacks, with specced fakes of Discord objects: what each command
+computes for a server (its scope, its channels, its archetypes, its adapters) and the order of answer and work.
+That each command reaches the bot through Discord, its refusals (no permission, DMs, another server's links)
+and the buttons after a restart are tested end to end on SimCord: tests/test_simcord_commands.py and
+tests/test_discord.py."""
 
 from __future__ import annotations
 
-import re
 from datetime import UTC, datetime
 from types import SimpleNamespace
 from unittest.mock import AsyncMock, MagicMock
@@ -107,33 +110,12 @@ async def test_forget_me_asks_first_then_removes_only_that_user(two_speakers: Ap
     assert await pool.fetchval("SELECT count(*) FROM episodes WHERE author_id = '222'") == 1
 
 
-async def test_admin_commands_check_permissions_at_run_time(app: App) -> None:
-    cog = AdminCog(fake_bot(app))  # type: ignore[arg-type]
-    nobody = interaction(member(1))
-    await cog.memory_stats.callback(cog, nobody)
-    assert "needs Manage Server or the approver role" in said(nobody)
-    assert nobody.response.send_message.call_args.kwargs["ephemeral"] is True
-    manager = interaction(member(2, manage=True))
-    await cog.memory_stats.callback(cog, manager)
-    assert "messages: 0" in said(manager)
-    approver = interaction(member(3, roles=("hippobot-approver",)))
-    await cog.config_show.callback(cog, approver)
-    assert "discord_token" in said(approver) and "database_url" in said(approver)
-
-
 async def test_config_show_never_prints_secrets(app: App) -> None:
     settings = app.settings.model_copy(update={"discord_token": SecretStr("very-secret")})
     cog = AdminCog(SimpleNamespace(app=app, settings=settings, user=None))  # type: ignore[arg-type]
     i = interaction(member(2, manage=True))
     await cog.config_show.callback(cog, i)
     assert "very-secret" not in said(i) and "********" in said(i)
-
-
-async def test_memory_forget_refuses_links_to_other_servers(app: App) -> None:
-    cog = AdminCog(fake_bot(app))  # type: ignore[arg-type]
-    i = interaction(member(2, manage=True))
-    await cog.memory_forget.callback(cog, i, None, "https://discord.com/channels/999/42/1234567")
-    assert "not a link to a message in this server" in said(i)
 
 
 async def test_whatdoyouknow_lists_only_the_askers_memories(two_speakers: App) -> None:
@@ -159,25 +141,6 @@ async def test_whatdoyouknow_shows_a_restricted_channels_memories_only_there(app
     inside.channel_id = 77
     await cog.whatdoyouknow.callback(cog, inside)
     assert "salary" in said(inside) and "peanuts" in said(inside)
-
-
-async def test_a_persistent_button_votes_after_a_restart(app: App) -> None:
-    proposal = await app.governance.propose(
-        "new_archetype", "t", {"name": "tea_talk", "description": "Tea", "examples": ["tea?"] * 5,
-                               "context_turns": 5, "context_vectors": 5, "similarity_threshold": 0.7, "triple_depth": 1},
-        "r", {"messages": []}, centroid=None, now=datetime.now(UTC), scope=str(GUILD))
-    bot = fake_bot(app)
-    cog = DreamCog(bot)  # type: ignore[arg-type]
-    client = SimpleNamespace(get_cog=lambda name: cog if name == "DreamCog" else None)
-    custom_id = f"hippobot:proposal:approve:{proposal.id}"
-    match = re.fullmatch(ProposalButton.__discord_ui_compiled_template__, custom_id)
-    button = await ProposalButton.from_custom_id(interaction(member(1)), MagicMock(), match)
-    outsider = interaction(member(1), client)
-    await button.callback(outsider)
-    assert "Only members with the approver role" in said(outsider)
-    approver = interaction(member(3, roles=("hippobot-approver",)), client)
-    await button.callback(approver)
-    assert (await app.governance.get(proposal.id)).status == "applied"
 
 
 def test_answer_rules() -> None:
@@ -325,39 +288,6 @@ def test_visibility_follows_everyones_view_and_threads_follow_their_parent() -> 
 OTHER = 777  # another server the bot is in
 
 
-async def test_forget_by_a_link_naming_this_server_cannot_touch_another_servers_message(app: App) -> None:
-    await talk(app, 111, "our merger closes on friday", scope=str(OTHER), channel="88", external_id="5001")
-    await app.brain.drain()
-    cog = AdminCog(fake_bot(app))  # type: ignore[arg-type]
-    i = interaction(member(2, manage=True))
-    # the admin of GUILD pastes a link with their own guild id but the other server's channel and message
-    await cog.memory_forget.callback(cog, i, None, f"https://discord.com/channels/{GUILD}/88/5001")
-    assert "I hold nothing from that message" in said(i)
-    pool = app.db.pool
-    assert await pool.fetchval("SELECT count(*) FROM messages WHERE scope = $1 AND NOT is_bot", str(OTHER)) == 1
-    assert await pool.fetchval("SELECT count(*) FROM episodes WHERE scope = $1", str(OTHER)) == 1
-
-
-async def test_forget_by_a_link_in_this_server_forgets_it(app: App) -> None:
-    await talk(app, 111, "oops, my password is hunter2", external_id="5002")
-    await app.brain.drain()
-    cog = AdminCog(fake_bot(app))  # type: ignore[arg-type]
-    i = interaction(member(2, manage=True))
-    await cog.memory_forget.callback(cog, i, None, f"https://discord.com/channels/{GUILD}/42/5002")
-    assert "forgot 2 message(s), 1 episode(s)" in said(i)
-    assert await app.db.pool.fetchval("SELECT count(*) FROM messages") == 0
-
-
-async def test_pin_by_a_link_cannot_touch_another_server(app: App) -> None:
-    await talk(app, 111, "the other server's plan", scope=str(OTHER), channel="88", external_id="5003")
-    await app.brain.drain()
-    cog = AdminCog(fake_bot(app))  # type: ignore[arg-type]
-    i = interaction(member(2, manage=True))
-    await cog.memory_pin.callback(cog, i, f"https://discord.com/channels/{GUILD}/88/5003")
-    assert "I hold nothing from that message" in said(i)
-    assert not await app.db.pool.fetchval("SELECT pinned FROM episodes WHERE scope = $1", str(OTHER))
-
-
 async def propose(app: App, scope: str, name: str) -> int:
     p = await app.governance.propose(
         "new_archetype", name, {"name": name, "description": "d", "examples": ["x"] * 5, "context_turns": 5,
@@ -447,35 +377,6 @@ async def test_admin_and_votes_use_one_approver_rule(app: App) -> None:
     council = interaction(member(4, roles=("council",)))
     await cog.memory_stats.callback(cog, council)
     assert "messages: 0" in said(council)
-
-
-async def test_admin_commands_refuse_dms(app: App) -> None:
-    cog = AdminCog(fake_bot(app))  # type: ignore[arg-type]
-    i = interaction(member(2, manage=True), guild=None)
-    await cog.memory_stats.callback(cog, i)
-    assert "needs Manage Server or the approver role" in said(i)
-
-
-async def test_forget_me_and_whatdoyouknow_work_in_dms_for_the_dm_scope(app: App) -> None:
-    await talk(app, 111, "in a DM: I collect stamps", scope="dm:111", channel="dm-chan")
-    await talk(app, 111, "in the server: I am allergic to peanuts")
-    await app.brain.drain()
-    assert AdminCog.forget.allowed_contexts.dm_channel and AdminCog.whatdoyouknow.allowed_contexts.dm_channel
-    cog = AdminCog(fake_bot(app))  # type: ignore[arg-type]
-    user = MagicMock(spec=discord.User)
-    user.id, user.display_name = 111, "user111"
-    know = interaction(user, guild=None)
-    await cog.whatdoyouknow.callback(cog, know)
-    assert "stamps" in said(know) and "peanuts" not in said(know)
-    ask = interaction(user, guild=None)
-    await cog.forget_me.callback(cog, ask)
-    assert "in our DMs" in said(ask)
-    confirm = interaction(user, guild=None)
-    await ask.response.send_message.call_args.kwargs["view"].confirm.callback(confirm)
-    assert "forgot 2 message(s), 1 episode(s)" in confirm.edit_original_response.call_args.kwargs["content"]
-    pool = app.db.pool
-    assert await pool.fetchval("SELECT count(*) FROM messages WHERE scope = 'dm:111'") == 0
-    assert await pool.fetchval("SELECT count(*) FROM messages WHERE scope = $1 AND NOT is_bot", str(GUILD)) == 1
 
 
 async def test_a_vote_button_defers_before_the_vote(app: App) -> None:

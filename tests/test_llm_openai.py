@@ -11,8 +11,8 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
-import discord.ext.test as dpytest
 import pytest
+import simcord
 
 from bot.app import App
 from bot.brain import IncomingTurn
@@ -23,7 +23,7 @@ from bot.llm_llamacpp import ensure_bundled_gguf
 from bot.llm_openai import OpenAICompatibleLLM
 from memory.embed import MiniLMEmbedder
 from tests.conftest import make_settings
-from tests.test_discord import bot, channels, members, settle  # noqa: F401  (the dpytest bot fixture)
+from tests.simcord_support import SimBase, hippobot_for
 
 pytestmark = pytest.mark.model
 
@@ -168,11 +168,20 @@ def llm() -> OpenAICompatibleLLM:  # the app fixture's engine, for the Discord t
     return OpenAICompatibleLLM(dead_url(), retries=0, timeout=5)
 
 
-async def test_discord_says_the_model_is_down_and_keeps_the_message(bot) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
-    general, _, _ = channels()
-    await dpytest.message(f"<@{bot.user.id}> remember that the demo is on Friday", channel=general,
-                          member=members()[0])
-    await settle(bot)
-    assert dpytest.get_message().content == UNAVAILABLE
-    assert await bot.app.db.pool.fetchval(
+@pytest.fixture
+def simcord_bot(app: App):  # type: ignore[no-untyped-def]
+    return hippobot_for(app)
+
+
+@pytest.mark.simcord(settle_timeout=60)
+async def test_discord_says_the_model_is_down_and_keeps_the_message(simcord_env: simcord.Env, simcord_bot,  # type: ignore[no-untyped-def]
+                                                                    app: App) -> None:
+    sim = SimBase(simcord_env, simcord_bot, app)
+    guild = sim.env.create_guild("Hippo Hall")
+    general = guild.create_text_channel("general")
+    ana = guild.add_member(sim.env.create_user("ana"))
+    await ana.send(general, f"{sim.bot.user.mention} remember that the demo is on Friday")
+    await sim.settle()
+    assert [m.content for m in sim.bot_messages(general)] == [UNAVAILABLE]
+    assert await sim.pool.fetchval(
         "SELECT count(*) FROM messages WHERE content = 'remember that the demo is on Friday'") == 1

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -185,7 +186,7 @@ class ChatCog(commands.Cog):
                 log.debug("unanswered message %s is empty or too long; not stored", message.id)
             return
         try:
-            async with message.channel.typing():
+            async with typing_if_allowed(message.channel):
                 await self._answer(message, turn, store=part.store)
         except Busy:
             log.info("busy: message %s stored, not answered", message.id)
@@ -359,6 +360,23 @@ class ChatCog(commands.Cog):
             await self.bot.app.brain.edit("discord", str(payload.channel_id), str(payload.message_id), content)
         except InvalidInput:
             log.info("edit of message %s left it empty or too long; memory unchanged", payload.message_id)
+
+
+@asynccontextmanager
+async def typing_if_allowed(channel: Any) -> AsyncIterator[None]:
+    """The typing indicator where Discord allows it. A channel the bot may read but not post in refuses it
+    (403, Missing Permissions): the message is still taken in, stored and answered as far as Discord lets."""
+    typing = channel.typing()
+    try:
+        await typing.__aenter__()
+    except discord.HTTPException as exc:
+        log.info("no typing indicator in channel %s (HTTP %s)", channel.id, exc.status)
+        yield
+        return
+    try:
+        yield
+    finally:
+        await typing.__aexit__(None, None, None)
 
 
 def replied_to_id(message: discord.Message) -> str | None:

@@ -137,8 +137,11 @@ class DiscordDreamChannel:
         message = await channel.send(proposal_content(proposal, guild_id),
                                      view=proposal_view(proposal.id) if pending else discord.utils.MISSING)
         if pending:
-            for emoji in (APPROVE, REJECT, DISCUSS):
-                await message.add_reaction(emoji)
+            try:
+                for emoji in (APPROVE, REJECT, DISCUSS):
+                    await message.add_reaction(emoji)
+            except discord.HTTPException as exc:  # no Add Reactions there: the post stands, its buttons vote
+                log.warning("could not add the vote reactions to proposal %s (HTTP %s)", proposal.id, exc.status)
         return str(message.id)
 
     async def edit_proposal(self, proposal: Proposal, ref: str) -> str | None:
