@@ -528,7 +528,7 @@ async def test_two_months_imported_and_dreamt_twice_keep_the_history_and_the_old
     settled = await snapshot()
     second = await app.dream.run(NOW + timedelta(hours=1))
     assert await snapshot() == settled, "a second run the same night changes nothing"
-    assert second.steps["episodic_decay"].counts == {"forgotten": 0, "merged": 0}
+    assert second.steps["episodic_decay"].counts == {"forgotten": 0, "consolidated": 0, "merged": 0}
     assert second.steps["episodic_replay"].counts["replayed"] == 0
     assert len(settled) >= 0.95 * before, (len(settled), before)
     left = {r["content"].partition(": ")[2] for r in await pool.fetch("SELECT content FROM episodes")}

@@ -1,0 +1,9 @@
+-- 028 an episode the graph has taken over can go (issue 30.1, "consolidation that a month shows").
+-- Why: the dream re-read routed tuples and replayed episodes, but no episode ever left the store unless it
+-- was trivia, so a month of dreaming left recall and the store where they were. The consolidation step now
+-- marks an episode consolidated once every fact its message states is held by the graph on its own (said
+-- again, rehearsed by replay, or superseded by a newer value); decay then lets it go after a while
+-- unreinforced. The fact keeps its message as provenance (kg_edge_sources), so forgetting the message still
+-- deletes the fact after its episode is gone.
+ALTER TABLE episodes ADD COLUMN consolidated_at TIMESTAMPTZ;
+CREATE INDEX episodes_consolidated_idx ON episodes (scope, consolidated_at) WHERE consolidated_at IS NOT NULL;
