@@ -139,7 +139,6 @@ def generate(seed: int, *, days: int = 92, people: int = 10, chatter_per_day: in
     rng = random.Random(seed)
     names = rng.sample(NAMES, people)
     used: dict[str, set[str]] = {r: set() for r in KINDS}
-    slots: list[tuple[int, str, dict]] = []  # (day, sort key, message without id/timestamp)
     questions: list[MonthQuestion] = []
     pending: list[tuple[int, dict, MonthQuestion | None, str]] = []  # (day, message, question, role)
 
