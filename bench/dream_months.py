@@ -95,7 +95,7 @@ def _hit(items: Sequence, q: MonthQuestion, k: int) -> tuple[bool, bool]:
 
 
 async def run_history(app, clock, history: History, rows: Sequence[str], work: Path, *,
-                      log=print) -> dict[str, RowResult]:
+                      log=print, verbose: bool = False) -> dict[str, RowResult]:
     """Replay one history into one scope per row, dreaming nightly in the dream rows; measure at the end."""
     all_steps = list(app.dream.steps)
     dream_s = {row: 0.0 for row in rows}
@@ -134,6 +134,9 @@ async def run_history(app, clock, history: History, rows: Sequence[str], work: P
             [bundle] = await app.brain.contexts([(q.question, scope)], k=K, author_id=ASKER)
             items = _memory_items(bundle)
             recall, fact = _hit(items, q, 0)
+            if verbose and not fact:
+                print(f"    miss [{row}] {q.category} {q.question} -> {q.answer}: "
+                      + " | ".join(f"{i.kind}:{i.text[:40]}" for i in items), file=sys.stderr)
             hits[q.category].append(recall)
             fact_hits[q.category].append(fact)
         out[row] = RowResult(
@@ -228,7 +231,7 @@ async def run(args: argparse.Namespace) -> dict[str, RowResult]:
                 history = generate(seed, days=args.days)
                 t0 = time.perf_counter()
                 results.append(await run_history(app, clock, history, rows, work,
-                                                 log=lambda s: print(s, file=sys.stderr)))
+                                                 log=lambda s: print(s, file=sys.stderr), verbose=args.verbose))
                 print(f"  seed {seed}: {len(history.messages)} messages, {len(history.questions)} questions, "
                       f"{time.perf_counter() - t0:.0f} s", file=sys.stderr)
         finally:
@@ -244,6 +247,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--seeds", type=int, nargs="*", default=None, help="these seeds instead of the split's")
     p.add_argument("--rows", nargs="*", choices=list(ROWS), default=None)
     p.add_argument("--days", type=int, default=92)
+    p.add_argument("--verbose", action="store_true", help="print each question the graph did not answer")
     p.add_argument("--database-url", default=None, help="admin URL of a server; default: embedded, throwaway")
     return p.parse_args(argv)
 

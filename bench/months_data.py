@@ -68,33 +68,44 @@ CONFIRM_ASKS = {"live_in": "{name}, are you still in {v}?", "work_at": "{name}, 
                 "speak": "{name}, do you still speak {v}?"}
 NEW_VALUE = {"live_in": "We moved, so I live in {v} now.", "work_at": "I changed jobs, I work at {v} now."}
 
-CHATTER = [
-    "the traffic on the ring road was awful this morning",
-    "anyone watching the match tonight?",
-    "just made a huge pot of lentil soup",
-    "the new coffee place near the station is decent",
-    "it has rained for three days straight",
-    "finished that detective series, the ending was strange",
-    "my laptop battery died in the middle of a call",
-    "the bins were not collected again this week",
-    "found a great second-hand bookshop by the canal",
-    "the gym was packed after work",
-    "trying to grow tomatoes on the balcony this year",
-    "the train was cancelled so I walked home",
-    "does anyone know a good recipe for flapjacks?",
-    "there was a fox in the garden at midnight",
-    "bought new running shoes, my knees are grateful",
-    "the quiz at the pub was brutal last night",
-    "spent the whole afternoon assembling a wardrobe",
-    "the heating broke and the landlord is ignoring me",
-    "saw a brilliant comedy show on Friday",
-    "my neighbour's dog barks at every single cyclist",
+CHATTER = [  # {x}: a word from FILLERS, so a person rarely says the same line twice
+    "the traffic on {road} was awful this morning",
+    "anyone watching the {sport} tonight?",
+    "just made a huge pot of {food}",
+    "the new {shop} near the station is decent",
+    "it has rained for {n} days straight",
+    "finished that {genre} series, the ending was strange",
+    "my laptop battery died in the middle of a {event}",
+    "the bins were not collected again, {n} weeks now",
+    "found a great {shop} by the canal",
+    "the gym was packed after the {event}",
+    "trying to grow {food} on the balcony this year",
+    "the {n} o'clock train was cancelled so I walked home",
+    "does anyone know a good recipe for {food}?",
+    "there was a fox on {road} at midnight",
+    "bought new running shoes for the {sport} club",
+    "the quiz at the pub was brutal, the {genre} round especially",
+    "spent the whole afternoon assembling a {furniture}",
+    "the heating broke and the landlord is ignoring me, day {n}",
+    "saw a brilliant {genre} show on Friday",
+    "the dog next door barks at every {vehicle}",
 ]
+FILLERS = {
+    "road": ["the ring road", "the bypass", "Station Road", "Mill Lane", "the high street", "Church Street"],
+    "sport": ["football", "rugby", "snooker", "cricket", "darts", "tennis"],
+    "food": ["lentil soup", "chilli", "flapjacks", "banana bread", "risotto", "dumplings", "tomatoes", "herbs"],
+    "shop": ["coffee place", "bakery", "bookshop", "noodle bar", "record shop", "charity shop"],
+    "n": ["two", "three", "four", "five", "six", "seven"],
+    "genre": ["detective", "sci-fi", "comedy", "history", "nature", "music"],
+    "event": ["call", "meeting", "film", "lecture", "game", "download"],
+    "furniture": ["wardrobe", "bookcase", "desk", "bed frame", "shelf"],
+    "vehicle": ["cyclist", "bus", "postman", "delivery van", "skateboarder"],
+}
 # Chatter varies its words (people never say the same line twice), so the dream's merge of repeated
 # episodes does not do decay's work.
 OPENERS = ["", "ugh, ", "so ", "honestly ", "update: ", "random thought, ", "fun fact, ", "well "]
 TAILS = ["", " again", " this week", " :(", " haha", " on Tuesday", " near {place}", " before lunch",
-         " and now I am tired", " by the {place} roundabout"]
+         " by the {place} roundabout"]
 PLACES = ["the market", "the park", "the library", "the bus stop", "the old mill", "the bridge", "the school"]
 SMALL_TALK = ["good morning", "lol", "haha nice", "thanks!", "night all", "same", "ok cool", "hey everyone"]
 BOT_LINES = [
@@ -196,7 +207,8 @@ def generate(seed: int, *, days: int = 92, people: int = 10, chatter_per_day: in
             who = rng.randrange(people)
             author = {"id": str(200 + who), "name": names[who]}
             text = rng.choice(SMALL_TALK) if rng.random() < 0.3 else (
-                rng.choice(OPENERS) + rng.choice(CHATTER) + rng.choice(TAILS).format(place=rng.choice(PLACES)))
+                rng.choice(OPENERS) + rng.choice(CHATTER).format(**{k: rng.choice(v) for k, v in FILLERS.items()})
+                + rng.choice(TAILS).format(place=rng.choice(PLACES)))
             pending.append((d, {"author": author, "text": text}, None, "chat"))
         for _ in range(2):  # the bot's replies: questions and inventions
             values = {"city": rng.choice(CITIES[8:]), "company": rng.choice(COMPANIES), "job": rng.choice(JOBS),

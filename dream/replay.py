@@ -97,6 +97,20 @@ async def decay_and_merge(services: DreamServices, now: datetime) -> StepReport:
              AND last_reinforced_at < $1::timestamptz - make_interval(secs => $3 * 86400.0 * (1 + salience / $2))""",
         now, cfg.trivia_salience, float(cfg.forget_after_days), services.scope,
     )
+    # Chatter: an episode whose message stated nothing the graph took in (no fact, no tuple waiting), held
+    # unreinforced for chatter_after_days x (1 + salience): one-off talk fades in weeks; replay and recall keep
+    # what is used. Held: since a dream first saw it (an imported history is not erased by its first night).
+    await pool.execute("UPDATE episodes SET first_dreamt_at = $1 WHERE first_dreamt_at IS NULL "
+                       "AND ($2::text IS NULL OR scope = $2::text)", now, services.scope)
+    faded = await pool.execute(
+        """DELETE FROM episodes ep
+           WHERE NOT ep.pinned AND ep.salience >= $2 AND ($4::text IS NULL OR ep.scope = $4::text)
+             AND GREATEST(ep.last_reinforced_at, ep.first_dreamt_at)
+                 < $1::timestamptz - make_interval(secs => $3 * 86400.0 * (1 + ep.salience))
+             AND NOT EXISTS (SELECT 1 FROM kg_edge_sources s WHERE s.message_id = ep.message_id)
+             AND NOT EXISTS (SELECT 1 FROM kg_gate_log g WHERE g.scope = ep.scope AND g.message_id = ep.message_id)""",
+        now, cfg.trivia_salience, float(cfg.chatter_after_days), services.scope,
+    )
     # Handed to the graph (memory.semantic.mark_consolidated) and unreinforced since: the facts hold it now.
     handed = await pool.execute(
         """DELETE FROM episodes
@@ -112,10 +126,10 @@ async def decay_and_merge(services: DreamServices, now: datetime) -> StepReport:
         merged += done
         if done == 0 or not recheck:
             break
-    gone = int(forgotten.split()[-1])
+    gone = int(forgotten.split()[-1]) + int(faded.split()[-1])
     consolidated = int(handed.split()[-1])
     return StepReport(counts={"forgotten": gone, "consolidated": consolidated, "merged": merged},
-                      headline=told((gone, "trivial episode{s} faded"),
+                      headline=told((gone, "trivial or one-off episode{s} faded"),
                                     (consolidated, "episode{s} let go, their facts kept"),
                                     (merged, "repeated episode{s} merged")))
 

@@ -46,6 +46,7 @@ from fsrs import Card, Rating, Scheduler, State
 
 from memory.conversation import StoredMessage, require_scope
 from memory.embed import Embedder
+from memory.salience import content_words
 from memory.vectors import vec
 from memory.extract import BOT, USER, Mention, Triple, TripleExtractor, owned_name
 
@@ -496,21 +497,32 @@ class SemanticMemory:
     async def mark_consolidated(self, now: datetime, *, scope: str | None = None, min_support: int = 2) -> int:
         """Mark the episodes the graph has taken over: every fact their message states is held on its own
         (said in ``min_support`` messages, rehearsed REHEARSED_REPS times, or superseded by a newer value),
-        and none of its tuples still waits for support. Decay (dream.replay) lets them go after a while
+        none of its tuples still waits for support, and the facts say most of what the message says
+        (CONSOLIDATED_COVERAGE of its content words). Decay (dream.replay) lets them go after a while
         unreinforced; the facts keep the message as their source. Returns how many were marked."""
-        status = await self.pool.execute(
-            """UPDATE episodes ep SET consolidated_at = $1
-               WHERE ep.consolidated_at IS NULL AND ($2::text IS NULL OR ep.scope = $2)
+        rows = await self.pool.fetch(
+            """SELECT ep.id, m.content, m.author_name,
+                      array_agg(concat_ws(' ', sn.display, e.relation, tn.display)) AS said
+               FROM episodes ep JOIN messages m ON m.id = ep.message_id
+               JOIN kg_edge_sources s ON s.message_id = ep.message_id JOIN kg_edges e ON e.id = s.edge_id
+               JOIN kg_nodes sn ON sn.id = e.source_id JOIN kg_nodes tn ON tn.id = e.target_id
+               WHERE ep.consolidated_at IS NULL AND ($1::text IS NULL OR ep.scope = $1)
                  AND EXISTS (SELECT 1 FROM kg_edge_sources s WHERE s.message_id = ep.message_id)
                  AND NOT EXISTS (
                      SELECT 1 FROM kg_edge_sources s JOIN kg_edges e ON e.id = s.edge_id
                      WHERE s.message_id = ep.message_id AND e.contradicted_at IS NULL
-                       AND e.evidence_count < $3 AND e.reps < $4)
+                       AND e.evidence_count < $2 AND e.reps < $3)
                  AND NOT EXISTS (
                      SELECT 1 FROM kg_gate_log g WHERE g.scope = ep.scope AND g.message_id = ep.message_id
-                       AND g.action = 'route_to_episodic' AND g.consolidated_at IS NULL)""",
-            now, scope, min_support, REHEARSED_REPS)
-        return int(status.split()[-1])
+                       AND g.action = 'route_to_episodic' AND g.consolidated_at IS NULL)
+               GROUP BY ep.id, m.content, m.author_name""",
+            scope, min_support, REHEARSED_REPS)
+        # Only what the facts say in full: "I ran 27 km along the river" is more than (ana, run, km).
+        held = [r["id"] for r in rows if _covered(r["content"], [r["author_name"], *r["said"]])]
+        if held:
+            await self.pool.execute("UPDATE episodes SET consolidated_at = $2 WHERE id = ANY($1::bigint[])",
+                                    held, now)
+        return len(held)
 
     async def _consolidate_group(self, scope: str, relation: str, items: list[tuple[int, StoredMessage, Triple]],
                                  now: datetime, min_support: int, fast_track: int) -> tuple[str, int, int] | None:
@@ -942,6 +954,20 @@ def _rating(t: Triple, message: StoredMessage) -> Rating:
     if t.confidence <= HEDGED_CONFIDENCE:
         return Rating.Hard
     return Rating.Good
+
+
+CONSOLIDATED_COVERAGE = 0.6  # share of a message's content words its facts must say for its episode to go
+
+
+def _covered(text: str, said: Sequence[str]) -> bool:
+    """Whether the facts (``said``: their words, and the speaker's name) say most of what ``text`` says."""
+    words = content_words(text)
+    joined = " ".join(w.replace("_", " ") for w in said)
+    if not set(re.findall(r"\d+", text)) <= set(re.findall(r"\d+", joined)):
+        return False  # a number the facts lost ("ran 24 km") keeps the episode
+    if not words:
+        return True
+    return len(words & content_words(joined)) / len(words) >= CONSOLIDATED_COVERAGE
 
 
 def _with_owners(t: Triple) -> Triple:

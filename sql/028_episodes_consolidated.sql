@@ -5,5 +5,9 @@
 -- again, rehearsed by replay, or superseded by a newer value); decay then lets it go after a while
 -- unreinforced. The fact keeps its message as provenance (kg_edge_sources), so forgetting the message still
 -- deletes the fact after its episode is gone.
+-- first_dreamt_at: when a dream first held the episode. One-off chatter fades by the time the memory has held it
+-- (since then, or since it was last reinforced), never by the history's calendar, so a history imported
+-- today is not erased by its first night.
 ALTER TABLE episodes ADD COLUMN consolidated_at TIMESTAMPTZ;
+ALTER TABLE episodes ADD COLUMN first_dreamt_at TIMESTAMPTZ;
 CREATE INDEX episodes_consolidated_idx ON episodes (scope, consolidated_at) WHERE consolidated_at IS NOT NULL;
