@@ -476,14 +476,14 @@ class SemanticMemory:
     async def rehearse_replayed(self, now: datetime, *, scope: str | None = None) -> int:
         """Replay teaches the graph (seed 001, 5.3): the facts stated by the episodes replayed this night
         (``last_replayed_at`` within REHEARSAL_WINDOW before ``now``) get an FSRS review (Good), once a
-        night each. What replay's priority picks is what the graph keeps: a fact said once and rehearsed
+        night each (not again once reviewed since that replay). What replay's priority picks is what the graph keeps: a fact said once and rehearsed
         grows its stability and outlives its episode; one never rehearsed fades and is pruned. Returns
         how many facts were rehearsed."""
         rows = await self.pool.fetch(
             """SELECT DISTINCT e.scope, e.id FROM episodes ep
                JOIN kg_edge_sources s ON s.message_id = ep.message_id JOIN kg_edges e ON e.id = s.edge_id
                WHERE ($1::text IS NULL OR ep.scope = $1) AND ep.last_replayed_at > $2 AND ep.last_replayed_at <= $3
-                 AND e.contradicted_at IS NULL AND (e.last_review IS NULL OR e.last_review <= $2)""",
+                 AND e.contradicted_at IS NULL AND (e.last_review IS NULL OR e.last_review < ep.last_replayed_at)""",
             scope, now - REHEARSAL_WINDOW, now)
         by_scope: dict[str, list[int]] = {}
         for r in rows:
@@ -870,14 +870,11 @@ class SemanticMemory:
 
     async def prune(self, now: datetime, *, min_retrievability: float, min_confidence: float,
                     scope: str | None = None) -> int:
-        """Delete unpinned edges whose retrievability fell below ``min_retrievability`` and that are either
-        doubtful (confidence below ``min_confidence``: hedged, or contradicted by a newer value) or never
-        confirmed (said once, and never said again, rehearsed by replay or used in a reply since), and
+        """Delete unpinned edges whose retrievability and confidence both fell below the thresholds, and
         nodes left without edges for a day, in ``scope`` (None: every scope). Returns edges deleted."""
         rows = await self.pool.fetch(
             f"""SELECT id, confidence, {_CARD_COLUMNS} FROM kg_edges
-                WHERE NOT pinned AND (confidence < $1 OR (evidence_count < 2 AND reps <= 1))
-                  AND ($2::text IS NULL OR scope = $2)""",
+                WHERE NOT pinned AND confidence < $1 AND ($2::text IS NULL OR scope = $2)""",
             min_confidence, scope)
         doomed = [r["id"] for r in rows if self.retrievability(r, r["id"], now) < min_retrievability]
         if doomed:

@@ -8,9 +8,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from bot.app import App
-from memory.conversation import NewMessage
 
-T0 = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
+T0 = datetime(2027, 3, 2, 12, 0, tzinfo=UTC)  # after the wall clock, which the test app absorbs at
 CELLO = ["I play the cello in the Leeds Philharmonic.", "I still play the cello in the Leeds Philharmonic."]
 EDGE = """SELECT e.id, e.evidence_count FROM kg_edges e JOIN kg_nodes t ON t.id = e.target_id
           WHERE e.relation = 'play' AND t.name = 'cello'"""
@@ -56,15 +55,28 @@ async def test_an_episode_whose_fact_was_said_once_stays_after_the_dream(app: Ap
     assert await pool.fetchval("SELECT count(*) FROM episodes WHERE scope = 'g1'") == 1, "its only evidence stays"
 
 
-async def test_a_fact_said_once_and_never_confirmed_is_pruned_once_faded_and_a_pinned_one_is_not(app: App) -> None:
-    semantic, pool = app.brain.semantic, app.db.pool
-    for n, text in enumerate(["I play the oboe.", "I speak Welsh."]):
-        m = await app.conversations.add(NewMessage("g1", "console", f"x{n}", "c1", "u-ana", "ana", text, T0))
-        await semantic.absorb(m, T0)
-        if n == 1:
-            await semantic.pin("g1", m.id, T0)
-    assert await semantic.prune(T0 + timedelta(days=10), min_retrievability=0.6, min_confidence=0.6) == 0
-    assert await semantic.prune(T0 + timedelta(days=90), min_retrievability=0.6, min_confidence=0.6) == 1
-    left = [r["name"] for r in await pool.fetch(
-        "SELECT t.name FROM kg_edges e JOIN kg_nodes t ON t.id = e.target_id")]
-    assert left == ["welsh"], left
+async def test_replaying_an_episode_rehearses_the_facts_it_states(app: App, tmp_path: Path) -> None:
+    pool = app.db.pool
+    await app.importer.run(history(app, tmp_path / "h.jsonl", [(0, CELLO[0])]), "g1")
+    before = await pool.fetchval("SELECT e.reps FROM kg_edges e JOIN kg_nodes t ON t.id = e.target_id "
+                                 "WHERE t.name = 'cello'")
+    report = await app.dream.run(T0 + timedelta(days=1), scope="g1")
+    assert report.steps["episodic_replay"].counts["replayed"] == 1
+    assert report.steps["knowledge_graph_consolidation"].counts["rehearsed"] >= 1, report.render()
+    after = await pool.fetchval("SELECT e.reps FROM kg_edges e JOIN kg_nodes t ON t.id = e.target_id "
+                                "WHERE t.name = 'cello'")
+    assert after == before + 1, "replay reviewed the fact its episode states (FSRS)"
+
+
+def test_a_seed_gives_the_same_history_and_dev_and_heldout_seeds_differ() -> None:
+    from bench.months_data import DEV_SEEDS, HELDOUT_SEEDS, generate
+
+    assert not set(DEV_SEEDS) & set(HELDOUT_SEEDS)
+    a, b = generate(DEV_SEEDS[0]), generate(DEV_SEEDS[0])
+    assert a.messages == b.messages and [q.evidence for q in a.questions] == [q.evidence for q in b.questions]
+    assert generate(HELDOUT_SEEDS[0]).messages != a.messages
+    said = {m["id"]: m for m in a.messages}
+    for q in a.questions:  # every evidence message is the person's own and says the answer
+        assert q.evidence and all(q.answer in said[i]["text"] and said[i]["author"]["name"] == q.person
+                                  for i in q.evidence), q
+    assert {q.category for q in a.questions} == {"repeated", "confirmed", "once", "contradicted"}
