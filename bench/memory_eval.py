@@ -5,6 +5,7 @@
     python bench/memory_eval.py --split dev --conversations 2 --llm --llm-limit 40
     python bench/memory_eval.py --split dev --no-baselines --words-curve   # recall against words, per budget
     python bench/memory_eval.py --database-url postgresql://...  # a server whose user may create databases
+    python bench/memory_eval.py --dream --months --split dev     # a server's months with a nightly dream
 
 Teach: every conversation of the split (bench/data/memory_eval/, written by
 bench/memory_data.py) is imported into its own scope (scope = conversation id)
@@ -645,6 +646,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--dream", action="store_true",
                    help="also dream once per conversation (at its end + 8 h) and ask again, then with replay, "
                         "consolidation and its fast-track switched off in turn")
+    p.add_argument("--months", action="store_true",
+                   help="with --dream: the months-long evaluation instead (bench/dream_months.py: a server's 92 "
+                        "days, a nightly dream, recall of facts at the end; --split dev or heldout seeds)")
     p.add_argument("--words-curve", type=int, nargs="*", default=None, metavar="WORDS",
                    help="also recall against words at these word budgets of the episodes layer (no value: "
                         f"{' '.join(map(str, WORDS_CURVE))})")
@@ -668,6 +672,16 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 async def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     offline_environment()
+    if args.months:
+        if not args.dream:
+            print("memory_eval: --months goes with --dream", file=sys.stderr)
+            return 2
+        from bench import dream_months
+
+        await dream_months.run(dream_months.parse_args(
+            ["--split", "heldout" if args.split == "heldout" else "dev"]
+            + (["--database-url", args.database_url] if args.database_url else [])))
+        return 0
     from memory.embed import MiniLMEmbedder
 
     try:

@@ -68,6 +68,13 @@ class DreamConfig:
     # for forget_after_days (up to twice that as its salience nears the ceiling); nothing else is.
     trivia_salience: float = TRIVIA
     forget_after_days: int = 60
+    # An episode the graph has taken over (every fact it states said again, rehearsed, or superseded: see
+    # memory.semantic.mark_consolidated) goes once it and its marking are this many days unreinforced.
+    consolidated_after_days: int = 14
+    # An episode whose message stated no fact at all (chatter with content) goes once unreinforced for
+    # chatter_after_days x (1 + salience): 45-60 days. One that states a fact the graph does not hold on its
+    # own yet stays (it is that fact's evidence).
+    chatter_after_days: float = 30.0
     duplicate_similarity: float = 0.985  # (1 + cos) / 2; cos 0.97
     replay_batch: int = 32
     replay_interval_hours: float = 20.0  # one replay batch per scope per night

@@ -62,7 +62,8 @@ async def replay(services: DreamServices, now: datetime) -> StepReport:
         since = end - timedelta(days=cfg.lookback_days)
         rows = await services.pool.fetch(
             """SELECT id, salience, created_at, embedding FROM episodes
-               WHERE scope = $1 AND created_at >= $2 ORDER BY salience DESC, created_at DESC LIMIT 2000""",
+               WHERE scope = $1 AND created_at >= $2 AND consolidated_at IS NULL
+               ORDER BY salience DESC, created_at DESC LIMIT 2000""",
             scope, since,
         )
         if not rows:
@@ -96,6 +97,28 @@ async def decay_and_merge(services: DreamServices, now: datetime) -> StepReport:
              AND last_reinforced_at < $1::timestamptz - make_interval(secs => $3 * 86400.0 * (1 + salience / $2))""",
         now, cfg.trivia_salience, float(cfg.forget_after_days), services.scope,
     )
+    # Chatter: an episode whose message stated nothing the graph took in (no fact, no tuple waiting), held
+    # unreinforced for chatter_after_days x (1 + salience): one-off talk fades in weeks; replay and recall keep
+    # what is used. Held: since a dream first saw it (an imported history is not erased by its first night).
+    await pool.execute("UPDATE episodes SET first_dreamt_at = $1 WHERE first_dreamt_at IS NULL "
+                       "AND ($2::text IS NULL OR scope = $2::text)", now, services.scope)
+    faded = await pool.execute(
+        """DELETE FROM episodes ep
+           WHERE NOT ep.pinned AND ep.salience >= $2 AND ($4::text IS NULL OR ep.scope = $4::text)
+             AND GREATEST(ep.last_reinforced_at, ep.first_dreamt_at)
+                 < $1::timestamptz - make_interval(secs => $3 * 86400.0 * (1 + ep.salience))
+             AND NOT EXISTS (SELECT 1 FROM kg_edge_sources s WHERE s.message_id = ep.message_id)
+             AND NOT EXISTS (SELECT 1 FROM kg_gate_log g WHERE g.scope = ep.scope AND g.message_id = ep.message_id)""",
+        now, cfg.trivia_salience, float(cfg.chatter_after_days), services.scope,
+    )
+    # Handed to the graph (memory.semantic.mark_consolidated) and unreinforced since: the facts hold it now.
+    handed = await pool.execute(
+        """DELETE FROM episodes
+           WHERE NOT pinned AND consolidated_at IS NOT NULL AND ($3::text IS NULL OR scope = $3::text)
+             AND consolidated_at < $1::timestamptz - make_interval(days => $2)
+             AND last_reinforced_at < $1::timestamptz - make_interval(days => $2)""",
+        now, cfg.consolidated_after_days, services.scope,
+    )
     merged = 0
     recheck: set[int] | None = None  # None: every recent episode (the first pass)
     for _ in range(MAX_MERGE_PASSES):
@@ -103,9 +126,12 @@ async def decay_and_merge(services: DreamServices, now: datetime) -> StepReport:
         merged += done
         if done == 0 or not recheck:
             break
-    gone = int(forgotten.split()[-1])
-    return StepReport(counts={"forgotten": gone, "merged": merged},
-                      headline=told((gone, "trivial episode{s} faded"), (merged, "repeated episode{s} merged")))
+    gone = int(forgotten.split()[-1]) + int(faded.split()[-1])
+    consolidated = int(handed.split()[-1])
+    return StepReport(counts={"forgotten": gone, "consolidated": consolidated, "merged": merged},
+                      headline=told((gone, "trivial or one-off episode{s} faded"),
+                                    (consolidated, "episode{s} let go, their facts kept"),
+                                    (merged, "repeated episode{s} merged")))
 
 
 async def _merge_pass(services: DreamServices, now: datetime, only: set[int] | None) -> tuple[int, set[int]]:

@@ -49,6 +49,13 @@ _STOP = frozenset("""
 """.split())
 
 
+def content_words(text: str) -> set[str]:
+    """What a text says, as a set: its words less stop words and words under three letters, lower case, each
+    cut to its first five letters ("kilometres" and "kilometre" are one word)."""
+    lowered = (w.lower() for w in _WORD.findall(text))
+    return {w[:5] for w in lowered if len(w) > 2 and w not in _STOP}
+
+
 def imported_salience(text: str, novelty: float | None = None) -> float:
     """Salience in [0, 1] of one imported message, from its text and its novelty in [0, 1]
     among the imported batch (None: unknown, counted as middling)."""

@@ -46,6 +46,7 @@ from fsrs import Card, Rating, Scheduler, State
 
 from memory.conversation import StoredMessage, require_scope
 from memory.embed import Embedder
+from memory.salience import content_words
 from memory.vectors import vec
 from memory.extract import BOT, USER, Mention, Triple, TripleExtractor, owned_name
 
@@ -57,6 +58,8 @@ _CARD_COLUMNS = "fsrs_state, fsrs_step, stability, difficulty, due, last_review,
 # Relations a thing has one value of at a time: a new value contradicts the old one.
 ONE_VALUED_RELATIONS = frozenset({"live_in", "work_at", "work_as", "named"})
 CONTRADICTED_CONFIDENCE = 0.5  # a contradicted edge's confidence is multiplied by this
+REHEARSAL_WINDOW = timedelta(hours=12)  # an episode replayed this long before consolidation was replayed tonight
+REHEARSED_REPS = 3  # FSRS reviews (the statement, then two rehearsals or uses) that make a fact the graph's own
 _MESSAGE_FIELDS = ("id", "scope", "source", "external_id", "channel_id", "author_id", "author_name", "is_bot",
                    "content", "derived_from_id", "created_at", "visible_in", "thread_parent_id")
 WORLD, BOT_OWNER = "", "bot"  # kg_nodes.owner of shared things and of the bot's own; a person's is 'user:<id>'
@@ -488,7 +491,60 @@ class SemanticMemory:
                 new_edges.setdefault(group_scope, []).append(edge_id)
         for group_scope, ids in new_edges.items():
             await self._embed_facts(group_scope, ids, now)
+        counts["rehearsed"] = await self.rehearse_replayed(now, scope=scope)
+        counts["episodes_consolidated"] = await self.mark_consolidated(now, scope=scope, min_support=min_support)
         return counts
+
+    async def rehearse_replayed(self, now: datetime, *, scope: str | None = None) -> int:
+        """Replay teaches the graph (seed 001, 5.3): the facts stated by the episodes replayed this night
+        (``last_replayed_at`` within REHEARSAL_WINDOW before ``now``) get an FSRS review (Good), once a
+        night each (not again once reviewed since that replay). What replay's priority picks is what the graph keeps: a fact said once and rehearsed
+        grows its stability and outlives its episode; one never rehearsed fades and is pruned. Returns
+        how many facts were rehearsed."""
+        rows = await self.pool.fetch(
+            """SELECT DISTINCT e.scope, e.id FROM episodes ep
+               JOIN kg_edge_sources s ON s.message_id = ep.message_id JOIN kg_edges e ON e.id = s.edge_id
+               WHERE ($1::text IS NULL OR ep.scope = $1) AND ep.last_replayed_at > $2 AND ep.last_replayed_at <= $3
+                 AND e.contradicted_at IS NULL AND (e.last_review IS NULL OR e.last_review < ep.last_replayed_at)""",
+            scope, now - REHEARSAL_WINDOW, now)
+        by_scope: dict[str, list[int]] = {}
+        for r in rows:
+            by_scope.setdefault(r["scope"], []).append(r["id"])
+        for edge_scope, ids in by_scope.items():
+            async with self.pool.acquire() as conn, conn.transaction():
+                await self._lock(conn, edge_scope)
+                await self.review(edge_scope, ids, now, conn)
+        return len(rows)
+
+    async def mark_consolidated(self, now: datetime, *, scope: str | None = None, min_support: int = 2) -> int:
+        """Mark the episodes the graph has taken over: every fact their message states is held on its own
+        (said in ``min_support`` messages, rehearsed REHEARSED_REPS times, or superseded by a newer value),
+        none of its tuples still waits for support, and the facts say most of what the message says
+        (CONSOLIDATED_COVERAGE of its content words). Decay (dream.replay) lets them go after a while
+        unreinforced; the facts keep the message as their source. Returns how many were marked."""
+        rows = await self.pool.fetch(
+            """SELECT ep.id, m.content, m.author_name,
+                      array_agg(concat_ws(' ', sn.display, e.relation, tn.display)) AS said
+               FROM episodes ep JOIN messages m ON m.id = ep.message_id
+               JOIN kg_edge_sources s ON s.message_id = ep.message_id JOIN kg_edges e ON e.id = s.edge_id
+               JOIN kg_nodes sn ON sn.id = e.source_id JOIN kg_nodes tn ON tn.id = e.target_id
+               WHERE ep.consolidated_at IS NULL AND ($1::text IS NULL OR ep.scope = $1)
+                 AND EXISTS (SELECT 1 FROM kg_edge_sources s WHERE s.message_id = ep.message_id)
+                 AND NOT EXISTS (
+                     SELECT 1 FROM kg_edge_sources s JOIN kg_edges e ON e.id = s.edge_id
+                     WHERE s.message_id = ep.message_id AND e.contradicted_at IS NULL
+                       AND e.evidence_count < $2 AND e.reps < $3)
+                 AND NOT EXISTS (
+                     SELECT 1 FROM kg_gate_log g WHERE g.scope = ep.scope AND g.message_id = ep.message_id
+                       AND g.action = 'route_to_episodic' AND g.consolidated_at IS NULL)
+               GROUP BY ep.id, m.content, m.author_name""",
+            scope, min_support, REHEARSED_REPS)
+        # Only what the facts say in full: "I ran 27 km along the river" is more than (ana, run, km).
+        held = [r["id"] for r in rows if _covered(r["content"], [r["author_name"], *r["said"]])]
+        if held:
+            await self.pool.execute("UPDATE episodes SET consolidated_at = $2 WHERE id = ANY($1::bigint[])",
+                                    held, now)
+        return len(held)
 
     async def _consolidate_group(self, scope: str, relation: str, items: list[tuple[int, StoredMessage, Triple]],
                                  now: datetime, min_support: int, fast_track: int) -> tuple[str, int, int] | None:
@@ -659,6 +715,16 @@ class SemanticMemory:
         Their things stay reachable through them ("what does ben's sister do?" walks from ben).
         """
         me = f"user:{author_id}" if author_id is not None else None
+        # A bare name may be a person of this scope ("where does Mina live?"): their node is 'user:<id>',
+        # shown by their name; without this the facts people told about themselves were never reached by name.
+        bare = sorted({m.name for m in mentions if m.owner is None and m.name not in (USER, BOT)})
+        people: dict[str, list[str]] = {}
+        if bare:
+            for r in await self.pool.fetch(
+                    """SELECT lower(display) AS said, name FROM kg_nodes
+                       WHERE scope = $1 AND owner = '' AND kind = 'person' AND lower(display) = ANY($2::text[])""",
+                    scope, bare):
+                people.setdefault(r["said"], []).append(r["name"])
         # per mention, in order of preference: (owner, name, the node a shared fallback must touch)
         wanted: list[list[tuple[str, str, str | None]]] = []
         for m in mentions:
@@ -670,7 +736,8 @@ class SemanticMemory:
                 owner = me if m.owner == USER else BOT_OWNER
                 wanted.append([(owner, m.name, None), (WORLD, m.name, owner)] if owner else [])
             else:
-                wanted.append([(WORLD, m.name, None)] + ([(me, m.name, None)] if me else []))
+                wanted.append([(WORLD, m.name, None)] + ([(me, m.name, None)] if me else [])
+                              + [(WORLD, person, None) for person in people.get(m.name, ())])
         keys = {(o, n) for options in wanted for o, n, _ in options}
         if not keys:
             return set()
@@ -891,6 +958,20 @@ def _rating(t: Triple, message: StoredMessage) -> Rating:
     if t.confidence <= HEDGED_CONFIDENCE:
         return Rating.Hard
     return Rating.Good
+
+
+CONSOLIDATED_COVERAGE = 0.6  # share of a message's content words its facts must say for its episode to go
+
+
+def _covered(text: str, said: Sequence[str]) -> bool:
+    """Whether the facts (``said``: their words, and the speaker's name) say most of what ``text`` says."""
+    words = content_words(text)
+    joined = " ".join(w.replace("_", " ") for w in said)
+    if not set(re.findall(r"\d+", text)) <= set(re.findall(r"\d+", joined)):
+        return False  # a number the facts lost ("ran 24 km") keeps the episode
+    if not words:
+        return True
+    return len(words & content_words(joined)) / len(words) >= CONSOLIDATED_COVERAGE
 
 
 def _with_owners(t: Triple) -> Triple:

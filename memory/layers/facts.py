@@ -44,7 +44,7 @@ class FactRelevance:
     # Facts taken from the walk (best retrievability first: the dozen recall returned before). Each one's
     # sentence vector is stored when it is written (sql/012); one written before is embedded here (MiniLM on 2
     # cores: 7 ms for one, 20 ms for 12, 48 ms for 40).
-    candidates: int = 12
+    candidates: int = 40  # 12 cut a person's own facts on a busy server (bench/dream_months.py: see docs/dream.md)
     # On the (1 + cos) / 2 scale; 0: no relevance ranking (retrievability order). Ranked ahead of the episodes,
     # 0.6-0.75 scored alike on the generated dev split and 0.75 best on the hand-written one; after them it
     # changes no ranking, so it is set for the prompt: low enough for "where does my sister live?" to keep
