@@ -59,7 +59,6 @@ _CARD_COLUMNS = "fsrs_state, fsrs_step, stability, difficulty, due, last_review,
 ONE_VALUED_RELATIONS = frozenset({"live_in", "work_at", "work_as", "named"})
 CONTRADICTED_CONFIDENCE = 0.5  # a contradicted edge's confidence is multiplied by this
 REHEARSAL_WINDOW = timedelta(hours=12)  # an episode replayed this long before consolidation was replayed tonight
-REHEARSED_REPS = 3  # FSRS reviews (the statement, then two rehearsals or uses) that make a fact the graph's own
 _MESSAGE_FIELDS = ("id", "scope", "source", "external_id", "channel_id", "author_id", "author_name", "is_bot",
                    "content", "derived_from_id", "created_at", "visible_in", "thread_parent_id")
 WORLD, BOT_OWNER = "", "bot"  # kg_nodes.owner of shared things and of the bot's own; a person's is 'user:<id>'
@@ -518,8 +517,7 @@ class SemanticMemory:
 
     async def mark_consolidated(self, now: datetime, *, scope: str | None = None, min_support: int = 2) -> int:
         """Mark the episodes the graph has taken over: every fact their message states is held on its own
-        (said in ``min_support`` messages, rehearsed REHEARSED_REPS times, or superseded by a newer value),
-        none of its tuples still waits for support, and the facts say most of what the message says
+        (said in ``min_support`` messages, and not superseded by a newer value), none of its tuples still waits for support, and the facts say most of what the message says
         (CONSOLIDATED_COVERAGE of its content words). Decay (dream.replay) lets them go after a while
         unreinforced; the facts keep the message as their source. Returns how many were marked."""
         rows = await self.pool.fetch(
@@ -532,13 +530,13 @@ class SemanticMemory:
                  AND EXISTS (SELECT 1 FROM kg_edge_sources s WHERE s.message_id = ep.message_id)
                  AND NOT EXISTS (
                      SELECT 1 FROM kg_edge_sources s JOIN kg_edges e ON e.id = s.edge_id
-                     WHERE s.message_id = ep.message_id AND e.contradicted_at IS NULL
-                       AND e.evidence_count < $2 AND e.reps < $3)
+                     WHERE s.message_id = ep.message_id
+                       AND (e.contradicted_at IS NOT NULL OR e.evidence_count < $2))
                  AND NOT EXISTS (
                      SELECT 1 FROM kg_gate_log g WHERE g.scope = ep.scope AND g.message_id = ep.message_id
                        AND g.action = 'route_to_episodic' AND g.consolidated_at IS NULL)
                GROUP BY ep.id, m.content, m.author_name""",
-            scope, min_support, REHEARSED_REPS)
+            scope, min_support)
         # Only what the facts say in full: "I ran 27 km along the river" is more than (ana, run, km).
         held = [r["id"] for r in rows if _covered(r["content"], [r["author_name"], *r["said"]])]
         if held:
