@@ -549,3 +549,24 @@ async def test_a_month_later_unreinforced_trivia_fades_and_substance_stays(app: 
     assert sum(t in ("ok", "lol", "haha") for t in left) < sum(t in ("ok", "lol", "haha") for t in kinds["trivia"])
     assert await pool.fetchval("SELECT count(*) FROM episodes WHERE salience < $1", TRIVIA) < trivia_before
     assert set(kinds["substantive"]) <= set(left)
+
+
+async def test_a_proposal_made_in_a_callers_transaction_is_undone_with_it(app: App) -> None:
+    """Layers propose through governance with their own connection (memory.proposer.Proposer): the proposal
+    and its sources are stored, or not, with what the layer writes beside it."""
+    now = datetime.now(UTC)
+    from memory.conversation import NewMessage
+
+    said = await app.conversations.add(NewMessage("g1", "console", "x0", "c1", "u1", "ana", "tea is best", now))
+
+    class Undo(Exception):
+        pass
+
+    with pytest.raises(Undo):
+        async with app.db.pool.acquire() as conn, conn.transaction():
+            p = await app.governance.propose("persona", "t", {}, "r", {}, centroid=None, now=now, scope="g1",
+                                             sources=[(said.id, "tea is best")], conn=conn)
+            assert await conn.fetchval("SELECT count(*) FROM proposal_sources WHERE proposal_id = $1", p.id) == 1
+            raise Undo
+    assert await app.db.pool.fetchval("SELECT count(*) FROM proposals") == 0
+    assert await app.db.pool.fetchval("SELECT count(*) FROM proposal_sources") == 0
