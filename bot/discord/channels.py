@@ -18,7 +18,7 @@ from discord.ext import commands
 
 from bot.discord.admin import is_admin, reply
 from bot.discord.chat import visibility_of
-from bot.discord.participation import ChannelSetting
+from memory.participation import ChannelSetting
 from bot.discord.rules import channel_mode
 from memory.fields import display_text
 

@@ -1,7 +1,7 @@
 """The dream channels: proposals posted from the outbox with reactions and persistent buttons; votes go to Governance.
 
 Each server's proposals and digests go to its own dream channel only, and those about no one server to the
-bot's owner (``bot.discord.dream_channels`` says where, ``DreamRouter`` posts there). Proposals are stored
+bot's owner (``dream.channels`` says where, ``DreamRouter`` posts there). Proposals are stored
 first and posted from the outbox (dream/outbox.py): on ready, every minute, and right after `/dream run` or
 `/dream channel set`, so one made while the channel was unreachable, or by `hippobot dream` with the bot
 off, is posted when it can be; a server with no dream channel keeps its proposals waiting. Raw reaction
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import discord
 from discord.ext import commands, tasks
 
-from bot.discord.dream_channels import Destination, DreamChannelStore, destination, is_server_scope
+from dream.channels import Destination, DreamChannelStore, destination, is_server_scope
 from dream.governance import PENDING, GovernanceError, NotAnApprover, Proposal, VoteOutcome, Voter
 
 if TYPE_CHECKING:

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from bot.discord.dream_channels import DreamChannelStore
-from bot.discord.guild_view import GuildView
-from bot.discord.participation import ParticipationStore
+from dream.channels import DreamChannelStore
+from dream.guild_view import GuildView
 from dream.outbox import Outbox
 from memory.mine import MemoryOfPerson
+from memory.participation import ParticipationStore
 from memory.persona.store import PersonaStore
 
 if TYPE_CHECKING:
