@@ -198,6 +198,12 @@ class App:
             gate = WriteGate(settings.gate_alpha_surprise, settings.gate_beta_novelty, settings.gate_delta_pin,
                              settings.gate_tau)
             prompts = prompt_builder(settings, llm) if llm is not None else None
+            # the layers propose through it (memory.proposer.Proposer); their kinds are registered below
+            governance = Governance(
+                pool,
+                ApproverPolicy(frozenset({settings.approver_role}), quorum=settings.approval_quorum),
+                ttl=timedelta(hours=settings.proposal_ttl_hours),
+            )
             episodes_layer = EpisodesLayer(episodes, gate, embedder)
             semantic = None
             # The memory layers, in the order their recall is reported. Adding a layer is one line here.
@@ -219,7 +225,7 @@ class App:
                 # a configured (not the bundled base) model scores evidence with the seed's classifier
                 layers.append(PersonaLayer(pool, embedder, graph=semantic,
                                            llm=llm if llm is not None and settings.model is not None else None,
-                                           proposal_ttl=timedelta(hours=settings.proposal_ttl_hours)))
+                                           proposer=governance))
             if settings.resonance_enabled:
                 layers.append(ResonanceLayer(pool, llm, bot_name=settings.bot_name))
             if settings.places_enabled:
@@ -228,7 +234,7 @@ class App:
             layers.append(WeightsLayer(pool, settings.data_dir / "adapters", trainer=distiller(settings, llm),
                                        semantic=semantic, enabled=settings.distill_enabled,
                                        bot_name=settings.bot_name,
-                                       proposal_ttl=timedelta(hours=settings.proposal_ttl_hours),
+                                       proposer=governance,
                                        policy=DistillPolicy(min_new_messages=settings.distill_min_new_messages)))
             clock = clock or SystemClock()
             recall = Recall(layers, timeout=settings.layer_timeout_s)
@@ -251,11 +257,6 @@ class App:
             importer = Importer(
                 conversations, episodes, router, archetype_store, embedder,
                 replace(gate, tau=settings.import_gate_tau), max_chars=settings.max_message_chars, absorber=absorber,
-            )
-            governance = Governance(
-                pool,
-                ApproverPolicy(frozenset({settings.approver_role}), quorum=settings.approval_quorum),
-                ttl=timedelta(hours=settings.proposal_ttl_hours),
             )
             for layer in layers:  # what approving a layer's proposals does (e.g. persona shifts, adapters)
                 governance.register_kinds(layer.proposal_kinds())

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from bot.config import Settings
-from bot.discord.participation import ParticipationStore
+from memory.participation import ParticipationStore
 from bot.discord.rules import jump_link
 from bot.forget_cli import NotFound
 from bot.forget_cli import _person as resolve_person  # the one rule for naming a person on the command line

@@ -242,6 +242,7 @@ class Governance:
         scope: str | None = None,
         sources: Sequence[tuple[int, str | None]] = (),
         worded_by: Collection[int] = (),
+        conn: asyncpg.Connection | None = None,
     ) -> Proposal:
         """Store a pending proposal for ``scope`` (None: global), queued for the outbox to post.
 
@@ -249,7 +250,9 @@ class Governance:
         proposal cites: forgetting one later redacts its words. ``worded_by``: the sources whose
         words the proposal's name, title, description, rationale or evidence terms hold; forgetting
         one of them redacts that wording. A source that is already gone is redacted now; one from
-        another scope is a GovernanceError.
+        another scope is a GovernanceError. ``conn``: store it in the caller's transaction (a memory
+        layer's, beside the state that refers to it); None: in a transaction of its own.
+        This is ``memory.proposer.Proposer``: the one way anything stores a proposal.
         """
         if kind not in self._kinds:
             raise UnknownKind(kind)
@@ -259,7 +262,12 @@ class Governance:
         worded = {int(i) for i in worded_by}
         for message_id in worded:  # a message the wording draws on is a source too
             cited.setdefault(message_id, None)
-        async with self._pool.acquire() as conn, conn.transaction():
+        if conn is None:
+            async with self._pool.acquire() as own:
+                return await self.propose(kind, title, payload, rationale, evidence, centroid=centroid, now=now,
+                                          dream_run_id=dream_run_id, scope=scope, sources=sources,
+                                          worded_by=worded_by, conn=own)
+        async with conn.transaction():  # a savepoint when it joins the caller's transaction
             if scope is not None:
                 # An example quoted word for word from one of the scope's messages is cited even when
                 # the caller did not say so: forgetting that message must redact it too.

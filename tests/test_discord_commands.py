@@ -19,6 +19,7 @@ from bot.brain import IncomingTurn
 from bot.discord.admin import AdminCog
 from bot.discord.chat import read_text_attachments
 from bot.discord.dream import DreamCog, ProposalButton
+from bot.discord.services import Services
 from bot.discord.rules import MessageFacts, parse_message_link, scope_for, should_answer, split_message
 from bot.discord.streaming import StreamingReply
 
@@ -71,8 +72,13 @@ def said(i: MagicMock) -> str:
 
 
 def fake_bot(app: App, **settings: object) -> SimpleNamespace:
-    return SimpleNamespace(app=app, settings=app.settings.model_copy(update=settings), user=None,
-                           get_cog=lambda name: None)
+    return SimpleNamespace(settings=app.settings.model_copy(update=settings), user=None, get_cog=lambda name: None)
+
+
+def cog_args(app: App, **settings: object) -> tuple[SimpleNamespace, Services]:
+    """A cog's constructor arguments without a client: a fake bot and the services the real bot builds."""
+    bot = fake_bot(app, **settings)
+    return bot, Services.of(app)
 
 
 async def talk(app: App, user_id: int, text: str, *, scope: str = str(GUILD), channel: str = "42",
@@ -92,7 +98,7 @@ async def two_speakers(app: App) -> App:
 
 async def test_forget_me_asks_first_then_removes_only_that_user(two_speakers: App) -> None:
     app = two_speakers
-    cog = AdminCog(fake_bot(app))  # type: ignore[arg-type]
+    cog = AdminCog(*cog_args(app))  # type: ignore[arg-type]
     ask = interaction(member(111))
     await cog.forget_me.callback(cog, ask)
     view = ask.response.send_message.call_args.kwargs["view"]
@@ -112,7 +118,7 @@ async def test_forget_me_asks_first_then_removes_only_that_user(two_speakers: Ap
 
 async def test_config_show_never_prints_secrets(app: App) -> None:
     settings = app.settings.model_copy(update={"discord_token": SecretStr("very-secret")})
-    cog = AdminCog(SimpleNamespace(app=app, settings=settings, user=None))  # type: ignore[arg-type]
+    cog = AdminCog(SimpleNamespace(settings=settings, user=None), Services.of(app))  # type: ignore[arg-type]
     i = interaction(member(2, manage=True))
     await cog.config_show.callback(cog, i)
     assert "very-secret" not in said(i) and "********" in said(i)
@@ -120,7 +126,7 @@ async def test_config_show_never_prints_secrets(app: App) -> None:
 
 async def test_whatdoyouknow_lists_only_the_askers_memories(two_speakers: App) -> None:
     app = two_speakers
-    cog = AdminCog(fake_bot(app))  # type: ignore[arg-type]
+    cog = AdminCog(*cog_args(app))  # type: ignore[arg-type]
     i = interaction(member(111))
     await cog.whatdoyouknow.callback(cog, i)
     assert "peanuts" in said(i) and "trumpet" not in said(i)
@@ -133,7 +139,7 @@ async def test_whatdoyouknow_shows_a_restricted_channels_memories_only_there(app
     await reply.complete()
     await talk(app, 111, "I am allergic to peanuts")
     await app.brain.drain()
-    cog = AdminCog(fake_bot(app))  # type: ignore[arg-type]
+    cog = AdminCog(*cog_args(app))  # type: ignore[arg-type]
     public = interaction(member(111))  # asked in channel 42, which everyone sees
     await cog.whatdoyouknow.callback(cog, public)
     assert "peanuts" in said(public) and "salary" not in said(public)
@@ -302,7 +308,7 @@ async def test_memory_stats_show_only_this_server(app: App) -> None:
         await talk(app, 222, f"elsewhere {text}", scope=str(OTHER))
     await app.brain.drain()
     await propose(app, str(OTHER), "their_idea")
-    cog = AdminCog(fake_bot(app))  # type: ignore[arg-type]
+    cog = AdminCog(*cog_args(app))  # type: ignore[arg-type]
     i = interaction(member(2, manage=True))
     await cog.memory_stats.callback(cog, i)
     assert "messages: 2" in said(i) and "people: 1" in said(i) and "pending proposals: 0" in said(i)
@@ -319,7 +325,7 @@ async def test_dream_status_shows_this_servers_runs_and_the_nightly_ones_only(ap
             scope)
     await propose(app, str(OTHER), "their_idea")
     await propose(app, str(GUILD), "our_idea")
-    cog = AdminCog(fake_bot(app))  # type: ignore[arg-type]
+    cog = AdminCog(*cog_args(app))  # type: ignore[arg-type]
     i = interaction(member(2, manage=True))
     await cog.dream_status.callback(cog, i)
     lines = said(i).splitlines()
@@ -330,7 +336,7 @@ async def test_dream_status_shows_this_servers_runs_and_the_nightly_ones_only(ap
 
 
 async def test_dream_run_dreams_only_this_server(app: App) -> None:
-    cog = AdminCog(fake_bot(app))  # type: ignore[arg-type]
+    cog = AdminCog(*cog_args(app))  # type: ignore[arg-type]
     i = interaction(member(2, manage=True))
     await cog.dream_run.callback(cog, i)
     assert i.response.defer.await_count == 1
@@ -338,7 +344,7 @@ async def test_dream_run_dreams_only_this_server(app: App) -> None:
 
 
 async def test_config_show_names_only_this_servers_channels(app: App) -> None:
-    cog = AdminCog(fake_bot(app, discord_allowed_channels=[42, 9191], dream_channel_id=9292))  # type: ignore[arg-type]
+    cog = AdminCog(*cog_args(app, discord_allowed_channels=[42, 9191], dream_channel_id=9292))  # type: ignore[arg-type]
     i = interaction(member(2, manage=True), channels=(42, 43))
     await cog.config_show.callback(cog, i)
     assert "42" in said(i) and "9191" not in said(i) and "9292" not in said(i)
@@ -346,7 +352,7 @@ async def test_config_show_names_only_this_servers_channels(app: App) -> None:
 
 
 async def test_archetype_disable_is_this_servers_override_with_who_did_it(app: App) -> None:
-    cog = AdminCog(fake_bot(app))  # type: ignore[arg-type]
+    cog = AdminCog(*cog_args(app))  # type: ignore[arg-type]
     i = interaction(member(2, manage=True))
     await cog.archetype_disable.callback(cog, i, "technical_debugging")
     assert "disabled in this server" in said(i)
@@ -370,7 +376,7 @@ async def test_admin_and_votes_use_one_approver_rule(app: App) -> None:
     from dream.governance import ApproverPolicy
 
     app.governance.policy = ApproverPolicy(frozenset({"council"}))
-    cog = AdminCog(fake_bot(app))  # type: ignore[arg-type]
+    cog = AdminCog(*cog_args(app))  # type: ignore[arg-type]
     old_role = interaction(member(3, roles=("hippobot-approver",)))
     await cog.memory_stats.callback(cog, old_role)
     assert "needs Manage Server or the approver role" in said(old_role)
@@ -389,7 +395,7 @@ async def test_a_vote_button_defers_before_the_vote(app: App) -> None:
         return await vote(*args, **kwargs)
 
     app.governance.vote = recording_vote  # type: ignore[method-assign]
-    cog = DreamCog(fake_bot(app))  # type: ignore[arg-type]
+    cog = DreamCog(*cog_args(app))  # type: ignore[arg-type]
     client = SimpleNamespace(get_cog=lambda name: cog)
     i = interaction(member(3, roles=("hippobot-approver",)), client)
     i.response.defer.side_effect = lambda **kw: order.append("defer")
@@ -410,7 +416,7 @@ async def test_forget_me_answers_before_forgetting(two_speakers: App) -> None:
         return await forget_author(*args, **kwargs)
 
     app.provenance.forget_author = recording  # type: ignore[method-assign]
-    cog = AdminCog(fake_bot(app))  # type: ignore[arg-type]
+    cog = AdminCog(*cog_args(app))  # type: ignore[arg-type]
     ask = interaction(member(111))
     await cog.forget_me.callback(cog, ask)
     confirm = interaction(member(111))
@@ -422,7 +428,7 @@ async def test_forget_me_answers_before_forgetting(two_speakers: App) -> None:
 async def test_memory_recall_links_its_sources(app: App) -> None:
     await talk(app, 111, "my cat Miso loves tuna", external_id="987654321")
     await app.brain.drain()
-    cog = AdminCog(fake_bot(app))  # type: ignore[arg-type]
+    cog = AdminCog(*cog_args(app))  # type: ignore[arg-type]
     i = interaction(member(2, manage=True))
     await cog.memory_recall.callback(cog, i, "what does Miso eat?")
     assert f"<https://discord.com/channels/{GUILD}/42/987654321>" in said(i)
@@ -453,7 +459,7 @@ async def test_dream_adapter_status_and_rollback_are_this_servers(app: App, tmp_
            VALUES ($1, 'active', $2, 'x', $3, $4) RETURNING id""", scope, str(second_path), datetime.now(UTC), first)
     await pool.execute("INSERT INTO adapters (scope, status, path, base_model, created_at) "
                        "VALUES ('999', 'active', $1, 'x', now())", str(tmp_path))
-    cog = AdminCog(fake_bot(app))  # type: ignore[arg-type]
+    cog = AdminCog(*cog_args(app))  # type: ignore[arg-type]
     nobody = interaction(member(1))
     await cog.adapter_rollback.callback(cog, nobody)
     assert "needs Manage Server" in said(nobody)

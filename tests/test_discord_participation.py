@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 
 import asyncpg
 
-from bot.discord.participation import ParticipationStore, optout_digest
+from memory.participation import ParticipationStore, optout_digest
 from bot.discord.ratelimit import RateLimiter
 from bot.discord.rules import MessageFacts, Part, channel_mode, split_message, take_part
 from bot.discord.streaming import StreamingReply

@@ -555,3 +555,24 @@ async def test_a_month_later_unreinforced_trivia_fades_and_substance_stays(app: 
     gone = set(kinds["substantive"]) - set(left)
     assert gone <= held, sorted(gone - held)[:5]
     assert len(gone) < len(set(kinds["substantive"])) / 2, "most substantive episodes stay"
+
+
+async def test_a_proposal_made_in_a_callers_transaction_is_undone_with_it(app: App) -> None:
+    """Layers propose through governance with their own connection (memory.proposer.Proposer): the proposal
+    and its sources are stored, or not, with what the layer writes beside it."""
+    now = datetime.now(UTC)
+    from memory.conversation import NewMessage
+
+    said = await app.conversations.add(NewMessage("g1", "console", "x0", "c1", "u1", "ana", "tea is best", now))
+
+    class Undo(Exception):
+        pass
+
+    with pytest.raises(Undo):
+        async with app.db.pool.acquire() as conn, conn.transaction():
+            p = await app.governance.propose("persona", "t", {}, "r", {}, centroid=None, now=now, scope="g1",
+                                             sources=[(said.id, "tea is best")], conn=conn)
+            assert await conn.fetchval("SELECT count(*) FROM proposal_sources WHERE proposal_id = $1", p.id) == 1
+            raise Undo
+    assert await app.db.pool.fetchval("SELECT count(*) FROM proposals") == 0
+    assert await app.db.pool.fetchval("SELECT count(*) FROM proposal_sources") == 0

@@ -128,8 +128,8 @@ async def test_a_deleted_channel_takes_its_threads_with_it(app: App) -> None:
 async def test_forgetting_an_admin_leaves_neither_their_id_nor_their_name_on_what_they_decided(app: App) -> None:
     """Their votes stay as the record of a decision, but nobody's name or id stays on it: not on the vote, not
     on the proposal's decision or the archetype it approved, not on the settings they made in the server."""
-    from bot.discord.dream_channels import DreamChannelStore
-    from bot.discord.participation import ParticipationStore
+    from dream.channels import DreamChannelStore
+    from memory.participation import ParticipationStore
 
     mod_id, mod_name = "u-modesta-3", "Modesta"
     now = datetime.now(UTC)

@@ -299,7 +299,7 @@ async def test_an_import_leaves_a_live_turns_pending_absorption_to_the_live_turn
 async def test_someone_who_opted_out_is_not_remembered_from_an_imported_file(app: App, tmp_path: Path) -> None:
     """/memory optout stops the bot storing what the person says in the server: an import of the server's
     history must not store it either (only in that server: another scope imports them as usual)."""
-    from bot.discord.participation import ParticipationStore
+    from memory.participation import ParticipationStore
 
     admit_everything(app)
     await ParticipationStore(app.db.pool).opt_out("g1", "77", datetime(2026, 11, 1, tzinfo=UTC))

@@ -446,11 +446,11 @@ async def test_the_cli_shows_the_persona_its_json_and_its_history(app: App, db_u
 
 async def test_the_discord_commands_show_for_everyone_and_reset_only_as_an_approved_proposal(app: App) -> None:
     from bot.discord.persona import PersonaCog
-    from tests.test_discord_commands import GUILD, fake_bot, interaction, member, said
+    from tests.test_discord_commands import GUILD, cog_args, interaction, member, said
 
     layer = await persona_app(app)
     await say(app, *STRONG_FOR, *FILLER[:COOLING_PERIOD], scope=str(GUILD), channel="42")
-    cog = PersonaCog(fake_bot(app))  # type: ignore[arg-type]
+    cog = PersonaCog(*cog_args(app))  # type: ignore[arg-type]
     show = interaction(member(111))
     await cog.show.callback(cog, show)  # type: ignore[arg-type]
     assert "remote work" in said(show) and "Snapshot:" in said(show)

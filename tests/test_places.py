@@ -18,6 +18,7 @@ import pytest
 from bot import places_cli
 from bot.app import App
 from bot.discord.places import PlacesCog
+from bot.discord.services import Services
 from memory.conversation import ConversationStore, NewMessage, StoredMessage
 from memory.errors import InvalidInput
 from memory.layers.macros import MacrosLayer
@@ -490,7 +491,7 @@ async def test_recall_adds_where_and_what_worked_when_the_plan_asks(app: App, em
     assert "spatial gate attempts" in out.getvalue()
     args.stats, args.text = False, ""
     assert await places_cli.run(app.settings, args, io.StringIO(), embedder=embedder) == 2
-    cog = PlacesCog(SimpleNamespace(app=app, settings=app.settings))  # type: ignore[arg-type]
+    cog = PlacesCog(SimpleNamespace(), Services.of(app))  # type: ignore[arg-type]
     i = MagicMock(spec=discord.Interaction)
     i.user = SimpleNamespace(id=7)
     i.guild_id, i.channel_id, i.channel = int("1"), 42, None
@@ -540,7 +541,7 @@ async def test_whereto_in_a_server_keeps_a_restricted_channels_places_and_proced
     ok = await h.say("ana", "200", "thanks, that worked!", visible_in="200")
     for m in (q, tip, ok):
         await absorb((places, macros), embedder, m)
-    cog = PlacesCog(SimpleNamespace(app=app, settings=app.settings))  # type: ignore[arg-type]
+    cog = PlacesCog(SimpleNamespace(), Services.of(app))  # type: ignore[arg-type]
     outside = interaction(77, 100)  # the public channel of the same server
     await PlacesCog.whereto.callback(cog, outside, "banning spam accounts")
     answer = said(outside)
@@ -597,7 +598,7 @@ async def test_a_check_mark_on_a_question_resolves_its_place_in_that_server_only
     h = History(app.db.pool, scope="77", source="discord")
     q = await h.say("ana", "100", DOCKER[0])
     await absorb((places, macros), embedder, q)
-    cog = ReactionsCog(SimpleNamespace(app=app, user=None))  # type: ignore[arg-type]
+    cog = ReactionsCog(SimpleNamespace(user=None), Services.of(app))  # type: ignore[arg-type]
 
     def check(guild: int) -> SimpleNamespace:
         return SimpleNamespace(emoji="✅", channel_id=100, message_id=q.external_id, user_id=5, guild_id=guild,
@@ -628,7 +629,7 @@ async def test_the_askers_cross_on_a_reply_is_a_failure_of_the_procedures_it_sug
     reply = await app.conversations.add(NewMessage(
         "77", "discord", "r1", "100", "bot", "hippobot", "Open the member list, right-click it and choose Ban.",
         later.created_at + timedelta(seconds=5), is_bot=True, derived_from_id=later.id))
-    cog = ReactionsCog(SimpleNamespace(app=app, user=None))  # type: ignore[arg-type]
+    cog = ReactionsCog(SimpleNamespace(user=None), Services.of(app))  # type: ignore[arg-type]
 
     def react(emoji: str, user: str, guild: int = 77) -> SimpleNamespace:
         return SimpleNamespace(emoji=emoji, channel_id=100, message_id=reply.external_id, user_id=user,

@@ -209,6 +209,7 @@ async def test_recalled_moments_count_their_uses(app: App, resonance: ResonanceL
 async def test_reactions_replies_and_deletes_change_quality(app: App, resonance: ResonanceLayer,
                                                             llm: ScriptedLLM) -> None:
     from bot.discord.reactions import ReactionsCog
+    from bot.discord.services import Services
 
     now = datetime.now(UTC)
     await say(app, llm, "What did you get for Christmas?", GOOD_REPLY)
@@ -226,8 +227,8 @@ async def test_reactions_replies_and_deletes_change_quality(app: App, resonance:
     assert (await resonance.replied_to("console", "c1", ext, "u-cy", now=now) or 0) > up
 
     # the Discord cog: a raw reaction event on the reply, the bot's own reactions ignored
-    bot = SimpleNamespace(app=app, user=SimpleNamespace(id=99))
-    cog = ReactionsCog(bot)  # type: ignore[arg-type]
+    bot = SimpleNamespace(user=SimpleNamespace(id=99))
+    cog = ReactionsCog(bot, Services.of(app))  # type: ignore[arg-type]
     await app.db.pool.execute("UPDATE messages SET source = 'discord', channel_id = '5', external_id = '77' "
                               "WHERE is_bot")
     before = await app.db.pool.fetchval("SELECT quality FROM resonance_moments")

@@ -24,22 +24,19 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.discord.dream import digest_for, voter_from
-from bot.discord.dream_channels import DreamChannelStore
-from bot.discord.guild_view import GuildView
 from bot.discord.mine import Pager, export_filename, link_for, mine_pages, send_export
-from bot.discord.participation import ParticipationStore
 from bot.discord.rules import guild_settings_view, parse_message_link, scope_for, source_label
 from dream.governance import PENDING, ApproverPolicy
-from dream.outbox import Outbox
 from memory.archetypes import Archetype
 from memory.errors import MemoryStoreError
 from memory.fields import display_text
 from memory.layers.weights import AdapterError
-from memory.mine import Holdings, MemoryOfPerson, export_documents
+from memory.mine import Holdings, export_documents
 from memory.recall import ContextBundle
 
 if TYPE_CHECKING:
     from bot.discord.client import HippoBotBase
+    from bot.discord.services import Services
 
 log = logging.getLogger(__name__)
 
@@ -69,9 +66,9 @@ async def reply(interaction: discord.Interaction, text: str, *, ephemeral: bool 
 
 
 class ConfirmForget(discord.ui.View):
-    def __init__(self, bot: HippoBotBase, scope: str, user_id: int) -> None:
+    def __init__(self, services: Services, scope: str, user_id: int) -> None:
         super().__init__(timeout=120)
-        self.bot, self.scope, self.user_id = bot, scope, user_id
+        self.services, self.scope, self.user_id = services, scope, user_id
         self.report: str | None = None
 
     @discord.ui.button(label="Forget everything about me", style=discord.ButtonStyle.danger)
@@ -82,7 +79,7 @@ class ConfirmForget(discord.ui.View):
         self.stop()
         # answer (and take the buttons away) before the work, which may outlast Discord's 3 seconds
         await interaction.response.edit_message(content="Forgetting…", view=None)
-        report = await self.bot.app.provenance.forget_author(self.scope, str(self.user_id))
+        report = await self.services.provenance.forget_author(self.scope, str(self.user_id))
         self.report = str(report)
         await interaction.edit_original_response(content=f"Done: {report}.")
 
@@ -104,15 +101,16 @@ class AdminCog(commands.Cog):
     config = app_commands.Group(name="config", description="Bot settings", guild_only=True)
     forget = app_commands.Group(name="forget", description="Make the bot forget", allowed_contexts=dm_or_guild())
 
-    def __init__(self, bot: HippoBotBase) -> None:
+    def __init__(self, bot: HippoBotBase, services: Services) -> None:
         self.bot = bot
-        self.view = GuildView(bot.app.db.pool)
-        self.participation = ParticipationStore(bot.app.db.pool)
-        self.dream_channels = DreamChannelStore(bot.app.db.pool)
-        self.mine = MemoryOfPerson(bot.app.db.pool)
+        self.services = services
+        self.view = services.guild_view
+        self.participation = services.participation
+        self.dream_channels = services.dream_channels
+        self.mine = services.mine
 
     async def _admin(self, interaction: discord.Interaction) -> bool:
-        if interaction.guild_id is not None and is_admin(interaction, self.bot.app.governance.policy):
+        if interaction.guild_id is not None and is_admin(interaction, self.services.governance.policy):
             return True
         where = "" if interaction.guild_id is not None else ", in a server"
         await reply(interaction, f"This command needs Manage Server or the approver role{where}.")
@@ -128,8 +126,8 @@ class AdminCog(commands.Cog):
         if not await self._admin(interaction):
             return
         scope = self._scope(interaction)
-        stats: dict[str, object] = dict(await self.bot.app.conversations.stats(scope))
-        for layer in self.bot.app.brain.layers:  # each layer's own figures (the seam's stats hook)
+        stats: dict[str, object] = dict(await self.services.conversations.stats(scope))
+        for layer in self.services.brain.layers:  # each layer's own figures (the seam's stats hook)
             stats.update(await layer.stats(scope))
         pending = await self.view.pending_proposals(scope)
         await reply(interaction, "\n".join(f"{k}: {v}" for k, v in stats.items()) + f"\npending proposals: {pending}")
@@ -139,7 +137,7 @@ class AdminCog(commands.Cog):
         if not await self._admin(interaction):
             return
         try:
-            bundle = await self.bot.app.brain.context(text, self._scope(interaction),
+            bundle = await self.services.brain.context(text, self._scope(interaction),
                                                       channel_id=str(interaction.channel_id),
                                                       visible_channel=visible_channel(interaction))
         except MemoryStoreError as exc:
@@ -157,7 +155,7 @@ class AdminCog(commands.Cog):
             return
         scope = self._scope(interaction)
         if user is not None:
-            report = await self.bot.app.provenance.forget_author(scope, str(user.id))
+            report = await self.services.provenance.forget_author(scope, str(user.id))
             await reply(interaction, f"{user.display_name}: {report}.")
             return
         link = parse_message_link(message or "")
@@ -165,7 +163,7 @@ class AdminCog(commands.Cog):
             await reply(interaction, "That is not a link to a message in this server.")
             return
         # only inside this guild's scope: a link naming this guild but another server's channel finds nothing
-        found = await self.bot.app.provenance.forget_transport_message(
+        found = await self.services.provenance.forget_transport_message(
             "discord", str(link.channel_id), str(link.message_id), scope=scope)
         await reply(interaction, f"{found}." if found else "I hold nothing from that message.")
 
@@ -177,12 +175,12 @@ class AdminCog(commands.Cog):
         if link is None or link.guild_id != interaction.guild_id:
             await reply(interaction, "That is not a link to a message in this server.")
             return
-        stored = await self.bot.app.conversations.find_transport("discord", str(link.channel_id), str(link.message_id))
+        stored = await self.services.conversations.find_transport("discord", str(link.channel_id), str(link.message_id))
         if stored is None or stored.scope != self._scope(interaction):  # another server's message: not ours to touch
             await reply(interaction, "I hold nothing from that message.")
             return
-        pinned = await self.bot.app.episodes.pin(stored.scope, stored.id)
-        semantic = self.bot.app.brain.semantic
+        pinned = await self.services.episodes.pin(stored.scope, stored.id)
+        semantic = self.services.brain.semantic
         facts = await semantic.pin(stored.scope, stored.id, datetime.now(UTC)) if semantic is not None else 0
         await reply(interaction, f"Pinned{f', with {facts} fact(s)' if facts else ''}." if pinned or facts
                     else "That message has no memory to pin yet.")
@@ -195,7 +193,7 @@ class AdminCog(commands.Cog):
             return
         scope = self._scope(interaction)
         new = await self.participation.opt_out(scope, str(interaction.user.id), datetime.now(UTC))
-        view = ConfirmForget(self.bot, scope, interaction.user.id)
+        view = ConfirmForget(self.services, scope, interaction.user.id)
         await interaction.response.send_message(
             ("From now on" if new else "You had already opted out: as before,")
             + " nothing you say in this server is stored. I still answer when you talk to me, and keep neither "
@@ -241,7 +239,7 @@ class AdminCog(commands.Cog):
         if held.empty:
             await reply(interaction, f"I hold nothing about you {where}, so there is nothing to export.")
             return
-        now = self.bot.app.brain.clock.now()
+        now = self.services.brain.clock.now()
         try:
             documents = export_documents(held, now, link=link_for(interaction.guild_id))
         except MemoryStoreError as exc:  # one item larger than a part: cannot happen at Discord's limit
@@ -267,7 +265,7 @@ class AdminCog(commands.Cog):
     async def archetype_list(self, interaction: discord.Interaction) -> None:
         if not await self._admin(interaction):
             return
-        archetypes = await self.bot.app.archetype_store.list_archetypes(scope=self._scope(interaction))
+        archetypes = await self.services.archetype_store.list_archetypes(scope=self._scope(interaction))
         await reply(interaction, f"```\n{format_archetypes(archetypes)}\n```")
 
     @archetype.command(name="show", description="One archetype in full")
@@ -275,7 +273,7 @@ class AdminCog(commands.Cog):
         if not await self._admin(interaction):
             return
         try:
-            a = await self.bot.app.archetype_store.get(name, scope=self._scope(interaction))
+            a = await self.services.archetype_store.get(name, scope=self._scope(interaction))
         except MemoryStoreError as exc:
             await reply(interaction, f"⚠️ {exc}")
             return
@@ -291,12 +289,12 @@ class AdminCog(commands.Cog):
         if not await self._admin(interaction):
             return
         try:
-            await self.bot.app.archetype_store.set_override(self._scope(interaction), name, active,
+            await self.services.archetype_store.set_override(self._scope(interaction), name, active,
                                                             str(interaction.user.id))
         except MemoryStoreError as exc:
             await reply(interaction, f"⚠️ {exc}")
             return
-        await self.bot.app.router.refresh()
+        await self.services.router.refresh()
         await reply(interaction, f"{name} {'enabled' if active else 'disabled'} in this server.")
 
     @archetype.command(name="enable", description="Enable an archetype in this server")
@@ -316,7 +314,7 @@ class AdminCog(commands.Cog):
         await interaction.response.defer(ephemeral=True, thinking=True)
         scope = self._scope(interaction)
         with digest_for(scope):  # its digest goes to this server's dream channel
-            report = await self.bot.app.dream.run(datetime.now(UTC), scope=scope)
+            report = await self.services.dream.run(datetime.now(UTC), scope=scope)
         await self._flush_outbox()  # its proposals, posted now
         await reply(interaction, f"```\n{report.render()}\n```")
 
@@ -331,7 +329,7 @@ class AdminCog(commands.Cog):
             return
         scope = self._scope(interaction)
         lines = [await self._dream_channel_line(interaction)]
-        pending = await self.bot.app.governance.list((PENDING,), scope=scope, now=datetime.now(UTC))
+        pending = await self.services.governance.list((PENDING,), scope=scope, now=datetime.now(UTC))
         lines.append(f"pending proposals: {len(pending)}")
         lines += [f"- proposal #{p.id}: {p.title} (expires {p.expires_at:%Y-%m-%d})" for p in pending[:10]]
         if len(pending) > 10:
@@ -340,8 +338,7 @@ class AdminCog(commands.Cog):
         lines.append("last runs:" if runs else "last runs: none yet")
         lines += [f"#{r.id} {r.trigger} {r.started_at:%Y-%m-%d %H:%M} {r.status}"
                   f"{' (this server)' if r.scope else ' (nightly, every server)'}" for r in runs]
-        scheduler = self.bot.app.scheduler
-        nxt = scheduler.next_run if scheduler else None
+        nxt = self.services.next_dream_run()
         lines.append(f"next run: {nxt:%Y-%m-%d %H:%M %Z}" if nxt else "next run: not scheduled")
         await reply(interaction, "\n".join(lines))
 
@@ -377,7 +374,7 @@ class AdminCog(commands.Cog):
             return
         scope = self._scope(interaction)
         await self.dream_channels.set(scope, channel.id, str(interaction.user.id), datetime.now(UTC))
-        moved = await Outbox(self.bot.app.db.pool).requeue(scope)  # pending proposals posted elsewhere: here now
+        moved = await self.services.outbox.requeue(scope)  # pending proposals posted elsewhere: here now
         log.info("dream channel of %s set to %s by %s (%d proposal(s) to re-post)", scope, channel.id,
                  interaction.user.id, moved)
         await self._flush_outbox()
@@ -390,7 +387,7 @@ class AdminCog(commands.Cog):
             return
         scope = self._scope(interaction)
         had = await self.dream_channels.clear(scope)
-        await Outbox(self.bot.app.db.pool).requeue(scope)  # to the fallback channel if there is one, else they wait
+        await self.services.outbox.requeue(scope)  # to the fallback channel if there is one, else they wait
         await self._flush_outbox()
         log.info("dream channel of %s cleared by %s", interaction.guild_id, interaction.user.id)
         where = await self._dream_channel_line(interaction)
@@ -401,7 +398,7 @@ class AdminCog(commands.Cog):
     async def adapter_status(self, interaction: discord.Interaction) -> None:
         if not await self._admin(interaction):
             return
-        weights = self.bot.app.brain.layer("weights")
+        weights = self.services.brain.layer("weights")
         text = await weights.report(self._scope(interaction)) if weights else "adapters are not available"
         await reply(interaction, f"```\n{text}\n```")
 
@@ -409,7 +406,7 @@ class AdminCog(commands.Cog):
     async def adapter_rollback(self, interaction: discord.Interaction) -> None:
         if not await self._admin(interaction):
             return
-        weights = self.bot.app.brain.layer("weights")
+        weights = self.services.brain.layer("weights")
         try:
             gone, back = await weights.rollback(self._scope(interaction))
         except AdapterError as exc:
@@ -432,7 +429,7 @@ class AdminCog(commands.Cog):
     @forget.command(name="me", description="Forget everything the bot learned from you here")
     async def forget_me(self, interaction: discord.Interaction) -> None:
         where = "in this server" if interaction.guild_id is not None else "in our DMs"
-        view = ConfirmForget(self.bot, self._scope(interaction), interaction.user.id)
+        view = ConfirmForget(self.services, self._scope(interaction), interaction.user.id)
         await interaction.response.send_message(
             f"This deletes every message of yours the bot stored {where} and everything derived from "
             "them. Sure?", view=view, ephemeral=True)
@@ -443,8 +440,8 @@ class AdminCog(commands.Cog):
         scope, user = self._scope(interaction), str(interaction.user.id)
         # What this channel's audience may see: a restricted channel's memories are shown only there.
         audience = visible_channel(interaction)
-        episodes = await self.bot.app.episodes.by_author(scope, user, 30, visible_channel=audience)
-        semantic = self.bot.app.brain.semantic
+        episodes = await self.services.episodes.by_author(scope, user, 30, visible_channel=audience)
+        semantic = self.services.brain.semantic
         facts = (await semantic.about_author(scope, user, datetime.now(UTC), visible_channel=audience)
                  if semantic else [])
         if not episodes and not facts:

@@ -18,13 +18,13 @@ from discord.ext import commands
 
 from bot.discord.admin import is_admin, reply
 from bot.discord.chat import visibility_of
-from bot.discord.dream_channels import DreamChannelStore
-from bot.discord.participation import ChannelSetting, ParticipationStore
+from memory.participation import ChannelSetting
 from bot.discord.rules import channel_mode
 from memory.fields import display_text
 
 if TYPE_CHECKING:
     from bot.discord.client import HippoBotBase
+    from bot.discord.services import Services
 
 log = logging.getLogger(__name__)
 
@@ -39,10 +39,11 @@ class ChannelCog(commands.Cog):
     channel = app_commands.Group(name="channel", description="How the bot takes part in this server's channels",
                                  guild_only=True)
 
-    def __init__(self, bot: HippoBotBase) -> None:
+    def __init__(self, bot: HippoBotBase, services: Services) -> None:
         self.bot = bot
-        self.participation = ParticipationStore(bot.app.db.pool)
-        self.dream_channels = DreamChannelStore(bot.app.db.pool)
+        self.services = services
+        self.participation = services.participation
+        self.dream_channels = services.dream_channels
 
     async def _dream_channels(self, guild_id: int) -> set[int]:
         """This server's dream channel and the owner's: never conversation, so they have no mode or memory."""
@@ -53,7 +54,7 @@ class ChannelCog(commands.Cog):
                       channel: discord.TextChannel | None) -> discord.TextChannel | None:
         """The channel a command is about (default: where it runs; a thread's parent), or None after saying why
         it cannot be."""
-        if not is_admin(interaction, self.bot.app.governance.policy):
+        if not is_admin(interaction, self.services.governance.policy):
             await reply(interaction, "This command needs Manage Server or the approver role.")
             return None
         target = channel if channel is not None else interaction.channel
@@ -120,7 +121,7 @@ class ChannelCog(commands.Cog):
 
     @channel.command(name="list", description="Each channel's mode and memory at a glance")
     async def list_(self, interaction: discord.Interaction) -> None:
-        if not is_admin(interaction, self.bot.app.governance.policy) or interaction.guild is None:
+        if not is_admin(interaction, self.services.governance.policy) or interaction.guild is None:
             await reply(interaction, "This command needs Manage Server or the approver role.")
             return
         scope = str(interaction.guild_id)

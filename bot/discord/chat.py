@@ -14,9 +14,7 @@ from discord.ext import commands
 
 from bot.brain import Busy, IncomingTurn
 from bot.discord.admin import is_admin
-from bot.discord.dream_channels import DreamChannelStore
 from bot.discord.listening import remember_unanswered
-from bot.discord.participation import ParticipationStore
 from bot.discord.ratelimit import RateLimiter, limit_notice
 from bot.discord.rules import (
     MessageFacts,
@@ -36,6 +34,7 @@ from memory.fields import display_text
 
 if TYPE_CHECKING:
     from bot.discord.client import HippoBotBase
+    from bot.discord.services import Services
 
 log = logging.getLogger(__name__)
 
@@ -116,10 +115,11 @@ class Streaming:
 
 
 class ChatCog(commands.Cog):
-    def __init__(self, bot: HippoBotBase) -> None:
+    def __init__(self, bot: HippoBotBase, services: Services) -> None:
         self.bot = bot
-        self.participation = ParticipationStore(bot.app.db.pool)
-        self.dream_channels = DreamChannelStore(bot.app.db.pool)
+        self.services = services
+        self.participation = services.participation
+        self.dream_channels = services.dream_channels
         settings = bot.settings
         self.limiter = RateLimiter(settings.discord_rate_limit, settings.discord_rate_window_s)
         self.streaming: dict[int, list[Streaming]] = {}  # channel id -> replies being streamed there
@@ -181,7 +181,7 @@ class ChatCog(commands.Cog):
         turn = await self._turn(message)
         if not part.answer:
             try:
-                await remember_unanswered(self.bot.app.brain, turn)
+                await remember_unanswered(self.services.brain, turn)
             except InvalidInput:
                 log.debug("unanswered message %s is empty or too long; not stored", message.id)
             return
@@ -231,7 +231,7 @@ class ChatCog(commands.Cog):
 
         ``store`` False (the author opted out of being remembered here): the Brain's read-only answer, which
         stores neither the message nor the reply and sees no recent turns."""
-        brain = self.bot.app.brain
+        brain = self.services.brain
         if store:
             reply = await brain.respond(turn)
         else:
@@ -285,7 +285,7 @@ class ChatCog(commands.Cog):
     async def stop(self, interaction: discord.Interaction) -> None:
         """The person a reply answers may stop it, and so may an admin (Manage Server or the approver role)."""
         live = self.streaming.get(interaction.channel_id or 0, [])
-        admin = is_admin(interaction, self.bot.app.governance.policy)
+        admin = is_admin(interaction, self.services.governance.policy)
         mine = [s for s in live if s.stopped_by is None and (admin or s.author_id == interaction.user.id)]
         if not mine:
             text = ("I'm not writing a reply to you here right now." if live and not admin
@@ -301,7 +301,7 @@ class ChatCog(commands.Cog):
 
     async def _show_sources(self, message: discord.Message, reply: Any, stream: StreamingReply) -> None:
         """Under a reply that drew on a memory: who said it, when, jump links, and forget buttons."""
-        brain = self.bot.app.brain
+        brain = self.services.brain
         lines = await brain.source_lines(reply.turn.scope, reply.grounding())
         text = sources_text(lines, message.guild.id if message.guild else None)
         if not text or not stream.messages:
@@ -325,7 +325,7 @@ class ChatCog(commands.Cog):
 
     @commands.Cog.listener()
     async def on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
-        report = await self.bot.app.provenance.forget_transport_message(
+        report = await self.services.provenance.forget_transport_message(
             "discord", str(payload.channel_id), str(payload.message_id), scope=_guild_scope(payload.guild_id)
         )
         if report is not None:
@@ -333,21 +333,21 @@ class ChatCog(commands.Cog):
 
     @commands.Cog.listener()
     async def on_raw_bulk_message_delete(self, payload: discord.RawBulkMessageDeleteEvent) -> None:
-        report = await self.bot.app.provenance.forget_transport_messages(
+        report = await self.services.provenance.forget_transport_messages(
             "discord", str(payload.channel_id), [str(i) for i in payload.message_ids],
             scope=_guild_scope(payload.guild_id))
         log.info("%d message(s) bulk-deleted in channel %s: %s", len(payload.message_ids), payload.channel_id, report)
 
     @commands.Cog.listener()
     async def on_guild_channel_delete(self, channel: discord.abc.GuildChannel) -> None:
-        report = await self.bot.app.provenance.forget_channel("discord", str(channel.id),
+        report = await self.services.provenance.forget_channel("discord", str(channel.id),
                                                              scope=_guild_scope(channel.guild.id))
         await self.participation.drop_channel(str(channel.guild.id), str(channel.id))  # its mode and memory too
         log.info("channel %s deleted: %s", channel.id, report)
 
     @commands.Cog.listener()
     async def on_raw_thread_delete(self, payload: discord.RawThreadDeleteEvent) -> None:
-        report = await self.bot.app.provenance.forget_channel("discord", str(payload.thread_id),
+        report = await self.services.provenance.forget_channel("discord", str(payload.thread_id),
                                                              scope=_guild_scope(payload.guild_id))
         log.info("thread %s deleted: %s", payload.thread_id, report)
 
@@ -357,7 +357,7 @@ class ChatCog(commands.Cog):
         if content is None:
             return
         try:
-            await self.bot.app.brain.edit("discord", str(payload.channel_id), str(payload.message_id), content)
+            await self.services.brain.edit("discord", str(payload.channel_id), str(payload.message_id), content)
         except InvalidInput:
             log.info("edit of message %s left it empty or too long; memory unchanged", payload.message_id)
 

@@ -14,10 +14,10 @@ from bot.discord.admin import AdminCog
 from bot.discord.channels import ChannelCog
 from bot.discord.chat import ChatCog
 from bot.discord.dream import DreamCog, ProposalButton
-from bot.discord.guild_view import GuildView
 from bot.discord.persona import PersonaCog
 from bot.discord.places import PlacesCog
 from bot.discord.reactions import ReactionsCog
+from bot.discord.services import Services
 from bot.discord.sources import ForgetSourceButton
 
 log = logging.getLogger(__name__)
@@ -45,15 +45,17 @@ class HippoBotBase(commands.bot.BotBase):
 
     app: App
     settings: Settings
+    services: Services  # what the cogs (and the buttons that outlive them) use of the app
     command_prefix_text = PREFIX
 
     def _init_hippo(self, app: App, settings: Settings) -> None:
         self.app = app
         self.settings = settings
+        self.services = Services.of(app)  # built once, handed to every cog
 
     async def setup_hook(self) -> None:
         for cog in COGS:
-            await self.add_cog(cog(self))  # type: ignore[arg-type]
+            await self.add_cog(cog(self, self.services))  # type: ignore[arg-type]
         self.add_dynamic_items(ProposalButton)  # dream-channel buttons keep working after a restart
         self.add_dynamic_items(ForgetSourceButton)  # so do the forget buttons under replies
         self.add_command(sync)
@@ -94,7 +96,7 @@ async def sync(ctx: commands.Context) -> None:
 @commands.is_owner()
 async def owner_stats(ctx: commands.Context) -> None:
     """Owner only: every scope's counts, sent by DM (a server's channel must not see other servers')."""
-    rows = await GuildView(ctx.bot.app.db.pool).all_scopes()
+    rows = await ctx.bot.services.guild_view.all_scopes()
     lines = [f"{r.scope}: {r.messages} message(s), {r.people} people, {r.episodes} episode(s), "
              f"{r.pending_proposals} pending proposal(s)" for r in rows] or ["nothing stored yet"]
     text = "\n".join(lines)

@@ -1,7 +1,7 @@
 """The dream channels: proposals posted from the outbox with reactions and persistent buttons; votes go to Governance.
 
 Each server's proposals and digests go to its own dream channel only, and those about no one server to the
-bot's owner (``bot.discord.dream_channels`` says where, ``DreamRouter`` posts there). Proposals are stored
+bot's owner (``dream.channels`` says where, ``DreamRouter`` posts there). Proposals are stored
 first and posted from the outbox (dream/outbox.py): on ready, every minute, and right after `/dream run` or
 `/dream channel set`, so one made while the channel was unreachable, or by `hippobot dream` with the bot
 off, is posted when it can be; a server with no dream channel keeps its proposals waiting. Raw reaction
@@ -27,12 +27,12 @@ from typing import TYPE_CHECKING, Any
 import discord
 from discord.ext import commands, tasks
 
-from bot.discord.dream_channels import Destination, DreamChannelStore, destination, is_server_scope
+from dream.channels import Destination, DreamChannelStore, destination, is_server_scope
 from dream.governance import PENDING, GovernanceError, NotAnApprover, Proposal, VoteOutcome, Voter
-from dream.outbox import Outbox
 
 if TYPE_CHECKING:
     from bot.discord.client import HippoBotBase
+    from bot.discord.services import Services
 
 log = logging.getLogger(__name__)
 
@@ -210,10 +210,11 @@ class DreamRouter:
 
 
 class DreamCog(commands.Cog):
-    def __init__(self, bot: HippoBotBase) -> None:
+    def __init__(self, bot: HippoBotBase, services: Services) -> None:
         self.bot = bot
-        self.outbox = Outbox(bot.app.db.pool)
-        self.channels = DreamChannelStore(bot.app.db.pool)
+        self.services = services
+        self.outbox = services.outbox
+        self.channels = services.dream_channels
         self.router = DreamRouter(bot, self.channels)
 
     async def flush_outbox(self) -> int:
@@ -222,7 +223,7 @@ class DreamCog(commands.Cog):
         routable = await self.router.routable(await self.outbox.waiting_scopes())
         if not routable:
             return 0
-        return await self.outbox.flush(self.bot.app.governance, self.router, scopes=routable)
+        return await self.outbox.flush(self.services.governance, self.router, scopes=routable)
 
     async def dream_channel_ids(self, guild_id: int) -> set[int]:
         """The channels of a server where the bot never chats and votes count: its own dream channel and the
@@ -267,7 +268,7 @@ class DreamCog(commands.Cog):
             voter = owner if owner is not None and owner.id == payload.user_id else None
         if voter is None or voter.bot:
             return
-        proposal = await self.bot.app.governance.find_by_ref(str(payload.message_id))
+        proposal = await self.services.governance.find_by_ref(str(payload.message_id))
         if proposal is None:
             return
         channel = self.bot.get_channel(payload.channel_id)
@@ -299,7 +300,7 @@ class DreamCog(commands.Cog):
             guild = getattr(user, "guild", None)
             where["scope"] = str(guild.id) if guild is not None else None
         try:
-            outcome: VoteOutcome = await self.bot.app.governance.vote(
+            outcome: VoteOutcome = await self.services.governance.vote(
                 proposal_id, voter_from(user, owner=owner), approve, now=datetime.now(UTC), **where
             )
         except NotAnApprover:
@@ -312,7 +313,7 @@ class DreamCog(commands.Cog):
             return f"Proposal #{proposal_id} is already {outcome.proposal.status}; nothing changed."
         if outcome.decided:
             if outcome.proposal.status == "applied":
-                await self.bot.app.router.refresh()
+                await self.services.router.refresh()
             if message is not None:
                 try:
                     guild_id = message.guild.id if message.guild else None

@@ -17,20 +17,21 @@ from discord.ext import commands
 from bot.discord.admin import visible_channel, dm_or_guild, is_admin, reply
 from bot.discord.rules import scope_for
 from dream.governance import GovernanceError
-from memory.persona.store import PersonaStore
 from memory.persona.view import render, render_history
 
 if TYPE_CHECKING:
     from bot.discord.client import HippoBotBase
+    from bot.discord.services import Services
 
 
 class PersonaCog(commands.Cog):
     persona = app_commands.Group(name="persona", description="The bot's personality here",
                                  allowed_contexts=dm_or_guild())
 
-    def __init__(self, bot: HippoBotBase) -> None:
+    def __init__(self, bot: HippoBotBase, services: Services) -> None:
         self.bot = bot
-        self.store = PersonaStore(bot.app.db.pool)
+        self.services = services
+        self.store = services.persona
 
     def _where(self, interaction: discord.Interaction) -> tuple[str, str | None]:
         scope = scope_for(interaction.guild_id, interaction.user.id)
@@ -51,7 +52,7 @@ class PersonaCog(commands.Cog):
 
     @persona.command(name="reset", description="Propose resetting the bot's persona here (approvers decide)")
     async def reset(self, interaction: discord.Interaction) -> None:
-        governance = self.bot.app.governance
+        governance = self.services.governance
         if interaction.guild_id is None or not is_admin(interaction, governance.policy):
             await reply(interaction, "This command needs Manage Server or the approver role, in a server.")
             return

@@ -21,17 +21,19 @@ from memory.places.codes import channel_label, topic_of
 
 if TYPE_CHECKING:
     from bot.discord.client import HippoBotBase
+    from bot.discord.services import Services
 
 
 class PlacesCog(commands.Cog):
-    def __init__(self, bot: HippoBotBase) -> None:
+    def __init__(self, bot: HippoBotBase, services: Services) -> None:
         self.bot = bot
+        self.services = services
 
     @app_commands.command(name="whereto", description="Where to ask about a topic here, and what worked for it")
     @app_commands.allowed_contexts(guilds=True, dms=True, private_channels=False)
     @app_commands.describe(topic="what you want to ask about, e.g. 'docker networking'")
     async def whereto(self, interaction: discord.Interaction, topic: str) -> None:
-        places = self.bot.app.brain.layer("places")
+        places = self.services.brain.layer("places")
         if places is None:
             await reply(interaction, "The places memory is not enabled on this bot.")
             return
@@ -48,7 +50,7 @@ class PlacesCog(commands.Cog):
         try:
             routes = await places.where_to(scope, topic, channel_id=str(interaction.channel_id),
                                            visible_channel=visible, k=3)
-            macros = self.bot.app.brain.layer("macros")
+            macros = self.services.brain.layer("macros")
             found = await macros.suggest(scope, topic, visible_channel=visible) if macros is not None else []
         except MemoryStoreError as exc:
             await reply(interaction, f"⚠️ {exc}")

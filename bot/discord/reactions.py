@@ -27,6 +27,7 @@ from memory.layers.resonance import ResonanceLayer
 
 if TYPE_CHECKING:
     from bot.discord.client import HippoBotBase
+    from bot.discord.services import Services
 
 log = logging.getLogger(__name__)
 
@@ -35,11 +36,12 @@ FAILED = frozenset({"❌", "✖️", "🚫"})  # a suggestion that did not work
 
 
 class ReactionsCog(commands.Cog):
-    def __init__(self, bot: HippoBotBase) -> None:
+    def __init__(self, bot: HippoBotBase, services: Services) -> None:
         self.bot = bot
+        self.services = services
 
     def _layer(self) -> ResonanceLayer | None:
-        layer = self.bot.app.brain.layer(ResonanceLayer.name)
+        layer = self.services.brain.layer(ResonanceLayer.name)
         return layer if isinstance(layer, ResonanceLayer) else None
 
     def _is_me(self, user_id: int) -> bool:
@@ -82,16 +84,16 @@ class ReactionsCog(commands.Cog):
         takes that back)."""
         emoji = str(payload.emoji)
         try:
-            stored = await self.bot.app.conversations.find_transport(
+            stored = await self.services.conversations.find_transport(
                 "discord", str(payload.channel_id), str(payload.message_id))
             if stored is None or stored.scope != scope_for(payload.guild_id, payload.user_id):
                 return  # unknown here, or another server naming this channel and message
             if not stored.is_bot:
-                resolved = getattr(self.bot.app.brain.layer("places"), "resolved", None)
+                resolved = getattr(self.services.brain.layer("places"), "resolved", None)
                 if added and emoji in RESOLVED and resolved is not None:
                     await resolved(stored)
                 return
-            react = getattr(self.bot.app.brain.layer("macros"), "reply_reaction", None)
+            react = getattr(self.services.brain.layer("macros"), "reply_reaction", None)
             if react is not None:
                 worked = (emoji in RESOLVED) if added else None
                 if ids := await react(stored, str(payload.user_id), worked, datetime.now(UTC)):

@@ -54,26 +54,27 @@ class ForgetSourceButton(discord.ui.DynamicItem[discord.ui.Button], template=r"h
         return cls(int(match["mid"]))
 
     async def callback(self, interaction: discord.Interaction) -> None:
-        app: Any = getattr(interaction.client, "app", None)
-        if app is None:
+        services: Any = getattr(interaction.client, "services", None)
+        if services is None:
             await interaction.response.send_message("The bot is not running its memory.", ephemeral=True)
             return
-        text = await forget_source(app, self.message_id, interaction.guild_id, interaction.user.id)
+        text = await forget_source(services, self.message_id, interaction.guild_id, interaction.user.id)
         await interaction.response.send_message(text, ephemeral=True)
 
 
-async def forget_source(app: Any, message_id: int, guild_id: int | None, user_id: int) -> str:
-    """What the forget button does for ``user_id``: the answer to show them (only ever ephemerally)."""
+async def forget_source(services: Any, message_id: int, guild_id: int | None, user_id: int) -> str:
+    """What the forget button does for ``user_id``: the answer to show them (only ever ephemerally).
+    ``services``: anything with ``conversations`` and ``provenance`` (the bot's Services, or the App)."""
     from bot.discord.rules import scope_for
 
     scope = scope_for(guild_id, user_id)
-    stored = (await app.conversations.many(scope, [message_id])).get(message_id)
+    stored = (await services.conversations.many(scope, [message_id])).get(message_id)
     if stored is None:  # forgotten already, or another server's id: nothing of it is ours to touch here
         return GONE
     if stored.is_bot or stored.author_id != str(user_id):
         log.info("forget button on message %s refused for user %s", message_id, user_id)
         return NOT_YOURS
-    report = await app.provenance.forget_message(scope, message_id)
+    report = await services.provenance.forget_message(scope, message_id)
     return f"Forgotten: {report}."
 
 

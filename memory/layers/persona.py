@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from typing import Any
 
 import asyncpg
@@ -28,6 +28,7 @@ import numpy as np
 
 from memory.conversation import StoredMessage
 from memory.embed import Embedder
+from memory.errors import MemoryStoreError
 from memory.layers.base import (PREAMBLE, AbsorbedTurn, BaseLayer, KindHandler, LayerStep, MemoryItem, RecallQuery,
                                 Section, StepResult, told)
 from memory.persona.evidence import EvidenceScorer, LLMEvidenceScorer, ScoredMessage, TextModel
@@ -35,6 +36,7 @@ from memory.persona.reflection import change_share, describe, deterministic_snap
 from memory.persona.state import (Evidence, PersonaState, TopicStance, apply_evidence, decay, record_shift,
                                   reflection_due, set_belief)
 from memory.persona.store import PersonaStore, certainty_of
+from memory.proposer import Proposer
 
 log = logging.getLogger(__name__)
 
@@ -48,9 +50,11 @@ class PersonaLayer(BaseLayer):
     name = "persona"
 
     def __init__(self, pool: asyncpg.Pool, embedder: Embedder, *, core_identity: str = "",
-                 llm: TextModel | None = None, proposal_ttl: timedelta = timedelta(hours=72),
+                 llm: TextModel | None = None, proposer: Proposer | None = None,
                  change_limit: float = 0.6, opinions_shown: int = 5, graph: Any = None) -> None:
-        """``llm``: a capable configured model (scores evidence and reflects); None: the deterministic defaults."""
+        """``llm``: a capable configured model (scores evidence and reflects); None: the deterministic defaults.
+        ``proposer``: governance, which stores a shift too large to apply unasked (None: such a shift is an
+        error, for a layer built only to score)."""
         self.store = PersonaStore(pool)
         self.embedder = embedder
         self.core_identity = core_identity
@@ -58,7 +62,7 @@ class PersonaLayer(BaseLayer):
         self.scorer: EvidenceScorer | LLMEvidenceScorer = (
             LLMEvidenceScorer(llm, self.deterministic) if llm is not None else self.deterministic)
         self.llm = llm
-        self.proposal_ttl = proposal_ttl
+        self.proposer = proposer
         self.change_limit = change_limit
         self.opinions_shown = opinions_shown
         self.graph = graph  # SemanticMemory: what people here think (their stances) joins the bot's own view
@@ -223,7 +227,10 @@ class PersonaLayer(BaseLayer):
 
     async def _propose(self, conn: asyncpg.Connection, scope: str, visible_in: str | None, state: PersonaState,
                        after: str, share: float, now: datetime) -> int:
-        """A pending ``persona`` proposal, stored like governance's (the outbox posts it to the dream channel)."""
+        """A pending ``persona`` proposal, stored by the proposer in this transaction (the state's
+        ``pending_proposal`` refers to it; the outbox posts it to the dream channel)."""
+        if self.proposer is None:
+            raise MemoryStoreError("the persona layer was built without a proposer: it cannot propose a shift")
         ids = sorted({i for h in state.held for i in h.message_ids})
         quoted = await conn.fetch("SELECT id, content FROM messages WHERE id = ANY($1::bigint[]) AND scope = $2",
                                   ids, scope)
@@ -247,13 +254,11 @@ class PersonaLayer(BaseLayer):
             rationale = (f"The snapshot would change by {share:.0%}, with {len(flips)} opinion(s) crossing zero, "
                          f"on the evidence of {len(ids)} message(s) in that channel.\n"
                          "Approve to apply, reject to drop the held shifts.")
-        pid = await conn.fetchval(
-            """INSERT INTO proposals (kind, title, payload, rationale, evidence, created_at, expires_at, scope)
-               VALUES ('persona', $1, $2::jsonb, $3, $4::jsonb, $5, $6, $7) RETURNING id""",
-            f"Persona shift{' in ' + visible_in if visible_in else ''}", payload, rationale,
-            {"scope": scope, "visible_in": visible_in, "evidence_messages": ids}, now, now + self.proposal_ttl, scope)
-        await conn.executemany("INSERT INTO proposal_sources (proposal_id, message_id, example) VALUES ($1, $2, $3)",
-                               [(pid, r["id"], r["content"]) for r in quoted])
+        proposal = await self.proposer.propose(
+            PERSONA_KIND, f"Persona shift{' in ' + visible_in if visible_in else ''}", payload, rationale,
+            {"scope": scope, "visible_in": visible_in, "evidence_messages": ids}, centroid=None, now=now, scope=scope,
+            sources=[(r["id"], r["content"]) for r in quoted], conn=conn)
+        pid = proposal.id
         log.info("persona proposal %s for %s (%d flips)", pid, scope, len(flips))
         return int(pid)
 

@@ -40,6 +40,7 @@ import asyncpg
 import numpy as np
 
 from memory.conversation import require_scope
+from memory.proposer import Proposer
 from memory.layers.base import PREAMBLE, BaseLayer, KindHandler, LayerStep, RecallQuery, Section, StepResult, told
 from memory.salience import replay_order
 
@@ -153,7 +154,9 @@ class WeightsLayer(BaseLayer):
 
     def __init__(self, pool: asyncpg.Pool, adapters_dir: Path, *, trainer: AdapterTrainer | None = None,
                  semantic: Any = None, enabled: bool = False, policy: DistillPolicy | None = None,
-                 bot_name: str = "hippo", proposal_ttl: timedelta = timedelta(hours=72)) -> None:
+                 bot_name: str = "hippo", proposer: Proposer | None = None) -> None:
+        """``proposer``: governance, which stores each candidate that passes as an ``adapter`` proposal
+        (None: candidates that pass are an error, for a layer built without the dream cycle)."""
         self.pool = pool
         self.adapters_dir = Path(adapters_dir)
         self.trainer = trainer
@@ -161,7 +164,7 @@ class WeightsLayer(BaseLayer):
         self.enabled = enabled
         self.policy = policy or DistillPolicy()
         self.bot_name = bot_name
-        self.proposal_ttl = proposal_ttl
+        self.proposer = proposer
 
     # --- the seam -----------------------------------------------------------------------------------------------
 
@@ -488,11 +491,11 @@ class WeightsLayer(BaseLayer):
             rationale = (f"Approve to use it for this server's replies from the next message on (rollback: "
                          f"/dream adapter rollback). Trained on {len(present)} message(s); forgetting any of them "
                          f"taints it (it is deleted and no longer used). {outcome.reason}")
-            proposal_id = await conn.fetchval(
-                """INSERT INTO proposals (kind, title, payload, rationale, evidence, created_at, expires_at, scope)
-                   VALUES ($1, $2, $3::jsonb, $4, $5::jsonb, $6, $7, $8) RETURNING id""",
+            if self.proposer is None:
+                raise AdapterError("the weights layer was built without a proposer: it cannot propose an adapter")
+            proposal_id = (await self.proposer.propose(
                 ADAPTER_KIND, f"Adapter #{adapter_id}: memory in the model's weights", payload, rationale,
-                {"scope": scope, "metrics": m}, now, now + self.proposal_ttl, scope)
+                {"scope": scope, "metrics": m}, centroid=None, now=now, scope=scope, conn=conn)).id
             await conn.execute("UPDATE adapters SET proposal_id = $2 WHERE id = $1", adapter_id, proposal_id)
         log.info("adapter %s proposed in %s as proposal %s", adapter_id, scope, proposal_id)
         return adapter_id, proposal_id
