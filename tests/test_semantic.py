@@ -172,6 +172,7 @@ async def test_a_simulated_month_through_the_brain(app: App) -> None:
 
     clock = SimulatedClock(T0)
     app.brain.clock = clock
+    app.brain.absorber.clock = clock  # one clock, as App.open injects it: a fact recalled is reviewed at its "now"
     first = await app.brain.respond(IncomingTurn("g1", "console", "c1", "u-ana", "ana", "I adopted a cat called Miso last spring"))
     await first.complete()
     await app.brain.drain()
