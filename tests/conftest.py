@@ -138,6 +138,15 @@ async def app(db_url: str, tmp_path: Path, embedder: MiniLMEmbedder, llm: Script
     await close_or_explain(a)
 
 
+@pytest.fixture
+def simcord_bot(app: App):  # type: ignore[no-untyped-def]
+    """The bot SimCord's plugin runs as ``simcord_env``: the one `hippobot run` starts, on the test app
+    (tests.simcord_support.hippobot_for). Imported lazily: only the Discord tests need discord.py's client."""
+    from tests.simcord_support import hippobot_for
+
+    return hippobot_for(app)
+
+
 async def close_or_explain(a: App, timeout: float = 120.0) -> None:
     """Close the app; a close that hangs fails the test with every pending task's stack instead of stalling
     the whole run."""

@@ -52,11 +52,6 @@ pytestmark = pytest.mark.simcord(settle_timeout=60)
 
 
 @pytest.fixture
-def simcord_bot(app: App) -> SingleShardHippoBot:
-    return hippobot_for(app)
-
-
-@pytest.fixture
 async def sim(simcord_env: simcord.Env, simcord_bot: SingleShardHippoBot, app: App) -> AsyncIterator[Sim]:
     env = simcord_env
     guild = env.create_guild("Hippo Hall")

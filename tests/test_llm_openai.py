@@ -23,7 +23,7 @@ from bot.llm_llamacpp import ensure_bundled_gguf
 from bot.llm_openai import OpenAICompatibleLLM
 from memory.embed import MiniLMEmbedder
 from tests.conftest import make_settings
-from tests.simcord_support import SimBase, hippobot_for
+from tests.simcord_support import SimBase
 
 pytestmark = pytest.mark.model
 
@@ -166,11 +166,6 @@ async def test_with_the_server_down_the_message_is_kept_and_absorbed(db_url: str
 @pytest.fixture
 def llm() -> OpenAICompatibleLLM:  # the app fixture's engine, for the Discord test below
     return OpenAICompatibleLLM(dead_url(), retries=0, timeout=5)
-
-
-@pytest.fixture
-def simcord_bot(app: App):  # type: ignore[no-untyped-def]
-    return hippobot_for(app)
 
 
 @pytest.mark.simcord(settle_timeout=60)

@@ -4,7 +4,6 @@ payloads (slash commands, buttons and permission overwrites included), on the re
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
@@ -17,10 +16,9 @@ from bot.app import App
 from bot.discord.chat import ChatCog
 from bot.discord.client import SingleShardHippoBot
 from bot.discord.ratelimit import RateLimiter
-from bot.llm import Generation
 from memory.provenance import forgotten_digest
 from tests.fakes import ScriptedLLM
-from tests.simcord_support import SimBase, hippobot_for
+from tests.simcord_support import HeldGeneration, NoTyping, SimBase
 
 
 @dataclass
@@ -38,11 +36,6 @@ class Sim(SimBase):
 # SimCord's pytest plugin runs the bot below as `simcord_env` (started, logged in, at READY) and closes it
 # after the test; embedding and the memory writes need more than its default 5 s to settle.
 pytestmark = pytest.mark.simcord(settle_timeout=60)
-
-
-@pytest.fixture
-def simcord_bot(app: App) -> SingleShardHippoBot:
-    return hippobot_for(app)
 
 
 @pytest.fixture
@@ -295,32 +288,6 @@ async def test_replying_to_the_bot_addresses_it(sim: Sim, llm: ScriptedLLM) -> N
     assert len(sim.bot_messages(sim.general)) == 2, "a reply to someone else's message is not"
     prompt = llm.prompts[-1]
     assert "and what about me?" in prompt and llm.reply in prompt, "the replied-to message is in the context"
-
-
-class HeldGeneration(Generation):
-    """A model that writes ``words`` and then keeps thinking until it is cancelled. The wait is declared to
-    SimCord as external input, so a member's message returns while its reply is still being streamed."""
-
-    def __init__(self, env: simcord.Env, words: list[str]) -> None:
-        super().__init__(asyncio.get_running_loop())
-        self.env, self.words = env, words
-
-    def __aiter__(self) -> AsyncIterator[str]:
-        return self._held()
-
-    async def _held(self) -> AsyncIterator[str]:
-        for word in self.words:
-            self.text += word
-            yield word
-        await self.env.external_wait(asyncio.Event().wait(), reason="the model is still writing")
-
-
-class NoTyping:
-    async def __aenter__(self) -> None:
-        return None
-
-    async def __aexit__(self, *exc: object) -> None:
-        return None
 
 
 async def test_stop_ends_a_reply_being_streamed(sim: Sim, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -14,7 +14,7 @@ import simcord
 from bot.app import App
 from bot.discord.client import SingleShardHippoBot
 from tests.fakes import ScriptedLLM
-from tests.simcord_support import SimBase, hippobot_for, said
+from tests.simcord_support import SimBase, said
 
 
 @dataclass
@@ -45,11 +45,6 @@ ADMIN_COMMANDS: tuple[tuple[str, dict[str, object]], ...] = (
 EVERYONES_IN_DMS = {"memory mine", "memory export", "memory optout", "memory optin", "forget me", "whatdoyouknow",
                     "stop", "persona show", "persona history", "whereto"}
 GUILD_ONLY_GROUPS = ("archetype", "dream", "config", "channel")
-
-
-@pytest.fixture
-def simcord_bot(app: App) -> SingleShardHippoBot:
-    return hippobot_for(app)
 
 
 @pytest.fixture

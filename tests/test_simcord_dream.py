@@ -18,7 +18,7 @@ from bot.discord.dream import DiscordDreamChannel, DreamCog
 from dream.governance import Proposal
 from tests.dream_data import month_of_history
 from tests.fakes import ScriptedLLM
-from tests.simcord_support import SimBase, hippobot_for
+from tests.simcord_support import SimBase
 
 
 @dataclass
@@ -55,12 +55,6 @@ class Sim(SimBase):
 # SimCord's pytest plugin runs the bot below as `simcord_env`; embedding, imports and dreams need more than its
 # default 5 s to settle.
 pytestmark = pytest.mark.simcord(settle_timeout=60)
-
-
-@pytest.fixture
-def simcord_bot(app: App) -> SingleShardHippoBot:
-    """The bot `hippobot run` starts, with no HIPPOBOT_DREAM_CHANNEL_ID unless a test sets one."""
-    return hippobot_for(app)
 
 
 def server(env: simcord.Env, name: str) -> Server:

@@ -19,7 +19,7 @@ from bot.discord.client import SingleShardHippoBot
 from bot.discord.mine import mine_pages
 from memory.mine import MESSAGE, HeldItem, Holdings, Source
 from memory.sources import SourceRef
-from tests.simcord_support import SimBase, hippobot_for
+from tests.simcord_support import SimBase
 
 
 @dataclass
@@ -37,11 +37,6 @@ class Sim(SimBase):
 
 
 pytestmark = pytest.mark.simcord(settle_timeout=60)
-
-
-@pytest.fixture
-def simcord_bot(app: App) -> SingleShardHippoBot:
-    return hippobot_for(app)
 
 
 @pytest.fixture
