@@ -505,7 +505,8 @@ async def run_llm(args: argparse.Namespace, app, answered: list[Answered], turns
                                         time.perf_counter() - t1)
                 results[reader].append(row)
                 print(f"  llm reader={reader} {len(results[reader])}/{len(picked)} {q.qid}: "
-                      f"core={row['core']['reply'][:30]!r} memory={row['memory']['reply'][:40]!r}", file=sys.stderr)
+                      f"core={row.get('core', {}).get('reply', '')[:30]!r} memory={row['memory']['reply'][:40]!r}",
+                      file=sys.stderr)
             if args.llm_chat:
                 await _in_chat(app, reader, picked, {r["qid"]: r for r in results[reader]}, keep_prompts=args.keep_prompts)
     finally:
@@ -571,7 +572,8 @@ def _scored(q: Question, reply: str, tokens: int, seconds: float) -> dict:
 def print_llm(result: dict) -> dict:
     summary: dict = {}
     for reader, rows in result["rows"].items():
-        label = "with the reader adapter" if reader == "on" else "base model (no reader)"
+        label = {"on": "with the reader adapter", "off": "base model (no reader)"}.get(
+            reader, f"with the adapter in {reader}")
         print(f"\nanswers, bundled model {label}, greedy: EM / F1 / contains per mode (core: no memory; memory: "
               "Brain.ask as shipped; long: the latest turns that fit); ΔEM = EM(memory) - EM(core); adversarial "
               "rows score an abstaining reply as right")
