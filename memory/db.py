@@ -294,12 +294,17 @@ async def _release(conn: asyncpg.Connection) -> None:
 
 
 @contextlib.asynccontextmanager
-async def session_lock(pool: asyncpg.Pool, key: int) -> AsyncIterator[bool]:
+async def session_lock(pool: asyncpg.Pool, key: int, *, wait: bool = False) -> AsyncIterator[bool]:
     """Try the session-level advisory lock ``key`` on a pooled connection held for the block; yields whether
-    it was taken. Unlocked at the end; should the unlock fail (or be cancelled), the connection is closed,
-    which releases the lock on the server."""
+    it was taken (``wait``: wait until it is, then yield True). Unlocked at the end; should the unlock fail (or
+    be cancelled), the connection is closed, which releases the lock on the server. Another process's holder
+    counts like this one's: the lock is the server's, so it keeps processes sharing the database apart."""
     async with pool.acquire() as conn:
-        taken = bool(await conn.fetchval("SELECT pg_try_advisory_lock($1)", key))
+        if wait:
+            await conn.execute("SELECT pg_advisory_lock($1)", key)
+            taken = True
+        else:
+            taken = bool(await conn.fetchval("SELECT pg_try_advisory_lock($1)", key))
         try:
             yield taken
         finally:

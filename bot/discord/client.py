@@ -33,6 +33,17 @@ def allowed_mentions() -> discord.AllowedMentions:
     return discord.AllowedMentions.none()
 
 
+def shard_options(settings: Settings) -> dict[str, object]:
+    """discord.py's ``shard_count`` and ``shard_ids`` from the settings, only those that are set (discord.py asks
+    Discord for the count when none is given, and wants a count with any ids)."""
+    options: dict[str, object] = {}
+    if settings.shard_count is not None:
+        options["shard_count"] = settings.shard_count
+        if settings.shard_ids is not None:
+            options["shard_ids"] = list(settings.shard_ids)
+    return options
+
+
 def intents() -> discord.Intents:
     i = discord.Intents.default()
     i.message_content = True  # privileged: enable it in the developer portal
@@ -71,9 +82,13 @@ class HippoBotBase(commands.bot.BotBase):
 
 
 class HippoBot(HippoBotBase, commands.AutoShardedBot):
+    """``hippobot run``'s bot. With ``HIPPOBOT_SHARD_COUNT`` (and ``HIPPOBOT_SHARD_IDS``) set it runs those shards
+    of a bot whose other shards run in other processes on the same database (docs/discord.md, *Running more than
+    one process*); unset, one process runs as many shards as Discord recommends."""
+
     def __init__(self, app: App, settings: Settings) -> None:
         commands.AutoShardedBot.__init__(self, command_prefix=PREFIX, intents=intents(), help_command=None,
-                                         allowed_mentions=allowed_mentions())
+                                         allowed_mentions=allowed_mentions(), **shard_options(settings))
         self._init_hippo(app, settings)
 
 
@@ -118,6 +133,9 @@ async def run_discord(settings: Settings) -> int:
         )
     app = await App.open(settings, with_llm=True)
     bot = HippoBot(app, settings)
+    if settings.shard_count is not None:
+        log.info("running shard(s) %s of %d", ",".join(map(str, bot.shard_ids or range(settings.shard_count))),
+                 settings.shard_count)
     try:
         # What the last run received but never absorbed (a crash, a kill) is absorbed before new messages come.
         if absorbed := await app.absorb_backlog(progress=_log_backlog):
