@@ -9,7 +9,8 @@ own ShardRouter and FakeHTTPClient: which shard gets an event (a guild's goes to
 count``, a DM's to shard 0) is SimCord's routing, as Discord's, not ours. SimCord's settling covers shard 0's
 work only; shard 1's is waited for through its event tasks and its memory writer (``Shard.settle``). The two
 processes share one event loop here, but not a connection: advisory locks and NOTIFY work between them as
-between two processes.
+between two processes. ``attach_shard`` uses SimCord internals (``simcord._dpy_internals``, its ShardRouter),
+which is why pyproject pins simcord to one version.
 """
 
 from __future__ import annotations
@@ -155,8 +156,10 @@ async def detach_shard(env: simcord.Env, shard: Shard) -> None:
     if shard.feed in env.backend.subscribers:
         env.backend.subscribers.remove(shard.feed)
     await shard.settle()
-    await shard.bot.close()  # closes its app too
-    await close_or_explain(shard.app)
+    try:
+        await shard.bot.close()  # closes its app too
+    finally:
+        await close_or_explain(shard.app)  # idempotent; closes it if the bot could not
 
 
 @dataclass
@@ -193,8 +196,8 @@ async def sim(simcord_env: simcord.Env, simcord_bot: HippoBot, app: App, db_url:
     # the second process: its own App (pool, models, scheduler, archetype cache) on the same database
     app1 = await App.open(make_settings(db_url, tmp_path / "shard1"), with_llm=True, llm=llm1, embedder=embedder)
     one = Shard(app1, sharded(app1, 1), llm1)
-    await attach_shard(env, one)
     try:
+        await attach_shard(env, one)
         guild0, guild1 = env.create_guild("Shard Zero Hall", shard_id=0), env.create_guild("Shard One Hall", shard_id=1)
         chans = [g.create_text_channel(name) for g in (guild0, guild1) for name in ("general", "dreams")]
         ana0 = guild0.add_member(env.create_user("ana0"))
@@ -278,6 +281,8 @@ async def test_the_outbox_posts_each_proposal_once_when_both_shards_flush(sim: S
     ours = [await propose(sim.app, str(sim.guild0.id), f"plan_{n}", "let's plan the launch") for n in range(2)]
     theirs = [await propose(sim.app, str(sim.guild1.id), f"plan_{n}", "let's plan the launch") for n in range(2)]
     dream0: DreamCog = sim.bot.get_cog("DreamCog")  # type: ignore[assignment]
+    # Whichever holds the outbox lock posts every proposal, the other server's through the REST API (its
+    # channel is not in this process's cache); the other flush posts nothing.
     posted = await asyncio.gather(dream0.flush_outbox(), sim.one.cog.flush_outbox())
     posted += await asyncio.gather(dream0.flush_outbox(), sim.one.cog.flush_outbox())  # nothing is left
     await sim.settle_both()
