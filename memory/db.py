@@ -22,7 +22,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from importlib import resources
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -311,6 +311,31 @@ async def session_lock(pool: asyncpg.Pool, key: int, *, wait: bool = False) -> A
             if taken:
                 try:
                     await conn.execute("SELECT pg_advisory_unlock($1)", key)
+                except BaseException:
+                    conn.terminate()
+                    raise
+
+
+@contextlib.asynccontextmanager
+async def session_locks(pool: asyncpg.Pool, *, exclusive: Sequence[int],
+                        shared: Sequence[int] = ()) -> AsyncIterator[bool]:
+    """Try to take every one of the session-level advisory locks ``exclusive`` and ``shared`` (shared mode) on one
+    pooled connection held for the block; yields whether all were taken (if not, none is held). Released at the
+    end, or with the connection if the process dies."""
+    async with pool.acquire() as conn:
+        taken = bool(await conn.fetchval(
+            """SELECT bool_and(ok) FROM (
+                   SELECT pg_try_advisory_lock(k) AS ok FROM unnest($1::bigint[]) AS k
+                   UNION ALL SELECT pg_try_advisory_lock_shared(k) FROM unnest($2::bigint[]) AS k) AS tries""",
+            list(exclusive), list(shared)))
+        try:
+            if not taken:  # let go of whichever were taken
+                await conn.execute("SELECT pg_advisory_unlock_all()")
+            yield taken
+        finally:
+            if taken:
+                try:
+                    await conn.execute("SELECT pg_advisory_unlock_all()")
                 except BaseException:
                     conn.terminate()
                     raise

@@ -24,10 +24,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import discord
 import pytest
 import simcord
-from pydantic import ValidationError
+from pydantic import SecretStr, ValidationError
 from simcord import _dpy_internals
 from simcord.backend import serializers
 from simcord.gateway import ShardRouter
@@ -35,9 +36,10 @@ from simcord.http import FakeHTTPClient
 
 from bot.app import App
 from bot.config import Settings, settings_problems
-from bot.discord.client import HippoBot
+from bot.discord.client import DiscordSetupError, HippoBot, run_discord, shard_lock_keys
 from bot.discord.dream import DreamCog
 from dream.governance import Proposal
+from memory.db import session_locks
 from memory.embed import MiniLMEmbedder
 from tests.conftest import close_or_explain, make_settings
 from tests.fakes import ScriptedLLM
@@ -75,6 +77,56 @@ async def test_the_bot_runs_the_configured_shards_and_unset_is_as_before(app: Ap
     assert (two.shard_ids, two.shard_count) == ([1], 2)
     alone = HippoBot(app, app.settings)
     assert (alone.shard_ids, alone.shard_count) == (None, None), "unset: discord.py asks Discord, as before"
+
+
+def shard_settings_of(app: App, ids: list[int] | None, count: int | None) -> Settings:
+    return app.settings.model_copy(update={"discord_token": SecretStr("a-token"), "shard_ids": ids,
+                                           "shard_count": count})
+
+
+async def test_no_two_processes_on_one_database_run_the_same_shard(app: App, pool: asyncpg.Pool) -> None:
+    def held_by_one(ids: list[int] | None, count: int | None) -> Any:
+        exclusive, shared = shard_lock_keys(shard_settings_of(app, ids, count))
+        return session_locks(pool, exclusive=exclusive, shared=shared)  # the process already running
+
+    async def second_may_run(ids: list[int] | None, count: int | None) -> bool:
+        exclusive, shared = shard_lock_keys(shard_settings_of(app, ids, count))
+        async with session_locks(app.db.pool, exclusive=exclusive, shared=shared) as ours:
+            return ours
+
+    async with held_by_one([0], 2) as running:
+        assert running
+        assert not await second_may_run([0], 2), "shard 0 twice"
+        assert not await second_may_run([1, 0], 2), "shard 0 twice, among others"
+        assert not await second_may_run(None, None), "a process running every shard"
+        assert not await second_may_run(None, 2), "the count alone: every shard"
+        assert await second_may_run([1], 2), "the other shard"
+    async with held_by_one(None, None) as running:
+        assert running
+        assert not await second_may_run([1], 2)
+    assert await second_may_run(None, None), "free again once the first stopped"
+
+
+async def test_hippobot_run_refuses_a_shard_another_process_runs(app: App, pool: asyncpg.Pool,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from bot.discord import client as client_module
+
+    async def open_app(settings: Settings, **kw: Any) -> App:
+        return app
+
+    started: list[Any] = []
+
+    async def start(self: HippoBot, token: str, **kw: Any) -> None:
+        started.append(self.shard_ids)
+
+    monkeypatch.setattr(client_module.App, "open", open_app)
+    monkeypatch.setattr(client_module.HippoBot, "start", start)
+    settings = shard_settings_of(app, [1], 2)
+    exclusive, shared = shard_lock_keys(settings)
+    async with session_locks(pool, exclusive=exclusive, shared=shared):
+        with pytest.raises(DiscordSetupError, match=r"already runs shard\(s\) 1 of this bot"):
+            await run_discord(settings)
+    assert started == [] and app.closed, "never connected, and the app is closed on the way out"
 
 
 # --- two shards on one simulated Discord and one database ---------------------------------------------------
