@@ -379,10 +379,10 @@ class ArchetypeRouter:
 
     async def _refresh_loop(self) -> None:
         while True:
-            # asyncio.timeout, not wait_for: on 3.11 wait_for swallows a cancel that lands as the event
-            # is set (a NOTIFY during stop), and stop() then waits for this loop forever
             # while not listening, retry soon: the poll alone would leave other processes' changes unheard
             wait = min(self._refresh_seconds, LISTEN_RETRY_S) if self._listener_lost else self._refresh_seconds
+            # asyncio.timeout, not wait_for: on 3.11 wait_for swallows a cancel that lands as the event
+            # is set (a NOTIFY during stop), and stop() then waits for this loop forever
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(wait):
                     await self._changed.wait()

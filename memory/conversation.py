@@ -26,8 +26,8 @@ _COLUMNS = (
 
 
 def absorb_lock_key(message_id: int) -> int:
-    """The advisory-lock key of absorbing one message (a 64-bit hash: a separate space from the fixed keys of
-    the dream, the outbox and migrations)."""
+    """The advisory-lock key of absorbing one message: a 64-bit hash, so in practice it never meets another
+    message's or the fixed keys of the dream, the outbox and migrations."""
     digest = hashlib.blake2b(f"hippobot:absorb:{message_id}".encode(), digest_size=8).digest()
     return int.from_bytes(digest, "big", signed=True)
 
