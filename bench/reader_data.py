@@ -85,6 +85,7 @@ class Mix:
 MIXES = {
     "v2": Mix(),
     "v4": Mix(squad_unanswerable_keep=0.5, near_miss=True, extra_lines=(3, 8), persona_lines=(6, 12)),
+    "v4-lean": Mix(near_miss=True, extra_lines=(3, 8), persona_lines=(6, 12)),  # v4 at v2's share of abstentions
     "v4-abstain": Mix(squad_unanswerable_keep=0.9, persona_abstain=0.3, near_miss=True, extra_lines=(3, 8),
                       persona_lines=(6, 12)),
 }
