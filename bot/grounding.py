@@ -13,6 +13,7 @@ layer gives a person's message as an episode's only source, and bots' messages a
 
 from __future__ import annotations
 
+import calendar
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -28,6 +29,10 @@ _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 # A capitalised word (a name, a place) not at the start of a sentence; runs of them ("Mexico City") are one name.
 _NAME = re.compile(r"(?<![\w'’])[A-Z][\w'’-]*(?:[ ](?:(?:de|del|da|du|la|le|of|von|van) )?[A-Z][\w'’-]*)*")
 _NOT_NAMES = frozenset({"i", "i'm", "i've", "i'd", "i'll", "ok", "okay"})
+# Months and weekdays are capitalised but name a time, not something said: "between April and July" asks about
+# what was said then, and a memory from May may answer it. (The calendar module's English names.)
+_CALENDAR = frozenset(w.lower() for w in (*calendar.month_name, *calendar.month_abbr, *calendar.day_name,
+                                          *calendar.day_abbr) if w)
 _WH = frozenset({"what", "when", "where", "who", "whom", "whose", "which", "why", "how", "what's", "where's",
                  "who's", "when's", "how's"})
 _FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself", "we", "us", "our", "ours", "i'm", "i've", "i'd"})
@@ -181,7 +186,8 @@ class Guard:
       memory (bot.grounding's rule: an invention, such as a cat's name nobody said) is replaced by saying the
       bot does not remember being told (``about_memory``).
 
-    A name whose words are all stop words ("Will") cannot be checked and counts as neither known nor missing.
+    A name whose words are all stop words ("Will") cannot be checked and counts as neither known nor missing;
+    nor do months and weekdays ("in July"), which name a time, not something remembered.
     """
 
     about_memory: bool
@@ -206,7 +212,8 @@ def guard(question: str, items: Sequence[MemoryItem], *, ignore: Iterable[str] =
         held |= held_words(item.text, item.created_at)
     known, missing = [], []
     for name in names_in(question):
-        words = {stem(w) for w in content_words(" ".join(w for w in name.split() if w[:1].isupper()))} - skip
+        capitals = [w for w in name.split() if w[:1].isupper() and w.lower().rstrip("'’s") not in _CALENDAR]
+        words = {stem(w) for w in content_words(" ".join(capitals))} - skip
         if not words:
             continue
         (known if words <= held else missing).append(name)

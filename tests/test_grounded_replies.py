@@ -125,6 +125,15 @@ def test_the_guard_refuses_a_question_about_something_memory_never_mentions() ->
     assert guard("Hippobot, when did Julia go?", items, ignore=("hippobot",)).missing == ()
 
 
+def test_a_month_or_a_weekday_in_a_question_is_a_time_not_something_memory_must_mention() -> None:
+    items = [_item("julia: back from Porto yesterday!", 1)]  # dated in no July and on no Friday in particular
+    g = guard("Where did Julia travel between April and July?", items)
+    assert g.about_memory and g.missing == ()
+    assert guard("What did Julia do on Friday?", items).missing == ()
+    # a name beside them is still checked
+    assert guard("Did Julia visit Lisbon in July?", items).missing == ("Lisbon",)
+
+
 async def test_a_question_about_something_never_said_is_answered_without_the_model(
         app: App, llm: ScriptedLLM) -> None:
     await say(app, "Julia here: back from Porto yesterday!", channel="c1")
