@@ -497,6 +497,8 @@ async def run_llm(args: argparse.Namespace, app, answered: list[Answered], turns
                     "longctx": brain.prompts.build(replace(empty, sections=(
                         Section("turns", "Conversation", history, placement=TRANSCRIPT),)), ASKER, q.question),
                 }
+                if args.no_long:
+                    prompts.pop("longctx", None)
                 for mode, prompt in prompts.items():
                     t1 = time.perf_counter()
                     gen = llm.generate(prompt.text, stop=prompt.stop, stop_pattern=prompt.stop_pattern,
@@ -665,6 +667,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--reader", nargs="+", default=["off", "on"],
                    help="with --llm: answer with the reader adapter (on), without it (off), or both (default); "
                         "a directory in bot/reader/'s layout answers with that adapter instead, to compare")
+    p.add_argument("--no-long", action="store_true",
+                   help="with --llm: no long-context prompts (the longest: half the time), core and memory only")
     p.add_argument("--memory-only", action="store_true",
                    help="with --llm: only the memory rows (no core and long-context prompts: a third of the time)")
     p.add_argument("--llm-chat", action="store_true",
