@@ -38,6 +38,9 @@ from memory.errors import InvalidInput
 log = logging.getLogger(__name__)
 
 NOTIFY_CHANNEL = "hippobot_archetypes"
+# What a refresh meets while the database is down or restarting: said in one line, not a traceback.
+_UNREACHABLE = (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError,
+                asyncpg.exceptions.OperatorInterventionError)
 LISTEN_RETRY_S = 5.0  # how soon a router whose LISTEN connection closed tries again
 
 
@@ -391,6 +394,10 @@ class ArchetypeRouter:
                 if self._listener_lost:
                     await self._listen_again()  # before the reload, so no change falls between the two
                 await self.refresh()
+            except _UNREACHABLE as exc:  # the database is down or restarting: one line, and try again soon
+                self._listener_lost = self._listener_lost or self._listener is None
+                log.warning("archetype refresh failed (the database cannot be reached: %s); keeping %d cached",
+                            type(exc).__name__, len(self._cache.archetypes))
             except Exception:  # a broken refresh keeps the last good cache
                 log.exception("archetype refresh failed; keeping %d cached", len(self._cache.archetypes))
 
