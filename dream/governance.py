@@ -33,6 +33,7 @@ import asyncpg
 import numpy as np
 
 from memory.fields import display_text
+from memory.proposer import Withdrawn
 
 
 log = logging.getLogger(__name__)
@@ -422,6 +423,93 @@ class Governance:
         """Expire pending proposals past their time (only ``scope``'s when given); returns how many."""
         async with self._pool.acquire() as conn, conn.transaction():
             return await self._expire_rows(conn, "($2::text IS NULL OR scope = $2::text)", now, scope)
+
+    async def statuses(self, proposal_ids: Collection[int], *,
+                       conn: asyncpg.Connection | None = None) -> dict[int, str]:
+        """The status of each of these proposals that exists (``memory.proposer.Proposer``)."""
+        rows = await (conn or self._pool).fetch(
+            "SELECT id, status FROM proposals WHERE id = ANY($1::bigint[])", sorted({int(i) for i in proposal_ids}))
+        return {int(r["id"]): r["status"] for r in rows}
+
+    async def citing(self, kind: str, message_ids: Collection[int], *, conn: asyncpg.Connection) -> list[int]:
+        """The proposals of ``kind`` citing one of these messages in ``proposal_sources``, by id."""
+        rows = await conn.fetch(
+            """SELECT DISTINCT p.id FROM proposals p JOIN proposal_sources s ON s.proposal_id = p.id
+               WHERE p.kind = $1 AND s.message_id = ANY($2::bigint[]) ORDER BY p.id""",
+            kind, sorted({int(i) for i in message_ids}))
+        return [int(r["id"]) for r in rows]
+
+    async def withdraw(self, proposal_ids: Collection[int], *, reason: str, conn: asyncpg.Connection,
+                       rewrite: Withdrawn | None = None) -> int:
+        """Withdraw proposals inside a layer's forgetting transaction (``memory.proposer.Proposer``): each
+        pending one expires, decided by ``reason``, and its kind's rejection handler runs (as for one past its
+        time); with ``rewrite``, each one's title, payload and rationale are replaced whatever its status.
+        The time is the database's: forgetting has no clock of its own. Returns how many expired."""
+        ids = sorted({int(i) for i in proposal_ids})
+        if not ids:
+            return 0
+        rows = await conn.fetch("SELECT * FROM proposals WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE", ids)
+        pending = [r for r in rows if r["status"] == PENDING]
+        if pending:
+            await conn.execute(
+                """UPDATE proposals SET status = 'expired', decided_at = clock_timestamp(), decided_by = $2
+                   WHERE id = ANY($1::bigint[])""", [r["id"] for r in pending], reason)
+            for row in pending:  # with the row as it was: a handler reads the payload it offered
+                if (on_reject := self._on_reject.get(row["kind"])) is not None:
+                    await on_reject(conn, row, reason)
+        if rewrite is not None and rows:
+            await conn.execute(
+                "UPDATE proposals SET title = $2, payload = $3::jsonb, rationale = $4 WHERE id = ANY($1::bigint[])",
+                [r["id"] for r in rows], rewrite.title, dict(rewrite.payload), rewrite.rationale)
+        for row in pending:
+            log.info("proposal %s withdrawn: %s", row["id"], reason)
+        return len(pending)
+
+    # --- the posting queue (dream.outbox.Outbox posts from it) ---------------------------------------------
+
+    async def queued(self, limit: int = 50, *, scope: str | None = None,
+                     scopes: Collection[str | None] | None = None) -> list[int]:
+        """Ids of the proposals waiting to be posted or re-posted, oldest first (only ``scope``'s, if given;
+        only those of ``scopes``, if given, where None stands for the global ones)."""
+        named = None if scopes is None else sorted(s for s in scopes if s is not None)
+        rows = await self._pool.fetch(
+            """SELECT id FROM proposals WHERE post_pending AND ($2::text IS NULL OR scope = $2)
+                 AND ($3::text[] IS NULL OR scope = ANY($3::text[]) OR ($4 AND scope IS NULL))
+               ORDER BY id LIMIT $1""",
+            limit, scope, named, scopes is not None and None in scopes)
+        return [r["id"] for r in rows]
+
+    async def queued_scopes(self) -> list[str | None]:
+        """The scopes with a proposal waiting to be posted (None: global proposals)."""
+        rows = await self._pool.fetch("SELECT DISTINCT scope FROM proposals WHERE post_pending")
+        return [r["scope"] for r in rows]
+
+    async def requeue(self, scope: str) -> int:
+        """Queue ``scope``'s pending proposals that were posted to be posted again; returns how many."""
+        status = await self._pool.execute(
+            """UPDATE proposals SET post_pending = true
+               WHERE scope = $1 AND status = 'pending' AND posted_ref IS NOT NULL AND NOT post_pending""", scope)
+        return int(status.split()[-1])
+
+    async def mark_posted(self, proposal_id: int, ref: str | None, at: datetime,
+                          *, as_posted: Proposal | None = None) -> bool:
+        """Record a post: its reference (None keeps the old one), when, and that nothing is left to post.
+
+        With ``as_posted``, ``post_pending`` is cleared only if the proposal
+        still reads as it was posted: a redaction that landed during the post
+        is posted at the next flush. True when nothing is left to post.
+        """
+        if as_posted is None:
+            status = await self._pool.execute(
+                """UPDATE proposals SET posted_ref = COALESCE($2, posted_ref), posted_at = $3, post_pending = false
+                   WHERE id = $1""", proposal_id, ref, at)
+            return status.split()[-1] != "0"
+        cleared = await self._pool.fetchval(
+            """UPDATE proposals SET posted_ref = COALESCE($2, posted_ref), posted_at = $3,
+                   post_pending = post_pending AND NOT (payload = $4::jsonb AND evidence = $5::jsonb AND status = $6)
+               WHERE id = $1 RETURNING NOT post_pending""",
+            proposal_id, ref, at, as_posted.payload, as_posted.evidence, as_posted.status)
+        return bool(cleared)
 
     async def _expire_rows(self, conn: asyncpg.Connection, where: str, now: datetime, arg: object) -> int:
         rows = await conn.fetch(

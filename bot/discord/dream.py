@@ -223,7 +223,7 @@ class DreamCog(commands.Cog):
         routable = await self.router.routable(await self.outbox.waiting_scopes())
         if not routable:
             return 0
-        return await self.outbox.flush(self.services.governance, self.router, scopes=routable)
+        return await self.outbox.flush(self.router, scopes=routable)
 
     async def dream_channel_ids(self, guild_id: int) -> set[int]:
         """The channels of a server where the bot never chats and votes count: its own dream channel and the

@@ -36,11 +36,14 @@ from memory.persona.reflection import change_share, describe, deterministic_snap
 from memory.persona.state import (Evidence, PersonaState, TopicStance, apply_evidence, decay, record_shift,
                                   reflection_due, set_belief)
 from memory.persona.store import PersonaStore, certainty_of
-from memory.proposer import Proposer
+from memory.proposer import Proposer, Withdrawn
 
 log = logging.getLogger(__name__)
 
 PERSONA_KIND = "persona"
+# what a persona proposal says once evidence it cited is forgotten (approving it then applies nothing)
+WITHDRAWN = Withdrawn(title="Persona shift (withdrawn)", rationale="Withdrawn: evidence it cited was forgotten.",
+                      payload={"action": "withdrawn", "examples": []})
 _RELEVANT = 0.35  # a topic this close to the message is shown before stronger, unrelated ones
 _PROMPT_CHARS = 600  # of the snapshot in the prompt (a preamble line that does not fit is left out whole)
 RECENT_TOPICS = 10  # messages back whose topics count as under discussion (with views and staged steps)
@@ -199,7 +202,9 @@ class PersonaLayer(BaseLayer):
     async def _maybe_reflect(self, conn: asyncpg.Connection, state: PersonaState, scope: str,
                              visible_in: str | None, now: datetime, *, force: bool = False) -> list[str]:
         if state.pending_proposal is not None:
-            status = await conn.fetchval("SELECT status FROM proposals WHERE id = $1", state.pending_proposal)
+            # without a proposer (a layer built for scoring) the proposal's fate is unknown: keep holding
+            status = ((await self.proposer.statuses([state.pending_proposal], conn=conn)).get(
+                state.pending_proposal) if self.proposer is not None else "pending")
             if status == "pending":
                 return []
             state.pending_proposal = None  # rejected, expired or gone: the held flips are dropped
@@ -349,13 +354,10 @@ class PersonaLayer(BaseLayer):
                     f"recomputed: the public persona it started from forgot message(s); {_versions(1, newest)} "
                     f"withdrawn", datetime.now(timezone.utc), after=newest)
                 await self.store.replayed_into(conn, scope, visible_in, 1, version)
-        await conn.execute(
-            """UPDATE proposals p SET status = CASE WHEN p.status = 'pending' THEN 'expired' ELSE p.status END,
-                   payload = jsonb_build_object('action', 'withdrawn', 'examples', '[]'::jsonb),
-                   rationale = 'Withdrawn: evidence it cited was forgotten.', title = 'Persona shift (withdrawn)'
-               WHERE p.kind = 'persona' AND EXISTS (
-                   SELECT 1 FROM proposal_sources s WHERE s.proposal_id = p.id AND s.message_id = ANY($1::bigint[]))""",
-            ids)
+        if self.proposer is not None:  # every persona proposal citing them, pending or decided, loses its words
+            await self.proposer.withdraw(
+                await self.proposer.citing(PERSONA_KIND, ids, conn=conn), reason="(evidence it cited was forgotten)",
+                conn=conn, rewrite=WITHDRAWN)
         await conn.execute("DELETE FROM persona_evidence WHERE message_id = ANY($1::bigint[])", ids)
         return {"persona_evidence": total} if total else {}
 
