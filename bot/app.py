@@ -278,8 +278,8 @@ class App:
             raise
         return cls(
             settings=settings, db=db, embedder=embedder, conversations=conversations, episodes=episodes,
-            archetype_store=archetype_store, router=router, provenance=Provenance(db.pool, layers), layers=layers,
-            importer=importer,
+            archetype_store=archetype_store, router=router,
+            provenance=Provenance(db.pool, layers, proposals=governance), layers=layers, importer=importer,
             brain=brain, llm=llm, governance=governance, dream=dream,
         )
 

@@ -53,6 +53,13 @@ ANY_SCOPE: Final = _AnyScope()  # "do not filter on scope" (None means the globa
 # What approving a kind does: (connection in the deciding transaction, the proposals row, approvers' names)
 # -> what it applied (an archetype id is recorded on the proposal).
 KindHandler = Callable[[asyncpg.Connection, asyncpg.Record, str], Awaitable[Any]]
+FORGOTTEN_NAME = "(forgotten)"
+# Where a decision names its voters, by display name: (table, column, the rows of proposal $1).
+_DECISION_NAMES = (
+    ("proposals", "decided_by", "id = $1"),
+    ("context_archetypes", "approved_by",
+     "id = (SELECT applied_archetype_id FROM proposals WHERE id = $1)"),
+)
 
 
 class GovernanceError(Exception):
@@ -464,6 +471,44 @@ class Governance:
         for row in pending:
             log.info("proposal %s withdrawn: %s", row["id"], reason)
         return len(pending)
+
+    # --- forgetting (memory.proposer.ProposalRecords, for memory.provenance.Provenance) --------------------
+
+    async def forgetting(self, conn: asyncpg.Connection, message_ids: Sequence[int]) -> dict[str, int]:
+        """Inside the forgetting transaction, before the messages go: how many proposals cite them (their
+        deletion's trigger redacts those words, sql/019) and how many of those are worded by them."""
+        ids = list(message_ids)
+        cited = await conn.fetchval(
+            "SELECT count(DISTINCT proposal_id) FROM proposal_sources WHERE message_id = ANY($1::bigint[])", ids)
+        worded = await conn.fetchval(
+            """SELECT count(DISTINCT s.proposal_id)
+               FROM proposal_sources s JOIN proposals p ON p.id = s.proposal_id
+               WHERE s.message_id = ANY($1::bigint[]) AND s.wording
+                 AND NOT COALESCE(p.evidence ->> 'wording_redacted', '') = 'true'""", ids)
+        return {"proposals_redacted": int(cited), "proposal_names_redacted": int(worded)}
+
+    async def forget_voter(self, conn: asyncpg.Connection, scope: str, voter_id: str) -> int:
+        """Votes are the record of a decision: keep the vote, drop who cast it. The decisions their votes made
+        named them too (a proposal's ``decided_by``, an approved archetype's ``approved_by``): those read
+        "(forgotten)" where their name was. Only ``scope``'s proposals and the global ones; returns how many
+        votes."""
+        cast = await conn.fetch(
+            """SELECT DISTINCT v.proposal_id, v.voter_name FROM proposal_votes v
+               JOIN proposals p ON p.id = v.proposal_id
+               WHERE v.voter_id = $2 AND (p.scope = $1 OR p.scope IS NULL)""", scope, voter_id)
+        for row in cast:
+            for table, column, key in _DECISION_NAMES:
+                await conn.execute(
+                    f"""UPDATE {table} SET {column} = array_to_string(
+                            array_replace(string_to_array({column}, ', '), $2, '{FORGOTTEN_NAME}'), ', ')
+                        WHERE {key} AND {column} IS NOT NULL""",
+                    row["proposal_id"], row["voter_name"])
+        status = await conn.execute(
+            f"""UPDATE proposal_votes v SET voter_id = 'forgotten:' || md5(v.voter_id || v.proposal_id::text),
+                                           voter_name = '{FORGOTTEN_NAME}'
+               FROM proposals p WHERE p.id = v.proposal_id AND v.voter_id = $2
+                 AND (p.scope = $1 OR p.scope IS NULL)""", scope, voter_id)
+        return int(status.split()[-1])
 
     # --- the posting queue (dream.outbox.Outbox posts from it) ---------------------------------------------
 

@@ -77,3 +77,18 @@ class Proposer(Protocol):
         whatever its status, has its title, payload and rationale replaced (its words came from what is being
         forgotten). Returns how many pending proposals expired."""
         ...
+
+
+class ProposalRecords(Protocol):
+    """What forgetting (``memory.provenance.Provenance``) asks of governance, inside its transaction: the
+    database's triggers redact a forgotten message's words in proposals (sql/019); governance counts them and
+    anonymises a forgotten person's votes."""
+
+    async def forgetting(self, conn: asyncpg.Connection, message_ids: Sequence[int]) -> Mapping[str, int]:
+        """Count, before the messages are deleted, the proposals whose words their deletion redacts."""
+        ...
+
+    async def forget_voter(self, conn: asyncpg.Connection, scope: str, voter_id: str) -> int:
+        """Keep the person's votes on ``scope``'s (and the global) proposals, drop who cast them, and their name
+        from the decisions those votes made; returns how many votes."""
+        ...
