@@ -13,7 +13,6 @@ ephemeral; long output is sent as a file.
 
 from __future__ import annotations
 
-import io
 import json
 import logging
 from datetime import UTC, datetime
@@ -23,10 +22,10 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot.discord.dream import digest_for, voter_from
+from bot.discord.common import digest_for, dm_or_guild, is_admin, reply, visible_channel
 from bot.discord.mine import Pager, export_filename, link_for, mine_pages, send_export
 from bot.discord.rules import guild_settings_view, parse_message_link, scope_for, source_label
-from dream.governance import PENDING, ApproverPolicy
+from dream.governance import PENDING
 from memory.archetypes import Archetype
 from memory.errors import MemoryStoreError
 from memory.fields import display_text
@@ -39,31 +38,6 @@ if TYPE_CHECKING:
     from bot.discord.services import Services
 
 log = logging.getLogger(__name__)
-
-INLINE_LIMIT = 1900
-
-
-def is_admin(interaction: discord.Interaction, policy: ApproverPolicy) -> bool:
-    """A guild member whom the approver policy allows (the same rule as votes); never in DMs."""
-    member = interaction.user
-    return isinstance(member, discord.Member) and policy.allows(voter_from(member))
-
-
-def dm_or_guild() -> app_commands.AppCommandContext:
-    return app_commands.AppCommandContext(guild=True, dm_channel=True, private_channel=False)
-
-
-async def reply(interaction: discord.Interaction, text: str, *, ephemeral: bool = True) -> None:
-    """Answer inline, or as a file when too long for one message; names and quotes in it are made safe to show
-    (``display_text``)."""
-    send = interaction.followup.send if interaction.response.is_done() else interaction.response.send_message
-    text = display_text(text)
-    if len(text) <= INLINE_LIMIT:
-        await send(text, ephemeral=ephemeral)
-    else:
-        await send("The answer is long; it is attached.", ephemeral=ephemeral,
-                   file=discord.File(io.BytesIO(text.encode()), filename="hippobot.txt"))
-
 
 class ConfirmForget(discord.ui.View):
     def __init__(self, services: Services, scope: str, user_id: int) -> None:
@@ -457,14 +431,6 @@ class AdminCog(commands.Cog):
             lines += [f"- [{e.created_at:%Y-%m-%d}] {e.content.splitlines()[0]} (message {e.message_id})"
                       for e in episodes]
         await reply(interaction, "\n".join(lines))
-
-
-def visible_channel(interaction: discord.Interaction) -> str | None:
-    """The audience's channel: a thread's parent, since threads follow their parent."""
-    channel = interaction.channel
-    if isinstance(channel, discord.Thread):
-        return str(channel.parent_id)
-    return None if interaction.channel_id is None else str(interaction.channel_id)
 
 
 def format_recall(bundle: ContextBundle, guild_id: int | None) -> str:

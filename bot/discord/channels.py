@@ -16,8 +16,7 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot.discord.admin import is_admin, reply
-from bot.discord.chat import visibility_of
+from bot.discord.common import is_admin, reply, visibility_of
 from memory.participation import ChannelSetting
 from bot.discord.rules import channel_mode
 from memory.fields import display_text

@@ -14,7 +14,7 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot.discord.admin import visible_channel, dm_or_guild, is_admin, reply
+from bot.discord.common import dm_or_guild, is_admin, reply, visible_channel
 from bot.discord.rules import scope_for
 from dream.governance import GovernanceError
 from memory.persona.view import render, render_history
