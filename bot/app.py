@@ -147,6 +147,7 @@ class App:
     llm: LanguageModel | None
     governance: Governance
     dream: DreamCycle
+    clock: Clock  # what "now" is for memory and the transports
     scheduler: DreamScheduler | None = None
     closed: bool = False
 
@@ -280,7 +281,7 @@ class App:
             settings=settings, db=db, embedder=embedder, conversations=conversations, episodes=episodes,
             archetype_store=archetype_store, router=router,
             provenance=Provenance(db.pool, layers, proposals=governance), layers=layers, importer=importer,
-            brain=brain, llm=llm, governance=governance, dream=dream,
+            brain=brain, llm=llm, governance=governance, dream=dream, clock=clock,
         )
 
     async def absorb_backlog(self, progress: Callable[[int, int], None] | None = None) -> int:

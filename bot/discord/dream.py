@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import logging
 import re
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -195,7 +194,7 @@ class DreamCog(commands.Cog):
         routable = await self.router.routable(await self.outbox.waiting_scopes())
         if not routable:
             return 0
-        return await self.outbox.flush(self.router, scopes=routable)
+        return await self.outbox.flush(self.router, now=self.services.clock.now(), scopes=routable)
 
     async def dream_channel_ids(self, guild_id: int) -> set[int]:
         """The channels of a server where the bot never chats and votes count: its own dream channel and the
@@ -273,7 +272,7 @@ class DreamCog(commands.Cog):
             where["scope"] = str(guild.id) if guild is not None else None
         try:
             outcome: VoteOutcome = await self.services.governance.vote(
-                proposal_id, voter_from(user, owner=owner), approve, now=datetime.now(UTC), **where
+                proposal_id, voter_from(user, owner=owner), approve, now=self.services.clock.now(), **where
             )
         except NotAnApprover:
             log.info("vote by non-approver %s on proposal %s ignored", user.id, proposal_id)

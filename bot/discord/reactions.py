@@ -16,7 +16,6 @@ scope it happened in.
 from __future__ import annotations
 
 import logging
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import discord
@@ -68,7 +67,7 @@ class ReactionsCog(commands.Cog):
         try:
             quality = await layer.react(
                 "discord", str(payload.channel_id), str(payload.message_id), str(payload.user_id),
-                str(payload.emoji), added=added, now=datetime.now(UTC),
+                str(payload.emoji), added=added, now=self.services.clock.now(),
                 scope=scope_for(payload.guild_id, payload.user_id))
         except Exception:  # a lost reaction must never disturb the bot
             log.exception("reaction on message %s not recorded", payload.message_id)
@@ -96,7 +95,7 @@ class ReactionsCog(commands.Cog):
             react = getattr(self.services.brain.layer("macros"), "reply_reaction", None)
             if react is not None:
                 worked = (emoji in RESOLVED) if added else None
-                if ids := await react(stored, str(payload.user_id), worked, datetime.now(UTC)):
+                if ids := await react(stored, str(payload.user_id), worked, self.services.clock.now()):
                     log.info("macros %s: %s on reply %s", ids, {True: "worked", False: "failed"}.get(worked, "undone"),
                              payload.message_id)
         except Exception:  # like any reaction: never disturbs the bot
@@ -114,7 +113,7 @@ class ReactionsCog(commands.Cog):
         try:
             quality = await layer.replied_to(
                 "discord", str(ref.channel_id or message.channel.id), str(ref.message_id), str(message.author.id),
-                now=datetime.now(UTC), scope=scope_for(guild_id, message.author.id))
+                now=self.services.clock.now(), scope=scope_for(guild_id, message.author.id))
         except Exception:
             log.exception("reply %s to message %s not recorded", message.id, ref.message_id)
             return
