@@ -161,10 +161,13 @@ class App:
         embedder: Embedder | None = None,
         clock: Clock | None = None,
         steps: Callable[[str], None] | None = None,
+        preload: bool = True,
     ) -> App:
         """Start the database (embedded when no URL), load the models, wire the services. ``clock``: what
         "now" is for memory (default the wall clock; ``--now`` shifts it). ``steps`` is told each slow step
-        before it starts (a first start creates the database and prepares the models: minutes)."""
+        before it starts (a first start creates the database and prepares the models: minutes). ``preload``
+        False leaves the embedder and the fact extractor to load on first use, for a command that may never
+        need them (``hippobot persona``, ``places --stats``, ``migrate``); the language model is ``with_llm``'s."""
         step = steps or (lambda text: log.info("%s", text))
         url = settings.database_url.get_secret_value() if settings.database_url else None
         if url is None and not embedded_exists(settings.data_dir):
@@ -176,9 +179,10 @@ class App:
         once = " (first start: prepared once, this takes minutes)" if first_models else ""
         try:
             if embedder is None:
-                step("loading the embedding model" + once)
                 minilm = MiniLMEmbedder(backend=settings.embed_backend, cache_dir=settings.models_dir)
-                await asyncio.to_thread(minilm.load)
+                if preload:
+                    step("loading the embedding model" + once)
+                    await asyncio.to_thread(minilm.load)
                 embedder = minilm
             if with_llm and llm is None:
                 step("loading the language model" + once)
@@ -211,9 +215,10 @@ class App:
             layers: list[MemoryLayer] = [TurnsLayer(conversations), episodes_layer]
             if settings.kg_enabled:
                 extractor = TripleExtractor()
-                step("loading the fact extractor")
-                # now, not at the first message: recall would wait past its deadline and lose the facts
-                await asyncio.to_thread(extractor.load)
+                if preload:
+                    step("loading the fact extractor")
+                    # now, not at the first message: recall would wait past its deadline and lose the facts
+                    await asyncio.to_thread(extractor.load)
                 semantic = SemanticMemory(
                     pool, extractor, embedder,
                     GateConfig(enabled=settings.kg_gate_enabled, threshold=settings.kg_gate_threshold),
