@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from pathlib import Path
@@ -23,7 +23,7 @@ from dream.scheduler import DreamScheduler
 from dream.steps import build_steps
 from memory.archetypes import ArchetypeRouter, ArchetypeStore
 from memory.conversation import ConversationStore
-from memory.db import Database, embedded_exists
+from memory.db import Database, embedded_exists, install
 from memory.embed import Embedder, MiniLMEmbedder
 from memory.episodic import EpisodicStore, WriteGate
 from memory.importer import Importer
@@ -31,7 +31,7 @@ from memory.provenance import Provenance
 from memory.extract import TripleExtractor
 from memory.absorption import Absorber
 from memory.clock import Clock, SystemClock
-from memory.layers.base import MemoryLayer
+from memory.layers.base import LayerContext, LayerFactory, MemoryLayer
 from memory.layers.episodes import EpisodesLayer
 from memory.layers.facts import FactsLayer
 from memory.layers.macros import MacrosLayer
@@ -162,12 +162,15 @@ class App:
         clock: Clock | None = None,
         steps: Callable[[str], None] | None = None,
         preload: bool = True,
+        layers: Sequence[LayerFactory] = (),
     ) -> App:
         """Start the database (embedded when no URL), load the models, wire the services. ``clock``: what
         "now" is for memory (default the wall clock; ``--now`` shifts it). ``steps`` is told each slow step
         before it starts (a first start creates the database and prepares the models: minutes). ``preload``
         False leaves the embedder and the fact extractor to load on first use, for a command that may never
-        need them (``hippobot persona``, ``places --stats``, ``migrate``); the language model is ``with_llm``'s."""
+        need them (``hippobot persona``, ``places --stats``, ``migrate``); the language model is ``with_llm``'s.
+        ``layers``: more memory layers, built after the shipped ones from the shared services
+        (``memory.layers.base.LayerFactory``); a layer from another package is registered by one entry here."""
         step = steps or (lambda text: log.info("%s", text))
         url = settings.database_url.get_secret_value() if settings.database_url else None
         if url is None and not embedded_exists(settings.data_dir):
@@ -212,7 +215,7 @@ class App:
             episodes_layer = EpisodesLayer(episodes, gate, embedder)
             semantic = None
             # The memory layers, in the order their recall is reported. Adding a layer is one line here.
-            layers: list[MemoryLayer] = [TurnsLayer(conversations), episodes_layer]
+            registered: list[MemoryLayer] = [TurnsLayer(conversations), episodes_layer]
             if settings.kg_enabled:
                 extractor = TripleExtractor()
                 if preload:
@@ -225,26 +228,29 @@ class App:
                     bot_name=settings.bot_name,
                 )
                 episodes_layer.graph = semantic  # entity expansion
-                layers.append(FactsLayer(semantic, prune_retrievability=settings.kg_prune_retrievability,
+                registered.append(FactsLayer(semantic, prune_retrievability=settings.kg_prune_retrievability,
                                          prune_confidence=settings.kg_prune_confidence))
             if settings.persona_enabled:
                 # a configured (not the bundled base) model scores evidence with the seed's classifier
-                layers.append(PersonaLayer(pool, embedder, graph=semantic,
+                registered.append(PersonaLayer(pool, embedder, graph=semantic,
                                            llm=llm if llm is not None and settings.model is not None else None,
                                            proposer=governance))
             if settings.resonance_enabled:
-                layers.append(ResonanceLayer(pool, llm, bot_name=settings.bot_name))
+                registered.append(ResonanceLayer(pool, llm, bot_name=settings.bot_name))
             if settings.places_enabled:
-                layers.append(PlacesLayer(pool, embedder))
-                layers.append(MacrosLayer(pool, embedder))
-            layers.append(WeightsLayer(pool, settings.data_dir / "adapters", trainer=distiller(settings, llm),
+                registered.append(PlacesLayer(pool, embedder))
+                registered.append(MacrosLayer(pool, embedder))
+            registered.append(WeightsLayer(pool, settings.data_dir / "adapters", trainer=distiller(settings, llm),
                                        semantic=semantic, enabled=settings.distill_enabled,
                                        bot_name=settings.bot_name,
                                        proposer=governance,
                                        policy=DistillPolicy(min_new_messages=settings.distill_min_new_messages)))
             clock = clock or SystemClock()
-            recall = Recall(layers, timeout=settings.layer_timeout_s)
-            absorber = Absorber(conversations, layers, router, archetype_store, embedder, clock)
+            shared = LayerContext(pool=pool, embedder=embedder, proposer=governance, clock=clock)
+            registered += [factory(shared) for factory in layers]
+            await install(pool, [layer.install for layer in registered])  # tables of layers shipped outside sql/
+            recall = Recall(registered, timeout=settings.layer_timeout_s)
+            absorber = Absorber(conversations, registered, router, archetype_store, embedder, clock)
             brain = Brain(
                 conversations=conversations,
                 archetypes=router,
@@ -264,7 +270,7 @@ class App:
                 conversations, episodes, router, archetype_store, embedder,
                 replace(gate, tau=settings.import_gate_tau), max_chars=settings.max_message_chars, absorber=absorber,
             )
-            for layer in layers:  # what approving a layer's proposals does (e.g. persona shifts, adapters)
+            for layer in registered:  # what approving a layer's proposals does (e.g. persona shifts, adapters)
                 governance.register_kinds(layer.proposal_kinds())
                 governance.register_rejections(layer.proposal_rejections())
             dream = DreamCycle(
@@ -272,7 +278,7 @@ class App:
                     pool=pool, embedder=embedder, archetypes=archetype_store, router=router, governance=governance,
                     config=dream_config(settings),
                 ),
-                build_steps(layers),
+                build_steps(registered),
             )
             if llm is not None and settings.model is not None:
                 # a configured (not the bundled base) model names proposals and extracts facts
@@ -285,7 +291,7 @@ class App:
         return cls(
             settings=settings, db=db, embedder=embedder, conversations=conversations, episodes=episodes,
             archetype_store=archetype_store, router=router,
-            provenance=Provenance(db.pool, layers, proposals=governance), layers=layers, importer=importer,
+            provenance=Provenance(db.pool, registered, proposals=governance), layers=registered, importer=importer,
             brain=brain, llm=llm, governance=governance, dream=dream, clock=clock,
         )
 

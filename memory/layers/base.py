@@ -18,7 +18,15 @@ of ``MemoryLayer`` (``BaseLayer`` supplies the no-op defaults):
   what goes;
 - ``dream_steps()``, ``proposal_kinds()`` and ``proposal_rejections()``: what it
   contributes to the dream cycle and to governance (what approving, and
-  rejecting, a proposal of its kinds does).
+  rejecting, a proposal of its kinds does);
+- ``install(conn)``: create the tables of a layer that ships outside ``sql/``
+  (its own SQL file, idempotent), at start-up under the migration lock; the
+  shipped layers' tables are numbered migrations in ``sql/`` and install nothing.
+
+A layer is registered by a ``LayerFactory``: given the ``LayerContext`` (the
+pool, the embedder, the proposer and the clock), it returns the layer. The
+shipped layers are built in ``bot.app.App.open``; another is one more factory
+in ``App.open(layers=[...])``.
 """
 
 from __future__ import annotations
@@ -147,6 +155,16 @@ LayerStep = Callable[[datetime, "str | None"], Awaitable[StepResult]]
 KindHandler = Callable[[asyncpg.Connection, Any, str], Awaitable[Any]]
 
 
+@dataclass(frozen=True)
+class LayerContext:
+    """What the composition root gives a layer's factory: the shared services a layer may keep."""
+
+    pool: asyncpg.Pool
+    embedder: Any  # memory.embed.Embedder
+    proposer: Any  # memory.proposer.Proposer (governance)
+    clock: Any  # memory.clock.Clock
+
+
 @runtime_checkable
 class MemoryLayer(Protocol):
     name: str
@@ -168,6 +186,12 @@ class MemoryLayer(Protocol):
     def proposal_rejections(self) -> Mapping[str, KindHandler]: ...
 
     async def stats(self, scope: str) -> Mapping[str, object]: ...
+
+    async def install(self, conn: asyncpg.Connection) -> None: ...
+
+
+# Registering a layer: a factory the composition root calls once with the shared services.
+LayerFactory = Callable[[LayerContext], MemoryLayer]
 
 
 class BaseLayer:
@@ -209,3 +233,8 @@ class BaseLayer:
     async def stats(self, scope: str) -> Mapping[str, object]:
         """What ``/memory stats`` and ``hippobot places --stats`` show of this layer in a scope (label -> value)."""
         return {}
+
+    async def install(self, conn: asyncpg.Connection) -> None:
+        """Create what the layer keeps outside the shipped migrations (a layer from another package: its own
+        ``CREATE TABLE IF NOT EXISTS ...`` SQL), in a transaction under the migration lock; idempotent."""
+        return None
