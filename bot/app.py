@@ -324,12 +324,11 @@ class App:
                 log.warning("memory writes still queued at shutdown; they are absorbed at the next start")
         finally:
             await self.router.stop()
-            lexical = getattr(self.brain.layer("episodes"), "lexical", None)
-            if lexical is not None:
-                await lexical.close()  # a word-statistics recount in flight
-            close_places = getattr(self.brain.layer("places"), "close", None)
-            if close_places is not None:
-                await close_places()  # a channel model being learned
+            for layer in self.layers:  # their background work, before the pool it reads from closes
+                try:
+                    await layer.close()
+                except Exception:
+                    log.exception("memory layer %s did not close cleanly", layer.name)
             if self.llm is not None:
                 aclose = getattr(self.llm, "aclose", None)  # a network engine closes on the event loop
                 await (aclose() if aclose is not None else asyncio.to_thread(self.llm.close))

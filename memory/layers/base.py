@@ -19,6 +19,10 @@ of ``MemoryLayer`` (``BaseLayer`` supplies the no-op defaults):
 - ``dream_steps()``, ``proposal_kinds()`` and ``proposal_rejections()``: what it
   contributes to the dream cycle and to governance (what approving, and
   rejecting, a proposal of its kinds does);
+- ``prepare(texts)`` and ``prepare_absorb(texts)``: optional batch work ahead of
+  many recalls or absorptions (a speed-up, never needed for correctness);
+  ``absorb_after``: the layers whose absorb of a message must finish first;
+- ``close()``: stop background work before the pool closes (at shutdown);
 - ``install(conn)``: create the tables of a layer that ships outside ``sql/``
   (its own SQL file, idempotent), at start-up under the migration lock; the
   shipped layers' tables are numbered migrations in ``sql/`` and install nothing.
@@ -168,6 +172,13 @@ class LayerContext:
 @runtime_checkable
 class MemoryLayer(Protocol):
     name: str
+    absorb_after: tuple[str, ...]
+
+    async def prepare(self, texts: Sequence[str]) -> None: ...
+
+    async def prepare_absorb(self, texts: Sequence[str]) -> None: ...
+
+    async def close(self) -> None: ...
 
     async def recall(self, query: RecallQuery) -> Section | None: ...
 
@@ -209,6 +220,14 @@ class BaseLayer:
     async def prepare(self, texts: Sequence[str]) -> None:
         """Optional: batch work ahead of many recalls of these texts (``recall --queries``), e.g. one parse of
         them all; each ``recall`` then finds it done. Never needed for correctness."""
+        return None
+
+    async def prepare_absorb(self, texts: Sequence[str]) -> None:
+        """Optional: batch work ahead of absorbing many messages of these texts (an import, the backlog)."""
+        return None
+
+    async def close(self) -> None:
+        """Stop the layer's background work (a recount, a model being learned) before the pool closes."""
         return None
 
     async def edited(self, message: StoredMessage, conn: asyncpg.Connection) -> None:
