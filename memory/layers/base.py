@@ -22,6 +22,8 @@ of ``MemoryLayer`` (``BaseLayer`` supplies the no-op defaults):
 - ``prepare(texts)`` and ``prepare_absorb(texts)``: optional batch work ahead of
   many recalls or absorptions (a speed-up, never needed for correctness);
   ``absorb_after``: the layers whose absorb of a message must finish first;
+- ``signal(signal)``: what a person did to a stored message, from a transport
+  (a reaction added or taken back, a direct reply to it);
 - ``close()``: stop background work before the pool closes (at shutdown);
 - ``install(conn)``: create the tables of a layer that ships outside ``sql/``
   (its own SQL file, idempotent), at start-up under the migration lock; the
@@ -135,6 +137,26 @@ class AbsorbedTurn:
     novelty: float | None = None  # the message's novelty at recall, 1 - max cosine to the scope's episodes
 
 
+@dataclass(frozen=True)
+class Signal:
+    """What a person did to a stored message, as a transport saw it: a reaction added or taken back
+    (``kind`` 'reaction'), or a direct reply to it ('reply'). Every layer is told (``MemoryLayer.signal``)
+    and takes what it learns from: resonance a reply's quality, places a resolved conversation, macros
+    whether the procedures a reply suggested worked."""
+
+    kind: str  # 'reaction' | 'reply'
+    scope: str  # where it happened: a layer never acts on another scope's message
+    source: str  # the transport: 'discord' | 'console'
+    channel_id: str
+    external_id: str  # the message reacted or replied to, by the transport's id
+    actor_id: str
+    now: datetime
+    message: StoredMessage | None = None  # that message when the transport looked it up and it is this scope's
+    emoji: str = ""
+    added: bool = True  # False: the reaction was taken back
+    verdict: bool | None = None  # the transport's "this worked / is solved" mark (True) or "did not work" (False)
+
+
 @dataclass
 class StepResult:
     """What a layer's dream step did: counts for the report, notes, and a headline in plain words for the
@@ -177,6 +199,8 @@ class MemoryLayer(Protocol):
     async def prepare(self, texts: Sequence[str]) -> None: ...
 
     async def prepare_absorb(self, texts: Sequence[str]) -> None: ...
+
+    async def signal(self, signal: Signal) -> None: ...
 
     async def close(self) -> None: ...
 
@@ -224,6 +248,10 @@ class BaseLayer:
 
     async def prepare_absorb(self, texts: Sequence[str]) -> None:
         """Optional: batch work ahead of absorbing many messages of these texts (an import, the backlog)."""
+        return None
+
+    async def signal(self, signal: Signal) -> None:
+        """Learn from a reaction to, or a reply to, a stored message (``Signal``); most layers take none."""
         return None
 
     async def close(self) -> None:

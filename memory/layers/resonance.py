@@ -31,7 +31,7 @@ from typing import Any, Protocol
 import asyncpg
 
 from memory.conversation import StoredMessage
-from memory.layers.base import MEMORY, AbsorbedTurn, BaseLayer, MemoryItem, RecallQuery, Section, sources_of
+from memory.layers.base import MEMORY, AbsorbedTurn, BaseLayer, MemoryItem, RecallQuery, Section, Signal, sources_of
 from memory.resonance.features import (arousal, clamp, jaccard, reply_len_norm, themes, unique_ratio,
                                        words)
 from memory.resonance.moments import (CANDIDATES, CARRY_ON_WEIGHT, DOWN_REACTIONS, RATING_WEIGHT, REPLY_WEIGHT,
@@ -223,6 +223,19 @@ class ResonanceLayer(BaseLayer):
         return {"moments": await self.moments.forgetting(conn, message_ids, datetime.now(UTC))}
 
     # --- what people say about a reply ------------------------------------------------------------------------
+
+    async def signal(self, signal: Signal) -> None:
+        """A reaction on one of the bot's replies, or a direct reply to it: the reply's moment's quality."""
+        if signal.kind == "reaction":
+            quality = await self.react(signal.source, signal.channel_id, signal.external_id, signal.actor_id,
+                                       signal.emoji, added=signal.added, now=signal.now, scope=signal.scope)
+        elif signal.kind == "reply":
+            quality = await self.replied_to(signal.source, signal.channel_id, signal.external_id, signal.actor_id,
+                                            now=signal.now, scope=signal.scope)
+        else:
+            return
+        if quality is not None:
+            log.info("%s on reply %s: quality %.2f", signal.kind, signal.external_id, quality)
 
     async def react(self, source: str, channel_id: str, reply_external_id: str, actor_id: str, emoji: str, *,
                     added: bool, now: datetime, scope: str | None = None) -> float | None:
