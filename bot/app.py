@@ -206,6 +206,7 @@ class App:
             gate = WriteGate(settings.gate_alpha_surprise, settings.gate_beta_novelty, settings.gate_delta_pin,
                              settings.gate_tau)
             prompts = prompt_builder(settings, llm) if llm is not None else None
+            clock = clock or SystemClock()
             # the layers propose through it (memory.proposer.Proposer); their kinds are registered below
             governance = Governance(
                 pool,
@@ -234,9 +235,9 @@ class App:
                 # a configured (not the bundled base) model scores evidence with the seed's classifier
                 registered.append(PersonaLayer(pool, embedder, graph=semantic,
                                            llm=llm if llm is not None and settings.model is not None else None,
-                                           proposer=governance))
+                                           proposer=governance, clock=clock))
             if settings.resonance_enabled:
-                registered.append(ResonanceLayer(pool, llm, bot_name=settings.bot_name))
+                registered.append(ResonanceLayer(pool, llm, bot_name=settings.bot_name, clock=clock))
             if settings.places_enabled:
                 registered.append(PlacesLayer(pool, embedder))
                 registered.append(MacrosLayer(pool, embedder))
@@ -245,7 +246,6 @@ class App:
                                        bot_name=settings.bot_name,
                                        proposer=governance,
                                        policy=DistillPolicy(min_new_messages=settings.distill_min_new_messages)))
-            clock = clock or SystemClock()
             shared = LayerContext(pool=pool, embedder=embedder, proposer=governance, clock=clock)
             registered += [factory(shared) for factory in layers]
             await install(pool, [layer.install for layer in registered])  # tables of layers shipped outside sql/

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 
 import asyncpg
@@ -36,6 +36,7 @@ from memory.persona.reflection import change_share, describe, deterministic_snap
 from memory.persona.state import (Evidence, PersonaState, TopicStance, apply_evidence, decay, record_shift,
                                   reflection_due, set_belief)
 from memory.persona.store import PersonaStore, certainty_of
+from memory.clock import Clock, SystemClock
 from memory.proposer import Proposer, Withdrawn
 
 log = logging.getLogger(__name__)
@@ -54,11 +55,14 @@ class PersonaLayer(BaseLayer):
 
     def __init__(self, pool: asyncpg.Pool, embedder: Embedder, *, core_identity: str = "",
                  llm: TextModel | None = None, proposer: Proposer | None = None,
-                 change_limit: float = 0.6, opinions_shown: int = 5, graph: Any = None) -> None:
+                 change_limit: float = 0.6, opinions_shown: int = 5, graph: Any = None,
+                 clock: Clock | None = None) -> None:
         """``llm``: a capable configured model (scores evidence and reflects); None: the deterministic defaults.
         ``proposer``: governance, which stores a shift too large to apply unasked (None: such a shift is an
-        error, for a layer built only to score)."""
+        error, for a layer built only to score). ``clock``: when a version is written outside a message's
+        absorb (an approval, a forgetting); default the wall clock."""
         self.store = PersonaStore(pool)
+        self.clock: Clock = clock or SystemClock()
         self.embedder = embedder
         self.core_identity = core_identity
         self.deterministic = EvidenceScorer(embedder)
@@ -294,7 +298,7 @@ class PersonaLayer(BaseLayer):
             reason = f"proposal #{row['id']} approved by {approvers}"
         else:
             raise ValueError(f"persona proposal #{row['id']} has no action left to apply (withdrawn)")
-        await self.store.write(conn, scope, visible_in, state, reason, datetime.now(timezone.utc))
+        await self.store.write(conn, scope, visible_in, state, reason, self.clock.now())
         return int(row["id"])
 
     # --- edits and forgetting ------------------------------------------------------------------------------
@@ -331,7 +335,7 @@ class PersonaLayer(BaseLayer):
             version = await self.store.write(
                 conn, scope, visible_in, state,
                 f"recomputed after forgetting {r['n']} message(s); {_versions(r['first_version'], newest)} "
-                f"withdrawn", datetime.now(timezone.utc), after=newest)
+                f"withdrawn", self.clock.now(), after=newest)
             await self.store.replayed_into(conn, scope, visible_in, r["first_version"], version)
             total += int(r["n"])
         # A restricted channel's persona started as a copy of the scope's public one (``_state``): when that was
@@ -352,7 +356,7 @@ class PersonaLayer(BaseLayer):
                 version = await self.store.write(
                     conn, scope, visible_in, state,
                     f"recomputed: the public persona it started from forgot message(s); {_versions(1, newest)} "
-                    f"withdrawn", datetime.now(timezone.utc), after=newest)
+                    f"withdrawn", self.clock.now(), after=newest)
                 await self.store.replayed_into(conn, scope, visible_in, 1, version)
         if self.proposer is not None:  # every persona proposal citing them, pending or decided, loses its words
             await self.proposer.withdraw(

@@ -25,12 +25,13 @@ import asyncio
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 import asyncpg
 
 from memory.conversation import StoredMessage
+from memory.clock import Clock, SystemClock
 from memory.layers.base import MEMORY, AbsorbedTurn, BaseLayer, MemoryItem, RecallQuery, Section, Signal, sources_of
 from memory.resonance.features import (arousal, clamp, jaccard, reply_len_norm, themes, unique_ratio,
                                        words)
@@ -66,9 +67,11 @@ class ResonanceLayer(BaseLayer):
 
     def __init__(self, pool: asyncpg.Pool, llm: TokenMapper | None, *, bot_name: str = "hippobot",
                  alpha: float = ALPHA, top_k: int = TOP_K, threshold: float = THRESHOLD,
-                 candidates: int = CANDIDATES, boosts_enabled: bool = True) -> None:
-        """``llm``: maps words to the engine's token ids (None: the section alone, no boosts)."""
+                 candidates: int = CANDIDATES, boosts_enabled: bool = True, clock: Clock | None = None) -> None:
+        """``llm``: maps words to the engine's token ids (None: the section alone, no boosts). ``clock``: when a
+        forgetting marks a moment down (default the wall clock)."""
         self.moments = MomentStore(pool)
+        self.clock: Clock = clock or SystemClock()
         self.llm = llm
         self.stop_labels = (f"\n{bot_name}:",)
         self.alpha = alpha
@@ -220,7 +223,7 @@ class ResonanceLayer(BaseLayer):
                 arousal(message.content, self._polarity))
 
     async def forgetting(self, conn: asyncpg.Connection, message_ids: Sequence[int]) -> Mapping[str, int]:
-        return {"moments": await self.moments.forgetting(conn, message_ids, datetime.now(UTC))}
+        return {"moments": await self.moments.forgetting(conn, message_ids, self.clock.now())}
 
     # --- what people say about a reply ------------------------------------------------------------------------
 
