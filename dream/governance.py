@@ -54,6 +54,8 @@ ANY_SCOPE: Final = _AnyScope()  # "do not filter on scope" (None means the globa
 # -> what it applied (an archetype id is recorded on the proposal).
 KindHandler = Callable[[asyncpg.Connection, asyncpg.Record, str], Awaitable[Any]]
 FORGOTTEN_NAME = "(forgotten)"
+# A proposal's scope: the column (006), or for rows written before a store set it, its evidence.
+_PROPOSAL_SCOPE = "COALESCE(scope, evidence ->> 'scope')"
 # Where a decision names its voters, by display name: (table, column, the rows of proposal $1).
 _DECISION_NAMES = (
     ("proposals", "decided_by", "id = $1"),
@@ -347,6 +349,16 @@ class Governance:
                 """SELECT * FROM proposals WHERE status = ANY($1::text[]) AND scope IS NOT DISTINCT FROM $2::text
                    ORDER BY id""", list(statuses), scope)
         return [_proposal(r) for r in rows]
+
+    async def pending_counts(self, scopes: Collection[str] | None = None) -> dict[str, int]:
+        """How many pending proposals each scope has (only ``scopes``, if given); a scope with none is left
+        out. A proposal stored before proposals had a scope column (sql/006) counts by its evidence's."""
+        rows = await self._pool.fetch(
+            f"""SELECT {_PROPOSAL_SCOPE} AS scope, count(*) AS n FROM proposals
+                WHERE status = 'pending' AND {_PROPOSAL_SCOPE} IS NOT NULL
+                  AND ($1::text[] IS NULL OR {_PROPOSAL_SCOPE} = ANY($1::text[]))
+                GROUP BY 1""", None if scopes is None else sorted(scopes))
+        return {r["scope"]: int(r["n"]) for r in rows}
 
     async def similar_decided_or_open(
         self, centroid: np.ndarray, threshold: float, *, scope: str | None | _AnyScope = ANY_SCOPE

@@ -318,6 +318,16 @@ async def test_memory_stats_show_only_this_server(app: App) -> None:
     assert "graph edges: " in said(i) and "resonance: moments: 1 " in said(i) and "spatial gate attempts" in said(i)
 
 
+async def test_the_owners_overview_counts_each_scopes_pending_proposals(app: App) -> None:
+    await talk(app, 111, "hello from here")
+    await talk(app, 222, "elsewhere", scope=str(OTHER))
+    await app.brain.drain()
+    await propose(app, str(OTHER), "their_idea")
+    await propose(app, str(OTHER), "their_other_idea")
+    rows = {r.scope: r.pending_proposals for r in await Services.of(app).guild_view.all_scopes()}
+    assert rows == {str(GUILD): 0, str(OTHER): 2}
+
+
 async def test_dream_status_shows_this_servers_runs_and_the_nightly_ones_only(app: App) -> None:
     pool = app.db.pool
     ids = {}

@@ -66,6 +66,7 @@ class Services:
             provenance=app.provenance, conversations=app.conversations, episodes=app.episodes,
             archetype_store=app.archetype_store, router=app.router, dream=app.dream,
             participation=ParticipationStore(pool), dream_channels=DreamChannelStore(pool),
-            guild_view=GuildView(pool), mine=MemoryOfPerson(pool), outbox=Outbox(app.governance), persona=PersonaStore(pool),
+            guild_view=GuildView(pool, app.governance), mine=MemoryOfPerson(pool), outbox=Outbox(app.governance),
+            persona=PersonaStore(pool),
             next_dream_run=next_dream_run, clock=app.clock,
         )
