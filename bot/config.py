@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import annotated_types
 import platformdirs
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import Field, SecretStr, ValidationError, ValidationInfo, field_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
@@ -74,6 +74,17 @@ class Settings(BaseSettings):
     )
     discord_rate_window_s: float = Field(
         default=60.0, gt=0, description="The window of `HIPPOBOT_DISCORD_RATE_LIMIT`, in seconds."
+    )
+    shard_count: int | None = Field(
+        default=None, ge=1,
+        description="Shards the bot runs as, over all its processes (discord.py sharding). Unset: one process, "
+        "as many shards as Discord recommends. Set alone: this process runs every shard.",
+    )
+    shard_ids: Annotated[list[int] | None, NoDecode] = Field(
+        default=None,
+        description="The shards this process runs, e.g. `0,1` or `1` (each below `HIPPOBOT_SHARD_COUNT`, which it "
+        "needs); the other shards run in other `hippobot run` processes on the same database. DMs reach shard 0 "
+        "only. See docs/discord.md, *Running more than one process*.",
     )
     max_attachment_chars: int = Field(
         default=6000, ge=0,
@@ -309,6 +320,38 @@ class Settings(BaseSettings):
                                  "commas)")
             return [int(part) for part in parts]
         return value
+
+    @field_validator("shard_ids", mode="before")
+    @classmethod
+    def _shard_list(cls, value: object) -> object:
+        if isinstance(value, str):
+            parts = [part.strip() for part in value.replace(";", ",").split(",") if part.strip()]
+            if not parts:
+                return None  # HIPPOBOT_SHARD_IDS= (empty): as unset
+            if bad := [part for part in parts if not part.isdigit()]:
+                raise ValueError(f"{bad[0][:40]!r} is not a shard id (shard ids are whole numbers from 0, "
+                                 "separated by commas, e.g. 0,1)")
+            return [int(part) for part in parts]
+        return value
+
+    @field_validator("shard_ids", mode="after")
+    @classmethod
+    def _shards_within_count(cls, value: list[int] | None, info: ValidationInfo) -> list[int] | None:
+        if value is None:
+            return None
+        if not value:
+            raise ValueError("name at least one shard id, e.g. 0, or unset it")
+        if len(set(value)) != len(value):
+            raise ValueError("a shard id is named twice")
+        count = info.data.get("shard_count")
+        if count is None:
+            if "shard_count" in info.data:  # unset (not invalid: that is reported on its own)
+                raise ValueError("needs HIPPOBOT_SHARD_COUNT, the number of shards over all processes")
+            return value
+        if outside := [i for i in value if i >= count]:
+            raise ValueError(f"shard {outside[0]} is not below HIPPOBOT_SHARD_COUNT={count} (shard ids run from 0 "
+                             f"to {count - 1})")
+        return sorted(value)
 
     @field_validator("dream_timezone")
     @classmethod

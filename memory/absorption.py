@@ -6,7 +6,10 @@ reply by id, so an edit or a delete that landed first wins; it runs every
 layer's ``absorb``, logs the archetype match and marks the message absorbed.
 Layers are idempotent, so a message interrupted half-way is simply absorbed
 again. At start-up ``backlog`` absorbs every person message that never was,
-oldest first. Edits fan out over the layers the same way.
+oldest first. Edits fan out over the layers the same way. Absorbing a message,
+or following its edit, holds its claim (``ConversationStore.absorbing``, an
+advisory lock), so processes sharing the database (shards starting together, an
+import beside the bot) absorb each message once.
 """
 
 from __future__ import annotations
@@ -72,7 +75,14 @@ class Absorber:
         A layer that fails leaves the message unabsorbed (it is retried at the
         next start); the other layers still absorb it.
         """
-        hints = hints or AbsorbHints()
+        async with self.conversations.absorbing(message_id) as mine:
+            if not mine:  # another process (a shard, an import) is absorbing it right now
+                log.debug("message %s is being absorbed by another process", message_id)
+                return False
+            return await self._absorb_claimed(message_id, hints or AbsorbHints())
+
+    async def _absorb_claimed(self, message_id: int, hints: AbsorbHints) -> bool:
+        # Checked under the claim: a process that held it before us has marked the message absorbed.
         message = await self.conversations.by_id(message_id)
         if message is None or message.is_bot or await self.conversations.is_absorbed(message_id):
             return False
@@ -115,9 +125,11 @@ class Absorber:
                 log.warning("preparing absorption failed in %s: %s", layer.name, result)
 
     async def backlog(self, *, limit: int = 10_000, progress: Callable[[int, int], None] | None = None) -> int:
-        """Absorb person messages never absorbed (a crash, a kill), oldest first; at most ``limit``."""
+        """Absorb person messages never absorbed (a crash, a kill), oldest first; at most ``limit`` tried.
+        Returns how many this process absorbed: a message another process (a shard starting beside this one)
+        claimed first is its to absorb, and is skipped here."""
         total = min(await self.conversations.count_unabsorbed(), limit)
-        done = 0
+        done = absorbed = 0
         attempted: set[int] = set()
         while done < total:
             ids = [i for i in await self.conversations.unabsorbed(min(256, total - done) + len(attempted))
@@ -126,15 +138,21 @@ class Absorber:
                 break
             for message_id in ids:
                 attempted.add(message_id)
-                await self.absorb(message_id)
+                absorbed += await self.absorb(message_id)
                 done += 1
                 if progress is not None:
                     progress(done, total)
-        return done
+        return absorbed
 
     async def edited(self, message_id: int) -> bool:
         """The text of an absorbed message changed: every layer follows. False when not absorbed yet
         (the pending absorption will read the new text) or gone."""
+        # after any absorption of it in flight (in this process or another) has finished: then it is either
+        # absorbed, and followed here, or not yet, and its absorption reads the new text
+        async with self.conversations.absorbing(message_id, wait=True):
+            return await self._follow_edit(message_id)
+
+    async def _follow_edit(self, message_id: int) -> bool:
         message = await self.conversations.by_id(message_id)
         if message is None or message.is_bot or not await self.conversations.is_absorbed(message_id):
             return False

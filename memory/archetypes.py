@@ -10,7 +10,10 @@ The router keeps every archetype in memory as one matrix, with an index mask
 per scope that has its own archetypes or overrides; classifying a message is
 a single matrix-vector product against the vector the Brain already computed
 (no second embedding). The cache reloads every ``refresh_seconds`` and at
-once when PostgreSQL notifies that an archetype or an override changed.
+once when PostgreSQL notifies that an archetype or an override changed, in
+whichever process it changed (shards, the CLI): that is how an approval in one
+process is in effect in the others. Should the listening connection close, the
+router listens again on a new one and reloads.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from memory.errors import InvalidInput
 log = logging.getLogger(__name__)
 
 NOTIFY_CHANNEL = "hippobot_archetypes"
+LISTEN_RETRY_S = 5.0  # how soon a router whose LISTEN connection closed tries again
 
 
 @dataclass(frozen=True)
@@ -306,6 +310,7 @@ class ArchetypeRouter:
         self._changed = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._listener: asyncpg.Connection | None = None
+        self._listener_lost = False  # its connection closed: changes are not heard until it listens again
         self._refresh_lock = asyncio.Lock()
         self.loaded_at: datetime | None = None
 
@@ -327,9 +332,33 @@ class ArchetypeRouter:
         """Load now, then keep the cache fresh (poll + LISTEN) until ``stop``."""
         self._pool = pool
         await self.refresh()
-        self._listener = await pool.acquire()
-        await self._listener.add_listener(NOTIFY_CHANNEL, self._on_notify)
+        await self._listen()
         self._task = asyncio.create_task(self._refresh_loop(), name="archetype-refresh")
+
+    async def _listen(self) -> None:
+        conn = await self._pool.acquire()
+        try:
+            await conn.add_listener(NOTIFY_CHANNEL, self._on_notify)
+        except BaseException:
+            await self._pool.release(conn)
+            raise
+        conn.add_termination_listener(self._on_listener_closed)
+        self._listener, self._listener_lost = conn, False
+
+    def _on_listener_closed(self, *_: Any) -> None:
+        # The server restarted or the connection was cut: a change notified meanwhile is not heard, and another
+        # process's approval would wait for the poll. Listen again and reload (the refresh loop does both).
+        self._listener_lost = True
+        self._changed.set()
+
+    async def _listen_again(self) -> None:
+        old, self._listener = self._listener, None
+        if old is not None:  # best effort: asyncpg may have handed a closed connection back to the pool itself
+            with contextlib.suppress(Exception):
+                old.remove_termination_listener(self._on_listener_closed)
+                await self._pool.release(old)
+        await self._listen()
+        log.info("archetype changes are heard again (LISTEN on a new connection)")
 
     async def stop(self) -> None:
         if self._task is not None:
@@ -339,8 +368,10 @@ class ArchetypeRouter:
             self._task = None
         if self._listener is not None:
             with contextlib.suppress(Exception):
+                self._listener.remove_termination_listener(self._on_listener_closed)
                 await self._listener.remove_listener(NOTIFY_CHANNEL, self._on_notify)
-            await self._pool.release(self._listener)
+            with contextlib.suppress(Exception):  # a closed one may be back in the pool already
+                await self._pool.release(self._listener)
             self._listener = None
 
     def _on_notify(self, *_: Any) -> None:
@@ -348,13 +379,17 @@ class ArchetypeRouter:
 
     async def _refresh_loop(self) -> None:
         while True:
+            # while not listening, retry soon: the poll alone would leave other processes' changes unheard
+            wait = min(self._refresh_seconds, LISTEN_RETRY_S) if self._listener_lost else self._refresh_seconds
             # asyncio.timeout, not wait_for: on 3.11 wait_for swallows a cancel that lands as the event
             # is set (a NOTIFY during stop), and stop() then waits for this loop forever
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self._refresh_seconds):
+                async with asyncio.timeout(wait):
                     await self._changed.wait()
             self._changed.clear()
             try:
+                if self._listener_lost:
+                    await self._listen_again()  # before the reload, so no change falls between the two
                 await self.refresh()
             except Exception:  # a broken refresh keeps the last good cache
                 log.exception("archetype refresh failed; keeping %d cached", len(self._cache.archetypes))

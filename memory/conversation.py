@@ -7,6 +7,7 @@ one is an error, not "all scopes".
 from __future__ import annotations
 
 import contextlib
+import hashlib
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -15,12 +16,20 @@ import asyncpg
 
 from memory.fields import check_time, clean_name, clean_text, id_problem
 from memory.errors import InvalidInput, ScopeError
+from memory.db import session_lock
 from memory.digests import optout_digest
 
 _COLUMNS = (
     "id, scope, source, external_id, channel_id, author_id, author_name, is_bot, content, "
     "derived_from_id, created_at, visible_in, thread_parent_id, channel_name"
 )
+
+
+def absorb_lock_key(message_id: int) -> int:
+    """The advisory-lock key of absorbing one message: a 64-bit hash, so in practice it never meets another
+    message's or the fixed keys of the dream, the outbox and migrations."""
+    digest = hashlib.blake2b(f"hippobot:absorb:{message_id}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
 
 
 def require_scope(scope: str | None) -> str:
@@ -262,6 +271,13 @@ class ConversationStore:
 
     async def mark_absorbed(self, message_id: int, at: datetime) -> None:
         await self._pool.execute("UPDATE messages SET absorbed_at = $2 WHERE id = $1", message_id, at)
+
+    def absorbing(self, message_id: int, *, wait: bool = False) -> contextlib.AbstractAsyncContextManager[bool]:
+        """The claim on absorbing (or following an edit of) one message, held for the block: yields whether this
+        process has it (``wait``: waits for it). It is a PostgreSQL advisory lock, so two processes on one
+        database (two shards, or the bot and ``hippobot import``) never absorb the same message at once, and a
+        process that dies lets go of it with its connection."""
+        return session_lock(self._pool, absorb_lock_key(message_id), wait=wait)
 
     async def unabsorbed(self, limit: int) -> list[int]:
         """Person messages never absorbed into memory, oldest first (what a crash left behind)."""

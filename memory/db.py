@@ -294,18 +294,48 @@ async def _release(conn: asyncpg.Connection) -> None:
 
 
 @contextlib.asynccontextmanager
-async def session_lock(pool: asyncpg.Pool, key: int) -> AsyncIterator[bool]:
+async def session_lock(pool: asyncpg.Pool, key: int, *, wait: bool = False) -> AsyncIterator[bool]:
     """Try the session-level advisory lock ``key`` on a pooled connection held for the block; yields whether
-    it was taken. Unlocked at the end; should the unlock fail (or be cancelled), the connection is closed,
-    which releases the lock on the server."""
+    it was taken (``wait``: wait until it is, then yield True). Unlocked at the end; should the unlock fail (or
+    be cancelled), the connection is closed, which releases the lock on the server. Another process's holder
+    counts like this one's: the lock is the server's, so it keeps processes sharing the database apart."""
     async with pool.acquire() as conn:
-        taken = bool(await conn.fetchval("SELECT pg_try_advisory_lock($1)", key))
+        if wait:
+            await conn.execute("SELECT pg_advisory_lock($1)", key)
+            taken = True
+        else:
+            taken = bool(await conn.fetchval("SELECT pg_try_advisory_lock($1)", key))
         try:
             yield taken
         finally:
             if taken:
                 try:
                     await conn.execute("SELECT pg_advisory_unlock($1)", key)
+                except BaseException:
+                    conn.terminate()
+                    raise
+
+
+@contextlib.asynccontextmanager
+async def session_locks(pool: asyncpg.Pool, *, exclusive: Sequence[int],
+                        shared: Sequence[int] = ()) -> AsyncIterator[bool]:
+    """Try to take every one of the session-level advisory locks ``exclusive`` and ``shared`` (shared mode) on one
+    pooled connection held for the block; yields whether all were taken (if not, none is held). Released at the
+    end, or with the connection if the process dies."""
+    async with pool.acquire() as conn:
+        taken = bool(await conn.fetchval(
+            """SELECT bool_and(ok) FROM (
+                   SELECT pg_try_advisory_lock(k) AS ok FROM unnest($1::bigint[]) AS k
+                   UNION ALL SELECT pg_try_advisory_lock_shared(k) FROM unnest($2::bigint[]) AS k) AS tries""",
+            list(exclusive), list(shared)))
+        try:
+            if not taken:  # let go of whichever were taken
+                await conn.execute("SELECT pg_advisory_unlock_all()")
+            yield taken
+        finally:
+            if taken:
+                try:
+                    await conn.execute("SELECT pg_advisory_unlock_all()")
                 except BaseException:
                     conn.terminate()
                     raise

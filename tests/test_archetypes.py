@@ -114,6 +114,32 @@ async def test_a_change_in_the_table_reaches_a_running_router_without_waiting_fo
         await router.stop()
 
 
+async def test_a_router_whose_listening_connection_is_cut_listens_again(
+    pool: asyncpg.Pool, embedder: MiniLMEmbedder
+) -> None:
+    """Another process's approval reaches this one's cache by NOTIFY: a cut connection (a server restart) must not
+    leave it deaf until the poll, neither to what changed while it was cut nor to what changes after."""
+    router = router_for(pool, embedder, refresh_seconds=3600)
+    await router.start(pool)
+
+    async def heard(name: str, active: bool) -> bool:
+        for _ in range(50):
+            if (name in [a.name for a in router.archetypes]) == active:
+                return True
+            await asyncio.sleep(0.1)
+        return False
+
+    try:
+        assert router._listener is not None
+        await pool.execute("SELECT pg_terminate_backend($1)", router._listener.get_server_pid())
+        await pool.execute("UPDATE context_archetypes SET active = false WHERE archetype_name = 'simple_continuation'")
+        assert await heard("simple_continuation", False), "the change made while it was cut"
+        await pool.execute("UPDATE context_archetypes SET active = false WHERE archetype_name = 'general_question'")
+        assert await heard("general_question", False), "and the next one, by NOTIFY"
+    finally:
+        await router.stop()
+
+
 async def test_stop_returns_when_a_change_arrives_as_it_stops(pool: asyncpg.Pool, embedder: MiniLMEmbedder) -> None:
     """A NOTIFY landing in the same tick as stop() (an approval right before shutdown) once swallowed the
     refresh loop's cancel (asyncio.wait_for on 3.11), and stop() waited forever: the CI run that never ended."""

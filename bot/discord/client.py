@@ -19,10 +19,12 @@ from bot.discord.places import PlacesCog
 from bot.discord.reactions import ReactionsCog
 from bot.discord.services import Services
 from bot.discord.sources import ForgetSourceButton
+from memory.db import session_locks
 
 log = logging.getLogger(__name__)
 
 PREFIX = "!hippobot "
+BOT_LOCK_KEY = 0x686970706F626F74  # "hippobot": held by each `hippobot run` (shard_lock_keys), its shards' keys after it
 COGS = (ChatCog, DreamCog, AdminCog, ChannelCog, PersonaCog, ReactionsCog, PlacesCog)
 
 
@@ -31,6 +33,17 @@ def allowed_mentions() -> discord.AllowedMentions:
     hold any of them), and a reply does not ping its author. Every send and edit uses this unless it says
     otherwise."""
     return discord.AllowedMentions.none()
+
+
+def shard_options(settings: Settings) -> dict[str, object]:
+    """discord.py's ``shard_count`` and ``shard_ids`` from the settings, only those that are set (discord.py asks
+    Discord for the count when none is given, and wants a count with any ids)."""
+    options: dict[str, object] = {}
+    if settings.shard_count is not None:
+        options["shard_count"] = settings.shard_count
+        if settings.shard_ids is not None:
+            options["shard_ids"] = list(settings.shard_ids)
+    return options
 
 
 def intents() -> discord.Intents:
@@ -71,9 +84,13 @@ class HippoBotBase(commands.bot.BotBase):
 
 
 class HippoBot(HippoBotBase, commands.AutoShardedBot):
+    """``hippobot run``'s bot. With ``HIPPOBOT_SHARD_COUNT`` (and ``HIPPOBOT_SHARD_IDS``) set it runs those shards
+    of a bot whose other shards run in other processes on the same database (docs/discord.md, *Running more than
+    one process*); unset, one process runs as many shards as Discord recommends."""
+
     def __init__(self, app: App, settings: Settings) -> None:
         commands.AutoShardedBot.__init__(self, command_prefix=PREFIX, intents=intents(), help_command=None,
-                                         allowed_mentions=allowed_mentions())
+                                         allowed_mentions=allowed_mentions(), **shard_options(settings))
         self._init_hippo(app, settings)
 
 
@@ -118,11 +135,18 @@ async def run_discord(settings: Settings) -> int:
         )
     app = await App.open(settings, with_llm=True)
     bot = HippoBot(app, settings)
+    if settings.shard_count is not None:
+        log.info("running shard(s) %s of %d", ",".join(map(str, bot.shard_ids or range(settings.shard_count))),
+                 settings.shard_count)
+    exclusive, shared = shard_lock_keys(settings)
     try:
-        # What the last run received but never absorbed (a crash, a kill) is absorbed before new messages come.
-        if absorbed := await app.absorb_backlog(progress=_log_backlog):
-            log.info("absorbed %d message(s) left by the last run", absorbed)
-        await bot.start(token)
+        async with session_locks(app.db.pool, exclusive=exclusive, shared=shared) as ours:
+            if not ours:  # two sessions of one shard would each get its events: every message answered twice
+                raise DiscordSetupError(already_running(settings))
+            # What the last run received but never absorbed (a crash, a kill) is absorbed before new messages come.
+            if absorbed := await app.absorb_backlog(progress=_log_backlog):
+                log.info("absorbed %d message(s) left by the last run", absorbed)
+            await bot.start(token)
     except discord.LoginFailure:
         raise DiscordSetupError("Discord refused the token (HIPPOBOT_DISCORD_TOKEN): check it in the "
                                 "developer portal, Bot tab, and reset it if needed.") from None
@@ -138,6 +162,26 @@ async def run_discord(settings: Settings) -> int:
             log.debug("bot close after a failed start", exc_info=True)
         await app.close()  # idempotent
     return 0
+
+
+def shard_lock_keys(settings: Settings) -> tuple[list[int], list[int]]:
+    """The advisory locks a `hippobot run` holds while it runs (exclusive, shared): a process running every shard
+    (no shard settings, or the count alone) holds the bot's key alone; one running some shards holds each of its
+    shards' keys, and the bot's key shared with the other shards' processes. So no two processes on one database
+    run the same shard, and none runs beside a process running them all."""
+    if settings.shard_count is None or settings.shard_ids is None:
+        return [BOT_LOCK_KEY], []
+    return [BOT_LOCK_KEY + 1 + shard for shard in settings.shard_ids], [BOT_LOCK_KEY]
+
+
+def already_running(settings: Settings) -> str:
+    if settings.shard_count is None or settings.shard_ids is None:
+        what = "this bot"
+    else:
+        what = "shard(s) " + ",".join(map(str, settings.shard_ids)) + " of this bot"
+    return (f"another `hippobot run` on this database already runs {what}, so every message would be answered "
+            "twice. Stop it first, or give each process its own HIPPOBOT_SHARD_IDS with the same "
+            "HIPPOBOT_SHARD_COUNT (docs/discord.md, Running more than one process).")
 
 
 def _log_backlog(done: int, total: int) -> None:

@@ -97,7 +97,13 @@ class DiscordDreamChannel:
             return owner.dm_channel or await owner.create_dm()
         channel = self._bot.get_channel(self._channel_id)
         if channel is None:
-            raise GovernanceError(f"dream channel {self._channel_id} is not visible to the bot")
+            # Not in this process's cache: gone, hidden from the bot, or in a server of another shard (a process
+            # caches only its own shards' servers). Posting goes through the REST API, which any shard may use:
+            # the nightly digest is posted by whichever process dreamed.
+            try:
+                channel = await self._bot.fetch_channel(self._channel_id)
+            except (discord.NotFound, discord.Forbidden):
+                raise GovernanceError(f"dream channel {self._channel_id} is not visible to the bot") from None
         return channel
 
     async def post_proposal(self, proposal: Proposal) -> str | None:
