@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from pathlib import Path
@@ -23,7 +23,7 @@ from dream.scheduler import DreamScheduler
 from dream.steps import build_steps
 from memory.archetypes import ArchetypeRouter, ArchetypeStore
 from memory.conversation import ConversationStore
-from memory.db import Database, embedded_exists
+from memory.db import Database, embedded_exists, install
 from memory.embed import Embedder, MiniLMEmbedder
 from memory.episodic import EpisodicStore, WriteGate
 from memory.importer import Importer
@@ -31,7 +31,7 @@ from memory.provenance import Provenance
 from memory.extract import TripleExtractor
 from memory.absorption import Absorber
 from memory.clock import Clock, SystemClock
-from memory.layers.base import MemoryLayer
+from memory.layers.base import LayerContext, LayerFactory, MemoryLayer
 from memory.layers.episodes import EpisodesLayer
 from memory.layers.facts import FactsLayer
 from memory.layers.macros import MacrosLayer
@@ -147,6 +147,7 @@ class App:
     llm: LanguageModel | None
     governance: Governance
     dream: DreamCycle
+    clock: Clock  # what "now" is for memory and the transports
     scheduler: DreamScheduler | None = None
     closed: bool = False
 
@@ -160,10 +161,16 @@ class App:
         embedder: Embedder | None = None,
         clock: Clock | None = None,
         steps: Callable[[str], None] | None = None,
+        preload: bool = True,
+        layers: Sequence[LayerFactory] = (),
     ) -> App:
         """Start the database (embedded when no URL), load the models, wire the services. ``clock``: what
         "now" is for memory (default the wall clock; ``--now`` shifts it). ``steps`` is told each slow step
-        before it starts (a first start creates the database and prepares the models: minutes)."""
+        before it starts (a first start creates the database and prepares the models: minutes). ``preload``
+        False leaves the embedder and the fact extractor to load on first use, for a command that may never
+        need them (``hippobot persona``, ``places --stats``, ``migrate``); the language model is ``with_llm``'s.
+        ``layers``: more memory layers, built after the shipped ones from the shared services
+        (``memory.layers.base.LayerFactory``); a layer from another package is registered by one entry here."""
         step = steps or (lambda text: log.info("%s", text))
         url = settings.database_url.get_secret_value() if settings.database_url else None
         if url is None and not embedded_exists(settings.data_dir):
@@ -175,9 +182,10 @@ class App:
         once = " (first start: prepared once, this takes minutes)" if first_models else ""
         try:
             if embedder is None:
-                step("loading the embedding model" + once)
                 minilm = MiniLMEmbedder(backend=settings.embed_backend, cache_dir=settings.models_dir)
-                await asyncio.to_thread(minilm.load)
+                if preload:
+                    step("loading the embedding model" + once)
+                    await asyncio.to_thread(minilm.load)
                 embedder = minilm
             if with_llm and llm is None:
                 step("loading the language model" + once)
@@ -198,6 +206,7 @@ class App:
             gate = WriteGate(settings.gate_alpha_surprise, settings.gate_beta_novelty, settings.gate_delta_pin,
                              settings.gate_tau)
             prompts = prompt_builder(settings, llm) if llm is not None else None
+            clock = clock or SystemClock()
             # the layers propose through it (memory.proposer.Proposer); their kinds are registered below
             governance = Governance(
                 pool,
@@ -207,38 +216,41 @@ class App:
             episodes_layer = EpisodesLayer(episodes, gate, embedder)
             semantic = None
             # The memory layers, in the order their recall is reported. Adding a layer is one line here.
-            layers: list[MemoryLayer] = [TurnsLayer(conversations), episodes_layer]
+            registered: list[MemoryLayer] = [TurnsLayer(conversations), episodes_layer]
             if settings.kg_enabled:
                 extractor = TripleExtractor()
-                step("loading the fact extractor")
-                # now, not at the first message: recall would wait past its deadline and lose the facts
-                await asyncio.to_thread(extractor.load)
+                if preload:
+                    step("loading the fact extractor")
+                    # now, not at the first message: recall would wait past its deadline and lose the facts
+                    await asyncio.to_thread(extractor.load)
                 semantic = SemanticMemory(
                     pool, extractor, embedder,
                     GateConfig(enabled=settings.kg_gate_enabled, threshold=settings.kg_gate_threshold),
                     bot_name=settings.bot_name,
                 )
                 episodes_layer.graph = semantic  # entity expansion
-                layers.append(FactsLayer(semantic, prune_retrievability=settings.kg_prune_retrievability,
+                registered.append(FactsLayer(semantic, prune_retrievability=settings.kg_prune_retrievability,
                                          prune_confidence=settings.kg_prune_confidence))
             if settings.persona_enabled:
                 # a configured (not the bundled base) model scores evidence with the seed's classifier
-                layers.append(PersonaLayer(pool, embedder, graph=semantic,
+                registered.append(PersonaLayer(pool, embedder, graph=semantic,
                                            llm=llm if llm is not None and settings.model is not None else None,
-                                           proposer=governance))
+                                           proposer=governance, clock=clock))
             if settings.resonance_enabled:
-                layers.append(ResonanceLayer(pool, llm, bot_name=settings.bot_name))
+                registered.append(ResonanceLayer(pool, llm, bot_name=settings.bot_name, clock=clock))
             if settings.places_enabled:
-                layers.append(PlacesLayer(pool, embedder))
-                layers.append(MacrosLayer(pool, embedder))
-            layers.append(WeightsLayer(pool, settings.data_dir / "adapters", trainer=distiller(settings, llm),
+                registered.append(PlacesLayer(pool, embedder))
+                registered.append(MacrosLayer(pool, embedder))
+            registered.append(WeightsLayer(pool, settings.data_dir / "adapters", trainer=distiller(settings, llm),
                                        semantic=semantic, enabled=settings.distill_enabled,
                                        bot_name=settings.bot_name,
                                        proposer=governance,
                                        policy=DistillPolicy(min_new_messages=settings.distill_min_new_messages)))
-            clock = clock or SystemClock()
-            recall = Recall(layers, timeout=settings.layer_timeout_s)
-            absorber = Absorber(conversations, layers, router, archetype_store, embedder, clock)
+            shared = LayerContext(pool=pool, embedder=embedder, proposer=governance, clock=clock)
+            registered += [factory(shared) for factory in layers]
+            await install(pool, [layer.install for layer in registered])  # tables of layers shipped outside sql/
+            recall = Recall(registered, timeout=settings.layer_timeout_s)
+            absorber = Absorber(conversations, registered, router, archetype_store, embedder, clock)
             brain = Brain(
                 conversations=conversations,
                 archetypes=router,
@@ -258,7 +270,7 @@ class App:
                 conversations, episodes, router, archetype_store, embedder,
                 replace(gate, tau=settings.import_gate_tau), max_chars=settings.max_message_chars, absorber=absorber,
             )
-            for layer in layers:  # what approving a layer's proposals does (e.g. persona shifts, adapters)
+            for layer in registered:  # what approving a layer's proposals does (e.g. persona shifts, adapters)
                 governance.register_kinds(layer.proposal_kinds())
                 governance.register_rejections(layer.proposal_rejections())
             dream = DreamCycle(
@@ -266,7 +278,7 @@ class App:
                     pool=pool, embedder=embedder, archetypes=archetype_store, router=router, governance=governance,
                     config=dream_config(settings),
                 ),
-                build_steps(layers),
+                build_steps(registered),
             )
             if llm is not None and settings.model is not None:
                 # a configured (not the bundled base) model names proposals and extracts facts
@@ -278,9 +290,9 @@ class App:
             raise
         return cls(
             settings=settings, db=db, embedder=embedder, conversations=conversations, episodes=episodes,
-            archetype_store=archetype_store, router=router, provenance=Provenance(db.pool, layers), layers=layers,
-            importer=importer,
-            brain=brain, llm=llm, governance=governance, dream=dream,
+            archetype_store=archetype_store, router=router,
+            provenance=Provenance(db.pool, registered, proposals=governance), layers=registered, importer=importer,
+            brain=brain, llm=llm, governance=governance, dream=dream, clock=clock,
         )
 
     async def absorb_backlog(self, progress: Callable[[int, int], None] | None = None) -> int:
@@ -312,12 +324,11 @@ class App:
                 log.warning("memory writes still queued at shutdown; they are absorbed at the next start")
         finally:
             await self.router.stop()
-            lexical = getattr(self.brain.layer("episodes"), "lexical", None)
-            if lexical is not None:
-                await lexical.close()  # a word-statistics recount in flight
-            close_places = getattr(self.brain.layer("places"), "close", None)
-            if close_places is not None:
-                await close_places()  # a channel model being learned
+            for layer in self.layers:  # their background work, before the pool it reads from closes
+                try:
+                    await layer.close()
+                except Exception:
+                    log.exception("memory layer %s did not close cleanly", layer.name)
             if self.llm is not None:
                 aclose = getattr(self.llm, "aclose", None)  # a network engine closes on the event loop
                 await (aclose() if aclose is not None else asyncio.to_thread(self.llm.close))

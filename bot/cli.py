@@ -31,7 +31,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from bot.config import Settings, offline_environment, settings_problems
+from bot.config import Settings, offline_environment, quiet_environment, settings_problems
 from memory.fields import display_text
 
 log = logging.getLogger("hippobot")
@@ -104,9 +104,7 @@ def quiet_libraries(*, verbose: bool) -> None:
     first imported, so this runs before anything imports it; the app's own bars enable themselves), and
     their warnings (a transformers FutureWarning) become log records, shown with ``-v``. Nothing but the
     bot's own lines reaches stdout."""
-    os.environ.setdefault("TQDM_DISABLE", "1")
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+    quiet_environment()  # only bot/config.py touches the environment
     logging.captureWarnings(True)
     logging.getLogger("py.warnings").setLevel(logging.DEBUG if verbose else logging.ERROR)
 
@@ -556,12 +554,12 @@ async def _adapters(settings: Settings, args: argparse.Namespace) -> int:
 
 
 async def _migrate(settings: Settings, args: argparse.Namespace) -> int:
-    from memory.db import Database
+    from bot.app import App
 
-    url = settings.database_url.get_secret_value() if settings.database_url else None
-    db = await Database.open(url, settings.data_dir)
-    await db.close()
-    print("applied: " + ", ".join(db.applied) if db.applied else "database is up to date")
+    app = await App.open(settings, with_llm=False, preload=False)  # opening the database migrates it
+    applied = app.db.applied
+    await app.close()
+    print("applied: " + ", ".join(applied) if applied else "database is up to date")
     return 0
 
 

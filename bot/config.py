@@ -534,5 +534,13 @@ def offline_environment() -> None:
         os.environ["XDG_RUNTIME_DIR"] = str(runtime)
 
 
+
+def quiet_environment() -> None:
+    """No progress bars from the libraries (tqdm reads ``TQDM_DISABLE`` when it is first imported, so call this
+    before anything imports it), and no advisory warnings from transformers."""
+    os.environ.setdefault("TQDM_DISABLE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+
 if __name__ == "__main__":
     print(settings_markdown(), end="")

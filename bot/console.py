@@ -145,10 +145,10 @@ async def post_proposals(governance: Governance, out: TextIO, *, scope: str | No
     """
     from dream.outbox import Outbox
 
-    outbox = Outbox(governance.pool)
+    outbox = Outbox(governance)
     posted = 0
     if scope is not None and only in (None, scope):
-        posted = await outbox.flush(governance, ConsoleDreamChannel(out), scope=scope)
+        posted = await outbox.flush(ConsoleDreamChannel(out), scope=scope)
     for proposal_id in await outbox.pending(scope=only):
         proposal = await governance.get(proposal_id)
         if proposal.scope == scope and scope is not None:

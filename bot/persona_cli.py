@@ -1,6 +1,6 @@
 """`hippobot persona [--scope S] [--json] [--history]`: the bot's persona in a scope, as it stands and as it moved.
 
-Opens only the database (no models). Wired into bot/cli.py with ``add_parser(sub)`` and ``run``.
+Opens the app through ``App.open`` without loading a model (it reads the persona's store only). Wired into bot/cli.py with ``add_parser(sub)`` and ``run``.
 """
 
 from __future__ import annotations
@@ -24,21 +24,19 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 
 async def run(settings: Settings, args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
-    from memory.db import Database
+    from bot.app import App
     from memory.persona.store import PersonaStore
     from memory.persona.view import as_json, render, render_history
 
     scope = args.scope or settings.console_scope
-    url = settings.database_url.get_secret_value() if settings.database_url else None
-    db = await Database.open(url, settings.data_dir)
+    app = await App.open(settings, with_llm=False, preload=False)  # reads the store only: no model loads
     try:
-        store = PersonaStore(db.pool)
+        store = PersonaStore(app.db.pool)
         current = await store.current(scope, args.channel)
         if current is None and args.scope:
             from bot.cli import note_if_empty
-            from memory.conversation import ConversationStore
 
-            await note_if_empty(ConversationStore(db.pool), "persona", scope)
+            await note_if_empty(app.conversations, "persona", scope)
         history = await store.history(scope, args.channel, limit=max(args.limit, 1)) if args.history else None
         if args.json:
             data = as_json(current, history)
@@ -50,5 +48,5 @@ async def run(settings: Settings, args: argparse.Namespace, out: TextIO = sys.st
             if history is not None:
                 out.write("\nHistory:\n" + render_history(history) + "\n")
     finally:
-        await db.close()
+        await app.close()
     return 0

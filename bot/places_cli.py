@@ -1,14 +1,13 @@
 """`hippobot places [TEXT] --scope S [--json]`: where to ask about something, where it was discussed, and the
 procedures that worked for it; without TEXT, the scope's places (each channel and what is said there).
 
-Opens the database and, with TEXT, the embedder (no language model). Wired into bot/cli.py with
+Opens the app through ``App.open`` (no language model; the embedder loads only for a TEXT). Wired into bot/cli.py with
 ``add_parser(sub)`` and ``run``.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 from typing import Any, TextIO
@@ -29,7 +28,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 async def run(settings: Settings, args: argparse.Namespace, out: TextIO = sys.stdout, *,
               embedder: Any = None) -> int:
-    from memory.db import Database
+    from bot.app import App
     from memory.errors import InvalidInput
     from memory.layers.macros import MacrosLayer, describe
     from memory.layers.places import PlacesLayer, topic_text
@@ -50,21 +49,15 @@ async def run(settings: Settings, args: argparse.Namespace, out: TextIO = sys.st
     if not 1 <= args.k <= 10:
         print("hippobot places: --k must be between 1 and 10", file=sys.stderr)
         return 2
-    if embedder is None and not args.stats and not listing:  # the counters and the list need no model
-        from memory.embed import MiniLMEmbedder
-
-        embedder = MiniLMEmbedder(backend=settings.embed_backend, cache_dir=settings.models_dir)  # as App.open does
-        await asyncio.to_thread(embedder.load)
-    url = settings.database_url.get_secret_value() if settings.database_url else None
-    db = await Database.open(url, settings.data_dir)
+    # the counters and the list need no model: the embedder loads only for a topic
+    app = await App.open(settings, with_llm=False, embedder=embedder, preload=not (args.stats or listing))
     try:
-        places = PlacesLayer(db.pool, embedder)
-        macros = MacrosLayer(db.pool, embedder, top_k=args.k)
+        # the app's layers; with places off in the settings, the same layers read what is stored
+        places: Any = app.brain.layer("places") or PlacesLayer(app.db.pool, app.embedder)
+        macros: Any = app.brain.layer("macros") or MacrosLayer(app.db.pool, app.embedder)
         channel = args.channel
         if channel is not None and not args.stats:  # an id, the console's name or the history's #name
-            from memory.conversation import ConversationStore
-
-            ids = await ConversationStore(db.pool).channels_named(scope, channel)
+            ids = await app.conversations.channels_named(scope, channel)
             if len(ids) != 1:
                 why = (f"fits several: {', '.join(ids[:10])}; name one by its id" if ids
                        else f"no channel of that id or name has messages in scope {scope!r}")
@@ -80,7 +73,7 @@ async def run(settings: Settings, args: argparse.Namespace, out: TextIO = sys.st
                       "\n".join(f"{k}: {v}" for k, v in stats.items()) + "\n")
             return 0
         if listing:
-            return await _list(places.store, db.pool, scope, visible, args.channel, args.json, out)
+            return await _list(places.store, app.conversations, scope, visible, args.channel, args.json, out)
         try:
             routes = await places.where_to(scope, text, channel_id=channel, visible_channel=visible, k=args.k)
             seen = await places.where_discussed(scope, text, visible_channel=visible, k=args.k)
@@ -95,9 +88,8 @@ async def run(settings: Settings, args: argparse.Namespace, out: TextIO = sys.st
             return 0
         if not routes and not seen:
             from bot.cli import note_if_empty
-            from memory.conversation import ConversationStore
 
-            await note_if_empty(ConversationStore(db.pool), "places", scope)
+            await note_if_empty(app.conversations, "places", scope)
         lines = [f"No channel here is clearly about “{topic_of(text)}”; the closest:" if routes and routes[0].unsure
                  else f"Where to ask about “{topic_of(text)}”:"]
         lines += [f"  {i}. {' → '.join(_shown(p) for p in r.places)}: {r.reason}"
@@ -109,11 +101,11 @@ async def run(settings: Settings, args: argparse.Namespace, out: TextIO = sys.st
         lines += [f"  #{m.id} {describe(m)}" for m in found] or ["  none yet"]
         out.write("\n".join(lines) + "\n")
     finally:
-        await db.close()
+        await app.close()
     return 0
 
 
-async def _list(store: Any, pool: Any, scope: str, visible: str | None, asked_from: str | None, as_json: bool,
+async def _list(store: Any, conversations: Any, scope: str, visible: str | None, asked_from: str | None, as_json: bool,
                 out: TextIO) -> int:
     """The places of ``scope`` that ``visible``'s audience sees (None: what everyone there sees), busiest channel
     first; ``asked_from``: that channel as the person named it."""
@@ -126,9 +118,8 @@ async def _list(store: Any, pool: Any, scope: str, visible: str | None, asked_fr
         return 0
     if not nodes:
         from bot.cli import note_if_empty
-        from memory.conversation import ConversationStore
 
-        await note_if_empty(ConversationStore(pool), "places", scope)
+        await note_if_empty(conversations, "places", scope)
         out.write(f"No places in scope {scope} yet: they are learned from what is said in its channels.\n")
         return 0
     channels: dict[str, list[Any]] = {}  # a busy channel holds several places, one line for all of them

@@ -33,6 +33,7 @@ import asyncpg
 import numpy as np
 
 from memory.fields import display_text
+from memory.proposer import Withdrawn
 
 
 log = logging.getLogger(__name__)
@@ -52,6 +53,15 @@ ANY_SCOPE: Final = _AnyScope()  # "do not filter on scope" (None means the globa
 # What approving a kind does: (connection in the deciding transaction, the proposals row, approvers' names)
 # -> what it applied (an archetype id is recorded on the proposal).
 KindHandler = Callable[[asyncpg.Connection, asyncpg.Record, str], Awaitable[Any]]
+FORGOTTEN_NAME = "(forgotten)"
+# A proposal's scope: the column (006), or for rows written before a store set it, its evidence.
+_PROPOSAL_SCOPE = "COALESCE(scope, evidence ->> 'scope')"
+# Where a decision names its voters, by display name: (table, column, the rows of proposal $1).
+_DECISION_NAMES = (
+    ("proposals", "decided_by", "id = $1"),
+    ("context_archetypes", "approved_by",
+     "id = (SELECT applied_archetype_id FROM proposals WHERE id = $1)"),
+)
 
 
 class GovernanceError(Exception):
@@ -340,6 +350,16 @@ class Governance:
                    ORDER BY id""", list(statuses), scope)
         return [_proposal(r) for r in rows]
 
+    async def pending_counts(self, scopes: Collection[str] | None = None) -> dict[str, int]:
+        """How many pending proposals each scope has (only ``scopes``, if given); a scope with none is left
+        out. A proposal stored before proposals had a scope column (sql/006) counts by its evidence's."""
+        rows = await self._pool.fetch(
+            f"""SELECT {_PROPOSAL_SCOPE} AS scope, count(*) AS n FROM proposals
+                WHERE status = 'pending' AND {_PROPOSAL_SCOPE} IS NOT NULL
+                  AND ($1::text[] IS NULL OR {_PROPOSAL_SCOPE} = ANY($1::text[]))
+                GROUP BY 1""", None if scopes is None else sorted(scopes))
+        return {r["scope"]: int(r["n"]) for r in rows}
+
     async def similar_decided_or_open(
         self, centroid: np.ndarray, threshold: float, *, scope: str | None | _AnyScope = ANY_SCOPE
     ) -> Proposal | None:
@@ -422,6 +442,131 @@ class Governance:
         """Expire pending proposals past their time (only ``scope``'s when given); returns how many."""
         async with self._pool.acquire() as conn, conn.transaction():
             return await self._expire_rows(conn, "($2::text IS NULL OR scope = $2::text)", now, scope)
+
+    async def statuses(self, proposal_ids: Collection[int], *,
+                       conn: asyncpg.Connection | None = None) -> dict[int, str]:
+        """The status of each of these proposals that exists (``memory.proposer.Proposer``)."""
+        rows = await (conn or self._pool).fetch(
+            "SELECT id, status FROM proposals WHERE id = ANY($1::bigint[])", sorted({int(i) for i in proposal_ids}))
+        return {int(r["id"]): r["status"] for r in rows}
+
+    async def citing(self, kind: str, message_ids: Collection[int], *, conn: asyncpg.Connection) -> list[int]:
+        """The proposals of ``kind`` citing one of these messages in ``proposal_sources``, by id."""
+        rows = await conn.fetch(
+            """SELECT DISTINCT p.id FROM proposals p JOIN proposal_sources s ON s.proposal_id = p.id
+               WHERE p.kind = $1 AND s.message_id = ANY($2::bigint[]) ORDER BY p.id""",
+            kind, sorted({int(i) for i in message_ids}))
+        return [int(r["id"]) for r in rows]
+
+    async def withdraw(self, proposal_ids: Collection[int], *, reason: str, conn: asyncpg.Connection,
+                       rewrite: Withdrawn | None = None) -> int:
+        """Withdraw proposals inside a layer's forgetting transaction (``memory.proposer.Proposer``): each
+        pending one expires, decided by ``reason``, and its kind's rejection handler runs (as for one past its
+        time); with ``rewrite``, each one's title, payload and rationale are replaced whatever its status.
+        The time is the database's: forgetting has no clock of its own. Returns how many expired."""
+        ids = sorted({int(i) for i in proposal_ids})
+        if not ids:
+            return 0
+        rows = await conn.fetch("SELECT * FROM proposals WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE", ids)
+        pending = [r for r in rows if r["status"] == PENDING]
+        if pending:
+            await conn.execute(
+                """UPDATE proposals SET status = 'expired', decided_at = clock_timestamp(), decided_by = $2
+                   WHERE id = ANY($1::bigint[])""", [r["id"] for r in pending], reason)
+            for row in pending:  # with the row as it was: a handler reads the payload it offered
+                if (on_reject := self._on_reject.get(row["kind"])) is not None:
+                    await on_reject(conn, row, reason)
+        if rewrite is not None and rows:
+            await conn.execute(
+                "UPDATE proposals SET title = $2, payload = $3::jsonb, rationale = $4 WHERE id = ANY($1::bigint[])",
+                [r["id"] for r in rows], rewrite.title, dict(rewrite.payload), rewrite.rationale)
+        for row in pending:
+            log.info("proposal %s withdrawn: %s", row["id"], reason)
+        return len(pending)
+
+    # --- forgetting (memory.proposer.ProposalRecords, for memory.provenance.Provenance) --------------------
+
+    async def forgetting(self, conn: asyncpg.Connection, message_ids: Sequence[int]) -> dict[str, int]:
+        """Inside the forgetting transaction, before the messages go: how many proposals cite them (their
+        deletion's trigger redacts those words, sql/019) and how many of those are worded by them."""
+        ids = list(message_ids)
+        cited = await conn.fetchval(
+            "SELECT count(DISTINCT proposal_id) FROM proposal_sources WHERE message_id = ANY($1::bigint[])", ids)
+        worded = await conn.fetchval(
+            """SELECT count(DISTINCT s.proposal_id)
+               FROM proposal_sources s JOIN proposals p ON p.id = s.proposal_id
+               WHERE s.message_id = ANY($1::bigint[]) AND s.wording
+                 AND NOT COALESCE(p.evidence ->> 'wording_redacted', '') = 'true'""", ids)
+        return {"proposals_redacted": int(cited), "proposal_names_redacted": int(worded)}
+
+    async def forget_voter(self, conn: asyncpg.Connection, scope: str, voter_id: str) -> int:
+        """Votes are the record of a decision: keep the vote, drop who cast it. The decisions their votes made
+        named them too (a proposal's ``decided_by``, an approved archetype's ``approved_by``): those read
+        "(forgotten)" where their name was. Only ``scope``'s proposals and the global ones; returns how many
+        votes."""
+        cast = await conn.fetch(
+            """SELECT DISTINCT v.proposal_id, v.voter_name FROM proposal_votes v
+               JOIN proposals p ON p.id = v.proposal_id
+               WHERE v.voter_id = $2 AND (p.scope = $1 OR p.scope IS NULL)""", scope, voter_id)
+        for row in cast:
+            for table, column, key in _DECISION_NAMES:
+                await conn.execute(
+                    f"""UPDATE {table} SET {column} = array_to_string(
+                            array_replace(string_to_array({column}, ', '), $2, '{FORGOTTEN_NAME}'), ', ')
+                        WHERE {key} AND {column} IS NOT NULL""",
+                    row["proposal_id"], row["voter_name"])
+        status = await conn.execute(
+            f"""UPDATE proposal_votes v SET voter_id = 'forgotten:' || md5(v.voter_id || v.proposal_id::text),
+                                           voter_name = '{FORGOTTEN_NAME}'
+               FROM proposals p WHERE p.id = v.proposal_id AND v.voter_id = $2
+                 AND (p.scope = $1 OR p.scope IS NULL)""", scope, voter_id)
+        return int(status.split()[-1])
+
+    # --- the posting queue (dream.outbox.Outbox posts from it) ---------------------------------------------
+
+    async def queued(self, limit: int = 50, *, scope: str | None = None,
+                     scopes: Collection[str | None] | None = None) -> list[int]:
+        """Ids of the proposals waiting to be posted or re-posted, oldest first (only ``scope``'s, if given;
+        only those of ``scopes``, if given, where None stands for the global ones)."""
+        named = None if scopes is None else sorted(s for s in scopes if s is not None)
+        rows = await self._pool.fetch(
+            """SELECT id FROM proposals WHERE post_pending AND ($2::text IS NULL OR scope = $2)
+                 AND ($3::text[] IS NULL OR scope = ANY($3::text[]) OR ($4 AND scope IS NULL))
+               ORDER BY id LIMIT $1""",
+            limit, scope, named, scopes is not None and None in scopes)
+        return [r["id"] for r in rows]
+
+    async def queued_scopes(self) -> list[str | None]:
+        """The scopes with a proposal waiting to be posted (None: global proposals)."""
+        rows = await self._pool.fetch("SELECT DISTINCT scope FROM proposals WHERE post_pending")
+        return [r["scope"] for r in rows]
+
+    async def requeue(self, scope: str) -> int:
+        """Queue ``scope``'s pending proposals that were posted to be posted again; returns how many."""
+        status = await self._pool.execute(
+            """UPDATE proposals SET post_pending = true
+               WHERE scope = $1 AND status = 'pending' AND posted_ref IS NOT NULL AND NOT post_pending""", scope)
+        return int(status.split()[-1])
+
+    async def mark_posted(self, proposal_id: int, ref: str | None, at: datetime,
+                          *, as_posted: Proposal | None = None) -> bool:
+        """Record a post: its reference (None keeps the old one), when, and that nothing is left to post.
+
+        With ``as_posted``, ``post_pending`` is cleared only if the proposal
+        still reads as it was posted: a redaction that landed during the post
+        is posted at the next flush. True when nothing is left to post.
+        """
+        if as_posted is None:
+            status = await self._pool.execute(
+                """UPDATE proposals SET posted_ref = COALESCE($2, posted_ref), posted_at = $3, post_pending = false
+                   WHERE id = $1""", proposal_id, ref, at)
+            return status.split()[-1] != "0"
+        cleared = await self._pool.fetchval(
+            """UPDATE proposals SET posted_ref = COALESCE($2, posted_ref), posted_at = $3,
+                   post_pending = post_pending AND NOT (payload = $4::jsonb AND evidence = $5::jsonb AND status = $6)
+               WHERE id = $1 RETURNING NOT post_pending""",
+            proposal_id, ref, at, as_posted.payload, as_posted.evidence, as_posted.status)
+        return bool(cleared)
 
     async def _expire_rows(self, conn: asyncpg.Connection, where: str, now: datetime, arg: object) -> int:
         rows = await conn.fetch(

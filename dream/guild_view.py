@@ -12,10 +12,8 @@ from datetime import datetime
 
 import asyncpg
 
+from dream.governance import Governance
 from memory.conversation import require_scope
-
-# A proposal's scope: the column (006), or for rows written before a store set it, its evidence.
-_PROPOSAL_SCOPE = "COALESCE(scope, evidence ->> 'scope')"
 
 
 @dataclass(frozen=True)
@@ -37,14 +35,15 @@ class ScopeCounts:
 
 
 class GuildView:
-    def __init__(self, pool: asyncpg.Pool) -> None:
+    def __init__(self, pool: asyncpg.Pool, governance: Governance) -> None:
+        """``governance``: the proposals' counts are its (no SQL on proposals outside it)."""
         self._pool = pool
+        self._governance = governance
 
     async def pending_proposals(self, scope: str) -> int:
         """Pending proposals made from this scope's data."""
         require_scope(scope)
-        return await self._pool.fetchval(
-            f"SELECT count(*) FROM proposals WHERE status = 'pending' AND {_PROPOSAL_SCOPE} = $1", scope)
+        return (await self._governance.pending_counts([scope])).get(scope, 0)
 
     async def dream_runs(self, scope: str, limit: int = 5) -> list[DreamRunRow]:
         """This scope's own runs and the nightly runs over every scope, newest first."""
@@ -59,10 +58,8 @@ class GuildView:
         rows = await self._pool.fetch(
             """SELECT m.scope, count(*) AS messages,
                        count(DISTINCT m.author_id) FILTER (WHERE NOT m.is_bot) AS people,
-                       (SELECT count(*) FROM episodes e WHERE e.scope = m.scope) AS episodes,
-                       (SELECT count(*) FROM proposals p
-                        WHERE p.status = 'pending'
-                          AND COALESCE(p.scope, p.evidence ->> 'scope') = m.scope) AS pending_proposals
+                       (SELECT count(*) FROM episodes e WHERE e.scope = m.scope) AS episodes
                 FROM messages m GROUP BY m.scope ORDER BY m.scope""")
-        return [ScopeCounts(r["scope"], r["messages"], r["people"], r["episodes"], r["pending_proposals"])
+        pending = await self._governance.pending_counts([r["scope"] for r in rows])
+        return [ScopeCounts(r["scope"], r["messages"], r["people"], r["episodes"], pending.get(r["scope"], 0))
                 for r in rows]

@@ -17,8 +17,6 @@ from datetime import UTC, datetime
 from collections.abc import Collection
 from typing import Protocol
 
-import asyncpg
-
 from dream.governance import Governance, Proposal
 from memory.db import session_lock
 
@@ -38,56 +36,27 @@ class ProposalChannel(Protocol):
 
 
 class Outbox:
-    def __init__(self, pool: asyncpg.Pool) -> None:
-        self._pool = pool
+    """Posts what governance has queued; the queue itself (``post_pending``) is governance's."""
+
+    def __init__(self, governance: Governance) -> None:
+        self._governance = governance
         self._lock = asyncio.Lock()
 
     async def pending(self, limit: int = 50, *, scope: str | None = None,
                       scopes: Collection[str | None] | None = None) -> list[int]:
-        """Ids of the proposals waiting to be posted or re-posted, oldest first (only ``scope``'s, if given;
-        only those of ``scopes``, if given, where None stands for the global ones)."""
-        named = None if scopes is None else sorted(s for s in scopes if s is not None)
-        rows = await self._pool.fetch(
-            """SELECT id FROM proposals WHERE post_pending AND ($2::text IS NULL OR scope = $2)
-                 AND ($3::text[] IS NULL OR scope = ANY($3::text[]) OR ($4 AND scope IS NULL))
-               ORDER BY id LIMIT $1""",
-            limit, scope, named, scopes is not None and None in scopes)
-        return [r["id"] for r in rows]
+        """Ids of the proposals waiting to be posted (``Governance.queued``)."""
+        return await self._governance.queued(limit, scope=scope, scopes=scopes)
 
     async def waiting_scopes(self) -> list[str | None]:
         """The scopes with something waiting to be posted (None: global proposals)."""
-        rows = await self._pool.fetch("SELECT DISTINCT scope FROM proposals WHERE post_pending")
-        return [r["scope"] for r in rows]
+        return await self._governance.queued_scopes()
 
     async def requeue(self, scope: str) -> int:
         """Post ``scope``'s pending proposals again (its dream channel changed: they go to the new one);
         returns how many."""
-        status = await self._pool.execute(
-            """UPDATE proposals SET post_pending = true
-               WHERE scope = $1 AND status = 'pending' AND posted_ref IS NOT NULL AND NOT post_pending""", scope)
-        return int(status.split()[-1])
+        return await self._governance.requeue(scope)
 
-    async def mark_posted(self, proposal_id: int, ref: str | None, at: datetime,
-                          *, as_posted: Proposal | None = None) -> bool:
-        """Record a post: its reference (None keeps the old one), when, and that nothing is left to post.
-
-        With ``as_posted``, ``post_pending`` is cleared only if the proposal
-        still reads as it was posted: a redaction that landed during the post
-        is posted at the next flush. True when nothing is left to post.
-        """
-        if as_posted is None:
-            status = await self._pool.execute(
-                """UPDATE proposals SET posted_ref = COALESCE($2, posted_ref), posted_at = $3, post_pending = false
-                   WHERE id = $1""", proposal_id, ref, at)
-            return status.split()[-1] != "0"
-        cleared = await self._pool.fetchval(
-            """UPDATE proposals SET posted_ref = COALESCE($2, posted_ref), posted_at = $3,
-                   post_pending = post_pending AND NOT (payload = $4::jsonb AND evidence = $5::jsonb AND status = $6)
-               WHERE id = $1 RETURNING NOT post_pending""",
-            proposal_id, ref, at, as_posted.payload, as_posted.evidence, as_posted.status)
-        return bool(cleared)
-
-    async def flush(self, governance: Governance, channel: ProposalChannel, *, now: datetime | None = None,
+    async def flush(self, channel: ProposalChannel, *, now: datetime | None = None,
                     limit: int = 50, scope: str | None = None, scopes: Collection[str | None] | None = None) -> int:
         """Post (or update) every proposal waiting in the outbox; returns how many went out.
 
@@ -97,16 +66,16 @@ class Outbox:
         somewhere to go. A failing post is logged and left pending for the
         next flush.
         """
-        async with self._lock, session_lock(self._pool, OUTBOX_LOCK_KEY) as taken:
+        async with self._lock, session_lock(self._governance.pool, OUTBOX_LOCK_KEY) as taken:
             if not taken:
                 return 0  # another process is posting right now
-            return await self._flush(governance, channel, now, limit, scope, scopes)
+            return await self._flush(channel, now, limit, scope, scopes)
 
-    async def _flush(self, governance: Governance, channel: ProposalChannel, now: datetime | None,
+    async def _flush(self, channel: ProposalChannel, now: datetime | None,
                      limit: int, scope: str | None, scopes: Collection[str | None] | None) -> int:
         posted = 0
         for proposal_id in await self.pending(limit, scope=scope, scopes=scopes):
-            proposal = await governance.get(proposal_id)
+            proposal = await self._governance.get(proposal_id)
             edit = getattr(channel, "edit_proposal", None)
             try:
                 if proposal.posted_ref is not None and edit is not None:
@@ -117,7 +86,7 @@ class Outbox:
                 log.warning("could not post proposal %s (%s: %s); it stays in the outbox",
                             proposal_id, type(exc).__name__, exc)
                 continue
-            await self.mark_posted(proposal_id, ref, now or datetime.now(UTC), as_posted=proposal)
+            await self._governance.mark_posted(proposal_id, ref, now or datetime.now(UTC), as_posted=proposal)
             posted += 1
             log.info("proposal %s posted (ref %s)", proposal_id, ref)
         return posted

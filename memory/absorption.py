@@ -52,7 +52,7 @@ def absorb_waves(layers: Sequence[MemoryLayer]) -> list[list[MemoryLayer]]:
     done: set[str] = set()
     waves: list[list[MemoryLayer]] = []
     while waiting:
-        ready = [x for x in waiting if set(getattr(x, "absorb_after", ())) & names <= done] or waiting[:1]
+        ready = [x for x in waiting if set(x.absorb_after) & names <= done] or waiting[:1]
         waves.append(ready)
         done |= {x.name for x in ready}
         waiting = [x for x in waiting if x not in ready]
@@ -119,10 +119,10 @@ class Absorber:
     async def prepare(self, texts: Sequence[str]) -> None:
         """Let the layers batch work for messages about to be absorbed (their optional ``prepare_absorb``:
         one spaCy batch instead of a parse per message). Only a speed-up: a failure is logged."""
-        hooks = [h for layer in self.layers if (h := getattr(layer, "prepare_absorb", None)) is not None]
-        for layer_hook, result in zip(hooks, await asyncio.gather(*(h(texts) for h in hooks), return_exceptions=True)):
+        results = await asyncio.gather(*(layer.prepare_absorb(texts) for layer in self.layers), return_exceptions=True)
+        for layer, result in zip(self.layers, results):
             if isinstance(result, Exception):
-                log.warning("preparing absorption failed in %s: %s", layer_hook, result)
+                log.warning("preparing absorption failed in %s: %s", layer.name, result)
 
     async def backlog(self, *, limit: int = 10_000, progress: Callable[[int, int], None] | None = None) -> int:
         """Absorb person messages never absorbed (a crash, a kill), oldest first; at most ``limit`` tried.

@@ -22,7 +22,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from importlib import resources
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -422,6 +422,15 @@ async def migrate(dsn: str, migrations: list[Migration] | None = None) -> list[s
     finally:
         await conn.close()
     return applied
+
+
+async def install(pool: asyncpg.Pool, installers: Sequence[Callable[[asyncpg.Connection], Awaitable[None]]]) -> None:
+    """Run each installer (a memory layer's ``install``: its own idempotent SQL) in one transaction, under the
+    migration lock, so two processes starting at once never race on a ``CREATE ... IF NOT EXISTS``."""
+    async with pool.acquire() as conn, conn.transaction():
+        await conn.execute("SELECT pg_advisory_xact_lock($1)", MIGRATION_LOCK_KEY)
+        for installer in installers:
+            await installer(conn)
 
 
 async def _update_vector_extension(conn: asyncpg.Connection) -> None:

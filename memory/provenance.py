@@ -24,6 +24,7 @@ import asyncpg
 from memory.conversation import require_scope
 from memory.digests import forgotten_digest, optout_digest  # noqa: F401  (re-exported)
 from memory.layers.base import MemoryLayer
+from memory.proposer import ProposalRecords
 
 # What a report names, in this order, and how.
 _KINDS = (("messages", "message(s)"), ("episodes", "episode(s)"), ("facts", "fact(s)"),
@@ -68,9 +69,11 @@ SELECT id FROM doomed
 
 
 class Provenance:
-    def __init__(self, pool: asyncpg.Pool, layers: Sequence[MemoryLayer] = ()) -> None:
+    def __init__(self, pool: asyncpg.Pool, layers: Sequence[MemoryLayer] = (), *, proposals: ProposalRecords) -> None:
+        """``proposals``: governance, which owns the proposals and their votes."""
         self._pool = pool
         self._layers = layers  # the composition root's list, shared with Recall and the absorber
+        self._proposals = proposals
 
     async def _forget(self, roots: str, *args: object, author: tuple[str, str] | None = None,
                       whole_scope: str | None = None, tombstone: tuple[str, str] | None = None,
@@ -94,19 +97,13 @@ class Provenance:
                     counts.update(await layer.forgetting(conn, doomed))
                 counts["archetype_matches"] += await conn.fetchval(
                     "SELECT count(*) FROM archetype_matches WHERE message_id = ANY($1::bigint[])", doomed)
-                counts["proposals_redacted"] += await conn.fetchval(
-                    "SELECT count(DISTINCT proposal_id) FROM proposal_sources WHERE message_id = ANY($1::bigint[])",
-                    doomed)
-                counts["proposal_names_redacted"] += await conn.fetchval(
-                    """SELECT count(DISTINCT s.proposal_id)
-                       FROM proposal_sources s JOIN proposals p ON p.id = s.proposal_id
-                       WHERE s.message_id = ANY($1::bigint[]) AND s.wording
-                         AND NOT COALESCE(p.evidence ->> 'wording_redacted', '') = 'true'""", doomed)
+                counts.update(await self._proposals.forgetting(conn, doomed))
                 counts["archetype_examples"] += await conn.fetchval(
                     "SELECT count(*) FROM archetype_example_sources WHERE message_id = ANY($1::bigint[])", doomed)
                 await conn.execute("DELETE FROM messages WHERE id = ANY($1::bigint[])", doomed)
             if author is not None:
-                counts["votes_anonymised"] += await _anonymise_votes(conn, *author)
+                counts["votes_anonymised"] += await self._proposals.forget_voter(conn, *author)
+                await _forget_setter(conn, *author)
             if whole_scope is not None:
                 counts.update(await _drop_scope(conn, whole_scope))
         return ForgetReport(dict(counts))
@@ -181,39 +178,14 @@ async def _drop_scope(conn: asyncpg.Connection, scope: str) -> Counter[str]:
     return dropped
 
 
-FORGOTTEN_NAME = "(forgotten)"
-# Where a decision names its voters, by display name: (table, column, the rows of proposal $1).
-_DECISION_NAMES = (
-    ("proposals", "decided_by", "id = $1"),
-    ("context_archetypes", "approved_by",
-     "id = (SELECT applied_archetype_id FROM proposals WHERE id = $1)"),
-)
 # Admin settings that keep who made them, by id, per scope.
 _SET_BY = (("channel_settings", "mode_set_by"), ("channel_settings", "memory_set_by"),
            ("dream_channels", "set_by"), ("archetype_overrides", "set_by"))
 
 
-async def _anonymise_votes(conn: asyncpg.Connection, scope: str, voter_id: str) -> int:
-    """Votes are the record of a decision: keep the vote, drop who cast it. The decisions their votes made
-    named them too (a proposal's ``decided_by``, an approved archetype's ``approved_by``): those read
-    "(forgotten)" where their name was, and so do the admin settings they made in this scope (who set a
-    channel's mode or memory, the dream channel, an archetype switch)."""
-    cast = await conn.fetch(
-        """SELECT DISTINCT v.proposal_id, v.voter_name FROM proposal_votes v JOIN proposals p ON p.id = v.proposal_id
-           WHERE v.voter_id = $2 AND (p.scope = $1 OR p.scope IS NULL)""", scope, voter_id)
-    for row in cast:
-        for table, column, key in _DECISION_NAMES:
-            await conn.execute(
-                f"""UPDATE {table} SET {column} = array_to_string(
-                        array_replace(string_to_array({column}, ', '), $2, '{FORGOTTEN_NAME}'), ', ')
-                    WHERE {key} AND {column} IS NOT NULL""",
-                row["proposal_id"], row["voter_name"])
-    status = await conn.execute(
-        f"""UPDATE proposal_votes v SET voter_id = 'forgotten:' || md5(v.voter_id || v.proposal_id::text),
-                                       voter_name = '{FORGOTTEN_NAME}'
-           FROM proposals p WHERE p.id = v.proposal_id AND v.voter_id = $2
-             AND (p.scope = $1 OR p.scope IS NULL)""", scope, voter_id)
+async def _forget_setter(conn: asyncpg.Connection, scope: str, person_id: str) -> None:
+    """The admin settings a forgotten person made in this scope (a channel's mode or memory, the dream channel,
+    an archetype switch) read "forgotten" where their id was."""
     for table, column in _SET_BY:
         await conn.execute(f"UPDATE {table} SET {column} = 'forgotten' WHERE scope = $1 AND {column} = $2",
-                           scope, voter_id)
-    return int(status.split()[-1])
+                           scope, person_id)

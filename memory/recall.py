@@ -147,12 +147,9 @@ class Recall:
         limit = self.timeout if timeout is None else timeout
 
         async def one(layer: MemoryLayer) -> None:
-            hook = getattr(layer, "prepare", None)
-            if hook is None:
-                return
             try:
                 async with asyncio.timeout(limit):
-                    await hook(texts)
+                    await layer.prepare(texts)
             except Exception:
                 log.warning("memory layer %s could not prepare %d queries", layer.name, len(texts), exc_info=True)
 

@@ -15,7 +15,7 @@ import simcord
 
 from bot.app import App
 from bot.console import Console, ConsoleIdentity
-from bot.discord.admin import reply
+from bot.discord.common import reply
 from bot.discord.client import SingleShardHippoBot
 from bot.discord.dream import proposal_content
 from bot.discord.rules import MessageFacts, should_answer

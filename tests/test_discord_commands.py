@@ -6,7 +6,8 @@ tests/test_discord.py."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 from unittest.mock import AsyncMock, MagicMock
 
@@ -22,6 +23,7 @@ from bot.discord.dream import DreamCog, ProposalButton
 from bot.discord.services import Services
 from bot.discord.rules import MessageFacts, parse_message_link, scope_for, should_answer, split_message
 from bot.discord.streaming import StreamingReply
+from memory.clock import SimulatedClock
 
 GUILD = 555
 
@@ -316,6 +318,16 @@ async def test_memory_stats_show_only_this_server(app: App) -> None:
     assert "graph edges: " in said(i) and "resonance: moments: 1 " in said(i) and "spatial gate attempts" in said(i)
 
 
+async def test_the_owners_overview_counts_each_scopes_pending_proposals(app: App) -> None:
+    await talk(app, 111, "hello from here")
+    await talk(app, 222, "elsewhere", scope=str(OTHER))
+    await app.brain.drain()
+    await propose(app, str(OTHER), "their_idea")
+    await propose(app, str(OTHER), "their_other_idea")
+    rows = {r.scope: r.pending_proposals for r in await Services.of(app).guild_view.all_scopes()}
+    assert rows == {str(GUILD): 0, str(OTHER): 2}
+
+
 async def test_dream_status_shows_this_servers_runs_and_the_nightly_ones_only(app: App) -> None:
     pool = app.db.pool
     ids = {}
@@ -333,6 +345,20 @@ async def test_dream_status_shows_this_servers_runs_and_the_nightly_ones_only(ap
     assert any(line.startswith(f"#{ids[None]} ") for line in lines)
     assert not any(line.startswith(f"#{ids[str(OTHER)]} ") for line in lines)
     assert "pending proposals: 1" in said(i)
+
+
+async def test_a_cogs_now_is_the_apps_clock(app: App) -> None:
+    """The cogs take "now" from the clock the app injects (Services.clock), not the wall clock: a month on
+    that clock, the proposal made today has expired when /dream status counts the pending ones."""
+    await propose(app, str(GUILD), "our_idea")
+    bot, services = cog_args(app)
+    later = SimulatedClock(datetime.now(UTC) + timedelta(days=30))
+    cog = AdminCog(bot, replace(services, clock=later))  # type: ignore[arg-type]
+    i = interaction(member(2, manage=True))
+    await cog.dream_status.callback(cog, i)
+    assert "pending proposals: 0" in said(i)
+    [(status, decided_at)] = await app.db.pool.fetch("SELECT status, decided_at FROM proposals")
+    assert status == "expired" and decided_at == later.now()
 
 
 async def test_dream_run_dreams_only_this_server(app: App) -> None:

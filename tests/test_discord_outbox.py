@@ -36,12 +36,12 @@ class DownChannel:
 
 async def test_a_failed_post_stays_in_the_outbox(app: App) -> None:
     pid = await new_proposal(app)
-    outbox = Outbox(app.db.pool)
+    outbox = Outbox(app.governance)
     assert await outbox.pending() == [pid]
-    assert await outbox.flush(app.governance, DownChannel()) == 0
+    assert await outbox.flush(DownChannel()) == 0
     assert await outbox.pending() == [pid]
     printing = PrintingChannel()
-    assert await outbox.flush(app.governance, printing) == 1
+    assert await outbox.flush(printing) == 1
     assert [p.id for p in printing.posts] == [pid] and await outbox.pending() == []
     row = await app.db.pool.fetchrow("SELECT posted_ref, posted_at FROM proposals WHERE id = $1", pid)
     assert row["posted_ref"] is None and row["posted_at"] is not None
@@ -59,10 +59,10 @@ async def test_a_redaction_during_the_post_is_posted_at_the_next_flush(app: App)
             return await super().post_proposal(proposal)
 
     channel = RacingChannel()
-    outbox = Outbox(pool)
-    assert await outbox.flush(app.governance, channel) == 1
+    outbox = Outbox(app.governance)
+    assert await outbox.flush(channel) == 1
     assert await outbox.pending() == [pid], "the post showed the old examples"
-    assert await outbox.flush(app.governance, channel) == 1
+    assert await outbox.flush(channel) == 1
     assert channel.posts[-1].payload["examples"] == ["tea?"] and await outbox.pending() == []
 
 
@@ -80,10 +80,10 @@ async def test_an_updated_post_is_edited_where_the_channel_can(app: App) -> None
             return ref
 
     channel = EditingChannel()
-    outbox = Outbox(app.db.pool)
-    await outbox.flush(app.governance, channel)
+    outbox = Outbox(app.governance)
+    await outbox.flush(channel)
     await app.db.pool.execute("UPDATE proposals SET post_pending = true WHERE id = $1", pid)
-    await outbox.flush(app.governance, channel)
+    await outbox.flush(channel)
     assert len(channel.posts) == 1 and edits == [(pid, "msg-1")]
 
 
@@ -94,7 +94,7 @@ async def test_a_flush_for_one_scope_leaves_the_others(app: App) -> None:
                                "context_turns": 5, "context_vectors": 5, "similarity_threshold": 0.7,
                                "triple_depth": 1},
         "r", {"messages": []}, centroid=None, now=datetime.now(UTC), scope="local")
-    outbox = Outbox(app.db.pool)
+    outbox = Outbox(app.governance)
     printing = PrintingChannel()
-    assert await outbox.flush(app.governance, printing, scope="local") == 1
+    assert await outbox.flush(printing, scope="local") == 1
     assert [p.id for p in printing.posts] == [theirs.id] and await outbox.pending() == [ours]

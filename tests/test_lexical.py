@@ -72,14 +72,14 @@ async def test_nothing_to_search_for_gives_nothing(pool: asyncpg.Pool) -> None:
 async def test_forgetting_drops_the_cached_word_statistics(pool: asyncpg.Pool) -> None:
     from memory.episodic import EpisodicStore, WriteGate
     from memory.layers.episodes import EpisodesLayer
-    from memory.provenance import Provenance
+    from tests.test_match_stats import provenance_on
 
     ids = await store(pool, "g1", CHAT)
     layer = EpisodesLayer(EpisodicStore(pool), WriteGate(), embedder=None)  # type: ignore[arg-type]
     assert await layer.lexical.search("g1", "Rotterdam", 5)
     assert any("rotterdam" in s.df for s in layer.lexical._stats.values())
-    await Provenance(pool, [layer]).forget_message("g1", ids[4])
-    await Provenance(pool, [layer]).forget_message("g1", ids[5])
+    await provenance_on(pool, (layer,)).forget_message("g1", ids[4])
+    await provenance_on(pool, (layer,)).forget_message("g1", ids[5])
     assert await layer.lexical.search("g1", "Rotterdam", 5) == []
     assert not any("rotterdam" in s.df for s in layer.lexical._stats.values())
 

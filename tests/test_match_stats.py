@@ -3,11 +3,12 @@ message, a person or a channel takes its matches out of ``match_count`` and ``av
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import asyncpg
 import pytest
 
+from dream.governance import ApproverPolicy, Governance
 from memory.archetypes import MatchRecord
 from memory.conversation import ConversationStore, NewMessage
 from memory.db import create_pool, load_migrations, migrate
@@ -50,7 +51,7 @@ async def test_forgetting_a_message_or_a_person_takes_their_matches_out_of_the_s
     routed = await matched(pool, embedder, [("u-ana", "c1", THANKS[0]), ("u-zed", "c1", THANKS[1]),
                                             ("u-zed", "c1", THANKS[2]), ("u-ana", "c1", THANKS[3])])
     assert (await stats(pool))[0] == 4
-    provenance = Provenance(pool)
+    provenance = provenance_on(pool)
     await provenance.forget_message("g1", routed[0][0])
     count, mean = await stats(pool)
     assert count == 3 and mean == pytest.approx(sum(s for _, s in routed[1:]) / 3, abs=1e-5)
@@ -65,7 +66,7 @@ async def test_forgetting_a_channel_takes_its_matches_out_of_the_statistics(
         pool: asyncpg.Pool, embedder: MiniLMEmbedder) -> None:
     routed = await matched(pool, embedder, [("u-ana", "c1", THANKS[0]), ("u-ana", "c2", THANKS[1]),
                                             ("u-ana", "c2", THANKS[2])])
-    await Provenance(pool).forget_channel("console", "c2", scope="g1")
+    await provenance_on(pool).forget_channel("console", "c2", scope="g1")
     count, mean = await stats(pool)
     assert count == 1 and mean == pytest.approx(routed[0][1], abs=1e-5)
 
@@ -96,3 +97,8 @@ async def test_the_migration_recounts_statistics_that_still_held_forgotten_match
         assert count == 1 and mean == pytest.approx(routed[0][1], abs=1e-5)
     finally:
         await pool.close()
+
+
+def provenance_on(pool: asyncpg.Pool, layers: tuple = ()) -> Provenance:
+    """Forgetting as the app wires it, with governance (which owns the proposals and votes) and these layers."""
+    return Provenance(pool, layers, proposals=Governance(pool, ApproverPolicy(frozenset()), ttl=timedelta(hours=1)))

@@ -3,7 +3,10 @@ the newest one it withdrew, and the history says a forgetting happened and which
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from bot.app import App
+from memory.clock import SimulatedClock
 from memory.persona.state import Belief, PersonaState, confidence
 from tests.test_persona import FILLER, NOW, STRONG_FOR, persona_app, say
 
@@ -42,3 +45,15 @@ async def test_a_restricted_persona_rebuilt_from_the_public_one_keeps_counting_u
     assert rebuilt is not None and rebuilt.version == 3 and "versions 1-2 withdrawn" in rebuilt.reason
     public = await layer.store.current("g1", None)
     assert public is not None and public.version == 4 and "forgetting 3 message(s)" in public.reason
+
+
+async def test_the_rebuild_after_forgetting_is_dated_by_the_apps_clock(app: App) -> None:
+    layer = await persona_app(app)
+    assert layer.clock is app.clock, "the app injects its one clock"
+    await say(app, *STRONG_FOR, author="zed")
+    later = SimulatedClock(datetime(2031, 1, 1, tzinfo=UTC))
+    layer.clock = later
+    await app.provenance.forget_author("g1", "u-zed")
+    dated = await app.db.pool.fetchval(
+        "SELECT created_at FROM persona_versions WHERE scope = 'g1' ORDER BY version DESC LIMIT 1")
+    assert dated == later.now()

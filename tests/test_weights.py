@@ -171,6 +171,30 @@ async def test_an_expired_proposal_deletes_its_candidate(app: App) -> None:
     assert not path.exists()
 
 
+async def test_a_candidate_whose_proposal_was_decided_without_its_handler_is_swept(app: App) -> None:
+    layer = weights_of(app)
+    await history(app)
+    now = datetime.now(UTC)
+    proposal = await step(layer, now)
+    path = Path(await app.db.pool.fetchval("SELECT path FROM adapters WHERE proposal_id = $1", proposal))
+    # as an older process that expired it without running the weights layer's rejection handler left it
+    await app.db.pool.execute("UPDATE proposals SET status = 'expired' WHERE id = $1", proposal)
+    assert path.exists()
+    assert await layer.sweep() == 1
+    assert not path.exists()
+    assert await app.db.pool.fetchval("SELECT status FROM adapters WHERE proposal_id = $1", proposal) == "rejected"
+
+
+async def test_forgetting_a_source_of_a_pending_candidate_withdraws_its_proposal(app: App) -> None:
+    layer = weights_of(app)
+    await history(app)
+    proposal = await step(layer, datetime.now(UTC))
+    await app.provenance.forget_author("g1", "u-ben")
+    withdrawn = await app.governance.get(proposal)
+    assert withdrawn.status == "expired"
+    assert withdrawn.decided_by == "(its adapter was trained on a forgotten message)"
+
+
 async def test_forgetting_a_person_taints_every_adapter_trained_on_their_words(app: App, llm: ScriptedLLM) -> None:
     layer = weights_of(app)
     await history(app)

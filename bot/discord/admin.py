@@ -13,20 +13,19 @@ ephemeral; long output is sent as a file.
 
 from __future__ import annotations
 
-import io
 import json
 import logging
-from datetime import UTC, datetime
+from datetime import UTC
 from typing import TYPE_CHECKING
 
 import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot.discord.dream import digest_for, voter_from
+from bot.discord.common import digest_for, dm_or_guild, is_admin, reply, visible_channel
 from bot.discord.mine import Pager, export_filename, link_for, mine_pages, send_export
 from bot.discord.rules import guild_settings_view, parse_message_link, scope_for, source_label
-from dream.governance import PENDING, ApproverPolicy
+from dream.governance import PENDING
 from memory.archetypes import Archetype
 from memory.errors import MemoryStoreError
 from memory.fields import display_text
@@ -39,31 +38,6 @@ if TYPE_CHECKING:
     from bot.discord.services import Services
 
 log = logging.getLogger(__name__)
-
-INLINE_LIMIT = 1900
-
-
-def is_admin(interaction: discord.Interaction, policy: ApproverPolicy) -> bool:
-    """A guild member whom the approver policy allows (the same rule as votes); never in DMs."""
-    member = interaction.user
-    return isinstance(member, discord.Member) and policy.allows(voter_from(member))
-
-
-def dm_or_guild() -> app_commands.AppCommandContext:
-    return app_commands.AppCommandContext(guild=True, dm_channel=True, private_channel=False)
-
-
-async def reply(interaction: discord.Interaction, text: str, *, ephemeral: bool = True) -> None:
-    """Answer inline, or as a file when too long for one message; names and quotes in it are made safe to show
-    (``display_text``)."""
-    send = interaction.followup.send if interaction.response.is_done() else interaction.response.send_message
-    text = display_text(text)
-    if len(text) <= INLINE_LIMIT:
-        await send(text, ephemeral=ephemeral)
-    else:
-        await send("The answer is long; it is attached.", ephemeral=ephemeral,
-                   file=discord.File(io.BytesIO(text.encode()), filename="hippobot.txt"))
-
 
 class ConfirmForget(discord.ui.View):
     def __init__(self, services: Services, scope: str, user_id: int) -> None:
@@ -181,7 +155,7 @@ class AdminCog(commands.Cog):
             return
         pinned = await self.services.episodes.pin(stored.scope, stored.id)
         semantic = self.services.brain.semantic
-        facts = await semantic.pin(stored.scope, stored.id, datetime.now(UTC)) if semantic is not None else 0
+        facts = await semantic.pin(stored.scope, stored.id, self.services.clock.now()) if semantic is not None else 0
         await reply(interaction, f"Pinned{f', with {facts} fact(s)' if facts else ''}." if pinned or facts
                     else "That message has no memory to pin yet.")
 
@@ -192,7 +166,7 @@ class AdminCog(commands.Cog):
         if not await self._in_server(interaction):
             return
         scope = self._scope(interaction)
-        new = await self.participation.opt_out(scope, str(interaction.user.id), datetime.now(UTC))
+        new = await self.participation.opt_out(scope, str(interaction.user.id), self.services.clock.now())
         view = ConfirmForget(self.services, scope, interaction.user.id)
         await interaction.response.send_message(
             ("From now on" if new else "You had already opted out: as before,")
@@ -239,7 +213,7 @@ class AdminCog(commands.Cog):
         if held.empty:
             await reply(interaction, f"I hold nothing about you {where}, so there is nothing to export.")
             return
-        now = self.services.brain.clock.now()
+        now = self.services.clock.now()
         try:
             documents = export_documents(held, now, link=link_for(interaction.guild_id))
         except MemoryStoreError as exc:  # one item larger than a part: cannot happen at Discord's limit
@@ -314,7 +288,7 @@ class AdminCog(commands.Cog):
         await interaction.response.defer(ephemeral=True, thinking=True)
         scope = self._scope(interaction)
         with digest_for(scope):  # its digest goes to this server's dream channel
-            report = await self.services.dream.run(datetime.now(UTC), scope=scope)
+            report = await self.services.dream.run(self.services.clock.now(), scope=scope)
         await self._flush_outbox()  # its proposals, posted now
         await reply(interaction, f"```\n{report.render()}\n```")
 
@@ -329,7 +303,7 @@ class AdminCog(commands.Cog):
             return
         scope = self._scope(interaction)
         lines = [await self._dream_channel_line(interaction)]
-        pending = await self.services.governance.list((PENDING,), scope=scope, now=datetime.now(UTC))
+        pending = await self.services.governance.list((PENDING,), scope=scope, now=self.services.clock.now())
         lines.append(f"pending proposals: {len(pending)}")
         lines += [f"- proposal #{p.id}: {p.title} (expires {p.expires_at:%Y-%m-%d})" for p in pending[:10]]
         if len(pending) > 10:
@@ -373,7 +347,7 @@ class AdminCog(commands.Cog):
                                      "again. The dream channel is unchanged.")
             return
         scope = self._scope(interaction)
-        await self.dream_channels.set(scope, channel.id, str(interaction.user.id), datetime.now(UTC))
+        await self.dream_channels.set(scope, channel.id, str(interaction.user.id), self.services.clock.now())
         moved = await self.services.outbox.requeue(scope)  # pending proposals posted elsewhere: here now
         log.info("dream channel of %s set to %s by %s (%d proposal(s) to re-post)", scope, channel.id,
                  interaction.user.id, moved)
@@ -442,7 +416,7 @@ class AdminCog(commands.Cog):
         audience = visible_channel(interaction)
         episodes = await self.services.episodes.by_author(scope, user, 30, visible_channel=audience)
         semantic = self.services.brain.semantic
-        facts = (await semantic.about_author(scope, user, datetime.now(UTC), visible_channel=audience)
+        facts = (await semantic.about_author(scope, user, self.services.clock.now(), visible_channel=audience)
                  if semantic else [])
         if not episodes and not facts:
             await reply(interaction, "I don't remember anything you said here.")
@@ -457,14 +431,6 @@ class AdminCog(commands.Cog):
             lines += [f"- [{e.created_at:%Y-%m-%d}] {e.content.splitlines()[0]} (message {e.message_id})"
                       for e in episodes]
         await reply(interaction, "\n".join(lines))
-
-
-def visible_channel(interaction: discord.Interaction) -> str | None:
-    """The audience's channel: a thread's parent, since threads follow their parent."""
-    channel = interaction.channel
-    if isinstance(channel, discord.Thread):
-        return str(channel.parent_id)
-    return None if interaction.channel_id is None else str(interaction.channel_id)
 
 
 def format_recall(bundle: ContextBundle, guild_id: int | None) -> str:

@@ -9,15 +9,14 @@ is announced in the channel first: if the bot cannot post there, memory stays of
 from __future__ import annotations
 
 import logging
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Literal
 
 import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot.discord.admin import is_admin, reply
-from bot.discord.chat import visibility_of
+from bot.discord.common import is_admin, reply, visibility_of
 from memory.participation import ChannelSetting
 from bot.discord.rules import channel_mode
 from memory.fields import display_text
@@ -78,7 +77,7 @@ class ChannelCog(commands.Cog):
         if target is None:
             return
         await self.participation.set_mode(str(interaction.guild_id), str(target.id), mode, str(interaction.user.id),
-                                          datetime.now(UTC))
+                                          self.services.clock.now())
         log.info("channel %s mode set to %s by %s", target.id, mode, interaction.user.id)
         await reply(interaction, f"{target.mention} is now `{mode}`: the bot {MODE_HELP[mode]} there.")
 
@@ -107,7 +106,7 @@ class ChannelCog(commands.Cog):
                                          "announced there first. Let me send messages there, then try again. "
                                          "Memory stays off.")
                 return
-        await self.participation.set_memory(scope, str(target.id), on, str(interaction.user.id), datetime.now(UTC))
+        await self.participation.set_memory(scope, str(target.id), on, str(interaction.user.id), self.services.clock.now())
         log.info("channel %s memory %s by %s", target.id, state, interaction.user.id)
         if not on:
             try:

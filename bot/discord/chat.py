@@ -13,18 +13,16 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.brain import Busy, IncomingTurn
-from bot.discord.admin import is_admin
+from bot.discord.common import is_admin, visibility_of
 from bot.discord.listening import remember_unanswered
 from bot.discord.ratelimit import RateLimiter, limit_notice
 from bot.discord.rules import (
     MessageFacts,
     Part,
-    Visibility,
     channel_mode,
     scope_for,
     strip_mentions,
     take_part,
-    visibility_for,
 )
 from bot.discord.sources import sources_text, sources_view
 from bot.discord.streaming import DISCORD_LIMIT, StreamingReply
@@ -68,21 +66,6 @@ async def read_text_attachments(attachments: Sequence[Any], limit: int) -> str:
         parts.append(header + text)
         left -= len(parts[-1]) + (2 if len(parts) > 1 else 0)
     return "\n\n".join(parts)
-
-
-def visibility_of(channel: Any) -> Visibility:
-    """Who may see what is said in ``channel``: from @everyone's view permission, threads following their parent."""
-    guild = getattr(channel, "guild", None)
-    if guild is None:
-        return visibility_for(is_dm=True, channel_id=channel.id, parent_channel_id=None, everyone_can_view=True)
-    thread = isinstance(channel, discord.Thread)
-    target = channel.parent if thread else channel
-    # a private thread is narrower than its parent: never public, at most the parent's audience
-    private_thread = thread and channel.type == discord.ChannelType.private_thread
-    everyone = (target is not None and not private_thread
-                and target.permissions_for(guild.default_role).view_channel)
-    return visibility_for(is_dm=False, channel_id=channel.id, parent_channel_id=channel.parent_id if thread else None,
-                          everyone_can_view=everyone)
 
 
 def channel_name_of(channel: Any) -> str | None:

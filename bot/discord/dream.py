@@ -15,20 +15,17 @@ ignored.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import re
-from collections.abc import Iterator
-from contextvars import ContextVar
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import discord
 from discord.ext import commands, tasks
 
+from bot.discord.common import digest_scope, voter_from
 from dream.channels import Destination, DreamChannelStore, destination, is_server_scope
-from dream.governance import PENDING, GovernanceError, NotAnApprover, Proposal, VoteOutcome, Voter
+from dream.governance import PENDING, GovernanceError, NotAnApprover, Proposal, VoteOutcome
 
 if TYPE_CHECKING:
     from bot.discord.client import HippoBotBase
@@ -38,32 +35,6 @@ log = logging.getLogger(__name__)
 
 APPROVE, REJECT, DISCUSS = "✅", "❌", "💬"
 OUTBOX_INTERVAL_MINUTES = 1.0
-# The scope of the dream run in progress in this task, for its digest (DreamChannel.post_digest names none):
-# `/dream run` sets it; the nightly run over every scope leaves it None, and its digest goes to the owner.
-_DIGEST_SCOPE: ContextVar[str | None] = ContextVar("hippobot_digest_scope", default=None)
-
-
-@contextlib.contextmanager
-def digest_for(scope: str | None) -> Iterator[None]:
-    """Within it, a dream run's digest is ``scope``'s (posted where its proposals go)."""
-    token = _DIGEST_SCOPE.set(scope)
-    try:
-        yield
-    finally:
-        _DIGEST_SCOPE.reset(token)
-
-
-def voter_from(member: discord.Member | discord.User, *, owner: bool = False) -> Voter:
-    """What Governance's ApproverPolicy decides on: the member's roles (names and ids) in the server the vote
-    is cast in, and Manage Server there. The bot's ``owner`` counts as an approver everywhere (DMs included)."""
-    roles: frozenset[str] = frozenset()
-    manage = owner
-    if isinstance(member, discord.Member):
-        roles = frozenset(r.name for r in member.roles) | frozenset(str(r.id) for r in member.roles)
-        manage = manage or member.guild_permissions.manage_guild
-    return Voter(str(member.id), member.display_name, roles, manage)
-
-
 def proposal_content(proposal: Proposal, guild_id: int | None) -> str:
     """The post; example messages only when they come from the dream channel's own server."""
     text = proposal.render(show_examples=proposal.scope in (None, str(guild_id)))
@@ -197,7 +168,7 @@ class DreamRouter:
         return await (await self._poster(proposal.target_scope)).edit_proposal(proposal, ref)
 
     async def post_digest(self, text: str, chart: Path | None) -> None:
-        scope = _DIGEST_SCOPE.get()
+        scope = digest_scope()
         where = await self.destination(scope)
         if where is None:
             log.info("no dream channel for %s: its digest is not posted", scope)
@@ -229,7 +200,7 @@ class DreamCog(commands.Cog):
         routable = await self.router.routable(await self.outbox.waiting_scopes())
         if not routable:
             return 0
-        return await self.outbox.flush(self.services.governance, self.router, scopes=routable)
+        return await self.outbox.flush(self.router, now=self.services.clock.now(), scopes=routable)
 
     async def dream_channel_ids(self, guild_id: int) -> set[int]:
         """The channels of a server where the bot never chats and votes count: its own dream channel and the
@@ -307,7 +278,7 @@ class DreamCog(commands.Cog):
             where["scope"] = str(guild.id) if guild is not None else None
         try:
             outcome: VoteOutcome = await self.services.governance.vote(
-                proposal_id, voter_from(user, owner=owner), approve, now=datetime.now(UTC), **where
+                proposal_id, voter_from(user, owner=owner), approve, now=self.services.clock.now(), **where
             )
         except NotAnApprover:
             log.info("vote by non-approver %s on proposal %s ignored", user.id, proposal_id)

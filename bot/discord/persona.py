@@ -7,14 +7,13 @@ commands show that channel's own persona when it has one; in DMs, the DM scope's
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot.discord.admin import visible_channel, dm_or_guild, is_admin, reply
+from bot.discord.common import dm_or_guild, is_admin, reply, visible_channel
 from bot.discord.rules import scope_for
 from dream.governance import GovernanceError
 from memory.persona.view import render, render_history
@@ -68,7 +67,7 @@ class PersonaCog(commands.Cog):
                                 "longer counts."},
                 f"Asked by {interaction.user.display_name} with /persona reset.",
                 {"scope": scope, "requested_by": str(interaction.user.id)},
-                centroid=None, now=datetime.now(UTC), scope=scope)
+                centroid=None, now=self.services.clock.now(), scope=scope)
         except GovernanceError as exc:
             await reply(interaction, f"⚠️ {exc}")
             return

@@ -12,7 +12,7 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot.discord.admin import visible_channel, reply
+from bot.discord.common import reply, visible_channel
 from bot.discord.rules import scope_for
 from memory.errors import MemoryStoreError
 from memory.layers.macros import describe

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from dream.cycle import DreamCycle
     from dream.governance import Governance
     from memory.archetypes import ArchetypeRouter, ArchetypeStore
+    from memory.clock import Clock
     from memory.conversation import ConversationStore
     from memory.episodic import EpisodicStore
     from memory.provenance import Provenance
@@ -51,6 +52,7 @@ class Services:
     outbox: Outbox
     persona: PersonaStore
     next_dream_run: Callable[[], datetime | None]  # the scheduler starts after the cogs are added
+    clock: Clock  # every "now" of the cogs (the app's: memory and the transport agree on the time)
 
     @classmethod
     def of(cls, app: App) -> Services:
@@ -64,6 +66,7 @@ class Services:
             provenance=app.provenance, conversations=app.conversations, episodes=app.episodes,
             archetype_store=app.archetype_store, router=app.router, dream=app.dream,
             participation=ParticipationStore(pool), dream_channels=DreamChannelStore(pool),
-            guild_view=GuildView(pool), mine=MemoryOfPerson(pool), outbox=Outbox(pool), persona=PersonaStore(pool),
-            next_dream_run=next_dream_run,
+            guild_view=GuildView(pool, app.governance), mine=MemoryOfPerson(pool), outbox=Outbox(app.governance),
+            persona=PersonaStore(pool),
+            next_dream_run=next_dream_run, clock=app.clock,
         )

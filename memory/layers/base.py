@@ -18,7 +18,21 @@ of ``MemoryLayer`` (``BaseLayer`` supplies the no-op defaults):
   what goes;
 - ``dream_steps()``, ``proposal_kinds()`` and ``proposal_rejections()``: what it
   contributes to the dream cycle and to governance (what approving, and
-  rejecting, a proposal of its kinds does).
+  rejecting, a proposal of its kinds does);
+- ``prepare(texts)`` and ``prepare_absorb(texts)``: optional batch work ahead of
+  many recalls or absorptions (a speed-up, never needed for correctness);
+  ``absorb_after``: the layers whose absorb of a message must finish first;
+- ``signal(signal)``: what a person did to a stored message, from a transport
+  (a reaction added or taken back, a direct reply to it);
+- ``close()``: stop background work before the pool closes (at shutdown);
+- ``install(conn)``: create the tables of a layer that ships outside ``sql/``
+  (its own SQL file, idempotent), at start-up under the migration lock; the
+  shipped layers' tables are numbered migrations in ``sql/`` and install nothing.
+
+A layer is registered by a ``LayerFactory``: given the ``LayerContext`` (the
+pool, the embedder, the proposer and the clock), it returns the layer. The
+shipped layers are built in ``bot.app.App.open``; another is one more factory
+in ``App.open(layers=[...])``.
 """
 
 from __future__ import annotations
@@ -123,6 +137,26 @@ class AbsorbedTurn:
     novelty: float | None = None  # the message's novelty at recall, 1 - max cosine to the scope's episodes
 
 
+@dataclass(frozen=True)
+class Signal:
+    """What a person did to a stored message, as a transport saw it: a reaction added or taken back
+    (``kind`` 'reaction'), or a direct reply to it ('reply'). Every layer is told (``MemoryLayer.signal``)
+    and takes what it learns from: resonance a reply's quality, places a resolved conversation, macros
+    whether the procedures a reply suggested worked."""
+
+    kind: str  # 'reaction' | 'reply'
+    scope: str  # where it happened: a layer never acts on another scope's message
+    source: str  # the transport: 'discord' | 'console'
+    channel_id: str
+    external_id: str  # the message reacted or replied to, by the transport's id
+    actor_id: str
+    now: datetime
+    message: StoredMessage | None = None  # that message when the transport looked it up and it is this scope's
+    emoji: str = ""
+    added: bool = True  # False: the reaction was taken back
+    verdict: bool | None = None  # the transport's "this worked / is solved" mark (True) or "did not work" (False)
+
+
 @dataclass
 class StepResult:
     """What a layer's dream step did: counts for the report, notes, and a headline in plain words for the
@@ -147,9 +181,28 @@ LayerStep = Callable[[datetime, "str | None"], Awaitable[StepResult]]
 KindHandler = Callable[[asyncpg.Connection, Any, str], Awaitable[Any]]
 
 
+@dataclass(frozen=True)
+class LayerContext:
+    """What the composition root gives a layer's factory: the shared services a layer may keep."""
+
+    pool: asyncpg.Pool
+    embedder: Any  # memory.embed.Embedder
+    proposer: Any  # memory.proposer.Proposer (governance)
+    clock: Any  # memory.clock.Clock
+
+
 @runtime_checkable
 class MemoryLayer(Protocol):
     name: str
+    absorb_after: tuple[str, ...]
+
+    async def prepare(self, texts: Sequence[str]) -> None: ...
+
+    async def prepare_absorb(self, texts: Sequence[str]) -> None: ...
+
+    async def signal(self, signal: Signal) -> None: ...
+
+    async def close(self) -> None: ...
 
     async def recall(self, query: RecallQuery) -> Section | None: ...
 
@@ -169,6 +222,12 @@ class MemoryLayer(Protocol):
 
     async def stats(self, scope: str) -> Mapping[str, object]: ...
 
+    async def install(self, conn: asyncpg.Connection) -> None: ...
+
+
+# Registering a layer: a factory the composition root calls once with the shared services.
+LayerFactory = Callable[[LayerContext], MemoryLayer]
+
 
 class BaseLayer:
     """No-op defaults for every hook; a layer overrides what it needs."""
@@ -185,6 +244,18 @@ class BaseLayer:
     async def prepare(self, texts: Sequence[str]) -> None:
         """Optional: batch work ahead of many recalls of these texts (``recall --queries``), e.g. one parse of
         them all; each ``recall`` then finds it done. Never needed for correctness."""
+        return None
+
+    async def prepare_absorb(self, texts: Sequence[str]) -> None:
+        """Optional: batch work ahead of absorbing many messages of these texts (an import, the backlog)."""
+        return None
+
+    async def signal(self, signal: Signal) -> None:
+        """Learn from a reaction to, or a reply to, a stored message (``Signal``); most layers take none."""
+        return None
+
+    async def close(self) -> None:
+        """Stop the layer's background work (a recount, a model being learned) before the pool closes."""
         return None
 
     async def edited(self, message: StoredMessage, conn: asyncpg.Connection) -> None:
@@ -209,3 +280,8 @@ class BaseLayer:
     async def stats(self, scope: str) -> Mapping[str, object]:
         """What ``/memory stats`` and ``hippobot places --stats`` show of this layer in a scope (label -> value)."""
         return {}
+
+    async def install(self, conn: asyncpg.Connection) -> None:
+        """Create what the layer keeps outside the shipped migrations (a layer from another package: its own
+        ``CREATE TABLE IF NOT EXISTS ...`` SQL), in a transaction under the migration lock; idempotent."""
+        return None

@@ -124,6 +124,9 @@ class EpisodesLayer(BaseLayer):
         self.graph: SemanticMemory | None = None  # for entity expansion; App sets it when the graph is on
         self._speaker_cache: dict[str, tuple[float, dict[str, str]]] = {}  # scope -> (when, id -> name)
 
+    async def close(self) -> None:
+        await self.lexical.close()  # a word-statistics recount in flight
+
     async def recall(self, query: RecallQuery) -> Section | None:
         plan, cfg, audience = query.plan, self.config, query.audience
         if plan.vectors <= 0:

@@ -19,7 +19,7 @@ import asyncpg
 
 from memory.conversation import StoredMessage
 from memory.embed import Embedder
-from memory.layers.base import (MEMORY, AbsorbedTurn, BaseLayer, LayerStep, MemoryItem, RecallQuery, Section,
+from memory.layers.base import (MEMORY, AbsorbedTurn, BaseLayer, Signal, LayerStep, MemoryItem, RecallQuery, Section,
                                 StepResult, told)
 from memory.places.codes import FAILURE, SUCCESS, outcome
 from memory.places.macros import HALF_LIFE, MIN_SIMILARITY, Macro, MacroStore
@@ -88,6 +88,16 @@ class MacrosLayer(BaseLayer):
         vector = vec(stored) if stored is not None else await self.embedder.embed(t.problem)
         added = await self.store.add(t, vector, now)
         return None if added is None else added[0]
+
+    async def signal(self, signal: Signal) -> None:
+        """The asker's "worked" / "did not work" mark on a reply that suggested procedures (taking it back
+        takes it back)."""
+        m = signal.message
+        if signal.kind != "reaction" or signal.verdict is None or m is None or not m.is_bot:
+            return
+        worked = signal.verdict if signal.added else None
+        if ids := await self.reply_reaction(m, signal.actor_id, worked, signal.now):
+            log.info("macros %s: %s on reply %s", ids, {True: "worked", False: "failed"}.get(worked, "undone"), m.id)
 
     async def reply_reaction(self, reply: StoredMessage, reactor_id: str, worked: bool | None,
                              now: datetime) -> list[int]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 
 import asyncpg
@@ -36,11 +36,15 @@ from memory.persona.reflection import change_share, describe, deterministic_snap
 from memory.persona.state import (Evidence, PersonaState, TopicStance, apply_evidence, decay, record_shift,
                                   reflection_due, set_belief)
 from memory.persona.store import PersonaStore, certainty_of
-from memory.proposer import Proposer
+from memory.clock import Clock, SystemClock
+from memory.proposer import Proposer, Withdrawn
 
 log = logging.getLogger(__name__)
 
 PERSONA_KIND = "persona"
+# what a persona proposal says once evidence it cited is forgotten (approving it then applies nothing)
+WITHDRAWN = Withdrawn(title="Persona shift (withdrawn)", rationale="Withdrawn: evidence it cited was forgotten.",
+                      payload={"action": "withdrawn", "examples": []})
 _RELEVANT = 0.35  # a topic this close to the message is shown before stronger, unrelated ones
 _PROMPT_CHARS = 600  # of the snapshot in the prompt (a preamble line that does not fit is left out whole)
 RECENT_TOPICS = 10  # messages back whose topics count as under discussion (with views and staged steps)
@@ -51,11 +55,14 @@ class PersonaLayer(BaseLayer):
 
     def __init__(self, pool: asyncpg.Pool, embedder: Embedder, *, core_identity: str = "",
                  llm: TextModel | None = None, proposer: Proposer | None = None,
-                 change_limit: float = 0.6, opinions_shown: int = 5, graph: Any = None) -> None:
+                 change_limit: float = 0.6, opinions_shown: int = 5, graph: Any = None,
+                 clock: Clock | None = None) -> None:
         """``llm``: a capable configured model (scores evidence and reflects); None: the deterministic defaults.
         ``proposer``: governance, which stores a shift too large to apply unasked (None: such a shift is an
-        error, for a layer built only to score)."""
+        error, for a layer built only to score). ``clock``: when a version is written outside a message's
+        absorb (an approval, a forgetting); default the wall clock."""
         self.store = PersonaStore(pool)
+        self.clock: Clock = clock or SystemClock()
         self.embedder = embedder
         self.core_identity = core_identity
         self.deterministic = EvidenceScorer(embedder)
@@ -199,7 +206,9 @@ class PersonaLayer(BaseLayer):
     async def _maybe_reflect(self, conn: asyncpg.Connection, state: PersonaState, scope: str,
                              visible_in: str | None, now: datetime, *, force: bool = False) -> list[str]:
         if state.pending_proposal is not None:
-            status = await conn.fetchval("SELECT status FROM proposals WHERE id = $1", state.pending_proposal)
+            # without a proposer (a layer built for scoring) the proposal's fate is unknown: keep holding
+            status = ((await self.proposer.statuses([state.pending_proposal], conn=conn)).get(
+                state.pending_proposal) if self.proposer is not None else "pending")
             if status == "pending":
                 return []
             state.pending_proposal = None  # rejected, expired or gone: the held flips are dropped
@@ -289,7 +298,7 @@ class PersonaLayer(BaseLayer):
             reason = f"proposal #{row['id']} approved by {approvers}"
         else:
             raise ValueError(f"persona proposal #{row['id']} has no action left to apply (withdrawn)")
-        await self.store.write(conn, scope, visible_in, state, reason, datetime.now(timezone.utc))
+        await self.store.write(conn, scope, visible_in, state, reason, self.clock.now())
         return int(row["id"])
 
     # --- edits and forgetting ------------------------------------------------------------------------------
@@ -326,7 +335,7 @@ class PersonaLayer(BaseLayer):
             version = await self.store.write(
                 conn, scope, visible_in, state,
                 f"recomputed after forgetting {r['n']} message(s); {_versions(r['first_version'], newest)} "
-                f"withdrawn", datetime.now(timezone.utc), after=newest)
+                f"withdrawn", self.clock.now(), after=newest)
             await self.store.replayed_into(conn, scope, visible_in, r["first_version"], version)
             total += int(r["n"])
         # A restricted channel's persona started as a copy of the scope's public one (``_state``): when that was
@@ -347,15 +356,12 @@ class PersonaLayer(BaseLayer):
                 version = await self.store.write(
                     conn, scope, visible_in, state,
                     f"recomputed: the public persona it started from forgot message(s); {_versions(1, newest)} "
-                    f"withdrawn", datetime.now(timezone.utc), after=newest)
+                    f"withdrawn", self.clock.now(), after=newest)
                 await self.store.replayed_into(conn, scope, visible_in, 1, version)
-        await conn.execute(
-            """UPDATE proposals p SET status = CASE WHEN p.status = 'pending' THEN 'expired' ELSE p.status END,
-                   payload = jsonb_build_object('action', 'withdrawn', 'examples', '[]'::jsonb),
-                   rationale = 'Withdrawn: evidence it cited was forgotten.', title = 'Persona shift (withdrawn)'
-               WHERE p.kind = 'persona' AND EXISTS (
-                   SELECT 1 FROM proposal_sources s WHERE s.proposal_id = p.id AND s.message_id = ANY($1::bigint[]))""",
-            ids)
+        if self.proposer is not None:  # every persona proposal citing them, pending or decided, loses its words
+            await self.proposer.withdraw(
+                await self.proposer.citing(PERSONA_KIND, ids, conn=conn), reason="(evidence it cited was forgotten)",
+                conn=conn, rewrite=WITHDRAWN)
         await conn.execute("DELETE FROM persona_evidence WHERE message_id = ANY($1::bigint[])", ids)
         return {"persona_evidence": total} if total else {}
 

@@ -26,7 +26,7 @@ from memory.conversation import StoredMessage, require_scope
 from memory.embed import Embedder
 from memory.errors import InvalidInput
 from memory.fields import check_text
-from memory.layers.base import (MEMORY, AbsorbedTurn, BaseLayer, LayerStep, MemoryItem, RecallQuery, Section,
+from memory.layers.base import (MEMORY, AbsorbedTurn, BaseLayer, Signal, LayerStep, MemoryItem, RecallQuery, Section,
                                 StepResult, told)
 from memory.places.classifier import PER_CHANNEL, ChannelClassifier
 from memory.places.codes import FRAME_WORDS, asks_for_directions, channel_label, content_words, name_text, topic_of
@@ -205,6 +205,12 @@ class PlacesLayer(BaseLayer):
 
     async def observe(self, message: StoredMessage, vector: np.ndarray, now: datetime) -> Observation | None:
         return await self.store.observe(message, vector, now)
+
+    async def signal(self, signal: Signal) -> None:
+        """A person's "solved" mark on a person's message: its conversation ended well."""
+        m = signal.message
+        if signal.kind == "reaction" and signal.added and signal.verdict is True and m is not None and not m.is_bot:
+            await self.resolved(m)
 
     async def resolved(self, message: StoredMessage) -> int | None:
         """A ✅ reaction (or a solved tag) on ``message``: its conversation ended well (the reactions cog calls

@@ -25,13 +25,14 @@ import asyncio
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 import asyncpg
 
 from memory.conversation import StoredMessage
-from memory.layers.base import MEMORY, AbsorbedTurn, BaseLayer, MemoryItem, RecallQuery, Section, sources_of
+from memory.clock import Clock, SystemClock
+from memory.layers.base import MEMORY, AbsorbedTurn, BaseLayer, MemoryItem, RecallQuery, Section, Signal, sources_of
 from memory.resonance.features import (arousal, clamp, jaccard, reply_len_norm, themes, unique_ratio,
                                        words)
 from memory.resonance.moments import (CANDIDATES, CARRY_ON_WEIGHT, DOWN_REACTIONS, RATING_WEIGHT, REPLY_WEIGHT,
@@ -66,9 +67,11 @@ class ResonanceLayer(BaseLayer):
 
     def __init__(self, pool: asyncpg.Pool, llm: TokenMapper | None, *, bot_name: str = "hippobot",
                  alpha: float = ALPHA, top_k: int = TOP_K, threshold: float = THRESHOLD,
-                 candidates: int = CANDIDATES, boosts_enabled: bool = True) -> None:
-        """``llm``: maps words to the engine's token ids (None: the section alone, no boosts)."""
+                 candidates: int = CANDIDATES, boosts_enabled: bool = True, clock: Clock | None = None) -> None:
+        """``llm``: maps words to the engine's token ids (None: the section alone, no boosts). ``clock``: when a
+        forgetting marks a moment down (default the wall clock)."""
         self.moments = MomentStore(pool)
+        self.clock: Clock = clock or SystemClock()
         self.llm = llm
         self.stop_labels = (f"\n{bot_name}:",)
         self.alpha = alpha
@@ -220,9 +223,22 @@ class ResonanceLayer(BaseLayer):
                 arousal(message.content, self._polarity))
 
     async def forgetting(self, conn: asyncpg.Connection, message_ids: Sequence[int]) -> Mapping[str, int]:
-        return {"moments": await self.moments.forgetting(conn, message_ids, datetime.now(UTC))}
+        return {"moments": await self.moments.forgetting(conn, message_ids, self.clock.now())}
 
     # --- what people say about a reply ------------------------------------------------------------------------
+
+    async def signal(self, signal: Signal) -> None:
+        """A reaction on one of the bot's replies, or a direct reply to it: the reply's moment's quality."""
+        if signal.kind == "reaction":
+            quality = await self.react(signal.source, signal.channel_id, signal.external_id, signal.actor_id,
+                                       signal.emoji, added=signal.added, now=signal.now, scope=signal.scope)
+        elif signal.kind == "reply":
+            quality = await self.replied_to(signal.source, signal.channel_id, signal.external_id, signal.actor_id,
+                                            now=signal.now, scope=signal.scope)
+        else:
+            return
+        if quality is not None:
+            log.info("%s on reply %s: quality %.2f", signal.kind, signal.external_id, quality)
 
     async def react(self, source: str, channel_id: str, reply_external_id: str, actor_id: str, emoji: str, *,
                     added: bool, now: datetime, scope: str | None = None) -> float | None:

@@ -187,11 +187,9 @@ class WeightsLayer(BaseLayer):
         if not rows:
             return {}
         await conn.execute("DELETE FROM adapter_sources WHERE message_id = ANY($1::bigint[])", list(message_ids))
-        await conn.execute(
-            """UPDATE proposals SET status = 'expired', decided_at = clock_timestamp(),
-                      decided_by = '(its adapter was trained on a forgotten message)'
-               WHERE id = ANY($1::bigint[]) AND status = 'pending'""",
-            [r["proposal_id"] for r in rows if r["proposal_id"] is not None])
+        if self.proposer is not None:
+            await self.proposer.withdraw([r["proposal_id"] for r in rows if r["proposal_id"] is not None],
+                                         reason="(its adapter was trained on a forgotten message)", conn=conn)
         for r in rows:
             _remove(Path(r["path"]))
             log.info("adapter %s tainted by forgetting; its files are deleted", r["id"])
@@ -290,13 +288,17 @@ class WeightsLayer(BaseLayer):
     async def sweep(self) -> int:
         """Delete the files nothing can use again: rejected, failed, and retired adapters other than the
         one the active adapter replaced (the rollback target). Returns how many directories went."""
+        # a candidate whose proposal was decided against (its rejection handler normally did this already)
+        offered = await self.pool.fetch("SELECT id, proposal_id FROM adapters WHERE status = 'proposed' "
+                                        "AND proposal_id IS NOT NULL")
+        fate = await self.proposer.statuses([r["proposal_id"] for r in offered]) if offered and self.proposer else {}
+        refused = [r["id"] for r in offered if fate.get(r["proposal_id"]) in ("rejected", "expired")]
         rows = await self.pool.fetch(
             """SELECT a.id, a.path FROM adapters a
                WHERE a.status IN ('rejected', 'failed', 'rolled_back', 'tainted')
                   OR (a.status = 'retired' AND NOT EXISTS (
                         SELECT 1 FROM adapters b WHERE b.status = 'active' AND b.replaced_id = a.id))
-                  OR (a.status = 'proposed' AND EXISTS (
-                        SELECT 1 FROM proposals p WHERE p.id = a.proposal_id AND p.status IN ('rejected', 'expired')))""")
+                  OR (a.status = 'proposed' AND a.id = ANY($1::bigint[]))""", refused)
         gone = 0
         for r in rows:
             path = Path(r["path"])
@@ -304,8 +306,7 @@ class WeightsLayer(BaseLayer):
                 _remove(path)
                 gone += 1
         await self.pool.execute(
-            """UPDATE adapters a SET status = 'rejected' FROM proposals p
-               WHERE p.id = a.proposal_id AND a.status = 'proposed' AND p.status IN ('rejected', 'expired')""")
+            "UPDATE adapters SET status = 'rejected' WHERE status = 'proposed' AND id = ANY($1::bigint[])", refused)
         return gone
 
     # --- the replay mix -------------------------------------------------------------------------------------
