@@ -28,8 +28,8 @@ once carry ``.dev/b`` and the ``gguf`` wheel (``.whl``) and run ``python3 bench/
 ``/tmp/run/NAME/checkpoint`` and ``state.json`` into ``$OUT``. With two mixes packed the second call is about
 46 MB: move the repository's own large binaries (the adapters under ``bot/reader/`` and
 ``memory/persona/stance/``, 14 MB) aside for the two calls, and back. Three trainings side by side on one H100
-(one process each, 2026-11-27) each ran at about half the speed of one alone: 1,215 steps of 16 in 420 s, against
-982 in 200 s alone.
+(one process each, 2026-11-27) each ran at about 0.6 of the speed of one alone (2.9 steps of 16 a second against
+4.9), so 1.8 times the throughput.
 
 ``train`` runs with nothing but torch, transformers, peft, numpy and gguf (the last carried as a wheel),
 batches examples of similar length, and writes a peft checkpoint with ``state.json`` in
