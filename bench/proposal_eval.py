@@ -1,9 +1,10 @@
 """Archetype proposals worth a moderator's time, judged blind (issue 30.2).
 
-    python -m bench.proposal_eval make --out DIR [--histories cycling study raids] [--seed 0]
+    python -m bench.proposal_eval make --out DIR [--histories cycling study raids garden language] [--seed 0]
     python -m bench.proposal_eval score --out DIR [--verdicts DIR/verdicts.jsonl]
 
-``make`` generates the three server histories of ``bench.proposal_histories`` (about two months
+``make`` generates the server histories of ``bench.proposal_histories`` (``cycling`` and ``study``
+are dev, ``raids`` spent, ``garden`` and ``language`` held out; about two months
 each, several channels, one restricted), writes each as a `hippobot import` JSON Lines file, imports
 them through the importer (``App.open`` + ``app.importer.run``, the restricted channel as a private
 channel, as ``hippobot import --private-channel`` does) into a fresh embedded database, runs the
@@ -43,7 +44,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.proposal_histories import HISTORIES, History, Message, generate, needs, write_import_file  # noqa: E402
+from bench.proposal_histories import (  # noqa: E402
+    DEV, HELD_OUT, HISTORIES, History, Message, generate, needs, write_import_file)
 from bot.config import Settings, offline_environment  # noqa: E402
 
 BRIEF = Path(__file__).resolve().parent / "data" / "proposal_eval" / "brief.md"
@@ -199,7 +201,8 @@ def _majority(labels: Counter[str]) -> tuple[str, float]:
 def print_make(result: dict[str, Any]) -> None:
     diagnostics, key = result["diagnostics"], result["key"]
     for name, d in diagnostics.items():
-        print(f"\n## {name}: {d['messages']} messages; dream {d['dream_status']}; "
+        split = "dev" if name in DEV else "held out" if name in HELD_OUT else "spent: run for the report only"
+        print(f"\n## {name} ({split}): {d['messages']} messages; dream {d['dream_status']}; "
               f"{d['proposals']} archetype proposal(s); other kinds: {d['other_proposals'] or 'none'}")
         counts = (d["archetype_analysis"] or {}).get("counts", {})
         print("archetype_analysis counts: " + ", ".join(f"{k} {v}" for k, v in counts.items()))

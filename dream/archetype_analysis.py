@@ -170,7 +170,7 @@ def _plan_words(plan: dict) -> str:  # type: ignore[type-arg]
 
 def _todays_plans(services: DreamServices, scope: str, placement: Placement, by_default: int
                   ) -> list[tuple[str, int, dict]]:  # type: ignore[type-arg]
-    """(who: "the default plan" or "'name''s plan", how many members, that plan), most members first."""
+    """(who: "the default plan" or "the plan of 'name'", how many members, that plan), most members first."""
     archetypes = {a.name: a for a in services.router.archetypes_in(scope)}
     out: list[tuple[str, int, dict]] = []  # type: ignore[type-arg]
     if by_default:
@@ -178,7 +178,7 @@ def _todays_plans(services: DreamServices, scope: str, placement: Placement, by_
     for name, n in placement.routed.items():
         a = archetypes.get(name)
         if a is not None:
-            out.append((f"'{name}''s plan", n, {"context_turns": a.turns, "context_vectors": a.vectors,
+            out.append((f"the plan of '{name}'", n, {"context_turns": a.turns, "context_vectors": a.vectors,
                                                 "similarity_threshold": a.similarity_threshold,
                                                 "triple_depth": a.triple_depth}))
     return sorted(out, key=lambda t: -t[1]) or [("the default plan", 0, dict(services.config.default_plan))]
