@@ -1,9 +1,10 @@
 """Archetype proposals worth a moderator's time, judged blind (issue 30.2).
 
-    python -m bench.proposal_eval make --out DIR [--histories cycling study raids] [--seed 0]
+    python -m bench.proposal_eval make --out DIR [--histories cycling study raids garden language] [--seed 0]
     python -m bench.proposal_eval score --out DIR [--verdicts DIR/verdicts.jsonl]
 
-``make`` generates the three server histories of ``bench.proposal_histories`` (about two months
+``make`` generates the server histories of ``bench.proposal_histories`` (``cycling`` and ``study``
+are dev, ``raids`` spent, ``garden`` and ``language`` held out; about two months
 each, several channels, one restricted), writes each as a `hippobot import` JSON Lines file, imports
 them through the importer (``App.open`` + ``app.importer.run``, the restricted channel as a private
 channel, as ``hippobot import --private-channel`` does) into a fresh embedded database, runs the
@@ -19,8 +20,7 @@ channel shows it (``Proposal.render()``) with the server's channel list. It writ
 - ``diagnostics.json`` and a table on stdout: per history, how each kind of message was served
   (share below the dream's low-similarity line), and every candidate theme the archetype
   analysis saw with why it was refused or what became of it. This reads the dream's own
-  functions (``_poor_matches``, ``clusters``, ``merge_overlapping``, ``Recurrence.fails``) after
-  the run; it prints no proposal's text.
+  functions (``_poor_matches``, ``screen``, ``place``) after the run; it prints no proposal's text.
 - ``histories/NAME.jsonl`` (the import files) and ``histories/NAME.labels.json``.
 
 The judge reads ``bench/data/proposal_eval/brief.md`` and ``proposals.jsonl`` and writes
@@ -40,9 +40,12 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.proposal_histories import HISTORIES, History, Message, generate, needs, write_import_file  # noqa: E402
+from bench.proposal_histories import (  # noqa: E402
+    DEV, HELD_OUT, HISTORIES, History, Message, generate, needs, write_import_file)
 from bot.config import Settings, offline_environment  # noqa: E402
 
 BRIEF = Path(__file__).resolve().parent / "data" / "proposal_eval" / "brief.md"
@@ -158,9 +161,10 @@ async def _served(app: Any, history: History, labels: dict[str, str], now: Any) 
 
 async def _candidates(app: Any, history: History, labels: dict[str, str], now: Any) -> list[dict[str, Any]]:
     """Every candidate theme of the archetype analysis (its clusters after merging), with why it was refused,
-    re-derived with the dream's own functions on the same window."""
-    from dream.archetype_analysis import _poor_matches
-    from dream.themes import Recurrence, clusters, merge_overlapping, normal
+    re-derived with the dream's own functions on the same window (``screen``, then ``place`` for those that
+    pass: the nearest archetype, its lead over the second, and whether it already serves them)."""
+    from dream.archetype_analysis import _poor_matches, place
+    from dream.themes import Recurrence, screen, unit
 
     services = app.dream.services
     cfg = services.config
@@ -168,20 +172,22 @@ async def _candidates(app: Any, history: History, labels: dict[str, str], now: A
     poor = await _poor_matches(services, history.scope, since, now)
     ids = {r["id"]: r["external_id"] for r in await app.governance.pool.fetch(
         "SELECT id, external_id FROM messages WHERE scope = $1", history.scope)}
-    if len(poor) < cfg.min_cluster_size:
-        return []
-    raw = await asyncio.to_thread(clusters, poor, cfg.cluster_distance)
-    groups = await asyncio.to_thread(merge_overlapping, raw, cfg.theme_merge_similarity, min_size=cfg.min_cluster_size)
-    recurrence = Recurrence(people=cfg.theme_people, days=cfg.theme_days)
+    recurrence = Recurrence(people=cfg.theme_people, days=cfg.theme_days, request_share=cfg.theme_request_share)
+    found = await asyncio.to_thread(screen, poor, distance=cfg.cluster_distance, min_size=cfg.min_cluster_size,
+                                    merge_similarity=cfg.theme_merge_similarity, recurrence=recurrence)
     out = []
-    for group, merged in sorted(groups, key=lambda g: -len(g[0])):
-        distinct = len({normal(m.text) for m in group})
-        why = (f"{distinct} distinct texts (needs {cfg.min_cluster_size})" if distinct < cfg.min_cluster_size
-               else recurrence.fails(group))
-        composition = Counter(labels.get(ids.get(m.message_id, ""), "?") for m in group)
-        out.append({"size": len(group), "merged": merged, "refused": why or "", "labels": dict(composition.most_common())})
-    out.append({"poor_matches": len(poor), "clusters_before_merge": len(raw),
-                "seeded_themes": len(groups)})
+    for c in found:
+        why, nearest = c.refused, ""
+        if why is None:
+            placement = place(services, history.scope, c.members, unit(np.mean([m.vector for m in c.members], axis=0)))
+            nearest = f"{placement.nearest} +{placement.margin:.3f}"
+            if placement.served_by:
+                why = f"served by {placement.served_by} (same plan)"
+        composition = Counter(labels.get(ids.get(m.message_id, ""), "?") for m in c.members)
+        out.append({"size": len(c.members), "merged": c.merged_from, "refused": why or "",
+                    "requests": round(c.request_share, 2), "nearest": nearest,
+                    "labels": dict(composition.most_common())})
+    out.append({"poor_matches": len(poor), "seeded_themes": len(found)})
     return out
 
 
@@ -195,7 +201,8 @@ def _majority(labels: Counter[str]) -> tuple[str, float]:
 def print_make(result: dict[str, Any]) -> None:
     diagnostics, key = result["diagnostics"], result["key"]
     for name, d in diagnostics.items():
-        print(f"\n## {name}: {d['messages']} messages; dream {d['dream_status']}; "
+        split = "dev" if name in DEV else "held out" if name in HELD_OUT else "spent: run for the report only"
+        print(f"\n## {name} ({split}): {d['messages']} messages; dream {d['dream_status']}; "
               f"{d['proposals']} archetype proposal(s); other kinds: {d['other_proposals'] or 'none'}")
         counts = (d["archetype_analysis"] or {}).get("counts", {})
         print("archetype_analysis counts: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
@@ -204,11 +211,13 @@ def print_make(result: dict[str, Any]) -> None:
             print(f"{label:<32}{s['n']:>5}{s['mean_similarity']:>10.3f}{s['poorly_served']:>15.0%}  {s['nearest']}")
         cands = [c for c in d["candidates"] if "size" in c]
         totals = next((c for c in d["candidates"] if "poor_matches" in c), {})
-        print(f"candidate themes: {len(cands)} (poor matches {totals.get('poor_matches', 0)}, "
-              f"clusters before merging {totals.get('clusters_before_merge', 0)})")
+        print(f"candidate themes: {len(cands)} (poor matches {totals.get('poor_matches', 0)}); requests: share of "
+              "its messages that ask for something; nearest: the archetype nearest its centroid, + its lead")
         for c in cands:
             top = ", ".join(f"{k} {v}" for k, v in list(c["labels"].items())[:3])
-            print(f"  {c['size']:>4} msgs, {c['merged']} merged: {c['refused'] or 'passes the rules'}  [{top}]")
+            near = f", nearest {c['nearest']}" if c["nearest"] else ""
+            print(f"  {c['size']:>4} msgs, {c['merged']} merged, requests {c['requests']:.0%}{near}: "
+                  f"{c['refused'] or 'passes the rules'}  [{top}]")
     covered = {n: sorted({p["need"] for p in key["proposals"].values() if p["history"] == n} & set(ns))
                for n, ns in key["needs"].items()}
     print("\nneeds with a proposal (by majority of its messages): "

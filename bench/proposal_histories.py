@@ -11,8 +11,10 @@ slots, optional openers and closers shared by every kind, and casual typing (low
 punctuation), so no fixed phrase marks a kind.
 
 Which history is which (bench/README.md, *Archetype proposals, judged blind*):
-``cycling`` and ``study`` are the dev histories (rules may be looked at against them); ``raids`` is
-held out: the rules are never run against it before the final ``make``.
+``cycling`` and ``study`` are the dev histories (rules may be looked at against them). ``raids`` was
+held out for the first measurement and is spent (the rules were changed after its result was read):
+it is run for the report, never counted as held out. ``garden`` and ``language`` are held out: written
+before the rules were changed, never run against them until the rules were final.
 
 Every message carries a label (``need:route_planning``, ``served:debugging``, ``hobby``,
 ``restricted:...``, ``chatter``, ``greeting``, ``thanks``) kept beside the import file, never in it:
@@ -30,7 +32,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 DEV = ("cycling", "study")
-HELD_OUT = ("raids",)
+SPENT = ("raids",)  # held out once, then run for the report after rules were changed: no longer held out
+HELD_OUT = ("garden", "language")
 
 
 @dataclass(frozen=True)
@@ -375,7 +378,166 @@ RAIDS_HISTORY = History(
     ),
 )
 
-HISTORIES: dict[str, History] = {h.name: h for h in (CYCLING, STUDY, RAIDS_HISTORY)}
+# --- home-gardening server (held out; written before the rules it measures were changed) ---------------------
+
+_PLANTS = ("tomatoes", "courgettes", "the roses", "runner beans", "basil", "the apple tree", "strawberries",
+           "lettuce", "the hydrangea", "chillies", "potatoes", "the lavender")
+PESTS = (
+    "something is eating holes in my {plant} leaves overnight, what could it be",
+    "white powdery stuff on {plant}, is that mildew and how do I treat it",
+    "my {plant} have yellow leaves with brown spots, disease or just watering?",
+    "tiny black bugs all over the {plant}, aphids? what do people use that isn't a spray",
+    "slugs have wiped out half my {plant} again, what actually works against them",
+    "leaves on {plant} curling up at the edges, should I be worried",
+    "found little white eggs under the {plant} leaves, anyone know what lays them",
+    "how do you tell blight from ordinary leaf damage on {plant}?",
+    "the {plant} have sticky leaves and ants everywhere, what's going on",
+    "is it vine weevil if the {plant} suddenly wilts in the pot",
+    "my {plant} got orange rust spots, can I save them or pull them out",
+    "something keeps digging up the {plant} bed at night, fox or squirrels? how do I stop it",
+    "what's the organic way to deal with caterpillars on {plant}",
+    "black mould on the {plant} after all the rain, cut it back or leave it",
+)
+PEST_SLOTS = {"plant": _PLANTS}
+SOWING = (
+    "when is it safe to plant out {plant} round here, still getting frosts",
+    "too late to sow {plant} this month or should I wait till spring",
+    "when do you start {plant} off indoors for next year",
+    "what's the last date people sow {plant} outside",
+    "should I prune {plant} now or after the first frost",
+    "how early can I put {plant} in the greenhouse",
+    "is {month} too early to lift the {plant}",
+    "when do you move {plant} seedlings into bigger pots",
+    "what month do you plant garlic so it's ready by {month}",
+    "does anyone have a sowing calendar for our area, want to plan {plant} properly",
+    "when should I cut back {plant} for winter",
+    "can I still get a crop of {plant} if I sow them in {month}",
+    "how long after the last frost before {plant} go in the ground",
+)
+SOWING_SLOTS = {"plant": _PLANTS, "month": ("September", "October", "November", "March", "April", "May")}
+RECALL_G = (  # served by memory_recall
+    "what did I say I planted in the raised bed last spring?", "remember which tomato variety I told you did well?",
+    "didn't we talk about my compost heap before?", "what did I tell you about the shady corner last month?",
+    "you mentioned earlier what my soil was like, what was it?", "what did we discuss about the allotment rota?",
+    "do you recall what I said about my greenhouse heater?", "what did I tell you my frost date was?",
+    "remember when we talked about the seed swap?", "what did I say about the hedge I was cutting back?",
+)
+HOBBY_GD = (  # one person's running chatter
+    "my bonsai juniper has new buds, so happy", "wired the bonsai's lower branch today",
+    "repotted the bonsai into the blue glazed pot", "bonsai show next month, nervous about the maple",
+    "pinched back the bonsai's candles this morning", "the little ficus bonsai is dropping leaves again",
+    "bought some akadama for the bonsai, pricey stuff", "my bonsai collection is up to nine trees now",
+    "styled the juniper into a cascade, looks dramatic", "the bonsai club meeting was great last night",
+)
+MODS = (  # restricted: the moderators' business
+    "{who} posted a seed-selling link again, remove and warn?", "the plant swap had {n} no-shows, ban them from the next one?",
+    "report from {who} about rude comments in the help channel", "do we mute {who} for a week",
+    "{n} spam accounts joined overnight, tighten verification?", "need a decision on the appeal from {who}",
+    "sponsor wants a pinned post, do we allow that", "mod notes from the call are in the shared doc",
+)
+MODS_SLOTS = {"who": ("a new member", "the seed seller", "a regular", "someone from the allotment group"),
+              "n": ("2", "4", "6", "11")}
+
+GARDEN = History(
+    name="garden", scope="910000000000000004", start=datetime(2026, 3, 2, 6, 30, tzinfo=UTC), days=68,
+    channels=("general", "plant-doctor", "growing", "show-and-tell", "chit-chat", "mods"), restricted="mods",
+    people={
+        "4001": ("Maeve", "maeve_g"), "4002": ("Arjun", "arjun"), "4003": ("Pat", "pat_allot"),
+        "4004": ("Hiro", "hiro_s"), "4005": ("Grace", "gracie"), "4006": ("Tomasz", "tomek"),
+        "4007": ("Bea", "bea_b"), "4008": ("Colin", "col_in"), "4009": ("Nkechi", "nkechi"),
+        "4010": ("Sven", "svenh"), "4011": ("Lucy", "lucyloo"),
+    },
+    kinds=(
+        *_chatter(("general", "chit-chat", "show-and-tell")),
+        Kind("need:pest_diagnosis", PESTS, 1.0, ("plant-doctor", "plant-doctor", "general"), slots=PEST_SLOTS),
+        Kind("need:planting_timing", SOWING, 0.9, ("growing", "growing", "general"), slots=SOWING_SLOTS),
+        Kind("served:memory_recall", RECALL_G, 0.5, ("general", "growing")),
+        Kind("hobby", HOBBY_GD, 0.8, ("chit-chat", "show-and-tell"), people=("4004",), dressed=False),
+        Kind("restricted:mods", MODS, 0.8, ("mods",), people=("4001", "4006", "4009"), slots=MODS_SLOTS),
+    ),
+)
+
+# --- language-learning server (held out; written before the rules it measures were changed) ------------------
+
+_LANGS = ("Spanish", "German", "Japanese", "French", "Italian", "Portuguese")
+GRAMMAR = (
+    "in {lang}, when do you use the subjunctive? my textbook explanation makes no sense",
+    "why is it one and not the other with {pair} in this sentence, they look the same to me",
+    "can someone explain the difference between {pair}?",
+    "does the adjective go before or after the noun in {lang}, or does it depend",
+    "how do I know which gender a {lang} noun is without memorising every one",
+    "is there a rule for when to use the past perfect vs the simple past in {lang}",
+    "what's the word order in a {lang} subordinate clause? I keep getting it wrong",
+    "is this greeting formal or informal in {lang}, I don't want to be rude to my teacher",
+    "how do reflexive verbs work in {lang}, the pronoun placement confuses me",
+    "are there any tricks for the {lang} case endings, I mix up dative and accusative",
+    "when is the article dropped in {lang}? my tutor corrected me twice",
+    "my sentence is marked wrong but I can't see why, something about the verb tense?",
+    "which one do I need here, {pair}? I always guess",
+    "how do you conjugate irregular verbs in {lang} future tense",
+)
+GRAMMAR_SLOTS = {"lang": _LANGS, "pair": ("'por' and 'para'", "'ser' and 'estar'", "'wa' and 'ga'", "'du' and 'Sie'",
+                                          "'c'est' and 'il est'", "'haben' and 'sein'", "'ni' and 'de'",
+                                          "the imparfait and the passé composé")}
+PARTNERS = (
+    "looking for a {lang} speaker to practise with, I can help with English in return",
+    "anyone up for a voice call in {lang} this {day}? beginner level",
+    "is there a {lang} conversation group running this week, what time",
+    "want to swap 30 min of {lang} for 30 min of English, {day} evenings suit me",
+    "can someone set up a {lang} study session for {day}, I'll join",
+    "who wants to do a {lang} reading club, one short story a week",
+    "need a practice partner for my {lang} oral exam, anyone around {day}?",
+    "is anyone doing the {lang} speaking hour on {day}, I'd like to sit in",
+    "any native {lang} speakers free for a quick chat to correct my pronunciation",
+    "could we start a weekly {lang} writing exchange where we correct each other",
+    "does the {lang} voice channel meet at the same time this week",
+    "I'm free {day} night for a {lang} tandem, who's in",
+)
+PARTNER_SLOTS = {"lang": _LANGS, "day": ("Monday", "Tuesday", "Thursday", "Saturday", "Sunday")}
+DEBUG_L = (  # served by technical_debugging
+    "anki crashes with an error when I import the shared deck", "my flashcard add-on throws an exception on startup",
+    "the dictionary script gives a KeyError on some words", "getting a stack trace from the anki sync, help",
+    "the pronunciation plugin fails with a python error", "why isn't my deck script working, it says syntax error",
+    "the app throws an error code when I upload my recordings", "my anki template breaks with a javascript error",
+)
+HOBBY_L = (
+    "ran 12k this morning, legs are jelly", "new running shoes arrived, the carbon ones",
+    "parkrun PB today!! 22:41", "long run on Sunday, going for 25k", "my running watch says I need 48h recovery lol",
+    "hill repeats in the rain, why do I do this to myself", "signed up for the half marathon in spring",
+    "easy 5k recovery jog before work", "track session tonight, 8 x 400", "tempo run felt great today",
+)
+MODS_L = (
+    "{who} keeps DMing people for paid lessons, warn them?", "ban appeal from {who}, thoughts?",
+    "{n} reports about the {lang} channel getting heated", "do we remove the machine-translated spam",
+    "{who} was rude to a beginner in voice, what do we do", "moderator rota for next month is in the sheet",
+    "should we lock the old {lang} exam answers thread",
+)
+MODS_L_SLOTS = {"who": ("a tutor", "a new account", "one of the regulars", "the bot spammer"), "n": ("2", "3", "5", "8"),
+                "lang": _LANGS}
+
+LANGUAGE = History(
+    name="language", scope="910000000000000005", start=datetime(2026, 1, 12, 9, 0, tzinfo=UTC), days=72,
+    channels=("general", "grammar-help", "practice-partners", "resources", "off-topic", "mod-team"),
+    restricted="mod-team",
+    people={
+        "5001": ("Amara", "amara_o"), "5002": ("Jun", "jun_h"), "5003": ("Pilar", "pilar_r"),
+        "5004": ("Oskar", "oskar"), "5005": ("Leila", "leila_m"), "5006": ("Noah", "noahb"),
+        "5007": ("Chiara", "chiara"), "5008": ("Dmitri", "dima"), "5009": ("Yaw", "yaw_k"),
+        "5010": ("Hana", "hana_n"), "5011": ("Felix", "felixw"), "5012": ("Ines", "ines_l"),
+        "5013": ("Tariq", "tariq"),
+    },
+    kinds=(
+        *_chatter(("general", "off-topic")),
+        Kind("need:grammar_help", GRAMMAR, 1.1, ("grammar-help", "grammar-help", "general"), slots=GRAMMAR_SLOTS),
+        Kind("need:practice_partners", PARTNERS, 0.9, ("practice-partners", "practice-partners", "general"),
+             slots=PARTNER_SLOTS),
+        Kind("served:debugging", DEBUG_L, 0.6, ("resources", "general")),
+        Kind("hobby", HOBBY_L, 0.8, ("off-topic", "general"), people=("5008",), dressed=False),
+        Kind("restricted:mods", MODS_L, 0.8, ("mod-team",), people=("5001", "5004", "5011"), slots=MODS_L_SLOTS),
+    ),
+)
+
+HISTORIES: dict[str, History] = {h.name: h for h in (CYCLING, STUDY, RAIDS_HISTORY, GARDEN, LANGUAGE)}
 
 
 def generate(history: History, *, seed: int = 0, scale: float = 1.0) -> list[Message]:

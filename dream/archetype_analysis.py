@@ -8,7 +8,11 @@ that no open, applied or rejected proposal of that scope already covers
 becomes a proposal for that scope: a readable name of content words (or one
 from a capable LLM), 5-8 diverse example messages, a context configuration
 reasoned from what those conversations needed, a rationale, and the
-evidence. Archetypes whose recent similarity has sunk get an edit proposal
+evidence. A theme is a kind of request (``dream.requests``), never chatter;
+and a theme that an existing archetype already serves (its clear nearest,
+which routed its messages) is proposed only where its plan would change:
+the rationale says what changes for those messages. Archetypes whose recent
+similarity has sunk get an edit proposal
 with fresh examples. Proposals are only stored here; the outbox posts them.
 The CPU work (clustering, merging, naming) runs in a thread: see dream.themes.
 
@@ -25,6 +29,8 @@ from __future__ import annotations
 import asyncio
 import re
 from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import numpy as np
@@ -37,12 +43,55 @@ from dream.themes import (NAME_PATTERN, PoorMatch, Recurrence, Theme, diverse_ex
 from memory.embed import similarity
 
 NEAR_ENOUGH = 0.75  # a centroid this similar to an archetype starts from its configuration
+_PLAN_KEYS = ("context_turns", "context_vectors", "similarity_threshold", "triple_depth")
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a theme's messages stand among the existing archetypes, and the plan a new one would give them."""
+
+    nearest: str | None  # the archetype nearest the theme's centroid
+    margin: float  # its lead over the second nearest (similarity scale)
+    routed: dict[str, int]  # archetype -> members that got its plan today (the rest got the default plan)
+    base: str | None  # the archetype whose configuration the plan starts from (None: the default plan)
+    base_plan: dict[str, float]
+    plan: dict[str, float]
+    reasons: tuple[str, ...]
+    served_by: str | None  # an archetype that already serves this kind with the same plan: not proposed
+
+
+def place(services: DreamServices, scope: str, cluster: Sequence[PoorMatch], centroid: np.ndarray
+          ) -> Placement:
+    """The theme's nearest archetype, what its messages get today, and the plan a new archetype would give
+    them. Served: the nearest archetype leads the second by ``served_margin``, most members got its plan,
+    and the plan, starting from that archetype's, would not change (pure CPU, with plan_for)."""
+    cfg = services.config
+    ranked = services.router.similarities(centroid, scope)
+    nearest = ranked[0][0] if ranked else None
+    margin = ranked[0][1] - ranked[1][1] if len(ranked) > 1 else (1.0 if ranked else 0.0)
+    routed = Counter(m.nearest for m in cluster if m.routed and m.nearest)
+    owns = (nearest is not None and margin >= cfg.served_margin
+            and routed.get(nearest.name, 0) >= 0.5 * len(cluster))
+    if nearest is not None and (owns or ranked[0][1] >= NEAR_ENOUGH):
+        base, base_plan = nearest.name, {"context_turns": nearest.turns, "context_vectors": nearest.vectors,
+                                         "similarity_threshold": nearest.similarity_threshold,
+                                         "triple_depth": nearest.triple_depth}
+    else:
+        base, base_plan = None, dict(cfg.default_plan)
+    plan, reasons = plan_for(cluster, base_plan, served=owns)
+    unchanged = all(_same(plan[k], base_plan[k]) for k in _PLAN_KEYS)
+    return Placement(nearest.name if nearest else None, float(margin), dict(routed), base, base_plan, plan,
+                     tuple(reasons), nearest.name if owns and unchanged and nearest else None)
+
+
+def _same(a: float, b: float) -> bool:
+    return abs(float(a) - float(b)) < 1e-6
 
 
 async def archetype_proposals(services: DreamServices, now: datetime) -> StepReport:
     cfg = services.config
     report = StepReport(counts={"poor_matches": 0, "clusters": 0, "proposed": 0, "already_covered": 0,
-                                "edits_proposed": 0})
+                                "already_served": 0, "edits_proposed": 0})
     await services.router.refresh()
     if services.scope is not None:
         scopes = [services.scope]
@@ -62,7 +111,8 @@ async def archetype_proposals(services: DreamServices, now: datetime) -> StepRep
         themes = await asyncio.to_thread(
             find_themes, poor, distance=cfg.cluster_distance, min_size=cfg.min_cluster_size,
             merge_similarity=cfg.theme_merge_similarity, names=people,
-            recurrence=Recurrence(people=cfg.theme_people, days=cfg.theme_days),
+            recurrence=Recurrence(people=cfg.theme_people, days=cfg.theme_days,
+                                  request_share=cfg.theme_request_share),
         )
         taken = {a.name for a in await services.archetypes.list_archetypes(scope=scope)}
         taken |= {p.payload.get("name", "") for p in await services.governance.list((PENDING,), scope=scope)}
@@ -72,7 +122,13 @@ async def archetype_proposals(services: DreamServices, now: datetime) -> StepRep
                                                                  scope=scope):
                 report.counts["already_covered"] += 1
                 continue
-            proposal = await _propose_new(services, scope, theme, poor, taken, now, end, people)
+            placement = await asyncio.to_thread(place, services, scope, theme.members, theme.centroid)
+            if placement.served_by is not None:
+                report.counts["already_served"] += 1
+                report.notes.append(f"{len(theme.members)} messages already served by '{placement.served_by}' "
+                                    "with the plan a new archetype would give them: not proposed")
+                continue
+            proposal = await _propose_new(services, scope, theme, placement, taken, now, end, people)
             taken.add(proposal.payload["name"])
             report.counts["proposed"] += 1
             merged = f", {theme.merged_from} clusters merged" if theme.merged_from > 1 else ""
@@ -88,7 +144,7 @@ async def _poor_matches(services: DreamServices, scope: str, since: datetime, no
     cfg = services.config
     rows = await services.pool.fetch(
         """SELECT am.message_id, am.similarity, am.embedding, ca.archetype_name, m.content, m.channel_id, m.author_id,
-                  am.matched_at
+                  am.matched_at, am.used_default
            FROM archetype_matches am
            JOIN messages m ON m.id = am.message_id
            LEFT JOIN context_archetypes ca ON ca.id = am.archetype_id
@@ -100,7 +156,7 @@ async def _poor_matches(services: DreamServices, scope: str, since: datetime, no
     )
     return [
         PoorMatch(r["message_id"], r["content"], r["channel_id"], r["author_id"], float(r["similarity"]),
-                  r["archetype_name"], r["embedding"].to_numpy(), r["matched_at"])
+                  r["archetype_name"], r["embedding"].to_numpy(), r["matched_at"], not r["used_default"])
         for r in rows
     ]
 
@@ -112,6 +168,34 @@ def _plan_words(plan: dict) -> str:  # type: ignore[type-arg]
             "hop(s) deep")
 
 
+def _todays_plans(services: DreamServices, scope: str, placement: Placement, by_default: int
+                  ) -> list[tuple[str, int, dict]]:  # type: ignore[type-arg]
+    """(who: "the default plan" or "the plan of 'name'", how many members, that plan), most members first."""
+    archetypes = {a.name: a for a in services.router.archetypes_in(scope)}
+    out: list[tuple[str, int, dict]] = []  # type: ignore[type-arg]
+    if by_default:
+        out.append(("the default plan", by_default, dict(services.config.default_plan)))
+    for name, n in placement.routed.items():
+        a = archetypes.get(name)
+        if a is not None:
+            out.append((f"the plan of '{name}'", n, {"context_turns": a.turns, "context_vectors": a.vectors,
+                                                "similarity_threshold": a.similarity_threshold,
+                                                "triple_depth": a.triple_depth}))
+    return sorted(out, key=lambda t: -t[1]) or [("the default plan", 0, dict(services.config.default_plan))]
+
+
+def _changes(before: dict, after: dict) -> str:  # type: ignore[type-arg]
+    """What a plan change does, in words ("recent turns 8 -> 12, memories 5 -> 8")."""
+    words = {"context_turns": "recent turns", "context_vectors": "memories", "similarity_threshold":
+             "memory similarity threshold", "triple_depth": "fact hops"}
+    changed = [f"{words[k]} {_num(before[k])} -> {_num(after[k])}" for k in _PLAN_KEYS if not _same(before[k], after[k])]
+    return ", ".join(changed) if changed else "no change"
+
+
+def _num(v: float) -> str:
+    return f"{float(v):.2f}" if not float(v).is_integer() else str(int(v))
+
+
 async def _people_words(services: DreamServices, scope: str) -> frozenset[str]:
     """The words of the scope's people's names (display and account names, lower case): never a theme's."""
     rows = await services.pool.fetch(
@@ -120,7 +204,7 @@ async def _people_words(services: DreamServices, scope: str) -> frozenset[str]:
                      for w in re.findall(r"[a-z]+", name.lower()) if len(w) > 1)
 
 
-async def _propose_new(services, scope, theme: Theme, poor, taken, now, end, people):  # type: ignore[no-untyped-def]
+async def _propose_new(services, scope, theme: Theme, placement: Placement, taken, now, end, people):  # type: ignore[no-untyped-def]
     cluster = list(theme.members)
     terms = list(theme.terms)
     examples = [m.text for m in theme.examples]
@@ -134,14 +218,7 @@ async def _propose_new(services, scope, theme: Theme, poor, taken, now, end, peo
                 and not set(named[0].split("_")) & people):  # never named after a person
             name, description = named
             worded_by |= {m.message_id for m in theme.examples}  # the model may take a word from any of them
-    ranked = services.router.similarities(theme.centroid, scope)
-    nearest = ranked[0][0] if ranked and ranked[0][1] >= NEAR_ENOUGH else None
-    # Start from a close archetype's configuration, else from the default plan.
-    base = dict(services.config.default_plan) if nearest is None else {
-        "context_turns": nearest.turns, "context_vectors": nearest.vectors,
-        "similarity_threshold": nearest.similarity_threshold, "triple_depth": nearest.triple_depth,
-    }
-    plan, reasons = await asyncio.to_thread(plan_for, cluster, base)
+    plan = placement.plan
     mean_sim = float(np.mean([m.similarity for m in cluster]))
     nearest_counts = Counter(m.nearest for m in cluster).most_common(1)[0][0]
     cohesion = float(np.mean(similarity(np.stack([m.vector for m in cluster]) @ theme.centroid)))
@@ -149,18 +226,20 @@ async def _propose_new(services, scope, theme: Theme, poor, taken, now, end, peo
     merged = (f" (one theme: {theme.merged_from} overlapping clusters merged)" if theme.merged_from > 1 else "")
     people_n = len({m.author_id for m in cluster})
     days_n = len({m.when.date() for m in cluster if m.when is not None})
-    by_default = await services.pool.fetchval(
-        "SELECT count(*) FILTER (WHERE used_default) FROM archetype_matches WHERE message_id = ANY($1::bigint[])",
-        [m.message_id for m in cluster])
-    today = dict(services.config.default_plan)
+    by_default = len(cluster) - sum(placement.routed.values())
+    today = _todays_plans(services, scope, placement, by_default)
     rationale = "\n".join([
         f"- {len(cluster)} messages from {people_n} people on {days_n} days, in the {days} days to {end:%Y-%m-%d}, "
         f"fit no archetype well (mean similarity to their best archetype {mean_sim:.2f}, most often "
         f"'{nearest_counts}'); {by_default} of them got the default plan.",
         f"- They share a theme: {', '.join(terms) or 'see the examples'} (cohesion {cohesion:.2f}){merged}.",
-        f"- With it, such a message would load {_plan_words(plan)} (the default plan: {_plan_words(today)}).",
-        *[f"- {r[0].upper()}{r[1:]}." for r in reasons],
-        f"- Configuration starts from {'the close archetype ' + repr(nearest.name) if nearest else 'the default plan'}.",
+        "- Today " + "; ".join(f"{n} of them get {who} ({_plan_words(p)})" for who, n, p in today[:2])
+        + (f"; {sum(n for _, n, _ in today[2:])} others' plans of {len(today) - 2} other archetype(s)"
+           if len(today) > 2 else "") + ".",
+        f"- With this archetype they would load {_plan_words(plan)}; for the {today[0][1]} that get "
+        f"{today[0][0]} today that is {_changes(today[0][2], plan)}.",
+        *[f"- {r[0].upper()}{r[1:]}." for r in placement.reasons],
+        f"- Configuration starts from {'the archetype ' + repr(placement.base) if placement.base else 'the default plan'}.",
     ])
     cited = sorted(cluster, key=lambda m: m.similarity)[:50]
     evidence = {

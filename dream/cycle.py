@@ -59,6 +59,11 @@ class DreamConfig:
     # A theme is proposed only when it recurs: said by this many people, on this many days (dream.themes)
     theme_people: int = 3
     theme_days: int = 3
+    theme_request_share: float = 0.7  # ... and at least this share of its messages ask for something (dream.requests)
+    # A theme whose centroid's nearest archetype leads the second by this much, and which that archetype
+    # routed (most messages got its plan, not the default), is that archetype's kind: proposed only if
+    # its plan would change (dream.archetype_analysis).
+    served_margin: float = 0.03
     cluster_distance: float = 0.72  # average-linkage cosine distance that separates clusters
     theme_merge_similarity: float = 0.70  # clusters whose centroids are this alike are one theme (dream.themes)
     same_idea_similarity: float = 0.9  # a candidate this close to an open/decided proposal is not proposed again

@@ -10,7 +10,10 @@ need a timeline") into several clusters, so clusters whose centroids overlap
 in meaning are merged before anything is proposed. On MiniLM, centroids of
 clusters of one theme measured (1 + cos) / 2 = 0.73-0.82 apart, and the
 nearest centroids of different themes (planning vs. travel, cooking vs. pets)
-0.58-0.67; ``MERGE_SIMILARITY`` = 0.70 sits between them.
+0.58-0.67; ``MERGE_SIMILARITY`` = 0.70 sits between them. Merging never joins
+a group of requests with a group of chatter (``dream.requests``): centroids
+of small talk sit close to everything, and a need folded into chatter is a
+need nobody is proposed.
 
 A theme's name is a readable phrase of its content words: the most
 distinctive noun, and the most distinctive verb as a gerund
@@ -23,7 +26,7 @@ from __future__ import annotations
 import functools
 import re
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -33,6 +36,7 @@ import numpy as np
 from memory.places.codes import is_substantive
 
 MERGE_SIMILARITY = 0.70
+REQUEST_SHARE = 0.7  # a kind of request: at least this share of its messages ask for something (dream.requests)
 _PAST = re.compile(r"\b(remember|earlier|last time|you said|we (discussed|talked)|before|again|previous(ly)?|yesterday)\b", re.I)
 _BOUNDS = {"context_turns": (1, 20), "context_vectors": (0, 15), "similarity_threshold": (0.5, 0.9), "triple_depth": (0, 3)}
 # Verbs that say nothing about a theme: they make requests, not topics.
@@ -55,6 +59,7 @@ class PoorMatch:
     nearest: str | None
     vector: np.ndarray
     when: datetime | None = None  # when it was said (the theme must recur over days)
+    routed: bool = False  # it was given ``nearest``'s plan (False: the default plan, nothing fitted)
 
 
 @dataclass(frozen=True)
@@ -83,16 +88,20 @@ def normal(text: str) -> str:
 @dataclass(frozen=True)
 class Recurrence:
     """What makes a group of messages a kind of request worth an archetype, not chatter: said by at least
-    ``people`` people (none of them more than ``max_share`` of it), on at least ``days`` days, and mostly in
-    messages with content (``memory.places.codes.is_substantive``: greetings, thanks and "haha" are not)."""
+    ``people`` people (none of them more than ``max_share`` of it), on at least ``days`` days, mostly in
+    messages with content (``memory.places.codes.is_substantive``: greetings, thanks and "haha" are not),
+    and mostly in messages that ask for something (``request_share`` of them, ``dream.requests``: "the
+    weather is grim again today" has content, recurs across people and days, and asks nothing)."""
 
     people: int = 3
     days: int = 3
     max_share: float = 0.5
     substantive_share: float = 0.5
+    request_share: float = REQUEST_SHARE
 
-    def fails(self, group: Sequence[PoorMatch]) -> str | None:
-        """Why ``group`` is not a recurring kind of request (None: it is)."""
+    def fails(self, group: Sequence[PoorMatch], asks: Mapping[int, bool] | None = None) -> str | None:
+        """Why ``group`` is not a recurring kind of request (None: it is). ``asks``: per message id, whether
+        it is a request (computed here for the messages it lacks)."""
         authors = Counter(m.author_id for m in group if m.author_id)
         if len(authors) < self.people:
             return f"said by {len(authors)} people (needs {self.people})"
@@ -103,10 +112,63 @@ class Recurrence:
             return f"on {len(days)} days (needs {self.days})"
         if sum(is_substantive(m.text) for m in group) < self.substantive_share * len(group):
             return "mostly greetings and small talk"
+        if self.request_share > 0:
+            share = request_share_of(group, asks)
+            if share < self.request_share:
+                return f"asks for nothing: {share:.0%} of it are requests (needs {self.request_share:.0%})"
         return None
 
 
-ANY_GROUP = Recurrence(people=0, days=0, max_share=1.0, substantive_share=0.0)
+ANY_GROUP = Recurrence(people=0, days=0, max_share=1.0, substantive_share=0.0, request_share=0.0)
+
+
+def request_share_of(group: Sequence[PoorMatch], asks: Mapping[int, bool] | None = None) -> float:
+    """The share of ``group``'s messages that ask for something (``asks`` first, else ``dream.requests``)."""
+    if not group:
+        return 0.0
+    known = dict(asks or {})
+    missing = [m for m in group if m.message_id not in known]
+    if missing:
+        from dream.requests import are_requests
+
+        known.update(zip((m.message_id for m in missing), are_requests([m.text for m in missing])))
+    return sum(known[m.message_id] for m in group) / len(group)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A group of poorly served messages after clustering and merging, and why it is no theme (None: it is)."""
+
+    members: tuple[PoorMatch, ...]
+    merged_from: int
+    request_share: float
+    refused: str | None
+
+
+def screen(
+    poor: Sequence[PoorMatch], *, distance: float, min_size: int, merge_similarity: float = MERGE_SIMILARITY,
+    recurrence: Recurrence = ANY_GROUP,
+) -> list[Candidate]:
+    """Every candidate theme of ``poor``, largest first: clustered, merged (requests only with requests,
+    when ``recurrence`` asks for requests), each with the rule it fails, if any."""
+    if len(poor) < min_size:
+        return []
+    asks: dict[int, bool] = {}
+    if recurrence.request_share > 0:
+        from dream.requests import are_requests
+
+        asks = dict(zip((m.message_id for m in poor), are_requests([m.text for m in poor])))
+        kind_of = lambda g: request_share_of(g, asks) >= recurrence.request_share  # noqa: E731
+    else:
+        kind_of = None
+    groups = merge_overlapping(clusters(poor, distance), merge_similarity, min_size=min_size, kind_of=kind_of)
+    out = []
+    for group, merged_from in groups:
+        distinct = len({normal(m.text) for m in group})
+        why = (f"{distinct} distinct texts (needs {min_size})" if distinct < min_size
+               else recurrence.fails(group, asks))
+        out.append(Candidate(tuple(group), merged_from, request_share_of(group, asks) if asks else 0.0, why))
+    return sorted(out, key=lambda c: len(c.members), reverse=True)
 
 
 def find_themes(
@@ -119,17 +181,19 @@ def find_themes(
     again is not a kind of message) and must pass ``recurrence``. Its name and
     terms never use a word of ``names`` (the people of the scope).
     """
-    if len(poor) < min_size:
-        return []
-    groups = merge_overlapping(clusters(poor, distance), merge_similarity, min_size=min_size)
     themes = []
-    for group, merged_from in groups:
-        if len({normal(m.text) for m in group}) < min_size or recurrence.fails(group) is not None:
+    for candidate in screen(poor, distance=distance, min_size=min_size, merge_similarity=merge_similarity,
+                            recurrence=recurrence):
+        if candidate.refused is not None:
             continue
+        group, merged_from = list(candidate.members), candidate.merged_from
         inside = {m.message_id for m in group}
         others = [m.text for m in poor if m.message_id not in inside]
         centroid = unit(np.mean([m.vector for m in group], axis=0))
-        name_words, terms = theme_words([m.text for m in group], others, exclude=names)
+        from dream.requests import request_kind
+
+        texts = [m.text for m in group]
+        name_words, terms = theme_words(texts, others, exclude=names, kind=request_kind(texts))
         themes.append(Theme(tuple(group), centroid, tuple(name_words), tuple(terms),
                             tuple(diverse_examples(group, centroid, max_examples)), merged_from,
                             worded_by(group, name_words, terms)))
@@ -152,10 +216,14 @@ def clusters(poor: Sequence[PoorMatch], distance: float) -> list[list[PoorMatch]
 
 
 def merge_overlapping(
-    groups: Sequence[Sequence[PoorMatch]], threshold: float, *, min_size: int, min_members: int = 2
+    groups: Sequence[Sequence[PoorMatch]], threshold: float, *, min_size: int, min_members: int = 2,
+    kind_of: Callable[[Sequence[PoorMatch]], bool] | None = None,
 ) -> list[tuple[list[PoorMatch], int]]:
     """Merge, most similar pair first, clusters whose centroids are at least ``threshold`` alike
     ((1 + cos) / 2); returns the themes as (members, how many clusters were merged into it).
+
+    With ``kind_of`` (is this group a group of requests?), only groups of the same kind merge: a
+    coherent need never joins a diffuse cluster of chatter, however near their centroids sit.
 
     A theme grows from a seed, a cluster with ``min_size`` distinct texts; smaller fragments
     (of at least ``min_members``) join the theme they overlap, but fragments alone, say casual
@@ -166,6 +234,9 @@ def merge_overlapping(
     while len(live) > 1:
         centroids = np.stack([unit(np.mean([m.vector for m in g], axis=0)) for g, _, _ in live])
         sims = (1.0 + centroids @ centroids.T) / 2.0
+        if kind_of is not None:
+            kinds = np.array([kind_of(g) for g, _, _ in live])
+            sims[kinds[:, None] != kinds[None, :]] = -np.inf
         np.fill_diagonal(sims, -np.inf)
         i, j = np.unravel_index(int(np.argmax(sims)), sims.shape)
         if sims[i, j] < threshold:
@@ -202,10 +273,13 @@ def _content_lemmas(texts: Sequence[str]) -> list[dict[str, str]]:
 
 
 def theme_words(cluster_texts: Sequence[str], other_texts: Sequence[str], *, sample: int = 200,
-                n_terms: int = 4, exclude: frozenset[str] = frozenset()) -> tuple[list[str], list[str]]:
+                n_terms: int = 4, exclude: frozenset[str] = frozenset(),
+                kind: str | None = None) -> tuple[list[str], list[str]]:
     """(words of the theme's name, its distinctive content words), from lemmas that mark the
     cluster against the other poorly matched messages (share of messages containing it, inside
-    minus outside); never a word of ``exclude`` (people's names: a theme is never named after a person)."""
+    minus outside); never a word of ``exclude`` (people's names: a theme is never named after a person).
+    ``kind``: what the requests ask for (``dream.requests.request_kind``): the name is then the most
+    distinctive noun and the kind ("exam_scheduling"), which says more than a second noun or verb."""
     inside = _content_lemmas(_spread(cluster_texts, sample))
     outside = _content_lemmas(_spread(other_texts, sample)) if other_texts else []
     df_in: Counter[str] = Counter(lemma for doc in inside for lemma in doc)
@@ -225,6 +299,8 @@ def theme_words(cluster_texts: Sequence[str], other_texts: Sequence[str], *, sam
     if not nouns:
         return ([gerund(verbs[0])] if verbs else []), terms
     noun = nouns[0]
+    if kind is not None and not _same_stem(noun, kind):
+        return [noun, kind], terms
     verb = next((v for v in verbs if score[v] >= 0.5 * score[noun]), None)
     if verb is not None:
         if _same_stem(noun, verb):  # "plan" the noun and "plan" the verb: name what is planned
@@ -313,8 +389,14 @@ def diverse_examples(cluster: Sequence[PoorMatch], centroid: np.ndarray, k: int 
     return [members[i] for i in chosen]
 
 
-def plan_for(cluster: Sequence[PoorMatch], base: dict[str, float]) -> tuple[dict[str, float], list[str]]:
-    """A context configuration for the cluster, from its nearest archetype's, with the reasons."""
+def plan_for(cluster: Sequence[PoorMatch], base: dict[str, float], *,
+             served: bool = False) -> tuple[dict[str, float], list[str]]:
+    """A context configuration for the cluster, from its nearest archetype's, with the reasons.
+
+    ``served``: ``base`` is the plan these messages already get from an archetype made for their kind
+    (their clear nearest, which routed them). What the messages are like (conversations over several
+    turns, references to the past, questions) is what that archetype was made for, so only a sign that
+    its plan fails them changes it: people asking the same thing again."""
     plan = dict(base)
     reasons: list[str] = []
     n = len(cluster)
@@ -329,20 +411,20 @@ def plan_for(cluster: Sequence[PoorMatch], base: dict[str, float]) -> tuple[dict
         if len(vectors) > 1:
             sims = np.stack(vectors) @ np.stack(vectors).T
             repeats += int(((sims > 0.9).sum() - len(vectors)) // 2)
-    if max(per_channel.values()) >= 3 or n / len(per_channel) >= 2.5:
+    if not served and (max(per_channel.values()) >= 3 or n / len(per_channel) >= 2.5):
         plan["context_turns"] += 4
         reasons.append(f"these conversations run over several turns ({n / len(per_channel):.1f} such messages "
                        "per channel), so more recent turns are kept")
-    if repeats:
+    if repeats >= max(2, 0.1 * n):  # one person asking twice, once, is chance; more is a pattern
         plan["context_turns"] += 2
         plan["context_vectors"] += 3
         reasons.append(f"people repeated themselves {repeats} time(s), a sign that context was missing")
-    if past >= 0.25:
+    if not served and past >= 0.25:
         plan["context_vectors"] += 4
         plan["similarity_threshold"] -= 0.05
         plan["triple_depth"] += 1
         reasons.append(f"{past:.0%} of the messages refer to earlier conversations, so more memories are recalled")
-    if questions >= 0.5 and plan["triple_depth"] < 2:
+    if not served and questions >= 0.5 and plan["triple_depth"] < 2:
         plan["triple_depth"] += 1
         reasons.append(f"{questions:.0%} are questions, which benefit from related facts")
     for key, (lo, hi) in _BOUNDS.items():
@@ -351,5 +433,5 @@ def plan_for(cluster: Sequence[PoorMatch], base: dict[str, float]) -> tuple[dict
         int(plan["context_turns"]), int(plan["context_vectors"]), int(plan["triple_depth"]))
     plan["similarity_threshold"] = round(float(plan["similarity_threshold"]), 2)
     if not reasons:
-        reasons.append("the configuration of the nearest archetype fits these conversations")
+        reasons.append("the configuration it starts from fits these conversations")
     return plan, reasons

@@ -253,6 +253,24 @@ def test_examples_from_another_server_are_not_posted() -> None:
     assert "secret words" not in hidden and "from another server" in hidden
 
 
+def test_a_post_cut_to_discords_limit_keeps_its_decision_and_how_to_vote() -> None:
+    from bot.discord.dream import proposal_content
+    from dream.governance import Proposal
+
+    now = datetime.now(UTC)
+    payload = {"name": "x_y", "description": "d", "examples": ["an example"], "context_turns": 5,
+               "context_vectors": 5, "similarity_threshold": 0.7, "triple_depth": 1}
+    long_rationale = "\n".join(f"- reason {i}: " + "words " * 20 for i in range(40))
+    pending = Proposal(1, "new_archetype", "pending", "t", payload, long_rationale, {"scope": "111", "messages": []},
+                       now, now, None, None, None)
+    decided = Proposal(1, "new_archetype", "applied", "t", payload, long_rationale, {"scope": "111", "messages": []},
+                       now, now, now, "mod", None)
+    for p, end in ((pending, "to discuss."), (decided, "applied by mod")):
+        text = proposal_content(p, 111)
+        assert len(text) <= 2000 and "…" in text
+        assert end in text.splitlines()[-1] or end in text.splitlines()[-2], text[-200:]
+
+
 async def test_run_with_a_token_discord_refuses_says_what_to_fix(app: App, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     from bot.discord import client as client_module
 

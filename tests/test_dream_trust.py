@@ -20,26 +20,26 @@ APPROVER = Voter("u-mod", "mod", frozenset({"hippobot-approver"}))
 
 # A moderators' theme, said in #mods only, in a word nobody else uses.
 MODS_WORD = "grimwald"
-MODS = [
+MODS = [  # requests, as a moderators' channel makes them (a theme must be a kind of request)
     "should we ban grimwald for the raid spam in voice?",
-    "grimwald posted the raid invite link again in three channels",
+    "grimwald posted the raid invite link again in three channels, do we remove it?",
     "can someone mute grimwald before the raid starts tonight",
-    "grimwald's alt accounts joined for another raid",
-    "the grimwald raid hit the welcome channel at 2am",
+    "grimwald's alt accounts joined for another raid, who bans them?",
+    "what do we do about the grimwald raid in the welcome channel at 2am",
     "we need a rule about raids like grimwald's",
-    "grimwald appealed his ban from the raid last week",
-    "I'm logging every grimwald raid message for the report",
-    "grimwald raided the art channel with bots again",
+    "grimwald appealed his ban from the raid last week, who answers him?",
+    "should I log every grimwald raid message for the report?",
+    "grimwald raided the art channel with bots again, how do we stop it",
 ]
 # One person's made-up word, said in public under two ids (their import id and their console id).
 PERSON_WORD = "florp"
 PERSON_IDS = ("1004", "console:quill")
-PERSON = [
-    "my florp keeps wobbling when I tighten the florp screws",
+PERSON = [  # asking for help with it (a theme must be a kind of request)
+    "my florp keeps wobbling when I tighten the florp screws, what am I doing wrong?",
     "does anyone know how to oil a squeaky florp?",
-    "the florp spring snapped again this morning",
+    "the florp spring snapped again this morning, where do I get a new one?",
     "I need a replacement florp gasket, where do you buy one?",
-    "my florp makes a grinding noise when it spins",
+    "my florp makes a grinding noise when it spins, is that the bearing?",
     "how tight should the bolts on a florp be?",
     "the florp leaks oil all over the bench",
     "best glue for a cracked florp housing?",

@@ -37,10 +37,12 @@ APPROVE, REJECT, DISCUSS = "✅", "❌", "💬"
 OUTBOX_INTERVAL_MINUTES = 1.0
 def proposal_content(proposal: Proposal, guild_id: int | None) -> str:
     """The post; example messages only when they come from the dream channel's own server."""
-    text = proposal.render(show_examples=proposal.scope in (None, str(guild_id)))
+    body, _, last = proposal.render(show_examples=proposal.scope in (None, str(guild_id))).rpartition("\n")
+    tail = last  # when it expires, or who decided it: kept whole when the body is cut to Discord's limit
     if proposal.status == "pending":
-        text += f"\nReact {APPROVE} to approve, {REJECT} to reject, {DISCUSS} to discuss."
-    return text[:1990] + ("…" if len(text) > 1990 else "")
+        tail += f"\nReact {APPROVE} to approve, {REJECT} to reject, {DISCUSS} to discuss."
+    room = 1990 - len(tail) - 2
+    return (body if len(body) <= room else body[:room] + "…") + "\n" + tail
 
 
 class ProposalButton(discord.ui.DynamicItem[discord.ui.Button], template=r"hippobot:proposal:(?P<action>approve|reject|discuss):(?P<pid>\d+)"):  # type: ignore[call-arg]

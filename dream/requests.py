@@ -1,0 +1,134 @@
+"""Is a message a request: does it ask someone (the bot, the others) for something?
+
+An archetype is a *kind of request*: people asking for something the bot could help with. Greetings,
+thanks and small talk ("the weather is grim again today", "so tired today") recur across people and
+days as much as any need does, and carry content words, so recurrence and content cannot tell them
+apart; the form of the sentence can. A message is a request when one of its clauses
+
+- asks a question: a question mark, a clause opening with a wh-word (Penn tags WDT, WP, WP$, WRB:
+  "how do I ...", "which way ..."), or with an auxiliary before its subject ("is the track ...",
+  "can I ...", "does anyone ...");
+- tells someone to do something: the message opening with a bare verb, after any greeting ("help me
+  plan ...", "hey, let's ..."; later in a message a bare verb is too often a remark: "..., regret nothing");
+- addresses anyone at all ("anyone got ...", "any ideas"), or says that the speaker needs or wants
+  something ("I need a timeline ...", "looking for a partner ...").
+
+A question that seeks company rather than something ("who else has the Monday blues", "anyone else
+watching ...": *else* after the one asked) is no request.
+
+``request_kind`` names what a group of requests asks for (troubleshooting, scheduling, explanations,
+advice) from the same general forms, so a theme's name says the kind of request ("exam_scheduling"),
+not two of its nouns ("way_path").
+
+Only grammatical categories and a few general English request words are used; no word comes from a
+particular server's messages. Pure CPU work (spaCy's tagger), called from a thread.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+_WH = frozenset({"WDT", "WP", "WP$", "WRB"})
+_SUBJECTS = frozenset({"PRON", "NOUN", "PROPN", "DET"})
+# Who a request is put to when no one is named; and the verbs of saying one needs something.
+_ANYONE = frozenset({"anyone", "anybody", "someone", "somebody", "any", "everyone"})
+_NEED = frozenset({"need", "want", "look", "wonder", "seek", "like", "appreciate"})
+_FIRST_PERSON = frozenset({"i", "we"})
+# Where a clause starts inside a message ("hey, ", "... help me", "x: y").
+_CLAUSE_BREAK = frozenset({",", ";", ":", ".", "!", "?", "—", "-", "(", ")"})
+_LEADING = frozenset({"INTJ", "CCONJ", "ADV", "PUNCT", "SPACE", "SCONJ", "X"})
+
+
+def request_share(texts: Sequence[str]) -> float:
+    """The share of ``texts`` that are requests (0.0 for none)."""
+    if not texts:
+        return 0.0
+    return sum(are_requests(texts)) / len(texts)
+
+
+def are_requests(texts: Sequence[str]) -> list[bool]:
+    """Per text: is it a request (see the module docstring)."""
+    from dream.themes import _nlp
+
+    return [_is_request(text, doc) for text, doc in zip(texts, _nlp().pipe(list(texts), batch_size=64))]
+
+
+def _is_request(text: str, doc: Any) -> bool:
+    clauses = [c for c in _clauses(doc) if any(t.pos_ not in _LEADING for t in c)]
+    if any(_seeks_company(c) for c in clauses):
+        return False
+    if "?" in text:
+        return True
+    return any(_clause_asks(clause, opening=i == 0) for i, clause in enumerate(clauses))
+
+
+def _clauses(doc: Any) -> list[list[Any]]:
+    out: list[list[Any]] = [[]]
+    for token in doc:
+        if token.text in _CLAUSE_BREAK or token.lower_ == "but":
+            out.append([])
+        else:
+            out[-1].append(token)
+    return [c for c in out if c]
+
+
+def _seeks_company(clause: list[Any]) -> bool:
+    words = [t.lower_ for t in clause]
+    return any(w in _ANYONE | {"who"} and nxt == "else" for w, nxt in zip(words, words[1:]))
+
+
+def _clause_asks(clause: list[Any], *, opening: bool) -> bool:
+    lowered = [t.lower_ for t in clause]
+    # "I need ...", "we'd like ...", "looking for ..." (the subject dropped), anywhere in the clause
+    for i, t in enumerate(clause):
+        if t.lemma_.lower() in _NEED and t.pos_ in ("VERB", "AUX") and (
+                i == 0 or _FIRST_PERSON & set(lowered[max(0, i - 3):i])):
+            return True
+    k = 0
+    while k < len(clause) and clause[k].pos_ in _LEADING and clause[k].tag_ not in _WH:
+        k += 1
+    if k == len(clause):
+        return False
+    first = clause[k]
+    if first.tag_ in _WH or first.lower_ in _ANYONE:
+        return not (k + 1 < len(clause) and clause[k + 1].lower_ == "else")
+    if opening and first.tag_ == "VB" and first.pos_ in ("VERB", "AUX"):  # imperative: "help me ...", "let's ...", "bring ..."
+        return True
+    if first.tag_ == "VBD" and first.lemma_.lower() not in ("do", "be"):  # "had pizza for lunch": a dropped "I"
+        return False
+    if first.pos_ == "AUX" or first.tag_ == "MD":  # "is the track ...", "can I ...": the subject after the verb
+        rest = [t for t in clause[k + 1:] if t.lower_ not in ("n't", "not")]
+        return bool(rest) and rest[0].pos_ in _SUBJECTS and len(rest) > 1
+    return False
+
+
+
+# What a request asks for, by its general English form (checked in this order; none: no kind is named).
+_KINDS = (
+    ("troubleshooting", re.compile(r"\b(errors?|broken|crash\w*|fail\w*|wrong|won'?t|doesn'?t|not working|keeps?|"
+                                   r"stuck|problems?|issues?|fix\w*)\b", re.I)),
+    ("scheduling", re.compile(r"\bwhen (is|are|do|does|did|should|can|could|will|would)\b|\bwhat time\b|"
+                              r"\b(which|what) (day|date|month|week)\b|\bhow (long|soon|early)\b|\b(deadline|"
+                              r"schedule\w*|timetable|dates?)\b|\bfree (on|this|for|tonight)\b", re.I)),
+    ("explanations", re.compile(r"\b(difference between|explain\w*|what does \w+ mean|rules? for|why (is|do|does))\b",
+                                re.I)),
+    ("advice", re.compile(r"\b(which|best|recommend\w*|suggest\w*|tips|worth|should (i|we)|how (do|can|should|would) "
+                          r"(i|you|we)|how to|where (do|can|should) (i|you|we|people)|what's the \w+est)\b", re.I)),
+)
+KIND_SEEN = 0.25  # a kind is named when at least this share of the messages take one of the forms,
+KIND_SHARE = 0.6  # and this share of those take the same one
+
+
+def request_kind(texts: Sequence[str]) -> str | None:
+    """The kind of request ``texts`` make ("troubleshooting", "scheduling", "explanations", "advice"): the
+    form most of those with a recognisable form take; None when too few have one or no form leads."""
+    found = [next((kind for kind, pattern in _KINDS if pattern.search(t)), None) for t in texts]
+    counts = Counter(k for k in found if k)
+    seen = sum(counts.values())
+    if not texts or seen < KIND_SEEN * len(texts):
+        return None
+    kind, n = counts.most_common(1)[0]
+    return kind if n >= KIND_SHARE * seen else None

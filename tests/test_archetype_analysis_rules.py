@@ -1,0 +1,146 @@
+"""The archetype analysis' rules for what is worth a proposal (issue 30.2): a kind of request, never chatter;
+merging never folds a need into chatter; a kind an existing archetype serves with the same plan is not
+proposed again, and the rationale says what changes. Pure CPU: spaCy, numpy, a fake router."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
+
+import numpy as np
+
+from dream.archetype_analysis import _changes, place
+from dream.cycle import DreamConfig
+from dream.requests import are_requests, request_kind
+from dream.themes import PoorMatch, Recurrence, merge_overlapping, theme_words, unit
+
+NOW = datetime(2026, 10, 1, 12, tzinfo=UTC)
+
+
+def _said(i: int, text: str, author: str, vector: np.ndarray | None = None, *, nearest: str | None = None,
+          routed: bool = False) -> PoorMatch:
+    v = vector if vector is not None else np.zeros(4, dtype=np.float32)
+    return PoorMatch(i, text, "general", author, 0.6, nearest, v, NOW + timedelta(days=i), routed)
+
+
+def test_questions_orders_and_needs_are_requests_and_remarks_are_not() -> None:
+    asks = ["how do I stop my brakes squealing after washing the bike",  # a wh-word opens it
+            "is the gravel track past the farm rideable after the rain",  # the auxiliary before its subject
+            "help me plan the milestones for my novel",  # a bare verb: an order
+            "I need a timeline for moving house next month",  # the speaker needs something
+            "anyone got a good loop from the station",  # put to anyone
+            "sorry if this was asked before, which style does the essay want"]  # a wh-clause after an opener
+    remarks = ["the weather is grim again today", "so tired today, barely slept", "can't believe it's Friday already",
+               "my train was late again this morning", "finally finished that series everyone was talking about",
+               "good morning everyone"]
+    assert are_requests(asks) == [True] * len(asks)
+    assert are_requests(remarks) == [False] * len(remarks)
+
+
+def test_small_talk_that_recurs_across_people_and_days_asks_for_nothing_and_is_no_theme() -> None:
+    r = Recurrence(people=3, days=3)
+    weather = ["the weather is grim again today", "it's freezing here, staying in", "the weather is lovely again today",
+               "so tired today, barely slept", "my train was late again this morning", "it's rainy here, staying in"]
+    said = [_said(i, t, "abcd"[i % 4]) for i, t in enumerate(weather)]
+    assert r.fails(said) is not None and r.fails(said).startswith("asks for nothing"), r.fails(said)
+    asks = ["which way to the coast avoids the main road?", "how do I get to the lakes without the hill",
+            "can someone share a route to the castle", "what's the flattest loop from town",
+            "is there a way round the cobbles", "need a route for a beginner group, about 30k"]
+    assert r.fails([_said(i, t, "abcd"[i % 4]) for i, t in enumerate(asks)]) is None
+
+
+def _around(direction: np.ndarray, n: int, rng: np.random.Generator, spread: float) -> list[np.ndarray]:
+    return [unit(direction + spread * rng.standard_normal(direction.shape).astype(np.float32)) for _ in range(n)]
+
+
+def test_merging_never_folds_a_group_of_requests_into_a_group_of_chatter() -> None:
+    rng = np.random.default_rng(3)
+    a, b = unit(rng.standard_normal(16).astype(np.float32)), unit(rng.standard_normal(16).astype(np.float32))
+    near = unit(a + 0.25 * b)  # two centroids close enough to merge
+    need = [_said(i, f"who is free on day {i} for the raid?", "abcdef"[i % 6], v)
+            for i, v in enumerate(_around(a, 6, rng, 0.05))]
+    chatter = [_said(10 + i, f"the weather is grim again, day {i}", "abcdef"[i % 6], v)
+               for i, v in enumerate(_around(near, 6, rng, 0.05))]
+    asks = {m.message_id: m in need for m in need + chatter}
+    merged = merge_overlapping([need, chatter], 0.70, min_size=5)
+    assert len(merged) == 1, "without the rule the two would be one theme"
+    kept = merge_overlapping([need, chatter], 0.70, min_size=5,
+                             kind_of=lambda g: sum(asks[m.message_id] for m in g) >= 0.6 * len(g))
+    assert sorted(len(g) for g, _ in kept) == [6, 6]
+    assert all(len({asks[m.message_id] for m in g}) == 1 for g, _ in kept)
+
+
+@dataclass(frozen=True)
+class _Archetype:
+    name: str
+    turns: int
+    vectors: int
+    similarity_threshold: float
+    triple_depth: int
+
+
+class _Router:
+    """The two similarities the placement reads: the archetypes nearest a centroid, best first."""
+
+    def __init__(self, ranked: list[tuple[_Archetype, float]]) -> None:
+        self.ranked = ranked
+
+    def similarities(self, vector: np.ndarray, scope: str | None = None) -> list[tuple[_Archetype, float]]:
+        return self.ranked
+
+
+DEBUGGING = _Archetype("technical_debugging", 12, 3, 0.85, 1)
+GENERAL = _Archetype("general_question", 8, 6, 0.7, 1)
+CRASHES = ["the launcher says files are corrupted and crashes", "game crashes on launch with a DirectX error",
+           "my mod loader throws an exception at startup", "getting error code 0x8007 when updating",
+           "client freezes with a stack trace after loading", "the addon keeps throwing a lua error"]
+
+
+def _services(ranked: list[tuple[_Archetype, float]]) -> SimpleNamespace:
+    return SimpleNamespace(router=_Router(ranked), config=DreamConfig())
+
+
+def _crashes(*, routed: bool, repeat: bool = False) -> list[PoorMatch]:
+    rng = np.random.default_rng(5)
+    vectors = _around(unit(rng.standard_normal(16).astype(np.float32)), len(CRASHES), rng, 0.3)
+    authors = "abcabd" if repeat else "abcdef"
+    if repeat:  # two people asked their question again, word for word
+        vectors[3], vectors[4] = vectors[0], vectors[1]
+    return [_said(i, t, authors[i], v, nearest="technical_debugging", routed=routed)
+            for i, (t, v) in enumerate(zip(CRASHES, vectors))]
+
+
+def test_a_kind_its_clear_nearest_archetype_routes_with_the_same_plan_is_served_not_proposed() -> None:
+    members = _crashes(routed=True)
+    centroid = unit(np.mean([m.vector for m in members], axis=0))
+    placed = place(_services([(DEBUGGING, 0.70), (GENERAL, 0.62)]), "g1", members, centroid)
+    assert placed.served_by == "technical_debugging", placed
+    assert placed.plan == {"context_turns": 12, "context_vectors": 3, "similarity_threshold": 0.85, "triple_depth": 1}
+
+
+def test_a_kind_with_no_clear_nearest_or_that_got_the_default_plan_is_not_served() -> None:
+    members = _crashes(routed=True)
+    centroid = unit(np.mean([m.vector for m in members], axis=0))
+    tied = place(_services([(DEBUGGING, 0.62), (GENERAL, 0.61)]), "g1", members, centroid)
+    assert tied.served_by is None and tied.base is None
+    defaulted = place(_services([(DEBUGGING, 0.70), (GENERAL, 0.62)]), "g1", _crashes(routed=False), centroid)
+    assert defaulted.served_by is None
+
+
+def test_a_served_kind_whose_people_ask_again_gets_a_changed_plan_and_is_proposed() -> None:
+    members = _crashes(routed=True, repeat=True)
+    centroid = unit(np.mean([m.vector for m in members], axis=0))
+    placed = place(_services([(DEBUGGING, 0.70), (GENERAL, 0.62)]), "g1", members, centroid)
+    assert placed.served_by is None and placed.base == "technical_debugging"
+    assert _changes(placed.base_plan, placed.plan) == "recent turns 12 -> 14, memories 3 -> 6", placed.plan
+
+
+def test_a_theme_is_named_for_the_kind_of_request_its_messages_make() -> None:
+    asks = ["when is the chess final this year?", "what time does the chess final start",
+            "which day is the chess final on", "is the chess final deadline for entries out yet",
+            "how long is the chess final, 2 hours?", "when do they publish the chess final pairings"]
+    assert request_kind(asks) == "scheduling"
+    words, _ = theme_words(asks, ["the weather is grim", "had soup for lunch"], kind=request_kind(asks))
+    assert words[-1] == "scheduling" and len(words) == 2, words
+    assert request_kind(["the weather is grim again today", "so tired today", "my train was late"]) is None
