@@ -368,6 +368,13 @@ async def test_belief_decay_runs_in_the_dream_and_the_digest_reports_it(app: App
     assert "faint idea" not in state.beliefs and state.beliefs["remote work"].confidence < confidence(3)
 
 
+async def test_belief_decay_counts_reflections_under_a_plain_name(app: App) -> None:
+    # The dream report printed "reflection{s}=0": the headline's plural template had leaked into a count's name.
+    await persona_app(app)
+    report = await app.dream.run(NOW, scope="g1")
+    assert set(report.steps["belief_decay"].counts) == {"beliefs_decayed", "beliefs_dropped", "reflections"}
+
+
 async def test_a_large_shift_waits_for_approval_and_is_applied_only_after_it(app: App) -> None:
     layer = await persona_app(app)
     async with app.db.pool.acquire() as conn, conn.transaction():
