@@ -451,6 +451,27 @@ async def test_the_cli_shows_the_persona_its_json_and_its_history(app: App, db_u
     assert "nothing is stored in scope 'nobody-here' (a typo?)" in capsys.readouterr().err
 
 
+async def test_the_cli_shows_a_channel_without_its_own_persona_the_scopes(app: App, db_url: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # `hippobot persona --channel general` said "not shaped by anyone yet (the seed)" while the bot spoke there
+    # with the scope's shaped persona (a public channel, or a restricted one nobody shaped, has none of its own).
+    import argparse
+    import io
+
+    from bot.persona_cli import add_parser, run
+    from tests.conftest import make_settings
+
+    await persona_app(app)
+    await say(app, *STRONG_FOR, *FILLER[:COOLING_PERIOD])
+    parser = argparse.ArgumentParser()
+    add_parser(parser.add_subparsers(dest="command"))
+    out = io.StringIO()
+    settings = make_settings(db_url, tmp_path / "cli", console_scope="g1")
+    assert await run(settings, parser.parse_args(["persona", "--channel", "lobby"]), out) == 0
+    text = out.getvalue()
+    assert "Channel lobby has no persona of its own" in text and "Persona of g1, version 6" in text
+    assert "not shaped by anyone yet" not in text
+
+
 async def test_the_discord_commands_show_for_everyone_and_reset_only_as_an_approved_proposal(app: App) -> None:
     from bot.discord.persona import PersonaCog
     from tests.test_discord_commands import GUILD, cog_args, interaction, member, said
