@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import logging
 from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
 
-from bot.cli import _parser
+from bot.cli import _parser, quiet_discord_voice
 from bot.config import Settings, settings_problems
 
 BAD = {"HIPPOBOT_DREAM_HOUR": "25", "HIPPOBOT_TEMPERATURE": "hot", "HIPPOBOT_ENGINE": "gpt",
@@ -87,3 +88,13 @@ def test_the_readme_lists_every_command_the_cli_has() -> None:
     block = readme.split("## Commands", 1)[1].split("```")[1]
     listed = {line.split()[1] for line in block.splitlines() if line.startswith("hippobot ")}
     assert set(sub.choices) <= listed
+
+
+def test_run_does_not_warn_that_voice_is_unsupported(caplog: pytest.LogCaptureFixture) -> None:
+    # `hippobot run` opened with two WARNING lines: PyNaCl and davey, which only voice needs, are not installed.
+    quiet_discord_voice()
+    log = logging.getLogger("discord.client")
+    with caplog.at_level(logging.WARNING):
+        log.warning("PyNaCl is not installed, voice will NOT be supported")
+        log.warning("Shard ID %s heartbeat blocked for more than %s seconds.", None, 10)
+    assert [r.getMessage() for r in caplog.records] == ["Shard ID None heartbeat blocked for more than 10 seconds."]
