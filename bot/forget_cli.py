@@ -11,6 +11,7 @@ Wired into bot/cli.py with ``add_parser(sub)`` and ``run``.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from typing import Any, TextIO
 
@@ -26,9 +27,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--channel", help="a channel (or thread): its id, console name or #name")
     what.add_argument("--person", help="a person: their id, console name, or display name or username in the history")
-    what.add_argument("--message", help="one message, by its id in the history (or on Discord)")
+    what.add_argument("--message", help="one message: its id in the history (or on Discord), or as chat and recall "
+                      "show it (#N or CHANNEL/ID)")
     p.add_argument("--yes", action="store_true", help="forget it; without this, only say what would be forgotten")
     return p
+
+
+_STORE_ID = re.compile(r"#(\d{1,19})")  # how the console shows a message: the store's id
+_MAX_BIGINT = 2**63 - 1
 
 
 class NotFound(Exception):
@@ -39,11 +45,7 @@ async def _resolve(pool: asyncpg.Pool, scope: str, args: argparse.Namespace) -> 
     """(what kind, how to name it to the person, the stored ids it names, messages they hold); NotFound when
     nothing fits, or a name fits several."""
     if args.message is not None:
-        n = await pool.fetchval("SELECT count(*) FROM messages WHERE scope = $1 AND external_id = $2",
-                                scope, args.message)
-        if not n:
-            raise NotFound(f"no message {args.message!r} is stored in scope {scope!r}")
-        return "message", args.message, [args.message], int(n)
+        return await _message(pool, scope, args.message)
     if args.channel is not None:
         ids = await ConversationStore(pool).channels_named(scope, args.channel)
         if not ids:
@@ -56,6 +58,27 @@ async def _resolve(pool: asyncpg.Pool, scope: str, args: argparse.Namespace) -> 
                WHERE scope = $1 AND (channel_id = ANY($2::text[]) OR thread_parent_id = ANY($2::text[]))""", scope, ids)
         return "channel", args.channel if ids == [args.channel] else f"{args.channel} ({ids[0]})", ids, int(n)
     return await _person(pool, scope, args.person)
+
+
+async def _message(pool: asyncpg.Pool, scope: str, given: str) -> tuple[str, str, list[str], int]:
+    """A message by its id in the history (or on Discord), or as `hippobot chat` and `recall` show it: ``#N``
+    (the store's id, how the console's own messages are shown) or ``CHANNEL/ID``. An id in the history is
+    matched first, so a label never shadows one; the stored ids it names are returned, and each is described
+    (channel/id, author, date) so that a dry run shows which message a bare id found."""
+    query = """SELECT id, channel_id, external_id, author_name, created_at FROM messages
+               WHERE scope = $1 AND {where} ORDER BY id"""
+    rows = await pool.fetch(query.format(where="external_id = $2"), scope, given)
+    if not rows and (m := _STORE_ID.fullmatch(given)) and int(m[1]) <= _MAX_BIGINT:
+        rows = await pool.fetch(query.format(where="id = $2"), scope, int(m[1]))
+    if not rows and "/" in given:
+        channel, _, external = given.rpartition("/")
+        rows = await pool.fetch(query.format(where="channel_id = $2 AND external_id = $3"), scope, channel, external)
+    if not rows:
+        raise NotFound(f"no message {given!r} is stored in scope {scope!r} (by its id in the history, or as the "
+                       "console shows it: #N or CHANNEL/ID)")
+    what = "; ".join(f"{r['channel_id']}/{r['external_id']} by {r['author_name']}, {r['created_at']:%Y-%m-%d}"
+                     for r in rows[:5])
+    return "message", f"{given} ({what})", [str(r["id"]) for r in rows], len(rows)
 
 
 async def _person(pool: asyncpg.Pool, scope: str, person: str) -> tuple[str, str, list[str], int]:
@@ -106,7 +129,7 @@ async def run(settings: Settings, args: argparse.Namespace, app: Any, out: TextI
     counts: dict[str, int] = {}
     for stored in ids:
         if kind == "message":
-            reports = [await app.provenance.forget_external_message(scope, stored)]
+            reports = [await app.provenance.forget_message(scope, int(stored))]
         elif kind == "person":
             reports = [await app.provenance.forget_author(scope, stored)]
         else:  # a channel: from whichever transport stored it (a Discord export and the live bot share ids)

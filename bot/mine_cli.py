@@ -19,7 +19,7 @@ from memory.participation import ParticipationStore
 from bot.discord.rules import jump_link
 from bot.forget_cli import NotFound
 from bot.forget_cli import _person as resolve_person  # the one rule for naming a person on the command line
-from memory.mine import MemoryOfPerson, export_documents
+from memory.mine import MESSAGE, MemoryOfPerson, export_documents
 from memory.sources import SourceRef
 
 
@@ -48,8 +48,11 @@ async def run(settings: Settings, args: argparse.Namespace, app: Any, out: TextI
         out.write(document.decode())
         return 0
     items = held.listing()
+    # a message an episode already shows is not listed again: say so, or "6 message(s)" heads a list of 3
+    listed = sum(1 for i in items if i.kind == MESSAGE)
+    inside = f" ({listed} listed; the others are in their episodes)" if listed < len(held.messages) else ""
     out.write(f"{shown} in scope {scope}: {len(held.facts)} fact(s), {len(held.episodes)} episode(s), "
-              f"{len(held.messages)} message(s){'; opted out of being remembered' if opted else ''}\n")
+              f"{len(held.messages)} message(s){inside}{'; opted out of being remembered' if opted else ''}\n")
     for item in items:
         sources = ", ".join(f"{s.ref.source} {s.ref.external_id}" for s in item.sources)
         lock = " [restricted]" if item.restricted else ""

@@ -16,7 +16,8 @@ from bot.config import Settings
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
     p = subparsers.add_parser("persona", help="show the bot's persona (snapshot, opinions) in a scope")
     p.add_argument("--scope", help="the memory scope (default: the console scope)")
-    p.add_argument("--channel", help="a restricted channel's own persona in that scope")
+    p.add_argument("--channel", help="the persona a channel speaks with (a restricted channel's own, else the "
+                   "scope's)")
     p.add_argument("--json", action="store_true", help="the whole state as JSON")
     p.add_argument("--history", action="store_true", help="every version, newest first, with why it changed")
     p.add_argument("--limit", type=int, default=50, help="versions shown with --history")
@@ -33,17 +34,25 @@ async def run(settings: Settings, args: argparse.Namespace, out: TextIO = sys.st
     try:
         store = PersonaStore(app.db.pool)
         current = await store.current(scope, args.channel)
+        # A channel with no persona of its own (a public one, or a restricted one nobody has shaped yet) speaks
+        # with the scope's, as the persona layer does: show that one rather than the seed.
+        borrowed = current is None and args.channel is not None
+        visible_in = None if borrowed else args.channel
+        if borrowed:
+            current = await store.current(scope, None)
         if current is None and args.scope:
             from bot.cli import note_if_empty
 
             await note_if_empty(app.conversations, "persona", scope)
-        history = await store.history(scope, args.channel, limit=max(args.limit, 1)) if args.history else None
+        history = await store.history(scope, visible_in, limit=max(args.limit, 1)) if args.history else None
         if args.json:
             data = as_json(current, history)
-            data["scope"], data["visible_in"] = scope, args.channel
+            data["scope"], data["visible_in"] = scope, visible_in
             data["core_identity"] = settings.persona
             out.write(json.dumps(data, indent=2, default=str) + "\n")
         else:
+            if borrowed:
+                out.write(f"Channel {args.channel} has no persona of its own; it speaks with the scope's:\n")
             out.write(render(current, core_identity=settings.persona, scope=scope) + "\n")
             if history is not None:
                 out.write("\nHistory:\n" + render_history(history) + "\n")

@@ -203,9 +203,14 @@ class TripleExtractor:
             _remember_nouns(sent, antecedents)
         unique: dict[tuple[str, str | None, str, str, str | None], Triple] = {}
         for t in triples:
-            if (t.subject, t.subject_owner) != (t.object, t.object_owner):
+            # a thing with no letter or digit ("caf named \ufffd" from undecodable bytes) names nothing
+            if (t.subject, t.subject_owner) != (t.object, t.object_owner) and _wordy(t.subject) and _wordy(t.object):
                 unique.setdefault((t.subject, t.subject_owner, t.relation, t.object, t.object_owner), t)
         return list(unique.values())
+
+
+def _wordy(name: str) -> bool:
+    return any(c.isalnum() for c in name)
 
 
 def _polarity(text: str) -> float:

@@ -10,9 +10,10 @@ Timestamps are RFC 3339 / ISO 8601, ``Z`` or ``z`` for UTC.
 The whole file is checked before anything is written; any malformed record
 aborts the import with every problem listed and nothing stored. Messages keep
 their own ids and timestamps; a re-import adds nothing twice. Each new
-message becomes an episode, and its archetype match is logged with its own
-timestamp so the dream cycle sees imported history as history. Every memory
-layer then absorbs the new messages, and whatever an earlier, interrupted
+message the write gate admits (on its calibrated salience) becomes an episode,
+so "wrote 0 episode(s)" for a few plain messages is no failure; every new
+message's archetype match is logged with its own timestamp so the dream cycle
+sees imported history as history. Every memory layer then absorbs the new messages, and whatever an earlier, interrupted
 import of the scope left unabsorbed.
 """
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
+import logging
 from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
 
+from bot.cli import _parser, quiet_discord_voice
 from bot.config import Settings, settings_problems
 
 BAD = {"HIPPOBOT_DREAM_HOUR": "25", "HIPPOBOT_TEMPERATURE": "hot", "HIPPOBOT_ENGINE": "gpt",
@@ -76,3 +79,22 @@ def test_docs_settings_is_generated_from_the_settings_own_descriptions() -> None
     assert page == settings_markdown(), "docs/settings.md is stale: run `python -m bot.config > docs/settings.md`"
     for name in Settings.model_fields:
         assert f"| `HIPPOBOT_{name.upper()}` |" in page
+
+
+def test_the_readme_lists_every_command_the_cli_has() -> None:
+    # `hippobot mine` was in --help and docs/commands.md but not in the README's command list.
+    [sub] = [a for a in _parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    block = readme.split("## Commands", 1)[1].split("```")[1]
+    listed = {line.split()[1] for line in block.splitlines() if line.startswith("hippobot ")}
+    assert set(sub.choices) <= listed
+
+
+def test_run_does_not_warn_that_voice_is_unsupported(caplog: pytest.LogCaptureFixture) -> None:
+    # `hippobot run` opened with two WARNING lines: PyNaCl and davey, which only voice needs, are not installed.
+    quiet_discord_voice()
+    log = logging.getLogger("discord.client")
+    with caplog.at_level(logging.WARNING):
+        log.warning("PyNaCl is not installed, voice will NOT be supported")
+        log.warning("Shard ID %s heartbeat blocked for more than %s seconds.", None, 10)
+    assert [r.getMessage() for r in caplog.records] == ["Shard ID None heartbeat blocked for more than 10 seconds."]

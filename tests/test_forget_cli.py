@@ -153,3 +153,24 @@ async def test_a_person_is_found_by_id_username_or_display_name_and_told_which( 
     code, said = await forget(app, scope="500", person="lea_climbs", yes=True)
     assert code == 0 and "forgot person 1004 (Léa, matched by username)" in said
     assert await app.db.pool.fetchval("SELECT array_agg(author_id) FROM messages WHERE scope = '500'") == ["1005"]
+
+
+async def test_a_message_is_found_by_the_label_the_console_shows(app: App, tmp_path: Path) -> None:
+    # `hippobot chat` and `recall` show a console message as "#N" (the store's id) and an imported one as
+    # "CHANNEL/ID"; forget --message took only the bare id, so "#N" was refused, and "N" found another message.
+    await app.importer.run(write_jsonl(tmp_path / "h.jsonl", ROWS), "g1")
+    stored = await app.db.pool.fetchval("SELECT id FROM messages WHERE scope = 'g1' AND external_id = '4'")
+    code, said = await forget(app, message=f"#{stored}", yes=True)
+    assert code == 0 and "300/4 by ana" in said and await count(app, "external_id = '4'") == 0
+    code, said = await forget(app, message="100/2", yes=True)
+    assert code == 0 and await count(app, "external_id = '2'") == 0 and await count(app) == 2
+
+
+async def test_another_scopes_stored_message_is_not_found(app: App, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    await app.importer.run(write_jsonl(tmp_path / "h.jsonl", ROWS), "g1")
+    await app.importer.run(write_jsonl(tmp_path / "h.jsonl", ROWS), "g2")
+    theirs = await app.db.pool.fetchval("SELECT id FROM messages WHERE scope = 'g2' AND external_id = '4'")
+    code, _ = await forget(app, message=f"#{theirs}", yes=True)
+    assert code == 2 and f"no message '#{theirs}'" in capsys.readouterr().err
+    assert await app.db.pool.fetchval("SELECT count(*) FROM messages WHERE scope = 'g2'") == 4

@@ -217,6 +217,21 @@ async def test_an_unknown_console_command_is_refused_with_the_list_not_sent_as_c
     assert llm.prompts == [] and await app.db.pool.fetchval("SELECT count(*) FROM messages") == 0
 
 
+@pytest.mark.parametrize(("line", "usage"), [("/adapter nonsense", "/adapter rollback stop using"),
+                                            ("/dream now", "/dream            run a dream cycle"),
+                                            ("/quit now", "/quit             leave")])
+async def test_a_known_console_command_with_wrong_words_gets_its_usage(app: App, llm: ScriptedLLM, line: str,
+                                                                       usage: str) -> None:
+    # "/adapter nonsense" said "unknown command /adapter; the commands are ..., /adapter, ...".
+    out = io.StringIO()
+    console = Console(app.brain, ConsoleIdentity(user="ana", channel="console", scope="local"), io.StringIO(), out,
+                      io.StringIO(), interactive=False)
+    await console._handle(line)
+    said = out.getvalue()
+    assert "unknown command" not in said and usage in said and f"does not take {line.split()[1]!r}" in said
+    assert llm.prompts == [] and await app.db.pool.fetchval("SELECT count(*) FROM messages") == 0
+
+
 @pytest.mark.parametrize("line", ["/usr/bin is where it lives", "// just a comment", "/ shrug"])
 async def test_a_message_that_starts_with_a_slash_is_still_a_message(app: App, llm: ScriptedLLM, line: str) -> None:
     out = io.StringIO()

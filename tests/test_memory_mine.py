@@ -189,3 +189,13 @@ async def test_the_command_line_lists_and_exports_one_persons_memory(talked: App
     assert data["scope"] == GUILD and data["person_id"] == "ana" and len(data["items"]) >= 5
     assert await mine_cli.run(talked.settings, ask("nobody", False), talked, io.StringIO()) == 2
     assert "no person 'nobody'" in capsys.readouterr().err
+
+
+async def test_the_command_lines_count_of_messages_says_how_many_it_lists(talked: App) -> None:
+    # "6 message(s)" headed a list of 3: a message an episode shows is not listed again, and the header said not.
+    out = io.StringIO()
+    args = argparse.Namespace(person="ana", scope=GUILD, channel=None, json=False)
+    assert await mine_cli.run(talked.settings, args, talked, out) == 0
+    head, *lines = out.getvalue().splitlines()
+    listed = sum(1 for line in lines if " message" in line.split(":", 1)[0])
+    assert f"3 message(s) ({listed} listed; the others are in their episodes)" in head and listed < 3

@@ -368,6 +368,13 @@ async def test_belief_decay_runs_in_the_dream_and_the_digest_reports_it(app: App
     assert "faint idea" not in state.beliefs and state.beliefs["remote work"].confidence < confidence(3)
 
 
+async def test_belief_decay_counts_reflections_under_a_plain_name(app: App) -> None:
+    # The dream report printed "reflection{s}=0": the headline's plural template had leaked into a count's name.
+    await persona_app(app)
+    report = await app.dream.run(NOW, scope="g1")
+    assert set(report.steps["belief_decay"].counts) == {"beliefs_decayed", "beliefs_dropped", "reflections"}
+
+
 async def test_a_large_shift_waits_for_approval_and_is_applied_only_after_it(app: App) -> None:
     layer = await persona_app(app)
     async with app.db.pool.acquire() as conn, conn.transaction():
@@ -442,6 +449,27 @@ async def test_the_cli_shows_the_persona_its_json_and_its_history(app: App, db_u
     assert await run(settings, parser.parse_args(["persona", "--scope", "nobody-here"]), out) == 0
     assert "not shaped by anyone yet" in out.getvalue()
     assert "nothing is stored in scope 'nobody-here' (a typo?)" in capsys.readouterr().err
+
+
+async def test_the_cli_shows_a_channel_without_its_own_persona_the_scopes(app: App, db_url: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # `hippobot persona --channel general` said "not shaped by anyone yet (the seed)" while the bot spoke there
+    # with the scope's shaped persona (a public channel, or a restricted one nobody shaped, has none of its own).
+    import argparse
+    import io
+
+    from bot.persona_cli import add_parser, run
+    from tests.conftest import make_settings
+
+    await persona_app(app)
+    await say(app, *STRONG_FOR, *FILLER[:COOLING_PERIOD])
+    parser = argparse.ArgumentParser()
+    add_parser(parser.add_subparsers(dest="command"))
+    out = io.StringIO()
+    settings = make_settings(db_url, tmp_path / "cli", console_scope="g1")
+    assert await run(settings, parser.parse_args(["persona", "--channel", "lobby"]), out) == 0
+    text = out.getvalue()
+    assert "Channel lobby has no persona of its own" in text and "Persona of g1, version 6" in text
+    assert "not shaped by anyone yet" not in text
 
 
 async def test_the_discord_commands_show_for_everyone_and_reset_only_as_an_approved_proposal(app: App) -> None:

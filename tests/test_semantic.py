@@ -366,6 +366,11 @@ def test_the_extractor_says_whose_each_thing_is() -> None:
     assert ("joke", BOT) in {(m.name, m.owner) for m in x.mentions("tell me about your jokes")}
 
 
+def test_a_thing_with_no_letter_or_digit_is_no_fact() -> None:
+    # Undecodable bytes arrive as U+FFFD: "caf\ufffd" read as "caf named \ufffd", a fact and a stance on nothing.
+    assert TripleExtractor().extract("bad \ufffd\ufffd utf8 caf\ufffd") == []
+
+
 async def test_a_message_deleted_before_its_facts_are_written_leaves_none(app: App) -> None:
     message = await app.conversations.add(NewMessage("g1", "console", "gone", "c1", "u-ana", "ana",
                                                      "My cat is called Miso", T0))

@@ -422,7 +422,7 @@ class PersonaLayer(BaseLayer):
                 if gone:
                     notes.append(f"{s}{'/' + visible_in if visible_in else ''}: {len(gone)} belief(s) under "
                                  f"0.05 confidence dropped")
-        return StepResult(counts={"beliefs_decayed": decayed, "beliefs_dropped": dropped, "reflection{s}": reflected},
+        return StepResult(counts={"beliefs_decayed": decayed, "beliefs_dropped": dropped, "reflections": reflected},
                           notes=notes, headline=told((decayed, "opinion{s} weakened with time"),
                                                      (dropped, "opinion{s} dropped"), (reflected, "reflection{s}")))
 
