@@ -116,10 +116,11 @@ async def run(settings: Settings, args: argparse.Namespace, lines: list[AskLine]
 async def answer(app: Any, line: AskLine, *, conversation: bool = False, prompt: bool = False) -> dict:
     """One line through the pipeline; the JSON object `hippobot ask` prints for it."""
     from bot.brain import IncomingTurn
+    from bot.console import console_channel_id
 
     brain = app.brain
     author_id = f"console:{line.user}"
-    channel = f"console:{line.channel}" if line.channel else None
+    channel = await console_channel_id(app.conversations, line.scope, line.channel) if line.channel else None
     started = time.perf_counter()
     if conversation:
         reply = await brain.respond(IncomingTurn(

@@ -70,6 +70,7 @@ class ConsoleIdentity:
     user: str
     channel: str
     scope: str
+    stored_channel: str | None = None  # the channel's id when ``channel`` names one the scope holds (an import's)
 
     @property
     def author_id(self) -> str:
@@ -77,7 +78,16 @@ class ConsoleIdentity:
 
     @property
     def channel_id(self) -> str:
-        return f"console:{self.channel}"
+        return self.stored_channel or f"console:{self.channel}"
+
+
+async def console_channel_id(conversations: Any, scope: str, name: str) -> str:
+    """The channel id the console speaks in for ``--channel NAME``: an imported channel of the scope that NAME
+    names (its id, or its name as the history gave it, as ``recall --channel`` reads it), so a question asked
+    there recalls what that channel may see; otherwise the console's own ``console:NAME``. A name that fits
+    several imported channels is the console's own, never a guess."""
+    ids = await conversations.channels_named(scope, name)
+    return ids[0] if len(ids) == 1 else f"console:{name}"
 
 
 def format_bundle(bundle: ContextBundle) -> str:

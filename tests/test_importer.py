@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from bot.app import App
+from tests.fakes import ScriptedLLM
 from memory.errors import ImportFileError
 from memory.importer import parse_import_file
 
@@ -181,6 +182,26 @@ async def test_a_private_channel_is_recalled_only_by_its_audience(app: App, tmp_
     assert all("4-8-15" not in i.text for i in public.items())
     staff = await app.brain.context("what is the vault combination?", "g1", k=5, channel_id="staff")
     assert any("4-8-15" in i.text for i in staff.items())
+
+
+async def test_ask_in_an_imported_private_channel_recalls_what_that_channel_may_see(
+        app: App, llm: ScriptedLLM, tmp_path: Path) -> None:
+    from bot import ask_cli
+
+    rows = [{"id": "s1", "channel": "staff", "author": "ana", "timestamp": "2026-10-01T10:00:00Z",
+             "text": "the vault combination is 4-8-15"},
+            {"id": "p1", "channel": "general", "author": "ben", "timestamp": "2026-10-01T10:01:00Z",
+             "text": "I like my vault of old comics"}]
+    await app.importer.run(write_jsonl(tmp_path / "h.jsonl", rows), "g1", private_channels=["staff"])
+    llm.reply = "4-8-15."
+
+    async def asked(channel: str | None) -> str:
+        line = ask_cli.AskLine("what is the vault combination?", "g1", "dan", channel, None)
+        return " ".join(m["text"] for m in (await ask_cli.answer(app, line))["memory"])
+
+    assert "4-8-15" in await asked("staff"), "the imported channel, named as the history names it"
+    assert "4-8-15" not in await asked("general") and "4-8-15" not in await asked(None)
+    assert "4-8-15" not in await asked("stafff"), "a name the scope does not hold is the console's own channel"
 
 
 async def test_what_the_import_gate_declines_stays_out_of_the_episodes_but_is_found_by_its_words(
