@@ -34,6 +34,7 @@ def env(db_url: str, tmp_path: Path) -> dict[str, str]:
 
 
 @pytest.mark.model
+@pytest.mark.slow
 def test_chat_answers_piped_input_and_a_new_process_recalls_it(env: dict[str, str]) -> None:
     chat = run_cli(["chat", "--user", "ana"], env, stdin="I adopted a grey cat called Miso last spring\nWhat a sunny day\n")
     assert chat.returncode == 0, chat.stderr
@@ -55,6 +56,7 @@ def test_chat_answers_piped_input_and_a_new_process_recalls_it(env: dict[str, st
     assert json.loads(other.stdout)["items"] == []
 
 
+@pytest.mark.slow
 def test_import_then_batch_recall_in_one_process(env: dict[str, str], tmp_path: Path) -> None:
     history = tmp_path / "h.jsonl"
     history.write_text(
@@ -111,6 +113,7 @@ def test_run_without_a_token_says_so(env: dict[str, str]) -> None:
     assert "HIPPOBOT_DISCORD_TOKEN" in result.stderr and "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 def test_dream_prints_a_report_with_a_proposal(env: dict[str, str], tmp_path: Path) -> None:
     from tests.dream_data import month_of_history
 
@@ -124,6 +127,7 @@ def test_dream_prints_a_report_with_a_proposal(env: dict[str, str], tmp_path: Pa
     assert "Dream digest" in result.stdout
 
 
+@pytest.mark.slow
 def test_a_simulated_clock_lives_a_year_of_forgetting_in_a_few_commands(env: dict[str, str], tmp_path: Path) -> None:
     """--now on import, recall and dream (GhostKG's set_time): a hedged fact fades and the dream prunes it a
     year later; a plain one stays."""

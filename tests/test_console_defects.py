@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from bot.app import App
 from bot.config import Settings
 from bot.console import Console, ConsoleIdentity
@@ -46,6 +48,7 @@ def cli(args: list[str], env: dict[str, str], timeout: int = 300) -> subprocess.
                           timeout=timeout)
 
 
+@pytest.mark.slow
 def test_library_progress_bars_and_warnings_stay_out_of_the_console(tmp_path: Path) -> None:
     quiet = subprocess.run([sys.executable, "-c", LIBRARY_NOISE, "run"], env=bare_env(tmp_path),
                            capture_output=True, text=True, timeout=300)
@@ -59,6 +62,7 @@ def test_library_progress_bars_and_warnings_stay_out_of_the_console(tmp_path: Pa
     assert "WARNING py.warnings: " in verbose.stderr and "FutureWarning" in verbose.stderr, verbose.stderr
 
 
+@pytest.mark.slow
 def test_import_checks_its_file_before_starting_the_database(tmp_path: Path) -> None:
     env = bare_env(tmp_path, HIPPOBOT_DATABASE_URL=NOBODY)
     missing = cli(["import", str(tmp_path / "nowhere.jsonl")], env)
@@ -76,6 +80,7 @@ def test_import_checks_its_file_before_starting_the_database(tmp_path: Path) -> 
         assert "cannot reach the database" not in result.stderr and "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 def test_a_first_start_says_what_it_is_doing_on_stderr(tmp_path: Path) -> None:
     """The embedded database is created on the first start: a line per slow step, in order, on stderr (a pipe
     here, so a later start, creating nothing, stays quiet)."""

@@ -38,6 +38,7 @@ def candidate(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, 
     shutil.rmtree(out, ignore_errors=True)
 
 
+@pytest.mark.slow
 def test_a_candidate_is_written_with_its_evaluation(candidate: tuple[Path, dict]) -> None:
     out, m = candidate
     assert (out / "adapter_config.json").exists() and (out / "adapter_model.safetensors").exists()
@@ -87,6 +88,7 @@ def _distil_on_a_busy_machine(model: Path, out: Path, **settings: float) -> tupl
     return outcome.metrics, outcome.reason
 
 
+@pytest.mark.slow
 def test_the_budget_is_in_steps_however_slow_each_step_is(tiny_model: Path, tmp_path: Path) -> None:
     m, reason = _distil_on_a_busy_machine(tiny_model, tmp_path / "a", max_steps=8)
     assert m["steps_run"] == m["steps"] == 8 and m["stopped_by"] == STEPS, "8 x 57 s is under the safety stop"
@@ -107,6 +109,7 @@ async def _greedy(llm, adapter) -> tuple[str, float]:  # type: ignore[no-untyped
 
 
 @pytest.mark.parametrize("engine", ["llamacpp", "transformers", "llamacpp+reader"])
+@pytest.mark.slow
 async def test_an_engine_switches_to_the_adapter_and_back(engine: str, candidate: tuple[Path, dict],
                                                           tmp_path: Path) -> None:
     """A scope's adapter goes on and off between generations; on llama.cpp it stacks on the reader adapter,

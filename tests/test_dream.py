@@ -45,6 +45,7 @@ def every_imported_message_is_an_episode(app: App) -> None:
     app.importer.gate = replace(app.importer.gate, tau=0.0)
 
 
+@pytest.mark.slow
 async def test_a_month_with_unserved_planning_talk_yields_a_planning_proposal(app: App, tmp_path: Path) -> None:
     report, planning = await dreamt(app, tmp_path)
     assert report.status == "ok", report.render()
@@ -131,6 +132,7 @@ async def test_pending_proposals_expire(app: App, tmp_path: Path) -> None:
     assert not late.counted
 
 
+@pytest.mark.slow
 async def test_a_vote_past_a_proposals_time_says_it_expired_and_the_list_agrees(app: App, tmp_path: Path) -> None:
     _, planning = await dreamt(app, tmp_path)
     later = NOW + timedelta(days=30)  # no expiry step ran in between
@@ -293,6 +295,7 @@ def test_registry_order_ends_with_the_digest() -> None:
 STOP = {"the", "a", "and", "of", "for", "to", "in", "on", "with", "our", "my", "what", "how", "can", "we"}
 
 
+@pytest.mark.slow
 async def test_a_planning_month_yields_one_planning_proposal_with_a_readable_name(app: App, tmp_path: Path) -> None:
     path, planning = planning_month(tmp_path / "planning.jsonl")
     await app.importer.run(path, "g1")
@@ -401,6 +404,7 @@ async def test_the_analysis_and_replay_run_off_the_event_loop(app: App, monkeypa
 
 # --- a dream for one guild --------------------------------------------------------------------------
 
+@pytest.mark.slow
 async def test_a_run_for_one_guild_works_on_that_guild_only(app: App, tmp_path: Path) -> None:
     path = month_of_history(tmp_path / "month.jsonl")
     await app.importer.run(path, "g1")
@@ -513,6 +517,7 @@ def test_imported_salience_comes_from_the_message() -> None:
     assert batch_novelty(v).round(3).tolist() == [0.0, 0.0, 1.0]
 
 
+@pytest.mark.slow
 async def test_two_months_imported_and_dreamt_twice_keep_the_history_and_the_old_fact(
     app: App, tmp_path: Path
 ) -> None:
@@ -539,6 +544,7 @@ async def test_two_months_imported_and_dreamt_twice_keep_the_history_and_the_old
     assert any(DENTIST in item.text for item in bundle.items() if item.kind == "episode")
 
 
+@pytest.mark.slow
 async def test_a_month_later_unreinforced_trivia_fades_and_substance_stays(app: App, tmp_path: Path) -> None:
     path, kinds = two_months_of_history(tmp_path / "history.jsonl")
     await app.importer.run(path, "g1")

@@ -81,6 +81,7 @@ def wording(p: Proposal) -> str:
     return "\n".join([p.title, p.rationale, p.render(), json.dumps(p.payload), json.dumps(p.evidence)]).lower()
 
 
+@pytest.mark.slow
 async def test_a_restricted_channels_words_never_reach_the_dream_channel(app: App, tmp_path: Path) -> None:
     path = history_with(tmp_path / "club.jsonl", MODS, channel="mods", authors=("ana", "ben", "cy"))
     await app.importer.run(path, "g2")  # the same history with #mods public: there the theme is proposed

@@ -64,6 +64,7 @@ async def counts(db_url: str) -> tuple[int, int, int]:
 
 
 @pytest.mark.model
+@pytest.mark.slow
 async def test_kill_9_mid_stream_loses_nothing_it_had_read(env: dict[str, str], db_url: str) -> None:
     chat = start_chat(env)
     assert chat.stdin is not None
@@ -91,6 +92,7 @@ async def test_kill_9_mid_stream_loses_nothing_it_had_read(env: dict[str, str], 
 
 
 @pytest.mark.model
+@pytest.mark.slow
 async def test_sigterm_drains_and_exits_cleanly(env: dict[str, str], db_url: str) -> None:
     chat = start_chat(env)
     assert chat.stdin is not None
@@ -110,6 +112,7 @@ async def test_sigterm_drains_and_exits_cleanly(env: dict[str, str], db_url: str
 
 
 @pytest.mark.model
+@pytest.mark.slow
 async def test_a_message_sent_while_the_database_is_down_is_refused_in_one_line(tmp_path: Path) -> None:
     """The chat's own embedded PostgreSQL stops after the first answer. Each later line is told, in one line,
     that it was not saved (none is taken silently), the chat exits 1, and no pg_ctl dump or traceback shows."""

@@ -56,6 +56,7 @@ def test_without_a_usable_onnx_file_auto_falls_back_and_onnx_says_why(tmp_path: 
         MiniLMEmbedder(backend="onnx", cache_dir=blocked).load()
 
 
+@pytest.mark.slow
 def test_a_new_machine_exports_the_onnx_file_once_and_reuses_it(tmp_path: Path,
                                                                  torch_embedder: MiniLMEmbedder) -> None:
     fresh = MiniLMEmbedder(backend="onnx", cache_dir=tmp_path)

@@ -236,6 +236,7 @@ async def test_the_console_goes_on_after_hostile_commands(app: App, llm: Scripte
 
 
 @pytest.mark.model
+@pytest.mark.slow
 def test_hippobot_chat_survives_invalid_utf8_and_bad_approvals(env: dict[str, str]) -> None:  # noqa: F811
     stdin = b"\xff\xfe my cat is called Miso\n/approve \xc2\xb2\n/approve 99999999999999999999999\nstill here?\n"
     result = subprocess.run([sys.executable, "-m", "bot.cli", "chat"], input=stdin, env=env, capture_output=True,

@@ -18,6 +18,7 @@ from tests.test_cli import env  # noqa: F401  (the fixture)
 
 
 @pytest.mark.model
+@pytest.mark.slow
 def test_hippobot_chat_survives_invalid_utf8_under_a_strict_locale(env: dict[str, str]) -> None:  # noqa: F811
     stdin = b"\xff\xfe my cat is called Miso\nstill here?\n"
     result = subprocess.run([sys.executable, "-m", "bot.cli", "chat"], input=stdin,

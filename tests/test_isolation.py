@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from bot.app import App
 from bot.brain import IncomingTurn
 
@@ -30,6 +32,7 @@ def scope_of(i: int) -> str:
     return f"dm:{9000 + i}" if i % 4 == 3 else f"guild{i}"
 
 
+@pytest.mark.slow
 async def test_no_recall_crosses_a_scope_or_leaves_a_restricted_channel(app: App) -> None:
     brain = app.brain
     said: dict[int, tuple[str, str | None]] = {}  # message id -> (scope, visible_in)

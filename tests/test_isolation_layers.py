@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from bot.app import App
 from bot.brain import IncomingTurn
 
@@ -63,6 +65,7 @@ def stance(secret: str, people: tuple[str, ...] = ("ana", "bob")) -> list[tuple[
     return [(person, f"I {'really ' * n}love {secret}") for n, person in enumerate(people)]
 
 
+@pytest.mark.slow
 async def test_no_layer_recalls_across_a_scope_or_out_of_a_restricted_channel(app: App) -> None:
     brain = app.brain
     brain.recall.timeout = 60.0  # what is recalled is under test here, not how fast (a busy machine)

@@ -46,6 +46,7 @@ LATIN_TEXTS = [
 ]
 
 
+@pytest.mark.slow
 def test_the_trimmed_vocabulary_tokenizes_latin_text_as_the_shipped_one() -> None:
     """Every kept token keeps its merges, so Latin-script text, punctuation and emoji tokenize to the same tokens
     (mapped back to the shipped ids); other scripts still tokenize and read back, through the byte tokens."""

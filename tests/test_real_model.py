@@ -58,6 +58,7 @@ async def test_token_boosts_raise_exactly_the_chosen_ids(gemma: TransformersLLM)
     )
 
 
+@pytest.mark.slow
 async def test_a_lora_adapter_loads_through_peft(tmp_path: Path, gemma: TransformersLLM) -> None:
     """An adapter saved by peft is applied at load time and changes nothing it should not."""
     from peft import LoraConfig, PeftModel, get_peft_model

@@ -306,6 +306,7 @@ async def test_boosts_are_capped_whatever_alpha(app: App, llm: ScriptedLLM) -> N
 
 
 @pytest.mark.model
+@pytest.mark.slow
 async def test_boosted_tokens_appear_more_often_with_the_real_model(pool) -> None:  # type: ignore[no-untyped-def]
     """Gemma 3 270M: with a moment's boosts, its words are sampled significantly more often than without.
 

@@ -113,6 +113,7 @@ def said(result: simcord.InteractionResult) -> str:
 # --- where proposals and digests go -------------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_each_servers_dream_is_posted_in_its_own_dream_channel_only(sim: Sim, tmp_path: Path) -> None:
     await with_own_channels(sim)
     mine = await dream_in_both(sim, tmp_path)
@@ -125,6 +126,7 @@ async def test_each_servers_dream_is_posted_in_its_own_dream_channel_only(sim: S
         assert sim.posts_of(s.general) == set(), "nothing in the server's other channels"
 
 
+@pytest.mark.slow
 async def test_an_approvers_tick_in_a_servers_dream_channel_applies_its_proposal(sim: Sim, tmp_path: Path) -> None:
     await with_own_channels(sim)
     mine = await dream_in_both(sim, tmp_path)
