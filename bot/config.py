@@ -24,6 +24,17 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from memory.archetypes import ContextPlan
 
 
+def _number_list(value: object, what: str) -> object:
+    """A setting's comma (or semicolon) separated whole numbers as a list; a part that is not one is an error
+    that names it. Anything but a string is left to pydantic."""
+    if not isinstance(value, str):
+        return value
+    parts = [part.strip() for part in value.replace(";", ",").split(",") if part.strip()]
+    if bad := [part for part in parts if not part.isdigit()]:
+        raise ValueError(f"{bad[0][:40]!r} is not {what}")
+    return [int(part) for part in parts]
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="HIPPOBOT_", env_file=".env", env_file_encoding="utf-8", extra="ignore"
@@ -313,26 +324,13 @@ class Settings(BaseSettings):
     @field_validator("discord_allowed_channels", mode="before")
     @classmethod
     def _id_list(cls, value: object) -> object:
-        if isinstance(value, str):
-            parts = [part.strip() for part in value.replace(";", ",").split(",") if part.strip()]
-            if bad := [part for part in parts if not part.isdigit()]:
-                raise ValueError(f"{bad[0][:40]!r} is not a channel id (channel ids are numbers, separated by "
-                                 "commas)")
-            return [int(part) for part in parts]
-        return value
+        return _number_list(value, "a channel id (channel ids are numbers, separated by commas)")
 
     @field_validator("shard_ids", mode="before")
     @classmethod
     def _shard_list(cls, value: object) -> object:
-        if isinstance(value, str):
-            parts = [part.strip() for part in value.replace(";", ",").split(",") if part.strip()]
-            if not parts:
-                return None  # HIPPOBOT_SHARD_IDS= (empty): as unset
-            if bad := [part for part in parts if not part.isdigit()]:
-                raise ValueError(f"{bad[0][:40]!r} is not a shard id (shard ids are whole numbers from 0, "
-                                 "separated by commas, e.g. 0,1)")
-            return [int(part) for part in parts]
-        return value
+        numbers = _number_list(value, "a shard id (shard ids are whole numbers from 0, separated by commas, e.g. 0,1)")
+        return None if numbers == [] and isinstance(value, str) else numbers  # HIPPOBOT_SHARD_IDS= (empty): unset
 
     @field_validator("shard_ids", mode="after")
     @classmethod
