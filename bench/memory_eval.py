@@ -676,6 +676,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--keep-prompts", action="store_true", help="--json keeps each memory prompt (for reading)")
     p.add_argument("--llm-tokens", type=int, default=24, help="max new tokens per answer")
     args = p.parse_args(argv)
+    for reader in args.reader:
+        if reader not in ("on", "off") and not (Path(reader) / "adapter.gguf").is_file():
+            p.error(f"--reader {reader}: neither on, off nor an adapter directory (no adapter.gguf in it)")
     if args.words_curve == []:
         args.words_curve = list(WORDS_CURVE)
     return args

@@ -73,6 +73,9 @@ def pack(out: Path, *, seed: int = 0, mixes: tuple[str, ...] = ("v2",)) -> int:
     from transformers import AutoTokenizer
 
     from bench.reader_data import MIXES, build
+
+    if unknown := [m for m in mixes if m not in MIXES]:
+        raise SystemExit(f"unknown mix {unknown[0]!r}: the mixes are {', '.join(MIXES)}")
     from bench.train_reader import encode
     from bot.config import Settings, offline_environment
     from bot.llm import ensure_bundled_model
@@ -175,6 +178,13 @@ def _find(name: str, dirs: list[Path]) -> list[Path]:
     return sorted(p for d in dirs for p in d.glob(name))
 
 
+def _one(name: str, dirs: list[Path]) -> Path:
+    found = _find(name, dirs)
+    if not found:
+        raise SystemExit(f"no {name} in the pack ({', '.join(map(str, dirs))}): pass every folder it was split into")
+    return found[0]
+
+
 def unpack(dirs: list[Path]):  # type: ignore[no-untyped-def]
     """The frozen model from a pack (its files in one or more folders), in bfloat16, with the vocabulary the
     data uses."""
@@ -182,7 +192,7 @@ def unpack(dirs: list[Path]):  # type: ignore[no-untyped-def]
     from gguf.quants import dequantize
     from transformers import AutoModelForCausalLM, Gemma3TextConfig
 
-    config = Gemma3TextConfig.from_dict(json.loads(_find("config.json", dirs)[0].read_text()))
+    config = Gemma3TextConfig.from_dict(json.loads(_one("config.json", dirs).read_text()))
     model = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16, attn_implementation="eager")
     state: dict[str, torch.Tensor] = {}
     layers = {k: v for path in _find("layers*.npz", dirs) for k, v in np.load(path).items()}
@@ -194,7 +204,7 @@ def unpack(dirs: list[Path]):  # type: ignore[no-untyped-def]
             state[name] = torch.from_numpy(values).to(torch.bfloat16).reshape(shape)
         elif kind == "b":
             state[name] = torch.from_numpy(layers[key]).view(torch.bfloat16)
-    embed = np.load(_find("embed.npz", dirs)[0])
+    embed = np.load(_one("embed.npz", dirs))
     state["model.embed_tokens.weight"] = torch.from_numpy(
         dequantize(embed["raw"], int(embed["qtype"])).astype(np.float32)).to(torch.bfloat16)
     missing, unexpected = model.load_state_dict(state, strict=False)
@@ -206,7 +216,11 @@ def unpack(dirs: list[Path]):  # type: ignore[no-untyped-def]
 
 
 def load_data(dirs: list[Path], mix: str = "v2") -> tuple[list[np.ndarray], list[int], list[int]]:
-    d = np.load(_find(f"data_{mix}.npz", dirs)[0])
+    found = _find(f"data_{mix}.npz", dirs)
+    if not found:
+        packed = sorted(p.name[5:-4] for p in _find("data_*.npz", dirs))
+        raise SystemExit(f"no mix {mix!r} in the pack ({', '.join(map(str, dirs))}); it holds: {', '.join(packed) or 'none'}")
+    d = np.load(found[0])
     offsets, flat = d["offsets"], d["ids"]  # each d[...] reads the array again: once only
     ids = [flat[offsets[i]: offsets[i + 1]] for i in range(len(offsets) - 1)]
     return ids, [int(s) for s in d["starts"]], [int(k) for k in d["kinds"]]
@@ -244,9 +258,9 @@ def train(args: argparse.Namespace) -> int:
     torch.manual_seed(args.seed)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     dirs = [args.pack, *args.more]
+    ids, starts, kinds = load_data(dirs, args.mix)  # first: a wrong mix is said before the model is unpacked
     model = unpack(dirs)
     model = model.to(torch.float32) if args.fp32 else model
-    ids, starts, kinds = load_data(dirs, args.mix)
     examples = list(zip(ids, starts))
     dev, train_set = examples[:DEV], examples[DEV:]
     if args.limit:  # a smoke run
