@@ -343,7 +343,11 @@ class ArchetypeRouter:
         try:
             await conn.add_listener(NOTIFY_CHANNEL, self._on_notify)
         except BaseException:
-            await self._pool.release(conn)
+            # a connection that failed mid-LISTEN (the server went away under it) is closed, not handed to
+            # the next borrower half-way through a protocol exchange
+            conn.terminate()
+            with contextlib.suppress(Exception):
+                await self._pool.release(conn)
             raise
         conn.add_termination_listener(self._on_listener_closed)
         self._listener, self._listener_lost = conn, False
@@ -359,6 +363,7 @@ class ArchetypeRouter:
         if old is not None:  # best effort: asyncpg may have handed a closed connection back to the pool itself
             with contextlib.suppress(Exception):
                 old.remove_termination_listener(self._on_listener_closed)
+                old.terminate()  # never back to the pool half-open: the next borrower would inherit its state
                 await self._pool.release(old)
         await self._listen()
         log.info("archetype changes are heard again (LISTEN on a new connection)")
@@ -393,6 +398,12 @@ class ArchetypeRouter:
             try:
                 if self._listener_lost:
                     await self._listen_again()  # before the reload, so no change falls between the two
+            except Exception as exc:  # not listening yet is not an error: say so in one line, retry soon
+                self._listener_lost = True
+                log.warning("archetype changes are not heard yet (LISTEN failed: %s); trying again in %.0f s",
+                            type(exc).__name__, LISTEN_RETRY_S)
+                continue
+            try:
                 await self.refresh()
             except _UNREACHABLE as exc:  # the database is down or restarting: one line, and try again soon
                 self._listener_lost = self._listener_lost or self._listener is None

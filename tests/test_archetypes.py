@@ -140,6 +140,37 @@ async def test_a_router_whose_listening_connection_is_cut_listens_again(
         await router.stop()
 
 
+async def test_a_failed_listen_again_is_one_line_and_is_retried(
+    pool: asyncpg.Pool, embedder: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """LISTEN on a fresh connection can fail in ways asyncpg does not call a connection error (a CI run saw
+    InternalClientError while the server shut down): that is one warning line, no traceback, and a retry."""
+    router = router_for(pool, embedder, refresh_seconds=3600)
+    await router.start(pool)
+    real_listen, failures = router._listen, []
+
+    async def flaky_listen() -> None:
+        if not failures:
+            failures.append(1)
+            raise asyncpg.exceptions.InternalClientError("cannot switch to state 11; another operation is in progress")
+        await real_listen()
+
+    monkeypatch.setattr(router, "_listen", flaky_listen)
+    monkeypatch.setattr("memory.archetypes.LISTEN_RETRY_S", 0.2)
+    try:
+        assert router._listener is not None
+        await pool.execute("SELECT pg_terminate_backend($1)", router._listener.get_server_pid())
+        for _ in range(100):
+            if failures and router._listener is not None and not router._listener_lost:
+                break
+            await asyncio.sleep(0.1)
+        assert failures and router._listener is not None and not router._listener_lost
+        warnings = [r for r in caplog.records if "LISTEN failed" in r.getMessage()]
+        assert len(warnings) == 1 and warnings[0].exc_info is None
+    finally:
+        await router.stop()
+
+
 async def test_stop_returns_when_a_change_arrives_as_it_stops(pool: asyncpg.Pool, embedder: MiniLMEmbedder) -> None:
     """A NOTIFY landing in the same tick as stop() (an approval right before shutdown) once swallowed the
     refresh loop's cancel (asyncio.wait_for on 3.11), and stop() waited forever: the CI run that never ended."""
