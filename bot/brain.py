@@ -26,7 +26,7 @@ from datetime import datetime
 
 import numpy as np
 
-from bot.grounding import (NO_GUARD, Grounding, Guard, SourceLine, ground, grounded_or_not_told, guard,
+from bot.grounding import (NO_GUARD, Grounding, Guard, SourceLine, ground, grounded_or_not_told, guard, is_question,
                            held_words)
 from bot.llm import Generation, LanguageModel
 from bot.prompt import Prompt, PromptBuilder
@@ -459,7 +459,16 @@ class Brain:
         return reply
 
     def _guard(self, message: StoredMessage, bundle: ContextBundle, prompt: Prompt) -> Guard:
-        return guard(message.content, evidence_in(bundle, prompt), ignore=(self.bot_name, message.author_name))
+        return guard(message.content, evidence_in(bundle, prompt), ignore=(self.bot_name, message.author_name),
+                     people=self._people_in(message.content))
+
+    def _people_in(self, text: str) -> list[str]:
+        """The names ``text`` uses for people, from the fact extractor's parse (recall's, cached); none when the
+        facts layer is off (the guard then goes by first person and remembered names alone)."""
+        extractor = getattr(self.semantic, "extractor", None)
+        if extractor is None or not is_question(text):
+            return []
+        return extractor.people(text)
 
     def _generate(self, bundle: ContextBundle, prompt: Prompt, checks: Guard) -> Generation:
         assert self.llm is not None

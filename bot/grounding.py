@@ -166,7 +166,8 @@ def names_in(text: str) -> list[str]:
         if _opens_sentence(text, m.start()):  # the sentence's first word is not a name by its capital
             words = words[1:]
         words = [w for w in words if w.lower().replace("’", "'") not in _NOT_NAMES]
-        if words:
+        if words:  # "Aoife's job" names Aoife
+            words[-1] = words[-1].removesuffix("'s").removesuffix("’s")
             out.append(" ".join(words))
     return out
 
@@ -202,23 +203,30 @@ class Guard:
 NO_GUARD = Guard(False)  # not a question about memory: the reply streams as the model writes it
 
 
-def guard(question: str, items: Sequence[MemoryItem], *, ignore: Iterable[str] = ()) -> Guard:
-    """The Guard for ``question`` given the memories (and people's turns) that reached its prompt."""
+def guard(question: str, items: Sequence[MemoryItem], *, ignore: Iterable[str] = (),
+          people: Iterable[str] = ()) -> Guard:
+    """The Guard for ``question`` given the memories (and people's turns) that reached its prompt.
+
+    ``people`` are the names the question uses for people (memory.extract's ``people``: "Where does Aoife
+    live?"). A question about someone is about memory even when nothing remembered names them: the bot was
+    never told about Aoife, and says so, instead of leaving the model to invent where she lives."""
     if not is_question(question):
         return NO_GUARD
+    person_words = {w.lower() for p in people for w in p.split()}
     skip = {stem(w) for n in ignore for w in content_words(n)}
     held: set[str] = set()
     for item in items:
         held |= held_words(item.text, item.created_at)
-    known, missing = [], []
+    known, missing, someone = [], [], False
     for name in names_in(question):
         capitals = [w for w in name.split() if w[:1].isupper() and w.lower().rstrip("'’s") not in _CALENDAR]
         words = {stem(w) for w in content_words(" ".join(capitals))} - skip
         if not words:
             continue
         (known if words <= held else missing).append(name)
+        someone = someone or any(w.lower().removesuffix("'s").removesuffix("’s") in person_words for w in capitals)
     first_person = bool(set(_WORD.findall(question.lower().replace("’", "'"))) & _FIRST_PERSON)
-    if not (known or first_person):
+    if not (known or first_person or someone):
         return NO_GUARD
     return Guard(True, tuple(dict.fromkeys(missing)))
 

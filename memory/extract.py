@@ -98,6 +98,7 @@ class TripleExtractor:
         self._nlp: Any = None
         self._lock = threading.Lock()
         self._mentions: OrderedDict[str, list[Mention]] = OrderedDict()  # recent texts' mentions
+        self._people: dict[str, list[str]] = {}  # the same texts' people (see ``people``), evicted with them
         self._mentions_lock = threading.Lock()
         self._docs: OrderedDict[str, Any] = OrderedDict()  # texts parsed ahead by parse_many
         self._docs_lock = threading.Lock()
@@ -127,15 +128,30 @@ class TripleExtractor:
             cached = self._mentions.get(text)
         if cached is not None:
             return list(cached)
-        found = self._doc_mentions(self._pipeline()(text))
-        self._remember(text, found)
+        doc = self._pipeline()(text)
+        found = self._doc_mentions(doc)
+        self._remember(text, found, _doc_people(doc))
         return found
+
+    def people(self, text: str) -> list[str]:
+        """The names in ``text`` that stand for people it talks about, as written: a PERSON entity, or a proper
+        noun (or a capitalised word inside the sentence) that is its subject or a possessor ("Where does Aoife live?", "Ramon's sister") and that
+        spaCy does not take for a place, a date or a work. The small model's entity labels alone miss common
+        first names (it calls "Ines" an organisation and finds nothing in "Did Tomasz get the job?"); the
+        grammar finds them. Shares the parse (and its cache) with ``mentions``: recall parsed the message already."""
+        with self._mentions_lock:
+            cached = self._people.get(text)
+        if cached is None:
+            self.mentions(text)
+            with self._mentions_lock:
+                cached = self._people.get(text, [])
+        return list(cached)
 
     def mentions_many(self, texts: Sequence[str]) -> None:
         """Parse many texts in one spaCy batch, so that ``mentions`` of each is ready (a batch of recalls)."""
         texts = list(dict.fromkeys(texts))[:MENTIONS_CACHED]
         for text, doc in zip(texts, self._pipeline().pipe(texts, batch_size=64)):
-            self._remember(text, self._doc_mentions(doc))
+            self._remember(text, self._doc_mentions(doc), _doc_people(doc))
 
     def parse_many(self, texts: Sequence[str]) -> None:
         """Parse many texts in one spaCy batch ahead of ``extract`` on each (an import's absorption: a batch
@@ -154,12 +170,14 @@ class TripleExtractor:
             doc = self._docs.get(text)
         return doc if doc is not None else self._pipeline()(text)
 
-    def _remember(self, text: str, found: list[Mention]) -> None:
+    def _remember(self, text: str, found: list[Mention], people: list[str]) -> None:
         with self._mentions_lock:
             self._mentions[text] = list(found)
+            self._people[text] = people
             self._mentions.move_to_end(text)
             while len(self._mentions) > MENTIONS_CACHED:
-                self._mentions.popitem(last=False)
+                old, _ = self._mentions.popitem(last=False)
+                self._people.pop(old, None)
 
     @staticmethod
     def _doc_mentions(doc: Any) -> list[Mention]:
@@ -207,6 +225,26 @@ class TripleExtractor:
             if (t.subject, t.subject_owner) != (t.object, t.object_owner) and _wordy(t.subject) and _wordy(t.object):
                 unique.setdefault((t.subject, t.subject_owner, t.relation, t.object, t.object_owner), t)
         return list(unique.values())
+
+
+# Entity labels that say a proper noun is not a person, however it is used ("How tall is Mount Everest?").
+_NOT_PEOPLE = frozenset({"GPE", "LOC", "FAC", "DATE", "TIME", "WORK_OF_ART", "LANGUAGE", "NORP", "PRODUCT", "EVENT",
+                         "LAW", "MONEY", "QUANTITY", "PERCENT", "ORDINAL", "CARDINAL"})
+_PERSON_ROLES = frozenset({"nsubj", "nsubjpass", "poss"})
+
+
+def _doc_people(doc: Any) -> list[str]:
+    """See TripleExtractor.people."""
+    out = [ent.text for ent in doc.ents if ent.label_ == "PERSON"]
+    for token in doc:
+        # by its capital, not its tag: the tagger calls an unfamiliar name a verb ("Where does Tomasz live?")
+        named = token.pos_ == "PROPN" or (token.text[:1].isupper() and not token.is_sent_start
+                                          and token.pos_ not in ("PRON", "AUX", "DET"))
+        if not named or token.dep_ not in _PERSON_ROLES or token.ent_type_ in _NOT_PEOPLE:
+            continue
+        first = [t.text for t in token.lefts if t.dep_ == "compound" and t.pos_ == "PROPN"]  # "Barack" Obama
+        out.append(" ".join([*first, token.text]))
+    return list(dict.fromkeys(out))
 
 
 def _wordy(name: str) -> bool:

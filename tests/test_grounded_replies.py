@@ -100,6 +100,7 @@ async def test_the_console_shows_where_a_remembered_answer_came_from(app: App, l
     ("Would Chloe enjoy the Tour de France?", ["Chloe", "Tour de France"]),
     ("What is my dog called?", []),
     ("I met Bob. Where is he now?", ["Bob"]),
+    ("What is Aoife's job?", ["Aoife"]),
 ])
 def test_names_in_a_question_leave_out_a_sentences_first_word_and_i(text: str, names: list[str]) -> None:
     assert names_in(text) == names
@@ -125,6 +126,19 @@ def test_the_guard_refuses_a_question_about_something_memory_never_mentions() ->
     assert guard("Hippobot, when did Julia go?", items, ignore=("hippobot",)).missing == ()
 
 
+def test_a_question_about_someone_nobody_mentioned_is_about_memory() -> None:
+    """"Where does Aoife live?" names no one the memory knows and has no "my": without knowing Aoife is a
+    person it looked like a general question and the model invented where she lives (a new user's probe)."""
+    items = [_item("julia: back from Porto yesterday!", 1)]
+    assert not guard("Where does Aoife live?", items).about_memory, "the name alone does not say it is a person"
+    g = guard("Where does Aoife live?", items, people=["Aoife"])
+    assert g.about_memory and g.refusal == "I don't remember anyone mentioning Aoife."
+    assert guard("What is Aoife's job?", items, people=["Aoife"]).missing == ("Aoife",)
+    # a place nobody mentioned is still the model's to talk about, and a known person is checked as before
+    assert not guard("What is the capital of France?", items, people=[]).about_memory
+    assert guard("When did Julia visit Porto?", items, people=["Julia"]).refusal is None
+
+
 def test_a_month_or_a_weekday_in_a_question_is_a_time_not_something_memory_must_mention() -> None:
     items = [_item("julia: back from Porto yesterday!", 1)]  # dated in no July and on no Friday in particular
     g = guard("Where did Julia travel between April and July?", items)
@@ -144,6 +158,17 @@ async def test_a_question_about_something_never_said_is_answered_without_the_mod
     assert await reply.complete() == "I don't remember anyone mentioning Lisbon."
     assert len(llm.prompts) == asked, "the model was not asked"
     assert reply.grounding().items == ()
+
+
+async def test_a_question_about_a_person_never_mentioned_is_answered_without_the_model(
+        app: App, llm: ScriptedLLM) -> None:
+    await say(app, "Julia here: back from Porto yesterday!", channel="c1")
+    await app.brain.drain()
+    llm.reply = "She lives in Dublin."  # what the model would invent
+    asked = len(llm.prompts)
+    reply = await app.brain.ask("Where does Tomasz live?", "g1", author_id="u-bo", author_name="bo")
+    assert await reply.complete() == "I don't remember anyone mentioning Tomasz."
+    assert len(llm.prompts) == asked, "the model was not asked"
 
 
 async def test_an_invented_answer_to_a_question_about_memory_is_never_shown(app: App, llm: ScriptedLLM) -> None:

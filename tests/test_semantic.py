@@ -366,6 +366,20 @@ def test_the_extractor_says_whose_each_thing_is() -> None:
     assert ("joke", BOT) in {(m.name, m.owner) for m in x.mentions("tell me about your jokes")}
 
 
+def test_the_extractor_finds_the_people_a_question_is_about() -> None:
+    x = TripleExtractor()
+    # first names the small model's entity labels miss or call organisations, found by their role
+    assert x.people("Did Tomasz get the job?") == ["Tomasz"]
+    assert x.people("How old is Ines?") == ["Ines"]
+    assert x.people("What is Ramon's sister called?") == ["Ramon"]
+    assert x.people("who is Barack Obama?") == ["Barack Obama"]
+    # places, however they are used, and questions about the asker name no one
+    assert x.people("What is the capital of France?") == []
+    assert x.people("How tall is Mount Everest?") == []
+    assert x.people("what is my dog called?") == []
+    assert x.people("Has Sven been to Oslo?") == ["Sven"]
+
+
 def test_a_thing_with_no_letter_or_digit_is_no_fact() -> None:
     # Undecodable bytes arrive as U+FFFD: "caf\ufffd" read as "caf named \ufffd", a fact and a stance on nothing.
     assert TripleExtractor().extract("bad \ufffd\ufffd utf8 caf\ufffd") == []
