@@ -310,17 +310,14 @@ def _instant(text: str) -> datetime:
 
 
 async def _chat(settings: Settings, args: argparse.Namespace) -> int:
-    from dataclasses import replace
-
-    from bot.console import Console, ConsoleDreamChannel, ConsoleIdentity, console_channel_id
+    from bot.console import Console, ConsoleDreamChannel, ConsoleIdentity, console_identity
 
     identity = ConsoleIdentity(user=args.user, channel=args.channel, scope=args.scope or settings.console_scope)
     if hasattr(sys.stdin, "reconfigure"):  # a line that is not valid UTF-8 is read with U+FFFD, not a crash
         sys.stdin.reconfigure(errors="replace")
     app = await _open(settings, with_llm=True, now=args.now)
     try:
-        stored = await console_channel_id(app.conversations, identity.scope, identity.channel)
-        identity = replace(identity, stored_channel=stored)
+        identity = await console_identity(app.conversations, identity)
         await app.absorb_backlog(progress=_backlog_progress)
         channel = ConsoleDreamChannel(sys.stdout)
         app.start_scheduler(channel)

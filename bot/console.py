@@ -11,7 +11,7 @@ import json
 import logging
 import re
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
@@ -71,6 +71,8 @@ class ConsoleIdentity:
     channel: str
     scope: str
     stored_channel: str | None = None  # the channel's id when ``channel`` names one the scope holds (an import's)
+    visible_in: str | None = None  # that channel's audience when it is restricted: what is said there stays there
+    thread_parent_id: str | None = None  # when it is a thread, its parent channel
 
     @property
     def author_id(self) -> str:
@@ -88,6 +90,15 @@ async def console_channel_id(conversations: Any, scope: str, name: str) -> str:
     several imported channels is the console's own, never a guess."""
     ids = await conversations.channels_named(scope, name)
     return ids[0] if len(ids) == 1 else f"console:{name}"
+
+
+async def console_identity(conversations: Any, identity: ConsoleIdentity) -> ConsoleIdentity:
+    """``identity`` speaking in the channel its name resolves to (``console_channel_id``), with that channel's
+    audience: a line typed into an imported restricted channel is as restricted as the channel's own messages,
+    never stored for the whole scope to recall."""
+    stored = await console_channel_id(conversations, identity.scope, identity.channel)
+    visible_in, parent = await conversations.channel_audience(identity.scope, stored)
+    return replace(identity, stored_channel=stored, visible_in=visible_in, thread_parent_id=parent)
 
 
 def format_bundle(bundle: ContextBundle) -> str:
@@ -343,6 +354,7 @@ class Console:
         turn = IncomingTurn(
             scope=self._me.scope, source="console", channel_id=self._me.channel_id,
             author_id=self._me.author_id, author_name=self._me.user, text=text,
+            visible_in=self._me.visible_in, thread_parent_id=self._me.thread_parent_id,
         )
         try:
             reply = await self._brain.respond(turn)  # stores the message first: nothing is answered unstored

@@ -197,6 +197,16 @@ class ConversationStore:
             scope, source, list(channel_ids))
         return {r["channel_id"]: bool(r["restricted"]) for r in rows}
 
+    async def channel_audience(self, scope: str, channel_id: str) -> tuple[str | None, str | None]:
+        """(visible_in, thread_parent_id) that a new message in a stored channel takes from the channel's own:
+        a message said in a restricted channel (or a thread of one) is restricted to the same audience, however
+        it arrives (the console speaking in an imported channel). (None, None) for a public or unknown one."""
+        require_scope(scope)
+        row = await self._pool.fetchrow(
+            """SELECT max(visible_in) AS visible_in, max(thread_parent_id) AS thread_parent_id FROM messages
+               WHERE scope = $1 AND channel_id = $2""", scope, channel_id)
+        return (row["visible_in"], row["thread_parent_id"]) if row is not None else (None, None)
+
     async def existing_external_ids(
         self, scope: str, source: str, keys: Sequence[tuple[str, str]], conn: asyncpg.Connection | None = None
     ) -> set[tuple[str, str]]:

@@ -102,3 +102,34 @@ async def test_leaving_the_chat_says_what_it_waits_for(app: App) -> None:
     assert await console.run() == 0
     assert "leaving: finishing this chat's memory writes" in err.getvalue()
     assert out.getvalue() == ""
+
+
+async def test_a_line_typed_in_an_imported_restricted_channel_stays_in_that_channel(
+        app: App, tmp_path: Path) -> None:
+    """A probe: `hippobot chat --channel staff`, staff imported as a private channel, stored what was typed for
+    the whole scope, and a question in a public channel recalled it."""
+    import json
+
+    from bot.console import console_identity
+    from tests.fakes import ScriptedLLM
+
+    history = tmp_path / "h.jsonl"
+    history.write_text(json.dumps({"id": "s1", "channel": "staff", "author": "ana",
+                                   "timestamp": "2026-10-01T10:00:00Z", "text": "staff meeting moved"}) + "\n")
+    await app.importer.run(history, "g1", private_channels=["staff"])
+    assert isinstance(app.brain.llm, ScriptedLLM)
+    app.brain.llm.reply = "Noted."
+    me = await console_identity(app.conversations, ConsoleIdentity(user="ana", channel="staff", scope="g1"))
+    assert me.channel_id == "staff" and me.visible_in == "staff"
+    console = Console(app.brain, me, io.StringIO(), io.StringIO(), io.StringIO(), interactive=False)
+    await console._chat("the vault combination is 4-8-15")
+    await app.brain.drain()
+    stored = await app.db.pool.fetchrow("SELECT visible_in FROM messages WHERE content LIKE '%4-8-15%'")
+    assert stored is not None and stored["visible_in"] == "staff"
+    public = await app.brain.context("what is the vault combination?", "g1", k=5, channel_id="general")
+    assert all("4-8-15" not in i.text for i in public.items())
+    staff = await app.brain.context("what is the vault combination?", "g1", k=5, channel_id="staff")
+    assert any("4-8-15" in i.text for i in staff.items())
+    # a channel of the console's own stays public, as before
+    mine = await console_identity(app.conversations, ConsoleIdentity(user="ana", channel="lounge", scope="g1"))
+    assert mine.channel_id == "console:lounge" and mine.visible_in is None
