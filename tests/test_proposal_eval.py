@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.proposal_histories import CYCLING, HISTORIES, generate, write_import_file
+from bench.proposal_histories import CYCLING, HELD_OUT, HISTORIES, generate, needs, write_import_file
 from memory.importer import parse_import_file
 
 
@@ -29,6 +29,22 @@ def test_a_history_spans_two_months_in_several_channels_with_its_people_and_need
         for need in (k for k in history.kinds if k.label.startswith("need:")):
             said = [m for m in messages if m.label == need.label]
             assert len({m.author for m in said}) >= 6 and len({m.at.date() for m in said}) >= 30, need.label
+
+
+@pytest.mark.parametrize("name", ["kitchen", "indiedev"])
+def test_a_blind_history_is_the_same_each_time_spans_two_months_and_its_needs_recur_across_people_and_days(
+        name: str) -> None:
+    history = HISTORIES[name]
+    messages = generate(history)
+    assert name in HELD_OUT
+    assert messages == generate(history)
+    first, last = messages[0].at, messages[-1].at
+    assert (last - first).days >= 60 and (last.year * 12 + last.month) - (first.year * 12 + first.month) >= 2
+    assert len({m.author for m in messages}) >= 8
+    assert len(needs(history)) == 2
+    for need in needs(history):
+        said = [m for m in messages if m.label == need]
+        assert len({m.author for m in said}) >= 5 and len({m.at.date() for m in said}) >= 10, need
 
 
 def test_the_import_file_holds_no_generator_label(tmp_path: Path) -> None:
