@@ -468,10 +468,16 @@ async def run_llm(args: argparse.Namespace, app, answered: list[Answered], turns
         print(f"  model {engines[reader].name} loaded in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     brain = app.brain
     picked = pick_for_llm(answered, args.llm_limit)
-    results: dict[str, list[dict]] = {r: [] for r in engines}
+    biases = args.abstain_bias if args.abstain_bias is not None else [brain.abstain_bias]
+    variants = [(reader, bias, reader if len(biases) == 1 else f"{reader}@{bias:g}")
+                for reader in engines for bias in biases]
+    results: dict[str, list[dict]] = {key: [] for _, _, key in variants}
+    shipped_bias = brain.abstain_bias
     try:
-        for reader, llm in engines.items():
+        for reader, bias, key in variants:
+            llm = engines[reader]
             brain.use_model(llm, prompt_builder(settings, llm))
+            brain.abstain_bias = bias
             for a in picked:
                 q = a.question
                 history = tuple(MemoryItem("turn", None, f"{t.speaker}: {t.text}", f"{t.speaker}: {t.text}", ())
@@ -505,16 +511,17 @@ async def run_llm(args: argparse.Namespace, app, answered: list[Answered], turns
                                        max_new_tokens=args.llm_tokens)
                     row[mode] = _scored(q, _first_line(await gen.complete()), prompt.tokens,
                                         time.perf_counter() - t1)
-                results[reader].append(row)
-                print(f"  llm reader={reader} {len(results[reader])}/{len(picked)} {q.qid}: "
+                results[key].append(row)
+                print(f"  llm reader={key} {len(results[key])}/{len(picked)} {q.qid}: "
                       f"core={row.get('core', {}).get('reply', '')[:30]!r} memory={row['memory']['reply'][:40]!r}",
                       file=sys.stderr)
             if args.llm_chat:
-                await _in_chat(app, reader, picked, {r["qid"]: r for r in results[reader]}, keep_prompts=args.keep_prompts)
+                await _in_chat(app, key, picked, {r["qid"]: r for r in results[key]}, keep_prompts=args.keep_prompts)
     finally:
         for llm in engines.values():
             await asyncio.to_thread(llm.close)
         brain.use_model(None, None)
+        brain.abstain_bias = shipped_bias
     return {"rows": results}
 
 
@@ -574,8 +581,9 @@ def _scored(q: Question, reply: str, tokens: int, seconds: float) -> dict:
 def print_llm(result: dict) -> dict:
     summary: dict = {}
     for reader, rows in result["rows"].items():
+        name, _, bias = reader.partition("@")
         label = {"on": "with the reader adapter", "off": "base model (no reader)"}.get(
-            reader, f"with the adapter in {reader}")
+            name, f"with the adapter in {name}") + (f", abstain bias {bias}" if bias else "")
         print(f"\nanswers, bundled model {label}, greedy: EM / F1 / contains per mode (core: no memory; memory: "
               "Brain.ask as shipped; long: the latest turns that fit); ΔEM = EM(memory) - EM(core); adversarial "
               "rows score an abstaining reply as right")
@@ -664,6 +672,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--no-hippobot", action="store_true", help="baselines only (no database)")
     p.add_argument("--llm", action="store_true", help="also score answers of the bundled model")
     p.add_argument("--llm-limit", type=int, default=40)
+    p.add_argument("--abstain-bias", type=float, nargs="+", default=None,
+                   help="with --llm: answer at each of these logit biases on the word that opens 'I don't know' "
+                        "(Brain.abstain_bias; default: the shipped setting, HIPPOBOT_READER_ABSTAIN_BIAS)")
     p.add_argument("--reader", nargs="+", default=["off", "on"],
                    help="with --llm: answer with the reader adapter (on), without it (off), or both (default); "
                         "a directory in bot/reader/'s layout answers with that adapter instead, to compare")

@@ -265,6 +265,7 @@ class App:
                 clock=clock,
                 max_generations=settings.max_pending_replies,
                 writer_queue=settings.max_pending_writes,
+                abstain_bias=settings.reader_abstain_bias,
             )
             importer = Importer(
                 conversations, episodes, router, archetype_store, embedder,

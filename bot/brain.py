@@ -293,6 +293,7 @@ class Brain:
         clock: Clock | None = None,
         max_generations: int = 8,
         writer_queue: int = 256,
+        abstain_bias: float = 0.0,
     ) -> None:
         self.conversations = conversations
         self.archetypes = archetypes
@@ -312,6 +313,10 @@ class Brain:
         # replies whose write is still queued, so the next turn sees them anyway
         self._unsaved: dict[str, StoredMessage] = {}
         self._temp_ids = itertools.count(-1, -1)
+        # A logit bias on the word that opens "I don't know" in a reply to a question about memory (see
+        # _abstain_boosts); 0 leaves the model's own balance between answering and saying it does not know.
+        self.abstain_bias = abstain_bias
+        self._abstain_ids: dict[int, tuple[int, ...]] = {}  # id(llm) -> its token ids for " don"
 
     def use_model(self, llm: LanguageModel | None, prompts: PromptBuilder | None) -> None:
         """Answer with ``llm`` and its prompt layout from now on (bench: one app, several engines)."""
@@ -474,8 +479,26 @@ class Brain:
         assert self.llm is not None
         if checks.refusal is not None:  # the memory cannot hold the answer: say so, without the model
             return Generation.fixed(checks.refusal, reason="not in memory")
+        boosts = dict(bundle.boosts or {})
+        if checks.about_memory and self.abstain_bias:
+            for token in self._abstain_tokens():
+                boosts[token] = boosts.get(token, 0.0) + self.abstain_bias
         return self.llm.generate(prompt.text, stop=prompt.stop, stop_pattern=prompt.stop_pattern,
-                                 boosts=bundle.boosts or None, adapter=bundle.adapter)
+                                 boosts=boosts or None, adapter=bundle.adapter)
+
+    def _abstain_tokens(self) -> tuple[int, ...]:
+        """The engine's token for " don" (the reader says it does not know as "I don't know..." or "I don't
+        remember...", docs/reader.md), without " Don" (a name). A reply that answers a question about memory
+        rarely needs the word; one that declines always opens with it. What the bias does is measured in
+        bench/memory_eval.py --abstain-bias; an answer it tips the model into that no memory holds is still
+        replaced by the grounding check (Reply._stream)."""
+        assert self.llm is not None
+        key = id(self.llm)
+        if key not in self._abstain_ids:
+            both = set(self.llm.word_token_ids(["don"]).get("don", ()))
+            name = set(self.llm.word_token_ids(["Don"]).get("Don", ()))
+            self._abstain_ids = {key: tuple(sorted(both - name))}
+        return self._abstain_ids[key]
 
     async def source_lines(self, scope: str, grounding: Grounding) -> list[SourceLine]:
         """Who said each source of ``grounding``, and when (from the message log): the messages that hold the

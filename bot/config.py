@@ -175,6 +175,13 @@ class Settings(BaseSettings):
         "answers from memory, says when it does not know. `false`: the base model as shipped. Never applied to "
         "`HIPPOBOT_MODEL`.",
     )
+    reader_abstain_bias: float = Field(
+        default=0.0, ge=-10.0, le=10.0,
+        description="A logit bias on the word that opens \"I don't know\" in replies to questions about memory: "
+        "below 0 the model answers more often, above 0 it declines more often. An answer no memory holds is "
+        "still replaced by the grounding check. Chosen on the dev split with `bench/memory_eval.py "
+        "--abstain-bias` (docs/reader.md).",
+    )
     max_new_tokens: int = Field(default=96, ge=1, le=2048, description="Reply length limit, in tokens.")
     context_tokens: int = Field(
         default=1024, ge=128,

@@ -344,3 +344,17 @@ async def test_a_question_put_to_the_bot_is_never_recalled_as_a_memory(app: App,
     bundle = await app.brain.context("where did Ben go on holiday, and what did he love?", "g1",
                                      channel_id="elsewhere", author_id="u-ana", k=10)
     assert any("tram rides" in i.text for i in bundle.items(preamble=False)), "the answer is still found"
+
+
+async def test_the_abstain_bias_is_applied_only_to_a_reply_to_a_question_about_memory(
+        app: App, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch) -> None:
+    ids = {"don": (7, 8), "Don": (8,)}  # an engine's " don" and " Don" (a name, never biased)
+    monkeypatch.setattr(llm, "word_token_ids", lambda words, exclude=(): {w: ids[w] for w in words if w in ids})
+    app.brain.abstain_bias = -2.0
+    await (await app.brain.ask("what is my dog called?", "g1", author_id="u-bo", author_name="bo")).complete()
+    assert llm.boosts[-1] == {7: -2.0}
+    await (await app.brain.ask("tell me a joke", "g1", author_id="u-bo", author_name="bo")).complete()
+    assert 7 not in llm.boosts[-1]
+    app.brain.abstain_bias = 0.0
+    await (await app.brain.ask("what is my cat called?", "g1", author_id="u-bo", author_name="bo")).complete()
+    assert 7 not in llm.boosts[-1]

@@ -80,3 +80,17 @@ async def test_a_lora_adapter_loads_through_peft(tmp_path: Path, gemma: Transfor
         assert text.strip()
     finally:
         llm.close()
+
+
+async def test_the_abstain_bias_lands_on_the_word_that_opens_i_dont_know(
+    db_url: str, tmp_path: Path, embedder: MiniLMEmbedder, gemma: TransformersLLM
+) -> None:
+    """HIPPOBOT_READER_ABSTAIN_BIAS moves the engine's token " don" ("I don't know..."), never the name " Don"."""
+    app = await App.open(make_settings(db_url, tmp_path, reader_abstain_bias=-3.0), with_llm=True, llm=gemma,
+                         embedder=embedder)
+    app.llm = None  # the module fixture owns the model
+    try:
+        assert app.brain._abstain_tokens() == (gemma.token_ids(" don")[0],)
+        assert gemma.token_ids(" Don")[0] not in app.brain._abstain_tokens()
+    finally:
+        await app.close()
