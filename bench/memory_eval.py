@@ -647,7 +647,7 @@ def print_llm(result: dict) -> dict:
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--split", choices=["dev", "heldout", "all"], default="heldout")
+    p.add_argument("--split", choices=["dev", "heldout", "heldout2", "all"], default="heldout")
     p.add_argument("--data", type=Path, default=DATA_DIR,
                    help="a data set: conv-*.jsonl and questions*.jsonl (default: the generated chats; "
                         "bench/data/memory_eval_natural: long hand-written ones)")
@@ -701,6 +701,9 @@ async def main(argv: Sequence[str] | None = None) -> int:
     if args.months:
         if not args.dream:
             print("memory_eval: --months goes with --dream", file=sys.stderr)
+            return 2
+        if args.split not in ("dev", "heldout", "all"):
+            print(f"memory_eval: --months has no {args.split} split (its seeds are dev and heldout)", file=sys.stderr)
             return 2
         from bench import dream_months
 
