@@ -199,7 +199,10 @@ def find_themes(
 
     A theme needs ``min_size`` distinct texts (the same line said again and
     again is not a kind of message) and must pass ``recurrence``. Its name and
-    terms never use a word of ``names`` (the people of the scope).
+    terms never use a word of ``names`` (the people of the scope). When
+    ``recurrence`` asks for requests, its examples are drawn from the members
+    that ask for something (a remark that clustered with them is no example
+    of the kind), if there are at least ``min_size`` of them.
     """
     themes = []
     for candidate in screen(poor, distance=distance, min_size=min_size, merge_similarity=merge_similarity,
@@ -214,8 +217,14 @@ def find_themes(
 
         texts = [m.text for m in group]
         name_words, terms = theme_words(texts, others, exclude=names, kind=request_kind(texts))
+        shown = group
+        if recurrence.request_share > 0:
+            from dream.requests import are_requests
+
+            asking = [m for m, asks in zip(group, are_requests(texts)) if asks]
+            shown = asking if len({normal(m.text) for m in asking}) >= min_size else group
         themes.append(Theme(tuple(group), centroid, tuple(name_words), tuple(terms),
-                            tuple(diverse_examples(group, centroid, max_examples)), merged_from,
+                            tuple(diverse_examples(shown, centroid, max_examples)), merged_from,
                             worded_by(group, name_words, terms)))
     return sorted(themes, key=lambda t: len(t.members), reverse=True)
 

@@ -256,3 +256,12 @@ def test_routed_is_served_only_by_an_archetype_made_for_that_kind_of_message(emb
     placed = place(_services(ranked), "g1", brewing, unit(np.mean([m.vector for m in brewing], axis=0)),
                    examples=debugging)
     assert placed.served_by is None and placed.base is None, placed.fits  # routed there, but not its kind
+
+
+def test_a_themes_examples_are_its_requests_not_a_remark_that_clustered_with_them(embedder: MiniLMEmbedder) -> None:
+    remarks = ["bottled the stout yesterday, it looks great", "the cider has been in the fermenter for two weeks now"]
+    poor = _brewing(embedder, {"when": _two_needs()["when"], "remark": remarks})
+    themes = find_themes(poor, distance=0.72, min_size=5, max_examples=20, recurrence=Recurrence(people=3, days=3))
+    assert len(themes) == 1 and {m.channel_id for m in themes[0].members} == {"when", "remark"}, [
+        sorted({m.channel_id for m in t.members}) for t in themes]
+    assert {m.channel_id for m in themes[0].examples} == {"when"}
