@@ -173,8 +173,10 @@ async def _candidates(app: Any, history: History, labels: dict[str, str], now: A
     ids = {r["id"]: r["external_id"] for r in await app.governance.pool.fetch(
         "SELECT id, external_id FROM messages WHERE scope = $1", history.scope)}
     recurrence = Recurrence(people=cfg.theme_people, days=cfg.theme_days, request_share=cfg.theme_request_share)
+    kept_apart: list[str] = []
     found = await asyncio.to_thread(screen, poor, distance=cfg.cluster_distance, min_size=cfg.min_cluster_size,
-                                    merge_similarity=cfg.theme_merge_similarity, recurrence=recurrence)
+                                    merge_similarity=cfg.theme_merge_similarity, recurrence=recurrence,
+                                    kept_apart=kept_apart)
     examples = await _example_vectors(services, history.scope)
     out = []
     for c in found:
@@ -192,7 +194,7 @@ async def _candidates(app: Any, history: History, labels: dict[str, str], now: A
         out.append({"size": len(c.members), "merged": c.merged_from, "refused": why or "",
                     "requests": round(c.request_share, 2), "nearest": nearest,
                     "labels": dict(composition.most_common())})
-    out.append({"poor_matches": len(poor), "seeded_themes": len(found)})
+    out.append({"poor_matches": len(poor), "seeded_themes": len(found), "kept_apart": kept_apart})
     return out
 
 
@@ -224,6 +226,9 @@ def print_make(result: dict[str, Any]) -> None:
             near = f", nearest {c['nearest']}" if c["nearest"] else ""
             print(f"  {c['size']:>4} msgs, {c['merged']} merged, requests {c['requests']:.0%}{near}: "
                   f"{c['refused'] or 'passes the rules'}  [{top}]")
+        apart = totals.get("kept_apart", [])
+        print(f"groups of requests close enough to merge but kept apart as two kinds: {len(apart)}"
+              + "".join(f"\n    {line}" for line in apart))
     covered = {n: sorted({p["need"] for p in key["proposals"].values() if p["history"] == n} & set(ns))
                for n, ns in key["needs"].items()}
     print("\nneeds with a proposal (by majority of its messages): "

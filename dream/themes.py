@@ -164,10 +164,12 @@ class Candidate:
 
 def screen(
     poor: Sequence[PoorMatch], *, distance: float, min_size: int, merge_similarity: float = MERGE_SIMILARITY,
-    recurrence: Recurrence = ANY_GROUP,
+    recurrence: Recurrence = ANY_GROUP, kept_apart: list[str] | None = None,
 ) -> list[Candidate]:
-    """Every candidate theme of ``poor``, largest first: clustered, merged (requests only with requests,
-    when ``recurrence`` asks for requests), each with the rule it fails, if any."""
+    """Every candidate theme of ``poor``, largest first: clustered, merged (requests only with requests, and
+    one kind of request only with the same kind, when ``recurrence`` asks for requests), each with the rule
+    it fails, if any. ``kept_apart``, if given, gets a line per pair of groups that would have merged but
+    are two kinds of request ("12 + 9 messages: scheduling and troubleshooting")."""
     if len(poor) < min_size:
         return []
     asks: dict[int, bool] = {}
@@ -177,7 +179,14 @@ def screen(
 
         asks = dict(zip((m.message_id for m in poor), are_requests([m.text for m in poor])))
         kind_of = lambda g: request_share_of(g, asks) >= recurrence.request_share  # noqa: E731
-        apart = lambda a, b: kind_of(a) and two_kinds(a, b) is not None  # noqa: E731
+
+        def two_requests_apart(a: Sequence[PoorMatch], b: Sequence[PoorMatch]) -> bool:
+            why = two_kinds(a, b) if kind_of(a) else None
+            if why is not None and kept_apart is not None:
+                kept_apart.append(f"{len(a)} + {len(b)} messages: {why}")
+            return why is not None
+
+        apart = two_requests_apart
     else:
         kind_of = None
     groups = merge_overlapping(clusters(poor, distance), merge_similarity, min_size=min_size, kind_of=kind_of,

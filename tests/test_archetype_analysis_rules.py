@@ -14,7 +14,8 @@ import numpy as np
 from dream.archetype_analysis import _changes, _plan_words, place
 from dream.cycle import DreamConfig
 from dream.requests import are_requests, request_kind
-from dream.themes import PoorMatch, Recurrence, find_themes, merge_overlapping, theme_words, two_kinds, unit
+from dream.themes import (PoorMatch, Recurrence, find_themes, merge_overlapping, screen, theme_words, two_kinds,
+                          unit)
 from memory.embed import MiniLMEmbedder
 
 NOW = datetime(2026, 10, 1, 12, tzinfo=UTC)
@@ -201,6 +202,9 @@ def test_two_needs_that_share_their_nouns_make_two_themes_or_one_clean_one_never
     assert 1 <= len(themes) <= 2
     assert all(len({m.channel_id for m in t.members}) == 1 for t in themes), [
         sorted({m.channel_id for m in t.members}) for t in themes]
+    said: list[str] = []
+    screen(poor, distance=0.72, min_size=5, recurrence=Recurrence(people=3, days=3), kept_apart=said)
+    assert said == ["12 + 12 messages: scheduling and troubleshooting"], said
 
 
 def test_pieces_of_one_kind_of_request_still_merge(embedder: MiniLMEmbedder) -> None:
