@@ -163,7 +163,7 @@ async def _candidates(app: Any, history: History, labels: dict[str, str], now: A
     """Every candidate theme of the archetype analysis (its clusters after merging), with why it was refused,
     re-derived with the dream's own functions on the same window (``screen``, then ``place`` for those that
     pass: the nearest archetype, its lead over the second, and whether it already serves them)."""
-    from dream.archetype_analysis import _poor_matches, place
+    from dream.archetype_analysis import _example_vectors, _poor_matches, made_for, place
     from dream.themes import Recurrence, screen, unit
 
     services = app.dream.services
@@ -173,21 +173,28 @@ async def _candidates(app: Any, history: History, labels: dict[str, str], now: A
     ids = {r["id"]: r["external_id"] for r in await app.governance.pool.fetch(
         "SELECT id, external_id FROM messages WHERE scope = $1", history.scope)}
     recurrence = Recurrence(people=cfg.theme_people, days=cfg.theme_days, request_share=cfg.theme_request_share)
+    kept_apart: list[str] = []
     found = await asyncio.to_thread(screen, poor, distance=cfg.cluster_distance, min_size=cfg.min_cluster_size,
-                                    merge_similarity=cfg.theme_merge_similarity, recurrence=recurrence)
+                                    merge_similarity=cfg.theme_merge_similarity, recurrence=recurrence,
+                                    kept_apart=kept_apart)
+    examples = await _example_vectors(services, history.scope)
     out = []
     for c in found:
         why, nearest = c.refused, ""
         if why is None:
-            placement = place(services, history.scope, c.members, unit(np.mean([m.vector for m in c.members], axis=0)))
-            nearest = f"{placement.nearest} +{placement.margin:.3f}"
+            placement = place(services, history.scope, c.members, unit(np.mean([m.vector for m in c.members], axis=0)),
+                              examples=examples)
+            fit = placement.fits.get(placement.nearest or "")
+            nearest = f"{placement.nearest} +{placement.margin:.3f}" + (
+                f", fit {fit[0]:.2f}/{fit[1]:.2f} {'made for them' if made_for(placement.nearest or '', fit) else 'not theirs'}"
+                if fit else "")
             if placement.served_by:
                 why = f"served by {placement.served_by} (same plan)"
         composition = Counter(labels.get(ids.get(m.message_id, ""), "?") for m in c.members)
         out.append({"size": len(c.members), "merged": c.merged_from, "refused": why or "",
                     "requests": round(c.request_share, 2), "nearest": nearest,
                     "labels": dict(composition.most_common())})
-    out.append({"poor_matches": len(poor), "seeded_themes": len(found)})
+    out.append({"poor_matches": len(poor), "seeded_themes": len(found), "kept_apart": kept_apart})
     return out
 
 
@@ -212,12 +219,16 @@ def print_make(result: dict[str, Any]) -> None:
         cands = [c for c in d["candidates"] if "size" in c]
         totals = next((c for c in d["candidates"] if "poor_matches" in c), {})
         print(f"candidate themes: {len(cands)} (poor matches {totals.get('poor_matches', 0)}); requests: share of "
-              "its messages that ask for something; nearest: the archetype nearest its centroid, + its lead")
+              "its messages that ask for something; nearest: the archetype nearest its centroid, + its lead, and "
+              "fit: its messages' similarity to that archetype's examples / its examples' to each other")
         for c in cands:
             top = ", ".join(f"{k} {v}" for k, v in list(c["labels"].items())[:3])
             near = f", nearest {c['nearest']}" if c["nearest"] else ""
             print(f"  {c['size']:>4} msgs, {c['merged']} merged, requests {c['requests']:.0%}{near}: "
                   f"{c['refused'] or 'passes the rules'}  [{top}]")
+        apart = totals.get("kept_apart", [])
+        print(f"groups of requests close enough to merge but kept apart as two kinds: {len(apart)}"
+              + "".join(f"\n    {line}" for line in apart))
     covered = {n: sorted({p["need"] for p in key["proposals"].values() if p["history"] == n} & set(ns))
                for n, ns in key["needs"].items()}
     print("\nneeds with a proposal (by majority of its messages): "

@@ -1,6 +1,7 @@
 """The archetype analysis' rules for what is worth a proposal (issue 30.2): a kind of request, never chatter;
-merging never folds a need into chatter; a kind an existing archetype serves with the same plan is not
-proposed again, and the rationale says what changes. Pure CPU: spaCy, numpy, a fake router."""
+merging never folds a need into chatter, nor two kinds of request into one; a kind an existing archetype made
+for it serves with the same plan is not proposed again, while one routed to a catch-all or to an archetype not
+made for it is; and the rationale says what changes. Pure CPU: spaCy, numpy, the real MiniLM, a fake router."""
 
 from __future__ import annotations
 
@@ -10,10 +11,12 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from dream.archetype_analysis import _changes, place
+from dream.archetype_analysis import _changes, _plan_words, place
 from dream.cycle import DreamConfig
 from dream.requests import are_requests, request_kind
-from dream.themes import PoorMatch, Recurrence, merge_overlapping, theme_words, unit
+from dream.themes import (PoorMatch, Recurrence, find_themes, merge_overlapping, screen, theme_words, two_kinds,
+                          unit)
+from memory.embed import MiniLMEmbedder
 
 NOW = datetime(2026, 10, 1, 12, tzinfo=UTC)
 
@@ -111,10 +114,17 @@ def _crashes(*, routed: bool, repeat: bool = False) -> list[PoorMatch]:
             for i, (t, v) in enumerate(zip(CRASHES, vectors))]
 
 
+def _examples_like(members: list[PoorMatch]) -> np.ndarray:
+    """Example vectors of an archetype made for ``members``: near their centroid."""
+    rng = np.random.default_rng(9)
+    return np.stack(_around(unit(np.mean([m.vector for m in members], axis=0)), 6, rng, 0.3))
+
+
 def test_a_kind_its_clear_nearest_archetype_routes_with_the_same_plan_is_served_not_proposed() -> None:
     members = _crashes(routed=True)
     centroid = unit(np.mean([m.vector for m in members], axis=0))
-    placed = place(_services([(DEBUGGING, 0.70), (GENERAL, 0.62)]), "g1", members, centroid)
+    placed = place(_services([(DEBUGGING, 0.70), (GENERAL, 0.62)]), "g1", members, centroid,
+                   examples={"technical_debugging": _examples_like(members)})
     assert placed.served_by == "technical_debugging", placed
     assert placed.plan == {"context_turns": 12, "context_vectors": 3, "similarity_threshold": 0.85, "triple_depth": 1}
 
@@ -122,16 +132,19 @@ def test_a_kind_its_clear_nearest_archetype_routes_with_the_same_plan_is_served_
 def test_a_kind_with_no_clear_nearest_or_that_got_the_default_plan_is_not_served() -> None:
     members = _crashes(routed=True)
     centroid = unit(np.mean([m.vector for m in members], axis=0))
-    tied = place(_services([(DEBUGGING, 0.62), (GENERAL, 0.61)]), "g1", members, centroid)
+    examples = {"technical_debugging": _examples_like(members)}
+    tied = place(_services([(DEBUGGING, 0.62), (GENERAL, 0.61)]), "g1", members, centroid, examples=examples)
     assert tied.served_by is None and tied.base is None
-    defaulted = place(_services([(DEBUGGING, 0.70), (GENERAL, 0.62)]), "g1", _crashes(routed=False), centroid)
+    defaulted = place(_services([(DEBUGGING, 0.70), (GENERAL, 0.62)]), "g1", _crashes(routed=False), centroid,
+                      examples=examples)
     assert defaulted.served_by is None
 
 
 def test_a_served_kind_whose_people_ask_again_gets_a_changed_plan_and_is_proposed() -> None:
     members = _crashes(routed=True, repeat=True)
     centroid = unit(np.mean([m.vector for m in members], axis=0))
-    placed = place(_services([(DEBUGGING, 0.70), (GENERAL, 0.62)]), "g1", members, centroid)
+    placed = place(_services([(DEBUGGING, 0.70), (GENERAL, 0.62)]), "g1", members, centroid,
+                   examples={"technical_debugging": _examples_like(members)})
     assert placed.served_by is None and placed.base == "technical_debugging"
     assert _changes(placed.base_plan, placed.plan) == "recent turns 12 -> 14, memories 3 -> 6", placed.plan
 
@@ -144,3 +157,115 @@ def test_a_theme_is_named_for_the_kind_of_request_its_messages_make() -> None:
     words, _ = theme_words(asks, ["the weather is grim", "had soup for lunch"], kind=request_kind(asks))
     assert words[-1] == "scheduling" and len(words) == 2, words
     assert request_kind(["the weather is grim again today", "so tired today", "my train was late"]) is None
+
+
+# --- round 3: two needs stay two; routed is not served unless the archetype was made for them -----------------
+
+BREWS = ("stout", "IPA", "cider", "lager", "saison", "mead", "pale ale", "porter")
+WHEN = ("when should I bottle the {b}?", "how long do I leave the {b} in the fermenter before bottling",
+        "what day should I dry hop the {b}, day 3 or day 5?", "when is the {b} ready to drink after bottling?",
+        "how soon can I cold crash the {b}", "how many weeks should the {b} condition before it's ready?")
+WRONG = ("my {b} smells like vinegar, what went wrong?", "the {b} stopped bubbling after two days, is it stuck?",
+         "why does my {b} taste like wet cardboard?", "there's white film on top of the {b}, is it infected?",
+         "my {b} came out flat after bottling, what did I do wrong", "the {b} is way too sweet, did the yeast fail?")
+HELLOS = ("morning all", "good morning!", "hey everyone", "hi hi", "evening folks", "hello!", "hiya", "sup all")
+MEAD_HOBBY = ("my own mead has the loveliest colour this week", "racked my mead again today, so clear now",
+              "tasted my mead after six months, honey notes everywhere", "gave a bottle of my mead to my aunt",
+              "new batch of my mead is bubbling away in the airing cupboard", "my mead won't be ready till spring")
+
+
+def _brewing(embedder: MiniLMEmbedder, kinds: dict[str, list[str]], *, one_author: str = "") -> list[PoorMatch]:
+    """A server's poorly served messages: each kind said by six people over as many days (``one_author``'s
+    kind by that person alone), every message labelled by its kind in the channel name."""
+    texts = [(kind, t) for kind, ts in kinds.items() for t in ts]
+    vectors = embedder.encode_sync([t for _, t in texts])
+    return [PoorMatch(i, t, kind, "mira" if kind == one_author else "abcdef"[i % 6], 0.55, None, v,
+                      NOW + timedelta(days=i % 20, hours=i))
+            for i, ((kind, t), v) in enumerate(zip(texts, vectors))]
+
+
+def _two_needs() -> dict[str, list[str]]:
+    # the same beers in both: their centroids sit close although one asks when, the other what went wrong
+    return {"when": [f.format(b=b) for f, b in zip(WHEN * 2, BREWS + BREWS[:4])],
+            "wrong": [f.format(b=b) for f, b in zip(WRONG * 2, BREWS[3:] + BREWS[:7])]}
+
+
+def test_two_needs_that_share_their_nouns_make_two_themes_or_one_clean_one_never_a_merged_one(
+        embedder: MiniLMEmbedder) -> None:
+    poor = _brewing(embedder, _two_needs())
+    when, wrong = [m for m in poor if m.channel_id == "when"], [m for m in poor if m.channel_id == "wrong"]
+    centroids = [unit(np.mean([m.vector for m in g], axis=0)) for g in (when, wrong)]
+    assert (1 + centroids[0] @ centroids[1]) / 2 >= 0.70, "close enough that the merge line alone would join them"
+    assert len(merge_overlapping([when, wrong], 0.70, min_size=5)) == 1, "without the rule: one grab-bag"
+    assert two_kinds(when, wrong) == "scheduling and troubleshooting"
+    themes = find_themes(poor, distance=0.72, min_size=5, recurrence=Recurrence(people=3, days=3))
+    assert 1 <= len(themes) <= 2
+    assert all(len({m.channel_id for m in t.members}) == 1 for t in themes), [
+        sorted({m.channel_id for m in t.members}) for t in themes]
+    said: list[str] = []
+    screen(poor, distance=0.72, min_size=5, recurrence=Recurrence(people=3, days=3), kept_apart=said)
+    assert said == ["12 + 12 messages: scheduling and troubleshooting"], said
+
+
+def test_pieces_of_one_kind_of_request_still_merge(embedder: MiniLMEmbedder) -> None:
+    when = _brewing(embedder, {"when": list(_two_needs()["when"])})
+    a, b = when[:6], when[6:]  # the same frames over other beers: one kind, in two pieces
+    assert two_kinds(a, b) is None
+    assert [len(g) for g, _ in merge_overlapping([a, b], 0.70, min_size=5, apart=two_kinds)] == [12]
+
+
+def test_greetings_and_one_persons_hobby_still_make_no_theme_beside_a_need(embedder: MiniLMEmbedder) -> None:
+    hellos = [h for h in HELLOS for _ in range(2)]
+    poor = _brewing(embedder, {"when": _two_needs()["when"], "hello": hellos, "hobby": list(MEAD_HOBBY) * 2},
+                    one_author="hobby")
+    themes = find_themes(poor, distance=0.72, min_size=5, recurrence=Recurrence(people=3, days=3))
+    assert [sorted({m.channel_id for m in t.members}) for t in themes] == [["when"]]
+
+
+SIMPLE = _Archetype("simple_continuation", 2, 0, 0.7, 0)
+ACKS = ("Thanks!", "Got it", "Ok cool", "Nice", "Awesome", "Sounds good", "Perfect", "Alright")
+DEBUG_EXAMPLES = ("Why isn't this function working?", "I'm getting an error in my code", "Can you help me debug this?",
+                  "This keeps throwing an exception", "Something is wrong with my implementation",
+                  "My script crashes with a stack trace when I run it",
+                  "The build fails and I don't understand the compiler error")
+
+
+def _routed_to(embedder: MiniLMEmbedder, texts: list[str], archetype: str) -> list[PoorMatch]:
+    return [PoorMatch(i, t, "brew", "abcdef"[i % 6], 0.62, archetype, v, NOW + timedelta(days=i), True)
+            for i, (t, v) in enumerate(zip(texts, embedder.encode_sync(texts)))]
+
+
+def test_a_need_routed_to_a_catch_all_archetype_is_still_proposed_with_the_plan_change_in_words(
+        embedder: MiniLMEmbedder) -> None:
+    members = _routed_to(embedder, _two_needs()["when"], "simple_continuation")
+    centroid = unit(np.mean([m.vector for m in members], axis=0))
+    examples = {"simple_continuation": embedder.encode_sync(list(ACKS))}
+    placed = place(_services([(SIMPLE, 0.66), (GENERAL, 0.55)]), "g1", members, centroid, examples=examples)
+    assert placed.served_by is None and placed.base is None, placed  # every one routed there, clear lead: not served
+    simple = {"context_turns": 2, "context_vectors": 0, "similarity_threshold": 0.7, "triple_depth": 0}
+    assert _changes(simple, placed.plan).startswith("recent turns 2 -> "), placed.plan
+    assert "graph depth 0 -> " in _changes(simple, placed.plan)
+    assert _plan_words(simple).endswith("graph depth 0: no facts from the knowledge graph")
+    assert "graph depth 2: facts up to 2 hops from what the message mentions" in _plan_words(placed.plan)
+
+
+def test_routed_is_served_only_by_an_archetype_made_for_that_kind_of_message(embedder: MiniLMEmbedder) -> None:
+    debugging = {"technical_debugging": embedder.encode_sync(list(DEBUG_EXAMPLES))}
+    ranked = [(DEBUGGING, 0.70), (GENERAL, 0.62)]
+    crashes = _routed_to(embedder, CRASHES, "technical_debugging")
+    placed = place(_services(ranked), "g1", crashes, unit(np.mean([m.vector for m in crashes], axis=0)),
+                   examples=debugging)
+    assert placed.served_by == "technical_debugging", placed.fits  # code errors: what it was made for
+    brewing = _routed_to(embedder, _two_needs()["when"], "technical_debugging")
+    placed = place(_services(ranked), "g1", brewing, unit(np.mean([m.vector for m in brewing], axis=0)),
+                   examples=debugging)
+    assert placed.served_by is None and placed.base is None, placed.fits  # routed there, but not its kind
+
+
+def test_a_themes_examples_are_its_requests_not_a_remark_that_clustered_with_them(embedder: MiniLMEmbedder) -> None:
+    remarks = ["bottled the stout yesterday, it looks great", "the cider has been in the fermenter for two weeks now"]
+    poor = _brewing(embedder, {"when": _two_needs()["when"], "remark": remarks})
+    themes = find_themes(poor, distance=0.72, min_size=5, max_examples=20, recurrence=Recurrence(people=3, days=3))
+    assert len(themes) == 1 and {m.channel_id for m in themes[0].members} == {"when", "remark"}, [
+        sorted({m.channel_id for m in t.members}) for t in themes]
+    assert {m.channel_id for m in themes[0].examples} == {"when"}

@@ -58,7 +58,7 @@ async def test_a_month_with_unserved_planning_talk_yields_a_planning_proposal(ap
     assert 0.5 <= p.payload["similarity_threshold"] <= 0.9 and 0 <= p.payload["triple_depth"] <= 3
     assert p.rationale.count("\n") >= 2 and "fit no archetype well" in p.rationale
     # what changes for those messages: the plan they get today, and each setting that moves
-    assert "Today " in p.rationale and re.search(r"that is (recent turns|memories|fact hops) \d+ -> \d+", p.rationale)
+    assert "Today " in p.rationale and re.search(r"that is (recent turns|memories|graph depth) \d+ -> \d+", p.rationale)
     ids = [m["message_id"] for m in p.evidence["messages"]]
     texts = {r["id"]: r["content"] for r in await app.db.pool.fetch("SELECT id, content FROM messages WHERE id = ANY($1)", ids)}
     assert len(ids) >= 5 and sum(texts[i] in PLANNING for i in ids) / len(ids) >= 0.8
