@@ -1,10 +1,11 @@
 """Archetype proposals worth a moderator's time, judged blind (issue 30.2).
 
-    python -m bench.proposal_eval make --out DIR [--histories cycling study raids garden language] [--seed 0]
+    python -m bench.proposal_eval make --out DIR [--histories cycling study ... indiedev] [--seed 0]
     python -m bench.proposal_eval score --out DIR [--verdicts DIR/verdicts.jsonl]
 
 ``make`` generates the server histories of ``bench.proposal_histories`` (``cycling`` and ``study``
-are dev, ``raids`` spent, ``garden`` and ``language`` held out; about two months
+are dev; ``raids``, ``garden`` and ``language`` spent; ``kitchen`` and ``indiedev``, written blind on
+2026-11-27, held out; about two months
 each, several channels, one restricted), writes each as a `hippobot import` JSON Lines file, imports
 them through the importer (``App.open`` + ``app.importer.run``, the restricted channel as a private
 channel, as ``hippobot import --private-channel`` does) into a fresh embedded database, runs the
