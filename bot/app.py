@@ -213,7 +213,8 @@ class App:
                 ApproverPolicy(frozenset({settings.approver_role}), quorum=settings.approval_quorum),
                 ttl=timedelta(hours=settings.proposal_ttl_hours),
             )
-            episodes_layer = EpisodesLayer(episodes, gate, embedder)
+            episodes_layer = EpisodesLayer(episodes, gate, embedder,
+                                           import_gate=replace(gate, tau=settings.import_gate_tau))
             semantic = None
             # The memory layers, in the order their recall is reported. Adding a layer is one line here.
             registered: list[MemoryLayer] = [TurnsLayer(conversations), episodes_layer]
@@ -266,10 +267,7 @@ class App:
                 max_generations=settings.max_pending_replies,
                 writer_queue=settings.max_pending_writes,
             )
-            importer = Importer(
-                conversations, episodes, router, archetype_store, embedder,
-                replace(gate, tau=settings.import_gate_tau), max_chars=settings.max_message_chars, absorber=absorber,
-            )
+            importer = Importer(conversations, absorber, embedder, episodes, max_chars=settings.max_message_chars)
             for layer in registered:  # what approving a layer's proposals does (e.g. persona shifts, adapters)
                 governance.register_kinds(layer.proposal_kinds())
                 governance.register_rejections(layer.proposal_rejections())

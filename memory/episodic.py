@@ -377,3 +377,10 @@ class EpisodicStore:
     async def count(self, scope: str) -> int:
         require_scope(scope)
         return await self._pool.fetchval("SELECT count(*) FROM episodes WHERE scope = $1", scope)
+
+    async def count_of(self, scope: str, message_ids: Sequence[int]) -> int:
+        """How many of ``message_ids`` (this scope's) are the source of an episode."""
+        require_scope(scope)
+        return await self._pool.fetchval(
+            "SELECT count(*) FROM episodes WHERE scope = $1 AND message_id = ANY($2::bigint[])",
+            scope, list(message_ids))
