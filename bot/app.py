@@ -305,7 +305,8 @@ class App:
         """Run the dream cycle nightly on this event loop, posting to ``channel``."""
         self.dream.services.channel = channel
         s = self.settings
-        self.scheduler = DreamScheduler(self.dream, hour=s.dream_hour, minute=s.dream_minute, timezone=s.dream_timezone)
+        self.scheduler = DreamScheduler(self.dream, hour=s.dream_hour, minute=s.dream_minute, timezone=s.dream_timezone,
+                                        clock=self.clock)
         self.scheduler.start()
         return self.scheduler
 
