@@ -394,3 +394,15 @@ async def test_an_imported_episode_keeps_its_message_and_its_channels_audience(a
     row = await app.db.pool.fetchrow("SELECT e.visible_in, m.external_id FROM episodes e "
                                      "JOIN messages m ON m.id = e.message_id")
     assert (row["visible_in"], row["external_id"]) == ("staff", "s1")
+
+
+async def test_an_imported_bot_message_stays_in_the_log_and_never_becomes_an_episode(app: App, tmp_path: Path) -> None:
+    """The bot's own words are conversation, not what people said: imported ones are absorbed like live replies
+    (never), so even an open gate makes no episode of them."""
+    admit_every_import(app)
+    rows = [LINES[0], {"id": "9", "channel": "general", "author": "hippo", "bot": True,
+                       "timestamp": "2026-10-01T10:05:00Z", "text": "Porto has the best custard tarts in Portugal"}]
+    report = await app.importer.run(write_jsonl(tmp_path / "h.jsonl", rows), "g1")
+    assert (report.imported, report.episodes) == (2, 1)
+    assert await app.db.pool.fetchval("SELECT count(*) FROM episodes WHERE content LIKE '%custard%'") == 0
+    assert await app.db.pool.fetchval("SELECT count(*) FROM messages WHERE content LIKE '%custard%'") == 1
