@@ -219,14 +219,14 @@ async def run_ablation(args: argparse.Namespace, app, questions: list[Question],
     await variant("+entity expansion (graph names searched as one more list)", cfg=_replace(base_cfg, expansion=True))
     gated: dict[str, float] = {}
     for tau in args.gate_taus:
-        gate = WriteGate(tau=tau)  # the importer's and the layer's (absorption writes what the import did not)
-        saved = app.importer.gate, layer._gate
-        app.importer.gate = layer._gate = gate
+        gate = WriteGate(tau=tau)  # the layer's, for imported messages and live ones
+        saved = layer.import_gate, layer._gate
+        layer.import_gate = layer._gate = gate
         try:
             for conv in convs:
                 await app.importer.run(args.data / f"{conv}.jsonl", f"{conv}~tau{tau}")
         finally:
-            app.importer.gate, layer._gate = saved
+            layer.import_gate, layer._gate = saved
         print(f"  ablation: gate tau={tau}", file=sys.stderr)
         rows[f"+gate (tau {tau})"] = summarize(await ask(args, app, questions, lambda c, t=tau: f"{c}~tau{t}"))
         gated[f"tau {tau}"] = (await writes_per_1k_words(app, [f"{c}~tau{tau}" for c in convs]))["per_1k_words"]

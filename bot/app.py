@@ -213,7 +213,8 @@ class App:
                 ApproverPolicy(frozenset({settings.approver_role}), quorum=settings.approval_quorum),
                 ttl=timedelta(hours=settings.proposal_ttl_hours),
             )
-            episodes_layer = EpisodesLayer(episodes, gate, embedder)
+            episodes_layer = EpisodesLayer(episodes, gate, embedder,
+                                           import_gate=replace(gate, tau=settings.import_gate_tau))
             semantic = None
             # The memory layers, in the order their recall is reported. Adding a layer is one line here.
             registered: list[MemoryLayer] = [TurnsLayer(conversations), episodes_layer]
@@ -267,10 +268,7 @@ class App:
                 writer_queue=settings.max_pending_writes,
                 abstain_bias=settings.reader_abstain_bias,
             )
-            importer = Importer(
-                conversations, episodes, router, archetype_store, embedder,
-                replace(gate, tau=settings.import_gate_tau), max_chars=settings.max_message_chars, absorber=absorber,
-            )
+            importer = Importer(conversations, absorber, embedder, episodes, max_chars=settings.max_message_chars)
             for layer in registered:  # what approving a layer's proposals does (e.g. persona shifts, adapters)
                 governance.register_kinds(layer.proposal_kinds())
                 governance.register_rejections(layer.proposal_rejections())
@@ -308,7 +306,8 @@ class App:
         """Run the dream cycle nightly on this event loop, posting to ``channel``."""
         self.dream.services.channel = channel
         s = self.settings
-        self.scheduler = DreamScheduler(self.dream, hour=s.dream_hour, minute=s.dream_minute, timezone=s.dream_timezone)
+        self.scheduler = DreamScheduler(self.dream, hour=s.dream_hour, minute=s.dream_minute, timezone=s.dream_timezone,
+                                        clock=self.clock)
         self.scheduler.start()
         return self.scheduler
 

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from datetime import UTC, datetime
+from datetime import datetime
 from collections.abc import Collection
 from typing import Protocol
 
 from dream.governance import Governance, Proposal
+from memory.clock import Clock, SystemClock
 from memory.db import session_lock
 
 log = logging.getLogger(__name__)
@@ -38,8 +39,9 @@ class ProposalChannel(Protocol):
 class Outbox:
     """Posts what governance has queued; the queue itself (``post_pending``) is governance's."""
 
-    def __init__(self, governance: Governance) -> None:
+    def __init__(self, governance: Governance, clock: Clock | None = None) -> None:
         self._governance = governance
+        self._clock = clock or SystemClock()  # when a post is recorded, unless the caller says
         self._lock = asyncio.Lock()
 
     async def pending(self, limit: int = 50, *, scope: str | None = None,
@@ -86,7 +88,7 @@ class Outbox:
                 log.warning("could not post proposal %s (%s: %s); it stays in the outbox",
                             proposal_id, type(exc).__name__, exc)
                 continue
-            await self._governance.mark_posted(proposal_id, ref, now or datetime.now(UTC), as_posted=proposal)
+            await self._governance.mark_posted(proposal_id, ref, now or self._clock.now(), as_posted=proposal)
             posted += 1
             log.info("proposal %s posted (ref %s)", proposal_id, ref)
         return posted

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import logging
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.cron import CronTrigger
 
 from dream.cycle import DreamCycle, RunReport
+from memory.clock import Clock, SystemClock
 
 log = logging.getLogger(__name__)
 
@@ -17,8 +18,10 @@ JOB_ID = "hippobot-dream-cycle"
 
 
 class DreamScheduler:
-    def __init__(self, cycle: DreamCycle, *, hour: int, minute: int, timezone: str, misfire_grace_s: int = 3600) -> None:
+    def __init__(self, cycle: DreamCycle, *, hour: int, minute: int, timezone: str, misfire_grace_s: int = 3600,
+                 clock: Clock | None = None) -> None:
         self.cycle = cycle
+        self._clock = clock or SystemClock()  # the app's: what "now" a scheduled run dreams at
         self._hour, self._minute, self._tz = hour, minute, ZoneInfo(timezone)
         self.trigger = CronTrigger(hour=hour, minute=minute, timezone=timezone)
         self._scheduler = AsyncIOScheduler(timezone=timezone)
@@ -50,6 +53,6 @@ class DreamScheduler:
         return slot
 
     async def _run(self) -> None:
-        now = datetime.now(UTC)
+        now = self._clock.now()  # the app's "now" (a shifted clock shifts the dream's), fired at the wall clock's
         self.last_report = await self.cycle.run(now, trigger="schedule", slot=self.slot(now))
         log.info("%s", self.last_report.render())

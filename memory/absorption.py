@@ -34,7 +34,8 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class AbsorbHints:
     """What the live turn knew that the store does not: the vector of the text it saw, the reply's surprise and
-    entropy, the message's novelty at recall, and which items of each layer reached the prompt."""
+    entropy, the message's novelty at recall, and which items of each layer reached the prompt; or what an
+    import knew: the vector, and the message's novelty among the messages imported with it."""
 
     text: str | None = None
     vector: np.ndarray | None = None
@@ -42,6 +43,7 @@ class AbsorbHints:
     used: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
     entropy: float | None = None
     novelty: float | None = None
+    batch_novelty: float | None = None
 
 
 def absorb_waves(layers: Sequence[MemoryLayer]) -> list[list[MemoryLayer]]:
@@ -95,7 +97,7 @@ class Absorber:
         now = self.clock.now()
         fresh = hints.text == message.content  # the novelty was measured for this text
         turn = AbsorbedTurn(message, reply, vector, plan, now, hints.surprise, hints.used, hints.entropy,
-                            hints.novelty if fresh else None)
+                            hints.novelty if fresh else None, hints.batch_novelty if fresh else None)
         ok = True
 
         async def one(layer: MemoryLayer) -> None:

@@ -315,7 +315,6 @@ class ArchetypeRouter:
         self._listener: asyncpg.Connection | None = None
         self._listener_lost = False  # its connection closed: changes are not heard until it listens again
         self._refresh_lock = asyncio.Lock()
-        self.loaded_at: datetime | None = None
 
     @property
     def archetypes(self) -> list[Archetype]:
@@ -439,7 +438,6 @@ class ArchetypeRouter:
                 global_view=tuple(i for i, a in enumerate(archetypes) if a.scope is None and a.active),
                 scope_views={s: scope_view(archetypes, s, by_scope.get(s, {})) for s in special},
             )
-            self.loaded_at = datetime.now().astimezone()
 
     async def _centroid(self, examples: Sequence[str]) -> np.ndarray:
         vectors = await self._embedder.embed_many(list(examples))

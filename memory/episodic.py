@@ -342,13 +342,14 @@ class EpisodicStore:
                 at,
             )
 
-    async def pin(self, scope: str, message_id: int, pinned: bool = True) -> int:
-        """Pin (or unpin) the episode of a message: pinned memories never decay. Returns rows changed."""
+    async def pin(self, scope: str, message_id: int, now: datetime, pinned: bool = True) -> int:
+        """Pin (or unpin) the episode of a message at ``now`` (which reinforces it): pinned memories never decay.
+        Returns rows changed."""
         require_scope(scope)
         status = await self._pool.execute(
-            """UPDATE episodes SET pinned = $3, last_reinforced_at = GREATEST(last_reinforced_at, now())
+            """UPDATE episodes SET pinned = $3, last_reinforced_at = GREATEST(last_reinforced_at, $4)
                WHERE scope = $1 AND (message_id = $2 OR reply_message_id = $2)""",
-            scope, message_id, pinned,
+            scope, message_id, pinned, now,
         )
         return int(status.split()[-1])
 
@@ -377,3 +378,10 @@ class EpisodicStore:
     async def count(self, scope: str) -> int:
         require_scope(scope)
         return await self._pool.fetchval("SELECT count(*) FROM episodes WHERE scope = $1", scope)
+
+    async def count_of(self, scope: str, message_ids: Sequence[int]) -> int:
+        """How many of ``message_ids`` (this scope's) are the source of an episode."""
+        require_scope(scope)
+        return await self._pool.fetchval(
+            "SELECT count(*) FROM episodes WHERE scope = $1 AND message_id = ANY($2::bigint[])",
+            scope, list(message_ids))

@@ -9,12 +9,15 @@ Timestamps are RFC 3339 / ISO 8601, ``Z`` or ``z`` for UTC.
 
 The whole file is checked before anything is written; any malformed record
 aborts the import with every problem listed and nothing stored. Messages keep
-their own ids and timestamps; a re-import adds nothing twice. Each new
-message the write gate admits (on its calibrated salience) becomes an episode,
-so "wrote 0 episode(s)" for a few plain messages is no failure; every new
-message's archetype match is logged with its own timestamp so the dream cycle
-sees imported history as history. Every memory layer then absorbs the new messages, and whatever an earlier, interrupted
-import of the scope left unabsorbed.
+their own ids and timestamps; a re-import adds nothing twice. The importer
+writes only the message log; everything remembered from it is written by the
+memory layers, through the same durable absorption as a live message
+(memory.absorption): each new person message, and whatever an earlier,
+interrupted import of the scope left unabsorbed. The episodes layer makes an
+episode of each message the import's write gate admits on its calibrated
+salience (memory.salience; so "wrote 0 episode(s)" for a few plain messages
+is no failure), and each message's archetype match is logged with its own
+timestamp, so the dream cycle sees imported history as history.
 """
 
 from __future__ import annotations
@@ -32,16 +35,14 @@ from typing import Any
 import asyncpg
 import numpy as np
 
-from memory.archetypes import ArchetypeRouter, ArchetypeStore, MatchRecord
 from memory.absorption import AbsorbHints, Absorber
 from memory.conversation import ConversationStore, NewMessage, StoredMessage, require_scope
 from memory.embed import Embedder
-from memory.episodic import EpisodicStore, NewEpisode, WriteGate
+from memory.episodic import EpisodicStore
 from memory.errors import ImportFileError, InvalidInput
 from memory.fields import check_id, check_time, clean_name, clean_text, id_problem
-from memory.layers.episodes import key_text
 from memory.provenance import forgotten_digest
-from memory.salience import imported_saliences
+from memory.salience import batch_novelty
 from memory.sources import IMPORTED
 
 log = logging.getLogger(__name__)
@@ -340,26 +341,23 @@ def parse_import_file(path: Path, *, max_chars: int) -> tuple[list[ImportedMessa
 
 
 class Importer:
+    """Writes an imported history into the message log, then hands each new message to the absorber, which
+    gives it to every memory layer as it does a live message. ``episodes`` is read only, for the report."""
+
     def __init__(
         self,
         conversations: ConversationStore,
-        episodes: EpisodicStore,
-        router: ArchetypeRouter,
-        archetype_store: ArchetypeStore,
+        absorber: Absorber,
         embedder: Embedder,
-        gate: WriteGate,
+        episodes: EpisodicStore,
         *,
         max_chars: int,
-        absorber: Absorber | None = None,
     ) -> None:
         self._conversations = conversations
-        self._episodes = episodes
-        self._router = router
-        self._archetype_store = archetype_store
-        self._embedder = embedder
-        self.gate = gate  # what enters the episodic index (the log keeps every message)
-        self._max_chars = max_chars
         self._absorber = absorber
+        self._embedder = embedder
+        self._episodes = episodes
+        self._max_chars = max_chars
 
     async def run(
         self, path: Path, scope: str, *, progress: Callable[[int, int], None] | None = None,
@@ -367,14 +365,14 @@ class Importer:
     ) -> ImportReport:
         """Import ``path`` into ``scope``: all the messages or none, then every memory layer absorbs them.
 
-        Messages, their episodes (keyed like live ones, "Name: text") and
-        archetype matches are written in one transaction, under a per-scope
-        lock so that two imports of one file write it once. Then the absorber
-        gives every new person message to every memory layer (the graph's
-        facts, and whatever layers exist), marking each absorbed, and with
-        them what an earlier, interrupted import into ``scope`` left
+        The messages are written in one transaction, under a per-scope lock
+        so that two imports of one file write it once. Then the absorber
+        gives every new person message to every memory layer (episodes, the
+        graph's facts, and whatever layers exist), marking each absorbed, and
+        with them what an earlier, interrupted import into ``scope`` left
         unabsorbed (a re-run finds its messages present). Messages of
-        ``private_channels`` are restricted to their channel's audience.
+        ``private_channels`` are restricted to their channel's audience, and
+        so is everything the layers derive from them.
         """
         require_scope(scope)
         private = frozenset(private_channels)
@@ -410,13 +408,10 @@ class Importer:
             scope, SOURCE, [(m.channel_id, m.external_id) for m in messages])
         new = [m for m in messages if (m.channel_id, m.external_id) not in present]
         bare = await self._embed([m.text for m in new], progress)
-        # No reply, no surprise: salience calibrated from each message itself (memory.salience), so decay
-        # forgets imported trivia, never most of a history. CPU work: off the loop. Only the messages the
-        # gate admits need their episode key ("Name: text") embedded: a few percent of a history.
-        saliences = await asyncio.to_thread(imported_saliences, [m.text for m in new], np.asarray(bare)) \
-            if new else []
-        admitted = [i for i, salience in enumerate(saliences) if self.gate.admits(salience)]
-        keys = dict(zip(admitted, await self._embed([key_text(new[i].author_name, new[i].text) for i in admitted])))
+        # No reply, no surprise: the episodes layer calibrates an imported message's salience from the message
+        # itself and its novelty among this batch (memory.salience), which only the import sees whole. CPU
+        # work, proportional to the batch squared: off the loop.
+        novelty = await asyncio.to_thread(batch_novelty, np.asarray(bare)) if new else np.zeros(0)
         async with self._conversations.transaction() as conn:
             await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended('import:' || $1, 0))", scope)
             # Another import of the same messages may have committed while this one embedded.
@@ -432,17 +427,13 @@ class Importer:
                     is_bot=m.is_bot, reply_to_external=m.reply_to, channel_name=m.channel_name,
                     author_username=m.author_username,
                     visible_in=m.channel_id if m.channel_id in private else None), conn))
-            written = await self._episodes.add_many([
-                NewEpisode(scope=scope, channel_id=s.channel_id, author_id=s.author_id, message_id=s.id,
-                           content=f"{s.author_name}: {s.content}", embedding=keys[i], created_at=s.created_at,
-                           salience=saliences[i], visible_in=s.visible_in)
-                for s, i in zip(stored, fresh) if i in keys], conn)
-            await self._archetype_store.record_matches([
-                MatchRecord(scope, s.id, self._router.classify(bare[i], scope), s.created_at, bare[i])
-                for s, i in zip(stored, fresh) if not s.is_bot], conn)
-        resumed = await self._absorb(scope, stored, [bare[i] for i in fresh], absorb_progress)
+        # What is remembered of them (episodes, facts, archetype matches, ...) each layer writes, through the
+        # absorption a live message takes: from here a crash leaves messages unabsorbed, never half-remembered,
+        # and the next import of the scope (or the next start) absorbs them.
+        resumed = await self._absorb(scope, stored, [(bare[i], float(novelty[i])) for i in fresh], absorb_progress)
         if len(stored) >= ANALYZE_AFTER:
             await self._analyze()
+        written = await self._episodes.count_of(scope, [s.id for s in stored]) if stored else 0
         return ImportReport(
             read=len(messages) + forgotten + opted_out_count, imported=len(stored),
             already_present=len(messages) - len(stored), skipped_empty=empty, episodes=written,
@@ -481,15 +472,15 @@ class Importer:
                 progress(min(start + _EMBED_CHUNK, len(texts)), len(texts))
         return vectors
 
-    async def _absorb(self, scope: str, stored: list[StoredMessage], vectors: list[np.ndarray],
+    async def _absorb(self, scope: str, stored: list[StoredMessage], known_vectors: list[tuple[np.ndarray, float]],
                       progress: Callable[[int, int], None] | None) -> int:
         """Absorb every imported person message of ``scope`` not absorbed yet, oldest first: this import's
-        (``stored``, their ``vectors`` at hand) and those an interrupted import left, which a re-run finds
-        "already present" and would otherwise leave to the next start of ``chat`` or ``run``. How many of
-        the latter. The absorber's own path (the one start-up's backlog takes): absorbed_at marks each."""
-        if self._absorber is None:
-            return 0
-        known = {s.id: AbsorbHints(text=s.content, vector=v) for s, v in zip(stored, vectors) if not s.is_bot}
+        (``stored``, with their vectors and batch novelty at hand) and those an interrupted import left, which a
+        re-run finds "already present" and would otherwise leave to the next start of ``chat`` or ``run`` (their
+        novelty is measured among the others of their chunk). How many of the latter. The absorber's own path
+        (the one start-up's backlog takes): absorbed_at marks each."""
+        known = {s.id: AbsorbHints(text=s.content, vector=v, batch_novelty=n)
+                 for s, (v, n) in zip(stored, known_vectors) if not s.is_bot}
         pending = await self._conversations.unabsorbed_in(scope, SOURCE)
         resumed = 0
         for start in range(0, len(pending), _ABSORB_CHUNK):
@@ -497,7 +488,10 @@ class Importer:
             hints = {i: known[i] for i in chunk if i in known}
             earlier = await self._conversations.many(scope, [i for i in chunk if i not in known])
             texts = [m.content for m in earlier.values()]
-            hints |= {i: AbsorbHints(text=t, vector=v) for i, t, v in zip(earlier, texts, await self._embed(texts))}
+            vectors = await self._embed(texts)
+            novelty = batch_novelty(np.asarray(vectors)) if vectors else np.zeros(0)
+            hints |= {i: AbsorbHints(text=t, vector=v, batch_novelty=float(n))
+                      for i, t, v, n in zip(earlier, texts, vectors, novelty)}
             await self._absorber.prepare([h.text for h in hints.values() if h.text])  # one spaCy batch per layer
             for done, message_id in enumerate(chunk, start=start + 1):
                 if message_id in hints and await self._absorber.absorb(message_id, hints[message_id]):

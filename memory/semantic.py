@@ -37,7 +37,7 @@ import math
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import asyncpg
@@ -891,7 +891,7 @@ class SemanticMemory:
             now - timedelta(days=1), scope)
         return len(doomed)
 
-    async def merge_near_duplicates(self, *, similarity: float = 0.97, scope: str | None = None) -> int:
+    async def merge_near_duplicates(self, now: datetime, *, similarity: float = 0.97, scope: str | None = None) -> int:
         """Merge entity nodes whose names embed as near-duplicates ("cats"/"cat") within one scope and
         one owner (ana's cat never merges with ben's, nor with the world's), in ``scope`` (None: all).
         The dropped node's edges move to the kept one; an edge the kept node already has gains the
@@ -911,7 +911,7 @@ class SemanticMemory:
                 moved = await self._merge(conn, p["keep"], p["drop"])
                 merged_scope = await conn.fetchval("SELECT scope FROM kg_nodes WHERE id = $1", p["keep"])
             # the moved facts now read with the kept node's name: their sentence vectors follow
-            await self._embed_facts(merged_scope, moved, datetime.now(UTC))
+            await self._embed_facts(merged_scope, moved, now)
             gone.add(p["drop"])
             merged += 1
         return merged

@@ -15,6 +15,7 @@ import shutil
 import tempfile
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import asyncpg
@@ -123,6 +124,16 @@ def make_settings(db_url: str, data_dir: Path, **overrides: object) -> Settings:
     values: dict[str, object] = {"database_url": db_url, "data_dir": data_dir, "archetype_refresh_seconds": 3600}
     values.update(overrides)
     return Settings(_env_file=None, **values)  # type: ignore[arg-type]
+
+
+def admit_every_import(app: App) -> None:
+    """Every imported message an episode: the episodes layer's gate for imports opened (tests about what an import
+    or the dream does with episodes, not about which messages the gate keeps out)."""
+    from memory.layers.episodes import EpisodesLayer
+
+    layer = app.brain.layer("episodes")
+    assert isinstance(layer, EpisodesLayer)
+    layer.import_gate = replace(layer.import_gate, tau=0.0)
 
 
 @pytest.fixture

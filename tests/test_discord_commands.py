@@ -19,10 +19,12 @@ from bot.app import App
 from bot.brain import IncomingTurn
 from bot.discord.admin import AdminCog
 from bot.discord.chat import read_text_attachments
+from bot.discord.common import DreamPosting
 from bot.discord.dream import DreamCog, ProposalButton
 from bot.discord.services import Services
 from bot.discord.rules import MessageFacts, parse_message_link, scope_for, should_answer, split_message
 from bot.discord.streaming import StreamingReply
+from dream.governance import Proposal
 from memory.clock import SimulatedClock
 
 GUILD = 555
@@ -385,6 +387,29 @@ async def test_dream_run_dreams_only_this_server(app: App) -> None:
     await cog.dream_run.callback(cog, i)
     assert i.response.defer.await_count == 1
     assert await app.db.pool.fetchval("SELECT scope FROM dream_runs") == str(GUILD)
+
+
+async def test_an_admin_command_posts_the_outbox_through_the_shared_posting_not_another_cog(app: App) -> None:
+    """Issue 31.1: AdminCog posts what its commands queue through ``Services.posting`` (the client's, shared with
+    the DreamCog), never by looking the DreamCog up: its bot here has no ``get_cog`` at all."""
+    pid = await propose(app, str(GUILD), "tea_talk")
+    posted: list[int] = []
+
+    class Router:
+        async def routable(self, scopes: list[str | None]) -> list[str | None]:
+            return scopes
+
+        async def post_proposal(self, proposal: Proposal) -> str | None:
+            posted.append(proposal.id)
+            return "ref-1"
+
+    services = Services.of(app)
+    services = replace(services, posting=DreamPosting(services.outbox, Router(), app.clock))
+    bot = SimpleNamespace(settings=app.settings, user=None)
+    cog = AdminCog(bot, services)  # type: ignore[arg-type]
+    i = interaction(member(2, manage=True))
+    await cog.dream_channel_clear.callback(cog, i)
+    assert posted == [pid]
 
 
 async def test_config_show_names_only_this_servers_channels(app: App) -> None:

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from bot.app import App
 from dream.governance import Proposal
 from dream.outbox import Outbox
+from memory.clock import SimulatedClock
 
 
 async def new_proposal(app: App, name: str = "tea_talk") -> int:
@@ -98,3 +99,11 @@ async def test_a_flush_for_one_scope_leaves_the_others(app: App) -> None:
     printing = PrintingChannel()
     assert await outbox.flush(printing, scope="local") == 1
     assert [p.id for p in printing.posts] == [theirs.id] and await outbox.pending() == [ours]
+
+
+async def test_a_post_is_recorded_at_the_outboxs_clock(app: App) -> None:
+    """A flush told no "now" (the console's) records the post at the clock the outbox was given."""
+    pid = await new_proposal(app)
+    clock = SimulatedClock(datetime(2027, 3, 2, 12, 0, tzinfo=UTC))
+    assert await Outbox(app.governance, clock).flush(PrintingChannel()) == 1
+    assert await app.db.pool.fetchval("SELECT posted_at FROM proposals WHERE id = $1", pid) == clock.now()

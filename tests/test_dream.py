@@ -6,7 +6,6 @@ import asyncio
 import io
 import re
 import threading
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from dream.governance import GovernanceError, NotAnApprover, OtherScope, Unknown
 from dream.steps import DEFAULT_STEPS
 from dream.themes import LIGHT_VERBS, PoorMatch, Recurrence, gerund, theme_words
 from memory.salience import TRIVIA, batch_novelty, imported_salience
+from tests.conftest import admit_every_import
 from tests.dream_data import (
     DENTIST, HELD_OUT_PLANNING, NOW, PLANNING, month_of_history, planning_month, two_months_of_history,
 )
@@ -42,7 +42,7 @@ async def dreamt(app: App, tmp_path: Path) -> tuple[object, object]:
 def every_imported_message_is_an_episode(app: App) -> None:
     """The dream replays and decays episodes: here every imported message becomes one (the import's gate
     would keep the month's trivia out of the episodic index, and trivia fading is what is tested)."""
-    app.importer.gate = replace(app.importer.gate, tau=0.0)
+    admit_every_import(app)
 
 
 @pytest.mark.slow

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from bot.app import App
+from tests.conftest import admit_every_import
 
 T0 = datetime(2027, 3, 2, 12, 0, tzinfo=UTC)  # after the wall clock, which the test app absorbs at
 CELLO = ["I play the cello in the Leeds Philharmonic.", "I still play the cello in the Leeds Philharmonic."]
@@ -17,7 +17,7 @@ EDGE = """SELECT e.id, e.evidence_count FROM kg_edges e JOIN kg_nodes t ON t.id 
 
 def history(app: App, path: Path, lines: list[tuple[int, str]]) -> Path:
     """``lines`` (day, text) by Ana as an import file; every line becomes an episode (gate open)."""
-    app.importer.gate = replace(app.importer.gate, tau=0.0)
+    admit_every_import(app)
     path.write_text("".join(json.dumps({
         "id": f"m{i}", "channel": "100", "author": {"id": "7", "name": "Ana"},
         "timestamp": (T0 + timedelta(days=day)).isoformat().replace("+00:00", "Z"), "text": text}) + "\n"

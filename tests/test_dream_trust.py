@@ -13,6 +13,7 @@ import pytest
 from bot.app import App
 from dream.governance import Proposal, Voter
 from memory.conversation import NewMessage
+from tests.conftest import admit_every_import
 from tests.dream_data import NOW, month_of_history
 from tests.test_forgetting import traces
 
@@ -61,7 +62,7 @@ class Recorder:
 
 @pytest.fixture(autouse=True)
 def every_imported_message_is_an_episode(app: App) -> None:
-    app.importer.gate = replace(app.importer.gate, tau=0.0)
+    admit_every_import(app)
 
 
 def history_with(path: Path, lines: list[str], *, channel: str, authors: tuple[str, ...]) -> Path:

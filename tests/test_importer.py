@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -12,9 +11,12 @@ import numpy as np
 import pytest
 
 from bot.app import App
+from tests.conftest import admit_every_import
 from tests.fakes import ScriptedLLM
 from memory.errors import ImportFileError
 from memory.importer import parse_import_file
+from memory.layers.base import AbsorbedTurn, BaseLayer
+from memory.layers.episodes import EpisodesLayer
 
 LINES = [
     {"id": "1", "channel": "general", "author": "ana", "timestamp": "2026-10-01T10:00:00Z", "text": "I moved to Porto last year"},
@@ -29,10 +31,16 @@ def write_jsonl(path: Path, rows: list[object]) -> Path:
     return path
 
 
+def episodes_layer(app: App) -> EpisodesLayer:
+    layer = app.brain.layer("episodes")
+    assert isinstance(layer, EpisodesLayer)
+    return layer
+
+
 def admit_everything(app: App) -> None:
     """Every imported message an episode (the production gate keeps fillers such as "nice, how do you like it?"
     out; these tests are about what an import writes, not about the gate)."""
-    app.importer.gate = replace(app.importer.gate, tau=0.0)
+    admit_every_import(app)
 
 
 async def test_jsonl_import_keeps_ids_and_timestamps_and_is_idempotent(app: App, tmp_path: Path) -> None:
@@ -210,8 +218,7 @@ async def test_what_the_import_gate_declines_stays_out_of_the_episodes_but_is_fo
     rows = [{"id": str(i), "channel": "general", "author": "ana", "timestamp": f"2026-10-01T10:{i:02d}:00Z",
              "text": text} for i, text in enumerate(["ok", "lol", "My dentist Dr. Okafor moved to 14 Elm Street in Leeds",
                                                       "haha yes"])]
-    gate = WriteGate(tau=0.3)
-    app.importer.gate = gate  # what the importer writes; absorption (which runs after) must not undo it
+    episodes_layer(app).import_gate = WriteGate(tau=0.3)  # what the episodes layer admits of an import
     report = await app.importer.run(write_jsonl(tmp_path / "h.jsonl", rows), "g1")
     assert report.imported == 4 and report.episodes == 1
     assert await app.db.pool.fetchval("SELECT count(*) FROM messages WHERE scope = 'g1' AND absorbed_at IS NULL") == 0
@@ -333,3 +340,69 @@ async def test_someone_who_opted_out_is_not_remembered_from_an_imported_file(app
     assert await pool.fetchval("SELECT count(*) FROM episodes WHERE content LIKE '%how do you like it%'") == 0
     elsewhere = await app.importer.run(path, "g2")
     assert elsewhere.imported == 2 and elsewhere.skipped_opted_out == 0
+
+
+async def test_an_import_remembers_only_through_the_layers_absorb(
+        app: App, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 31.1: the importer writes the message log and nothing a layer owns; with the episodes layer left out
+    of absorption, an import stores and absorbs its messages and writes no episode."""
+    admit_everything(app)
+    absorber = app.importer._absorber
+    monkeypatch.setattr(absorber, "layers", [x for x in absorber.layers if x.name != "episodes"])
+    report = await app.importer.run(write_jsonl(tmp_path / "h.jsonl", LINES), "g1")
+    assert (report.imported, report.episodes) == (2, 0)
+    assert await app.conversations.count_unabsorbed() == 0
+    assert await app.db.pool.fetchval("SELECT count(*) FROM episodes") == 0
+
+
+class Recorder(BaseLayer):
+    name = "recorder"
+
+    def __init__(self) -> None:
+        self.turns: list[AbsorbedTurn] = []
+
+    async def absorb(self, turn: AbsorbedTurn) -> None:
+        self.turns.append(turn)
+
+
+async def test_each_imported_message_reaches_every_layer_once_with_its_novelty_among_the_batch(
+        app: App, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A layer is given each imported person message once, as it is given a live one, with what only the import
+    knows: how new the message is among the messages imported with it (a line said twice is not new)."""
+    recorder = Recorder()
+    absorber = app.importer._absorber
+    monkeypatch.setattr(absorber, "layers", [*absorber.layers, recorder])
+    said_twice = {"channel": "general", "author": "cy", "text": "the standup moved to nine thirty"}
+    rows = [*LINES, {**said_twice, "id": "4", "timestamp": "2026-10-01T10:03:00Z"},
+            {**said_twice, "id": "5", "timestamp": "2026-10-02T10:03:00Z"},
+            {"id": "6", "channel": "general", "author": "bot", "bot": True, "timestamp": "2026-10-02T10:04:00Z",
+             "text": "noted"}]
+    path = write_jsonl(tmp_path / "h.jsonl", rows)
+    await app.importer.run(path, "g1")
+    await app.importer.run(path, "g1")  # a re-import gives the layers nothing again
+    by_id = {t.message.external_id: t for t in recorder.turns}
+    assert sorted(by_id) == ["1", "2", "4", "5"] and len(recorder.turns) == 4, "person messages, once each"
+    assert by_id["4"].batch_novelty == pytest.approx(0.0, abs=1e-3)
+    assert by_id["1"].batch_novelty is not None and by_id["1"].batch_novelty > 0.2
+
+
+async def test_an_imported_episode_keeps_its_message_and_its_channels_audience(app: App, tmp_path: Path) -> None:
+    admit_everything(app)
+    rows = [{"id": "s1", "channel": "staff", "author": "ana", "timestamp": "2026-10-01T10:00:00Z",
+             "text": "the vault combination is 4-8-15"}]
+    await app.importer.run(write_jsonl(tmp_path / "h.jsonl", rows), "g1", private_channels=["staff"])
+    row = await app.db.pool.fetchrow("SELECT e.visible_in, m.external_id FROM episodes e "
+                                     "JOIN messages m ON m.id = e.message_id")
+    assert (row["visible_in"], row["external_id"]) == ("staff", "s1")
+
+
+async def test_an_imported_bot_message_stays_in_the_log_and_never_becomes_an_episode(app: App, tmp_path: Path) -> None:
+    """The bot's own words are conversation, not what people said: imported ones are absorbed like live replies
+    (never), so even an open gate makes no episode of them."""
+    admit_every_import(app)
+    rows = [LINES[0], {"id": "9", "channel": "general", "author": "hippo", "bot": True,
+                       "timestamp": "2026-10-01T10:05:00Z", "text": "Porto has the best custard tarts in Portugal"}]
+    report = await app.importer.run(write_jsonl(tmp_path / "h.jsonl", rows), "g1")
+    assert (report.imported, report.episodes) == (2, 1)
+    assert await app.db.pool.fetchval("SELECT count(*) FROM episodes WHERE content LIKE '%custard%'") == 0
+    assert await app.db.pool.fetchval("SELECT count(*) FROM messages WHERE content LIKE '%custard%'") == 1

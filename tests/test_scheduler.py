@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from bot.app import App
 from dream.cycle import DreamCycle, StepReport
 from dream.scheduler import JOB_ID, DreamScheduler
+from memory.clock import SimulatedClock
 
 
 async def test_the_job_is_configured_to_run_once_per_night(app: App) -> None:
@@ -46,3 +47,20 @@ async def test_a_firing_runs_the_cycle_and_records_its_slot(app: App) -> None:
         assert row["scope"] is None, "the nightly run dreams for every scope"
     finally:
         scheduler.shutdown()
+
+
+async def test_a_scheduled_run_dreams_at_the_clocks_now(app: App) -> None:
+    """APScheduler fires at the wall clock's hour; the run's "now" is the app's clock's (a shifted ``--now``
+    dreams in the shifted time, as every other "now" of the app does)."""
+    seen: list[datetime] = []
+
+    async def step(services, now):  # type: ignore[no-untyped-def]
+        seen.append(now)
+        return StepReport(counts={"ran": 1})
+
+    clock = SimulatedClock(datetime(2027, 3, 2, 3, 0, 5, tzinfo=UTC))
+    scheduler = DreamScheduler(DreamCycle(app.dream.services, [("step", step)]), hour=3, minute=0, timezone="UTC",
+                               clock=clock)
+    await scheduler._run()
+    assert seen == [clock.now()]
+    assert await app.db.pool.fetchval("SELECT scheduled_for FROM dream_runs") == datetime(2027, 3, 2, 3, 0, tzinfo=UTC)

@@ -327,14 +327,14 @@ async def test_merging_stays_within_one_owner_and_one_scope(app: App) -> None:
     pool = app.db.pool
     await said(app, "My kitty is lazy", author="ana")
     await said(app, "My kitty is lazy", author="ben")
-    assert await semantic.merge_near_duplicates(scope="g1") == 0, "ana's kitty and ben's kitty are two"
+    assert await semantic.merge_near_duplicates(T0, scope="g1") == 0, "ana's kitty and ben's kitty are two"
     await said(app, "My kitten is lazy", author="ana")
     await said(app, "My kitten is lazy", author="ana", scope="g2")
     # make ana's kitten a near-duplicate of her kitty, in both scopes
     await pool.execute("""UPDATE kg_nodes k SET embedding = (SELECT embedding FROM kg_nodes WHERE name = 'kitty'
                           AND owner = 'user:u-ana' AND scope = 'g1') WHERE k.name = 'kitten'""")
     await said(app, "My kitty is lazy", author="ana", scope="g2")
-    assert await semantic.merge_near_duplicates(scope="g1") == 1
+    assert await semantic.merge_near_duplicates(T0, scope="g1") == 1
     assert await pool.fetchval("SELECT count(*) FROM kg_nodes WHERE scope = 'g2' AND name = 'kitten'") == 1
     lazy = await pool.fetchval(
         """SELECT e.evidence_count FROM kg_edges e JOIN kg_nodes s ON s.id = e.source_id
@@ -451,7 +451,7 @@ async def test_a_fact_moved_by_a_merge_gets_the_vector_of_its_new_sentence(app: 
     await said(app, "My kitten loves salmon", author="ana")
     await pool.execute("""UPDATE kg_nodes k SET embedding = (SELECT embedding FROM kg_nodes WHERE name = 'kitty'
                           AND owner = 'user:u-ana' AND scope = 'g1') WHERE k.name = 'kitten'""")
-    assert await semantic.merge_near_duplicates(scope="g1") == 1
+    assert await semantic.merge_near_duplicates(T0, scope="g1") == 1
     assert await pool.fetchval("SELECT count(*) FROM kg_edges WHERE embedding IS NULL") == 0
     facts = await semantic.facts_for("g1", "my kitty", author_id="u-ana", depth=1, now=T0)
     assert any("salmon" in f.sentence() and "kitty" in f.sentence() for f in facts), [f.sentence() for f in facts]

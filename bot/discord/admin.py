@@ -153,9 +153,10 @@ class AdminCog(commands.Cog):
         if stored is None or stored.scope != self._scope(interaction):  # another server's message: not ours to touch
             await reply(interaction, "I hold nothing from that message.")
             return
-        pinned = await self.services.episodes.pin(stored.scope, stored.id)
+        now = self.services.clock.now()
+        pinned = await self.services.episodes.pin(stored.scope, stored.id, now)
         semantic = self.services.brain.semantic
-        facts = await semantic.pin(stored.scope, stored.id, self.services.clock.now()) if semantic is not None else 0
+        facts = await semantic.pin(stored.scope, stored.id, now) if semantic is not None else 0
         await reply(interaction, f"Pinned{f', with {facts} fact(s)' if facts else ''}." if pinned or facts
                     else "That message has no memory to pin yet.")
 
@@ -293,9 +294,8 @@ class AdminCog(commands.Cog):
         await reply(interaction, f"```\n{report.render()}\n```")
 
     async def _flush_outbox(self) -> None:
-        dream_cog = self.bot.get_cog("DreamCog")
-        if dream_cog is not None:
-            await dream_cog.flush_outbox()  # type: ignore[attr-defined]
+        if self.services.posting is not None:  # None: a cog built without a client has nowhere to post
+            await self.services.posting.flush()
 
     @dream.command(name="status", description="This server's dream channel, pending proposals and last runs")
     async def dream_status(self, interaction: discord.Interaction) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import logging
+from dataclasses import replace
 
 import discord
 from discord.ext import commands
@@ -13,7 +14,8 @@ from bot.config import Settings
 from bot.discord.admin import AdminCog
 from bot.discord.channels import ChannelCog
 from bot.discord.chat import ChatCog
-from bot.discord.dream import DreamCog, ProposalButton
+from bot.discord.common import DreamPosting
+from bot.discord.dream import DreamCog, DreamRouter, ProposalButton
 from bot.discord.persona import PersonaCog
 from bot.discord.places import PlacesCog
 from bot.discord.reactions import ReactionsCog
@@ -59,12 +61,17 @@ class HippoBotBase(commands.bot.BotBase):
     app: App
     settings: Settings
     services: Services  # what the cogs (and the buttons that outlive them) use of the app
+    dream_router: DreamRouter  # where each scope's proposals and digests are posted
     command_prefix_text = PREFIX
 
     def _init_hippo(self, app: App, settings: Settings) -> None:
         self.app = app
         self.settings = settings
-        self.services = Services.of(app)  # built once, handed to every cog
+        services = Services.of(app)
+        # where each scope's proposals and digests go: the outbox's posting (shared by the cogs) and the
+        # nightly dream's channel
+        self.dream_router = DreamRouter(self, services.dream_channels)
+        self.services = replace(services, posting=DreamPosting(services.outbox, self.dream_router, services.clock))
 
     async def setup_hook(self) -> None:
         for cog in COGS:
@@ -73,8 +80,7 @@ class HippoBotBase(commands.bot.BotBase):
         self.add_dynamic_items(ForgetSourceButton)  # so do the forget buttons under replies
         self.add_command(sync)
         self.add_command(owner_stats)
-        dream: DreamCog = self.get_cog("DreamCog")  # type: ignore[assignment]
-        self.app.start_scheduler(dream.router)  # each digest goes where its scope's proposals go
+        self.app.start_scheduler(self.dream_router)  # each digest goes where its scope's proposals go
 
     async def close(self) -> None:
         try:

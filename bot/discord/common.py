@@ -1,5 +1,5 @@
 """What several cogs share: who counts as an admin or a voter, the audience of an interaction or a channel,
-replies that fit Discord, and the scope of the dream run in progress.
+replies that fit Discord, the scope of the dream run in progress, and posting the proposal outbox.
 
 Cogs import these from here and never from one another, so no cog depends on another cog's module (the
 client module alone imports every cog, to add them).
@@ -11,19 +11,50 @@ import contextlib
 import io
 from collections.abc import Iterator
 from contextvars import ContextVar
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
 
 import discord
 from discord import app_commands
 
 from bot.discord.rules import Visibility, visibility_for
-from dream.governance import ApproverPolicy, Voter
+from dream.governance import ApproverPolicy, Proposal, Voter
 from memory.fields import display_text
+
+if TYPE_CHECKING:
+    from dream.outbox import Outbox
+    from memory.clock import Clock
 
 INLINE_LIMIT = 1900
 # The scope of the dream run in progress in this task, for its digest (DreamChannel.post_digest names none):
 # `/dream run` sets it; the nightly run over every scope leaves it None, and its digest goes to the owner.
 _DIGEST_SCOPE: ContextVar[str | None] = ContextVar("hippobot_digest_scope", default=None)
+
+
+class ProposalRouter(Protocol):
+    """Where each scope's proposals go (bot.discord.dream.DreamRouter)."""
+
+    async def routable(self, scopes: list[str | None]) -> list[str | None]: ...
+
+    async def post_proposal(self, proposal: Proposal) -> str | None: ...
+
+
+@dataclass(frozen=True)
+class DreamPosting:
+    """Posting what the outbox holds, each proposal to its scope's dream channel (or the owner). Built once by the
+    client around its router and handed to the cogs in ``Services.posting``: the DreamCog posts on its timer,
+    AdminCog right after `/dream run` and `/dream channel`, and neither reaches the other."""
+
+    outbox: Outbox
+    router: ProposalRouter
+    clock: Clock
+
+    async def flush(self) -> int:
+        """Post what waits; a scope with nowhere to post keeps its proposals waiting. Returns how many went out."""
+        routable = await self.router.routable(await self.outbox.waiting_scopes())
+        if not routable:
+            return 0
+        return await self.outbox.flush(self.router, now=self.clock.now(), scopes=routable)
 
 
 @contextlib.contextmanager

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import discord
 from discord.ext import commands, tasks
 
-from bot.discord.common import digest_scope, voter_from
+from bot.discord.common import DreamPosting, digest_scope, voter_from
 from dream.channels import Destination, DreamChannelStore, destination, is_server_scope
 from dream.governance import PENDING, GovernanceError, NotAnApprover, Proposal, VoteOutcome
 
@@ -194,15 +194,15 @@ class DreamCog(commands.Cog):
         self.services = services
         self.outbox = services.outbox
         self.channels = services.dream_channels
-        self.router = DreamRouter(bot, self.channels)
+        # the client's posting (shared with AdminCog); a cog built without a client posts through its own
+        self.posting = services.posting or DreamPosting(services.outbox, DreamRouter(bot, self.channels),
+                                                        services.clock)
+        self.router = self.posting.router
 
     async def flush_outbox(self) -> int:
         """Post what the outbox holds, each proposal to its scope's dream channel (or the owner); a scope with
         nowhere to post keeps its proposals waiting. Returns how many went out."""
-        routable = await self.router.routable(await self.outbox.waiting_scopes())
-        if not routable:
-            return 0
-        return await self.outbox.flush(self.router, now=self.services.clock.now(), scopes=routable)
+        return await self.posting.flush()
 
     async def dream_channel_ids(self, guild_id: int) -> set[int]:
         """The channels of a server where the bot never chats and votes count: its own dream channel and the

@@ -2,8 +2,9 @@
 
 Cogs never reach into the App (``self.bot.app``): they get this frozen
 object, so a cog's needs are listed in one place and a test can build a cog
-from an App without a client. The bot itself is still passed where
-discord.py needs it (sending, fetching channels, ``get_cog``), and for the
+from an App without a client; no cog reaches another (no ``get_cog``):
+what two cogs share is in here (``posting``). The bot itself is still passed
+where discord.py needs it (sending, fetching channels), and for the
 bot's settings (``bot.settings``: the transport's configuration, which a
 test may change on a running bot).
 """
@@ -24,6 +25,7 @@ from memory.persona.store import PersonaStore
 
 if TYPE_CHECKING:
     from bot.app import App
+    from bot.discord.common import DreamPosting
     from bot.brain import Brain
     from dream.cycle import DreamCycle
     from dream.governance import Governance
@@ -53,6 +55,8 @@ class Services:
     persona: PersonaStore
     next_dream_run: Callable[[], datetime | None]  # the scheduler starts after the cogs are added
     clock: Clock  # every "now" of the cogs (the app's: memory and the transport agree on the time)
+    # posting the outbox to the dream channels: the client's (it needs the bot); None without a client
+    posting: DreamPosting | None = None
 
     @classmethod
     def of(cls, app: App) -> Services:
@@ -66,7 +70,7 @@ class Services:
             provenance=app.provenance, conversations=app.conversations, episodes=app.episodes,
             archetype_store=app.archetype_store, router=app.router, dream=app.dream,
             participation=ParticipationStore(pool), dream_channels=DreamChannelStore(pool),
-            guild_view=GuildView(pool, app.governance), mine=MemoryOfPerson(pool), outbox=Outbox(app.governance),
+            guild_view=GuildView(pool, app.governance), mine=MemoryOfPerson(pool), outbox=Outbox(app.governance, app.clock),
             persona=PersonaStore(pool),
             next_dream_run=next_dream_run, clock=app.clock,
         )

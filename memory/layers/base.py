@@ -135,6 +135,9 @@ class AbsorbedTurn:
     used: Mapping[str, tuple[int, ...]] = field(default_factory=dict)  # layer -> item refs that reached the prompt
     entropy: float | None = None  # the reply's mean token entropy in nats (None after a restart)
     novelty: float | None = None  # the message's novelty at recall, 1 - max cosine to the scope's episodes
+    # An imported message: its novelty among the messages imported with it, 1 - max cosine to another of them
+    # (memory.salience.batch_novelty; None when not known, e.g. absorbed by a later start's backlog).
+    batch_novelty: float | None = None
 
 
 @dataclass(frozen=True)

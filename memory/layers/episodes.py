@@ -12,7 +12,10 @@ window. Absorb: the
 person's message with the bot's reply becomes one episode keyed by the
 message's vector, with the write gate's salience from the reply's surprise
 and the message's novelty; the episodes that reached the prompt are marked
-recalled (which reinforces them).
+recalled (which reinforces them). An imported message has no reply and no
+surprise: its salience is calibrated from its own text and its novelty among
+the messages imported with it (memory.salience), and the import's gate
+(``import_gate``) decides.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from memory.embed import Embedder
 from memory.episodic import EpisodeHit, EpisodicStore, NewEpisode, WriteGate, novelty
 from memory.layers.base import MEMORY, AbsorbedTurn, BaseLayer, MemoryItem, RecallQuery, Section, SourceRef
 from memory.lexical import LexicalHit, LexicalSearch, neighbours
+from memory.salience import imported_salience
 from memory.sources import IMPORTED
 from memory.timeparse import time_range
 
@@ -114,9 +118,11 @@ class EpisodesLayer(BaseLayer):
 
     def __init__(self, store: EpisodicStore, gate: WriteGate, embedder: Embedder, *,
                  lexical: LexicalSearch | None = None, config: HybridConfig | None = None,
-                 associative: AssociativeConfig | None = None) -> None:
+                 associative: AssociativeConfig | None = None, import_gate: WriteGate | None = None) -> None:
         self.store = store
         self._gate = gate
+        # what admits an imported message (its own tau, HIPPOBOT_IMPORT_GATE_TAU); None: the live gate
+        self.import_gate = import_gate or gate
         self._embedder = embedder
         self.lexical = lexical if lexical is not None else LexicalSearch(store.pool)
         self.config = config or HybridConfig()
@@ -338,9 +344,10 @@ class EpisodesLayer(BaseLayer):
     async def absorb(self, turn: AbsorbedTurn) -> None:
         message, reply = turn.message, turn.reply
         if await self.store.pool.fetchval("SELECT EXISTS (SELECT 1 FROM episodes WHERE message_id = $1)", message.id):
-            return  # written already (an import writes episodes in bulk; a retried absorption)
+            return  # written already (a retried absorption)
         if message.source == IMPORTED:
-            return  # the import's write gate declined it (its episodes are written with its messages)
+            await self._absorb_imported(turn)
+            return
         if only_questions(message.content):
             return  # a question states nothing to remember (the log keeps it, found by its words)
         key = turn.vector
@@ -363,6 +370,22 @@ class EpisodesLayer(BaseLayer):
             used = turn.used.get(self.name, ())
             if used:
                 await self.store.mark_recalled(message.scope, used, turn.now, conn)
+
+    async def _absorb_imported(self, turn: AbsorbedTurn) -> None:
+        """An imported message: no reply, no surprise, so its salience is calibrated from its text and its novelty
+        among the messages imported with it (``batch_novelty``; unknown counts as middling), and the import's
+        gate decides. Only an admitted message's key is embedded (a few percent of a history)."""
+        message = turn.message
+        salience = imported_salience(message.content, turn.batch_novelty)
+        if not self.import_gate.admits(salience):
+            return  # the message log keeps it, found by its words
+        key = turn.vector
+        if self.config.speaker_keys:
+            key = await self._embedder.embed(key_text(message.author_name, message.content))
+        await self.store.add_many([NewEpisode(
+            scope=message.scope, channel_id=message.channel_id, author_id=message.author_id, message_id=message.id,
+            content=key_text(message.author_name, message.content), embedding=key, created_at=message.created_at,
+            salience=salience, visible_in=message.visible_in)])
 
     async def edited(self, message: StoredMessage, conn: asyncpg.Connection) -> None:
         """New text: the episode's text and its key follow."""

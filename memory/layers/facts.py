@@ -151,7 +151,7 @@ class FactsLayer(BaseLayer):
         """Prune faded, doubtful edges (never pinned ones) and merge near-duplicate nodes of one owner."""
         pruned = await self.semantic.prune(now, min_retrievability=self._prune_retrievability,
                                            min_confidence=self._prune_confidence, scope=scope)
-        merged = await self.semantic.merge_near_duplicates(scope=scope)
+        merged = await self.semantic.merge_near_duplicates(now, scope=scope)
         return StepResult(counts={"pruned_edges": pruned, "merged_nodes": merged},
                           headline=told((pruned, "faded fact{s} let go"), (merged, "duplicate name{s} merged")))
 
