@@ -538,7 +538,8 @@ async def _dream(settings: Settings, args: argparse.Namespace) -> int:
         report = await app.dream.run(app.brain.clock.now(), scope=args.scope)
         print(display_text(report.render()))
         # The console's own proposals are posted here; a server's wait for `hippobot run` to post them.
-        await post_proposals(app.governance, sys.stdout, scope=settings.console_scope, only=args.scope)
+        await post_proposals(app.governance, sys.stdout, scope=settings.console_scope, only=args.scope,
+                             clock=app.clock)
         return 0 if report.status in ("ok", "skipped") else EXIT_ERROR
     finally:
         await app.close()

@@ -23,6 +23,7 @@ from bot.llm import LLMError
 from dream.cycle import DreamCycle
 from dream.governance import Governance, GovernanceError, Proposal, Voter
 from memory.archetypes import Archetype
+from memory.clock import Clock
 from memory.db import database_unreachable
 from memory.errors import MemoryStoreError
 from memory.fields import display_text
@@ -158,7 +159,8 @@ class ConsoleDreamChannel:
         self._out.flush()
 
 
-async def post_proposals(governance: Governance, out: TextIO, *, scope: str | None, only: str | None = None) -> int:
+async def post_proposals(governance: Governance, out: TextIO, *, scope: str | None, only: str | None = None,
+                         clock: Clock | None = None) -> int:
     """Print what waits in the outbox after a dream run; returns how many were printed.
 
     ``scope``'s proposals (the console's own) are posted here: printed and
@@ -168,11 +170,11 @@ async def post_proposals(governance: Governance, out: TextIO, *, scope: str | No
     scope, run by whoever runs the bot), other scopes' proposals are printed
     too but stay in the outbox, so the Discord bot posts them to their
     server's dream channel when it runs. ``scope=None`` leaves every proposal
-    in the outbox.
+    in the outbox. A post is recorded at ``clock``'s time (the app's: ``--now`` in a replay).
     """
     from dream.outbox import Outbox
 
-    outbox = Outbox(governance)
+    outbox = Outbox(governance, clock)
     posted = 0
     if scope is not None and only in (None, scope):
         posted = await outbox.flush(ConsoleDreamChannel(out), scope=scope)
@@ -329,7 +331,8 @@ class Console:
         if command == "/dream":
             report = await self._dream.run(now, scope=self._me.scope)
             self._print(report.render())
-            await post_proposals(self._governance, self._out, scope=self._me.scope, only=self._me.scope)
+            await post_proposals(self._governance, self._out, scope=self._me.scope, only=self._me.scope,
+                                 clock=self._brain.clock)
             return
         verb, _, arg = command.partition(" ")
         number = arg.strip().lstrip("#")
