@@ -788,35 +788,36 @@ INDIEDEV = History(
 _SCENES = ("a gig in a dark pub", "my kid's football match", "fireworks", "the milky way", "a waterfall",
            "birds in flight", "portraits indoors", "the northern lights", "a wedding in a church", "the city at night",
            "a swimming gala", "snow on a sunny day", "a candlelit dinner", "the harbour at sunset")
-_CAMERAS = ("Canon R50", "Nikon D3500", "Sony a6400", "Fuji X-T30", "Olympus EM10", "an old Canon 600D",
-            "my phone in pro mode", "Nikon Z50", "Lumix G9")
+_CAMERAS = ("Canon R50", "Nikon D3500", "Sony a6400", "Fuji X-T30", "Olympus EM10", "Canon 600D", "Nikon Z50",
+            "Lumix G9")
 _LENSES = ("kit lens", "18-55", "50mm f1.8", "70-300", "35mm prime", "10-18 wide", "100-400", "nifty fifty")
-_SUBJECTS = ("my nan", "the harbour at sunrise", "a heron", "our dog", "the cathedral", "a street market",
-             "my daughter's recital", "autumn leaves in the park", "the pier", "a busker", "the allotments in fog",
-             "a robin", "my mate's band", "the old mill")
+_SUBJECTS = ("grandma in the garden", "the harbour at sunrise", "a heron", "the dog on the beach", "the cathedral",
+             "a street market", "a school recital", "autumn leaves in the park", "the pier", "a busker",
+             "the allotments in fog", "a robin", "a local band", "the old mill")
 _PHOTO_SLOTS = {"scene": _SCENES, "camera": _CAMERAS, "lens": _LENSES, "subject": _SUBJECTS,
-                "shutter": ("1/30", "1/60", "1/250", "1/1000", "2 seconds", "30s", "1/8"),
+                "shutter": ("1/30", "1/60", "1/250", "1/1000", "2 seconds", "1/8"), "fast": ("1/250", "1/500", "1/1000"),
                 "iso": ("800", "1600", "3200", "6400", "12800"), "aperture": ("f1.8", "f2.8", "f4", "f8", "f11", "f16")}
 SETTINGS = (  # what to set on the camera for a shot not yet taken
-    "what settings for {scene}? got a {camera} and the {lens}",
+    "what settings for {scene}? shooting on the {camera} with the {lens}",
     "shooting {scene} on saturday, shutter priority or full manual",
     "how slow can I go on the shutter handheld with the {lens} before it's blurry",
     "auto ISO on or off for {scene}? the {camera} goes to {iso} and it's grainy",
     "which aperture for a group shot of 8 people so everyone's in focus",
     "photographing {scene} next week and I've never done it, where do I even start with exposure",
-    "is {shutter} fast enough to freeze {scene} or do I need to go faster",
+    "is {fast} fast enough to freeze {scene} or do I need to go faster",
     "what focus mode for {scene}, single or continuous? the {camera} has about five",
     "should I shoot raw or jpeg for {scene}",
     "metering mode: evaluative or spot when the subject is backlit",
-    "how do people get that blurry silky water, I tried {shutter} and it's still crisp",
+    "how do people get that blurry silky water, I tried {fast} and it's still crisp",
     "can the {lens} handle {scene} or do I need to rent something faster than {aperture}",
     "white balance for {scene}, auto keeps making everything orange",
     "what's the trick with exposure compensation on snow, mine comes out grey",
-    "milky way settings? thinking {aperture}, {shutter}, ISO {iso} on the {camera}",
+    "milky way settings? thinking f2.8, 20 seconds, ISO {iso} on the {camera}",
     "best drive mode for {scene}, burst or single shot",
     "do I need a tripod for {scene} or can I get away with upping the ISO",
     "back button focus, worth setting up on the {camera}?",
     "how do I set the {camera} so the background goes blurry in portraits",
+    "only got my phone in pro mode, what should I set for {scene}",
 )
 CRITIQUE = (  # feedback on a photo already taken
     "first proper portrait of {subject}, shot at {aperture} on the {lens}. what would you change",
@@ -847,7 +848,7 @@ DEBUG_P = (  # served by technical_debugging
     "capture one keeps hanging on 'building previews'", "the {camera} app won't pair over bluetooth, error 0x31",
 )
 PHOTO_TALK = (  # showing off and gear talk: chatter, not requests
-    "out at the pier at sunrise, frosty and gorgeous", "bought a second-hand {lens}, arrived today",
+    "out at the pier at sunrise, frosty and gorgeous", "bought the {lens} second-hand, arrived today",
     "golden hour was unreal tonight", "forgot the memory card, whole trip wasted lol",
     "posted my {subject} shot on insta, loads of likes", "the club walk on saturday was so much fun",
     "my shutter count just passed 50k", "rain ruined the photo walk again", "new camera bag, finally fits everything",
@@ -904,36 +905,46 @@ PHOTO = History(
 
 _FIXTURES = ("kitchen tap", "bathroom tap", "shower mixer", "toilet cistern", "outside tap", "radiator valve",
              "washing machine hose", "sink trap", "bath waste", "stopcock")
+_TAPS = ("kitchen tap", "bathroom tap", "outside tap", "basin tap", "bath tap", "mixer tap")
 _ROOMS = ("kitchen", "bathroom", "utility room", "downstairs loo", "back bedroom", "en-suite")
 _TRADES = ("plumber", "electrician", "roofer", "gas safe engineer", "plasterer", "tree surgeon", "builder",
            "drainage company", "window fitter", "handyman")
-_JOBS = ("a new boiler", "rewiring the kitchen", "a leaking flat roof", "replacing the bathroom",
-         "a blocked drain outside",
-         "repointing the chimney", "skimming two ceilings", "a new consumer unit", "fitting an electric shower",
-         "fence panels after the storm", "moving a radiator", "a burst pipe in the loft")
 _STREETS = ("Elm Road", "the Larches", "Mill Lane", "Station Road", "Orchard Close", "the top of the hill")
-_HOME_SLOTS = {"fixture": _FIXTURES, "room": _ROOMS, "trade": _TRADES, "job": _JOBS, "street": _STREETS,
+_HOME_SLOTS = {"fixture": _FIXTURES, "tap": _TAPS, "room": _ROOMS, "trade": _TRADES, "street": _STREETS,
                "price": ("£400", "£650", "£1200", "£2500", "£3800", "£90 an hour"),
-               "company": ("Mill Lane Plumbing", "AJ Roofing", "Bright Sparks", "the Henderson brothers", "FixItFast")}
+               "fitted": ("new bathroom", "kitchen", "boiler", "log burner", "velux windows", "new fence")}
+# A trade goes with its own jobs and firms (three kinds under one label), so no roofer is asked to rewire a kitchen.
+_PIPE_TRADE_SLOTS = {**_HOME_SLOTS, "trade": ("plumber", "gas safe engineer", "heating engineer", "drainage company"),
+                     "job": ("a new boiler", "replacing the bathroom", "a blocked drain outside", "moving a radiator",
+                             "a burst pipe in the loft", "a power flush", "fitting a new shower"),
+                     "company": ("Mill Lane Plumbing", "FixItFast", "the Henderson brothers")}
+_WIRE_TRADE_SLOTS = {**_HOME_SLOTS, "trade": ("qualified electrician", "sparky", "registered electrician"),
+                     "job": ("rewiring the kitchen", "a new consumer unit", "fitting an electric shower",
+                             "an EV charger", "outside lights", "extra sockets in the loft"),
+                     "company": ("Bright Sparks", "Volt & Son")}
+_BUILD_TRADE_SLOTS = {**_HOME_SLOTS, "trade": ("roofer", "builder", "plasterer", "tree surgeon"),
+                      "job": ("a leaking flat roof", "repointing the chimney", "skimming two ceilings",
+                              "fence panels after the storm", "a slipped roof tile", "taking down a leaning sycamore"),
+                      "company": ("AJ Roofing", "the Henderson brothers", "Oakbuild")}
 PLUMBING = (  # how to fix a plumbing problem yourself
-    "{fixture} drips all night, new washer or the whole cartridge?",
+    "{tap} drips all night, new washer or the whole cartridge?",
     "toilet keeps running after flushing, how do I fix the fill valve myself",
     "{room} sink draining really slowly, tried boiling water, what next",
     "how do I bleed a radiator? the top of the {room} one is cold",
     "small leak under the {room} sink where the pipe meets the trap, tighten it or replace it",
     "boiler pressure keeps dropping to 0.5, how do I top it up and why does it keep happening",
     "shower goes hot then cold, is that the mixer cartridge and can I change it",
-    "how do I turn the water off to the {fixture} to swap it, there's no little isolation valve",
-    "pipes bang when the {fixture} turns off, water hammer? can I sort it myself",
+    "how do I turn the water off to the {tap} to swap it, there's no little isolation valve",
+    "pipes bang when the {tap} turns off, water hammer? can I sort it myself",
     "outside tap split in the frost, how hard is it to replace",
-    "can I swap a {fixture} myself with basic tools or is it beyond a beginner",
+    "can I swap the {fixture} myself with basic tools or is it beyond a beginner",
     "silicone round the bath is black and peeling, how do I redo it properly",
     "compression fitting weeping on the {room} radiator, ptfe tape or a new olive",
-    "low water pressure on the {fixture} only, rest of the house is fine",
+    "low water pressure on the {tap} only, rest of the house is fine",
     "washing machine won't drain and the hose is clear, where else could it be blocked",
     "smell coming up from the {room} drain, has the trap dried out?",
     "how do I unblock a toilet without calling anyone, plunger isn't doing it",
-    "{fixture} handle is loose and just spins, what's inside that needs tightening",
+    "{tap} handle is loose and just spins, what's inside that needs tightening",
     "hairline drip from the {fixture} joint, will a jubilee clip do or is that a bodge",
 )
 TRADES = (  # who to hire for a job, and what it should cost
@@ -945,13 +956,13 @@ TRADES = (  # who to hire for a job, and what it should cost
     "is the {trade} who put leaflets through the doors on {street} any good",
     "used anyone for {job} lately? insurance wants three quotes",
     "who do people use for the annual boiler service",
-    "the plumber I booked for {job} cancelled twice, anyone know someone reliable",
+    "the {trade} I booked for {job} cancelled twice, anyone know someone reliable",
     "emergency plumber recommendations? water coming through the {room} ceiling",
     "what's a fair day rate for a {trade} these days",
-    "do I need a {trade} for {job} or will a general builder do",
+    "do I need a specialist for {job} or will a general builder do",
     "anyone had {job} done by {company}? their reviews are a bit mixed",
     "after a {trade} who'll give a written quote, last one just said 'we'll see'",
-    "who fitted your {fixture}? want the same person",
+    "who fitted your {fitted}? want the same person",
     "{trade} wants half up front for {job}, normal or a red flag",
     "leak in the {room} ceiling, is that a plumber or a roofer? and who",
     "is {price} a lot for a {trade} to do {job}",
@@ -986,7 +997,7 @@ HOBBY_H = (  # one person's running chatter
 )
 COMMITTEE_H = (  # restricted: the residents' association admins' recurring business
     "{who} posted a cold-caller's number in trades again, remove it?",
-    "someone says a {trade} recommended here took a deposit and vanished, pin a warning?",
+    "someone says the {trade} recommended here took a deposit and vanished, pin a warning?",
     "street party budget: {n}0 quid left", "the council replied about the potholes on {street}",
     "ban appeal from {who}", "do we let tradespeople advertise themselves in trades", "AGM minutes are in the drive",
     "{n} join requests from outside the area, vet them?",
@@ -1011,7 +1022,11 @@ HOMEOWNERS = History(
         Kind("chatter", NEIGHBOUR_TALK, 1.2, ("general", "projects", "projects", "off-topic"), slots=_HOME_SLOTS,
              dressed=False),
         Kind("need:plumbing_fix", PLUMBING, 0.9, ("diy-help", "diy-help", "general"), slots=_HOME_SLOTS),
-        Kind("need:find_tradesperson", TRADES, 0.9, ("trades", "trades", "general", "diy-help"), slots=_HOME_SLOTS,
+        Kind("need:find_tradesperson", TRADES, 0.4, ("trades", "trades", "general", "diy-help"),
+             slots=_PIPE_TRADE_SLOTS, from_day=3),
+        Kind("need:find_tradesperson", TRADES, 0.2, ("trades", "trades", "general"), slots=_WIRE_TRADE_SLOTS,
+             from_day=3),
+        Kind("need:find_tradesperson", TRADES, 0.3, ("trades", "trades", "general"), slots=_BUILD_TRADE_SLOTS,
              from_day=3),
         Kind("served:memory_recall", RECALL_H, 0.5, ("general", "diy-help")),
         Kind("hobby", HOBBY_H, 0.7, ("off-topic", "general"), people=("9010",), dressed=False),
