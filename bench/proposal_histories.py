@@ -18,7 +18,10 @@ before the rules were changed, never run against them until the rules were final
 home-cooking and baking server) and ``indiedev`` (a small indie game-dev server) are held out, written
 blind on 2026-11-27 by a writer who never saw the proposal rules or their outputs; each pairs two needs
 close in vocabulary but different requests (recipe scaling and ingredient substitution; game feel and
-level design), so an archetype that merges them is a grab-bag.
+level design), so an archetype that merges them is a grab-bag. ``photo`` (a photography club: camera
+settings and photo critique) and ``homeowners`` (a neighbourhood DIY server: fixing plumbing yourself and
+finding a tradesperson) are held out, written blind on 2026-11-27 by a writer who never saw the proposal
+rules or their outputs; they pair their two needs the same way (shared camera words; shared plumbing words).
 
 Every message carries a label (``need:route_planning``, ``served:debugging``, ``hobby``,
 ``restricted:...``, ``chatter``, ``greeting``, ``thanks``) kept beside the import file, never in it:
@@ -37,7 +40,7 @@ from pathlib import Path
 
 DEV = ("cycling", "study")
 SPENT = ("raids",)  # held out once, then run for the report after rules were changed: no longer held out
-HELD_OUT = ("garden", "language", "kitchen", "indiedev")  # kitchen, indiedev: written blind on 2026-11-27
+HELD_OUT = ("garden", "language", "kitchen", "indiedev", "photo", "homeowners")  # the last four: written blind
 
 
 @dataclass(frozen=True)
@@ -778,8 +781,262 @@ INDIEDEV = History(
     ),
 )
 
+# --- photography club server (held out, written blind on 2026-11-27) -----------------------------------------
+# Settings questions and critique requests share the camera vocabulary (aperture, shutter, sharp, exposure):
+# a settings question asks what to set before a shot, a critique request asks what to change about one taken.
+
+_SCENES = ("a gig in a dark pub", "my kid's football match", "fireworks", "the milky way", "a waterfall",
+           "birds in flight", "portraits indoors", "the northern lights", "a wedding in a church", "the city at night",
+           "a swimming gala", "snow on a sunny day", "a candlelit dinner", "the harbour at sunset")
+_CAMERAS = ("Canon R50", "Nikon D3500", "Sony a6400", "Fuji X-T30", "Olympus EM10", "Canon 600D", "Nikon Z50",
+            "Lumix G9")
+_LENSES = ("kit lens", "18-55", "50mm f1.8", "70-300", "35mm prime", "10-18 wide", "100-400", "nifty fifty")
+_SUBJECTS = ("grandma in the garden", "the harbour at sunrise", "a heron", "the dog on the beach", "the cathedral",
+             "a street market", "a school recital", "autumn leaves in the park", "the pier", "a busker",
+             "the allotments in fog", "a robin", "a local band", "the old mill")
+_PHOTO_SLOTS = {"scene": _SCENES, "camera": _CAMERAS, "lens": _LENSES, "subject": _SUBJECTS,
+                "shutter": ("1/30", "1/60", "1/250", "1/1000", "2 seconds", "1/8"), "fast": ("1/250", "1/500", "1/1000"),
+                "iso": ("800", "1600", "3200", "6400", "12800"), "aperture": ("f1.8", "f2.8", "f4", "f8", "f11", "f16")}
+SETTINGS = (  # what to set on the camera for a shot not yet taken
+    "what settings for {scene}? shooting on the {camera} with the {lens}",
+    "shooting {scene} on saturday, shutter priority or full manual",
+    "how slow can I go on the shutter handheld with the {lens} before it's blurry",
+    "auto ISO on or off for {scene}? the {camera} goes to {iso} and it's grainy",
+    "which aperture for a group shot of 8 people so everyone's in focus",
+    "photographing {scene} next week and I've never done it, where do I even start with exposure",
+    "is {fast} fast enough to freeze {scene} or do I need to go faster",
+    "what focus mode for {scene}, single or continuous? the {camera} has about five",
+    "should I shoot raw or jpeg for {scene}",
+    "metering mode: evaluative or spot when the subject is backlit",
+    "how do people get that blurry silky water, I tried {fast} and it's still crisp",
+    "can the {lens} handle {scene} or do I need to rent something faster than {aperture}",
+    "white balance for {scene}, auto keeps making everything orange",
+    "what's the trick with exposure compensation on snow, mine comes out grey",
+    "milky way settings? thinking f2.8, 20 seconds, ISO {iso} on the {camera}",
+    "best drive mode for {scene}, burst or single shot",
+    "do I need a tripod for {scene} or can I get away with upping the ISO",
+    "back button focus, worth setting up on the {camera}?",
+    "how do I set the {camera} so the background goes blurry in portraits",
+    "only got my phone in pro mode, what should I set for {scene}",
+)
+CRITIQUE = (  # feedback on a photo already taken
+    "first proper portrait of {subject}, shot at {aperture} on the {lens}. what would you change",
+    "be honest, is this shot of {subject} sharp enough to print big",
+    "edited this one of {subject} three times and still not sure, too much contrast?",
+    "would love some c&c on {subject}, composition feels off but I can't say why",
+    "crop or no crop? posted both versions of {subject} above",
+    "is the horizon wonky in my {subject} photo or is it me",
+    "thinking of entering this one of {subject} in the club comp, does it stand a chance",
+    "feedback please: {subject}, sky's a bit blown but I kind of like it",
+    "black and white or colour for the {subject} shot? can't decide",
+    "does the processing on {subject} look overdone? went heavy on clarity",
+    "the eyes are in focus but something about this portrait bugs me, thoughts",
+    "tear my {subject} picture apart please, want to get better",
+    "is the subject too small in the frame here? it's {subject}",
+    "took this of {subject} at {shutter}, is the motion blur working or just messy",
+    "how would you have framed {subject} differently? I was stuck behind a railing",
+    "rate my edit of {subject} out of 10 lol, did I push the shadows too far",
+    "which of these three shots of {subject} is the keeper",
+    "my {subject} photo looks great on my phone and dull on the laptop, what's wrong with the edit",
+)
+DEBUG_P = (  # served by technical_debugging
+    "lightroom says 'the file appears to be unsupported or damaged' on half my imports",
+    "{camera} shows 'Err 70' and freezes when I turn it on", "card error on the {camera}, can I get the photos back",
+    "darktable crashes every time I export to jpeg", "photoshop won't open my raw files, says unsupported camera",
+    "tethering to the laptop fails with 'device not found'", "lightroom catalog 'cannot be opened because of an error'",
+    "firmware update failed halfway and the {camera} won't power on", "GIMP runs out of memory opening a 40MB raw",
+    "capture one keeps hanging on 'building previews'", "the {camera} app won't pair over bluetooth, error 0x31",
+)
+PHOTO_TALK = (  # showing off and gear talk: chatter, not requests
+    "out at the pier at sunrise, frosty and gorgeous", "bought the {lens} second-hand, arrived today",
+    "golden hour was unreal tonight", "forgot the memory card, whole trip wasted lol",
+    "posted my {subject} shot on insta, loads of likes", "the club walk on saturday was so much fun",
+    "my shutter count just passed 50k", "rain ruined the photo walk again", "new camera bag, finally fits everything",
+    "printed a few of mine for the hallway, look much better on paper", "saw a pro shooting the same spot, felt fancy",
+    "that {subject} shot someone posted yesterday is still on my mind",
+)
+HOBBY_P = (  # one person's running chatter
+    "finished the second sleeve finally", "this cable pattern is eating my brain",
+    "frogged the whole jumper, start again",
+    "found the perfect merino at the market", "knitting on the bus again, got funny looks",
+    "first ever socks! slightly different sizes",
+    "the cat has claimed my yarn basket", "blocking the shawl tonight, fingers crossed",
+    "dropped a stitch 20 rows back, crying",
+    "colourwork hat done, pretty proud", "bought more yarn than I'll use in a lifetime",
+)
+COMMITTEE_P = (  # restricted: the club committee's recurring business
+    "the {month} competition has {n} entries, who's judging", "{who} entered a photo that isn't theirs, disqualify?",
+    "venue for the exhibition wants a deposit by {day}", "subs: {n} members still haven't paid",
+    "complaint from {who} about a harsh critique in the channel", "do we allow AI-edited images in the comp",
+    "guest speaker for {month}: the wildlife guy or the wedding photographer?",
+    "club loan lens came back with a scratch",
+    "minutes from the last meeting are in the drive",
+)
+COMMITTEE_P_SLOTS = {"month": ("July", "August", "September"), "n": ("4", "9", "17", "26"),
+                     "who": ("a new member", "one of the regulars", "a visitor", "last month's winner"),
+                     "day": ("Friday", "Monday", "the 1st")}
+
+PHOTO = History(
+    name="photo", scope="910000000000000008", start=datetime(2026, 6, 22, 8, 0, tzinfo=UTC), days=74,
+    channels=("general", "settings-help", "critique", "gear-talk", "off-topic", "committee"), restricted="committee",
+    people={
+        "8001": ("Hannah", "hannah_lens"), "8002": ("Dev", "dev_shoots"), "8003": ("Marta", "marta.p"),
+        "8004": ("Leon", "leon_b"), "8005": ("Grace", "gracie_o"), "8006": ("Yusuf", "yusuf_k"),
+        "8007": ("Iris", "iris_w"), "8008": ("Callum", "callum_r"), "8009": ("Bea", "bea_t"),
+        "8010": ("Samir", "samir_a"), "8011": ("Fran", "fran_c"),
+    },
+    kinds=(
+        *_chatter(("general", "off-topic", "gear-talk")),
+        Kind("chatter", PHOTO_TALK, 1.2, ("gear-talk", "general", "critique"), slots=_PHOTO_SLOTS, dressed=False),
+        Kind("need:camera_settings", SETTINGS, 1.0, ("settings-help", "settings-help", "general", "gear-talk"),
+             slots=_PHOTO_SLOTS),
+        Kind("need:photo_critique", CRITIQUE, 0.9, ("critique", "critique", "general"), slots=_PHOTO_SLOTS,
+             from_day=5),
+        Kind("served:debugging", DEBUG_P, 0.6, ("settings-help", "general", "gear-talk"), slots=_PHOTO_SLOTS),
+        Kind("hobby", HOBBY_P, 0.7, ("off-topic", "general"), people=("8007",), dressed=False),
+        Kind("restricted:committee", COMMITTEE_P, 0.7, ("committee",), people=("8001", "8004", "8010"),
+             slots=COMMITTEE_P_SLOTS),
+    ),
+)
+
+# --- neighbourhood DIY and homeowners server (held out, written blind on 2026-11-27) --------------------------
+# Fixing a leak yourself and finding someone to fix it share the plumbing words (tap, boiler, leak, drain):
+# one asks how to do the job, the other who to hire for it and what it should cost.
+
+_FIXTURES = ("kitchen tap", "bathroom tap", "shower mixer", "toilet cistern", "outside tap", "radiator valve",
+             "washing machine hose", "sink trap", "bath waste", "stopcock")
+_TAPS = ("kitchen tap", "bathroom tap", "outside tap", "basin tap", "bath tap", "mixer tap")
+_ROOMS = ("kitchen", "bathroom", "utility room", "downstairs loo", "back bedroom", "en-suite")
+_TRADES = ("plumber", "electrician", "roofer", "gas safe engineer", "plasterer", "tree surgeon", "builder",
+           "drainage company", "window fitter", "handyman")
+_STREETS = ("Elm Road", "the Larches", "Mill Lane", "Station Road", "Orchard Close", "the top of the hill")
+_HOME_SLOTS = {"fixture": _FIXTURES, "tap": _TAPS, "room": _ROOMS, "trade": _TRADES, "street": _STREETS,
+               "price": ("£400", "£650", "£1200", "£2500", "£3800", "£90 an hour"),
+               "fitted": ("new bathroom", "kitchen", "boiler", "log burner", "velux windows", "new fence")}
+# A trade goes with its own jobs and firms (three kinds under one label), so no roofer is asked to rewire a kitchen.
+_PIPE_TRADE_SLOTS = {**_HOME_SLOTS, "trade": ("plumber", "gas safe engineer", "heating engineer", "drainage company"),
+                     "job": ("a new boiler", "replacing the bathroom", "a blocked drain outside", "moving a radiator",
+                             "a burst pipe in the loft", "a power flush", "fitting a new shower"),
+                     "company": ("Mill Lane Plumbing", "FixItFast", "the Henderson brothers")}
+_WIRE_TRADE_SLOTS = {**_HOME_SLOTS, "trade": ("qualified electrician", "sparky", "registered electrician"),
+                     "job": ("rewiring the kitchen", "a new consumer unit", "fitting an electric shower",
+                             "an EV charger", "outside lights", "extra sockets in the loft"),
+                     "company": ("Bright Sparks", "Volt & Son")}
+_BUILD_TRADE_SLOTS = {**_HOME_SLOTS, "trade": ("roofer", "builder", "plasterer", "tree surgeon"),
+                      "job": ("a leaking flat roof", "repointing the chimney", "skimming two ceilings",
+                              "fence panels after the storm", "a slipped roof tile", "taking down a leaning sycamore"),
+                      "company": ("AJ Roofing", "the Henderson brothers", "Oakbuild")}
+PLUMBING = (  # how to fix a plumbing problem yourself
+    "{tap} drips all night, new washer or the whole cartridge?",
+    "toilet keeps running after flushing, how do I fix the fill valve myself",
+    "{room} sink draining really slowly, tried boiling water, what next",
+    "how do I bleed a radiator? the top of the {room} one is cold",
+    "small leak under the {room} sink where the pipe meets the trap, tighten it or replace it",
+    "boiler pressure keeps dropping to 0.5, how do I top it up and why does it keep happening",
+    "shower goes hot then cold, is that the mixer cartridge and can I change it",
+    "how do I turn the water off to the {tap} to swap it, there's no little isolation valve",
+    "pipes bang when the {tap} turns off, water hammer? can I sort it myself",
+    "outside tap split in the frost, how hard is it to replace",
+    "can I swap the {fixture} myself with basic tools or is it beyond a beginner",
+    "silicone round the bath is black and peeling, how do I redo it properly",
+    "compression fitting weeping on the {room} radiator, ptfe tape or a new olive",
+    "low water pressure on the {tap} only, rest of the house is fine",
+    "washing machine won't drain and the hose is clear, where else could it be blocked",
+    "smell coming up from the {room} drain, has the trap dried out?",
+    "how do I unblock a toilet without calling anyone, plunger isn't doing it",
+    "{tap} handle is loose and just spins, what's inside that needs tightening",
+    "hairline drip from the {fixture} joint, will a jubilee clip do or is that a bodge",
+)
+TRADES = (  # who to hire for a job, and what it should cost
+    "can anyone recommend a {trade} for {job}? ideally one who actually turns up",
+    "got a quote of {price} for {job}, does that sound right",
+    "who did the work on the house on {street}? looked really tidy",
+    "need a {trade} this week, ours has gone quiet on us",
+    "any {trade} round here who does small jobs? everyone I ring is booked for months",
+    "is the {trade} who put leaflets through the doors on {street} any good",
+    "used anyone for {job} lately? insurance wants three quotes",
+    "who do people use for the annual boiler service",
+    "the {trade} I booked for {job} cancelled twice, anyone know someone reliable",
+    "emergency plumber recommendations? water coming through the {room} ceiling",
+    "what's a fair day rate for a {trade} these days",
+    "do I need a specialist for {job} or will a general builder do",
+    "anyone had {job} done by {company}? their reviews are a bit mixed",
+    "after a {trade} who'll give a written quote, last one just said 'we'll see'",
+    "who fitted your {fitted}? want the same person",
+    "{trade} wants half up front for {job}, normal or a red flag",
+    "leak in the {room} ceiling, is that a plumber or a roofer? and who",
+    "is {price} a lot for a {trade} to do {job}",
+)
+NEIGHBOUR_TALK = (  # local news and finished jobs: chatter, not requests
+    "bins are a day late this week because of the bank holiday", "lost cat on {street}, ginger, answers to Biscuit",
+    "finally finished painting the hall", "new bakery on {street} is lovely btw",
+    "skip outside no. 14 if anyone needs timber",
+    "took the wallpaper off the back bedroom and found four more layers lol",
+    "the roadworks on {street} are never ending",
+    "new shelves up, only one of them wonky", "tiled the {room} splashback myself, pretty chuffed",
+    "the {trade} finally came and it's all sorted, what a relief",
+    "street party was brilliant, thanks to whoever did the bunting",
+    "power's back on at our end",
+)
+RECALL_H = (  # served by memory_recall
+    "what did I tell you about my boiler model?", "remember where I said the stopcock was?",
+    "what did I say the guttering quote came to?", "didn't we talk about my damp wall before?",
+    "what did I tell you my boiler pressure should sit at?",
+    "you mentioned earlier which paint I'm using in the hall, what was it?",
+    "what did we decide about the street party date?", "do you recall what I said about the loft insulation?",
+    "what was the name of the electrician I mentioned last month?",
+    "remember when I told you about the crack in the driveway?",
+)
+HOBBY_H = (  # one person's running chatter
+    "saturn's rings through the new scope tonight!!", "clouds again, third night running",
+    "collimated the mirror, took ages",
+    "caught the ISS going over at 9.40", "moon was so bright I couldn't see a thing",
+    "first go at astrophotography, blurry blob",
+    "orion's back in the evening sky, winter proper now", "bought a red torch so I stop ruining my night vision",
+    "jupiter's moons lined up perfectly last night", "the dark sky park trip is booked",
+)
+COMMITTEE_H = (  # restricted: the residents' association admins' recurring business
+    "{who} posted a cold-caller's number in trades again, remove it?",
+    "someone says the {trade} recommended here took a deposit and vanished, pin a warning?",
+    "street party budget: {n}0 quid left", "the council replied about the potholes on {street}",
+    "ban appeal from {who}", "do we let tradespeople advertise themselves in trades", "AGM minutes are in the drive",
+    "{n} join requests from outside the area, vet them?",
+    "{who} and their neighbour are arguing about a fence in general, step in?",
+)
+COMMITTEE_H_SLOTS = {"who": ("a new member", "the double-glazing rep", "one of the regulars", "someone from Mill Lane"),
+                     "n": ("3", "6", "8", "15"), "trade": _TRADES, "street": _STREETS}
+
+HOMEOWNERS = History(
+    name="homeowners", scope="910000000000000009", start=datetime(2026, 1, 19, 7, 30, tzinfo=UTC), days=80,
+    channels=("general", "diy-help", "trades", "projects", "off-topic", "admins"), restricted="admins",
+    people={
+        "9001": ("Maureen", "mo_h"), "9002": ("Dan", "dan_fixes"), "9003": ("Aisha", "aisha_r"), "9004": ("Pete",
+        "pete_w"),
+        "9005": ("Lucy", "lucyloo"), "9006": ("Gareth", "gaz_t"), "9007": ("Chen", "chen_l"), "9008": ("Olu", "olu_a"),
+        "9009": ("Sandra", "sandra_m"), "9010": ("Mick", "mick_d"), "9011": ("Tess", "tess_b"), "9012": ("Raj",
+        "raj_p"),
+        "9013": ("Helen", "helen_g"),
+    },
+    kinds=(
+        *_chatter(("general", "off-topic", "projects")),
+        Kind("chatter", NEIGHBOUR_TALK, 1.2, ("general", "projects", "projects", "off-topic"), slots=_HOME_SLOTS,
+             dressed=False),
+        Kind("need:plumbing_fix", PLUMBING, 0.9, ("diy-help", "diy-help", "general"), slots=_HOME_SLOTS),
+        Kind("need:find_tradesperson", TRADES, 0.4, ("trades", "trades", "general", "diy-help"),
+             slots=_PIPE_TRADE_SLOTS, from_day=3),
+        Kind("need:find_tradesperson", TRADES, 0.2, ("trades", "trades", "general"), slots=_WIRE_TRADE_SLOTS,
+             from_day=3),
+        Kind("need:find_tradesperson", TRADES, 0.3, ("trades", "trades", "general"), slots=_BUILD_TRADE_SLOTS,
+             from_day=3),
+        Kind("served:memory_recall", RECALL_H, 0.5, ("general", "diy-help")),
+        Kind("hobby", HOBBY_H, 0.7, ("off-topic", "general"), people=("9010",), dressed=False),
+        Kind("restricted:admins", COMMITTEE_H, 0.7, ("admins",), people=("9001", "9005", "9012"),
+             slots=COMMITTEE_H_SLOTS),
+    ),
+)
+
 HISTORIES: dict[str, History] = {h.name: h for h in (CYCLING, STUDY, RAIDS_HISTORY, GARDEN, LANGUAGE, KITCHEN,
-                                                      INDIEDEV)}
+                                                      INDIEDEV, PHOTO, HOMEOWNERS)}
 
 
 def generate(history: History, *, seed: int = 0, scale: float = 1.0) -> list[Message]:
