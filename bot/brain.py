@@ -213,7 +213,7 @@ class Reply:
                 async for _ in self._generation:
                     pass
                 self._final = grounded_or_not_told(self._generation.text, self.message.content, self.evidence(),
-                                                   ignore=self._ignored())
+                                                   ignore=self._ignored(), dates=self.guard.dates_ground)
                 if self._final:
                     yield self._final
             else:
@@ -263,7 +263,8 @@ class Reply:
     def grounding(self) -> Grounding:
         """Which of the memories in the prompt, or of people's recent turns in it, the reply drew on
         (bot.grounding's rule); call once it is done."""
-        return ground(self.text, self.message.content, self.evidence(), ignore=self._ignored())
+        return ground(self.text, self.message.content, self.evidence(), ignore=self._ignored(),
+                      dates=self.guard.dates_ground)
 
 
 def evidence_in(bundle: ContextBundle, prompt: Prompt) -> list[MemoryItem]:

@@ -106,8 +106,10 @@ class Grounding:
         return tuple(seen.values())
 
 
-def ground(reply: str, question: str, items: Sequence[MemoryItem], *, ignore: Iterable[str] = ()) -> Grounding:
-    """The memories among ``items`` (in recall's order) that ``reply`` drew on, by the rule above."""
+def ground(reply: str, question: str, items: Sequence[MemoryItem], *, ignore: Iterable[str] = (),
+           dates: bool = True) -> Grounding:
+    """The memories among ``items`` (in recall's order) that ``reply`` drew on, by the rule above. With
+    ``dates=False`` a memory's date words do not count: a date alone ties a reply to any memory of that day."""
     wanted = answer_words(reply, question, ignore=ignore)
     if not wanted:
         return Grounding((), frozenset())
@@ -116,7 +118,7 @@ def ground(reply: str, question: str, items: Sequence[MemoryItem], *, ignore: It
     for rank, item in enumerate(items):
         if not item.sources:
             continue
-        shared = wanted & held_words(item.text, item.created_at)
+        shared = wanted & held_words(item.text, item.created_at if dates else None)
         if len(shared) >= need:
             scored.append((-len(shared), rank, item, shared))
     scored.sort(key=lambda t: (t[0], t[1]))
@@ -191,6 +193,8 @@ class Guard:
     Hungary?" is answered by a memory of Budapest, "his Scottish getaway" by one of the Highlands; which
     city is in which country is not something string matching knows. (Refusing them, as this guard first
     did, turned away 8 answerable dev questions for 6 right refusals, bench/memory_eval.py --llm, 2026-11-27.)
+    But such a reply is grounded by its words only, never by a memory's date (``dates_ground``): "When did
+    Julia visit Lisbon?" answered with the date of an unrelated memory is not an answer from memory.
 
     A name whose words are all stop words ("Will") cannot be checked and counts as neither known nor missing;
     nor do months and weekdays ("in July"), which name a time, not something remembered.
@@ -198,6 +202,14 @@ class Guard:
 
     about_memory: bool
     missing: tuple[str, ...] = ()
+    unmentioned: tuple[str, ...] = ()  # places and things it names that no memory mentions (not refused)
+
+    @property
+    def dates_ground(self) -> bool:
+        """Whether a memory's date may ground the reply. Not when the question names something no memory
+        mentions: "When did Julia visit Lisbon?", with only Porto remembered, was answered "12 December." and
+        grounded by the date of an unrelated memory. An answer in words ("Budapest" to "in Hungary?") still is."""
+        return not self.unmentioned
 
     @property
     def refusal(self) -> str | None:
@@ -222,7 +234,7 @@ def guard(question: str, items: Sequence[MemoryItem], *, ignore: Iterable[str] =
     held: set[str] = set()
     for item in items:
         held |= held_words(item.text, item.created_at)
-    known, missing = [], []
+    known, missing, unmentioned = [], [], []
     for name in names_in(question):
         capitals = [w for w in name.split() if w[:1].isupper() and w.lower().rstrip("'’s") not in _CALENDAR]
         words = {stem(w) for w in content_words(" ".join(capitals))} - skip
@@ -232,19 +244,21 @@ def guard(question: str, items: Sequence[MemoryItem], *, ignore: Iterable[str] =
             known.append(name)
         elif any(w.lower().removesuffix("'s").removesuffix("’s") in person_words for w in capitals):
             missing.append(name)
+        else:
+            unmentioned.append(name)
     first_person = bool(set(_WORD.findall(question.lower().replace("’", "'"))) & _FIRST_PERSON)
     if not (known or first_person or missing):
         return NO_GUARD
-    return Guard(True, tuple(dict.fromkeys(missing)))
+    return Guard(True, tuple(dict.fromkeys(missing)), tuple(dict.fromkeys(unmentioned)))
 
 
 def grounded_or_not_told(reply: str, question: str, items: Sequence[MemoryItem], *,
-                         ignore: Iterable[str] = ()) -> str:
+                         ignore: Iterable[str] = (), dates: bool = True) -> str:
     """``reply`` when it carries no answer words or draws on a memory; else the line that says the bot does
-    not remember being told."""
+    not remember being told. ``dates``: whether a memory's date words may ground it (see ``ground``)."""
     if not answer_words(reply, question, ignore=ignore):
         return reply
-    return reply if ground(reply, question, items, ignore=ignore).items else NOT_TOLD
+    return reply if ground(reply, question, items, ignore=ignore, dates=dates).items else NOT_TOLD
 
 
 def _opens_sentence(text: str, at: int) -> bool:

@@ -12,7 +12,7 @@ import pytest
 from bot import ask_cli
 from bot.app import App
 from bot.console import Console, ConsoleIdentity
-from bot.grounding import NOT_TOLD, answer_words, ground, guard, is_question, names_in
+from bot.grounding import NOT_TOLD, answer_words, ground, grounded_or_not_told, guard, is_question, names_in
 from bot.prompt import SPEAKER_LINE
 from memory.layers.base import MemoryItem
 from memory.layers.episodes import only_questions
@@ -120,6 +120,7 @@ def test_the_guard_refuses_a_question_about_someone_memory_never_mentions() -> N
     # a place the memory never names is not refused by its name: "in Hungary" may be answered by Budapest
     g = guard("When did Julia visit Lisbon?", items, people=["Julia"])
     assert g.about_memory and g.refusal is None, "held back and checked against the memory instead"
+    assert g.unmentioned == ("Lisbon",) and not g.dates_ground
     # a general question that names nothing the bot remembers is the model's to answer
     assert not guard("What is the capital of France?", items).about_memory
     # a question about the asker is about memory even when it names nothing
@@ -350,3 +351,18 @@ async def test_the_abstain_bias_is_applied_only_to_a_reply_to_a_question_about_m
     app.brain.abstain_bias = 0.0
     await (await app.brain.ask("what is my cat called?", "g1", author_id="u-bo", author_name="bo")).complete()
     assert 7 not in llm.boosts[-1]
+
+
+def test_a_date_alone_does_not_ground_a_reply_about_something_no_memory_mentions() -> None:
+    """The reader answered "When did Julia visit Lisbon?" (only Porto remembered) with the date of an unrelated
+    memory, and that date grounded it. When the question names something no memory mentions, only words do."""
+    from datetime import UTC, datetime
+
+    dated = MemoryItem("episode", 0.9, "julia: back from Porto!", "julia: back from Porto!", (1,),
+                       created_at=datetime(2025, 12, 12, tzinfo=UTC),
+                       sources=(SourceRef(1, "x1", "c1", "console"),))
+    question = "When did Julia visit Lisbon?"
+    assert grounded_or_not_told("12 December 2025.", question, [dated]) == "12 December 2025."
+    assert grounded_or_not_told("12 December 2025.", question, [dated], dates=False) == NOT_TOLD
+    budapest = _item("kofi: Budapest was amazing, the baths!", 2)
+    assert grounded_or_not_told("Budapest.", "Where did Kofi go in Hungary?", [budapest], dates=False) == "Budapest."
