@@ -5,6 +5,7 @@ made for it is; and the rationale says what changes. Pure CPU: spaCy, numpy, the
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
@@ -14,8 +15,8 @@ import numpy as np
 from dream.archetype_analysis import _changes, _plan_words, place
 from dream.cycle import DreamConfig
 from dream.requests import are_requests, request_kind
-from dream.themes import (PoorMatch, Recurrence, find_themes, merge_overlapping, screen, theme_words, two_kinds,
-                          unit)
+from dream.themes import (PoorMatch, Recurrence, clusters, find_themes, merge_overlapping, screen, split_in_two,
+                          theme_words, two_kinds, unit)
 from memory.embed import MiniLMEmbedder
 
 NOW = datetime(2026, 10, 1, 12, tzinfo=UTC)
@@ -269,3 +270,81 @@ def test_a_themes_examples_are_its_requests_not_a_remark_that_clustered_with_the
     assert len(themes) == 1 and {m.channel_id for m in themes[0].members} == {"when", "remark"}, [
         sorted({m.channel_id for m in t.members}) for t in themes]
     assert {m.channel_id for m in themes[0].examples} == {"when"}
+
+
+# --- round 4: a name from what most of a theme's messages ask; two needs in one cluster are split ------------
+
+FILTER_NEED = ["my filter is making a rattling noise, what should I check", "how often do you clean the filter sponge",
+               "the filter flow dropped to almost nothing overnight, why", "which filter media should go in first",
+               "is an external filter worth it for a 60 litre setup", "the filter keeps sucking up baby shrimp, help",
+               "the water smells even though the filter runs all day, what now",
+               "snail eggs all over the glass, how do I get rid of them", "a snail is stuck in the intake, is that bad",
+               "what's the best way to cycle a new setup"]
+FILTER_CHATTER = ["cleaned the filter today, so satisfying", "new filter arrived this morning",
+                  "the filter is humming away nicely", "bought a filter for my sister's setup",
+                  "my filter is older than my car", "filter maintenance day again", "the weather is grim again",
+                  "had soup for lunch", "my train was late", "finished the book last night"]
+
+
+def test_a_theme_is_named_for_what_most_of_its_messages_ask_even_when_a_rarer_word_is_more_distinctive() -> None:
+    # "filter": 7 of the 10 requests, but also 6 of the 10 other messages; "snail": 2 of 10, and nowhere else
+    words, terms = theme_words(FILTER_NEED, FILTER_CHATTER)
+    assert words and words[0] == "filter", words
+    assert "snail" not in words, words
+    assert terms[0] == "filter", terms
+
+
+def test_a_word_fewer_than_a_quarter_of_a_themes_messages_use_never_names_it() -> None:
+    texts = ["the jump feels floaty, what do people tweak", "what gravity do you use on the way down vs up",
+             "screenshake on every hit or only crits?", "how far should knockback push the player",
+             "is input buffering worth it for the dash", "the dodge roll feels worse on a controller, deadzones?",
+             "what gravity makes a fall feel snappy", "how much coyote time is normal",
+             "the sword swing feels sluggish, acceleration or input lag?", "hitstop on the dash: how many frames"]
+    words, _ = theme_words(texts, ["had soup for lunch", "my train was late"], kind="advice")
+    # "dash" and "gravity" are in 2 of the 10 each (the most distinctive): no word is common enough, the kind stands alone
+    assert words == ["advice"], words
+
+
+FISH = ("guppies", "neon tetras", "a betta", "corydoras", "mollies", "platies", "angelfish", "a goldfish")
+MATES = ("which fish can share a tank with {f}?", "can I keep shrimp together with {f}",
+         "will {f} nip the fins of other fish in the tank", "what tank mates are safe with {f}?",
+         "is it ok to put {f} in with a pleco", "are {f} too aggressive for a community tank?")
+WATER = ("how often should I change the water in the tank with {f}?", "what temperature should the water be for {f}",
+         "how much of the water should I swap each week with {f}", "what pH should the tank water be for {f}?",
+         "should I use tap water or bottled water for {f}", "how do I cycle the water before adding {f}?")
+
+
+def _fish(embedder: MiniLMEmbedder) -> list[PoorMatch]:
+    """Two needs on one topic (which fish live together; keeping their water right), both asking for advice about
+    the same fish and tanks: one cluster before any merge, as recipe scaling and ingredient swaps were."""
+    return _brewing(embedder, {"mates": [f.format(f=b) for f, b in zip(MATES * 2, FISH + FISH[:4])],
+                               "water": [f.format(f=b) for f, b in zip(WATER * 2, FISH[3:] + FISH[:7])]})
+
+
+def test_two_needs_on_one_topic_in_one_cluster_make_one_coherent_theme_each_never_a_mixed_one(
+        embedder: MiniLMEmbedder) -> None:
+    poor = _fish(embedder)
+    together = [g for g in clusters(poor, 0.72) if len(g) > 1]
+    assert [sorted({m.channel_id for m in g}) for g in together] == [["mates", "water"]], "one cluster to start"
+    said: list[str] = []
+    themes = find_themes(poor, distance=0.72, min_size=5, recurrence=Recurrence(people=3, days=3))
+    screen(poor, distance=0.72, min_size=5, recurrence=Recurrence(people=3, days=3), kept_apart=said)
+    assert 1 <= len(themes) <= 2
+    assert all(len({m.channel_id for m in t.members}) == 1 for t in themes), [
+        sorted(Counter(m.channel_id for m in t.members).items()) for t in themes]
+    assert len(said) == 1 and said[0].startswith("24 messages split in two: 12 + 12"), said
+
+
+def test_one_kind_of_request_is_never_split(embedder: MiniLMEmbedder) -> None:
+    needs = _two_needs()
+    for kind in ("when", "wrong"):
+        assert split_in_two(_brewing(embedder, {kind: needs[kind]}), min_size=5) is None, kind
+    assert split_in_two(_routed_to(embedder, CRASHES * 2, "technical_debugging"), min_size=5) is None
+
+
+def test_greetings_chatter_and_one_persons_hobby_still_make_no_theme(embedder: MiniLMEmbedder) -> None:
+    weather = ["the weather is grim again today", "so tired today, barely slept", "my train was late again",
+               "finally finished that series", "had soup for lunch, lovely", "it's freezing here, staying in"]
+    poor = _brewing(embedder, {"hello": [h for h in HELLOS for _ in range(2)], "weather": weather * 2,
+                               "hobby": list(MEAD_HOBBY) * 2}, one_author="hobby")
+    assert find_themes(poor, distance=0.72, min_size=5, recurrence=Recurrence(people=3, days=3)) == []
