@@ -4,8 +4,9 @@
     python -m bench.proposal_eval score --out DIR [--verdicts DIR/verdicts.jsonl]
 
 ``make`` generates the server histories of ``bench.proposal_histories`` (``cycling`` and ``study``
-are dev; ``raids``, ``garden`` and ``language`` spent; ``kitchen`` and ``indiedev``, written blind on
-2026-11-27, held out; about two months
+are dev; the others were each written blind (``kitchen``, ``indiedev``, ``photo``, ``homeowners`` by
+engineers who never read the rules), run once as held out and are now spent (bench/README.md); a new round
+needs new histories; about two months
 each, several channels, one restricted), writes each as a `hippobot import` JSON Lines file, imports
 them through the importer (``App.open`` + ``app.importer.run``, the restricted channel as a private
 channel, as ``hippobot import --private-channel`` does) into a fresh embedded database, runs the
