@@ -89,7 +89,7 @@ async def run(args: argparse.Namespace) -> list[dict]:
     return rows
 
 
-async def ask(app, llm, builder, questions, adapter) -> dict:  # type: ignore[no-untyped-def]
+async def ask(app, llm, builder, questions, adapter) -> dict:
     """Each question four ways: no memory or the recalled memory in the prompt (the bot's own prompt, with the
     weights layer's section left out), each without and with the adapter."""
     from dataclasses import replace

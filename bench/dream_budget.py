@@ -37,7 +37,7 @@ from bot.config import Settings, offline_environment  # noqa: E402
 NOW = datetime(2026, 9, 1, 3, 0, tzinfo=UTC)
 
 
-async def fill(dsn: str, embedder, router, *, new: int, old: int, seed: int) -> None:  # type: ignore[no-untyped-def]
+async def fill(dsn: str, embedder, router, *, new: int, old: int, seed: int) -> None:
     import asyncpg
     from pgvector.asyncpg import register_vector
 
@@ -82,7 +82,7 @@ async def fill(dsn: str, embedder, router, *, new: int, old: int, seed: int) -> 
         await conn.close()
 
 
-async def run_case(admin_url: str, embedder, *, new: int, old: int) -> dict[str, object]:  # type: ignore[no-untyped-def]
+async def run_case(admin_url: str, embedder, *, new: int, old: int) -> dict[str, object]:
     import asyncpg
 
     from bot.app import App
@@ -118,14 +118,14 @@ def print_table(results: list[dict[str, object]]) -> None:
     cols = [f"{r['new']:,} new / {r['old']:,} old" for r in results]
     width = max(24, *(len(c) + 2 for c in cols))
     print(f"{'step (seconds)':<30}" + "".join(f"{c:>{width}}" for c in cols))
-    steps = list(results[0]["steps_s"])  # type: ignore[arg-type]
+    steps = list(results[0]["steps_s"])
     for step in steps:
-        print(f"{step:<30}" + "".join(f"{r['steps_s'].get(step, 0.0):>{width}.2f}" for r in results))  # type: ignore[union-attr]
+        print(f"{step:<30}" + "".join(f"{r['steps_s'].get(step, 0.0):>{width}.2f}" for r in results))
     print(f"{'whole cycle':<30}" + "".join(f"{r['total_s']:>{width}.2f}" for r in results))
     print(f"{'per 1,000 new episodes':<30}" + "".join(f"{r['per_1000_new_s']:>{width}.2f}" for r in results))
     for step, key in (("episodic_decay", "merged"), ("episodic_replay", "replayed")):
         print(f"{step + ' ' + key:<30}" + "".join(
-            f"{r['counts'].get(step, {}).get(key, 0):>{width}}" for r in results))  # type: ignore[union-attr]
+            f"{r['counts'].get(step, {}).get(key, 0):>{width}}" for r in results))
     for r in results:
         if r["errors"]:
             print(f"errors at {r['new']:,} new / {r['old']:,} old: {r['errors']}")

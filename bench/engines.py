@@ -67,7 +67,7 @@ LINES = [
 ]
 
 
-def transcript(seed: int, tokens: int, count) -> str:  # type: ignore[no-untyped-def]
+def transcript(seed: int, tokens: int, count) -> str:
     """A chat transcript of about ``tokens`` tokens ending in the bot's label; ``seed`` picks its lines."""
     rng = random.Random(seed)
     lines = [f"Conversation {seed} in #channel-{rng.randrange(1000)} between friends and hippobot."]

@@ -293,7 +293,7 @@ class Outcome:
         return None
 
 
-async def run_split(app, layer, split: str, n: int) -> list[Outcome]:  # type: ignore[no-untyped-def]
+async def run_split(app, layer, split: str, n: int) -> list[Outcome]:
     from bot.brain import IncomingTurn
     from memory.persona.state import Belief, PersonaState, confidence
 
@@ -325,7 +325,7 @@ async def run_split(app, layer, split: str, n: int) -> list[Outcome]:  # type: i
     return outcomes
 
 
-async def _position(layer, state, topic: str) -> float:  # type: ignore[no-untyped-def]
+async def _position(layer, state, topic: str) -> float:
     """The bot's view on ``topic``: the belief the layer files this phrase under (it names topics after what
     people wrote, and a phrase near a known topic is that topic), 0 when none."""
     if not state.beliefs:

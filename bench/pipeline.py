@@ -214,8 +214,8 @@ async def run_one(m: int, args: argparse.Namespace, admin_url: str, embedder, ll
     facts = next((x for x in app.brain.recall.layers if x.name == "facts"), None)
     layer_s: dict[str, list[float]] = {}  # each layer's recall (they run at once: CPU they wait for included)
     for layer in app.brain.recall.layers:
-        def timed(query, original=layer.recall, name=layer.name):  # type: ignore[no-untyped-def]
-            async def run():  # type: ignore[no-untyped-def]
+        def timed(query, original=layer.recall, name=layer.name):
+            async def run():
                 started = time.perf_counter()
                 try:
                     return await original(query)
@@ -308,16 +308,16 @@ def print_table(results: list[dict[str, object]]) -> None:
     header = f"{'stage':<16}" + "".join(f"{'M=' + format(r['episodes'], ','):>24}" for r in results)
     print(header)
     print(f"{'':<16}" + "".join(f"{'p50 ms':>12}{'p95 ms':>12}" for _ in results))
-    for stage in results[0]["stages_ms"]:  # type: ignore[union-attr]
+    for stage in results[0]["stages_ms"]:
         row = f"{stage:<16}"
         for r in results:
             s = r["stages_ms"][stage]  # type: ignore[index]
             row += f"{s['p50']:>12.1f}{s['p95']:>12.1f}" if s["n"] else f"{'-':>12}{'-':>12}"
         print(row)
-    for name in results[0].get("layers_ms", {}):  # type: ignore[union-attr]
+    for name in results[0].get("layers_ms", {}):
         row = f"{'  ' + name:<16}"
         for r in results:
-            s = r["layers_ms"].get(name, {"n": 0})  # type: ignore[union-attr]
+            s = r["layers_ms"].get(name, {"n": 0})
             row += f"{s['p50']:>12.1f}{s['p95']:>12.1f}" if s["n"] else f"{'-':>12}{'-':>12}"
         print(row)
     row = f"{'tokens/s':<16}"

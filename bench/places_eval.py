@@ -168,7 +168,7 @@ async def main(argv: Sequence[str] | None = None) -> int:
                     ["split", "questions", "right channel first", "home channel first", "right in top 3",
                      "said unsure: right / wrong first"], rows))
         for split in ("dev", "dev2"):
-            for m in results.get(f"where_{split}", {}).get("misses", []):  # type: ignore[attr-defined]
+            for m in results.get(f"where_{split}", {}).get("misses", []):
                 print(f"  {split} miss:", m)
         print(f"channel names: weight {places.name_weight}; learned channel model: weight {places.model_weight}; "
               f"history imported: {args.history_share:.0%}")
@@ -203,7 +203,7 @@ async def main(argv: Sequence[str] | None = None) -> int:
             print(table("Off-topic questions (no channel is about them; asked from #general)",
                         ["split", "questions", "nowhere", "#general (right here)", "a channel, said to be unsure",
                          "a channel, as if sure (wrong)"], rows))
-            for m in results.get("where_offtopic_dev", {}).get("wrong", []):  # type: ignore[attr-defined]
+            for m in results.get("where_offtopic_dev", {}).get("wrong", []):
                 print("  offtopic_dev wrong:", m)
 
         # procedures for held-out problems, and the spatial bar

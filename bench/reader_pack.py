@@ -185,7 +185,7 @@ def _one(name: str, dirs: list[Path]) -> Path:
     return found[0]
 
 
-def unpack(dirs: list[Path]):  # type: ignore[no-untyped-def]
+def unpack(dirs: list[Path]):
     """The frozen model from a pack (its files in one or more folders), in bfloat16, with the vocabulary the
     data uses."""
     import torch
@@ -226,7 +226,7 @@ def load_data(dirs: list[Path], mix: str = "v2") -> tuple[list[np.ndarray], list
     return ids, [int(s) for s in d["starts"]], [int(k) for k in d["kinds"]]
 
 
-def batch_loss(model, batch: list[tuple[np.ndarray, int]], device: str):  # type: ignore[no-untyped-def]
+def batch_loss(model, batch: list[tuple[np.ndarray, int]], device: str):
     """Mean over the batch of each example's mean cross-entropy on its reply tokens (as train_reader's
     reply_loss, one example at a time), the output layer applied at the reply positions only."""
     import torch
@@ -343,7 +343,7 @@ def train(args: argparse.Namespace) -> int:
     return 0
 
 
-def _save(model, out: Path, state: dict, started: float, kinds: list[int], n: int) -> None:  # type: ignore[no-untyped-def]
+def _save(model, out: Path, state: dict, started: float, kinds: list[int], n: int) -> None:
     """``out/checkpoint`` (peft) and ``out/state.json``, the layout train_reader --export reads."""
     state["seconds"] = round(time.perf_counter() - started, 1)
     state["data"] = {"train": n, "kinds": {k: kinds[DEV:].count(i) for i, k in enumerate(KINDS)}}

@@ -101,7 +101,7 @@ def turn_text(rng: random.Random, template: list[str]) -> str:
                                        f=rng.choice(FEELINGS))
 
 
-async def fill(pool, m: int, rng: random.Random, now: datetime) -> None:  # type: ignore[no-untyped-def]
+async def fill(pool, m: int, rng: random.Random, now: datetime) -> None:
     """M moments (each a person message and the bot's reply), 80 % in SCOPE, the rest in 20 other scopes."""
     from memory.resonance.features import arousal, reply_len_norm, themes, unique_ratio, words
 
@@ -140,7 +140,7 @@ async def fill(pool, m: int, rng: random.Random, now: datetime) -> None:  # type
                  for mid, rid, msg, mt in zip(ids, rids, msgs, meta)])
 
 
-async def speed(m: int, args: argparse.Namespace, admin_url: str, mapper) -> dict[str, object]:  # type: ignore[no-untyped-def]
+async def speed(m: int, args: argparse.Namespace, admin_url: str, mapper) -> dict[str, object]:
     from memory.archetypes import ContextPlan
     from memory.conversation import StoredMessage
     from memory.db import create_pool, migrate
@@ -202,7 +202,7 @@ async def speed(m: int, args: argparse.Namespace, admin_url: str, mapper) -> dic
             "mean_winners": statistics.fmean(winners), "mean_boosted_tokens": statistics.fmean(boosted)}
 
 
-async def replies(args: argparse.Namespace, admin_url: str, llm, embedder) -> dict[str, object]:  # type: ignore[no-untyped-def]
+async def replies(args: argparse.Namespace, admin_url: str, llm, embedder) -> dict[str, object]:
     from bot.app import App
     from bot.brain import IncomingTurn
     from memory.conversation import NewMessage
@@ -283,7 +283,7 @@ async def replies(args: argparse.Namespace, admin_url: str, llm, embedder) -> di
     return out
 
 
-def _query(app, text: str, p: int):  # type: ignore[no-untyped-def]
+def _query(app, text: str, p: int):
     from memory.recall import recall_query
 
     vector = np.zeros(384, dtype=np.float32)
@@ -291,7 +291,7 @@ def _query(app, text: str, p: int):  # type: ignore[no-untyped-def]
                         channel_id=f"new-{p}", visible_channel=f"new-{p}")
 
 
-def _seeded(config, seed: int):  # type: ignore[no-untyped-def]
+def _seeded(config, seed: int):
     from dataclasses import replace
 
     return replace(config, seed=seed)

@@ -102,7 +102,7 @@ async def embed(texts: list[str]) -> np.ndarray:
     return np.asarray(await embedder.embed_many(texts), dtype=np.float32)
 
 
-def fit(x: np.ndarray, y: np.ndarray, c: float, *, balanced: bool = False):  # type: ignore[no-untyped-def]
+def fit(x: np.ndarray, y: np.ndarray, c: float, *, balanced: bool = False):
     from sklearn.linear_model import LogisticRegression  # sentence-transformers' dependency
 
     return LogisticRegression(C=c, max_iter=5000, class_weight="balanced" if balanced else None).fit(x, y)

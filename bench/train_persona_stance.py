@@ -193,7 +193,7 @@ class Outcomes:
         return out
 
 
-def train_valence(phrases: list[str], classes: list[int]):  # type: ignore[no-untyped-def]
+def train_valence(phrases: list[str], classes: list[int]):
     """MiniLM + LoRA + a three-way head (harm, neither, benefit), class-balanced cross-entropy."""
     import torch
     from transformers import AutoTokenizer
@@ -226,7 +226,7 @@ def train_valence(phrases: list[str], classes: list[int]):  # type: ignore[no-un
     return model, tokenizer
 
 
-def build(rank: int, outputs: int = 1):  # type: ignore[no-untyped-def]
+def build(rank: int, outputs: int = 1):
     import torch
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModel
@@ -240,7 +240,7 @@ def build(rank: int, outputs: int = 1):  # type: ignore[no-untyped-def]
     return StanceEncoder(encoder, head)
 
 
-def train(rows: list[dict], *, rank: int = RANK, epochs: int = EPOCHS, lr: float = LEARNING_RATE):  # type: ignore[no-untyped-def]
+def train(rows: list[dict], *, rank: int = RANK, epochs: int = EPOCHS, lr: float = LEARNING_RATE):
     import torch
     from transformers import AutoTokenizer
 
@@ -274,13 +274,13 @@ def train(rows: list[dict], *, rank: int = RANK, epochs: int = EPOCHS, lr: float
     return model, tokenizer
 
 
-def predict(model, tokenizer, texts: list[str]) -> np.ndarray:  # type: ignore[no-untyped-def]
+def predict(model, tokenizer, texts: list[str]) -> np.ndarray:
     logits = StanceModel.of(model, tokenizer).logits(texts)
     assert logits is not None
     return logits
 
 
-def save(model, out: Path, meta: dict, what: str = "The persona scorer's stance model") -> None:  # type: ignore[no-untyped-def]
+def save(model, out: Path, meta: dict, what: str = "The persona scorer's stance model") -> None:
     out.mkdir(parents=True, exist_ok=True)
     model.encoder.save_pretrained(str(out))
     config = out / "adapter_config.json"  # not this machine's path: the base comes from the installed package

@@ -67,7 +67,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def load_model(settings: Settings):  # type: ignore[no-untyped-def]
+def load_model(settings: Settings):
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -79,14 +79,14 @@ def load_model(settings: Settings):  # type: ignore[no-untyped-def]
     return model, tokenizer
 
 
-def encode(tokenizer, ex: Example) -> tuple[list[int], int]:  # type: ignore[no-untyped-def]
+def encode(tokenizer, ex: Example) -> tuple[list[int], int]:
     """(token ids, where the reply starts): BOS + prompt as the engines tokenize it, then ' reply' and EOS."""
     prompt = [tokenizer.bos_token_id] + tokenizer(ex.prompt, add_special_tokens=False)["input_ids"]
     reply = tokenizer(" " + ex.reply, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
     return prompt + reply, len(prompt)
 
 
-def reply_loss(model, ids: list[int], start: int, device: str):  # type: ignore[no-untyped-def]
+def reply_loss(model, ids: list[int], start: int, device: str):
     """Mean cross-entropy over the reply tokens, with the output layer applied at those positions only."""
     import torch
 
@@ -206,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def save(model, optimizer, ckpt: Path, state_path: Path, state: dict, kinds: Counter, n: int) -> None:  # type: ignore[no-untyped-def]
+def save(model, optimizer, ckpt: Path, state_path: Path, state: dict, kinds: Counter, n: int) -> None:
     import torch
 
     tmp = ckpt.with_name("checkpoint.partial")
@@ -226,7 +226,7 @@ def save(model, optimizer, ckpt: Path, state_path: Path, state: dict, kinds: Cou
     state_path.write_text(json.dumps(state, indent=1) + "\n")
 
 
-def export(model, ckpt: Path, state_path: Path, args: argparse.Namespace) -> int:  # type: ignore[no-untyped-def]
+def export(model, ckpt: Path, state_path: Path, args: argparse.Namespace) -> int:
     """bot/reader/: the peft adapter in float16, its GGUF LoRA, and the manifest."""
     import torch
     from peft import PeftModel

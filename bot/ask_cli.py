@@ -40,7 +40,7 @@ class AskLine:
     now: datetime | None
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = subparsers.add_parser("ask", help="answer a batch of messages (JSON Lines) with the whole pipeline")
     p.add_argument("--queries", type=Path, required=True,
                    help='JSON Lines of {"text", "scope", "user", "channel", "now"}; one JSON answer a line')

@@ -181,7 +181,7 @@ class Distiller:
 
             model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=True)
         elif cuda:
-            model = model.to("cuda")
+            model = model.to("cuda")  # type: ignore[arg-type]  # transformers' typing of its wrapped .to() omits the device argument
         model.eval()
         return model, tokenizer, "cuda" if cuda else "cpu"
 
@@ -189,7 +189,8 @@ class Distiller:
         from peft import LoraConfig, get_peft_model
 
         s = self.settings
-        config = LoraConfig(r=s.rank, lora_alpha=s.alpha, lora_dropout=0.0, bias="none",
+        # peft annotates lora_alpha as int, but scales by lora_alpha / r and takes a float.
+        config = LoraConfig(r=s.rank, lora_alpha=s.alpha, lora_dropout=0.0, bias="none",  # type: ignore[arg-type]
                             target_modules=list(s.target_modules), task_type="CAUSAL_LM")
         return get_peft_model(model, config)
 

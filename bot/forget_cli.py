@@ -21,7 +21,7 @@ from bot.config import Settings
 from memory.conversation import ConversationStore
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = subparsers.add_parser("forget", help="forget a channel, a person or a message, and all derived from it")
     p.add_argument("--scope", help="the memory scope (default: the console scope)")
     what = p.add_mutually_exclusive_group(required=True)

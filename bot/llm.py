@@ -27,7 +27,11 @@ import time
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:  # heavy imports, made lazily where the code runs
+    from peft import PeftModel
+    from transformers import PreTrainedModel
 
 log = logging.getLogger(__name__)
 
@@ -288,7 +292,7 @@ def _convert_bundled(cache_dir: Path, target: Path, *, progress: bool) -> None:
         bar.update()
         bar.set_postfix_str(steps[2])
         model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.bfloat16)
-        model.hf_quantizer = None
+        model.hf_quantizer = None  # type: ignore[assignment]  # transformers' annotation has no None; unloading it is documented
         if hasattr(model.config, "quantization_config"):
             del model.config.quantization_config
         bar.update()
@@ -514,7 +518,7 @@ class TransformersLLM(WorkerEngine):
         hf_logging.disable_progress_bar()
         try:
             tokenizer = AutoTokenizer.from_pretrained(path)
-            model = AutoModelForCausalLM.from_pretrained(path, **kwargs)
+            model: PreTrainedModel | PeftModel = AutoModelForCausalLM.from_pretrained(path, **kwargs)
         except OSError as exc:
             raise LLMError(f"cannot load model {path!r} offline: {exc}") from exc
         finally:
@@ -525,7 +529,7 @@ class TransformersLLM(WorkerEngine):
             model = PeftModel.from_pretrained(model, str(config.lora_adapter))
             name += f" + LoRA {config.lora_adapter.name}"
         if cuda and not config.load_in_4bit:
-            model = model.to("cuda")
+            model = model.to("cuda")  # type: ignore[arg-type]  # transformers' typing of its wrapped .to() omits the device argument
         model.eval()
         log.info("language model %s loaded (cuda=%s)", name, cuda)
         return cls(model, tokenizer, config, name)
@@ -541,7 +545,7 @@ class TransformersLLM(WorkerEngine):
 
         if ref is None:
             if isinstance(self._model, PeftModel):
-                self._model.base_model.disable_adapter_layers()
+                self._model.base_model.disable_adapter_layers()  # type: ignore[operator]  # peft types base_model as nn.Module; it is a BaseTuner
             return
         if not isinstance(self._model, PeftModel):
             self._model = PeftModel.from_pretrained(self._model, str(ref.path), adapter_name=ref.key)

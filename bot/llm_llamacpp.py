@@ -421,7 +421,7 @@ def disable_extra_buffers() -> Any:
 
     original = lib.llama_model_default_params
 
-    def without_extra_buffers():  # type: ignore[no-untyped-def]
+    def without_extra_buffers():
         params = original()
         params.use_extra_bufts = False
         return params

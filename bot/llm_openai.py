@@ -254,7 +254,8 @@ class OpenAICompatibleLLM:
             except _WithoutLogprobs:
                 continue  # asked again at once, without logprobs; not a failed attempt
             except _Retryable as exc:
-                last = exc.__cause__ or exc
+                cause = exc.__cause__
+                last = cause if isinstance(cause, Exception) else exc
                 if state["raw"]:  # text was shown: a retry would repeat it
                     raise LLMUnavailable(f"the language model server at {self._root} broke off: {last}") from last
                 attempt += 1
@@ -347,7 +348,7 @@ class OpenAICompatibleLLM:
         """Nothing to free off the event loop; ``aclose`` closes the HTTP session."""
 
 
-async def _sse_lines(content: Any):  # type: ignore[no-untyped-def]
+async def _sse_lines(content: Any):
     """The data fields of a server-sent event stream."""
     async for raw in content:
         line = raw.decode("utf-8", errors="replace").strip()

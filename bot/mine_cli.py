@@ -23,7 +23,7 @@ from memory.mine import MESSAGE, MemoryOfPerson, export_documents
 from memory.sources import SourceRef
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = subparsers.add_parser("mine", help="what the bot holds about one person (as /memory mine and export)")
     p.add_argument("--person", required=True, help="their id, console name, or display name or username")
     p.add_argument("--scope", help="the memory scope (default: the console scope)")

@@ -13,7 +13,7 @@ from typing import TextIO
 from bot.config import Settings
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = subparsers.add_parser("persona", help="show the bot's persona (snapshot, opinions) in a scope")
     p.add_argument("--scope", help="the memory scope (default: the console scope)")
     p.add_argument("--channel", help="the persona a channel speaks with (a restricted channel's own, else the "

@@ -15,7 +15,7 @@ from typing import Any, TextIO
 from bot.config import Settings
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = subparsers.add_parser("places", help="where to ask about a topic, and the procedures that worked for it")
     p.add_argument("text", nargs="?", help="the topic or problem; without it, the scope's places are listed")
     p.add_argument("--scope", help="the memory scope (default: the console scope)")

@@ -210,7 +210,7 @@ async def _poor_matches(services: DreamServices, scope: str, since: datetime, no
     ]
 
 
-def _plan_words(plan: dict) -> str:  # type: ignore[type-arg]
+def _plan_words(plan: dict) -> str:
     """A plan as a moderator reads it: what a message routed to it loads."""
     depth = int(plan["triple_depth"])
     return (f"{int(plan['context_turns'])} recent turns, up to {int(plan['context_vectors'])} memories at "
@@ -220,10 +220,10 @@ def _plan_words(plan: dict) -> str:  # type: ignore[type-arg]
 
 
 def _todays_plans(services: DreamServices, scope: str, placement: Placement, by_default: int
-                  ) -> list[tuple[str, int, dict]]:  # type: ignore[type-arg]
+                  ) -> list[tuple[str, int, dict]]:
     """(who: "the default plan" or "the plan of 'name'", how many members, that plan), most members first."""
     archetypes = {a.name: a for a in services.router.archetypes_in(scope)}
-    out: list[tuple[str, int, dict]] = []  # type: ignore[type-arg]
+    out: list[tuple[str, int, dict]] = []
     if by_default:
         out.append(("the default plan", by_default, dict(services.config.default_plan)))
     for name, n in placement.routed.items():
@@ -235,7 +235,7 @@ def _todays_plans(services: DreamServices, scope: str, placement: Placement, by_
     return sorted(out, key=lambda t: -t[1]) or [("the default plan", 0, dict(services.config.default_plan))]
 
 
-def _changes(before: dict, after: dict) -> str:  # type: ignore[type-arg]
+def _changes(before: dict, after: dict) -> str:
     """What a plan change does, in words ("recent turns 8 -> 12, memories 5 -> 8")."""
     words = {"context_turns": "recent turns", "context_vectors": "memories", "similarity_threshold":
              "memory similarity threshold", "triple_depth": "graph depth"}
@@ -274,7 +274,7 @@ async def _people_words(services: DreamServices, scope: str) -> frozenset[str]:
                      for w in re.findall(r"[a-z]+", name.lower()) if len(w) > 1)
 
 
-async def _propose_new(services, scope, theme: Theme, placement: Placement, taken, now, end, people):  # type: ignore[no-untyped-def]
+async def _propose_new(services, scope, theme: Theme, placement: Placement, taken, now, end, people):
     cluster = list(theme.members)
     terms = list(theme.terms)
     examples = [m.text for m in theme.examples]
@@ -326,7 +326,7 @@ async def _propose_new(services, scope, theme: Theme, placement: Placement, take
     }
     payload = {"name": name, "description": description, "examples": examples, **plan}
     # Every member is a source (the whole theme came from them), not only the examples and the cited.
-    sources = [(m.message_id, m.text) for m in theme.examples]
+    sources: list[tuple[int, str | None]] = [(m.message_id, m.text) for m in theme.examples]
     quoted = {i for i, _ in sources}
     sources += [(m.message_id, None) for m in cluster if m.message_id not in quoted]
     return await services.governance.propose(

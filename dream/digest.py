@@ -73,7 +73,7 @@ def render_digest(run_id: int | None, scope: str | None, now: datetime, since: d
     return "\n".join(lines)
 
 
-def _draw(rows, path: Path, since: datetime, days: int) -> None:  # type: ignore[no-untyped-def]
+def _draw(rows, path: Path, since: datetime, days: int) -> None:
     import matplotlib
 
     matplotlib.use("Agg")

@@ -21,6 +21,7 @@ by default (``dream.archetype_kinds``).
 
 from __future__ import annotations
 
+import builtins  # the builtin, in annotations after the method Governance.list shadows it
 import logging
 import re
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
@@ -450,7 +451,7 @@ class Governance:
             "SELECT id, status FROM proposals WHERE id = ANY($1::bigint[])", sorted({int(i) for i in proposal_ids}))
         return {int(r["id"]): r["status"] for r in rows}
 
-    async def citing(self, kind: str, message_ids: Collection[int], *, conn: asyncpg.Connection) -> list[int]:
+    async def citing(self, kind: str, message_ids: Collection[int], *, conn: asyncpg.Connection) -> builtins.list[int]:
         """The proposals of ``kind`` citing one of these messages in ``proposal_sources``, by id."""
         rows = await conn.fetch(
             """SELECT DISTINCT p.id FROM proposals p JOIN proposal_sources s ON s.proposal_id = p.id
@@ -525,7 +526,7 @@ class Governance:
     # --- the posting queue (dream.outbox.Outbox posts from it) ---------------------------------------------
 
     async def queued(self, limit: int = 50, *, scope: str | None = None,
-                     scopes: Collection[str | None] | None = None) -> list[int]:
+                     scopes: Collection[str | None] | None = None) -> builtins.list[int]:
         """Ids of the proposals waiting to be posted or re-posted, oldest first (only ``scope``'s, if given;
         only those of ``scopes``, if given, where None stands for the global ones)."""
         named = None if scopes is None else sorted(s for s in scopes if s is not None)
@@ -536,7 +537,7 @@ class Governance:
             limit, scope, named, scopes is not None and None in scopes)
         return [r["id"] for r in rows]
 
-    async def queued_scopes(self) -> list[str | None]:
+    async def queued_scopes(self) -> builtins.list[str | None]:
         """The scopes with a proposal waiting to be posted (None: global proposals)."""
         rows = await self._pool.fetch("SELECT DISTINCT scope FROM proposals WHERE post_pending")
         return [r["scope"] for r in rows]

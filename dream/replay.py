@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import re
 from datetime import datetime, timedelta
+from typing import TypedDict
 
 import numpy as np
 
@@ -180,8 +181,15 @@ async def _merge_pass(services: DreamServices, now: datetime, only: set[int] | N
 EXACT_GROUP_LIMIT = 200_000  # episodes of one scope and audience searched exactly in memory; more: HNSW
 
 
-async def _nearest_pairs(pool, since: datetime, threshold: float, scope: str | None,  # type: ignore[no-untyped-def]
-                         only: set[int] | None) -> list[dict[str, object]]:
+class _Pair(TypedDict):
+    a: int
+    b: int
+    a_text: str
+    b_text: str
+
+
+async def _nearest_pairs(pool, since: datetime, threshold: float, scope: str | None,
+                         only: set[int] | None) -> list[_Pair]:
     """(a, b, a_text, b_text) for each recent episode ``a`` (or each of ``only``) whose nearest other
     episode ``b`` of the same scope and audience is at least ``threshold`` alike ((1 + cos) / 2).
 
@@ -231,7 +239,7 @@ def _nearest_exact(all_ids: list[int], vectors: list[np.ndarray], query_ids: lis
     return out
 
 
-async def _nearest_by_index(pool, ids: list[int], threshold: float) -> list[tuple[int, int]]:  # type: ignore[no-untyped-def]
+async def _nearest_by_index(pool, ids: list[int], threshold: float) -> list[tuple[int, int]]:
     rows = await pool.fetch(
         """SELECT e.id AS a, n.id AS b FROM episodes e
            CROSS JOIN LATERAL (

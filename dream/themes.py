@@ -466,7 +466,7 @@ def theme_words(cluster_texts: Sequence[str], other_texts: Sequence[str], *, sam
     verb = next((v for v in verbs if coverage[v] >= 0.5 * coverage[noun]), None)
     if verb is not None:
         if _same_stem(noun, verb):  # "plan" the noun and "plan" the verb: name what is planned
-            noun = next((n for n in nouns[1:] if not _same_stem(n, verb)), None) or noun
+            noun = next((n for n in nouns[1:] if not _same_stem(n, verb)), noun)
         return ([noun, gerund(verb)] if noun != verb else [gerund(verb)]), terms
     second = next((n for n in nouns[1:] if coverage[n] >= 0.5 * coverage[noun] and not _same_stem(n, noun)), None)
     if second is None:

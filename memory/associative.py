@@ -161,6 +161,7 @@ class AssociativeIndex:
     def _build(self, ids: np.ndarray, visible: list[str | None], dense: np.ndarray, n: int,
                newest: int) -> _ScopeCache:
         keys = self.encode(dense) if len(dense) else np.zeros((0, self._width()), dtype=np.float32)
+        index: faiss.Index
         if len(keys) > self.config.hnsw_above:
             index = faiss.IndexHNSWFlat(keys.shape[1], 32, faiss.METRIC_INNER_PRODUCT)
             index.hnsw.efSearch = 128

@@ -18,9 +18,12 @@ import logging
 import threading
 from collections import OrderedDict
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol, overload
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +33,10 @@ CACHE_ENTRIES = 8192
 Backend = Literal["auto", "onnx", "torch"]
 
 
+@overload
+def similarity(cosine: float) -> float: ...
+@overload
+def similarity(cosine: np.ndarray) -> np.ndarray: ...
 def similarity(cosine: float | np.ndarray) -> float | np.ndarray:
     """hippobot's similarity scale: cosine mapped to [0, 1] as (1 + cos) / 2.
 
@@ -68,7 +75,7 @@ class MiniLMEmbedder:
         self._device = device
         self._backend: Backend = backend
         self._cache_dir = cache_dir
-        self._model = None  # sentence-transformers, on the torch backend
+        self._model: SentenceTransformer | None = None  # on the torch backend
         self._onnx = None  # memory.onnx_minilm.OnnxMiniLM, on the onnx backend
         self._load_lock = threading.Lock()
         self._pending: list[tuple[str, asyncio.Future[np.ndarray]]] = []
@@ -115,7 +122,8 @@ class MiniLMEmbedder:
             return np.zeros((0, DIMENSIONS), dtype=np.float32)
         if self._onnx is not None:
             return self._onnx.encode(list(texts), self._batch_size)
-        vectors = self._model.encode(  # type: ignore[union-attr]
+        assert self._model is not None  # load() set one of the two backends or raised
+        vectors = self._model.encode(
             texts,
             batch_size=self._batch_size,
             normalize_embeddings=True,
@@ -181,7 +189,7 @@ class MiniLMEmbedder:
                     future.set_result(vector)
 
 
-def _load_onnx(model_dir: Path, cache_dir: Path | None):  # type: ignore[no-untyped-def]
+def _load_onnx(model_dir: Path, cache_dir: Path | None):
     from memory import onnx_minilm
 
     if cache_dir is None:

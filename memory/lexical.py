@@ -165,7 +165,8 @@ def candidate_terms(terms: Sequence[str], df: dict[str, int], budget: int = MATC
     to at most ``budget`` (the rarest word always). All of them when they fit."""
     if sum(df.get(t, 0) for t in terms) <= budget:
         return list(terms)
-    chosen, matched = [], 0
+    chosen: list[str] = []
+    matched = 0
     for t in sorted(terms, key=lambda t: (df.get(t, 0), t)):
         if chosen and matched + df.get(t, 0) > budget:
             break

@@ -33,7 +33,7 @@ class ScriptedLLM:
         """One made-up id per word (1000, 1001, ... in first-seen order); punctuation-only words and the words
         of ``exclude`` have none."""
         banned = {w.strip(":").lower() for e in exclude for w in e.split()}
-        out = {}
+        out: dict[str, tuple[int, ...]] = {}
         for word in words:
             key = word.lower()
             if not any(ch.isalnum() for ch in key) or key in banned:

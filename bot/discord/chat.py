@@ -93,7 +93,7 @@ class Streaming:
 
     author_id: int
     reply: Any
-    stream: StreamingReply
+    stream: StreamingReply[discord.Message]
     stopped_by: str | None = None
 
 
@@ -109,7 +109,6 @@ class ChatCog(commands.Cog):
 
     async def _facts(self, message: discord.Message) -> MessageFacts:
         channel = message.channel
-        thread = isinstance(channel, discord.Thread)
         me = self.bot.user
         return MessageFacts(
             author_id=message.author.id,
@@ -118,8 +117,8 @@ class ChatCog(commands.Cog):
             is_dm=message.guild is None,
             mentions_bot=me is not None and me in message.mentions,
             channel_id=channel.id,
-            parent_channel_id=channel.parent_id if thread else None,
-            thread_owner_id=channel.owner_id if thread else None,
+            parent_channel_id=channel.parent_id if isinstance(channel, discord.Thread) else None,
+            thread_owner_id=channel.owner_id if isinstance(channel, discord.Thread) else None,
             replies_to_bot=me is not None and await replied_author(message) == me.id,
         )
 
@@ -138,8 +137,9 @@ class ChatCog(commands.Cog):
         mode = channel_mode(listening.setting.mode, channel_id=facts.channel_id,
                             parent_channel_id=facts.parent_channel_id,
                             allowed_channels=self.bot.settings.discord_allowed_channels)
-        rules = {"remember": listening.setting.remember, "opted_out": listening.opted_out, "dream_channels": dream}
-        return take_part(facts, mode=mode, **rules), take_part(facts, mode="quiet", **rules)
+        remember, opted_out = listening.setting.remember, listening.opted_out
+        return (take_part(facts, mode=mode, remember=remember, opted_out=opted_out, dream_channels=dream),
+                take_part(facts, mode="quiet", remember=remember, opted_out=opted_out, dream_channels=dream))
 
     @commands.Cog.listener()
     async def on_message(self, message: discord.Message) -> None:
@@ -253,7 +253,7 @@ class ChatCog(commands.Cog):
             return
         await self._show_sources(message, reply, stream)
 
-    async def _mark_stopped(self, message: discord.Message, stream: StreamingReply, who: str) -> None:
+    async def _mark_stopped(self, message: discord.Message, stream: StreamingReply[discord.Message], who: str) -> None:
         note = f"\n-# ⏹ stopped by {display_text(who)}"
         try:
             if stream.messages and len(stream.last_shown) + len(note) <= DISCORD_LIMIT:
@@ -282,15 +282,15 @@ class ChatCog(commands.Cog):
         await interaction.response.send_message(f"Stopped {len(mine)} repl{'y' if len(mine) == 1 else 'ies'}.",
                                                 ephemeral=True)
 
-    async def _show_sources(self, message: discord.Message, reply: Any, stream: StreamingReply) -> None:
+    async def _show_sources(self, message: discord.Message, reply: Any, stream: StreamingReply[discord.Message]) -> None:
         """Under a reply that drew on a memory: who said it, when, jump links, and forget buttons."""
         brain = self.services.brain
         lines = await brain.source_lines(reply.turn.scope, reply.grounding())
         text = sources_text(lines, message.guild.id if message.guild else None)
-        if not text or not stream.messages:
+        view = sources_view(lines)
+        if not text or view is None or not stream.messages:  # no text, no view: there are no sources
             return
         last = stream.messages[-1]
-        view = sources_view(lines)
         try:
             current = stream.last_shown
             if len(current) + 1 + len(text) <= DISCORD_LIMIT:

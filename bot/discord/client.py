@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import logging
 from dataclasses import replace
+from typing import TYPE_CHECKING, TypedDict
 
 import discord
 from discord.ext import commands
@@ -37,10 +38,15 @@ def allowed_mentions() -> discord.AllowedMentions:
     return discord.AllowedMentions.none()
 
 
-def shard_options(settings: Settings) -> dict[str, object]:
+class ShardOptions(TypedDict, total=False):
+    shard_count: int
+    shard_ids: list[int]
+
+
+def shard_options(settings: Settings) -> ShardOptions:
     """discord.py's ``shard_count`` and ``shard_ids`` from the settings, only those that are set (discord.py asks
     Discord for the count when none is given, and wants a count with any ids)."""
-    options: dict[str, object] = {}
+    options: ShardOptions = {}
     if settings.shard_count is not None:
         options["shard_count"] = settings.shard_count
         if settings.shard_ids is not None:
@@ -55,7 +61,15 @@ def intents() -> discord.Intents:
     return i
 
 
-class HippoBotBase(commands.bot.BotBase):
+if TYPE_CHECKING:
+    # Every HippoBotBase is also a discord.Client (the two bots below mix one in): checked as a Bot, so that
+    # the client's own attributes (user, get_channel, add_dynamic_items) are known.
+    _BotBase = commands.Bot
+else:
+    _BotBase = commands.bot.BotBase
+
+
+class HippoBotBase(_BotBase):
     """Shared by the sharded and unsharded bots: cogs, scheduler, and an orderly close."""
 
     app: App
@@ -75,7 +89,7 @@ class HippoBotBase(commands.bot.BotBase):
 
     async def setup_hook(self) -> None:
         for cog in COGS:
-            await self.add_cog(cog(self, self.services))  # type: ignore[arg-type]
+            await self.add_cog(cog(self, self.services))
         self.add_dynamic_items(ProposalButton)  # dream-channel buttons keep working after a restart
         self.add_dynamic_items(ForgetSourceButton)  # so do the forget buttons under replies
         self.add_command(sync)
@@ -84,7 +98,7 @@ class HippoBotBase(commands.bot.BotBase):
 
     async def close(self) -> None:
         try:
-            await super().close()  # type: ignore[misc]
+            await super().close()
         finally:
             await self.app.close()
 

@@ -104,7 +104,8 @@ def export_filename(guild_id: int | None, day: str, part: int, parts: int) -> st
     return f"hippobot-memory-{where}-{day}" + (f"-part{part}of{parts}" if parts > 1 else "") + ".json"
 
 
-async def send_export(user: discord.abc.User, documents: list[bytes], filenames: list[str], intro: str) -> str:
+async def send_export(user: discord.User | discord.Member, documents: list[bytes], filenames: list[str],
+                      intro: str) -> str:
     """DM the documents, one per message; what to tell the asker (sent, or why not and how far it got)."""
     sent = 0
     try:

@@ -15,8 +15,8 @@ from discord.ext import commands
 from bot.discord.common import reply, visible_channel
 from bot.discord.rules import scope_for
 from memory.errors import MemoryStoreError
-from memory.layers.macros import describe
-from memory.layers.places import topic_text
+from memory.layers.macros import MacrosLayer, describe
+from memory.layers.places import PlacesLayer, topic_text
 from memory.places.codes import channel_label, topic_of
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ class PlacesCog(commands.Cog):
     @app_commands.describe(topic="what you want to ask about, e.g. 'docker networking'")
     async def whereto(self, interaction: discord.Interaction, topic: str) -> None:
         places = self.services.brain.layer("places")
-        if places is None:
+        if not isinstance(places, PlacesLayer):  # not registered
             await reply(interaction, "The places memory is not enabled on this bot.")
             return
         scope = scope_for(interaction.guild_id, interaction.user.id)
@@ -51,7 +51,7 @@ class PlacesCog(commands.Cog):
             routes = await places.where_to(scope, topic, channel_id=str(interaction.channel_id),
                                            visible_channel=visible, k=3)
             macros = self.services.brain.layer("macros")
-            found = await macros.suggest(scope, topic, visible_channel=visible) if macros is not None else []
+            found = await macros.suggest(scope, topic, visible_channel=visible) if isinstance(macros, MacrosLayer) else []
         except MemoryStoreError as exc:
             await reply(interaction, f"⚠️ {exc}")
             return

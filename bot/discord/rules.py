@@ -200,8 +200,8 @@ def guild_settings_view(view: Mapping[str, object], guild_channel_ids: Collectio
     ``view`` is ``Settings.public_view()`` (secrets already masked).
     """
     out = dict(view)
-    allowed = out.get("discord_allowed_channels") or []
-    out["discord_allowed_channels"] = [c for c in allowed if c in guild_channel_ids]  # type: ignore[union-attr]
+    allowed = out.get("discord_allowed_channels")  # a list[int] in Settings; None or absent in a partial view
+    out["discord_allowed_channels"] = [c for c in allowed if c in guild_channel_ids] if isinstance(allowed, list) else []
     if out.get("dream_channel_id") not in guild_channel_ids:
         out["dream_channel_id"] = None if out.get("dream_channel_id") is None else "(in another server)"
     for name in _HOST_SETTINGS:

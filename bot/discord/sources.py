@@ -40,7 +40,7 @@ def sources_text(lines: Sequence[SourceLine], guild_id: int | None) -> str:
     return f"-# {text}" if text else ""
 
 
-class ForgetSourceButton(discord.ui.DynamicItem[discord.ui.Button], template=r"hippobot:forget:(?P<mid>\d+)"):  # type: ignore[call-arg]
+class ForgetSourceButton(discord.ui.DynamicItem[discord.ui.Button], template=r"hippobot:forget:(?P<mid>\d+)"):
     """Forget one source message (by the store's id) and what was derived from it; its author only."""
 
     def __init__(self, message_id: int, author: str = "") -> None:

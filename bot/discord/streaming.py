@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 from bot.discord.rules import DISCORD_LIMIT, split_message
 from memory.fields import display_text
@@ -24,17 +24,17 @@ class Postable(Protocol):
     async def edit(self, *, content: str) -> Any: ...
 
 
-Send = Callable[[str], Awaitable[Postable]]
+P = TypeVar("P", bound=Postable)  # what ``send`` returns (a discord.Message in the bot), kept in ``messages``
 
 
-class StreamingReply:
-    def __init__(self, send: Send, *, interval: float = 1.0, limit: int = DISCORD_LIMIT,
+class StreamingReply(Generic[P]):
+    def __init__(self, send: Callable[[str], Awaitable[P]], *, interval: float = 1.0, limit: int = DISCORD_LIMIT,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._send = send
         self._interval = interval
         self._limit = limit
         self._clock = clock
-        self.messages: list[Postable] = []
+        self.messages: list[P] = []
         self._shown: list[str] = []
         self._last_edit = -float("inf")
         self.edits = 0
@@ -48,7 +48,7 @@ class StreamingReply:
         if self._consuming is not None:
             self._consuming.cancel()  # even while waiting for the next token
 
-    async def run(self, deltas: AsyncIterator[str], on_first: Callable[[Postable], None] | None = None) -> str:
+    async def run(self, deltas: AsyncIterator[str], on_first: Callable[[P], None] | None = None) -> str:
         self._consuming = asyncio.ensure_future(self._consume(deltas, on_first))
         try:
             await self._consuming
@@ -64,7 +64,7 @@ class StreamingReply:
         await self._sync(final=True)
         return self.text
 
-    async def _consume(self, deltas: AsyncIterator[str], on_first: Callable[[Postable], None] | None) -> None:
+    async def _consume(self, deltas: AsyncIterator[str], on_first: Callable[[P], None] | None) -> None:
         async for delta in deltas:
             self.text += delta
             if not self.messages and self.text.strip():

@@ -46,7 +46,7 @@ SPEAKERS_TTL_S = 60.0
 _WORD = re.compile(r"[\w'-]+")
 
 
-async def _nothing() -> list:  # type: ignore[type-arg]
+async def _nothing() -> list:
     return []
 
 
@@ -241,11 +241,11 @@ class EpisodesLayer(BaseLayer):
             query.scope, wanted, query.vector, visible_channel=query.audience.visible_channel) if wanted else {}
         candidates: dict[int, _Candidate] = {}
         rank = 0
-        for h in associated:
-            episode = found.get(h.message_id)
-            if episode is None or h.message_id == query.before_message_id:
+        for a in associated:
+            episode = found.get(a.message_id)
+            if episode is None or a.message_id == query.before_message_id:
                 continue  # gone since the cache was built, or the message being answered
-            c = candidates.setdefault(h.message_id, _Candidate(hit=episode))
+            c = candidates.setdefault(a.message_id, _Candidate(hit=episode))
             c.score += cfg.associative_weight / (cfg.rrf_k + rank + 1)
             c.best_rank = min(c.best_rank, rank)
             rank += 1
@@ -263,13 +263,13 @@ class EpisodesLayer(BaseLayer):
             c.best_rank = min(c.best_rank, rank)
         for weight, hits in ((cfg.lexical_weight, lexical), (cfg.expansion_weight, expanded)):
             counted: set[int] = set()  # an episode found by its message and its reply counts once per list
-            for rank, h in enumerate(hits):
-                episode = found.get(h.message.id)
-                anchor = episode.episode.message_id if episode is not None else h.message.id
+            for rank, lh in enumerate(hits):
+                episode = found.get(lh.message.id)
+                anchor = episode.episode.message_id if episode is not None else lh.message.id
                 if anchor == query.before_message_id or anchor in counted:
                     continue
                 counted.add(anchor)
-                c = candidates.setdefault(anchor, _Candidate(hit=episode, message=h.message))
+                c = candidates.setdefault(anchor, _Candidate(hit=episode, message=lh.message))
                 if hits is lexical:
                     c.lexical_rank = rank
                 c.score += weight / (cfg.rrf_k + rank + 1)

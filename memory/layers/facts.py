@@ -23,6 +23,7 @@ from memory.layers.base import (MEMORY, AbsorbedTurn, BaseLayer, LayerStep, Memo
                                 StepResult, sources_of, told)
 from memory.embed import similarity
 from memory.semantic import Fact, SemanticMemory
+from memory.sources import SourceRef
 
 
 # After the episodes (20), in the prompt and in a ranking: on the hand-written dev split any fact ahead of
@@ -145,7 +146,7 @@ class FactsLayer(BaseLayer):
         headline = told((counts["admitted"] + counts["fast_tracked"], "fact{s} consolidated from what people said"),
                         (counts["joined_existing"], "more mention{s} of facts already held"),
                         (counts["contradictions"], "fact{s} contradicted by newer ones"))
-        return StepResult(counts=counts, notes=notes, headline=headline)
+        return StepResult(counts=dict(counts), notes=notes, headline=headline)
 
     async def _maintain(self, now: datetime, scope: str | None) -> StepResult:
         """Prune faded, doubtful edges (never pinned ones) and merge near-duplicate nodes of one owner."""
@@ -175,7 +176,7 @@ def prompt_line(f: Fact, author_id: str | None) -> str:
     return f"{label}: {line}" if label else line
 
 
-def _item(f: Fact, author_id: str | None, refs: Mapping[int, object], score: float) -> MemoryItem:
-    sources = tuple(refs[i] for i in f.message_ids if i in refs)  # type: ignore[misc]
+def _item(f: Fact, author_id: str | None, refs: Mapping[int, SourceRef], score: float) -> MemoryItem:
+    sources = tuple(refs[i] for i in f.message_ids if i in refs)
     return MemoryItem("fact", score, f"[{f.view(author_id)}] {f.sentence()}{stance(f)}", prompt_line(f, author_id),
                       f.message_ids, None, ref=f.edge_id, sources=sources, payload=f)

@@ -32,7 +32,7 @@ STEPS_SHOWN = 4
 
 class MacrosLayer(BaseLayer):
     name = "macros"
-    absorb_after = ("places",)  # reads the problem vector the places layer stores for the message
+    absorb_after: tuple[str, ...] = ("places",)  # reads the problem vector the places layer stores for the message
 
     def __init__(self, pool: asyncpg.Pool, embedder: Embedder, *, top_k: int = 3,
                  min_similarity: float = MIN_SIMILARITY) -> None:
@@ -97,7 +97,7 @@ class MacrosLayer(BaseLayer):
             return
         worked = signal.verdict if signal.added else None
         if ids := await self.reply_reaction(m, signal.actor_id, worked, signal.now):
-            log.info("macros %s: %s on reply %s", ids, {True: "worked", False: "failed"}.get(worked, "undone"), m.id)
+            log.info("macros %s: %s on reply %s", ids, "undone" if worked is None else "worked" if worked else "failed", m.id)
 
     async def reply_reaction(self, reply: StoredMessage, reactor_id: str, worked: bool | None,
                              now: datetime) -> list[int]:

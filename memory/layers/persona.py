@@ -85,8 +85,8 @@ class PersonaLayer(BaseLayer):
             line = describe(topic, belief)
             items.append(MemoryItem("opinion", belief.confidence, line, "View: " + line,
                                     tuple(belief.provenance[-5:]), payload=(topic, belief)))
-        if self.graph is not None and (line := await self._people(query)):
-            items.append(line)
+        if self.graph is not None and (people := await self._people(query)):
+            items.append(people)
         return Section(self.name, "", tuple(items), placement=PREAMBLE, priority=1,
                        meta={"version": current.version if current else 0})
 
@@ -125,8 +125,7 @@ class PersonaLayer(BaseLayer):
 
     async def prepare_absorb(self, texts: Sequence[str]) -> None:
         """Parse a batch of messages ahead of their absorption (an import)."""
-        scorer = getattr(self.scorer, "fallback", self.scorer)
-        await asyncio.to_thread(scorer.parse_many, texts)
+        await asyncio.to_thread(self.deterministic.parse_many, texts)  # the LLM scorer's fallback too
 
     async def absorb_message(self, message: StoredMessage, vector: np.ndarray, now: datetime) -> bool:
         """Score one person message and fold it into its audience's persona; False when skipped."""

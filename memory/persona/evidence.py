@@ -35,7 +35,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -43,6 +43,9 @@ from memory.embed import Embedder
 from memory.persona.outcomes import labels_of, outcome_phrases, replace_outcomes
 from memory.persona.stance import StanceModel
 from memory.persona.state import ANECDOTAL, EMOTIONAL, EMPIRICAL, EXPERT, LOGICAL, NO_ARGUMENT, REASONING_TYPES, SOCIAL
+
+if TYPE_CHECKING:
+    from spacy.tokens import Token
 
 log = logging.getLogger(__name__)
 
@@ -551,9 +554,8 @@ class EvidenceScorer:
             logits = await asyncio.to_thread(self._stance.logits, replaced)
             if logits is not None:
                 as_written = await asyncio.to_thread(plain.logits, masked) if plain is not None else None
-                if as_written is not None:
-                    logits = (logits + as_written) / 2
-                return {t: ("stance", float(v)) for t, v in zip(topics, logits)}
+                mean = logits if as_written is None else (logits + as_written) / 2
+                return {t: ("stance", float(v)) for t, v in zip(topics, mean)}
         vectors = np.asarray(await self._embedder.embed_many(masked), dtype=np.float32)
         probe = self._probe("direction", vectors.shape[1])
         if probe is None:
@@ -954,7 +956,7 @@ def _outcome_phrases(doc: Any) -> tuple[list[str], list[str]]:
     tokens = list(doc)
 
     def run_from(i: int, step: int) -> str:
-        words = []
+        words: list[str] = []
         j = i
         while 0 <= j < len(tokens) and len(words) < 3:
             t = tokens[j]
@@ -1028,7 +1030,7 @@ def _topics(doc: Any, limit: int = 3) -> list[str]:
         run = []
     found: dict[str, tuple[int, int]] = {}  # phrase -> (first start, subject rank)
     for start, tokens, root in spans:
-        words = []
+        words: list[Token] = []
         for t in tokens:
             participle = t.tag_ == "VBN" and t.dep_ == "amod"  # "unlimited paid holiday": part of the name
             if words and ((t.tag_ in _VERBISH and not participle) or t.lower_ in _REDUCERS

@@ -135,7 +135,7 @@ class PlaceStore:
                    AND visible_in IS NOT DISTINCT FROM $3""", message.scope, message.channel_id, message.visible_in)
             place_id, reason = self._choose(rows, v, weight, prev["place_id"] if prev else None)
             new = place_id is None
-            if new:
+            if place_id is None:
                 place_id = await conn.fetchval(
                     """INSERT INTO places (scope, visible_in, channel_id, parent_channel_id, centroid, created_at,
                                            last_seen) VALUES ($1, $2, $3, $4, $5, $6, $6) RETURNING id""",
