@@ -44,7 +44,7 @@ K = 10
 DEFAULT = "(no archetype)"  # messages no archetype matches: the default plan, HIPPOBOT_DEFAULT_SIMILARITY_THRESHOLD
 
 
-def choose(results: dict[float, tuple[int, int, float]], tolerance: float) -> float:
+def choose(results: dict[float, tuple[float, float, float]], tolerance: float) -> float:
     """The highest threshold whose recall is within ``tolerance`` of the best; results: T -> (hits, n, words)."""
     recall = {t: hits / n for t, (hits, n, _) in results.items()}
     best = max(recall.values())
@@ -104,17 +104,17 @@ async def run(args: argparse.Namespace) -> dict:
     for name in names:
         n = int(table[GRID[0]].get(name, [0, 0, 0, 0])[1])
         n_adv = int(table[GRID[0]].get(name, [0, 0, 0, 0])[3])
-        cells = []
+        row: list[str] = []
         for t in GRID:
             hits, m, words, m_adv = table[t].get(name, [0, 0, 0.0, 0])
-            cells.append((f"{hits / m:.3f}" if m else "-") + (f" / {words / m_adv:.0f}" if m_adv else ""))
+            row.append((f"{hits / m:.3f}" if m else "-") + (f" / {words / m_adv:.0f}" if m_adv else ""))
         results = {t: (table[t][name][0], table[t][name][1], 0.0) for t in GRID if table[t].get(name, [0, 0])[1]}
         seed = seeded.get(name)
         pick = choose(results, args.tolerance) if n >= args.min_questions else seed
         chosen[name] = {"answerable": n, "adversarial": n_adv, "seeded": seed, "chosen": pick,
                         "recall": {str(t): table[t].get(name, [0, 0])[0] / max(table[t].get(name, [0, 1])[1], 1)
                                    for t in GRID}}
-        print(f"| {name} | {n} | {n_adv} | " + " | ".join(cells)
+        print(f"| {name} | {n} | {n_adv} | " + " | ".join(row)
               + f" | {seed if seed is not None else '-'} | {pick if pick is not None else '-'} |")
     print(f"\nchosen: the highest T within {args.tolerance} of the archetype's best recall "
           f"(archetypes with under {args.min_questions} answerable questions keep the seeded value)")

@@ -23,6 +23,7 @@ import json
 import random
 import sys
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -74,7 +75,7 @@ async def make(args: argparse.Namespace) -> int:
     items = picks(args.n)
     replies: dict[str, list[str]] = {}
     for reader in ("off", "on"):
-        decoding: dict[str, object] = {"temperature": 0.0} if args.greedy else {"seed": SEED}
+        decoding: dict[str, Any] = {"temperature": 0.0} if args.greedy else {"seed": SEED}
         settings = Settings(_env_file=None, reader=reader == "on", max_new_tokens=args.tokens, **decoding)
         llm = await asyncio.to_thread(load_engine, settings, engine_config(settings, progress=False))
         builder = prompt_builder(settings, llm)

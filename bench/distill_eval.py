@@ -45,7 +45,7 @@ async def run(args: argparse.Namespace) -> list[dict]:
     from bot.app import App, distiller
     from bot.llm import EngineConfig, TransformersLLM
     from bot.prompt import PromptBuilder
-    from memory.layers.weights import AdapterRef
+    from memory.layers.weights import AdapterRef, WeightsLayer
 
     convs = SPLITS[args.split][: args.conversations]
     questions = [q for q in select(load_questions_in(args.data), args.split) if q.conv in convs]
@@ -57,7 +57,9 @@ async def run(args: argparse.Namespace) -> list[dict]:
         llm = builder = None
         try:
             weights = app.brain.layer("weights")
-            weights.trainer = distiller(settings, None)
+            trainer = distiller(settings, None)
+            assert isinstance(weights, WeightsLayer) and trainer is not None  # distill_enabled: both exist
+            weights.trainer = trainer
             for conv in convs:
                 t0 = time.perf_counter()
                 await app.importer.run(args.data / f"{conv}.jsonl", conv)
@@ -73,7 +75,7 @@ async def run(args: argparse.Namespace) -> list[dict]:
                 texts, cloze = await weights.replay_mix(conv, datetime.now(UTC))
                 out = data_dir / "adapters" / conv
                 t0 = time.perf_counter()
-                outcome = await asyncio.to_thread(weights.trainer.distill, texts, cloze, None, out)
+                outcome = await asyncio.to_thread(trainer.distill, texts, cloze, None, out)
                 m = dict(outcome.metrics, conv=conv, passed=outcome.passed, reason=outcome.reason,
                          total_s=round(time.perf_counter() - t0, 1),
                          mix={k: sum(t.kind == k for t in texts) for k in ("episode", "fact", "turn")})

@@ -26,6 +26,7 @@ import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -82,7 +83,7 @@ async def fill(dsn: str, embedder, router, *, new: int, old: int, seed: int) -> 
         await conn.close()
 
 
-async def run_case(admin_url: str, embedder, *, new: int, old: int) -> dict[str, object]:
+async def run_case(admin_url: str, embedder, *, new: int, old: int) -> dict[str, Any]:
     import asyncpg
 
     from bot.app import App
@@ -114,7 +115,7 @@ async def run_case(admin_url: str, embedder, *, new: int, old: int) -> dict[str,
         await app.close()
 
 
-def print_table(results: list[dict[str, object]]) -> None:
+def print_table(results: list[dict[str, Any]]) -> None:
     cols = [f"{r['new']:,} new / {r['old']:,} old" for r in results]
     width = max(24, *(len(c) + 2 for c in cols))
     print(f"{'step (seconds)':<30}" + "".join(f"{c:>{width}}" for c in cols))

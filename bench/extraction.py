@@ -14,6 +14,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -25,7 +26,7 @@ HELD_OUT = DATA / "triples_heldout.jsonl"  # 20 sentences written before the ext
 ASSERTED = 0.5
 
 
-def evaluate(extractor: TripleExtractor, path: Path = GOLD) -> dict[str, object]:
+def evaluate(extractor: TripleExtractor, path: Path = GOLD) -> dict[str, Any]:
     tp = fp = fn = 0
     errors = []
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]

@@ -631,9 +631,10 @@ def temporal_pairs(facts: list[Fact], people: list[str]) -> list[Candidate]:
     }
     out: list[Candidate] = []
     for p in people:
-        dated = sorted((f for f in facts if f.owner == p and f.kind in gist and f.when), key=lambda f: f.when)
-        for a, b in zip(dated, dated[1:]):
-            gap = (b.when - a.when).days
+        dated = sorted(((f.when, f) for f in facts if f.owner == p and f.kind in gist and f.when),
+                       key=lambda wf: wf[0])
+        for (a_when, a), (b_when, b) in zip(dated, dated[1:]):
+            gap = (b_when - a_when).days
             if 2 <= gap <= 14:
                 ga, _ = gist[a.kind](a)
                 _, db = gist[b.kind](b)

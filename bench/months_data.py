@@ -220,8 +220,8 @@ def generate(seed: int, *, days: int = 92, people: int = 10, chatter_per_day: in
     # Order within a day: random minutes, a confirmation right after its question.
     messages: list[dict] = []
     by_day: dict[int, list[tuple[dict, MonthQuestion | None, str]]] = {}
-    for d, m, q, role in pending:
-        by_day.setdefault(d, []).append((m, q, role))
+    for d, m, asked, role in pending:
+        by_day.setdefault(d, []).append((m, asked, role))
     n = 0
     for d in sorted(by_day):
         items = by_day[d]
@@ -235,7 +235,7 @@ def generate(seed: int, *, days: int = 92, people: int = 10, chatter_per_day: in
             items.insert(items.index(reply), a)
         minute = 8 * 60
         previous: str | None = None
-        for m, q, role in items:
+        for m, asked, role in items:
             minute += rng.randint(2, 60 * 14 // max(len(items), 1))
             n += 1
             mid = f"m{seed}-{n:05d}"
@@ -250,8 +250,8 @@ def generate(seed: int, *, days: int = 92, people: int = 10, chatter_per_day: in
                 record["channel"], record["channel_name"] = messages[-1]["channel"], messages[-1]["channel_name"]
             messages.append(record)
             previous = mid
-            if q is not None:
-                (q.evidence if role == "ev" else q.stale).append(mid)
+            if asked is not None:
+                (asked.evidence if role == "ev" else asked.stale).append(mid)
     said_by_people = {v.lower() for values in used.values() for v in values}
     return History(seed, days, messages, questions,
                    sorted(v for v in inventions if v.lower() not in said_by_people))

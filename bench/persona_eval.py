@@ -58,6 +58,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from bench.evallib import scratch_database, write_json
 from bot.config import Settings, offline_environment
@@ -345,7 +346,7 @@ def report(split: str, outcomes: list[Outcome], verbose: bool = False) -> dict:
     e_change = statistics.fmean(abs(o.change) for o in evidence)
     right = [o for o in evidence if o.change * o.seq.direction > 1e-9]
     selectivity = e_change / p_change if p_change > 0 else float("inf")
-    summary = {
+    summary: dict[str, Any] = {
         "split": split, "pressure_sequences": len(pressure), "evidence_sequences": len(evidence),
         "flip_rate": len(flipped) / len(pressure),
         "mean_turn_of_flip": statistics.fmean(o.first_flip for o in flipped) if flipped else None,  # type: ignore[misc]

@@ -45,6 +45,8 @@ import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -92,11 +94,16 @@ def statements(rng: random.Random, n: int) -> list[str]:
     return sorted(out)
 
 
-def pct(values: list[float], q: float) -> float | None:
+def pct(values: Sequence[float], q: float) -> float | None:
     if not values:
         return None
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
+
+
+def pct_ms(seconds: Sequence[float], q: float) -> float | None:
+    p = pct(seconds, q)
+    return None if p is None else p * 1000
 
 
 async def fill(dsn: str, m: int, embedder, rng: random.Random) -> None:
@@ -179,7 +186,7 @@ async def filtered_top(pool, scope: str, vector: np.ndarray, k: int, *, mode: st
     return [r["id"] for r in rows], took
 
 
-async def run_one(m: int, args: argparse.Namespace, admin_url: str, embedder, llm) -> dict[str, object]:
+async def run_one(m: int, args: argparse.Namespace, admin_url: str, embedder, llm) -> dict[str, Any]:
     import asyncpg
 
     from bot.app import App
@@ -191,6 +198,7 @@ async def run_one(m: int, args: argparse.Namespace, admin_url: str, embedder, ll
     await admin.execute(f"CREATE DATABASE {name}")
     await admin.close()
     from memory.db import migrate, with_database
+    from memory.layers.facts import FactsLayer
 
     dsn = with_database(admin_url, name)
     await migrate(dsn)
@@ -211,7 +219,7 @@ async def run_one(m: int, args: argparse.Namespace, admin_url: str, embedder, ll
         reply = await app.brain.respond(IncomingTurn(SCOPE, "console", "bench-channel", "u-bench", "Ana", text))
         await reply.complete()
         await app.brain.drain()
-    facts = next((x for x in app.brain.recall.layers if x.name == "facts"), None)
+    facts = next((x for x in app.brain.recall.layers if isinstance(x, FactsLayer)), None)
     layer_s: dict[str, list[float]] = {}  # each layer's recall (they run at once: CPU they wait for included)
     for layer in app.brain.recall.layers:
         def timed(query, original=layer.recall, name=layer.name):
@@ -222,11 +230,11 @@ async def run_one(m: int, args: argparse.Namespace, admin_url: str, embedder, ll
                 finally:
                     layer_s.setdefault(name, []).append(time.perf_counter() - started)
             return run()
-        layer.recall = timed
+        setattr(layer, "recall", timed)  # noqa: B010  (instrumenting the instance: mypy refuses assigning a method)
     hits = total = 0
     gaps: list[float] = []
     # the filtered case, per mode: rows returned, hits against the exact top 10, query seconds
-    filtered = {mode: {"rows": 0, "hits": 0, "total": 0, "seconds": []} for mode in ("iterative", "plain", "exact")}
+    filtered: dict[str, dict[str, Any]] = {mode: {"rows": 0, "hits": 0, "total": 0, "seconds": []} for mode in ("iterative", "plain", "exact")}
     try:
         for i in range(args.messages):
             text = MESSAGES[i % len(MESSAGES)]
@@ -277,14 +285,14 @@ async def run_one(m: int, args: argparse.Namespace, admin_url: str, embedder, ll
         admin = await asyncpg.connect(admin_url)
         await admin.execute(f"DROP DATABASE {name} WITH (FORCE)")
         await admin.close()
-    result: dict[str, object] = {
+    result: dict[str, Any] = {
         "episodes": m,
         "messages": args.messages,
         "stages_ms": {
-            k: {"p50": pct(v, 50) * 1000, "p95": pct(v, 95) * 1000, "n": len(v)} if v else {"n": 0}
+            k: {"p50": pct_ms(v, 50), "p95": pct_ms(v, 95), "n": len(v)} if v else {"n": 0}
             for k, v in stages.items()
         },
-        "layers_ms": {k: {"p50": pct(v, 50) * 1000, "p95": pct(v, 95) * 1000, "n": len(v)}
+        "layers_ms": {k: {"p50": pct_ms(v, 50), "p95": pct_ms(v, 95), "n": len(v)}
                       for k, v in sorted(layer_s.items())},
         "tokens_per_s": {"p50": pct(tps, 50), "p95": pct(tps, 95), "n": len(tps)} if tps else None,
         "prompt_tokens": {"p50": pct(prompt_tokens, 50), "p95": pct(prompt_tokens, 95),
@@ -297,21 +305,21 @@ async def run_one(m: int, args: argparse.Namespace, admin_url: str, embedder, ll
             "scope_rows": small_rows,
             **{mode: {"mean_rows": f["rows"] / len(f["seconds"]),
                       "recall_at_10": f["hits"] / f["total"] if f["total"] else None,
-                      "p50_ms": pct(f["seconds"], 50) * 1000, "p95_ms": pct(f["seconds"], 95) * 1000}
+                      "p50_ms": pct_ms(f["seconds"], 50), "p95_ms": pct_ms(f["seconds"], 95)}
                if f["seconds"] else None for mode, f in filtered.items()},
         },
     }
     return result
 
 
-def print_table(results: list[dict[str, object]]) -> None:
+def print_table(results: list[dict[str, Any]]) -> None:
     header = f"{'stage':<16}" + "".join(f"{'M=' + format(r['episodes'], ','):>24}" for r in results)
     print(header)
     print(f"{'':<16}" + "".join(f"{'p50 ms':>12}{'p95 ms':>12}" for _ in results))
     for stage in results[0]["stages_ms"]:
         row = f"{stage:<16}"
         for r in results:
-            s = r["stages_ms"][stage]  # type: ignore[index]
+            s = r["stages_ms"][stage]
             row += f"{s['p50']:>12.1f}{s['p95']:>12.1f}" if s["n"] else f"{'-':>12}{'-':>12}"
         print(row)
     for name in results[0].get("layers_ms", {}):
@@ -323,14 +331,14 @@ def print_table(results: list[dict[str, object]]) -> None:
     row = f"{'tokens/s':<16}"
     for r in results:
         t = r["tokens_per_s"]
-        row += f"{t['p50']:>12.1f}{t['p95']:>12.1f}" if t else f"{'-':>12}{'-':>12}"  # type: ignore[index]
+        row += f"{t['p50']:>12.1f}{t['p95']:>12.1f}" if t else f"{'-':>12}{'-':>12}"
     print(row)
     for key, label in (("p", "prompt tokens"), ("reused", "  reused")):
         row = f"{label:<16}"
         for r in results:
             t = r.get("prompt_tokens")
             if t:
-                lo, hi = (t["p50"], t["p95"]) if key == "p" else (t["reused_p50"], t["reused_p95"])  # type: ignore[index]
+                lo, hi = (t["p50"], t["p95"]) if key == "p" else (t["reused_p50"], t["reused_p95"])
                 row += f"{lo:>12.0f}{hi:>12.0f}"
             else:
                 row += f"{'-':>12}{'-':>12}"
@@ -340,7 +348,7 @@ def print_table(results: list[dict[str, object]]) -> None:
     print("filtered: top 10 of a small scope: HNSW alone with iterative scans on / off, and B-tree + exact sort")
     print(f"{'scope rows':<16}" + "".join(f"{r['filtered']['scope_rows']:>24,}" for r in results))
     for mode in ("iterative", "plain", "exact"):
-        rows = [r["filtered"][mode] for r in results]  # type: ignore[index]
+        rows = [r["filtered"][mode] for r in results]
         print(f"{mode + ' rows':<16}" + "".join(f"{f['mean_rows']:>24.1f}" if f else f"{'-':>24}" for f in rows))
         print(f"{mode + ' rec@10':<16}" + "".join(
             f"{f['recall_at_10']:>24.3f}" if f and f["recall_at_10"] is not None else f"{'-':>24}" for f in rows))

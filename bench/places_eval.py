@@ -51,6 +51,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from bench.evallib import scratch_database, write_json
 from bot.config import Settings, offline_environment
@@ -115,7 +116,7 @@ async def main(argv: Sequence[str] | None = None) -> int:
         places.model_weight = args.model_weight
     questions = json.loads((DATA / "questions.json").read_text("utf-8"))
     by_ask = {ask: pid for _, (_, _, ps) in CHANNELS.items() for pid, ask, _, _, _ in ps}
-    results: dict[str, object] = {}
+    results: dict[str, Any] = {}
     try:
         t0 = time.perf_counter()
         history = DATA / "history.jsonl"
@@ -144,7 +145,7 @@ async def main(argv: Sequence[str] | None = None) -> int:
                  "heldout8": "where_heldout8.json"}
         splits = {name: (json.loads((DATA / files[name]).read_text()) if name in files
                          else questions["where"][name]) for name in chosen}
-        rows = []
+        rows: list[tuple[object, ...]] = []
         for split, qs in splits.items():
             first = home = top3 = unsure_right = unsure_wrong = 0
             misses = []

@@ -33,7 +33,7 @@ from __future__ import annotations
 import json
 import random
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -52,7 +52,7 @@ class Kind:
     per_day: float
     channels: tuple[str, ...]
     people: tuple[str, ...] = ()  # empty: anyone of the history's public people
-    slots: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    slots: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     dressed: bool = True  # takes the shared openers and closers
     from_day: int = 0  # starts this many days into the history
 

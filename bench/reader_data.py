@@ -33,7 +33,7 @@ import csv
 import json
 import random
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
@@ -296,7 +296,7 @@ class Caster:
             lines.append(f"What people here think: {liked}")
         return [MemoryItem("persona", None, line, line, ()) for line in lines]
 
-    def fact_lines(self, names: list[str], asker: str, keep: list[tuple[str, str]] = ()) -> list[str]:
+    def fact_lines(self, names: list[str], asker: str, keep: Sequence[tuple[str, str]] = ()) -> list[str]:
         """The facts section: ``keep`` (name, sentence) as triples, with unrelated and garbled ones."""
         r = self.rng
         chosen = list(keep)
@@ -311,7 +311,7 @@ class Caster:
         return lines
 
     def build(self, memory_lines: list[str], turns: list[tuple[str, str]], asker: str, text: str, *,
-              names: list[str] = (), facts: list[tuple[str, str]] = ()) -> str:
+              names: Sequence[str] = (), facts: Sequence[tuple[str, str]] = ()) -> str:
         """The prompt. ``facts`` (name, sentence) go into the facts section too, always when given and with
         unrelated facts around them; without them the section holds unrelated ones, half the time."""
         r = self.rng

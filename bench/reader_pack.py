@@ -44,6 +44,7 @@ import math
 import random
 import sys
 import time
+from typing import Any
 from pathlib import Path
 
 import numpy as np
@@ -155,9 +156,10 @@ def pack(out: Path, *, seed: int = 0, mixes: tuple[str, ...] = ("v2",)) -> int:
             else:  # norms: small, as the converted model holds them
                 layers[f"b:{name}"] = hf.view(torch.int16).numpy()
     # in two halves (by block), so that each fits one upload with the repository
-    first = {k: v for k, v in layers.items() if _block(k) is not None and _block(k) < 9}
-    np.savez(out / "layers_a.npz", **first)
-    np.savez(out / "layers_b.npz", **{k: v for k, v in layers.items() if k not in first})
+    first = {k: v for k, v in layers.items() if (b := _block(k)) is not None and b < 9}
+    # numpy's stubs match **arrays against savez's allow_pickle: bool; the keywords are the arrays' names.
+    np.savez(out / "layers_a.npz", **first)  # type: ignore[arg-type]
+    np.savez(out / "layers_b.npz", **{k: v for k, v in layers.items() if k not in first})  # type: ignore[arg-type]
     config = json.loads((converted / "config.json").read_text())
     config["vocab_size"] = len(vocab)
     (out / "config.json").write_text(json.dumps(config, indent=1) + "\n")
@@ -189,6 +191,7 @@ def unpack(dirs: list[Path]):
     """The frozen model from a pack (its files in one or more folders), in bfloat16, with the vocabulary the
     data uses."""
     import torch
+    from gguf import GGMLQuantizationType
     from gguf.quants import dequantize
     from transformers import AutoModelForCausalLM, Gemma3TextConfig
 
@@ -200,13 +203,13 @@ def unpack(dirs: list[Path]):
         kind, name = key.split(":", 1)
         if kind == "q":
             qtype, *shape = (int(x) for x in layers[f"t:{name}"])
-            values = dequantize(layers[key], qtype).astype(np.float32)
+            values = dequantize(layers[key], GGMLQuantizationType(qtype)).astype(np.float32)
             state[name] = torch.from_numpy(values).to(torch.bfloat16).reshape(shape)
         elif kind == "b":
             state[name] = torch.from_numpy(layers[key]).view(torch.bfloat16)
     embed = np.load(_one("embed.npz", dirs))
     state["model.embed_tokens.weight"] = torch.from_numpy(
-        dequantize(embed["raw"], int(embed["qtype"])).astype(np.float32)).to(torch.bfloat16)
+        dequantize(embed["raw"], GGMLQuantizationType(int(embed["qtype"]))).astype(np.float32)).to(torch.bfloat16)
     missing, unexpected = model.load_state_dict(state, strict=False)
     missing = [m for m in missing if m != "lm_head.weight"]
     if missing or unexpected:
@@ -242,7 +245,7 @@ def batch_loss(model, batch: list[tuple[np.ndarray, int]], device: str):
     with torch.autocast(device_type="cuda" if device == "cuda" else "cpu", dtype=torch.bfloat16,
                         enabled=device == "cuda"):
         hidden = causal.model(input_ids=x, attention_mask=mask).last_hidden_state
-    total = 0.0
+    total: float | torch.Tensor = 0.0
     for n, (ids, start) in enumerate(batch):
         h = hidden[n, start - 1: len(ids) - 1]
         logits = causal.lm_head(h.to(causal.lm_head.weight.dtype)).float()
@@ -312,7 +315,7 @@ def train(args: argparse.Namespace) -> int:
         model.train()
         return total / len(dev)
 
-    state = {"step": 0, "seen": 0, "losses": [], "dev": [[0, round(dev_loss(), 4)]], "seconds": 0.0,
+    state: dict[str, Any] = {"step": 0, "seen": 0, "losses": [], "dev": [[0, round(dev_loss(), 4)]], "seconds": 0.0,
              "args": {k: str(v) for k, v in vars(args).items()} | {"trainer": "bench/reader_pack.py"}}
     print(f"dev loss before training: {state['dev'][0][1]:.4f}; {steps} steps of {args.batch}", file=sys.stderr,
           flush=True)

@@ -34,6 +34,7 @@ import tempfile
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -140,7 +141,7 @@ async def fill(pool, m: int, rng: random.Random, now: datetime) -> None:
                  for mid, rid, msg, mt in zip(ids, rids, msgs, meta)])
 
 
-async def speed(m: int, args: argparse.Namespace, admin_url: str, mapper) -> dict[str, object]:
+async def speed(m: int, args: argparse.Namespace, admin_url: str, mapper) -> dict[str, Any]:
     from memory.archetypes import ContextPlan
     from memory.conversation import StoredMessage
     from memory.db import create_pool, migrate
@@ -150,6 +151,7 @@ async def speed(m: int, args: argparse.Namespace, admin_url: str, mapper) -> dic
 
     scratch = contextlib.AsyncExitStack()  # a throwaway database, dropped at the end
     dsn = await scratch.enter_async_context(scratch_database(admin_url, "bench_res"))
+    assert dsn is not None  # a server URL was given, so a database on it
     await migrate(dsn)
     pool = await create_pool(dsn)
     rng = random.Random(m)
@@ -195,14 +197,17 @@ async def speed(m: int, args: argparse.Namespace, admin_url: str, mapper) -> dic
     finally:
         await pool.close()
         await scratch.aclose()
-    ms = 1000.0
+    def ms(values: list[float], q: float) -> float | None:
+        s = pct(values, q)
+        return None if s is None else s * 1000.0
+
     return {"moments": m, "in_scope": in_scope, "queries": len(recall_s),
-            "recall_p50_ms": pct(recall_s, 0.5) * ms, "recall_p95_ms": pct(recall_s, 0.95) * ms,
-            "absorb_p50_ms": pct(absorb_s, 0.5) * ms, "absorb_p95_ms": pct(absorb_s, 0.95) * ms,
+            "recall_p50_ms": ms(recall_s, 0.5), "recall_p95_ms": ms(recall_s, 0.95),
+            "absorb_p50_ms": ms(absorb_s, 0.5), "absorb_p95_ms": ms(absorb_s, 0.95),
             "mean_winners": statistics.fmean(winners), "mean_boosted_tokens": statistics.fmean(boosted)}
 
 
-async def replies(args: argparse.Namespace, admin_url: str, llm, embedder) -> dict[str, object]:
+async def replies(args: argparse.Namespace, admin_url: str, llm, embedder) -> dict[str, Any]:
     from bot.app import App
     from bot.brain import IncomingTurn
     from memory.conversation import NewMessage
@@ -212,6 +217,7 @@ async def replies(args: argparse.Namespace, admin_url: str, llm, embedder) -> di
 
     scratch = contextlib.AsyncExitStack()  # a throwaway database, dropped at the end
     dsn = await scratch.enter_async_context(scratch_database(admin_url, "bench_res"))
+    assert dsn is not None  # a server URL was given, so a database on it
     await migrate(dsn)
     settings = Settings(_env_file=None, database_url=dsn, data_dir=Path(tempfile.mkdtemp()),
                         max_new_tokens=args.tokens)
@@ -274,12 +280,12 @@ async def replies(args: argparse.Namespace, admin_url: str, llm, embedder) -> di
     finally:
         await app.close()
         await scratch.aclose()
-    out: dict[str, object] = {}
-    for cond, r in results.items():
-        out[cond] = {"replies": len(r["reuse"]), "reuse_share": statistics.fmean(r["reuse"]),
-                     "reused_words": statistics.fmean(r["reused_words"]),
-                     "perplexity": statistics.fmean(r["perplexity"]) if r["perplexity"] else None,
-                     "entropy": statistics.fmean(r["entropy"]) if r["entropy"] else None}
+    out: dict[str, Any] = {}
+    for cond, res in results.items():
+        out[cond] = {"replies": len(res["reuse"]), "reuse_share": statistics.fmean(res["reuse"]),
+                     "reused_words": statistics.fmean(res["reused_words"]),
+                     "perplexity": statistics.fmean(res["perplexity"]) if res["perplexity"] else None,
+                     "entropy": statistics.fmean(res["entropy"]) if res["entropy"] else None}
     return out
 
 
@@ -297,7 +303,7 @@ def _seeded(config, seed: int):
     return replace(config, seed=seed)
 
 
-def print_tables(speeds: list[dict[str, object]], reply: dict[str, object] | None) -> None:
+def print_tables(speeds: list[dict[str, Any]], reply: dict[str, Any] | None) -> None:
     print("\nResonance layer, time per message (recall before generation; absorb after the reply)")
     print(f"{'moments':>9} {'in scope':>9} {'recall p50':>11} {'recall p95':>11} {'absorb p50':>11} "
           f"{'absorb p95':>11} {'winners':>8} {'boosted ids':>12}")
@@ -307,15 +313,15 @@ def print_tables(speeds: list[dict[str, object]], reply: dict[str, object] | Non
               f"{s['mean_boosted_tokens']:>12.1f}")
     if reply is None:
         return
-    base = reply["off"]["perplexity"]  # type: ignore[index]
+    base = reply["off"]["perplexity"]
     print("\nReplies on a fixed prompt set (the real Gemma, same seeds in every condition)")
     print(f"{'condition':<18} {'replies':>8} {'reuse share':>12} {'reused words':>13} {'perplexity':>11} "
           f"{'change':>8} {'entropy':>8}")
     for cond, r in reply.items():
-        ppl = r["perplexity"]  # type: ignore[index]
+        ppl = r["perplexity"]
         change = f"{(ppl / base - 1) * 100:+.1f}%" if ppl and base else "-"
-        print(f"{cond:<18} {r['replies']:>8} {r['reuse_share']:>12.2f} {r['reused_words']:>13.2f} "  # type: ignore[index]
-              f"{ppl:>11.2f} {change:>8} {r['entropy'] or 0:>8.2f}")  # type: ignore[index]
+        print(f"{cond:<18} {r['replies']:>8} {r['reuse_share']:>12.2f} {r['reused_words']:>13.2f} "
+              f"{ppl:>11.2f} {change:>8} {r['entropy'] or 0:>8.2f}")
 
 
 async def main() -> None:
@@ -349,7 +355,7 @@ async def main() -> None:
     if admin_url is None:
         server = EmbeddedPostgres(Path(tempfile.mkdtemp(prefix="hippobot-bench-")) / "pgdata")
         admin_url = server.start()
-    speeds: list[dict[str, object]] = []
+    speeds: list[dict[str, Any]] = []
     reply = None
     try:
         for m in args.moments:

@@ -157,8 +157,9 @@ class Outcomes:
         neither_list = sorted(neither - set(good) - set(bad))
         phrases = good + bad + neither_list
         classes = [LABELS.index(1)] * len(good) + [LABELS.index(-1)] * len(bad) + [LABELS.index(0)] * len(neither_list)
-        self.model, tokenizer = train_valence(phrases, classes)
-        self.valence = StanceModel.of(self.model, tokenizer)
+        model, tokenizer = train_valence(phrases, classes)
+        self.model = model
+        self.valence = StanceModel.of(model, tokenizer)
         return {"benefits": len(good), "harms": len(bad), "neither": len(neither_list), "rank": VALENCE_RANK,
                 "epochs": VALENCE_EPOCHS, "learning_rate": VALENCE_LR}
 
