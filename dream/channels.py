@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TypeGuard
 
 import asyncpg
 
@@ -37,7 +38,7 @@ class Destination:
         return self.channel_id is None
 
 
-def is_server_scope(scope: str | None) -> bool:
+def is_server_scope(scope: str | None) -> TypeGuard[str]:
     """A Discord server's scope is its guild id; everything else (None, ``dm:…``, the console's) is the owner's."""
     return scope is not None and scope.isdigit()
 
