@@ -313,7 +313,7 @@ def merge_overlapping(
                 i, j = (at[k] for k in pair)
                 sims[i, j] = sims[j, i] = -np.inf
         np.fill_diagonal(sims, -np.inf)
-        i, j = np.unravel_index(int(np.argmax(sims)), sims.shape)
+        i, j = (int(x) for x in np.unravel_index(int(np.argmax(sims)), sims.shape))
         if sims[i, j] < threshold:
             break
         (a, na, sa, ka), (b, nb, sb, kb) = live[i], live[j]
