@@ -149,7 +149,10 @@ async def run_hippobot(args: argparse.Namespace, questions: list[Question], conv
             out["writes"] = await writes_per_1k_words(app, convs)
             if args.ablation:
                 out["ablation"] = await run_ablation(args, app, questions, convs)
-            out["word_budget"] = app.brain.layer("episodes").config.word_budget
+            from memory.layers.episodes import EpisodesLayer
+
+            episodes = app.brain.layer("episodes")
+            out["word_budget"] = episodes.config.word_budget if isinstance(episodes, EpisodesLayer) else None
             if args.words_curve:
                 out["words_curve"] = await run_words_curve(args, app, questions)
             if args.llm:
@@ -305,7 +308,7 @@ async def run_dream(args: argparse.Namespace, app, questions: list[Question], co
                 facts.fast_track = saved
         print(f"  dreamt ({tag or 'default'}): {counts[tag or 'default']}", file=sys.stderr)
         rows[f"+dream{(' ' + DREAM_VARIANTS[tag]) if tag else ''}"] = summarize(
-            await ask(args, app, questions, (lambda c: c) if not tag else (lambda c, t=tag: f"{c}~{t}")))
+            await ask(args, app, questions, lambda c: f"{c}~{tag}" if tag else c))
 
     await dream("")
     await dream("nofast", fast_track=10**9)

@@ -219,7 +219,7 @@ def print_make(result: dict[str, Any]) -> None:
         for label, s in d["served"].items():
             print(f"{label:<32}{s['n']:>5}{s['mean_similarity']:>10.3f}{s['poorly_served']:>15.0%}  {s['nearest']}")
         cands = [c for c in d["candidates"] if "size" in c]
-        totals = next((c for c in d["candidates"] if "poor_matches" in c), {})
+        totals: dict[str, Any] = next((c for c in d["candidates"] if "poor_matches" in c), {})
         print(f"candidate themes: {len(cands)} (poor matches {totals.get('poor_matches', 0)}); requests: share of "
               "its messages that ask for something; nearest: the archetype nearest its centroid, + its lead, and "
               "fit: its messages' similarity to that archetype's examples / its examples' to each other")

@@ -529,7 +529,7 @@ class Brain:
         texts = [self.validate(t) for t, _ in queries]
         for _, scope in queries:
             require_scope(scope)
-        vectors = await self.embedder.embed_many(texts) if texts else []
+        vectors: np.ndarray | list[np.ndarray] = await self.embedder.embed_many(texts) if texts else []
         if len(texts) > 1:
             await self.recall.prepare(texts, timeout=BATCH_LAYER_TIMEOUT_S)
         slots = asyncio.Semaphore(CONTEXTS_IN_FLIGHT)  # the layers' database and thread work overlaps

@@ -27,7 +27,7 @@ from memory.clock import Clock
 from memory.db import database_unreachable
 from memory.errors import MemoryStoreError
 from memory.fields import display_text
-from memory.layers.weights import AdapterError
+from memory.layers.weights import AdapterError, WeightsLayer
 from memory.recall import ContextBundle
 from memory.sources import SourceRef
 
@@ -307,7 +307,7 @@ class Console:
 
     async def _adapter_command(self, command: str) -> None:
         weights = self._brain.layer("weights")
-        if weights is None:
+        if not isinstance(weights, WeightsLayer):
             self._print("adapters are not available here")
             return
         if command.endswith("rollback"):

@@ -224,7 +224,8 @@ def _json_kind(value: Any) -> str:
         return "null"
     if isinstance(value, bool):
         return "true/false"
-    return {dict: "an object", list: "a list", str: "a string"}.get(type(value), "a number")
+    kinds: dict[type, str] = {dict: "an object", list: "a list", str: "a string"}
+    return kinds.get(type(value), "a number")
 
 
 def _first_line_is_whole(raw: str) -> bool:

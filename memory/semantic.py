@@ -726,16 +726,20 @@ class SemanticMemory:
         # per mention, in order of preference: (owner, name, the node a shared fallback must touch)
         wanted: list[list[tuple[str, str, str | None]]] = []
         for m in mentions:
+            options: list[tuple[str, str, str | None]]
             if m.name == USER:
-                wanted.append([(WORLD, me, None)] if me else [])
+                options = [(WORLD, me, None)] if me else []
             elif m.name == BOT:
-                wanted.append([(WORLD, "bot", None)])
+                options = [(WORLD, "bot", None)]
             elif m.owner in (USER, BOT):
                 owner = me if m.owner == USER else BOT_OWNER
-                wanted.append([(owner, m.name, None), (WORLD, m.name, owner)] if owner else [])
+                options = [(owner, m.name, None), (WORLD, m.name, owner)] if owner else []
             else:
-                wanted.append([(WORLD, m.name, None)] + ([(me, m.name, None)] if me else [])
-                              + [(WORLD, person, None) for person in people.get(m.name, ())])
+                options = [(WORLD, m.name, None)]
+                if me:
+                    options.append((me, m.name, None))
+                options += [(WORLD, person, None) for person in people.get(m.name, ())]
+            wanted.append(options)
         keys = {(o, n) for options in wanted for o, n, _ in options}
         if not keys:
             return set()
@@ -974,11 +978,12 @@ def _covered(text: str, said: Sequence[str]) -> bool:
 
 def _with_owners(t: Triple) -> Triple:
     """An extractor that gives no owners (an LLM's "my sister") still gets them from the words."""
-    changes: dict[str, str | None] = {}
-    for end in ("subject", "object"):
-        name = getattr(t, end)
-        if getattr(t, f"{end}_owner") is None and name not in (USER, BOT):
-            plain, owner = owned_name(name)
-            if owner is not None:
-                changes |= {end: plain, f"{end}_display": plain, f"{end}_owner": owner}
-    return replace(t, **changes) if changes else t
+    if t.subject_owner is None and t.subject not in (USER, BOT):
+        plain, owner = owned_name(t.subject)
+        if owner is not None:
+            t = replace(t, subject=plain, subject_display=plain, subject_owner=owner)
+    if t.object_owner is None and t.object not in (USER, BOT):
+        plain, owner = owned_name(t.object)
+        if owner is not None:
+            t = replace(t, object=plain, object_display=plain, object_owner=owner)
+    return t

@@ -29,7 +29,7 @@ from dream.governance import PENDING
 from memory.archetypes import Archetype
 from memory.errors import MemoryStoreError
 from memory.fields import display_text
-from memory.layers.weights import AdapterError
+from memory.layers.weights import AdapterError, WeightsLayer
 from memory.mine import Holdings, export_documents
 from memory.recall import ContextBundle
 
@@ -373,7 +373,8 @@ class AdminCog(commands.Cog):
         if not await self._admin(interaction):
             return
         weights = self.services.brain.layer("weights")
-        text = await weights.report(self._scope(interaction)) if weights else "adapters are not available"
+        text = (await weights.report(self._scope(interaction)) if isinstance(weights, WeightsLayer)
+                else "adapters are not available")
         await reply(interaction, f"```\n{text}\n```")
 
     @adapter.command(name="rollback", description="Stop using the adapter in use; go back to the one it replaced")
@@ -381,6 +382,9 @@ class AdminCog(commands.Cog):
         if not await self._admin(interaction):
             return
         weights = self.services.brain.layer("weights")
+        if not isinstance(weights, WeightsLayer):
+            await reply(interaction, "adapters are not available")
+            return
         try:
             gone, back = await weights.rollback(self._scope(interaction))
         except AdapterError as exc:

@@ -45,7 +45,7 @@ def proposal_content(proposal: Proposal, guild_id: int | None) -> str:
     return (body if len(body) <= room else body[:room] + "…") + "\n" + tail
 
 
-class ProposalButton(discord.ui.DynamicItem[discord.ui.Button], template=r"hippobot:proposal:(?P<action>approve|reject|discuss):(?P<pid>\d+)"):  # type: ignore[call-arg]
+class ProposalButton(discord.ui.DynamicItem[discord.ui.Button], template=r"hippobot:proposal:(?P<action>approve|reject|discuss):(?P<pid>\d+)"):
     def __init__(self, action: str, proposal_id: int) -> None:
         labels = {"approve": ("Approve", discord.ButtonStyle.success),
                   "reject": ("Reject", discord.ButtonStyle.danger),
@@ -61,8 +61,9 @@ class ProposalButton(discord.ui.DynamicItem[discord.ui.Button], template=r"hippo
         return cls(match["action"], int(match["pid"]))
 
     async def callback(self, interaction: discord.Interaction) -> None:
-        cog: DreamCog | None = interaction.client.get_cog("DreamCog")  # type: ignore[union-attr]
-        if cog is None:
+        client = interaction.client
+        cog = client.get_cog("DreamCog") if isinstance(client, commands.Bot) else None
+        if not isinstance(cog, DreamCog):
             await interaction.response.send_message("The dream channel is not running.", ephemeral=True)
             return
         if self.action == "discuss":
