@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import discord
 from discord.ext import commands, tasks
@@ -61,8 +61,9 @@ class ProposalButton(discord.ui.DynamicItem[discord.ui.Button], template=r"hippo
         return cls(match["action"], int(match["pid"]))
 
     async def callback(self, interaction: discord.Interaction) -> None:
-        client = interaction.client
-        cog = client.get_cog("DreamCog") if isinstance(client, commands.Bot) else None
+        # the client that dispatches a DynamicItem is the bot (HippoBotBase, a commands.Bot); discord.py types it
+        # as a plain Client
+        cog = cast("commands.Bot", interaction.client).get_cog("DreamCog")
         if not isinstance(cog, DreamCog):
             await interaction.response.send_message("The dream channel is not running.", ephemeral=True)
             return
