@@ -16,7 +16,7 @@ What an entry also shares with the training data is left out: it may have come f
 entry, list, what it shares, and the splits; a word shared only with evaluation splits is a candidate, not a
 proof (a common word can be in a split by chance), and the history of evidence.py says more.
 
-    .venv/bin/python -m bench.persona_overlap [--json F] [--all]
+    .venv/bin/python -m bench.persona_overlap [--json F] [--lists] [--no-history]
 """
 
 from __future__ import annotations

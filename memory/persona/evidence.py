@@ -5,7 +5,9 @@ prototype sentences of each reasoning type (the way archetypes route
 messages), plus lexical cues (figures, sources, credentials, causal
 connectives, first-person stories, pressure and insult phrases, emotional
 words). The type sets a base score that the cues raise; pressure phrases in
-any message halve it. Topics are the message's subject noun phrases
+any message halve it. The words, prototypes and cue patterns are data, one file
+a list in memory/persona/lexicon/ (each saying where its entries came from);
+this module holds the rules. Topics are the message's subject noun phrases
 (spaCy); the person's direction on the first is a stance lexicon with
 negation and "reduces <harm>" reversal, plus the stance model (MiniLM
 fine-tuned to read whether a message with its topic masked argues for or
