@@ -197,8 +197,8 @@ async def test_topics_are_what_the_claim_is_about(embedder) -> None:  # type: ig
 
 
 async def test_a_reasoned_argument_counts_and_its_conclusion_sets_the_direction(embedder) -> None:  # type: ignore[no-untyped-def]
-    """An argument with no figures and no authority: casual connectives ("so", "unless", "on net") make it
-    one; a clause about a world without the thing counts reversed; the conclusion (or what a "but" sets
+    """An argument with no figures and no authority: a casual connective ("..., so X falls") makes it one; a
+    clause about a world without the thing counts reversed; the conclusion (or what a "but" sets
     against the rest) outweighs the premises; "made X worse" is judged by the comparative; a link stops at a
     comma ("with crime down, trust can grow"); and an outcome no stance word names
     ("homelessness") takes the polarity of the stance words nearest it."""

@@ -5,7 +5,9 @@ prototype sentences of each reasoning type (the way archetypes route
 messages), plus lexical cues (figures, sources, credentials, causal
 connectives, first-person stories, pressure and insult phrases, emotional
 words). The type sets a base score that the cues raise; pressure phrases in
-any message halve it. Topics are the message's subject noun phrases
+any message halve it. The words, prototypes and cue patterns are data, one file
+a list in memory/persona/lexicon/ (each saying where its entries came from);
+this module holds the rules. Topics are the message's subject noun phrases
 (spaCy); the person's direction on the first is a stance lexicon with
 negation and "reduces <harm>" reversal, plus the stance model (MiniLM
 fine-tuned to read whether a message with its topic masked argues for or
@@ -40,6 +42,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from memory.embed import Embedder
+from memory.persona import lexicon
 from memory.persona.outcomes import labels_of, outcome_phrases, replace_outcomes
 from memory.persona.stance import StanceModel
 from memory.persona.state import ANECDOTAL, EMOTIONAL, EMPIRICAL, EXPERT, LOGICAL, NO_ARGUMENT, REASONING_TYPES, SOCIAL
@@ -50,60 +53,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 # Prototype sentences per reasoning type: generic, on topics the evaluation's held-out part does not use.
-PROTOTYPES: dict[str, tuple[str, ...]] = {
-    EMPIRICAL: (
-        "A 2019 study of 40,000 adults found a 23% lower rate among those who did it.",
-        "According to the national statistics office, the figure fell from 12% to 7% between 2010 and 2020.",
-        "The data from 300 cities show costs dropped by a third after the change.",
-        "A randomized trial with 1,200 participants measured a significant improvement.",
-        "Surveys across 15 countries report the same result, around 60 percent.",
-        "The meta-analysis of 52 studies published in a peer-reviewed journal confirms the effect.",
-    ),
-    EXPERT: (
-        "Most economists who study this, including the central bank's research staff, agree it works.",
-        "The professor who leads the field's largest lab says the evidence clearly points this way.",
-        "The national academy of sciences concluded in its report that it is effective.",
-        "Doctors and medical associations recommend it based on their clinical experience.",
-        "Leading researchers in the area have stated publicly that the concern is unfounded.",
-    ),
-    LOGICAL: (
-        "If that were true, then prices would have risen, but they fell, so the claim cannot hold.",
-        "Because the cost is paid once and the benefit accrues every year, it pays for itself over time.",
-        "It follows that the policy reduces the problem, since it removes its main cause.",
-        "Consider the incentives: when people keep more of what they earn, they tend to invest more.",
-        "That argument assumes the supply is fixed, which is not the case, therefore the conclusion fails.",
-    ),
-    ANECDOTAL: (
-        "My brother tried it last year and it worked really well for him.",
-        "In my experience it has always been a disaster, I saw it happen at my old job.",
-        "I once met someone who swore by it.",
-        "A friend of mine did exactly this and regretted it.",
-        "When I lived there, everyone I knew had a good experience with it.",
-    ),
-    SOCIAL: (
-        "Everyone knows you're wrong about this, just admit it.",
-        "Come on, nobody agrees with you, seriously.",
-        "All my friends think the opposite, so you must be wrong.",
-        "I've told you five times already, change your mind.",
-        "You're an idiot if you believe that.",
-        "Most people disagree with you, so you should change your opinion.",
-    ),
-    EMOTIONAL: (
-        "It breaks my heart that you could think that.",
-        "This makes me so angry, how can you say something so cruel?",
-        "Think of the children, it's terrifying.",
-        "I feel hurt and disgusted by this opinion.",
-        "It's devastating for families, I can't bear it.",
-    ),
-    NO_ARGUMENT: (
-        "Hi, how are you today?",
-        "What do you think about it?",
-        "ok thanks",
-        "I just think it's fine.",
-        "lol yeah",
-        "Tell me a joke.",
-    ),
-}
+PROTOTYPES: dict[str, tuple[str, ...]] = {t: lexicon.entries(f"prototypes_{t}") for t in REASONING_TYPES}
 
 # What each type is worth before its cues (and the most its cues can add).
 BASE_SCORE = {EMPIRICAL: 0.55, EXPERT: 0.5, LOGICAL: 0.42, ANECDOTAL: 0.22, SOCIAL: 0.06, EMOTIONAL: 0.08,
@@ -118,177 +68,55 @@ def _rx(*patterns: str) -> re.Pattern[str]:
 
 
 # Vague authority: nobody named, nobody accountable ("every expert on Twitter says ...").
-_VAGUE_AUTHORITY = (r"\b(?:every|all(?: the)?|any) (?:experts?|scientists?|doctors?|smart people|serious people)\b",
-                    r"\b(?:on|from) (?:twitter|tiktok|reddit|youtube|facebook|instagram|social media|the internet)\b",
-                    r"\bcomments? sections?\b")
+_VAGUE_AUTHORITY = lexicon.patterns("cues_vague_authority")
 _VAGUE = _rx(*_VAGUE_AUTHORITY)
-# "The consensus" is an authority only when it is the experts' ("the consensus among researchers", "the
-# scientific consensus"); "the consensus in any comment section" is popularity.
-_EXPERT_CONSENSUS = (r"\b(?:scientific|medical|clinical|expert|professional|academic|research) consensus\b|"
-                     r"\bconsensus (?:among|of|from) (?:the )?(?:\w+ )?(?:experts?|scientists?|researchers?|"
-                     r"economists?|doctors?|physicians?|specialists?|studies|the (?:evidence|research|literature))\b")
 
 
 CUES: dict[str, re.Pattern[str]] = {
-    "figure": _rx(r"\b\d[\d,.]*\s*(?:%|percent|per\s?cent|percentage points?|x\b|times\b|fold\b)",
-                  r"\b\d[\d,.]*\s*(?:million|billion|thousand|trillion|people|participants|patients|adults|"
-                  r"children|households|workers|students|respondents|countries|cities|cases|deaths|studies|trials|"
-                  r"years|tonnes|tons|kg|km|kwh|twh|mw|gw|dollars|usd|euros)\b",
-                  r"\$\s?\d", r"\b\d+\s+(?:in|out of)\s+\d+\b", r"\bfrom\s+\d[\d,.]*\s*%?\s+to\s+\d"),
-    "source": _rx(r"\baccording to\b", r"\bstud(?:y|ies)\b", r"\bpublished\b", r"\bjournal\b", r"\bmeta-?analys[ie]s\b",
-                  r"\b(?:randomi[sz]ed|controlled|clinical) trials?\b", r"\bsurvey(?:ed|s)?\b", r"\bdata(?:set)? (?:from|show)",
-                  r"\breport(?:ed|s)?\b", r"\bpeer[- ]reviewed\b", r"\bcensus\b", r"\bstatistics\b", r"\bet al\b",
-                  r"\bfound that\b", r"\bmeasured\b", r"\b(?:19|20)\d\d\b", r"\bresearch\b", r"\bevidence\b"),
-    "expert": _rx(r"\bprofessors?\b", r"\bdr\.?\s", r"\bexperts?\b", r"\bscientists?\b", r"\bresearchers?\b",
-                  r"\beconomists?\b", r"\bphysicians?\b", r"\bdoctors?\b", r"\bepidemiologists?\b", r"\bengineers?\b",
-                  r"\bassociation\b", r"\bacademy\b", _EXPERT_CONSENSUS, r"\binstitutes?\b", r"\buniversity\b",
-                  r"\bnobel\b", r"\bspecialists?\b", r"\bagency\b", r"\bcommission\b", r"\bpanel\b",
-                  r"\bregulators?\b", r"\bprofessional bod(?:y|ies)\b", r"\bwatchdogs?\b", r"\binspectorate\b",
-                  r"\bauditors?\b"),
-    "logic": _rx(r"\bbecause\b", r"\btherefore\b", r"\bthus\b", r"\bwhich means\b", r"\bit follows\b", r"\bhence\b",
-                 r"\bimplies\b", r"\bconsequently\b", r"\bgiven that\b", r"\bleads? to\b", r"\bas a result\b",
-                 r"\bif\b[^.?!]{3,200}\bthen\b", r"\bsince\b", r"\bso that\b", r"\bthe reason\b", r"\bthat means\b",
-                 # The connectives of a casual argument: "..., so X falls", "unless ...", "on net ...".
-                 r"(?:^|[,;:.]\s*|\band\s+)so\b(?!\s+(?:much|many|far|what|called|i|you|lol)\b)", r"\bunless\b",
-                 r"\bon net\b", r"\bnet effect\b", r"\bmechanisms?\b", r"\bincentives?\b", r"\bcounterfactuals?\b",
-                 r"\bcompare[ds]?\b", r"\bin turn\b", r"\bwhich is why\b", r"\bdue to\b", r"\bthe only way\b",
-                 r"\btrade-?offs?\b", r"\bopportunity cost\b", r"\bpays? for itself\b", r"\bit stands to reason\b",
-                 r"\bhas to (?:rise|fall|go|come|drop|increase|decrease|shrink|grow)\b", r"\bin the long run\b",
-                 r"\bit'?s like\b", r"\bversus\b", r"\bwe'?d expect\b", r"\bwould have\b", r"\bdepends? on\b",
-                 r"\b(?:more|less) likely\b", r"\bside effects?\b", r"\bon balance\b", r"\bin practice\b"),
-    "anecdote": _rx(r"\bmy (?:friend|brother|sister|mom|mum|dad|father|mother|uncle|aunt|neighbou?r|cousin|coworker|"
-                    r"colleague|boss|wife|husband|partner|grandma|grandpa|kid|son|daughter)s?\b",
-                    r"\bi once\b", r"\bin my experience\b", r"\bhappened to me\b", r"\bi know (?:someone|a guy|a woman)\b",
-                    r"\bi tried\b", r"\bi saw\b", r"\bwhen i (?:was|lived|worked)\b", r"\ba friend of mine\b"),
-    "pressure": _rx(r"\beveryone (?:knows|agrees|thinks|says|else)\b", r"\beverybody\b",
-                    r"\bnobody (?:agrees|believes|thinks|cares)\b", r"\bno one (?:agrees|believes|thinks)\b",
-                    r"\badmit (?:it|that|you)\b", r"\byou(?:'re| are) (?:wrong|mistaken|delusional)\b",
-                    r"\bcome on\b", r"\bseriously\b", r"\bobviously\b", r"\bfor the last time\b",
-                    r"\bi(?:'ve| have) (?:told|said)\b", r"\bhow many times\b", r"\bstop being\b", r"\bget over it\b",
-                    r"\bwake up\b", r"\bcommon sense\b", r"\bmost people\b", r"\ball my friends\b",
-                    r"\bthe majority\b", r"\btrust me\b", r"\bi insist\b", r"\byou have to agree\b",
-                    r"\bjust agree\b", r"\bchange your (?:mind|opinion|answer)\b", r"\bagain\b", r"!{2,}",
-                    r"\bpopular\b", r"\bmillions of people\b", r"\bjust accept\b", r"\bi(?:'m| am) right\b",
-                    r"\beveryone\b", r"\bwhatever\b", r"\bface it\b", r"\bdon'?t be (?:stubborn|silly|ridiculous)\b",
-                    r"\bstubborn\b", r"\bi repeat\b", r"\bkeep telling\b", r"\blisten to me\b",
-                    r"\bfull stop\b", r"\bask anyone\b", r"\bthey'?ll tell you\b", r"\bliterally\b",
-                    r"\bend of story\b", r"\bi(?:'m| am) not going to stop\b",
-                    r"\b(?:won'?t|will not|not going to) (?:drop|let go of|give up on|back down on) (?:this|it)\b",
-                    r"\bagree with me\b", r"\b(?:stop|quit) dodging\b", r"\byou know it\b",
-                    r"\bnot backing down\b", r"\buntil you (?:agree|admit|accept|say)\b", r"\b(?:just|so) say so\b",
-                    r"\bon the fence\b", r"\brepeat(?:ing)? myself\b", r"\bkeep saying\b",
-                    r"\bsaid (?:it|this|that) (?:before|already|a hundred times|a thousand times)\b",
-                    r"\b(?:nobody|no one) (?:listened|listens|was listening)\b", r"\bdidn'?t land\b",
-                    r"\bmy point from (?:earlier|before)\b",
-                    r"\bthe whole (?:internet|world|country|town|city|server|group)\b",
-                    *_VAGUE_AUTHORITY),
-    "insult": _rx(r"\bidiot\w*", r"\bmoron\w*", r"\bstupid\b", r"\bpathetic\b", r"\bridiculous\b", r"\bdumb\b",
-                  r"\bclueless\b", r"\bignorant\b", r"\buseless\b", r"\bbrainless\b", r"\bfool\b", r"\bjoke of a\b",
-                  r"\blaughable\b", r"\bembarrassing\b", r"\bhalf a brain\b"),
-    "emotion": _rx(r"\bi feel\b", r"\bheartbreak\w*", r"\bterrif\w+", r"\bscary\b", r"\bdisgust\w*",
-                   r"\bmakes me (?:so )?(?:angry|sad|sick|furious)", r"\bthink of the\b", r"\bhow can you\b",
-                   r"\bcruel\b", r"\bi(?:'m| am) (?:so )?(?:upset|angry|hurt|scared|furious)", r"\bdevastat\w+",
-                   r"\bshameful\b", r"\bhorrible\b", r"\bheartless\b", r"\bi can'?t bear\b", r"\bbreaks my heart\b"),
+    "figure": lexicon.cues("cues_figure"),
+    "source": lexicon.cues("cues_source"),
+    "expert": lexicon.cues("cues_expert"),
+    "logic": lexicon.cues("cues_logic"),
+    "anecdote": lexicon.cues("cues_anecdote"),
+    "pressure": lexicon.cues("cues_pressure", "cues_vague_authority"),
+    "insult": lexicon.cues("cues_insult"),
+    "emotion": lexicon.cues("cues_emotion"),
 }
+# An empirical message with a source and one of these is rated peer-reviewed.
+_PEER_REVIEWED = lexicon.cues("cues_peer_reviewed")
 
 # Verdicts: words that judge a thing without saying what it does. A message whose only stance words are
 # these ("X is great", "X is a disaster", "experts say X is beneficial") asserts an opinion and states no
 # effect: the seed's "bare assertion" (0.08 in its LLM calibration), whoever it is attributed to.
-_VERDICTS = set("""good great best better bad terrible awful horrible dreadful disaster disastrous harmful beneficial
-worst worse excellent wonderful amazing fantastic superior inferior positive negative overrated useless pointless
-worth worthwhile valuable useful support supports recommend success successful fail fails failed failure works
-working effective ineffective advantage advantages problem problems""".split())
+_VERDICTS = lexicon.words("verdicts")
 VERDICT_CAP = 0.12
 UNSUPPORTED_CAP = 0.2  # under the 0.25 an update needs
 
 # Stance lexicon for a topic's direction.
-_POS = set("""benefit benefits beneficial safe safer safest effective effectively improve improves improved improving
-better best help helps helped healthy healthier cheaper cheapest efficient success successful works working boost boosts
-boosted increase increases raised raises saves save reliable clean cleaner good great positive advantage advantages
-worth worthwhile recommend support supports protect protects protective valuable useful gain gains growth grows higher
-stronger strengthen strengthens productive productivity happier lower-cost affordable outperform outperforms
-innovation promotions wages income earnings wellbeing well-being satisfaction learning mentoring collaboration creativity
-output performance quality safety health happiness trust access savings jobs employment revenue profits literacy
-attendance retention biodiversity yields lifespan longevity resilience excellent wonderful amazing fantastic
-scores speed speeds security skills supply coverage outcomes survival turnout ownership loyalty motivation maturity
-convenience alertness graduation solving reasoning welfare comfort independence confidence
-improvement improvements equity fairness accountability transparency affordability mobility inclusion
-competitiveness efficiency stability recovery engagement enrolment enrollment compliance donations donors transplants
-adherence readiness punctuality
-outperformed superior enhances enhance enhanced promotes promote prevents prevent reduces reduce reduced cuts lowers
-lowered decreases decreased fewer less""".split())
-_NEG = set("""harm harms harmful dangerous danger risk risks risky worse worst ineffective fail fails failed failure damage
-damages damaging costly expensive pollute pollutes polluting pollution death deaths kill kills killed toxic bad negative
-loss losses waste wasteful unreliable addictive problem problems hurt hurts hurting threat
-threatens worsens worsen worsened inferior weaker disaster disastrous terrible awful horrible dreadful useless pointless weakens undermines undermine crime poverty disease illness cancer injuries injury accidents
-emissions debt inflation unemployment obesity depression anxiety stress corruption inequality overrated bans ban banned
-banning abolish scrap restrict limit turnover costs cost crashes errors absenteeism burnout loneliness isolation mortality
-hospitalizations fatalities fraud congestion smog delays delay waits complaints absences infections infection
-readmissions accidents violence aggression tardiness dropout dropouts gaps residues runoff litter noise shortages
-outages bills prices distractions suffer suffers suffered suffering deteriorated deteriorates deteriorating
-pain bias discrimination theft complacency breaches misconduct abuse harassment cheating gambling
-addiction backlog backlogs vacancies shortfall shortfalls deficit deficits bankruptcy bankruptcies evictions homelessness
-overdose overdoses suicide suicides recidivism reoffending vandalism truancy excess excessive shortage diseases
-illnesses""".split())
+_POS = lexicon.words("positive")
+_NEG = lexicon.words("negative")
 # Words that reverse what follows: "reduces deaths" is good, "reduces productivity" is bad.
-_REDUCERS = {"reduces", "reduce", "reduced", "cuts", "cut", "lowers", "lowered", "lower", "decreases", "decreased",
-             "fewer", "less", "prevents", "prevent", "prevented", "avoids", "avoid", "eliminates", "eliminate",
-             "lowering", "reducing", "cutting", "preventing", "slashes", "halves", "halved", "drops", "dropped",
-             "fell", "falls", "declined", "declines", "decline", "shrank", "shrunk", "shrinks", "plummeted",
-             "plunged", "sank", "dipped", "down", "removes", "remove", "removed", "removing", "drop", "tumbled",
-             "fall", "falling", "slipped", "slips", "slip", "slipping", "shrink", "shrinking", "dropping", "sinks",
-             "sinking", "halving", "declining", "eased", "eases", "slumped", "slumps", "dwindled", "narrowed",
-             "narrows", "narrowing", "trimmed", "curbed", "curbs", "curb", "lessened", "minimised", "minimized",
-             "hit", "dragged", "dented", "reduction", "reductions", "decreasing", "lessens", "lessen", "lessening",
-             "minimises", "minimizes"}
-_INCREASERS = {"increases", "increase", "increased", "raises", "raised", "more", "higher", "boosts", "doubles",
-               "doubled", "triples", "rises", "rose", "grows", "grew", "causes", "caused", "leads", "led", "up",
-               "soared", "jumped", "climbed", "rise", "rising", "creates", "create", "created", "adds", "produces",
-               "climb", "climbs", "climbing", "soar", "soars", "soaring", "jump", "jumps", "grow", "growing",
-               "doubling", "tripled", "tripling", "spiked", "spikes", "surged", "surges", "surging", "increasing",
-               "raising", "boosting", "widened", "widens", "widening", "expanded", "expands", "lifted", "lifts",
-               "lift", "lifting", "risen", "quadrupled", "multiplied"}
+_REDUCERS = lexicon.words("reducers")
+_INCREASERS = lexicon.words("increasers")
 # Words that make things worse, or better, whatever they act on: "worse patient satisfaction" and "worsens
 # sleep loss" are both bad news (a reducer would reverse the first and a harm verb the second).
-_WORSENERS = {"worse", "worsens", "worsen", "worsened", "worsening", "aggravates", "exacerbates", "exacerbated"}
-_IMPROVERS = {"better", "improves", "improve", "improved", "improving", "enhances", "enhance", "enhanced"}
+_WORSENERS = lexicon.words("worseners")
+_IMPROVERS = lexicon.words("improvers")
 # Words between a change word and what it acts on that do not break the link: "removes a major cause of
 # injuries", "creates a new source of emissions".
-_LINK_FILLER = {"a", "an", "the", "major", "main", "new", "big", "key", "leading", "primary", "common", "root",
-                "significant", "cause", "causes", "source", "sources", "of", "one", "driver", "drivers",
-                "contributor", "contributors", "biggest", "largest"}
-_NEGATORS = {"not", "no", "never", "n't", "isn't", "doesn't", "don't", "aren't", "wasn't", "won't", "cannot",
-             "can't", "neither", "nor", "without", "hardly"}
+_LINK_FILLER = lexicon.words("link_filler")
+_NEGATORS = lexicon.words("negators")
 # Harm verbs act like reducers on a good thing ("kills productivity") and are harms on their own.
-_HARM_VERBS = {"kills", "kill", "killed", "hurts", "hurt", "damages", "damage", "damaged", "undermines", "undermine",
-               "destroys", "destroy", "destroyed", "erodes", "erode", "ruins", "ruin", "ruined", "harms", "harm",
-               "weakens", "caps", "limits", "hampers", "hinders", "eroded", "eroding", "harmed", "harming",
-               "damaging", "undermined", "undermining", "hurting", "hampered", "hindered", "weakened", "weaken"}
-_SHOULD_NEG = _rx(r"\bshould (?:be )?(?:banned|abolished|scrapped|stopped|avoided|restricted|limited)\b",
-                  r"\b(?:ban|abolish|scrap|stop|avoid|restrict)\b")
-_SHOULD_POS = _rx(r"\bshould (?:be )?(?:adopted|expanded|encouraged|allowed|funded|supported|kept|used)\b",
-                  r"\b(?:adopt|expand|encourage|fund|support)\b")
+_HARM_VERBS = lexicon.words("harm_verbs")
+_SHOULD_NEG = lexicon.cues("cues_should_oppose")
+_SHOULD_POS = lexicon.cues("cues_should_support")
 
 # Noun phrases that are never a topic: the speakers, evidence itself, vague words.
-_NOT_TOPICS = set("""i me you we they he she it this that these those everyone everybody someone somebody nobody people
-person thing things study studies research researchers data evidence report survey analysis meta-analysis trial trials
-experts expert scientists professor professors doctor doctors economist economists friend friends brother sister mom dad
-lot lots way ways time times year years day days number numbers figure figures percent rate majority minority point
-question answer opinion mind view views fact facts one ones something anything nothing everything what who which
-reason reasons case cases meta article decade decades place places participants sites peer firms firm companies company sample paper papers journal source sources statistic statistics result results finding
-findings idiot bot hippobot heart friend
-mechanism driver drivers argument arguments counterfactual counterfactuals opposite hype statement position body field
-control controls group groups district districts area areas region regions city cities country countries town towns
-gain gains decline drop change changes trend trends weight net incentive incentives period programme programmes
-program programs bottleneck setting settings result outcome outcomes effect effects impact impacts side sides term
-terms difference differences share percentage proportion half third quarter fifth majority level levels amount
-evaluation assessment review pilot pilots scheme schemes policy policies""".split())
+_NOT_TOPICS = lexicon.words("not_topics")
 _TOPIC_SIM = 0.72  # a phrase this close to a known topic is that topic
 # Prototypes of outcomes people want more of, and less of, for noun phrases the lexicon has no word for.
-_GOOD_OUTCOMES = ("benefits and improvements people want more of", "good outcomes, gains and well-being",
-                  "higher quality, success and health")
-_BAD_OUTCOMES = ("harms, costs and problems people want less of", "bad outcomes, losses and damage",
-                 "delays, risks, illness and waste")
+_GOOD_OUTCOMES = lexicon.entries("good_outcomes")
+_BAD_OUTCOMES = lexicon.entries("bad_outcomes")
 _PHRASE_MARGIN = 0.06
 # The direction probe: weights over the MiniLM vector of a message whose topic is replaced by PROBE_MASK;
 # its logit, times PROBE_WEIGHT, joins the lexicon's total. The weight is the best of 0.5 / 1 / 1.5 / 2 / 3
@@ -482,7 +310,7 @@ class EvidenceScorer:
             directed.append((topic, direction))
         novelty = _novelty(vector, previous) if nearest is None else _novelty_of(nearest)
         reliability = RELIABILITY[rtype]
-        if rtype == EMPIRICAL and cues["source"] and re.search(r"peer[- ]reviewed|journal|meta-?analys|trial", text, re.I):
+        if rtype == EMPIRICAL and cues["source"] and _PEER_REVIEWED.search(text):
             reliability = "peer_reviewed"
         features = {"type_similarity": {t: round(float(s), 3) for t, s in zip(REASONING_TYPES, sims)},
                     "cues": cues, "why": why, "effects": effects[:8], "words": parsed["words"], "direction": dfeat}
@@ -760,19 +588,15 @@ def _novelty_of(nearest: float) -> float:
 _CLAUSE_END = {",", ";", ".", ":", "!", "?", "(", ")", "—", "–"}
 _SENTENCE_END = _CLAUSE_END - {","}  # a conclusion runs on past commas
 # Words between a stance word and its own verb that do not break the link: "deaths have to come down".
-_VERB_FILLER = {"has", "have", "had", "to", "come", "comes", "came", "go", "goes", "went", "gone", "will", "would",
-                "should", "must", "be", "is", "are", "was", "were", "been", "keep", "keeps", "kept", "just", "then",
-                "actually", "really", "even", "also", "only", "soon", "quickly", "eventually", "always", "took", "take",
-                "takes", "taken", "taking", "a", "by", "about", "roughly", "around", "nearly", "almost", "over", "%",
-                "percent", "per", "cent", "levels", "rates", "rate"}
+_VERB_FILLER = lexicon.words("verb_filler")
 # Words that put what follows in a world without the thing: "areas without X saw deaths keep climbing" argues
 # for X. Their clause (to the next punctuation) counts reversed when the topic follows within two words.
-_COUNTERFACTUAL = {"without", "skipped", "skip", "skipping", "skips", "lacking", "lack", "rejected", "rejecting"}
+_COUNTERFACTUAL = lexicon.words("counterfactual")
 # Words that open an argument's conclusion, or what a "but" sets against what came before: what follows
 # them counts more ("X was supposed to cut waste, but waste climbed").
-_CONCLUSION = {"so", "therefore", "thus", "hence", "consequently", "means", "but", "however", "yet"}
+_CONCLUSION = lexicon.words("conclusion")
 _CONCLUSION_WEIGHT = 1.5
-_DETERMINERS = {"the", "a", "an", "this", "that", "any", "much", "more", "less", "of", "no", "some", "its", "their"}
+_DETERMINERS = lexicon.words("determiners")
 
 
 def _lexical_stance(tokens: Sequence[str], extra: dict[str, int] | None = None) -> float:
@@ -875,41 +699,28 @@ def _lexical_stance(tokens: Sequence[str], extra: dict[str, int] | None = None) 
     return total
 
 
-_EVIDENCE_HEADS = {"study", "survey", "data", "analysis", "meta", "report", "trial", "review", "census", "poll",
-                   "sample", "dataset", "experiment", "paper", "research", "statistic", "record", "datum", "figure",
-                   "number", "evidence", "interview", "observation", "audit", "group", "cohort", "pilot",
-                   "participant", "site"}
-_VERB_OBJECT_START = {"about", "around", "nearly", "almost", "over", "roughly", "us", "them", "people", "everyone"}
-_REPORTING = {"show", "find", "suggest", "say", "conclude", "confirm", "indicate", "estimate", "report", "claim",
-              "argue", "note", "state", "reveal", "demonstrate", "prove", "warn", "recommend", "be", "have", "do",
-              "record", "measure", "observe", "track", "publish", "predict", "calculate", "see", "count", "detect",
-              "describe", "rank", "rate", "list", "put", "tell"}
+_EVIDENCE_HEADS = lexicon.words("evidence_heads")
+_VERB_OBJECT_START = lexicon.words("verb_object_start")
+_REPORTING = lexicon.words("reporting")
 _VERBISH = {"VBD", "VBZ", "VBP", "VBN", "MD"}  # not VBG: inside a noun chunk, "pricing" is a noun
 
 
-_CHANGE = _REDUCERS | _INCREASERS | _HARM_VERBS | {"less", "more", "higher", "lower", "better", "worse"}
-_BARE_COMPARATIVES = {"more", "less", "fewer", "up", "down", "higher", "lower", "better", "worse"}  # not effects alone
-_TITLES = {"dr", "dr.", "prof", "prof.", "professor", "mr", "mr.", "ms", "ms.", "mrs", "mrs.", "sir", "dame"}
-_INTERVENTION = {"with", "under", "after", "where", "when", "if", "since", "on", "once", "adopted", "adopting",
-                 "introduced", "introducing", "implemented", "implementing", "backing", "backed",  # "with X, ..."
-                 # what a stance is taken on ("doubtful about X", "advising against X", "spent years defending X")
-                 "about", "against", "defending", "defended", "recommends", "recommended", "recommending",
-                 "scrapped", "scrapping", "banned", "banning", "abandoned", "abandoning", "tried", "trying"}
+_CHANGE = _REDUCERS | _INCREASERS | _HARM_VERBS | lexicon.words("comparatives")
+_BARE_COMPARATIVES = lexicon.words("bare_comparatives")  # not effects alone
+_TITLES = lexicon.words("titles")
+# Words dropped from the start of a topic phrase ("many firms", "recent changes").
+_TOPIC_LEADING_WORDS = lexicon.words("topic_leading_words")
+# Words before a phrase that make it what was done ("with X, ...", "after X"), or what a stance is taken on
+# ("doubtful about X", "advising against X", "spent years defending X").
+_INTERVENTION = lexicon.words("intervention")
 # A study's object after these is its subject ("evidence on X", "research into X"), not its population.
-_SUBJECT_PREPOSITIONS = {"on", "about", "into", "regarding", "concerning", "against"}
+_SUBJECT_PREPOSITIONS = lexicon.words("subject_prepositions")
 # Two words before a phrase that make it what was done: "covered by X", "the effect of X", "support for X".
-_INTERVENTION_PAIRS = {("covered", "by"), ("effect", "of"), ("effects", "of"), ("impact", "of"), ("support", "for"),
-                       ("evidence", "on"), ("harm", "from"), ("benefits", "of"), ("exposed", "to"), ("rolled", "out"),
-                       ("rollout", "of"), ("introduction", "of"), ("adoption", "of"), ("case", "for"),
-                       ("case", "against"), ("linking", "to")}
+_INTERVENTION_PAIRS = lexicon.pairs("intervention_pairs")
 # Verbs whose subject, with an object, is what the message is about ("X pushes up costs", "X cuts waste").
-_CAUSATIVE = set("""boost cut raise reduce lower improve increase push drive make lead cause produce create damage harm
-hurt undermine help protect prevent worsen curb slash lift deliver bring halve double decrease strengthen weaken
-erode fuel save""".split())
-# What follows a phrase that makes it what was done: "after X came in", "once X kicked in".
-_INTERVENTION_AFTER = ("came in", "kicked in", "was adopted", "were adopted", "was introduced", "were introduced",
-                       "was in place", "were in place", "took effect", "was rolled out", "were rolled out",
-                       "was implemented", "were implemented", "started", "began")
+_CAUSATIVE = lexicon.words("causative")
+# What follows a phrase that makes it what was done: "after X came in".
+_INTERVENTION_AFTER = lexicon.entries("intervention_after")
 
 
 def _merge_hyphens(doc: Any) -> Any:
@@ -1038,8 +849,7 @@ def _topics(doc: Any, limit: int = 3) -> list[str]:
                 break
             if not (t.is_stop or t.is_punct or t.like_num or t.pos_ in ("DET", "PRON", "NUM")) and _wordlike(t):
                 words.append(t)
-        while words and (words[0].lower_ in {"many", "most", "more", "fewer", "less", "several", "recent", "new",
-                                             "large", "big", "huge", "small", "other", "same", "whole"}
+        while words and (words[0].lower_ in _TOPIC_LEADING_WORDS
                          or (len(words) > 1 and words[0].pos_ == "ADJ" and (
                              words[0].lower_ in _CHANGE or words[0].lower_ in _POS or words[0].lower_ in _NEG))):
             words = words[1:]  # "better motivation" is about motivation
