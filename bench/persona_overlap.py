@@ -27,7 +27,8 @@ import json
 import re
 import subprocess
 import sys
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, cast
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,8 +36,8 @@ try:  # Python 3.11+
     import re._constants as _c  # type: ignore[import-not-found]
     import re._parser as _parser  # type: ignore[import-not-found]
 except ImportError:  # pragma: no cover
-    import sre_constants as _c  # type: ignore[no-redef]
-    import sre_parse as _parser  # type: ignore[no-redef]
+    import sre_constants as _c
+    import sre_parse as _parser
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "bench" / "data" / "persona"
@@ -187,7 +188,7 @@ def _options(op: object, av: object, budget: list[int]) -> list[list[str | None]
                 return [[BREAK]]
         return [[ch] for ch in dict.fromkeys(chars)] if len(chars) <= 4 else [[BREAK]]
     if op in (_c.MAX_REPEAT, _c.MIN_REPEAT, getattr(_c, "POSSESSIVE_REPEAT", None)):
-        lo, hi, item = av  # type: ignore[misc]
+        lo, hi, item = cast(tuple[int, int, Any], av)
         inner = _expand(item, budget)
         if (lo, hi) == (0, 1):
             return [[], *inner]
@@ -313,7 +314,7 @@ def source_entries(source: str) -> list[Entry]:
     return out
 
 
-def _function_entries(scope: ast.AST, out: list[Entry], add) -> None:  # type: ignore[no-untyped-def]
+def _function_entries(scope: ast.AST, out: list[Entry], add: Callable[..., None]) -> None:
     """Inside a function: literal sets / tuples of words used in a test (``x in {...}``) and regex patterns."""
     name = f"in {getattr(scope, 'name', '?')}()"
     for node in ast.walk(scope):

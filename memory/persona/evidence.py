@@ -34,7 +34,7 @@ import json
 import logging
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -613,7 +613,7 @@ def _lexical_stance(tokens: Sequence[str], extra: dict[str, int] | None = None) 
             return 0.0
         return 1.0 if w in _POS else -1.0 if w in _NEG else float(extra.get(w, 0))
 
-    def ahead(j: int, n: int, skip: set[str]) -> list[str]:  # up to n words after j, in the same clause
+    def ahead(j: int, n: int, skip: Set[str]) -> list[str]:  # up to n words after j, in the same clause
         out: list[str] = []
         for w in tokens[j + 1:j + 10]:
             if w in _CLAUSE_END or len(out) >= n:
