@@ -406,14 +406,3 @@ async def test_an_imported_bot_message_stays_in_the_log_and_never_becomes_an_epi
     assert (report.imported, report.episodes) == (2, 1)
     assert await app.db.pool.fetchval("SELECT count(*) FROM episodes WHERE content LIKE '%custard%'") == 0
     assert await app.db.pool.fetchval("SELECT count(*) FROM messages WHERE content LIKE '%custard%'") == 1
-
-
-async def test_an_imported_question_stays_in_the_log_and_never_becomes_an_episode(app: App, tmp_path: Path) -> None:
-    """A question states nothing to remember, imported or said live: as an episode it outranked the statement
-    that answers it. The log keeps it (found by its words)."""
-    admit_every_import(app)
-    rows = [LINES[0], {"id": "9", "channel": "general", "author": "bo", "timestamp": "2026-10-01T10:05:00Z",
-                       "text": "where does your sister live these days?"}]
-    report = await app.importer.run(write_jsonl(tmp_path / "h.jsonl", rows), "g1")
-    assert (report.imported, report.episodes) == (2, 1)
-    assert await app.db.pool.fetchval("SELECT count(*) FROM episodes WHERE content LIKE '%these days%'") == 0
