@@ -345,11 +345,11 @@ class EpisodesLayer(BaseLayer):
         message, reply = turn.message, turn.reply
         if await self.store.pool.fetchval("SELECT EXISTS (SELECT 1 FROM episodes WHERE message_id = $1)", message.id):
             return  # written already (a retried absorption)
-        if only_questions(message.content):
-            return  # a question states nothing to remember (the log keeps it, found by its words), imported or not
         if message.source == IMPORTED:
             await self._absorb_imported(turn)
             return
+        if only_questions(message.content):
+            return  # a question states nothing to remember (the log keeps it, found by its words)
         key = turn.vector
         if self.config.speaker_keys:
             key = await self._embedder.embed(key_text(message.author_name, message.content))
