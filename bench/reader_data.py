@@ -73,13 +73,23 @@ class Mix:
     sentence in the memory makes the abstention a near miss (the memory talks about the thing asked about, but
     does not hold what was asked), which is what a question about a detail nobody gave looks like to the bot.
     And every prompt carries as many remembered moments as recall really puts there (six to twelve, not one to
-    five), so the answer has to be found among as many distractors as in the bot's prompts."""
+    five), so the answer has to be found among as many distractors as in the bot's prompts.
+
+    ``v5`` makes the memory, not the question, decide between answering and abstaining. v4 answered a fifth
+    fewer answerable questions than v2: its persona abstentions were other questions than its answers, so a
+    question's wording could predict the reply. In v5 a persona question that abstains is always asked a
+    second time with its fact in an otherwise identical prompt (``paired``), and a fact is often remembered as
+    the reply to someone's question ("what's your dog called?" / "Pico haha", ``exchange``), which is how
+    people give answers in a chat and where a reader has to take the answer from the turn after the words
+    that match the question."""
 
     squad_unanswerable_keep: float = 0.2
     persona_abstain: float = 0.2
     near_miss: bool = False  # an unanswerable SQuAD question keeps the sentence holding its plausible answer
     extra_lines: tuple[int, int] = (0, 3)  # unrelated remembered moments added to a question's memory
     persona_lines: tuple[int, int] = (4, 9)  # how many of a persona question's lines reach the memory
+    paired: bool = False  # a persona question that abstains is also asked with its fact in the memory
+    exchange: float = 0.0  # how often a remembered fact is the reply to someone's question, often a bare answer
 
 
 MIXES = {
@@ -88,6 +98,10 @@ MIXES = {
     "v4-lean": Mix(near_miss=True, extra_lines=(3, 8), persona_lines=(6, 12)),  # v4 at v2's share of abstentions
     "v4-abstain": Mix(squad_unanswerable_keep=0.9, persona_abstain=0.3, near_miss=True, extra_lines=(3, 8),
                       persona_lines=(6, 12)),
+    "v5": Mix(squad_unanswerable_keep=0.5, persona_abstain=0.3, near_miss=True, extra_lines=(3, 8),
+              persona_lines=(6, 12), paired=True, exchange=0.35),
+    "v5-lean": Mix(squad_unanswerable_keep=0.3, persona_abstain=0.3, near_miss=True, extra_lines=(3, 8),
+                   persona_lines=(6, 12), paired=True, exchange=0.35),
 }
 EPISODES_TITLE = "What {bot} remembers from earlier conversations"
 PERSONA = ("hippobot is a friendly, curious assistant with a long memory. "
@@ -278,6 +292,16 @@ class Caster:
             lines.append(f"{r.choice(others)}: {self.neighbour()}")
         return f"[{when:%Y-%m-%d}] " + " / ".join(lines)
 
+    def exchange_line(self, asker: str, question: str, speaker: str, reply: str, others: list[str],
+                      when: date) -> str:
+        """A remembered exchange: someone asks, the person answers (often in a word or two), sometimes a turn
+        after it, as recall shows a hit with its neighbours."""
+        r = self.rng
+        lines = [f"{asker}: {_casual(question, r)}", f"{speaker}: {reply}"]
+        if others and r.random() < 0.5:
+            lines.append(f"{r.choice(others)}: {self.neighbour()}")
+        return f"[{when:%Y-%m-%d}] " + " / ".join(lines)
+
     def preamble(self) -> list[MemoryItem]:
         """The persona layer's lines, as a server's bot carries them (most of the time)."""
         r = self.rng
@@ -384,6 +408,26 @@ def _casual(question: str, rng: random.Random) -> str:
     if rng.random() < 0.15:
         q = rng.choice(("hey, ", "quick one: ", "hmm ", "remind me, ")) + q[0].lower() + q[1:]
     return q
+
+
+_YOU = ((r"\bam I\b", "are you"), (r"\bwas I\b", "were you"), (r"\bI\b", "you"), (r"\bmy\b", "your"),
+        (r"\bMy\b", "Your"))
+
+
+def _to_you(question: str) -> str:
+    """'what's my dog called?' -> 'what's your dog called?': a question about the asker, put to someone else."""
+    for rx, you in _YOU:
+        question = re.sub(rx, you, question)
+    return question
+
+
+def _bare_reply(answer: str, sentence: str, rng: random.Random) -> str:
+    """How a person answers a question about themselves in a chat: the answer alone, or with a word around it,
+    or the whole sentence."""
+    a = answer.strip().rstrip(".")
+    shapes = ("{a}", "{a}!", "{a} haha", "oh, {a}", "{a} actually", "{a} lol", "{a}, why?", "{s}", "{s}")
+    shape = rng.choice(shapes)
+    return shape.format(a=a, s=sentence.strip()) if "{s}" in shape else shape.format(a=a)
 
 
 def _brief(answer: str) -> str:
@@ -500,6 +544,70 @@ def persona_examples(caster: Caster, chats: list, persona_lines: list[tuple[str,
             yield Example("answer", "persona", prompt, _brief(" and ".join(f.answer for f in answers)))
 
 
+def paired_persona_examples(caster: Caster, chats: list, persona_lines: list[tuple[str, str]],
+                            mix: Mix) -> Iterator[Example]:
+    """v5's persona questions: as ``persona_examples``, but the prompt without the asked fact is built first
+    (the person's other facts stay: a near miss), and the answerable prompt is that same prompt with the fact
+    in one of its remembered moments, built from the same random draws. A question that abstains (``mix
+    .persona_abstain`` of them) is asked in both prompts, so only the memory tells the two replies apart. The
+    fact is, ``mix.exchange`` of the time, remembered as the person's reply to someone's question."""
+    r = caster.rng
+    for p1, p2, _ in chats:
+        people = [p1, p2]
+        r.shuffle(people)
+        names = r.sample(NAMES, 4)
+        who = {0: names[0], 1: names[1]}
+        askable = [f for f in people[0] if f.pattern >= 0]
+        if not askable:
+            continue
+        fact = r.choice(askable)
+        twins = [f for f in people[0] if f.pattern == fact.pattern and f.key == fact.key]
+        answers = twins[:2] if len(twins) >= 2 else [fact]
+        own = r.random() < 0.3
+        asker = who[0] if own else names[2]
+        abstain = r.random() < mix.persona_abstain
+        lines = [(who[n], f.text) for n, facts in enumerate(people) for f in facts
+                 if not (n == 0 and f.pattern == fact.pattern)]
+        lines += r.sample(persona_lines, r.randint(*mix.extra_lines))
+        r.shuffle(lines)
+        low, high = mix.persona_lines
+        lines = lines[: r.randint(low, high)] if len(lines) > low else lines
+        others = [names[1], names[3], asker]
+        base = [caster.episode_line(sp, tx, [o for o in others if o != sp], caster.day()) for sp, tx in lines]
+        _, third, mine, _ = PATTERNS[fact.pattern]
+        evidence: list[str] = []
+        exchanged = len(answers) == 1 and r.random() < mix.exchange
+        if exchanged:
+            ask = [q for q in mine if "remember" not in q] or list(mine)
+            by = r.choice([o for o in others if o != who[0]])
+            evidence.append(caster.exchange_line(by, _to_you(r.choice(ask).format(k=fact.key or "thing")), who[0],
+                                                 _bare_reply(fact.answer, caster.chatty(fact.text), r),
+                                                 [o for o in others if o not in (by, who[0])], caster.day()))
+        else:
+            evidence += [caster.episode_line(who[0], f.text, [o for o in others if o != who[0]], caster.day())
+                         for f in answers]
+        only_fact = len(answers) == 1 and not exchanged and r.random() < 1 / 7
+        with_fact = list(base)
+        if not only_fact:
+            for e in evidence:
+                if with_fact:
+                    with_fact[r.randrange(len(with_fact))] = e
+                else:
+                    with_fact.append(e)
+        in_facts = [(who[0], f.text) for f in answers] if only_fact or r.random() < 0.5 else []
+        template = r.choice(mine if own else third)
+        question = _casual(template.format(s=who[0], k=fact.key or "thing"), r)
+        state = r.getstate()
+        prompt = caster.build(with_fact, [], asker, question, names=names, facts=in_facts)
+        yield Example("answer", "persona", prompt, _brief(" and ".join(f.answer for f in answers)))
+        if abstain and mix.paired:
+            after = r.getstate()
+            r.setstate(state)  # the same preamble and places draws: the fact and its triple are what differ
+            prompt = caster.build(base, [], asker, question, names=names)
+            r.setstate(after)
+            yield Example("abstain", "persona", prompt, r.choice(ABSTAIN))
+
+
 # "When" questions: a persona sentence about something done, the day it was said, and how it was put.
 EVENT = re.compile(r"^i (?:recently |just )?(?P<v>bought|got|adopted|started|moved to|visited|went to|finished|"
                    r"joined|quit|lost|won|met|ran|learned|sold|built|painted|wrote|broke|fixed) (?P<o>[^.!,]{3,40})"
@@ -589,8 +697,9 @@ def build(count: Callable[[str], int], *, seed: int = 0, data: Path = DATA, mix:
     chat_turns = [tx for _, _, turns in chats for _, tx in turns if 2 <= len(tx.split()) <= 14]
     caster = Caster(count, rng, turns=chat_turns, facts=persona_lines)
     examples = list(squad_examples(caster, load_squad(data), persona_lines, mix))
-    examples += list(persona_examples(caster, chats, persona_lines, mix))
-    examples += list(persona_examples(caster, chats, persona_lines, mix))  # another question per row
+    persona = paired_persona_examples if mix.paired else persona_examples
+    examples += list(persona(caster, chats, persona_lines, mix))
+    examples += list(persona(caster, chats, persona_lines, mix))  # another question per row
     examples += list(temporal_examples(caster, chats, persona_lines))
     examples += list(chat_examples(caster, chats, persona_lines))
     examples += list(chat_examples(caster, chats, persona_lines))

@@ -270,7 +270,12 @@ def train(args: argparse.Namespace) -> int:
         train_set, dev = train_set[: args.limit], dev[: args.limit]
     config = LoraConfig(r=args.rank, lora_alpha=args.alpha, lora_dropout=0.0, bias="none",
                         target_modules=list(TARGET_MODULES), task_type="CAUSAL_LM")
-    model = get_peft_model(model, config)
+    if args.init:  # go on from a trained adapter (bot/reader/'s files, or a checkpoint)
+        from peft import PeftModel
+
+        model = PeftModel.from_pretrained(model, str(args.init), is_trainable=True)
+    else:
+        model = get_peft_model(model, config)
     for _name, p in model.named_parameters():  # the adapter trains in float32 over the frozen bfloat16 model
         if p.requires_grad:
             p.data = p.data.float()
@@ -378,6 +383,7 @@ def main(argv: list[str] | None = None) -> int:
     tr.add_argument("--seed", type=int, default=0)
     tr.add_argument("--limit", type=int, default=0, help="only the first N training examples (a smoke run)")
     tr.add_argument("--budget-s", type=float, default=420.0)
+    tr.add_argument("--init", type=Path, help="a peft adapter folder to go on training from (rank and alpha are its own)")
     tr.add_argument("--dev-every", type=int, default=100)
     tr.add_argument("--fp32", action="store_true", help="the frozen model in float32 (as train_reader on a CPU)")
     args = p.parse_args(argv)

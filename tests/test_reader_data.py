@@ -10,7 +10,8 @@ import json
 import random
 from pathlib import Path
 
-from bench.reader_data import ABSTAIN, MIXES, NAMES, Caster, Mix, squad_examples
+from bench.reader_data import (ABSTAIN, MIXES, NAMES, Caster, Mix, classify_fact, paired_persona_examples,
+                               squad_examples)
 
 PARAGRAPH = ("The Normans were the people who in the 10th and 11th centuries gave their name to Normandy, a region "
              "in France. They were descended from Norse raiders and pirates from Denmark, Iceland and Norway. "
@@ -70,3 +71,41 @@ def test_no_training_name_is_a_name_of_the_memory_evaluations_conversations() ->
                 speakers.add(json.loads(line)["author"]["name"].lower())
     assert speakers, "no evaluation conversation found"
     assert not speakers & {n.lower() for n in NAMES}
+
+
+def chats(n: int = 40) -> list:
+    """Persona-Chat rows in the loader's shape: (user 1's facts, user 2's facts, turns)."""
+    one = [classify_fact(t) for t in ("I have a dog named Pico.", "I work as a baker.", "I like hiking.")]
+    two = [classify_fact(t) for t in ("My favorite color is teal.", "I live in a small town.")]
+    return [(one, two, [(1, "hi there"), (2, "hello!")])] * n
+
+
+def question(prompt: str) -> str:
+    return prompt.rstrip().splitlines()[-2]
+
+
+def test_a_v5_persona_question_that_abstains_is_also_asked_with_its_fact_in_the_memory() -> None:
+    mix = Mix(persona_abstain=1.0, paired=True, extra_lines=(0, 0))
+    examples = list(paired_persona_examples(caster(), chats(), OTHERS, mix))
+    answers = [e for e in examples if e.kind == "answer"]
+    abstains = [e for e in examples if e.kind == "abstain"]
+    assert len(answers) == len(abstains) == 40
+    for yes, no in zip(answers, abstains):
+        assert question(yes.prompt) == question(no.prompt)  # the same question, asked twice
+        assert no.reply in ABSTAIN and yes.reply not in ABSTAIN
+        gold = yes.reply.rstrip(".").lower()
+        assert gold in yes.prompt.lower() and gold not in no.prompt.lower()
+
+
+def test_a_v5_fact_can_be_remembered_as_the_persons_reply_to_a_question() -> None:
+    mix = Mix(persona_abstain=0.0, paired=True, exchange=1.0, extra_lines=(0, 0))
+    examples = list(paired_persona_examples(caster(3), chats(), OTHERS, mix))
+    assert examples and all(e.kind == "answer" for e in examples)
+    asked = 0
+    for e in examples:
+        gold = e.reply.rstrip(".").lower()
+        line = next(x for x in e.prompt.lower().splitlines() if gold in x and x.startswith("- ["))
+        turns = line.split("] ", 1)[1].split(" / ")
+        at = next(i for i, t in enumerate(turns) if gold in t)
+        asked += at > 0 and "you" in turns[at - 1]  # the turn before the answer asked the person
+    assert asked == len(examples)
