@@ -47,6 +47,16 @@ async def test_a_question_is_not_remembered_as_a_statement() -> None:
     assert not only_questions("I moved to Leeds")
 
 
+def test_a_question_that_carries_a_statement_is_remembered() -> None:
+    assert not only_questions("my brother recommended Piranesi, has anyone read it?")
+    assert not only_questions("did you know my sister moved to Porto?")
+    assert not only_questions("I finally got the job at the bakery - can you believe it?")
+    # a greeting or a word before the question tells nothing
+    assert only_questions("hey Tom, where do you live?")
+    assert only_questions("quick one: what's my dog called?")
+    assert only_questions("what is my dog called, do you remember?")
+
+
 def test_filler_a_base_model_writes_after_its_turn_is_cut() -> None:
     for text in ("Pico.\nConversation continued...", "Pico.\n\nConversation ended with the following words:"):
         m = SPEAKER_LINE.search(text)

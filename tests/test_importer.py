@@ -38,8 +38,8 @@ def episodes_layer(app: App) -> EpisodesLayer:
 
 
 def admit_everything(app: App) -> None:
-    """Every imported message an episode (the production gate keeps fillers such as "nice, how do you like it?"
-    out; these tests are about what an import writes, not about the gate)."""
+    """Every imported message that tells something an episode (the production gate keeps fillers such as "nice"
+    out, and a question is none: ben's "nice, how do you like it?" makes no episode; these tests are about what an import writes, not about the gate)."""
     admit_every_import(app)
 
 
@@ -47,7 +47,8 @@ async def test_jsonl_import_keeps_ids_and_timestamps_and_is_idempotent(app: App,
     admit_everything(app)
     path = write_jsonl(tmp_path / "h.jsonl", LINES)
     first = await app.importer.run(path, "g1")
-    assert (first.read, first.imported, first.skipped_empty, first.episodes) == (2, 2, 1, 2)
+    # ben's "nice, how do you like it?" is kept in the log but asks, so it makes no episode
+    assert (first.read, first.imported, first.skipped_empty, first.episodes) == (2, 2, 1, 1)
     second = await app.importer.run(path, "g1")
     assert (second.imported, second.already_present, second.episodes) == (0, 2, 0)
     pool = app.db.pool
@@ -55,7 +56,7 @@ async def test_jsonl_import_keeps_ids_and_timestamps_and_is_idempotent(app: App,
     assert [r["external_id"] for r in rows] == ["1", "2"]
     assert rows[1]["author_id"] == "77" and rows[1]["reply_to_external"] == "1"
     assert rows[0]["created_at"].isoformat() == "2026-10-01T10:00:00+00:00"
-    assert await pool.fetchval("SELECT count(*) FROM episodes WHERE scope = 'g1'") == 2
+    assert await pool.fetchval("SELECT count(*) FROM episodes WHERE scope = 'g1'") == 1
     assert await pool.fetchval("SELECT count(*) FROM archetype_matches") == 2
     matched = await pool.fetchval("SELECT min(matched_at) FROM archetype_matches")
     assert matched.isoformat() == "2026-10-01T10:00:00+00:00", "history keeps its own time"
@@ -177,7 +178,7 @@ async def test_two_imports_of_one_file_at_once_write_it_once(app: App, tmp_path:
     reports = await asyncio.gather(app.importer.run(path, "g1"), app.importer.run(path, "g1"))
     assert sorted(r.imported for r in reports) == [0, 2]
     assert sorted(r.already_present for r in reports) == [0, 2]
-    assert await app.db.pool.fetchval("SELECT count(*) FROM episodes") == 2
+    assert await app.db.pool.fetchval("SELECT count(*) FROM episodes") == 1  # ben's question makes none
 
 
 async def test_a_private_channel_is_recalled_only_by_its_audience(app: App, tmp_path: Path) -> None:
@@ -322,6 +323,22 @@ async def test_an_import_leaves_a_live_turns_pending_absorption_to_the_live_turn
     await app.importer.run(write_jsonl(tmp_path / "h.jsonl", LINES), "g1")
     assert not await app.conversations.is_absorbed(live.id)
     assert await app.conversations.count_unabsorbed() == 1
+
+
+async def test_an_imported_question_is_kept_in_the_log_but_makes_no_episode(app: App, tmp_path: Path) -> None:
+    """A question states nothing to remember, imported or said live; a question that carries a statement does."""
+    admit_everything(app)
+    rows = [*LINES[:2], {"id": "4", "channel": "general", "author": "cleo", "timestamp": "2026-10-01T10:03:00Z",
+                         "text": "wait, where in Porto?"},
+            {"id": "5", "channel": "general", "author": "dev", "timestamp": "2026-10-01T10:04:00Z",
+             "text": "my brother recommended Piranesi, has anyone read it?"}]
+    report = await app.importer.run(write_jsonl(tmp_path / "q.jsonl", rows), "g1")
+    assert report.imported == 4
+    pool = app.db.pool
+    assert await pool.fetchval("SELECT count(*) FROM messages WHERE content = 'wait, where in Porto?'") == 1
+    episodes = {r["content"] for r in await pool.fetch("SELECT content FROM episodes WHERE scope = 'g1'")}
+    assert not any("where in Porto" in e for e in episodes)
+    assert any("Piranesi" in e for e in episodes)
 
 
 async def test_someone_who_opted_out_is_not_remembered_from_an_imported_file(app: App, tmp_path: Path) -> None:

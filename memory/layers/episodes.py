@@ -101,11 +101,30 @@ class HybridConfig:
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
+# A clause before a question ("my brother recommended Piranesi, has anyone read it?"): split at a comma,
+# semicolon or dash. It tells something when it has three words or more and does not open as a question does.
+_CLAUSE = re.compile(r"\s*(?:[,;:]|\s[-\u2013\u2014]\s)\s*")
+_ASKING = re.compile(r"^(?:who|whom|whose|what|which|when|where|why|how|is|are|am|was|were|do|does|did|have|has|had|"
+                     r"can|could|will|would|shall|should|may|might|must|isn't|aren't|don't|doesn't|didn't|won't|"
+                     r"wouldn't|can't|couldn't|shouldn't|or|and|any|anyone|anybody)\b", re.I)
+# a question that tells: "did you know my sister moved to Porto?", "have I told you I got the job?"
+_TELLING = re.compile(r"^(?:did|do) you know\b|^(?:have|did) i (?:ever )?(?:tell|told) you\b|^guess what\b", re.I)
+
+
+def _tells(sentence: str) -> bool:
+    if _TELLING.match(sentence.strip()):
+        return True
+    clauses = [c for c in _CLAUSE.split(sentence.strip()) if c.strip()]
+    return any(len(c.split()) >= 3 and not _ASKING.match(c) for c in clauses[:-1])
+
+
 def only_questions(text: str) -> bool:
-    """True when every sentence of ``text`` ends in a question mark ("where does my sister live?"): such a
-    message asks, it tells nothing, and as an episode it would outrank the statement that answers it."""
+    """True when every sentence of ``text`` asks and tells nothing ("where does my sister live?"): such a
+    message states nothing to remember, and as an episode it would outrank the statement that answers it. A
+    question that carries a statement ("my brother recommended Piranesi, has anyone read it?", "did you know
+    I got the job?") tells something."""
     sentences = [s for s in _SENTENCE_END.split(text.strip()) if s.strip()]
-    return bool(sentences) and all(s.rstrip().endswith("?") for s in sentences)
+    return bool(sentences) and all(s.rstrip().endswith("?") and not _tells(s) for s in sentences)
 
 
 def key_text(author_name: str, content: str) -> str:
@@ -345,11 +364,11 @@ class EpisodesLayer(BaseLayer):
         message, reply = turn.message, turn.reply
         if await self.store.pool.fetchval("SELECT EXISTS (SELECT 1 FROM episodes WHERE message_id = $1)", message.id):
             return  # written already (a retried absorption)
+        if only_questions(message.content):
+            return  # a question states nothing to remember (the log keeps it, found by its words), imported or not
         if message.source == IMPORTED:
             await self._absorb_imported(turn)
             return
-        if only_questions(message.content):
-            return  # a question states nothing to remember (the log keeps it, found by its words)
         key = turn.vector
         if self.config.speaker_keys:
             key = await self._embedder.embed(key_text(message.author_name, message.content))
