@@ -145,6 +145,12 @@ class TripleExtractor:
             self.mentions(text)
             with self._mentions_lock:
                 cached = self._people.get(text, [])
+            if not cached and text[:1].islower():
+                # a message typed in lower case: the tagger reads "where does Aoife live?" as being about a
+                # nationality, and finds Aoife as the subject once the sentence starts as a sentence does
+                cached = _doc_people(self._pipeline()(text[0].upper() + text[1:]))
+                with self._mentions_lock:
+                    self._people[text] = cached
         return list(cached)
 
     def mentions_many(self, texts: Sequence[str]) -> None:

@@ -376,3 +376,14 @@ def test_a_date_alone_does_not_ground_a_reply_about_something_no_memory_mentions
     assert grounded_or_not_told("12 December 2025.", question, [dated], dates=False) == NOT_TOLD
     budapest = _item("kofi: Budapest was amazing, the baths!", 2)
     assert grounded_or_not_told("Budapest.", "Where did Kofi go in Hungary?", [budapest], dates=False) == "Budapest."
+
+
+def test_a_person_asked_about_in_a_lower_case_question_is_found() -> None:
+    """Typed without a capital, "where does Aoife live?" made the tagger call Aoife a nationality, so the guard
+    did not know a person was asked about and left the question to the model."""
+    from memory.extract import TripleExtractor
+
+    extractor = TripleExtractor()
+    assert extractor.people("where does Aoife live?") == ["Aoife"]
+    assert extractor.people("Where does Aoife live?") == ["Aoife"]
+    assert extractor.people("where do you live?") == []
