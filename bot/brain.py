@@ -469,12 +469,11 @@ class Brain:
                      people=self._people_in(message.content))
 
     def _people_in(self, text: str) -> list[str]:
-        """The names ``text`` uses for people, from the fact extractor's parse (recall's, cached); none when the
-        facts layer is off (the guard then goes by first person and remembered names alone)."""
-        extractor = getattr(self.semantic, "extractor", None)
-        if extractor is None or not is_question(text):
+        """The names ``text`` uses for people, as the layers' parses find them (the facts layer's, recall's,
+        cached); none when no layer parses (the guard then goes by first person and remembered names alone)."""
+        if not is_question(text):
             return []
-        return extractor.people(text)
+        return list(dict.fromkeys(name for layer in self.layers for name in layer.people_in(text)))
 
     def _generate(self, bundle: ContextBundle, prompt: Prompt, checks: Guard) -> Generation:
         assert self.llm is not None

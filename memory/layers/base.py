@@ -227,6 +227,8 @@ class MemoryLayer(Protocol):
 
     async def install(self, conn: asyncpg.Connection) -> None: ...
 
+    def people_in(self, text: str) -> Sequence[str]: ...
+
 
 # Registering a layer: a factory the composition root calls once with the shared services.
 LayerFactory = Callable[[LayerContext], MemoryLayer]
@@ -288,3 +290,8 @@ class BaseLayer:
         """Create what the layer keeps outside the shipped migrations (a layer from another package: its own
         ``CREATE TABLE IF NOT EXISTS ...`` SQL), in a transaction under the migration lock; idempotent."""
         return None
+
+    def people_in(self, text: str) -> Sequence[str]:
+        """The names ``text`` uses for people, as this layer's parse finds them ("Where does Aoife live?" ->
+        Aoife); the reply guard refuses a question about a person no memory mentions. Most layers parse none."""
+        return ()

@@ -93,6 +93,9 @@ class FactsLayer(BaseLayer):
         """A batch of messages parsed ahead of their absorption (an import)."""
         await asyncio.to_thread(self.semantic.extractor.parse_many, texts)
 
+    def people_in(self, text: str) -> Sequence[str]:
+        return self.semantic.extractor.people(text)  # the parse recall made of the message, cached
+
     async def stats(self, scope: str) -> Mapping[str, object]:
         out: dict[str, object] = {f"graph gate {k}": v for k, v in (await self.semantic.gate_counts(scope)).items()}
         out["graph edges"] = await self.semantic.pool.fetchval("SELECT count(*) FROM kg_edges WHERE scope = $1", scope)
