@@ -472,14 +472,16 @@ async def run_llm(args: argparse.Namespace, app, answered: list[Answered], turns
     brain = app.brain
     picked = pick_for_llm(answered, args.llm_limit)
     biases = args.abstain_bias if args.abstain_bias is not None else [brain.abstain_bias]
-    variants = [(reader, bias, reader if len(biases) == 1 else f"{reader}@{bias:g}")
-                for reader in engines for bias in biases]
-    results: dict[str, list[dict]] = {key: [] for _, _, key in variants}
+    orders = args.memory_order or [prompt_builder(settings, next(iter(engines.values()))).memory_order]
+    variants = [(reader, bias, order, (reader if len(biases) == 1 else f"{reader}@{bias:g}")
+                 + ("" if len(orders) == 1 else f"#{order}"))
+                for reader in engines for bias in biases for order in orders]
+    results: dict[str, list[dict]] = {key: [] for *_, key in variants}
     shipped_bias = brain.abstain_bias
     try:
-        for reader, bias, key in variants:
+        for reader, bias, order, key in variants:
             llm = engines[reader]
-            brain.use_model(llm, prompt_builder(settings, llm))
+            brain.use_model(llm, replace(prompt_builder(settings, llm), memory_order=order))
             brain.abstain_bias = bias
             for a in picked:
                 q = a.question
@@ -584,9 +586,11 @@ def _scored(q: Question, reply: str, tokens: int, seconds: float) -> dict:
 def print_llm(result: dict) -> dict:
     summary: dict = {}
     for reader, rows in result["rows"].items():
-        name, _, bias = reader.partition("@")
+        reader_bias, _, order = reader.partition("#")
+        name, _, bias = reader_bias.partition("@")
         label = {"on": "with the reader adapter", "off": "base model (no reader)"}.get(
-            name, f"with the adapter in {name}") + (f", abstain bias {bias}" if bias else "")
+            name, f"with the adapter in {name}") + (f", abstain bias {bias}" if bias else "") + (
+            f", memories {order.replace('_', ' ')}" if order else "")
         print(f"\nanswers, bundled model {label}, greedy: EM / F1 / contains per mode (core: no memory; memory: "
               "Brain.ask as shipped; long: the latest turns that fit); ΔEM = EM(memory) - EM(core); adversarial "
               "rows score an abstaining reply as right")
@@ -678,6 +682,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--abstain-bias", type=float, nargs="+", default=None,
                    help="with --llm: answer at each of these logit biases on the word that opens 'I don't know' "
                         "(Brain.abstain_bias; default: the shipped setting, HIPPOBOT_READER_ABSTAIN_BIAS)")
+    p.add_argument("--memory-order", nargs="+", choices=["best_first", "best_last"], default=None,
+                   help="with --llm: answer with the memories in each of these orders (PromptBuilder.memory_order; "
+                        "default: the shipped one)")
     p.add_argument("--reader", nargs="+", default=["off", "on"],
                    help="with --llm: answer with the reader adapter (on), without it (off), or both (default); "
                         "a directory in bot/reader/'s layout answers with that adapter instead, to compare")

@@ -70,6 +70,10 @@ class PromptBuilder:
     # How a base model is shown its memories: "plain" (a titled list) or "example" (the list, then one worked
     # example of a reply that uses a remembered fact, so the model answers from memory instead of rambling).
     memory_style: str = "plain"
+    # Where the best memories stand: "best_first" (each section's best item first, sections by priority) or
+    # "best_last" (the same lines in reverse: the best item of the first section right before the conversation,
+    # where a small model attends most).
+    memory_order: str = "best_first"
 
     def build(self, bundle: ContextBundle, author_name: str, text: str) -> Prompt:
         """The prompt for ``text``: the layers' sections fitted to the budget by priority."""
@@ -142,6 +146,8 @@ class PromptBuilder:
             take(key, s.layer, item, left)
 
         blocks = [(s.title.replace("{bot}", self.bot_name), chosen[k]) for k, s in enumerate(memory) if k in chosen]
+        if self.memory_order == "best_last":
+            blocks = [(title, lines[::-1]) for title, lines in reversed(blocks)]
         # What does not change between messages comes first, so the engine keeps it evaluated in its cache
         # (llama.cpp reuses the longest prefix a prompt shares with the previous one): the header, the
         # standing preamble lines, then the lines chosen for this message, the memories and the turns.

@@ -46,3 +46,16 @@ def test_two_messages_share_the_prompt_up_to_what_was_chosen_for_each() -> None:
                            "where does my sister live?").text
     shared = next(i for i, (a, b) in enumerate(zip(first, second)) if a != b)
     assert first[:shared].endswith("What people here think: cats (2 like it)\nView: ")
+
+
+def test_best_last_puts_the_best_memory_right_before_the_conversation() -> None:
+    memories = ["ana: I have a cat", "ben: my sister lives in Porto", "cleo: rain again"]  # best first
+    first = PromptBuilder("hippobot", "hippobot is helpful.", 2000, words).build(bundle([], memories), "ana", "hi")
+    last = PromptBuilder("hippobot", "hippobot is helpful.", 2000, words, memory_order="best_last").build(
+        bundle([], memories), "ana", "hi")
+    at = [first.text.index(m) for m in memories]
+    assert at == sorted(at)
+    at = [last.text.index(m) for m in memories]
+    assert at == sorted(at, reverse=True)
+    assert last.text.index("ana: I have a cat") < last.text.index("Conversation:")
+    assert last.used == first.used, "the same memories are used, only their order changes"
