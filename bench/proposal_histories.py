@@ -22,6 +22,10 @@ level design), so an archetype that merges them is a grab-bag. ``photo`` (a phot
 settings and photo critique) and ``homeowners`` (a neighbourhood DIY server: fixing plumbing yourself and
 finding a tradesperson) are held out, written blind on 2026-11-27 by a writer who never saw the proposal
 rules or their outputs; they pair their two needs the same way (shared camera words; shared plumbing words).
+``tabletop`` (a tabletop RPG group running two campaigns: rules questions and session scheduling) and
+``brewing`` (a home-brewing club: troubleshooting a batch and equipment advice) are held out, written blind on
+2026-11-27 (round 5) by a writer who never saw the proposal rules or their outputs; they pair their two needs the
+same way (the same campaigns, sessions and characters; the same fermenters, kegs and beer styles).
 
 Every message carries a label (``need:route_planning``, ``served:debugging``, ``hobby``,
 ``restricted:...``, ``chatter``, ``greeting``, ``thanks``) kept beside the import file, never in it:
@@ -40,7 +44,8 @@ from pathlib import Path
 
 DEV = ("cycling", "study")
 SPENT = ("raids",)  # held out once, then run for the report after rules were changed: no longer held out
-HELD_OUT = ("garden", "language", "kitchen", "indiedev", "photo", "homeowners")  # the last four: written blind
+HELD_OUT = ("garden", "language", "kitchen", "indiedev", "photo", "homeowners", "tabletop",
+            "brewing")  # the last six: written blind
 
 
 @dataclass(frozen=True)
@@ -1035,8 +1040,321 @@ HOMEOWNERS = History(
     ),
 )
 
+# --- tabletop RPG group server (held out, written blind on 2026-11-27, round 5) --------------------------------
+# Two campaigns in two systems (Ashfall runs 5e, Mirewood runs Pathfinder 2e): a rules question names its system's
+# spells and actions, and a scheduling question names the same campaigns, sessions and characters.
+
+_SPELLS_5E = ("fireball", "misty step", "counterspell", "shield", "healing word", "hex", "hold person",
+              "spirit guardians", "bless", "web", "hunter's mark", "silvery barbs")
+_CONDITIONS = ("grappled", "prone", "restrained", "frightened", "invisible", "stunned", "blinded", "paralysed")
+_CLASSES_5E = ("rogue", "paladin", "warlock", "druid", "monk", "fighter", "bard", "ranger", "sorcerer")
+_ACTIONS_5E = ("bonus action", "reaction", "dash", "disengage", "help action", "ready action")
+_CLASSES_PF2 = ("champion", "magus", "swashbuckler", "investigator", "oracle", "thaumaturge", "kineticist")
+_ACTIONS_PF2 = ("Raise a Shield", "Step", "Demoralize", "Recall Knowledge", "Trip", "Grapple",
+                "Shove", "Feint", "Battle Medicine")
+_CAMPAIGNS = ("Ashfall", "Mirewood")
+_MANOEUVRES = ("Trip", "Grapple", "Shove", "Demoralize", "Feint", "Disarm", "Tumble Through")
+RULES_5E = (  # what the rules say, for the 5e table
+    "does {spell} need concentration? want to keep {spell2} up at the same time",
+    "if I'm {condition} can I still cast {spell}",
+    "grappling in 5e: is it its own action or does it replace one of my attacks",
+    "can a {cls} use a {action} on the same turn they cast a levelled spell, or is that the bonus action spell rule",
+    "enemy gets shoved out of my reach by the fighter, does that provoke an opportunity attack",
+    "when a creature is {condition}, do attacks against it get advantage or do only its own attacks get disadvantage",
+    "RAW does sneak attack work with a thrown dagger",
+    "DM ruled {spell} goes round corners. is that actually in the book or a house rule",
+    "two-weapon fighting, does the off-hand hit add the stat modifier to damage",
+    "my {cls} dropped to 0 hp mid-round last night, do I still get my turn when it comes up",
+    "reactions: one per round total, or one per trigger",
+    "can you ready {spell} and hold it until the goblin comes through the door? does that eat concentration",
+    "does {spell} hit allies in the area or does the caster get to pick",
+    "death saves happen at the start of your turn or the end? we did it wrong for months I think",
+    "can the {cls} hide behind another creature in the middle of a fight",
+    "book says one range for {spell}, dndbeyond says another. which wins",
+    "crit: doubling the dice only, or the flat bonus as well",
+    "after a {mover} can I still move the rest of my speed",
+    "counterspell on a counterspell, legal? whole table argued about it for twenty minutes",
+    "does being {condition} end when you take damage, or only on a save",
+    "our archer is shooting past the {cls}, do they give the target half cover",
+    "how does surprise actually work, do surprised creatures roll initiative at all",
+    "does the {cls} need a free hand to cast {spell} while holding a shield and a weapon",
+    "jumping into the pit: is falling damage per 10 ft and does the {cls} get to roll to catch the edge",
+)
+RULES_PF2 = (  # ...and for the Pathfinder 2e table
+    "multiple attack penalty, does it apply to a {action} that isn't a Strike",
+    "can the {cls} Grapple and then Strike with that hand, or does grappling need the hand free",
+    "how does flanking work in pf2e, is it just off-guard or is there more to it",
+    "does {manoeuvre} count as an attack for MAP purposes",
+    "three actions and a reaction: can I spend all three on {action}",
+    "if I'm {condition} in pf2e is it the same penalty as in 5e or different",
+    "what does the 'flourish' trait actually stop me doing, confused about my {cls}",
+    "hero points: reroll after you see the result or before",
+    "does a {cls}'s reaction come back at the start of my turn or the start of the round",
+    "is {manoeuvre} against Fortitude DC or Reflex DC, the sheet doesn't say",
+    "crit success on a skill check, does the {cls} get anything beyond the normal success",
+    "dying value goes up by 2 on a crit, right? or is that only for recovery checks",
+)
+_RULES_5E_SLOTS = {"spell": _SPELLS_5E, "spell2": _SPELLS_5E, "condition": _CONDITIONS, "cls": _CLASSES_5E,
+                   "action": _ACTIONS_5E, "mover": ("dash", "disengage", "shove", "help action", "grapple")}
+_RULES_PF2_SLOTS = {"condition": ("frightened 2", "clumsy 1", "off-guard", "sickened", "slowed 1", "grabbed"),
+                    "cls": _CLASSES_PF2, "action": _ACTIONS_PF2,
+                    "manoeuvre": _MANOEUVRES}
+SCHEDULING = (  # when and whether to play: the same campaigns, sessions and characters, asked about the calendar
+    "can we move session {n} to {day}? work thing came up",
+    "who's free {day} at {time} for {campaign}",
+    "{day} or {day2} for the next {campaign} session? vote with a reaction",
+    "I can't do {day}. run it without my {cls} or push a week?",
+    "start at {time} tonight instead? stuck in traffic",
+    "are we weekly or every other week for {campaign} in {month}",
+    "is {campaign} still on this {day}, nobody confirmed in the channel",
+    "could we swap two short weeknights for one long {day} session",
+    "new player wants in on {campaign}, which session should they join from",
+    "off week one-shot, who's in and which night",
+    "is the time in the pinned post local or UTC? turned up an hour early last time",
+    "can someone make a poll for {campaign} dates over the next month",
+    "if two people drop out on {day} do we still play or call it",
+    "{time} on {day}, ok for everyone or too late for the parents",
+    "there's a {event} on {day}, any chance we swap to {day2}",
+    "when's the next session actually, I've lost track",
+    "I have to leave at {time} next session, can my {cls} just wander off mid-dungeon",
+    "we've skipped two weeks in a row, can we fix one regular night for {campaign}",
+    "away from the {date} to the {date2}, please don't put the finale then",
+    "session zero for the new campaign: before {campaign} wraps up or after",
+    "could {day}'s game be on discord instead of at {host}'s? car's in the garage",
+    "how long do sessions usually run? need to book a babysitter",
+    "{host} is hosting session {n}, what time are people arriving",
+    "doodle poll says {day} works for 5 of 6, good enough to lock it in?",
+)
+_SCHEDULE_SLOTS = {"n": ("9", "10", "12", "14", "17", "21"), "day": ("Monday", "Thursday", "Friday", "Saturday"),
+                   "day2": ("Tuesday", "Wednesday", "Sunday"),
+                   "time": ("6", "6:30", "7", "7:30", "8", "8ish", "half 7"),
+                   "campaign": _CAMPAIGNS, "cls": _CLASSES_5E + _CLASSES_PF2, "month": ("February", "March", "April"),
+                   "event": ("birthday party", "work do", "football match", "school concert", "gig"),
+                   "date": ("3rd", "10th", "14th", "21st"), "date2": ("12th", "19th", "25th", "28th"),
+                   "host": ("Dario", "Leni", "Priya", "Oskar")}
+TABLE_TALK = (  # war stories and showing off: chatter, not requests
+    "three nat 20s in a row last night, the dice are cursed in a good way",
+    "finished painting my {cls} mini, pic later", "new dice set came today, purple with gold numbers",
+    "our bard tried to seduce the dragon AGAIN", "last night's {campaign} session was unreal, still buzzing",
+    "the tavern keeper NPC has a better backstory than my character lol", "TPK averted by a single healing potion",
+    "the map for {campaign} is on the wall now, looks amazing", "rolled a 1 on the most important save of the campaign",
+    "the {cls} fell into the same trap twice, legend", "snacks rota for next time: I'm bringing crisps",
+)
+_TABLE_TALK_SLOTS = {"cls": _CLASSES_5E + _CLASSES_PF2, "campaign": ("Ashfall", "Mirewood")}
+RECALL_T = (  # served by memory_recall
+    "what was the name I gave you for my warlock's patron?", "remember how we split the loot from the crypt?",
+    "I told you about my character's sister a while back, what did I say her name was",
+    "did we agree on something about potions taking a bonus action, can you remind me what",
+    "what did I say I wanted my next character to be?", "you helped me with my backstory last month, what was the hook",
+    "can you remind me what I said my druid's favourite animal form was",
+    "what did Oskar and I decide about our characters knowing each other?",
+    "earlier you and I talked about the ship we stole, what did we call it",
+    "what did I tell you about why my paladin broke her oath",
+)
+HOBBY_T = (  # one person's running chatter: restoring an old motorbike
+    "got the carbs off the old Honda at last, filthy inside", "new chrome tank badges arrived, gorgeous",
+    "whole evening in the garage with the bike again", "the CB fired up first kick!!",
+    "hunting a speedo cable for a 1978 bike, ebay is a wasteland", "rust converter on the frame, leaving it overnight",
+    "took the bike round the block, she runs", "stripped both wheels down to the hubs today",
+    "bought a full gasket set, cheaper than buying them one by one",
+    "my hands are permanently black from the chain now", "seat recovered in brown leather, looks period correct",
+)
+DM_PREP_T = (  # restricted: the DMs planning behind the screen
+    "the party is two sessions off finding out {npc} is the {twist}, do I drop another hint",
+    "need a stat block for the {boss} fight, party is level {lvl}, is that too much",
+    "{who} keeps looking up monster stats on their phone mid-fight, do we say something",
+    "they skipped the {place} entirely, move the finale there instead?",
+    "loot for the {place}: a +1 {item} and a cursed ring, too generous?",
+    "a player messaged me privately about {issue}, how do we handle it at the table",
+    "which of us runs the off week one-shot",
+    "retcon the {boss}'s lair or just let them find the back door",
+)
+_DM_PREP_SLOTS = {"npc": ("the innkeeper", "Brother Aldric", "the mayor's daughter", "the talking cat"),
+                  "twist": ("lich's apprentice", "lost heir", "cult leader", "party's patron in disguise"),
+                  "boss": ("ash wyrm", "bog hag", "hollow king", "clockwork golem"), "lvl": ("4", "5", "7", "9"),
+                  "who": ("one of the new players", "the ranger's player", "someone at the Mirewood table"),
+                  "place": ("drowned abbey", "salt mines", "sunken library", "ember keep"),
+                  "item": ("longsword", "shield", "rapier", "cloak"),
+                  "issue": ("another player's jokes", "a phobia of spiders", "being talked over", "a content line")}
+
+TABLETOP = History(
+    name="tabletop", scope="910000000000000010", start=datetime(2026, 2, 9, 9, 30, tzinfo=UTC), days=78,
+    channels=("tavern", "rules-chat", "ashfall", "mirewood", "off-topic", "dm-screen"), restricted="dm-screen",
+    people={
+        "1101": ("Imogen", "imo_gen"), "1102": ("Dario", "dario_v"), "1103": ("Hamza", "hamza_q"),
+        "1104": ("Leni", "leni.w"), "1105": ("Oskar", "oskar_b"), "1106": ("Priya", "priya_dm"),
+        "1107": ("Tomasz", "tomasz_k"), "1108": ("Yuki", "yuki_t"), "1109": ("Gwen", "gwen_a"),
+        "1110": ("Marcus", "marcus_o"), "1111": ("Zainab", "zainab_r"), "1112": ("Felix", "felix_p"),
+    },
+    kinds=(
+        *_chatter(("tavern", "off-topic", "tavern")),
+        Kind("chatter", TABLE_TALK, 1.1, ("ashfall", "mirewood", "tavern"), slots=_TABLE_TALK_SLOTS, dressed=False),
+        Kind("need:rules_question", RULES_5E, 0.5, ("rules-chat", "rules-chat", "ashfall", "tavern"),
+             slots=_RULES_5E_SLOTS),
+        Kind("need:rules_question", RULES_PF2, 0.3, ("rules-chat", "mirewood", "mirewood"), slots=_RULES_PF2_SLOTS),
+        Kind("need:session_scheduling", SCHEDULING, 0.8, ("tavern", "ashfall", "mirewood", "tavern"),
+             slots=_SCHEDULE_SLOTS),
+        Kind("served:memory_recall", RECALL_T, 0.4, ("tavern", "ashfall", "mirewood")),
+        Kind("hobby", HOBBY_T, 0.7, ("off-topic", "tavern"), people=("1107",), dressed=False),
+        Kind("restricted:dm_prep", DM_PREP_T, 0.7, ("dm-screen",), people=("1102", "1104", "1106"), slots=_DM_PREP_SLOTS),
+    ),
+)
+
+
+# --- home-brewing club server (held out, written blind on 2026-11-27, round 5) --------------------------------
+# Troubleshooting a batch and choosing kit share the brewer's words (fermenter, airlock, keg, hydrometer, the styles),
+# but one asks what went wrong with a beer and the other what to buy or how to set it up.
+
+_STYLES = ("stout", "NEIPA", "pale ale", "saison", "pilsner", "porter", "hefeweizen", "brown ale", "kölsch",
+           "best bitter", "west coast IPA", "dunkel")
+_YEASTS = ("US-05", "S-04", "Nottingham", "a kveik strain", "WLP001", "34/70", "Verdant", "Belle Saison")
+_OFF = ("buttery", "like green apples", "like nail varnish", "like wet cardboard", "sulphury", "medicinal",
+        "a bit vinegary", "like sweetcorn", "like a plaster")
+_KIT = ("fermenter", "bucket", "airlock", "bottling wand", "corny keg", "hydrometer", "mash tun", "chiller", "kettle",
+        "heat belt", "siphon")
+_BREW_SLOTS = {"style": _STYLES, "yeast": _YEASTS, "off": _OFF, "kit": _KIT,
+               "og": ("1.048", "1.052", "1.060", "1.066", "1.072", "1.080"),
+               "fg": ("1.030", "1.026", "1.022", "1.020", "1.018"), "temp": ("12", "16", "18", "21", "24", "28"),
+               "days": ("3", "4", "5", "7", "10", "14"), "mash": ("60", "62", "63", "64"),
+               "vol": ("10", "19", "23", "25", "40"), "price": ("40", "60", "80", "100", "150", "250", "400"),
+               "gear": ("fermenter", "corny keg", "mash tun", "chiller", "kettle", "bottling wand", "siphon",
+                        "conical"),
+               "aio": ("Grainfather", "Brewzilla", "Braumeister", "Klarstein")}
+TROUBLESHOOTING = (  # what went wrong with this batch, and can it be saved
+    "{style} has been sat at {fg} for a week, started at {og}. is the yeast dead",
+    "my {style} tastes {off}, what causes that",
+    "bottled the {style} {days} days ago and there's no fizz at all, what did I do wrong",
+    "airlock on the {style} stopped bubbling on day {days}. stalled or just done?",
+    "why is my {style} so cloudy? used {yeast} and gave it two weeks",
+    "every bottle of the {style} gushes when I open it, infection or too much priming sugar",
+    "fermented a {style} at {temp}°C with {yeast} and it's come out {off}. was it the temperature",
+    "mash efficiency tanked on the last brew day, recipe said {og} and I was miles under. where did it go",
+    "white film on top of the {style} in the fermenter, is it ruined or is that normal",
+    "followed the recipe to the gram and the {style} is thin and watery, why",
+    "{style} came out way more bitter than the recipe promised, did I overdo the boil",
+    "{style} finished at {fg}, far too sweet. any way to rescue it or is it a drain pour",
+    "no krausen at all on the {style}, pitched {yeast} {days} days ago",
+    "gritty sediment at the bottom of the {style} bottles, normal or a problem",
+    "first kit beer and it smells {off}. normal this early or tip it",
+    "kegged the {style} and the hop aroma vanished within {days} days, what am I doing wrong",
+    "mash dropped to {mash}°C halfway through, is the {style} going to end up too dry",
+    "head on the {style} is gone in seconds, what kills head retention",
+    "{style} went dark and stale after a month in bottles. oxidation? how did the oxygen get in",
+    "the {style} tastes fine from the fermenter but harsh once carbonated, any idea why",
+    "did I kill the {yeast} by pitching at {temp}°C? nothing happening",
+    "{style} is still hazy after cold crashing for {days} days, finings or just wait",
+)
+TROUBLESHOOTING_CIDER = (  # ...and what only cider, mead and wine makers ask
+    "mead's been going {days} weeks and it smells {off}, do I add nutrient or leave it",
+    "cider came out bone dry and sour, how do people keep some sweetness without bottle bombs",
+    "the apple juice cider has a rotten egg smell after {days} days, panic?",
+    "blackberry wine has stopped at {fg}, can I restart it with more {yeast}",
+    "why does my mead still taste so hot and boozy after four months",
+    "cider never cleared, pectin haze? used supermarket juice",
+)
+EQUIPMENT = (  # what to buy and how to set it up: the same kit and styles, asked about before anything goes wrong
+    "plastic bucket or one of the stainless conicals for a first fermenter upgrade, worth the money?",
+    "immersion chiller or plate chiller for {vol}L batches, which would you get",
+    "decent starter kit for under £{price}? want to go beyond the tin kits",
+    "is an all-in-one like the {aio} worth it or should I build a three vessel setup",
+    "moving from bottles to kegs, what do I actually need for a two-tap kegerator",
+    "refractometer or a hydrometer, are the cheap ones any good",
+    "got an old fridge for fermenting, which temperature controller do people use with it",
+    "best stuff for cleaning and sanitising a {gear}? star san or something else",
+    "replacing my {gear}, any brands to steer clear of",
+    "someone's selling a {aio} for £{price} on marketplace, fair? what should I check before buying",
+    "do I need a pump for a {vol}L setup or can I get away with gravity and a stepladder",
+    "what size kettle for {vol}L batches so it doesn't boil over",
+    "tilt or ispindel for tracking gravity, which is more reliable",
+    "glass carboy or PET for aging a {style}, worried about oxygen",
+    "which grain mill do you all use? pre-crushed is getting expensive",
+    "want to start doing lagers properly, what kit do I need to hold 10°C for weeks",
+    "cheap bottle capper recommendations? the borrowed one keeps chipping bottle necks",
+    "induction hob or gas burner for brewing in the garage",
+    "stir plate for yeast starters, worth it or just shake the flask now and then",
+    "thinking of pressure fermenting, which fermenter and which spunding valve",
+    "where do you lot buy CO2 refills round here, and what size bottle",
+    "wort aerator: aquarium pump and a stone, or just splash it about",
+)
+EQUIPMENT_SECONDHAND = (  # ...and what the buy-sell channel asks about used kit
+    "£{price} for a used {aio} with a chiller thrown in, good deal or old model",
+    "anyone selling a {gear}? budget about £{price}",
+    "second hand {gear} has a few scratches inside, safe to use or will it harbour bugs",
+    "is a {vol}L electric boiler from a closed-down brewshop worth £{price}",
+    "bought a box of corny kegs off a pub, what seals do I need to replace first",
+)
+BREW_TALK = (  # brew days and bragging: chatter, not requests
+    "cracked the first bottle of the {style}, so good", "brew day today, the house smells like a maltings",
+    "my {style} took bronze at the regional comp!!", "partner has banned me from buying more bottles",
+    "just kegged 19 litres of {style}, come round", "labels printed for the {style}, they look pro",
+    "grain order from the club bulk buy arrived, 25kg of maris otter in the hallway",
+    "tasting notes on the {style}: toffee, a bit of roast, dangerously drinkable", "hops in the freezer: 14 bags, send help",
+)
+_BREW_TALK_SLOTS = {"style": _STYLES}
+DEBUGGING_B = (  # served by debugging: the members who code their own brewing gadgets and sums
+    "my raspberry pi temp logger throws 'OSError: [Errno 121] Remote I/O error' whenever it reads the sensor",
+    "python script for the fermentation fridge dies with KeyError: 'temp' after a few hours, traceback below",
+    "wrote an IBU calculator in javascript and it returns NaN for any boil longer than 60 minutes, why",
+    "the arduino sketch for the heat pad compiles but the relay never switches, code is pasted below",
+    "brewfather API call keeps returning 401 even though the key is definitely right",
+    "abv = (og - fg) * 131.25 gives TypeError: unsupported operand type(s) for -: 'str' and 'float', how do I fix it",
+    "spreadsheet ABV formula gives #VALUE! whenever the gravity cell is blank",
+    "ESP32 gravity sensor reboots every few minutes, serial monitor says brownout detector was triggered",
+    "the club recipe database page throws a 500 since I added pagination to the search, flask, stack trace here",
+    "home assistant automation for the chest freezer never fires, the yaml validates fine",
+)
+HOBBY_B = (  # one person's running chatter: cold-water sea swimming
+    "sea was 11 degrees this morning, screamed going in", "new tow float arrived, bright orange so the boats see me",
+    "swam out to the second buoy and back before work", "jellyfish everywhere today, turned round early",
+    "sunrise swim with the bluetits group, magic", "my hands took an hour to warm up after that one",
+    "bought neoprene socks, game changer", "flat calm sea this morning, like glass",
+    "signed up for the boxing day dip", "did 1km without stopping, first time",
+)
+COMMITTEE_B = (  # restricted: the club committee's business
+    "{n} members still haven't paid this year's subs, chase them or let it go",
+    "entries for the {month} competition close on {day}, we still need {n} judges",
+    "the pub wants £{price} for the back room for the {month} meet, too much?",
+    "a {kit} in buy-sell looks like it might be nicked, do we take the post down",
+    "treasurer here: the group grain order is £{price} short",
+    "do we allow under-18s at the club brew day if a parent comes along",
+    "who's taking minutes at the AGM", "{who} complained about the judging again, how do we reply",
+    "insurance for the public tasting needs renewing, who has the login",
+)
+_COMMITTEE_B_SLOTS = {"n": ("4", "6", "9", "12"), "month": ("September", "October", "November"),
+                      "day": ("Friday", "Sunday", "the 30th"), "price": ("80", "120", "150", "200"), "kit": _KIT,
+                      "who": ("the saison guy", "a new member", "last year's winner", "one of the judges")}
+
+BREWING = History(
+    name="brewing", scope="910000000000000011", start=datetime(2026, 8, 24, 8, 45, tzinfo=UTC), days=72,
+    channels=("general", "brew-help", "tasting-notes", "buy-sell", "off-topic", "committee"), restricted="committee",
+    people={
+        "1201": ("Alasdair", "ally_brews"), "1202": ("Bronwyn", "bron_j"), "1203": ("Chidi", "chidi.o"),
+        "1204": ("Dagny", "dagny_h"), "1205": ("Esteban", "esteban_m"), "1206": ("Fiona", "fi_mac"),
+        "1207": ("Gus", "gus_hops"), "1208": ("Hana", "hana_s"), "1209": ("Ivo", "ivo_p"),
+        "1210": ("Jolene", "jolene_k"), "1211": ("Kenji", "kenji_w"), "1212": ("Maeve", "maeve_d"),
+        "1213": ("Rhys", "rhys_ll"),
+    },
+    kinds=(
+        *_chatter(("general", "off-topic", "tasting-notes")),
+        Kind("chatter", BREW_TALK, 1.2, ("tasting-notes", "tasting-notes", "general"), slots=_BREW_TALK_SLOTS,
+             dressed=False),
+        Kind("need:brew_troubleshooting", TROUBLESHOOTING, 0.7, ("brew-help", "brew-help", "general", "tasting-notes"),
+             slots=_BREW_SLOTS),
+        Kind("need:brew_troubleshooting", TROUBLESHOOTING_CIDER, 0.2, ("brew-help", "general"), slots=_BREW_SLOTS),
+        Kind("need:equipment_advice", EQUIPMENT, 0.6, ("brew-help", "general", "general", "buy-sell"),
+             slots=_BREW_SLOTS),
+        Kind("need:equipment_advice", EQUIPMENT_SECONDHAND, 0.25, ("buy-sell",), slots=_BREW_SLOTS),
+        Kind("served:debugging", DEBUGGING_B, 0.4, ("general", "brew-help", "off-topic"),
+             people=("1203", "1205", "1208", "1211")),
+        Kind("hobby", HOBBY_B, 0.7, ("off-topic", "general"), people=("1212",), dressed=False),
+        Kind("restricted:committee", COMMITTEE_B, 0.7, ("committee",), people=("1201", "1206", "1209"),
+             slots=_COMMITTEE_B_SLOTS),
+    ),
+)
+
+
 HISTORIES: dict[str, History] = {h.name: h for h in (CYCLING, STUDY, RAIDS_HISTORY, GARDEN, LANGUAGE, KITCHEN,
-                                                      INDIEDEV, PHOTO, HOMEOWNERS)}
+                                                      INDIEDEV, PHOTO, HOMEOWNERS, TABLETOP, BREWING)}
 
 
 def generate(history: History, *, seed: int = 0, scale: float = 1.0) -> list[Message]:

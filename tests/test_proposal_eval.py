@@ -31,7 +31,7 @@ def test_a_history_spans_two_months_in_several_channels_with_its_people_and_need
             assert len({m.author for m in said}) >= 6 and len({m.at.date() for m in said}) >= 30, need.label
 
 
-@pytest.mark.parametrize("name", ["kitchen", "indiedev", "photo", "homeowners"])
+@pytest.mark.parametrize("name", ["kitchen", "indiedev", "photo", "homeowners", "tabletop", "brewing"])
 def test_a_blind_history_is_the_same_each_time_spans_two_months_and_its_needs_recur_across_people_and_days(
         name: str) -> None:
     history = HISTORIES[name]
