@@ -290,7 +290,7 @@ class App:
         return cls(
             settings=settings, db=db, embedder=embedder, conversations=conversations, episodes=episodes,
             archetype_store=archetype_store, router=router,
-            provenance=Provenance(db.pool, registered, proposals=governance), layers=registered, importer=importer,
+            provenance=Provenance(db.pool, registered, proposals=governance, clock=clock), layers=registered, importer=importer,
             brain=brain, llm=llm, governance=governance, dream=dream, clock=clock,
         )
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import asyncpg
 
+from memory.clock import Clock, SystemClock
 from memory.conversation import require_scope
 from memory.digests import forgotten_digest, optout_digest  # noqa: F401  (re-exported)
 from memory.layers.base import MemoryLayer
@@ -69,9 +70,12 @@ SELECT id FROM doomed
 
 
 class Provenance:
-    def __init__(self, pool: asyncpg.Pool, layers: Sequence[MemoryLayer] = (), *, proposals: ProposalRecords) -> None:
-        """``proposals``: governance, which owns the proposals and their votes."""
+    def __init__(self, pool: asyncpg.Pool, layers: Sequence[MemoryLayer] = (), *, proposals: ProposalRecords,
+                 clock: Clock | None = None) -> None:
+        """``proposals``: governance, which owns the proposals and their votes; ``clock``: when a forgetting
+        happens (a person's tombstone covers what they said until then, in the app's time, not the server's)."""
         self._pool = pool
+        self._clock = clock or SystemClock()
         self._layers = layers  # the composition root's list, shared with Recall and the absorber
         self._proposals = proposals
 
@@ -90,8 +94,9 @@ class Provenance:
                     digests |= {forgotten_digest(tombstone[0], scope, tombstone[1])
                                 for scope in {r["scope"] for r in rows}}
                 await conn.execute(
-                    """INSERT INTO forgotten (digest, forgotten_at) SELECT d, now() FROM unnest($1::text[]) AS d
-                       ON CONFLICT (digest) DO UPDATE SET forgotten_at = excluded.forgotten_at""", sorted(digests))
+                    """INSERT INTO forgotten (digest, forgotten_at) SELECT d, $2 FROM unnest($1::text[]) AS d
+                       ON CONFLICT (digest) DO UPDATE SET forgotten_at = excluded.forgotten_at""", sorted(digests),
+                    self._clock.now())
             if doomed:
                 for layer in self._layers:
                     counts.update(await layer.forgetting(conn, doomed))

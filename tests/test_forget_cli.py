@@ -174,3 +174,24 @@ async def test_another_scopes_stored_message_is_not_found(app: App, tmp_path: Pa
     code, _ = await forget(app, message=f"#{theirs}", yes=True)
     assert code == 2 and f"no message '#{theirs}'" in capsys.readouterr().err
     assert await app.db.pool.fetchval("SELECT count(*) FROM messages WHERE scope = 'g2'") == 4
+
+
+async def test_a_persons_tombstone_is_dated_by_the_apps_clock(db_url: str, tmp_path: Path, embedder, llm) -> None:  # type: ignore[no-untyped-def]
+    """A person forgotten on the app's (simulated) 1 March 2026 is forgotten for what they said until then; what
+    they said after it, still long before the wall clock's today, is new and imported."""
+    from datetime import UTC, datetime
+
+    from memory.clock import SimulatedClock
+    from tests.conftest import close_or_explain, make_settings
+
+    app = await App.open(make_settings(db_url, tmp_path), with_llm=True, llm=llm, embedder=embedder,
+                         clock=SimulatedClock(datetime(2026, 3, 1, tzinfo=UTC)))
+    try:
+        early = [{**r, "timestamp": "2026-02-01T10:00:00Z"} for r in ROWS]
+        await app.importer.run(write_jsonl(tmp_path / "h.jsonl", early), "g1")
+        assert (await forget(app, person="8", yes=True))[0] == 0  # bo, on the app's 1 March
+        later = {**ROWS[1], "id": "9", "timestamp": "2026-04-01T00:00:00Z", "text": "bo again, in April"}
+        report = await app.importer.run(write_jsonl(tmp_path / "again.jsonl", [later]), "g1")
+        assert report.imported == 1, report
+    finally:
+        await close_or_explain(app)
