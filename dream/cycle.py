@@ -19,7 +19,7 @@ import time
 import traceback
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -183,17 +183,20 @@ class DreamCycle:
             return RunReport(None, "skipped", {}, f"the {slot:%Y-%m-%d %H:%M} run already happened")
         # This run's own view of the services: its id, scope and the reports of the steps so far.
         services = replace(self.services, scope=scope, run_id=run_id, reports={})
+        began = time.perf_counter()
         try:
             return await self._steps(services, now, run_id, trigger, scope)
         except asyncio.CancelledError:  # shutting down: say so, and keep what the finished steps did
             await asyncio.shield(pool.execute(
-                "UPDATE dream_runs SET finished_at = now(), status = 'abandoned', report = $2::jsonb WHERE id = $1",
-                run_id, {n: r.as_dict() for n, r in services.reports.items()}))
+                "UPDATE dream_runs SET finished_at = $3, status = 'abandoned', report = $2::jsonb WHERE id = $1",
+                run_id, {n: r.as_dict() for n, r in services.reports.items()},
+                now + timedelta(seconds=time.perf_counter() - began)))
             raise
 
     async def _steps(self, services: DreamServices, now: datetime, run_id: int, trigger: str,
                      scope: str | None) -> RunReport:
         pool = self.services.pool
+        began = time.perf_counter()
         for name, step in self.steps:
             started = time.perf_counter()
             try:
@@ -207,8 +210,9 @@ class DreamCycle:
         failed = [n for n, r in services.reports.items() if r.error]
         status = "ok" if not failed else ("failed" if len(failed) == len(self.steps) else "partial")
         await pool.execute(
-            "UPDATE dream_runs SET finished_at = now(), status = $2, report = $3::jsonb WHERE id = $1",
+            "UPDATE dream_runs SET finished_at = $4, status = $2, report = $3::jsonb WHERE id = $1",
             run_id, status, {n: r.as_dict() for n, r in services.reports.items()},
+            now + timedelta(seconds=time.perf_counter() - began),  # the run's own clock: started_at is ``now``
         )
         log.info("dream run %s (%s) for %s: %s", run_id, trigger, scope or "every scope", status)
         return RunReport(run_id, status, dict(services.reports), scope=scope)

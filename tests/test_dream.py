@@ -206,6 +206,18 @@ async def test_two_processes_dream_once(app: App) -> None:
     assert await app.db.pool.fetchval("SELECT count(*) FROM dream_runs") == 1
 
 
+async def test_a_run_finishes_in_its_own_time_not_the_servers(app: App) -> None:
+    """A dream at a simulated time (``--now``) finishes a moment after it started, in that time."""
+    async def quick(services, now):  # type: ignore[no-untyped-def]
+        return StepReport(counts={"n": 1})
+
+    then = datetime(2025, 3, 1, 3, 0, tzinfo=UTC)
+    report = await DreamCycle(app.dream.services, [("quick", quick)]).run(then)
+    row = await app.db.pool.fetchrow("SELECT started_at, finished_at FROM dream_runs WHERE id = $1", report.run_id)
+    assert row["started_at"] == then
+    assert timedelta(0) <= row["finished_at"] - then < timedelta(minutes=5)
+
+
 async def test_a_failing_step_leaves_the_others_work_in_place(app: App) -> None:
     async def boom(services, now):  # type: ignore[no-untyped-def]
         raise RuntimeError("disk on fire")
