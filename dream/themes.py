@@ -29,11 +29,14 @@ group is checked for two parts (``split_in_two``: 2-means, each part big
 enough and every member clearly on one side); if it has them, each part is a
 candidate of its own and is screened alone.
 
-A theme's name is a readable phrase of its content words: the noun that the
-largest share of its messages use, and a verb as a gerund
-(``project_planning``, ``roadmap_planning``), the kind of request, or a
-second noun; never a word fewer than ``NAME_COVERAGE`` of them use, a light
-verb (let, get, make, want...) or a stop word.
+A theme's name says what its members ask for, as a moderator reads it: the
+object its requests ask about (the head of their questions and orders in
+spaCy's parse, used by at least ``NAME_COVERAGE`` of them, never a proper
+noun, a light word or a person's name) and the kind of request
+(``exam_scheduling``, ``citing_advice``); when no object passes, the name
+says so (``advice_requests``, ``requests_about_<object>``, ``mixed_requests``).
+Requests to recall an earlier conversation are left out before clustering
+where the seeded ``memory_recall`` archetype serves them.
 """
 
 from __future__ import annotations
@@ -506,7 +509,11 @@ def theme_words(cluster_texts: Sequence[str], other_texts: Sequence[str], *, sam
     if objects:
         word = objects[0] if pos[objects[0]].most_common(1)[0][0] == "NOUN" else gerund(objects[0])
         return ([word, kind] if kind is not None else ["requests", "about", word]), terms
-    return ([kind, "requests"] if kind is not None else ["mixed", "requests"]), terms
+    # No object: the terms say what the requests ask about most ("road, route, loop"), not what they mention most
+    # ("path, railway": a place name in several of them), so that "about no one thing (...)" reads true.
+    asked_terms = sorted((lemma for lemma in ranked if asked[lemma] > 0 and lemma not in LIGHT_NOUNS | LIGHT_VERBS),
+                         key=lambda lemma: (-asked[lemma], -coverage[lemma], lemma))[:n_terms]
+    return ([kind, "requests"] if kind is not None else ["mixed", "requests"]), asked_terms or terms
 
 
 def describe(name_words: Sequence[str], terms: Sequence[str]) -> str:
