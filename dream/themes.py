@@ -561,7 +561,7 @@ def request_heads(texts: Sequence[str]) -> tuple[list[set[str]], frozenset[str]]
                 lemma = token.lemma_.lower()
                 if not _WORD.match(lemma):
                     continue
-                if token.pos_ == "NOUN" and _is_head(token):
+                if token.pos_ in ("NOUN", "PROPN") and _is_head(token):  # a proper noun is dropped later, by use
                     heads.add(lemma)
                 elif token.pos_ == "VERB" and token.dep_ in _VERB_HEADS and lemma not in LIGHT_VERBS:
                     heads.add(lemma)
