@@ -482,7 +482,7 @@ def theme_words(cluster_texts: Sequence[str], other_texts: Sequence[str], *, sam
     against the other poorly matched messages. When no object or no kind passes, the name says so plainly:
     ``requests_about_<object>``, ``<kind>_requests``, or ``mixed_requests``; never two frequent words glued
     together ("blur_passing"). Terms: the content words the largest share of the messages use, among those
-    that mark the theme against the other messages, proper nouns left out."""
+    that mark the theme against the other messages, proper nouns and light nouns left out."""
     texts = _spread(cluster_texts, sample)
     inside = _content_lemmas(texts)
     outside = _content_lemmas(_spread(other_texts, sample)) if other_texts else []
@@ -496,7 +496,8 @@ def theme_words(cluster_texts: Sequence[str], other_texts: Sequence[str], *, sam
     coverage = {lemma: n / len(inside) for lemma, n in df_in.items()}
     score = {
         lemma: coverage[lemma] - (df_out[lemma] / len(outside) if outside else 0.0)
-        for lemma, n in df_in.items() if (n >= 2 or len(inside) < 4) and lemma not in exclude and lemma not in proper
+        for lemma, n in df_in.items()
+        if (n >= 2 or len(inside) < 4) and lemma not in exclude | proper | LIGHT_NOUNS  # "idea" tells nothing
     }
     ranked = sorted((lemma for lemma, s in score.items() if s > 0),
                     key=lambda lemma: (-coverage[lemma], -score[lemma], lemma))
