@@ -40,8 +40,8 @@ import numpy as np
 from dream.cycle import DreamServices, StepReport, history_end
 from memory.layers.base import told
 from dream.governance import EDIT_ARCHETYPE, NEW_ARCHETYPE, PENDING
-from dream.themes import (NAME_PATTERN, PoorMatch, Recurrence, Theme, diverse_examples, find_themes, plan_for,
-                          theme_name, unit)
+from dream.themes import (NAME_PATTERN, PoorMatch, Recurrence, Theme, describe, diverse_examples, find_themes,
+                          plan_for, theme_name, unit)
 from memory.embed import similarity
 
 NEAR_ENOUGH = 0.75  # a centroid this similar to an archetype starts from its configuration
@@ -57,6 +57,9 @@ CATCH_ALL = frozenset({"simple_continuation", "general_question"})
 # exam scheduling under simple_continuation, bike repair under technical_debugging, citation help under
 # memory_recall).
 EXAMPLE_SLACK = 0.15
+# The seeded archetype for requests to recall an earlier conversation: where a scope routes with it, such requests
+# are never a new need (``Recurrence.recall_served``; round 4: a theme of "what did I tell you about my boiler").
+RECALL_ARCHETYPE = "memory_recall"
 _PLAN_KEYS = ("context_turns", "context_vectors", "similarity_threshold", "triple_depth")
 
 
@@ -150,7 +153,9 @@ async def archetype_proposals(services: DreamServices, now: datetime) -> StepRep
             find_themes, poor, distance=cfg.cluster_distance, min_size=cfg.min_cluster_size,
             merge_similarity=cfg.theme_merge_similarity, names=people,
             recurrence=Recurrence(people=cfg.theme_people, days=cfg.theme_days,
-                                  request_share=cfg.theme_request_share),
+                                  request_share=cfg.theme_request_share,
+                                  recall_served=any(a.name == RECALL_ARCHETYPE
+                                                    for a in services.router.archetypes_in(scope))),
         )
         examples = await _example_vectors(services, scope) if themes else {}
         taken = {a.name for a in await services.archetypes.list_archetypes(scope=scope)}
@@ -279,8 +284,7 @@ async def _propose_new(services, scope, theme: Theme, placement: Placement, take
     terms = list(theme.terms)
     examples = [m.text for m in theme.examples]
     name = theme_name(theme.name_words, taken)
-    phrase = " ".join(theme.name_words) or "a recurring kind of message"
-    description = f"Messages about {phrase}" + (f" ({', '.join(terms[:3])})" if terms else "")
+    description = describe(theme.name_words, terms)
     worded_by = set(theme.worded_by)
     if services.namer is not None:
         named = await services.namer.name(examples, terms)

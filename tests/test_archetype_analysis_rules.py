@@ -14,7 +14,7 @@ import numpy as np
 
 from dream.archetype_analysis import _changes, _plan_words, place
 from dream.cycle import DreamConfig
-from dream.requests import are_requests, request_kind
+from dream.requests import are_recall, are_requests, request_kind
 from dream.themes import (PoorMatch, Recurrence, clusters, find_themes, merge_overlapping, screen, split_in_two,
                           theme_words, two_kinds, unit)
 from memory.embed import MiniLMEmbedder
@@ -289,20 +289,21 @@ FILTER_CHATTER = ["cleaned the filter today, so satisfying", "new filter arrived
 def test_a_theme_is_named_for_what_most_of_its_messages_ask_even_when_a_rarer_word_is_more_distinctive() -> None:
     # "filter": 7 of the 10 requests, but also 6 of the 10 other messages; "snail": 2 of 10, and nowhere else
     words, terms = theme_words(FILTER_NEED, FILTER_CHATTER)
-    assert words and words[0] == "filter", words
+    assert words == ["requests", "about", "filter"], words  # no kind given: the name says so plainly
     assert "snail" not in words, words
     assert terms[0] == "filter", terms
 
 
-def test_a_word_fewer_than_a_quarter_of_a_themes_messages_use_never_names_it() -> None:
+def test_a_word_fewer_than_thirty_percent_of_a_themes_messages_use_never_names_it() -> None:
     texts = ["the jump feels floaty, what do people tweak", "what gravity do you use on the way down vs up",
              "screenshake on every hit or only crits?", "how far should knockback push the player",
              "is input buffering worth it for the dash", "the dodge roll feels worse on a controller, deadzones?",
              "what gravity makes a fall feel snappy", "how much coyote time is normal",
              "the sword swing feels sluggish, acceleration or input lag?", "hitstop on the dash: how many frames"]
     words, _ = theme_words(texts, ["had soup for lunch", "my train was late"], kind="advice")
-    # "dash" and "gravity" are in 2 of the 10 each (the most distinctive): no word is common enough, the kind stands alone
-    assert words == ["advice"], words
+    # "dash" and "gravity" are in 2 of the 10 each (the most distinctive): no word is common enough, and the name
+    # says so plainly: requests for advice, about no one thing
+    assert words == ["advice", "requests"], words
 
 
 FISH = ("guppies", "neon tetras", "a betta", "corydoras", "mollies", "platies", "angelfish", "a goldfish")
@@ -347,4 +348,79 @@ def test_greetings_chatter_and_one_persons_hobby_still_make_no_theme(embedder: M
                "finally finished that series", "had soup for lunch, lovely", "it's freezing here, staying in"]
     poor = _brewing(embedder, {"hello": [h for h in HELLOS for _ in range(2)], "weather": weather * 2,
                                "hobby": list(MEAD_HOBBY) * 2}, one_author="hobby")
+    assert find_themes(poor, distance=0.72, min_size=5, recurrence=Recurrence(people=3, days=3)) == []
+
+
+# --- round 5: names a moderator understands (the request's object and kind, never a brand); recall kept out -----
+
+CAMERA_SETTINGS = [
+    "what shutter speed should I use for birds in flight?", "which aperture works for a group portrait indoors",
+    "how do I stop night shots of the harbour coming out grainy", "what ISO is too high before the noise gets ugly?",
+    "my Canon picks a slow shutter indoors, how do I stop that?", "any tips for exposing snow so it isn't grey",
+    "which metering mode do people use on the Canon for backlit portraits?", "how should I set up for fireworks",
+    "what white balance do you use under stage lights?", "on my Canon R6 which autofocus mode tracks kids running",
+    "how do I get the whole landscape sharp, front to back?", "Canon users: what settings for a sunset silhouette?",
+]
+
+
+def test_a_theme_of_camera_settings_requests_a_third_naming_one_brand_is_not_named_for_the_brand() -> None:
+    assert sum("Canon" in t for t in CAMERA_SETTINGS) == len(CAMERA_SETTINGS) // 3
+    kind = request_kind(CAMERA_SETTINGS)
+    words, terms = theme_words(CAMERA_SETTINGS, ["had soup for lunch", "my train was late"], kind=kind)
+    assert kind == "advice" and "canon" not in words and "canon" not in terms, (words, terms)
+    # no common noun is asked about by 30 % of them (settings, shutter, mode: 2 each): the name says so plainly
+    assert words == ["advice", "requests"], words
+
+
+def test_a_theme_is_named_for_the_object_its_requests_ask_about_not_a_brand_that_some_mention() -> None:
+    lenses = ["which lens is best for portraits on a budget?", "is a 50mm lens enough for street photography",
+              "what lens should I get for wildlife, 300mm or more?", "my Sony lens hunts for focus in low light, why?",
+              "which wide lens do people use for astro?", "is the Sony kit lens worth upgrading for landscapes",
+              "what lens for macro shots of insects?", "should I buy a used lens or wait for the Sony sale?",
+              "which lens would you take on a hiking trip", "how do I clean fungus off an old lens?"]
+    words, _ = theme_words(lenses, ["had soup for lunch", "my train was late"], kind=request_kind(lenses))
+    assert words == ["lens", "advice"], words
+
+
+RECALL = ["what did I tell you about my boiler last week?", "remember what I said the plumber charged?",
+          "what did I say the boiler pressure should be?", "do you recall what I told you about the radiator?",
+          "didn't we talk about the leaking tap before?", "what did I mention about the boiler service date?",
+          "you mentioned earlier which valve I have, what was it?", "can you remind me what I said about the pipes?",
+          "what did we decide about the bathroom fan?", "what did I tell you the engineer said about the flue?"]
+BOILER_ASKS = ["the boiler pressure keeps dropping overnight, how do I fix it?",
+               "my boiler makes a banging noise when the heating starts, what's wrong?",
+               "how do I repressurise a combi boiler safely", "the boiler shows an F28 error and won't fire up, help",
+               "why does my boiler keep losing pressure after I bled the radiators",
+               "the boiler pilot light keeps going out, what should I check?",
+               "is it normal for the boiler to drip from the pressure relief pipe",
+               "my boiler heats the radiators but not the hot water, what's broken?"]
+
+
+def test_requests_to_recall_an_earlier_conversation_are_told_apart_from_other_requests() -> None:
+    assert are_recall(RECALL) == [True] * len(RECALL)
+    others = [*BOILER_ASKS, "how do you say thank you in Japanese?", "what did the tutor say about the deadline?",
+              "I can't remember when the exam is, anyone know?", "remember to bring lights tonight!",
+              "I told the shop my chain skips and they said replace the cassette, is that right?"]
+    assert are_recall(others) == [False] * len(others)
+
+
+def test_a_theme_of_recall_questions_with_a_few_asks_is_not_proposed(embedder: MiniLMEmbedder) -> None:
+    poor = _brewing(embedder, {"recall": RECALL, "asks": BOILER_ASKS[:3]})
+    assert find_themes(poor, distance=0.72, min_size=5, recurrence=Recurrence(people=3, days=3)) == []
+    served_elsewhere = Recurrence(people=3, days=3, recall_served=False)  # a scope without the recall archetype
+    assert len(find_themes(poor, distance=0.72, min_size=5, recurrence=served_elsewhere)) == 1
+
+
+def test_leaving_recall_questions_out_loses_no_need_beside_them(embedder: MiniLMEmbedder) -> None:
+    poor = _brewing(embedder, {"recall": RECALL, "asks": BOILER_ASKS})
+    themes = find_themes(poor, distance=0.72, min_size=5, recurrence=Recurrence(people=3, days=3))
+    assert [sorted({m.channel_id for m in t.members}) for t in themes] == [["asks"]]
+    assert len(themes[0].members) == len(BOILER_ASKS)
+
+
+def test_greetings_chatter_hobby_and_recall_questions_together_make_no_theme(embedder: MiniLMEmbedder) -> None:
+    weather = ["the weather is grim again today", "so tired today, barely slept", "my train was late again",
+               "finally finished that series", "had soup for lunch, lovely", "it's freezing here, staying in"]
+    poor = _brewing(embedder, {"hello": [h for h in HELLOS for _ in range(2)], "weather": weather * 2,
+                               "hobby": list(MEAD_HOBBY) * 2, "recall": RECALL}, one_author="hobby")
     assert find_themes(poor, distance=0.72, min_size=5, recurrence=Recurrence(people=3, days=3)) == []
