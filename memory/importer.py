@@ -434,11 +434,14 @@ class Importer:
         resumed = await self._absorb(scope, stored, [(bare[i], float(novelty[i])) for i in fresh], absorb_progress)
         if len(stored) >= ANALYZE_AFTER:
             await self._analyze()
-        written = await self._episodes.count_of(scope, [s.id for s in stored]) if stored else 0
+        # The episodes this run wrote: of its new messages, and of those an interrupted import left, which it
+        # absorbed too (counting only the new ones said "wrote 0 episode(s)" after a resumed import wrote many).
+        absorbed_now = [s.id for s in stored] + resumed
+        written = await self._episodes.count_of(scope, absorbed_now) if absorbed_now else 0
         return ImportReport(
             read=len(messages) + forgotten + opted_out_count, imported=len(stored),
             already_present=len(messages) - len(stored), skipped_empty=empty, episodes=written,
-            skipped_forgotten=forgotten, skipped_opted_out=opted_out_count, resumed=resumed,
+            skipped_forgotten=forgotten, skipped_opted_out=opted_out_count, resumed=len(resumed),
         )
 
     async def _not_forgotten(self, scope: str, messages: list[ImportedMessage]) -> tuple[list[ImportedMessage], int]:
@@ -474,16 +477,16 @@ class Importer:
         return vectors
 
     async def _absorb(self, scope: str, stored: list[StoredMessage], known_vectors: list[tuple[np.ndarray, float]],
-                      progress: Callable[[int, int], None] | None) -> int:
+                      progress: Callable[[int, int], None] | None) -> list[int]:
         """Absorb every imported person message of ``scope`` not absorbed yet, oldest first: this import's
         (``stored``, with their vectors and batch novelty at hand) and those an interrupted import left, which a
         re-run finds "already present" and would otherwise leave to the next start of ``chat`` or ``run`` (their
-        novelty is measured among the others of their chunk). How many of the latter. The absorber's own path
+        novelty is measured among the others of their chunk). The ids of the latter. The absorber's own path
         (the one start-up's backlog takes): absorbed_at marks each."""
         known = {s.id: AbsorbHints(text=s.content, vector=v, batch_novelty=n)
                  for s, (v, n) in zip(stored, known_vectors) if not s.is_bot}
         pending = await self._conversations.unabsorbed_in(scope, SOURCE)
-        resumed = 0
+        resumed: list[int] = []
         for start in range(0, len(pending), _ABSORB_CHUNK):
             chunk = pending[start:start + _ABSORB_CHUNK]
             hints = {i: known[i] for i in chunk if i in known}
@@ -495,10 +498,12 @@ class Importer:
                       for i, t, v, n in zip(earlier, texts, vectors, novelty)}
             await self._absorber.prepare([h.text for h in hints.values() if h.text])  # one spaCy batch per layer
             for done, message_id in enumerate(chunk, start=start + 1):
-                if message_id in hints and await self._absorber.absorb(message_id, hints[message_id]):
-                    resumed += message_id not in known
+                if (message_id in hints and await self._absorber.absorb(message_id, hints[message_id])
+                        and message_id not in known):
+                    resumed.append(message_id)
                 if progress and (done % 50 == 0 or done == len(pending)):
                     progress(done, len(pending))
         if resumed:
-            log.info("import into %s absorbed %d message(s) an interrupted import left unabsorbed", scope, resumed)
+            log.info("import into %s absorbed %d message(s) an interrupted import left unabsorbed", scope,
+                     len(resumed))
         return resumed

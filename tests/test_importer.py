@@ -312,6 +312,28 @@ async def test_a_re_run_after_a_crash_mid_import_absorbs_what_the_crash_left(
     assert await app.conversations.count_unabsorbed() == 0
 
 
+async def test_a_re_run_after_a_crash_counts_the_episodes_it_wrote_for_what_the_crash_left(
+        app: App, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found by the new-user probe (kill -9 mid-import, then the same import again): the re-run absorbed 451
+    messages and wrote their episodes, yet reported "wrote 0 episode(s)", counting only messages new to it."""
+    admit_everything(app)
+    path = write_jsonl(tmp_path / "h.jsonl", LINES)
+    absorber = app.importer._absorber
+    assert absorber is not None
+
+    async def crash_at_once(message_id: int, hints: object = None) -> bool:
+        raise Killed  # the process dies before ana's message is absorbed
+
+    monkeypatch.setattr(absorber, "absorb", crash_at_once)
+    with pytest.raises(Killed):
+        await app.importer.run(path, "g1")
+    monkeypatch.undo()
+
+    report = await app.importer.run(path, "g1")
+    assert await app.db.pool.fetchval("SELECT count(*) FROM episodes WHERE scope = 'g1'") == 1
+    assert (report.imported, report.resumed, report.episodes) == (0, 2, 1)
+
+
 async def test_an_import_leaves_a_live_turns_pending_absorption_to_the_live_turn(app: App, tmp_path: Path) -> None:
     """Only imported messages: a console or Discord message still waiting for its reply is absorbed by its own
     turn (which knows the reply's surprise and what reached the prompt), not by an import beside it."""
