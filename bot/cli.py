@@ -63,7 +63,9 @@ def _parser() -> argparse.ArgumentParser:
     rec = sub.add_parser("recall", help="print the context the bot would assemble for a text")
     rec.add_argument("text", nargs="?")
     rec.add_argument("--scope", default=None, help="memory scope (default: the console scope)")
-    rec.add_argument("--channel", default=None, help="also show recent turns of this channel id")
+    rec.add_argument("--channel", default=None,
+                     help="where it is asked: its id, console name or #name (its recent turns, and its audience: "
+                     "a restricted channel recalls its own memories; default: what everyone may see)")
     rec.add_argument("--user", default="you", help="whose question it is, as in `chat --user` (default: you)")
     rec.add_argument("--k", type=int, default=None,
                      help="number of episodes (default: the archetype plan's; with --queries, 10)")
@@ -408,6 +410,14 @@ async def _recall(settings: Settings, args: argparse.Namespace) -> int:
             scope = args.scope or settings.console_scope
             if args.scope is not None:
                 await note_if_empty(app.conversations, "recall", scope)
+            if channel is not None:  # an id, the console's name or the history's #name, as places takes it
+                ids = await app.conversations.channels_named(scope, channel)
+                if len(ids) != 1:
+                    why = (f"fits several: {', '.join(ids[:10])}; name one by its id" if ids
+                           else f"no channel of that id or name has messages in scope {scope!r}")
+                    print(f"hippobot recall: --channel {channel}: {why}", file=sys.stderr)
+                    return EXIT_USAGE
+                channel = ids[0]
             bundle = await app.brain.context(args.text, scope, channel_id=channel,
                                              k=args.k, author_id=f"console:{args.user}")
         except MemoryStoreError as exc:
