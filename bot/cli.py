@@ -58,7 +58,8 @@ def _parser() -> argparse.ArgumentParser:
     imp.add_argument("--scope", default=None, help="memory scope to import into (default: the console scope)")
     imp.add_argument("--now", type=_instant, default=None, metavar="ISO", help=now_help)
     imp.add_argument("--private-channel", action="append", default=[], metavar="C",
-                     help="a restricted channel: its messages are recalled only for its own audience (repeatable)")
+                     help="a restricted channel, by its id or #name in the file: its messages are recalled only "
+                     "for its own audience (repeatable)")
 
     rec = sub.add_parser("recall", help="print the context the bot would assemble for a text")
     rec.add_argument("text", nargs="?")
@@ -359,17 +360,15 @@ def _import_file_problem(path: Path, private_channels: list[str], max_chars: int
     """Why ``path`` cannot be imported (missing, empty, malformed, a private channel none of its messages is
     in), or None: the whole file is checked before anything starts. The importer reads it again."""
     from memory.errors import ImportFileError
-    from memory.importer import parse_import_file
+    from memory.importer import channels_listed, parse_import_file, private_channel_ids
 
     try:
         messages, _ = parse_import_file(path, max_chars=max_chars)
     except ImportFileError as exc:
         return str(exc)
-    channels = {m.channel_id for m in messages}
-    if unknown := set(private_channels) - channels:
-        known = ", ".join(sorted(channels)[:10])
+    if unknown := private_channel_ids(messages, private_channels)[1]:
         return (f"--private-channel {', '.join(sorted(unknown))}: no message of {path} is in it (its channels: "
-                f"{known}); nothing imported")
+                f"{channels_listed(messages)}); nothing imported")
     return None
 
 

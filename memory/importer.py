@@ -341,6 +341,28 @@ def parse_import_file(path: Path, *, max_chars: int) -> tuple[list[ImportedMessa
     return ordered, sum(1 for m in parsed if m is None)
 
 
+def private_channel_ids(messages: Collection[ImportedMessage], named: Collection[str]) -> tuple[set[str], list[str]]:
+    """The channel ids ``named`` means in ``messages``, and the names none of them is in. A channel is named by
+    its id or by its name in the file (``#`` optional, any case: a DiscordChatExporter export names its
+    channel), as ``forget`` and ``places`` name one; a name two channels share names both."""
+    ids: set[str] = set()
+    unknown = []
+    for name in named:
+        matches = {m.channel_id for m in messages if m.channel_id == name} or {
+            m.channel_id for m in messages
+            if m.channel_name and m.channel_name.casefold() == name.removeprefix("#").casefold()}
+        ids |= matches
+        if not matches:
+            unknown.append(name)
+    return ids, unknown
+
+
+def channels_listed(messages: Collection[ImportedMessage]) -> str:
+    """The file's channels as a person can name them (the id, and the name where the file gives one)."""
+    named = {m.channel_id: m.channel_name for m in messages}
+    return ", ".join(f"{c} (#{n})" if n and n != c else c for c, n in sorted(named.items())[:10])
+
+
 class Importer:
     """Writes an imported history into the message log, then hands each new message to the absorber, which
     gives it to every memory layer as it does a live message. ``episodes`` is read only, for the report."""
@@ -376,16 +398,16 @@ class Importer:
         so is everything the layers derive from them.
         """
         require_scope(scope)
-        private = frozenset(private_channels)
-        for channel in private:
+        for channel in private_channels:
             if problem := id_problem(channel, "a private channel"):
                 raise InvalidInput(problem)
         messages, empty = parse_import_file(path, max_chars=self._max_chars)
-        if unknown := private - {m.channel_id for m in messages}:
+        resolved, unknown = private_channel_ids(messages, private_channels)
+        if unknown:
             # A misspelt private channel would otherwise leave the real one public.
-            known = ", ".join(sorted({m.channel_id for m in messages})[:10])
             raise InvalidInput(f"private channel {', '.join(sorted(unknown))}: no message of {path} is in it "
-                               f"(its channels: {known}); nothing imported")
+                               f"(its channels: {channels_listed(messages)}); nothing imported")
+        private = frozenset(resolved)
         channels = sorted({m.channel_id for m in messages})
         stored_as = await self._conversations.restricted_channels(scope, SOURCE, channels)
         if public := sorted(c for c in private if stored_as.get(c) is False):

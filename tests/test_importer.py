@@ -445,3 +445,17 @@ async def test_an_imported_bot_message_stays_in_the_log_and_never_becomes_an_epi
     assert (report.imported, report.episodes) == (2, 1)
     assert await app.db.pool.fetchval("SELECT count(*) FROM episodes WHERE content LIKE '%custard%'") == 0
     assert await app.db.pool.fetchval("SELECT count(*) FROM messages WHERE content LIKE '%custard%'") == 1
+
+
+async def test_a_private_channel_is_named_by_its_name_in_an_export_as_well_as_by_its_id(
+        app: App, tmp_path: Path) -> None:
+    """A new user's probe: `import mods.json --private-channel mods` (a DiscordChatExporter export of #mods, id
+    555) was refused as "no message is in it (its channels: 555)", though forget and places take #mods."""
+    export = tmp_path / "mods.json"
+    export.write_text(json.dumps({"guild": {"id": "900", "name": "G"}, "channel": {"id": "555", "name": "mods"},
+                                  "messages": [{"id": "7001", "type": "Default", "timestamp": "2026-11-21T09:00:00Z",
+                                                "content": "The moderator rota: Kim covers Tuesdays",
+                                                "author": {"id": "42", "name": "kim", "isBot": False}}]}))
+    report = await app.importer.run(export, "g1", private_channels=["#MODS"])
+    assert report.imported == 1
+    assert await app.db.pool.fetchval("SELECT visible_in FROM messages WHERE external_id = '7001'") == "555"
