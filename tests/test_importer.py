@@ -213,6 +213,25 @@ async def test_ask_in_an_imported_private_channel_recalls_what_that_channel_may_
     assert "4-8-15" not in await asked("stafff"), "a name the scope does not hold is the console's own channel"
 
 
+async def test_a_line_of_ask_conversation_said_in_an_imported_private_channel_stays_in_that_channel(
+        app: App, llm: ScriptedLLM, tmp_path: Path) -> None:
+    """A new user's probe: `hippobot ask --conversation` with a line {"channel": "staff", ...}, staff imported as
+    private, stored the line for the whole scope, and a question in #general recalled it."""
+    from bot import ask_cli
+
+    rows = [{"id": "s1", "channel": "staff", "author": "ana", "timestamp": "2026-10-01T10:00:00Z",
+             "text": "staff meeting moved to Friday"}]
+    await app.importer.run(write_jsonl(tmp_path / "h.jsonl", rows), "g1", private_channels=["staff"])
+    llm.reply = "Noted."
+    said = ask_cli.AskLine("the vault combination is 4-8-15-16", "g1", "dana", "staff", None)
+    await ask_cli.answer(app, said, conversation=True)
+    await app.brain.drain()
+    assert await app.db.pool.fetchval(
+        "SELECT visible_in FROM messages WHERE content LIKE '%4-8-15-16%'") == "staff"
+    public = await app.brain.context("what is the vault combination?", "g1", k=5, channel_id="general")
+    assert all("4-8-15-16" not in i.text for i in public.items())
+
+
 async def test_what_the_import_gate_declines_stays_out_of_the_episodes_but_is_found_by_its_words(
         app: App, tmp_path: Path) -> None:
     from memory.episodic import WriteGate
