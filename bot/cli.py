@@ -295,6 +295,16 @@ async def note_if_empty(conversations: Any, command: str, scope: str) -> None:
         print(f"hippobot {command}: note: nothing is stored in scope {scope!r} (a typo?)", file=sys.stderr)
 
 
+async def named_channel(conversations: Any, scope: str, name: str) -> tuple[str, str | None]:
+    """The stored channel a ``--channel`` option names (its id, the console's name or the history's ``#name``,
+    as ``places`` reads it), and why it cannot be used when it fits several (None when it can). A name that
+    fits none is kept as given: a channel nothing was said in yet sees what everyone in the scope sees."""
+    ids = await conversations.channels_named(scope, name)
+    if len(ids) > 1:
+        return name, f"--channel {name}: fits several: {', '.join(ids[:10])}; name one by its id"
+    return (ids[0] if ids else name), None
+
+
 def _instant(text: str) -> datetime:
     """A --now value: an ISO 8601 instant within the years a message can be from (as an import's timestamps:
     memory's clock runs on from it, and the year 1 or 9999 leaves no room for time to run either way)."""

@@ -44,6 +44,13 @@ async def run(settings: Settings, args: argparse.Namespace, out: TextIO = sys.st
     app = await App.open(settings, with_llm=False, preload=False)  # reads the store only: no model loads
     try:
         store = PersonaStore(app.db.pool)
+        if args.channel is not None:  # '#mods' is the channel the history calls mods, as places reads it
+            from bot.cli import named_channel
+
+            args.channel, problem = await named_channel(app.conversations, scope, args.channel)
+            if problem:
+                print(f"hippobot persona: {problem}", file=sys.stderr)
+                return 2
         current = await store.current(scope, args.channel)
         # A channel with no persona of its own (a public one, or a restricted one nobody has shaped yet) speaks
         # with the scope's, as the persona layer does: show that one rather than the seed.
