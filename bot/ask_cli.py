@@ -123,9 +123,14 @@ async def answer(app: Any, line: AskLine, *, conversation: bool = False, prompt:
     channel = await console_channel_id(app.conversations, line.scope, line.channel) if line.channel else None
     started = time.perf_counter()
     if conversation:
+        said_in = channel or f"console:{line.user}"
+        # A line said in an imported restricted channel is as restricted as the channel's own messages (as the
+        # console's, bot.console.console_identity): stored for the whole scope, everyone's recall found it.
+        visible_in, parent = await app.conversations.channel_audience(line.scope, said_in)
         reply = await brain.respond(IncomingTurn(
-            scope=line.scope, source="console", channel_id=channel or f"console:{line.user}", author_id=author_id,
-            author_name=line.user, text=line.text, created_at=line.now))
+            scope=line.scope, source="console", channel_id=said_in, author_id=author_id,
+            author_name=line.user, text=line.text, created_at=line.now, visible_in=visible_in,
+            thread_parent_id=parent))
     else:
         reply = await brain.ask(line.text, line.scope, author_id=author_id, author_name=line.user,
                                 channel_id=channel, now=line.now)

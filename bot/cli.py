@@ -58,12 +58,15 @@ def _parser() -> argparse.ArgumentParser:
     imp.add_argument("--scope", default=None, help="memory scope to import into (default: the console scope)")
     imp.add_argument("--now", type=_instant, default=None, metavar="ISO", help=now_help)
     imp.add_argument("--private-channel", action="append", default=[], metavar="C",
-                     help="a restricted channel: its messages are recalled only for its own audience (repeatable)")
+                     help="a restricted channel, by its id or #name in the file: its messages are recalled only "
+                     "for its own audience (repeatable)")
 
     rec = sub.add_parser("recall", help="print the context the bot would assemble for a text")
     rec.add_argument("text", nargs="?")
     rec.add_argument("--scope", default=None, help="memory scope (default: the console scope)")
-    rec.add_argument("--channel", default=None, help="also show recent turns of this channel id")
+    rec.add_argument("--channel", default=None,
+                     help="where it is asked: its id, console name or #name (its recent turns, and its audience: "
+                     "a restricted channel recalls its own memories; default: what everyone may see)")
     rec.add_argument("--user", default="you", help="whose question it is, as in `chat --user` (default: you)")
     rec.add_argument("--k", type=int, default=None,
                      help="number of episodes (default: the archetype plan's; with --queries, 10)")
@@ -292,6 +295,16 @@ async def note_if_empty(conversations: Any, command: str, scope: str) -> None:
         print(f"hippobot {command}: note: nothing is stored in scope {scope!r} (a typo?)", file=sys.stderr)
 
 
+async def named_channel(conversations: Any, scope: str, name: str) -> tuple[str, str | None]:
+    """The stored channel a ``--channel`` option names (its id, the console's name or the history's ``#name``,
+    as ``places`` reads it), and why it cannot be used when it fits several (None when it can). A name that
+    fits none is kept as given: a channel nothing was said in yet sees what everyone in the scope sees."""
+    ids = await conversations.channels_named(scope, name)
+    if len(ids) > 1:
+        return name, f"--channel {name}: fits several: {', '.join(ids[:10])}; name one by its id"
+    return (ids[0] if ids else name), None
+
+
 def _instant(text: str) -> datetime:
     """A --now value: an ISO 8601 instant within the years a message can be from (as an import's timestamps:
     memory's clock runs on from it, and the year 1 or 9999 leaves no room for time to run either way)."""
@@ -357,17 +370,15 @@ def _import_file_problem(path: Path, private_channels: list[str], max_chars: int
     """Why ``path`` cannot be imported (missing, empty, malformed, a private channel none of its messages is
     in), or None: the whole file is checked before anything starts. The importer reads it again."""
     from memory.errors import ImportFileError
-    from memory.importer import parse_import_file
+    from memory.importer import channels_listed, parse_import_file, private_channel_ids
 
     try:
         messages, _ = parse_import_file(path, max_chars=max_chars)
     except ImportFileError as exc:
         return str(exc)
-    channels = {m.channel_id for m in messages}
-    if unknown := set(private_channels) - channels:
-        known = ", ".join(sorted(channels)[:10])
+    if unknown := private_channel_ids(messages, private_channels)[1]:
         return (f"--private-channel {', '.join(sorted(unknown))}: no message of {path} is in it (its channels: "
-                f"{known}); nothing imported")
+                f"{channels_listed(messages)}); nothing imported")
     return None
 
 
@@ -408,6 +419,14 @@ async def _recall(settings: Settings, args: argparse.Namespace) -> int:
             scope = args.scope or settings.console_scope
             if args.scope is not None:
                 await note_if_empty(app.conversations, "recall", scope)
+            if channel is not None:  # an id, the console's name or the history's #name, as places takes it
+                ids = await app.conversations.channels_named(scope, channel)
+                if len(ids) != 1:
+                    why = (f"fits several: {', '.join(ids[:10])}; name one by its id" if ids
+                           else f"no channel of that id or name has messages in scope {scope!r}")
+                    print(f"hippobot recall: --channel {channel}: {why}", file=sys.stderr)
+                    return EXIT_USAGE
+                channel = ids[0]
             bundle = await app.brain.context(args.text, scope, channel_id=channel,
                                              k=args.k, author_id=f"console:{args.user}")
         except MemoryStoreError as exc:

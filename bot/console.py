@@ -43,13 +43,14 @@ HELP = """Commands:
   /dream            run a dream cycle now and print its report
   /adapter          the LoRA adapter in use here and the latest candidates
   /adapter rollback stop using the adapter in use; go back to the one it replaced
+  /persona          the bot's persona here (what `hippobot persona` shows)
   /good, /bad       rate the bot's last reply (what a thumbs up or down does in Discord)
   /quit             leave (end of input does the same)
 Anything else is a message to the bot."""
 
 
-COMMANDS = ("/help", "/recall", "/archetypes", "/proposals", "/approve", "/reject", "/dream", "/adapter", "/good",
-            "/bad", "/quit")
+COMMANDS = ("/help", "/recall", "/archetypes", "/proposals", "/approve", "/reject", "/dream", "/adapter",
+            "/persona", "/good", "/bad", "/quit")
 _COMMAND_WORD = re.compile(r"/[A-Za-z][\w-]*")
 
 
@@ -290,6 +291,8 @@ class Console:
                                                   self._me.author_id, stripped == "/good"))
             elif stripped in ("/adapter", "/adapter rollback", "/adapter status"):
                 await self._adapter_command(stripped)
+            elif stripped == "/persona":
+                await self._persona_command()
             elif stripped in ("/proposals", "/dream") or stripped.split(" ")[0] in ("/approve", "/reject"):
                 await self._governance_command(stripped)
             elif (word := _command_word(stripped)) is not None:  # "/persona show" is a command, not a message
@@ -316,6 +319,21 @@ class Console:
                         + (f"adapter #{back}" if back else "the base model") + " from the next message on")
             return
         self._print(await weights.report(self._me.scope))
+
+    async def _persona_command(self) -> None:
+        """The persona this conversation's replies speak with: a restricted channel's own where it has one, else
+        the scope's (as `hippobot persona --channel` and Discord's `/persona show`)."""
+        from memory.layers.persona import PersonaLayer
+        from memory.persona.view import render
+
+        layer = self._brain.layer(PersonaLayer.name)
+        if not isinstance(layer, PersonaLayer):
+            self._print("the persona is not enabled here")
+            return
+        current = await layer.store.current(self._me.scope, self._me.visible_in) if self._me.visible_in else None
+        if current is None:
+            current = await layer.store.current(self._me.scope, None)
+        self._print(render(current, core_identity=layer.core_identity, scope=self._me.scope))
 
     async def _governance_command(self, command: str) -> None:
         if self._governance is None or self._dream is None:

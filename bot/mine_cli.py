@@ -40,6 +40,13 @@ async def run(settings: Settings, args: argparse.Namespace, app: Any, out: TextI
     except NotFound as exc:
         print(f"hippobot mine: {exc}", file=sys.stderr)
         return 2
+    if args.channel is not None:  # '#mods' is the channel the history calls mods, as places reads it
+        from bot.cli import named_channel
+
+        args.channel, problem = await named_channel(app.conversations, scope, args.channel)
+        if problem:
+            print(f"hippobot mine: {problem}", file=sys.stderr)
+            return 2
     # opting out is a Discord server's (chat.py applies it to guild scopes only, which are the guild's id)
     opted = await ParticipationStore(app.db.pool).opted_out(scope, person) if scope.isdigit() else None
     held = await MemoryOfPerson(app.db.pool).gather(scope, person, visible_channel=args.channel, opted_out=opted)

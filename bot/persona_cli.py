@@ -20,8 +20,19 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    "scope's)")
     p.add_argument("--json", action="store_true", help="the whole state as JSON")
     p.add_argument("--history", action="store_true", help="every version, newest first, with why it changed")
-    p.add_argument("--limit", type=int, default=50, help="versions shown with --history")
+    p.add_argument("--limit", type=_at_least_one, default=50, help="versions shown with --history (1 or more)")
     return p
+
+
+def _at_least_one(value: str) -> int:
+    """``--limit``: a whole number of versions, 1 or more ('0' and '-3' showed one version without a word)."""
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of versions, got {value!r}") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, got {number}")
+    return number
 
 
 async def run(settings: Settings, args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
@@ -33,6 +44,13 @@ async def run(settings: Settings, args: argparse.Namespace, out: TextIO = sys.st
     app = await App.open(settings, with_llm=False, preload=False)  # reads the store only: no model loads
     try:
         store = PersonaStore(app.db.pool)
+        if args.channel is not None:  # '#mods' is the channel the history calls mods, as places reads it
+            from bot.cli import named_channel
+
+            args.channel, problem = await named_channel(app.conversations, scope, args.channel)
+            if problem:
+                print(f"hippobot persona: {problem}", file=sys.stderr)
+                return 2
         current = await store.current(scope, args.channel)
         # A channel with no persona of its own (a public one, or a restricted one nobody has shaped yet) speaks
         # with the scope's, as the persona layer does: show that one rather than the seed.
@@ -44,7 +62,7 @@ async def run(settings: Settings, args: argparse.Namespace, out: TextIO = sys.st
             from bot.cli import note_if_empty
 
             await note_if_empty(app.conversations, "persona", scope)
-        history = await store.history(scope, visible_in, limit=max(args.limit, 1)) if args.history else None
+        history = await store.history(scope, visible_in, limit=args.limit) if args.history else None
         if args.json:
             data = as_json(current, history)
             data["scope"], data["visible_in"] = scope, visible_in

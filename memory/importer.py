@@ -341,6 +341,28 @@ def parse_import_file(path: Path, *, max_chars: int) -> tuple[list[ImportedMessa
     return ordered, sum(1 for m in parsed if m is None)
 
 
+def private_channel_ids(messages: Collection[ImportedMessage], named: Collection[str]) -> tuple[set[str], list[str]]:
+    """The channel ids ``named`` means in ``messages``, and the names none of them is in. A channel is named by
+    its id or by its name in the file (``#`` optional, any case: a DiscordChatExporter export names its
+    channel), as ``forget`` and ``places`` name one; a name two channels share names both."""
+    ids: set[str] = set()
+    unknown = []
+    for name in named:
+        matches = {m.channel_id for m in messages if m.channel_id == name} or {
+            m.channel_id for m in messages
+            if m.channel_name and m.channel_name.casefold() == name.removeprefix("#").casefold()}
+        ids |= matches
+        if not matches:
+            unknown.append(name)
+    return ids, unknown
+
+
+def channels_listed(messages: Collection[ImportedMessage]) -> str:
+    """The file's channels as a person can name them (the id, and the name where the file gives one)."""
+    named = {m.channel_id: m.channel_name for m in messages}
+    return ", ".join(f"{c} (#{n})" if n and n != c else c for c, n in sorted(named.items())[:10])
+
+
 class Importer:
     """Writes an imported history into the message log, then hands each new message to the absorber, which
     gives it to every memory layer as it does a live message. ``episodes`` is read only, for the report."""
@@ -376,16 +398,16 @@ class Importer:
         so is everything the layers derive from them.
         """
         require_scope(scope)
-        private = frozenset(private_channels)
-        for channel in private:
+        for channel in private_channels:
             if problem := id_problem(channel, "a private channel"):
                 raise InvalidInput(problem)
         messages, empty = parse_import_file(path, max_chars=self._max_chars)
-        if unknown := private - {m.channel_id for m in messages}:
+        resolved, unknown = private_channel_ids(messages, private_channels)
+        if unknown:
             # A misspelt private channel would otherwise leave the real one public.
-            known = ", ".join(sorted({m.channel_id for m in messages})[:10])
             raise InvalidInput(f"private channel {', '.join(sorted(unknown))}: no message of {path} is in it "
-                               f"(its channels: {known}); nothing imported")
+                               f"(its channels: {channels_listed(messages)}); nothing imported")
+        private = frozenset(resolved)
         channels = sorted({m.channel_id for m in messages})
         stored_as = await self._conversations.restricted_channels(scope, SOURCE, channels)
         if public := sorted(c for c in private if stored_as.get(c) is False):
@@ -434,11 +456,14 @@ class Importer:
         resumed = await self._absorb(scope, stored, [(bare[i], float(novelty[i])) for i in fresh], absorb_progress)
         if len(stored) >= ANALYZE_AFTER:
             await self._analyze()
-        written = await self._episodes.count_of(scope, [s.id for s in stored]) if stored else 0
+        # The episodes this run wrote: of its new messages, and of those an interrupted import left, which it
+        # absorbed too (counting only the new ones said "wrote 0 episode(s)" after a resumed import wrote many).
+        absorbed_now = [s.id for s in stored] + resumed
+        written = await self._episodes.count_of(scope, absorbed_now) if absorbed_now else 0
         return ImportReport(
             read=len(messages) + forgotten + opted_out_count, imported=len(stored),
             already_present=len(messages) - len(stored), skipped_empty=empty, episodes=written,
-            skipped_forgotten=forgotten, skipped_opted_out=opted_out_count, resumed=resumed,
+            skipped_forgotten=forgotten, skipped_opted_out=opted_out_count, resumed=len(resumed),
         )
 
     async def _not_forgotten(self, scope: str, messages: list[ImportedMessage]) -> tuple[list[ImportedMessage], int]:
@@ -474,16 +499,16 @@ class Importer:
         return vectors
 
     async def _absorb(self, scope: str, stored: list[StoredMessage], known_vectors: list[tuple[np.ndarray, float]],
-                      progress: Callable[[int, int], None] | None) -> int:
+                      progress: Callable[[int, int], None] | None) -> list[int]:
         """Absorb every imported person message of ``scope`` not absorbed yet, oldest first: this import's
         (``stored``, with their vectors and batch novelty at hand) and those an interrupted import left, which a
         re-run finds "already present" and would otherwise leave to the next start of ``chat`` or ``run`` (their
-        novelty is measured among the others of their chunk). How many of the latter. The absorber's own path
+        novelty is measured among the others of their chunk). The ids of the latter. The absorber's own path
         (the one start-up's backlog takes): absorbed_at marks each."""
         known = {s.id: AbsorbHints(text=s.content, vector=v, batch_novelty=n)
                  for s, (v, n) in zip(stored, known_vectors) if not s.is_bot}
         pending = await self._conversations.unabsorbed_in(scope, SOURCE)
-        resumed = 0
+        resumed: list[int] = []
         for start in range(0, len(pending), _ABSORB_CHUNK):
             chunk = pending[start:start + _ABSORB_CHUNK]
             hints = {i: known[i] for i in chunk if i in known}
@@ -495,10 +520,12 @@ class Importer:
                       for i, t, v, n in zip(earlier, texts, vectors, novelty)}
             await self._absorber.prepare([h.text for h in hints.values() if h.text])  # one spaCy batch per layer
             for done, message_id in enumerate(chunk, start=start + 1):
-                if message_id in hints and await self._absorber.absorb(message_id, hints[message_id]):
-                    resumed += message_id not in known
+                if (message_id in hints and await self._absorber.absorb(message_id, hints[message_id])
+                        and message_id not in known):
+                    resumed.append(message_id)
                 if progress and (done % 50 == 0 or done == len(pending)):
                     progress(done, len(pending))
         if resumed:
-            log.info("import into %s absorbed %d message(s) an interrupted import left unabsorbed", scope, resumed)
+            log.info("import into %s absorbed %d message(s) an interrupted import left unabsorbed", scope,
+                     len(resumed))
         return resumed

@@ -98,3 +98,29 @@ def test_run_does_not_warn_that_voice_is_unsupported(caplog: pytest.LogCaptureFi
         log.warning("PyNaCl is not installed, voice will NOT be supported")
         log.warning("Shard ID %s heartbeat blocked for more than %s seconds.", None, 10)
     assert [r.getMessage() for r in caplog.records] == ["Shard ID None heartbeat blocked for more than 10 seconds."]
+
+
+async def test_recall_from_a_channel_named_as_places_names_it_sees_that_channels_memories(
+        app, db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A new user's probe: after importing a DiscordChatExporter export of #mods (id 555) as private,
+    `hippobot recall ... --channel '#mods'` took '#mods' for an id nobody used and showed nothing of it, as if
+    asked in public, while `places --channel '#mods'` found the channel; an unknown name is now refused."""
+    import json
+
+    from bot import cli
+    from tests.conftest import make_settings
+
+    export = tmp_path / "mods.json"
+    export.write_text(json.dumps({"guild": {"id": "900", "name": "G"}, "channel": {"id": "555", "name": "mods"},
+                                  "messages": [{"id": "7001", "type": "Default", "timestamp": "2026-11-21T09:00:00Z",
+                                                "content": "The moderator rota: Kim covers Tuesdays",
+                                                "author": {"id": "42", "name": "kim", "isBot": False}}]}))
+    await app.importer.run(export, "g1", private_channels=["555"])
+    capsys.readouterr()
+    settings = make_settings(db_url, tmp_path)
+    asked = argparse.Namespace(text="who covers tuesdays?", queries=None, k=None, scope="g1", channel="#mods",
+                               user="you", json=True, now=None)
+    assert await cli._recall(settings, asked) == 0
+    assert "Kim covers Tuesdays" in capsys.readouterr().out
+    assert await cli._recall(settings, argparse.Namespace(**{**vars(asked), "channel": "#nowhere"})) == 2
+    assert "--channel #nowhere: no channel of that id or name" in capsys.readouterr().err

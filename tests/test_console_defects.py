@@ -133,3 +133,14 @@ async def test_a_line_typed_in_an_imported_restricted_channel_stays_in_that_chan
     # a channel of the console's own stays public, as before
     mine = await console_identity(app.conversations, ConsoleIdentity(user="ana", channel="lounge", scope="g1"))
     assert mine.channel_id == "console:lounge" and mine.visible_in is None
+
+
+async def test_the_persona_command_the_readme_lists_shows_the_persona(app: App) -> None:
+    """A new user's probe: the README lists /persona among the chat's commands, and the chat answered
+    "unknown command /persona"."""
+    out = io.StringIO()
+    console = Console(app.brain, ConsoleIdentity("ana", "console", "local"), io.StringIO("/persona\n/quit\n"), out,
+                      io.StringIO(), interactive=False)
+    assert await console.run() == 0
+    assert "unknown command" not in out.getvalue()
+    assert "Persona of local" in out.getvalue() and "Snapshot: " in out.getvalue()

@@ -233,7 +233,7 @@ def test_ask_reads_every_field(tmp_path: Path) -> None:
     assert (line.text, line.scope, line.user, line.channel, line.now.year) == ("where?", "g9", "bo", "gen", 2026)
 
 
-@pytest.mark.parametrize("line", ["/persona show", "/persona", "/recal my dog", "/Quit now"])
+@pytest.mark.parametrize("line", ["/forget me", "/whatdoyouknow", "/recal my dog", "/Quit now"])
 async def test_an_unknown_console_command_is_refused_with_the_list_not_sent_as_chat(
         app: App, llm: ScriptedLLM, line: str) -> None:
     """Issue 32.6: an unknown /word with arguments went to the model as a message."""
@@ -247,7 +247,8 @@ async def test_an_unknown_console_command_is_refused_with_the_list_not_sent_as_c
 
 @pytest.mark.parametrize(("line", "usage"), [("/adapter nonsense", "/adapter rollback stop using"),
                                             ("/dream now", "/dream            run a dream cycle"),
-                                            ("/quit now", "/quit             leave")])
+                                            ("/quit now", "/quit             leave"),
+                                            ("/persona show", "/persona          the bot's persona")])
 async def test_a_known_console_command_with_wrong_words_gets_its_usage(app: App, llm: ScriptedLLM, line: str,
                                                                        usage: str) -> None:
     # "/adapter nonsense" said "unknown command /adapter; the commands are ..., /adapter, ...".

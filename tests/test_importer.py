@@ -213,6 +213,25 @@ async def test_ask_in_an_imported_private_channel_recalls_what_that_channel_may_
     assert "4-8-15" not in await asked("stafff"), "a name the scope does not hold is the console's own channel"
 
 
+async def test_a_line_of_ask_conversation_said_in_an_imported_private_channel_stays_in_that_channel(
+        app: App, llm: ScriptedLLM, tmp_path: Path) -> None:
+    """A new user's probe: `hippobot ask --conversation` with a line {"channel": "staff", ...}, staff imported as
+    private, stored the line for the whole scope, and a question in #general recalled it."""
+    from bot import ask_cli
+
+    rows = [{"id": "s1", "channel": "staff", "author": "ana", "timestamp": "2026-10-01T10:00:00Z",
+             "text": "staff meeting moved to Friday"}]
+    await app.importer.run(write_jsonl(tmp_path / "h.jsonl", rows), "g1", private_channels=["staff"])
+    llm.reply = "Noted."
+    said = ask_cli.AskLine("the vault combination is 4-8-15-16", "g1", "dana", "staff", None)
+    await ask_cli.answer(app, said, conversation=True)
+    await app.brain.drain()
+    assert await app.db.pool.fetchval(
+        "SELECT visible_in FROM messages WHERE content LIKE '%4-8-15-16%'") == "staff"
+    public = await app.brain.context("what is the vault combination?", "g1", k=5, channel_id="general")
+    assert all("4-8-15-16" not in i.text for i in public.items())
+
+
 async def test_what_the_import_gate_declines_stays_out_of_the_episodes_but_is_found_by_its_words(
         app: App, tmp_path: Path) -> None:
     from memory.episodic import WriteGate
@@ -310,6 +329,28 @@ async def test_a_re_run_after_a_crash_mid_import_absorbs_what_the_crash_left(
     assert (report.imported, report.already_present, report.resumed) == (0, 2, 1)
     assert "absorbed 1 message(s) an earlier, interrupted import left unabsorbed" in str(report)
     assert await app.conversations.count_unabsorbed() == 0
+
+
+async def test_a_re_run_after_a_crash_counts_the_episodes_it_wrote_for_what_the_crash_left(
+        app: App, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found by the new-user probe (kill -9 mid-import, then the same import again): the re-run absorbed 451
+    messages and wrote their episodes, yet reported "wrote 0 episode(s)", counting only messages new to it."""
+    admit_everything(app)
+    path = write_jsonl(tmp_path / "h.jsonl", LINES)
+    absorber = app.importer._absorber
+    assert absorber is not None
+
+    async def crash_at_once(message_id: int, hints: object = None) -> bool:
+        raise Killed  # the process dies before ana's message is absorbed
+
+    monkeypatch.setattr(absorber, "absorb", crash_at_once)
+    with pytest.raises(Killed):
+        await app.importer.run(path, "g1")
+    monkeypatch.undo()
+
+    report = await app.importer.run(path, "g1")
+    assert await app.db.pool.fetchval("SELECT count(*) FROM episodes WHERE scope = 'g1'") == 1
+    assert (report.imported, report.resumed, report.episodes) == (0, 2, 1)
 
 
 async def test_an_import_leaves_a_live_turns_pending_absorption_to_the_live_turn(app: App, tmp_path: Path) -> None:
@@ -423,3 +464,17 @@ async def test_an_imported_bot_message_stays_in_the_log_and_never_becomes_an_epi
     assert (report.imported, report.episodes) == (2, 1)
     assert await app.db.pool.fetchval("SELECT count(*) FROM episodes WHERE content LIKE '%custard%'") == 0
     assert await app.db.pool.fetchval("SELECT count(*) FROM messages WHERE content LIKE '%custard%'") == 1
+
+
+async def test_a_private_channel_is_named_by_its_name_in_an_export_as_well_as_by_its_id(
+        app: App, tmp_path: Path) -> None:
+    """A new user's probe: `import mods.json --private-channel mods` (a DiscordChatExporter export of #mods, id
+    555) was refused as "no message is in it (its channels: 555)", though forget and places take #mods."""
+    export = tmp_path / "mods.json"
+    export.write_text(json.dumps({"guild": {"id": "900", "name": "G"}, "channel": {"id": "555", "name": "mods"},
+                                  "messages": [{"id": "7001", "type": "Default", "timestamp": "2026-11-21T09:00:00Z",
+                                                "content": "The moderator rota: Kim covers Tuesdays",
+                                                "author": {"id": "42", "name": "kim", "isBot": False}}]}))
+    report = await app.importer.run(export, "g1", private_channels=["#MODS"])
+    assert report.imported == 1
+    assert await app.db.pool.fetchval("SELECT visible_in FROM messages WHERE external_id = '7001'") == "555"

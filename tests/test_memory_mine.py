@@ -199,3 +199,15 @@ async def test_the_command_lines_count_of_messages_says_how_many_it_lists(talked
     head, *lines = out.getvalue().splitlines()
     listed = sum(1 for line in lines if " message" in line.split(":", 1)[0])
     assert f"3 message(s) ({listed} listed; the others are in their episodes)" in head and listed < 3
+
+
+async def test_the_command_line_names_the_asking_channel_by_its_name_as_places_does(talked: App) -> None:
+    """A new user's probe: `mine --channel '#mods'` (and `persona --channel '#mods'`) took the name for an id
+    nobody used, so what others said about the person there was left out without a word; `places` and now
+    `recall` read '#mods' as the channel the history calls mods."""
+    await about_ana_by_ben(talked, "staff", restricted=True)
+    await talked.db.pool.execute("UPDATE messages SET channel_name = 'staff-room' WHERE channel_id = 'staff'")
+    out = io.StringIO()
+    asked = argparse.Namespace(person="ana", scope=GUILD, channel="#staff-room", json=False)
+    assert await mine_cli.run(talked.settings, asked, talked, out) == 0
+    assert "secret-staff" in out.getvalue()

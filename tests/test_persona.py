@@ -609,3 +609,18 @@ async def test_the_stance_model_reads_arguments_with_no_figure_and_only_for_evid
     missing = EvidenceScorer(embedder, stance=StanceModel(Path("/nonexistent/stance")))
     fallback = await missing.score(strong_text, (await embedder.embed_many([strong_text]))[0])
     assert ("tidal power", 1) in fallback.topics and "probe" in fallback.features["direction"]["tidal power"]
+
+
+@pytest.mark.parametrize("limit", ["0", "-3", "ten"])
+def test_persona_history_refuses_a_limit_that_is_not_a_count_of_versions(
+        limit: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """A new user's probe: `hippobot persona --history --limit 0` (or -3) showed one version without a word."""
+    import argparse
+
+    from bot.persona_cli import add_parser
+
+    parser = argparse.ArgumentParser(prog="hippobot")
+    add_parser(parser.add_subparsers(dest="command"))
+    with pytest.raises(SystemExit) as exited:
+        parser.parse_args(["persona", "--history", "--limit", limit])
+    assert exited.value.code == 2 and "argument --limit" in capsys.readouterr().err
