@@ -75,7 +75,7 @@ def _line(raw: str, settings: Settings) -> AskLine:
     from memory.fields import check_time
     from memory.fields import MAX_ID_CHARS, id_problem
 
-    text, scope = _query_line(raw, settings.console_scope, settings.max_message_chars)
+    text, scope = _query_line(raw, settings.console_scope, settings.max_message_chars, "the message")
     obj = json.loads(raw)
     room = MAX_ID_CHARS - len("console:")
     fields: dict[str, str | None] = {}

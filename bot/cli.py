@@ -450,13 +450,13 @@ async def _ask(settings: Settings, args: argparse.Namespace) -> int:
     return await ask_cli.run(settings, args, lines)
 
 
-def _query_text(text: str, max_chars: int) -> str:
+def _query_text(text: str, max_chars: int, what: str = "the text to recall") -> str:
     """A recall text as it can be searched and printed back (NUL dropped, a lone surrogate replaced)."""
     from memory.errors import InvalidInput
     from memory.fields import check_text
 
     try:
-        return check_text(text, "the text to recall", max_chars)
+        return check_text(text, what, max_chars)
     except InvalidInput as exc:
         raise ValueError(str(exc)) from None
 
@@ -479,8 +479,9 @@ def _read_queries(path: Path, default_scope: str, max_chars: int) -> list[tuple[
     return queries
 
 
-def _query_line(line: str, default_scope: str, max_chars: int) -> tuple[str, str]:
-    """(text, scope) of one line of a --queries file; ValueError saying what is wrong with it."""
+def _query_line(line: str, default_scope: str, max_chars: int, what: str = "the text to recall") -> tuple[str, str]:
+    """(text, scope) of one line of a --queries file (``what``: what its text is, for an error); ValueError
+    saying what is wrong with it."""
     from memory.fields import id_problem
 
     try:
@@ -493,7 +494,7 @@ def _query_line(line: str, default_scope: str, max_chars: int) -> tuple[str, str
         raise ValueError("a number in it is too long") from None
     if not isinstance(obj, dict) or not isinstance(obj.get("text"), str):
         raise ValueError("expected an object with a non-empty \"text\"")
-    text = _query_text(obj["text"], max_chars)
+    text = _query_text(obj["text"], max_chars, what)
     scope = obj.get("scope", default_scope)
     if not isinstance(scope, str) or not scope.strip():
         raise ValueError("\"scope\" must be a non-empty string")

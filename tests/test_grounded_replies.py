@@ -223,6 +223,7 @@ def test_ask_names_every_bad_line_before_loading_anything(tmp_path: Path) -> Non
     for n in (2, 3, 4, 5):
         assert f"line {n}:" in message
     assert "line 1:" not in message
+    assert "line 2: the message is empty" in message and "recall" not in message  # ask's words, not recall's
 
 
 def test_ask_reads_every_field(tmp_path: Path) -> None:
