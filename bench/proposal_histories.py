@@ -1205,14 +1205,14 @@ TABLETOP = History(
 # Troubleshooting a batch and choosing kit share the brewer's words (fermenter, airlock, keg, hydrometer, the styles),
 # but one asks what went wrong with a beer and the other what to buy or how to set it up.
 
-_STYLES = ("stout", "NEIPA", "pale ale", "saison", "pilsner", "porter", "hefeweizen", "brown ale", "kölsch",
+_BEER_STYLES = ("stout", "NEIPA", "pale ale", "saison", "pilsner", "porter", "hefeweizen", "brown ale", "kölsch",
            "best bitter", "west coast IPA", "dunkel")
 _YEASTS = ("US-05", "S-04", "Nottingham", "a kveik strain", "WLP001", "34/70", "Verdant", "Belle Saison")
 _OFF = ("buttery", "like green apples", "like nail varnish", "like wet cardboard", "sulphury", "medicinal",
         "a bit vinegary", "like sweetcorn", "like a plaster")
 _KIT = ("fermenter", "bucket", "airlock", "bottling wand", "corny keg", "hydrometer", "mash tun", "chiller", "kettle",
         "heat belt", "siphon")
-_BREW_SLOTS = {"style": _STYLES, "yeast": _YEASTS, "off": _OFF, "kit": _KIT,
+_BREW_SLOTS = {"style": _BEER_STYLES, "yeast": _YEASTS, "off": _OFF, "kit": _KIT,
                "og": ("1.048", "1.052", "1.060", "1.066", "1.072", "1.080"),
                "fg": ("1.030", "1.026", "1.022", "1.020", "1.018"), "temp": ("12", "16", "18", "21", "24", "28"),
                "days": ("3", "4", "5", "7", "10", "14"), "mash": ("60", "62", "63", "64"),
@@ -1290,7 +1290,7 @@ BREW_TALK = (  # brew days and bragging: chatter, not requests
     "grain order from the club bulk buy arrived, 25kg of maris otter in the hallway",
     "tasting notes on the {style}: toffee, a bit of roast, dangerously drinkable", "hops in the freezer: 14 bags, send help",
 )
-_BREW_TALK_SLOTS = {"style": _STYLES}
+_BREW_TALK_SLOTS = {"style": _BEER_STYLES}
 DEBUGGING_B = (  # served by debugging: the members who code their own brewing gadgets and sums
     "my raspberry pi temp logger throws 'OSError: [Errno 121] Remote I/O error' whenever it reads the sensor",
     "python script for the fermentation fridge dies with KeyError: 'temp' after a few hours, traceback below",
