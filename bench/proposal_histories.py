@@ -26,6 +26,10 @@ rules or their outputs; they pair their two needs the same way (shared camera wo
 ``brewing`` (a home-brewing club: troubleshooting a batch and equipment advice) are held out, written blind on
 2026-11-27 (round 5) by a writer who never saw the proposal rules or their outputs; they pair their two needs the
 same way (the same campaigns, sessions and characters; the same fermenters, kegs and beer styles).
+``apiary`` (a beekeeping association: hive-inspection help and equipment buying) and ``joggers`` (a running
+club: training-plan questions and injury advice) are held out, written blind on 2026-11-27 (round 6) by a writer
+who never saw the proposal rules or their outputs; they pair their two needs the same way (the same brood boxes,
+supers, frames and queens; the same long runs, races and miles).
 
 Every message carries a label (``need:route_planning``, ``served:debugging``, ``hobby``,
 ``restricted:...``, ``chatter``, ``greeting``, ``thanks``) kept beside the import file, never in it:
@@ -45,7 +49,7 @@ from pathlib import Path
 DEV = ("cycling", "study")
 SPENT = ("raids",)  # held out once, then run for the report after rules were changed: no longer held out
 HELD_OUT = ("garden", "language", "kitchen", "indiedev", "photo", "homeowners", "tabletop",
-            "brewing")  # the last six: written blind
+            "brewing", "apiary", "joggers")  # the last eight: written blind
 
 
 @dataclass(frozen=True)
@@ -1353,8 +1357,240 @@ BREWING = History(
 )
 
 
+# --- beekeeping association server (held out, written blind on 2026-11-27, round 6) ---------------------------
+
+_HIVE_PARTS_A = ("brood box", "super", "nuc box", "hive roof", "national hive", "top bar hive")
+_SEEN_A = ("three queen cells along the bottom bars", "eggs but no sign of the queen", "a patchy brood pattern",
+           "drone brood in worker cells", "loads of capped honey and hardly any brood", "a few play cups",
+           "bees with crumpled wings", "chalky white larvae", "supersedure cells halfway up a frame",
+           "the colony bearding on the front", "no eggs at all", "pollen packed into the brood frames")
+_FRAMES_A = ("3", "4", "5", "6", "7", "9")
+_DAYS_A = ("5", "7", "9", "10", "12", "14")
+_TEMPERS_A = ("grumpy", "runny", "really defensive", "calm as anything", "loud and agitated", "tetchy",
+              "stingy")
+INSPECTION_A = (  # making sense of what was seen in a hive and what to do next
+    "opened hive {hive} today and found {seen}. what does that mean and what do I do",
+    "{seen} on the frame I pulled this afternoon, do I need to act today or can it wait a week",
+    "second inspection in a row with {seen}, should I be worried",
+    "so in hive {hive}: {seen}, {frames} frames of bees, fairly {temper}. swarm prep or am I reading it wrong",
+    "is {seen} normal this time of year or is the colony in trouble",
+    "first year keeper here, found {seen} today and panicked and closed it up. next step?",
+    "last look was {days} days ago and now there's {seen}. queenless?",
+    "how many frames of brood should a colony have in {month}? mine has {frames}, plus {seen}",
+    "went through the {part} frame by frame, {seen}. is that a problem",
+    "top {part} is rammed and the one below has {seen}, what does that tell you",
+    "the bees in hive {hive} have gone {temper} since the last inspection, anything I should look for",
+    "mite drop after {days} days on the board was about {mites}, treat now or wait for the harvest",
+    "did a sugar roll, {mites} mites from half a cup. is that bad",
+    "how do you actually spot the queen? looked through all {frames} frames twice and gave up",
+    "saw {seen}, mentor's away, do I knock them down or leave them",
+    "what am I looking at: {seen}. photo didn't come out",
+    "colony looks {temper} and there's {seen}. any idea what's going on in there",
+    "every time I open them up there's less stores, should I feed in {month}",
+    "found wax moth trails on two frames. cut them out or swap the frames",
+)
+_HIVE_SLOTS_A = {"hive": ("1", "2", "3", "4", "A", "B"), "seen": _SEEN_A, "part": ("brood box", "super", "nuc box"),
+                 "frames": _FRAMES_A, "days": _DAYS_A, "temper": _TEMPERS_A,
+                 "month": ("May", "June", "July", "August", "September"),
+                 "mites": ("6", "10", "15", "25", "40", "a few dozen")}
+_KIT_A = ("bee suit", "smoker", "hive tool", "honey extractor", "swarm trap", "feeder", "queen excluder",
+          "varroa board", "poly nuc", "full jacket", "pair of gloves", "settling tank", "frame rest")
+_MAKERS_A = ("Thornes", "Maisemore", "Abelo", "Paynes", "BB Wear", "Sherriff", "the co-op seller",
+             "the guy on eBay")
+_BUDGETS_A = ("£40", "£60", "£100", "£150", "£250", "£400")
+EQUIPMENT_A = (  # what to buy, which one and where
+    "which {kit} should I buy? looking at {maker} but not sure",
+    "is a {budget} {kit} worth it or is the cheap one fine to start with",
+    "need a second {part} before the flow starts, cedar or poly?",
+    "anyone bought a {kit} from {maker}? any good",
+    "second hand {kit} ok to use or is there a disease risk",
+    "{maker} or the cheaper stuff for a {kit}, what would you lot go for",
+    "budget of about {budget} for a first {kit}. recommendations?",
+    "where do people get a {part} round here without paying a fortune in postage",
+    "national or langstroth for the next {part}? everything I have so far is national",
+    "my {kit} fell apart after one season lol. what should I replace it with",
+    "thinking of getting a {kit} to share with the allotment bees, which size",
+    "manual or electric {kit}, is electric worth the money for 3 hives",
+    "is it worth buying a flat-pack {part} and assembling it or just get a made-up one",
+    "{maker} have a sale on, what's actually worth stocking up on",
+    "gloves: leather or nitrile? keep getting stung through the cheap ones",
+    "does anyone sell just the frames and foundation for a {part} or do I have to buy a kit",
+    "looking to buy a {part} and frames for a swarm I'm hoping to catch, what's the minimum I need",
+)
+_KIT_SLOTS_A = {"kit": _KIT_A, "maker": _MAKERS_A, "budget": _BUDGETS_A, "part": _HIVE_PARTS_A}
+HONEY_TALK_A = (  # showing off and bee stories: chatter, not requests
+    "first jar of the year off the {part}, tastes of lime trees", "pulled two full supers today, sticky everywhere",
+    "the bees were all over the lavender this morning", "got stung on the eyelid, looking very glamorous",
+    "my {part} is so heavy I can barely lift it, good problem to have",
+    "honey show entries are in!!", "kids named all the queens this year lol",
+    "watched them bringing in bright orange pollen for ages", "bottled 30 jars this weekend, kitchen is a crime scene",
+    "swarm hanging off the neighbour's apple tree, neighbour less happy than me",
+)
+RECALL_A = (  # served by memory_recall
+    "what did I tell you last time about the queen in hive 2?", "remind me what I said about my mite count?",
+    "what was the name of the supplier I mentioned?", "didn't I tell you when I last fed them?",
+    "what did I say about the swarm I caught?", "you remember what I said my hive setup was?",
+    "what did we talk about the other week re: my mentor?", "did I mention when I requeened?",
+    "what did I say my apiary site was like?", "what was my plan for the autumn, did I tell you?",
+)
+HOBBY_A = (  # one person's running chatter: learning the cello
+    "cello lesson went better this week, managed the whole scale", "rosin everywhere again",
+    "my teacher says my bow hold is 'improving' which is a polite word for bad",
+    "practised for an hour and the neighbours didn't complain", "bought a cheap spare set of strings",
+    "playing the swan in the recital next month, terrified", "third position is my nemesis",
+    "got the vibrato to sort of happen today!!", "tuning pegs slipped AGAIN", "recital went ok, only fluffed one bit",
+)
+COMMITTEE_A = (  # restricted: the association committee's recurring business
+    "swarm rota for {month}: still need someone for the {area} side", "insurance renewal for {n} members is due",
+    "{who} wants to join mid-season, do we prorate the fee", "bulk fondant order: {n} blocks so far, who's collecting",
+    "the apiary site lease is up, who talks to the landowner", "{who} sold nucs to non-members using our name, thoughts",
+    "honey show judges for {month}, any volunteers from the committee", "treasurer report is in the drive",
+    "someone reported foulbrood rumours from the {area} side, do we contact the bee inspector",
+)
+COMMITTEE_SLOTS_A = {"month": ("June", "July", "August"), "n": ("12", "18", "24", "40", "60"),
+                     "area": ("north", "south", "town", "village", "river"),
+                     "who": ("a new member", "the chap from the market", "one of the beginners", "a lapsed member")}
+
+APIARY = History(
+    name="apiary", scope="910000000000000012", start=datetime(2026, 5, 4, 6, 40, tzinfo=UTC), days=74,
+    channels=("general", "hive-help", "kit-and-swaps", "honey-and-photos", "natter", "committee"),
+    restricted="committee",
+    people={
+        "12001": ("Hilary", "hilary_bees"), "12002": ("Osric", "osric.p"), "12003": ("Maud", "maudlin_m"),
+        "12004": ("Tavish", "tavkeeps"), "12005": ("Ffion", "ffion_ap"), "12006": ("Bartosz", "bartek_w"),
+        "12007": ("Lorna", "lorna.h"), "12008": ("Cyril", "cyril_z"), "12009": ("Noor", "noor_f"),
+        "12010": ("Kojo", "kojo_b"), "12011": ("Thea", "thea_m"),
+    },
+    kinds=(
+        *_chatter(("general", "natter", "honey-and-photos")),
+        Kind("chatter", HONEY_TALK_A, 1.1, ("honey-and-photos", "honey-and-photos", "general", "hive-help"),
+             slots={"part": ("supers", "hive by the hedge", "allotment hives", "top bar hive", "swarm I caught")}, dressed=False),
+        Kind("need:hive_inspection", INSPECTION_A, 0.9, ("hive-help", "hive-help", "general", "kit-and-swaps"),
+             slots=_HIVE_SLOTS_A),
+        Kind("need:equipment_buying", EQUIPMENT_A, 0.8, ("kit-and-swaps", "kit-and-swaps", "hive-help", "general"),
+             slots=_KIT_SLOTS_A),
+        Kind("served:memory_recall", RECALL_A, 0.5, ("general", "hive-help")),
+        Kind("hobby", HOBBY_A, 0.8, ("natter", "general"), people=("12007",), dressed=False),
+        Kind("restricted:committee", COMMITTEE_A, 0.8, ("committee",), people=("12001", "12004", "12010"),
+             slots=COMMITTEE_SLOTS_A),
+    ),
+)
+
+# --- running club server (held out, written blind on 2026-11-27, round 6) -------------------------------------
+
+_RACES_J = ("half marathon", "10k", "marathon", "5k", "trail half", "20 miler", "ultra")
+_WEEKS_J = ("6", "8", "10", "12", "14", "16", "18")
+_MILES_J = ("15", "20", "25", "30", "35", "40", "50")
+_RUNS_J = ("long run", "tempo run", "intervals", "hill reps", "easy runs", "parkrun", "recovery run")
+_PACES_J = ("8:30", "9:00", "9:45", "10:15", "7:50", "11:00")
+PLAN_J = (  # how to build and follow a training plan
+    "{race} in {weeks} weeks and I'm on about {miles} miles a week, what should the plan look like",
+    "how long should my {run} be {weeks} weeks out from a {race}",
+    "is it daft to do {run} two days in a row or should there be an easy day between",
+    "doing {miles} miles a week, how much of that should be {run}",
+    "first {race}, which plan do people actually follow? the free ones all look different",
+    "when do I start the taper for a {race}? 2 weeks or 3",
+    "easy pace supposed to be {pace} a mile for me, feels stupidly slow, is that right",
+    "missed a whole week of the plan with work, pick up where I left off or repeat the week",
+    "how do you fit {run} in when you can only run 3 days a week",
+    "can I swap the sunday {run} for a cycle and still be ready for the {race}",
+    "going from {miles} to {miles2} miles a week, how quickly is safe to build",
+    "should I run the {race} route beforehand or does it not matter",
+    "what paces for {run} if my 5k is about 26 min",
+    "plan says tempo at threshold pace, what does threshold actually mean in real life",
+    "got a {race} and a {race2} a month apart, how do I plan around both",
+    "how many weeks should a base phase be before starting a {race} block",
+    "back-to-back long runs at the weekend, good idea for a {race} or overkill",
+)
+_PLAN_SLOTS_J = {"race": _RACES_J, "race2": _RACES_J, "weeks": _WEEKS_J, "miles": _MILES_J, "miles2": _MILES_J,
+                 "run": _RUNS_J, "pace": _PACES_J}
+_BODY_J = ("left knee", "right shin", "achilles", "outside of my knee", "arch of my foot", "hip flexor",
+           "calf", "heel", "lower back", "hamstring", "IT band")
+_FEEL_J = ("a sharp pain", "a dull ache", "tightness", "a clicking feeling", "swelling", "a burning feeling",
+           "a niggle")
+INJURY_J = (  # what a pain is, whether to run on it, coming back after injury
+    "{feel} in my {body} after the {run}, rest or run through it",
+    "got {feel} in the {body} about {mins} minutes into every run now. any ideas what it is",
+    "is {feel} down the front of both shins just shin splints or something worse",
+    "physio says {diag}, how long before I can run again",
+    "coming back after {weeks} weeks off with {diag}, how do I start without wrecking it again",
+    "{body} has been sore for a week, ice or heat?",
+    "should I see a physio for {feel} in my {body} or give it a few days",
+    "ran the {run} on a sore {body} and now it's worse. idiot. what now",
+    "foam rolling the {body} helps for a day then {feel} comes back",
+    "does anyone else get {feel} in the {body} on downhills only",
+    "new shoes and suddenly {feel} in my {body}. coincidence?",
+    "how do you know if {feel} is just muscles adapting or an actual injury",
+    "woke up with {feel} in my {body} the day after the {run}, can't put weight on it properly",
+    "strength exercises for a dodgy {body}? physio's waiting list is months",
+    "is it safe to race with {diag} if it only hurts after",
+    "is cross training ok with {diag} or does the bike make it worse",
+)
+_INJURY_SLOTS_J = {"body": _BODY_J, "feel": _FEEL_J, "run": _RUNS_J, "weeks": ("2", "3", "4", "6", "8", "10"),
+                   "mins": ("10", "15", "20", "25"),
+                   "diag": ("plantar fasciitis", "runner's knee", "achilles tendinopathy", "a calf strain",
+                            "ITB syndrome", "a stress reaction", "a pulled hamstring")}
+RACE_TALK_J = (  # race reports and showing off: chatter, not requests
+    "new PB at parkrun this morning!!!", "{race} done, legs are destroyed", "the hills on that course were rude",
+    "saw a deer on the canal path at 6am", "club vests arrived, looking sharp",
+    "signed up for the {race} in a moment of weakness", "rained the whole {race}, still smiling",
+    "medal is massive lol", "who else is marshalling on saturday", "that headwind on the way back was brutal",
+    "got my {race} time under two hours!!", "track session tonight was grim but done",
+)
+DEBUG_J = (  # served by technical_debugging
+    "my python script for the club results throws KeyError: 'elapsed_time' on some runs",
+    "the signup form on the club site gives a 500 error when you pick the 10k",
+    "VLOOKUP on the league table sheet returns #N/A for half the names, same spelling",
+    "trying to parse a GPX export and the timestamps come out as None, code below",
+    "the strava api call returns 401 even though I just refreshed the token",
+    "wrote a bit of JS for the pace calculator and it says NaN for anything over an hour",
+    "the results page's CSV import puts everyone's time in the wrong column",
+    "my fit file parser crashes with 'struct.error: unpack requires a buffer of 4 bytes'",
+)
+HOBBY_J = (  # one person's running chatter: restoring an old sailing dinghy
+    "sanded half the dinghy hull this weekend, arms like jelly", "found a crack in the centreboard case",
+    "varnish needs three more coats apparently", "new sail arrived for the boat!!",
+    "took the dinghy out on the reservoir, only capsized once", "the trailer tyre is flat again",
+    "mast step is rotten, another thing to fix", "club regatta on the lake in two weeks, will she float",
+    "bought a tin of antifouling that cost more than the boat", "named her Marmalade",
+)
+COMMITTEE_J = (  # restricted: the club committee's recurring business
+    "marshal rota for the {race} still has {n} gaps", "affiliation fees due, {n} members haven't paid",
+    "{who} wants a refund on the kit order, do we allow it", "need two more run leaders for the tuesday group",
+    "complaint from {who} about the pace of the beginners group, how do we handle it",
+    "do we put the club champs date out before the AGM", "minibus for the {race}: who's driving",
+    "{who} posted a race entry for resale in general, against the rules?", "treasurer: the bank account change is done",
+)
+COMMITTEE_SLOTS_J = {"race": ("relay", "cross country", "half marathon", "club 10k"), "n": ("3", "6", "9", "14", "22"),
+                     "who": ("a new member", "one of the veterans", "a guest runner", "the couch to 5k lot")}
+
+JOGGERS = History(
+    name="joggers", scope="910000000000000013", start=datetime(2026, 9, 14, 6, 10, tzinfo=UTC), days=70,
+    channels=("general", "training", "niggles", "race-reports", "off-topic", "committee"), restricted="committee",
+    people={
+        "13001": ("Wren", "wren_runs"), "13002": ("Obi", "obi_k"), "13003": ("Siobhan", "shiv.d"),
+        "13004": ("Lars", "lars_l"), "13005": ("Anouk", "anoukruns"), "13006": ("Marek", "marek_j"),
+        "13007": ("Dotty", "dotty_t"), "13008": ("Emeka", "emeka_o"), "13009": ("Harriet", "hattie_r"),
+        "13010": ("Bashir", "bashir_a"), "13011": ("Clem", "clem_w"), "13012": ("Agnieszka", "aga_n"),
+        "13013": ("Roo", "roo_b"),
+    },
+    kinds=(
+        *_chatter(("general", "off-topic", "race-reports")),
+        Kind("chatter", RACE_TALK_J, 1.2, ("race-reports", "race-reports", "general", "training"),
+             slots={"race": _RACES_J}, dressed=False),
+        Kind("need:training_plan", PLAN_J, 0.9, ("training", "training", "general", "niggles"), slots=_PLAN_SLOTS_J),
+        Kind("need:injury_advice", INJURY_J, 0.8, ("niggles", "niggles", "training", "general"),
+             slots=_INJURY_SLOTS_J),
+        Kind("served:debugging", DEBUG_J, 0.4, ("general", "off-topic")),
+        Kind("hobby", HOBBY_J, 0.8, ("off-topic", "general"), people=("13011",), dressed=False),
+        Kind("restricted:committee", COMMITTEE_J, 0.8, ("committee",), people=("13001", "13006", "13009"),
+             slots=COMMITTEE_SLOTS_J),
+    ),
+)
+
 HISTORIES: dict[str, History] = {h.name: h for h in (CYCLING, STUDY, RAIDS_HISTORY, GARDEN, LANGUAGE, KITCHEN,
-                                                      INDIEDEV, PHOTO, HOMEOWNERS, TABLETOP, BREWING)}
+                                                      INDIEDEV, PHOTO, HOMEOWNERS, TABLETOP, BREWING,
+                                                      APIARY, JOGGERS)}
 
 
 def generate(history: History, *, seed: int = 0, scale: float = 1.0) -> list[Message]:

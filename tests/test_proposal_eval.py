@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
-from bench.proposal_histories import CYCLING, HELD_OUT, HISTORIES, generate, needs, write_import_file
+from bench.proposal_histories import (
+    CYCLING,
+    HELD_OUT,
+    HISTORIES,
+    SMALL_SLOTS,
+    generate,
+    needs,
+    write_import_file,
+)
 from memory.importer import parse_import_file
 
 
@@ -31,7 +40,8 @@ def test_a_history_spans_two_months_in_several_channels_with_its_people_and_need
             assert len({m.author for m in said}) >= 6 and len({m.at.date() for m in said}) >= 30, need.label
 
 
-@pytest.mark.parametrize("name", ["kitchen", "indiedev", "photo", "homeowners", "tabletop", "brewing"])
+@pytest.mark.parametrize("name", ["kitchen", "indiedev", "photo", "homeowners", "tabletop", "brewing", "apiary",
+                                  "joggers"])
 def test_a_blind_history_is_the_same_each_time_spans_two_months_and_its_needs_recur_across_people_and_days(
         name: str) -> None:
     history = HISTORIES[name]
@@ -45,6 +55,16 @@ def test_a_blind_history_is_the_same_each_time_spans_two_months_and_its_needs_re
     for need in needs(history):
         said = [m for m in messages if m.label == need]
         assert len({m.author for m in said}) >= 5 and len({m.at.date() for m in said}) >= 10, need
+
+
+def test_every_frame_of_every_history_fills_all_its_slots() -> None:
+    for history in HISTORIES.values():
+        for kind in history.kinds:  # frames a seed never draws are checked too
+            for frame in kind.frames:
+                missing = set(re.findall(r"\{(\w+)\}", frame)) - set(kind.slots) - set(SMALL_SLOTS)
+                assert not missing, (history.name, frame, missing)
+        messages = generate(history, seed=7)
+        assert not [m.text for m in messages if "{" in m.text or "}" in m.text], history.name
 
 
 def test_the_import_file_holds_no_generator_label(tmp_path: Path) -> None:
