@@ -225,29 +225,34 @@ def screen(
         from dream.requests import are_requests, is_recall
 
         asks = dict(zip((m.message_id for m in poor), are_requests([m.text for m in poor])))
+        # Only requests are clustered (round 6): a server's chatter shares its words with its needs (the campaign,
+        # the brew day), so clustered together a need's requests were a third of a cluster of talk about the same
+        # things, refused as asking for nothing, or split along the topic instead of the request.
+        remarks = sum(not a for a in asks.values())
+        if remarks:
+            poor = [m for m in poor if asks[m.message_id]]
+            if kept_apart is not None:
+                kept_apart.append(f"{remarks} messages that ask for nothing (chatter, greetings, thanks, statements) "
+                                  f"set aside before clustering; {len(poor)} requests clustered")
         if recurrence.recall_served:  # a kind memory_recall serves: never a new need, nor part of one
-            recall = [m for m in poor if asks[m.message_id] and is_recall(m.text)]
+            recall = [m for m in poor if is_recall(m.text)]
             if recall:
                 left = {m.message_id for m in recall}
                 poor = [m for m in poor if m.message_id not in left]
                 if kept_apart is not None:
                     kept_apart.append(f"{len(recall)} requests to recall an earlier conversation left out "
                                       "(memory_recall serves them)")
-            if len(poor) < min_size:
-                return []
-        kind_of = lambda g: request_share_of(g, asks) >= recurrence.request_share  # noqa: E731
+        if len(poor) < min_size:
+            return []
 
         def two_requests_apart(a: Sequence[PoorMatch], b: Sequence[PoorMatch]) -> bool:
-            why = two_kinds(a, b) if kind_of(a) else None
+            why = two_kinds(a, b)
             if why is not None and kept_apart is not None:
                 kept_apart.append(f"{len(a)} + {len(b)} messages: {why}")
             return why is not None
 
         apart = two_requests_apart
-    else:
-        kind_of = None
-    groups = merge_overlapping(clusters(poor, distance), merge_similarity, min_size=min_size, kind_of=kind_of,
-                               apart=apart)
+    groups = merge_overlapping(clusters(poor, distance), merge_similarity, min_size=min_size, apart=apart)
     if recurrence.request_share > 0:  # a theme is one need: two needs on one topic are two themes (or one)
         groups = [(part, merged) for group, merged in groups for part in _one_need_each(group, min_size, kept_apart)]
     out = []
@@ -285,14 +290,8 @@ def find_themes(
 
         texts = [m.text for m in group]
         name_words, terms = theme_words(texts, others, exclude=names, kind=request_kind(texts))
-        shown = group
-        if recurrence.request_share > 0:
-            from dream.requests import are_requests
-
-            asking = [m for m, asks in zip(group, are_requests(texts)) if asks]
-            shown = asking if len({normal(m.text) for m in asking}) >= min_size else group
         themes.append(Theme(tuple(group), centroid, tuple(name_words), tuple(terms),
-                            tuple(diverse_examples(shown, centroid, max_examples)), merged_from,
+                            tuple(diverse_examples(group, centroid, max_examples)), merged_from,
                             worded_by(group, name_words, terms)))
     return sorted(themes, key=lambda t: len(t.members), reverse=True)
 
