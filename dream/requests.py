@@ -11,10 +11,16 @@ apart; the form of the sentence can. A message is a request when one of its clau
 - tells someone to do something: the message opening with a bare verb, after any greeting ("help me
   plan ...", "hey, let's ..."; later in a message a bare verb is too often a remark: "..., regret nothing");
 - addresses anyone at all ("anyone got ...", "any ideas"), or says that the speaker needs or wants
-  something ("I need a timeline ...", "looking for a partner ...").
+  something ("I need a timeline ...", "looking for a partner ...");
+- or the message ends in a plea ("..., help", "pls") or thanks in advance for an answer ("tia").
 
 A question that seeks company rather than something ("who else has the Monday blues", "anyone else
-watching ...": *else* after the one asked) is no request.
+watching ...": *else* after the one asked; "anyone watching the game tonight?": doing something now or
+soon) is no request, nor are greetings to everyone ("hey everyone") and thanks ("appreciate it",
+"cheers, that helped").
+
+Since round 6 this test is the gate of the archetype analysis: only requests are clustered
+(``dream.themes.screen``), so what it misses is lost to a need and what it wrongly takes is clustered.
 
 ``is_recall`` tells a request to recall an earlier conversation ("what did I tell you about my boiler",
 "remember what we decided ...", "do you recall ...") from the rest: the seeded ``memory_recall`` archetype

@@ -480,3 +480,12 @@ def test_one_persons_questions_about_a_hobby_are_clustered_but_never_proposed(em
     assert find_themes(poor, distance=0.72, min_size=5, recurrence=r) == []
     refused = [c.refused for c in screen(poor, distance=0.72, min_size=5, recurrence=r)]
     assert refused and all(why is not None and why.startswith("said by 1 people") for why in refused), refused
+
+
+def test_greetings_thanks_and_company_are_no_requests_and_a_closing_plea_is_one() -> None:
+    # the request test is the gate now: what it calls a request is clustered, the rest never is
+    assert are_requests(["hey everyone", "appreciate it", "cheers, that helped", "anyone watching the match tonight?",
+                         "good evening everyone"]) == [False] * 5
+    assert are_requests(["the boiler shows an F28 error and won't fire up, help",
+                         "the chain rubs on one side no matter how I centre it tia",
+                         "I'd appreciate any tips on glazing a big platter"]) == [True] * 3
