@@ -8,7 +8,8 @@ that no open, applied or rejected proposal of that scope already covers
 becomes a proposal for that scope: a readable name of content words (or one
 from a capable LLM), 5-8 diverse example messages, a context configuration
 reasoned from what those conversations needed, a rationale, and the
-evidence. A theme is a kind of request (``dream.requests``), never chatter;
+evidence. A theme is a kind of request (``dream.requests``), never chatter:
+only requests are clustered, the rest set aside first (``dream.themes.screen``);
 and a theme that an existing archetype already serves (its clear nearest,
 which routed its messages, and which was made for that kind of message: the
 theme's messages are about as like its example messages as those are like

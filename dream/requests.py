@@ -11,10 +11,16 @@ apart; the form of the sentence can. A message is a request when one of its clau
 - tells someone to do something: the message opening with a bare verb, after any greeting ("help me
   plan ...", "hey, let's ..."; later in a message a bare verb is too often a remark: "..., regret nothing");
 - addresses anyone at all ("anyone got ...", "any ideas"), or says that the speaker needs or wants
-  something ("I need a timeline ...", "looking for a partner ...").
+  something ("I need a timeline ...", "looking for a partner ...");
+- or the message ends in a plea ("..., help", "pls") or thanks in advance for an answer ("tia").
 
 A question that seeks company rather than something ("who else has the Monday blues", "anyone else
-watching ...": *else* after the one asked) is no request.
+watching ...": *else* after the one asked; "anyone watching the game tonight?": doing something now or
+soon) is no request, nor are greetings to everyone ("hey everyone") and thanks ("appreciate it",
+"cheers, that helped").
+
+Since round 6 this test is the gate of the archetype analysis: only requests are clustered
+(``dream.themes.screen``), so what it misses is lost to a need and what it wrongly takes is clustered.
 
 ``is_recall`` tells a request to recall an earlier conversation ("what did I tell you about my boiler",
 "remember what we decided ...", "do you recall ...") from the rest: the seeded ``memory_recall`` archetype
@@ -38,12 +44,21 @@ from typing import Any
 _WH = frozenset({"WDT", "WP", "WP$", "WRB"})
 _SUBJECTS = frozenset({"PRON", "NOUN", "PROPN", "DET"})
 # Who a request is put to when no one is named; and the verbs of saying one needs something.
-_ANYONE = frozenset({"anyone", "anybody", "someone", "somebody", "any", "everyone"})
+# ("everyone" is who a greeting is for, "hey everyone", not someone asked: round 6, when only requests are clustered.)
+_ANYONE = frozenset({"anyone", "anybody", "someone", "somebody", "any"})
 _NEED = frozenset({"need", "want", "look", "wonder", "seek", "like", "appreciate"})
 _FIRST_PERSON = frozenset({"i", "we"})
 # Where a clause starts inside a message ("hey, ", "... help me", "x: y").
 _CLAUSE_BREAK = frozenset({",", ";", ":", ".", "!", "?", "—", "-", "(", ")"})
 _LEADING = frozenset({"INTJ", "CCONJ", "ADV", "PUNCT", "SPACE", "SCONJ", "X"})
+# Thanking ahead for an answer not yet given is asking for it ("..., tia").
+_THANKS_AHEAD = re.compile(r"\b(thanks|thank you|thx) in advance\b|\btia\b", re.I)
+# ... and so is a plea that ends the message ("the boiler shows an F28 error and won't fire up, help").
+_PLEA = re.compile(r"\b(help|pls|plz|please)\W*$", re.I)
+# Thanks, not a wish: "appreciate it", "(I) appreciate that".
+_THANKED = frozenset({"it", "that", "this", "you", "ya", "u"})
+# An activity shared now or soon ("anyone watching the game tonight?", "who's riding tomorrow"): company, not help.
+_SOON = frozenset({"tonight", "today", "tomorrow", "now", "later", "weekend"})
 
 
 def request_share(texts: Sequence[str]) -> float:
@@ -64,7 +79,7 @@ def _is_request(text: str, doc: Any) -> bool:
     clauses = [c for c in _clauses(doc) if any(t.pos_ not in _LEADING for t in c)]
     if any(_seeks_company(c) for c in clauses):
         return False
-    if "?" in text:
+    if "?" in text or _THANKS_AHEAD.search(text) or _PLEA.search(text):
         return True
     return any(_clause_asks(clause, opening=i == 0) for i, clause in enumerate(clauses))
 
@@ -81,7 +96,10 @@ def _clauses(doc: Any) -> list[list[Any]]:
 
 def _seeks_company(clause: list[Any]) -> bool:
     words = [t.lower_ for t in clause]
-    return any(w in _ANYONE | {"who"} and nxt == "else" for w, nxt in zip(words, words[1:]))
+    if any(w in _ANYONE | {"who"} and nxt == "else" for w, nxt in zip(words, words[1:])):
+        return True
+    return any(t.lower_ in _ANYONE and nxt.tag_ == "VBG" for t, nxt in zip(clause, clause[1:])) and bool(
+        _SOON & set(words))
 
 
 def _clause_asks(clause: list[Any], *, opening: bool) -> bool:
@@ -90,6 +108,8 @@ def _clause_asks(clause: list[Any], *, opening: bool) -> bool:
     for i, t in enumerate(clause):
         if t.lemma_.lower() in _NEED and t.pos_ in ("VERB", "AUX") and (
                 i == 0 or _FIRST_PERSON & set(lowered[max(0, i - 3):i])):
+            if t.lemma_.lower() == "appreciate" and lowered[i + 1:i + 2] and lowered[i + 1] in _THANKED:
+                continue  # "appreciate it": thanks
             return True
     k = 0
     while k < len(clause) and clause[k].pos_ in _LEADING and clause[k].tag_ not in _WH:
@@ -97,7 +117,7 @@ def _clause_asks(clause: list[Any], *, opening: bool) -> bool:
     if k == len(clause):
         return False
     first = clause[k]
-    if first.tag_ in _WH or first.lower_ in _ANYONE:
+    if (first.tag_ in _WH and first.lower_ != "that") or first.lower_ in _ANYONE:  # "cheers, that helped": no wh-word
         return not (k + 1 < len(clause) and clause[k + 1].lower_ == "else")
     if opening and first.tag_ == "VB" and first.pos_ in ("VERB", "AUX"):  # imperative: "help me ...", "let's ...", "bring ..."
         return True

@@ -4,16 +4,26 @@ Everything here is synchronous and CPU-bound (scikit-learn, numpy, spaCy);
 the dream cycle calls it through ``asyncio.to_thread`` so that replies keep
 flowing while it runs.
 
+Only requests are clustered (round 6): when themes must be kinds of request
+(``Recurrence.request_share`` > 0), the request test (``dream.requests``)
+runs on the poorly served messages first and chatter, greetings, thanks and
+statements are set aside before any cluster is made. A server's chatter
+shares its words with its needs (the campaign, the brew day); clustered
+together, a need's requests were a third of a cluster of talk about the same
+things, refused as asking for nothing, or split along the topic instead of
+the request. So no group of chatter exists to merge with, and every
+candidate's request share is 100 %: the 70 % rule (``Recurrence.fails``)
+still holds a group handed to it directly, and is true by construction here.
+
 One theme, one proposal: average-linkage clustering splits a theme phrased
 many ways ("let's plan the roadmap", "what milestones should we set?", "I
 need a timeline") into several clusters, so clusters whose centroids overlap
 in meaning are merged before anything is proposed. On MiniLM, centroids of
 clusters of one theme measured (1 + cos) / 2 = 0.73-0.82 apart, and the
 nearest centroids of different themes (planning vs. travel, cooking vs. pets)
-0.58-0.67; ``MERGE_SIMILARITY`` = 0.70 sits between them. Merging never joins
-a group of requests with a group of chatter (``dream.requests``): centroids
-of small talk sit close to everything, and a need folded into chatter is a
-need nobody is proposed.
+0.58-0.67; ``MERGE_SIMILARITY`` = 0.70 sits between them. (``merge_overlapping``
+can still keep a group of requests from a group of chatter, ``kind_of``, for
+callers that cluster both; ``screen`` no longer needs it.)
 
 Nor does it join two different kinds of request whose centroids sit close
 because they talk about the same things (when to sow tomatoes, what is
@@ -79,7 +89,10 @@ NAME_COVERAGE = 0.30
 # 2.74 and 2.92: thin, and said so. Round 3's held-out pairs were not measured against it: they are spent.
 SPLIT_SHARE = 0.25
 SPLIT_CLARITY = 2.8
-REQUEST_SHARE = 0.7  # a kind of request: at least this share of its messages ask for something (dream.requests)
+# A kind of request: at least this share of its messages ask for something (dream.requests). Since round 6 ``screen``
+# clusters requests alone, so its candidates are all requests (checked on the dev histories, cycling and study: every
+# candidate 100 %) and this share no longer tunes anything there; > 0 is the switch that sets non-requests aside.
+REQUEST_SHARE = 0.7
 _PAST = re.compile(r"\b(remember|earlier|last time|you said|we (discussed|talked)|before|again|previous(ly)?|yesterday)\b", re.I)
 _BOUNDS = {"context_turns": (1, 20), "context_vectors": (0, 15), "similarity_threshold": (0.5, 0.9), "triple_depth": (0, 3)}
 # Verbs that say nothing about a theme: they make requests, not topics.
@@ -151,7 +164,8 @@ class Recurrence:
     ``people`` people (none of them more than ``max_share`` of it), on at least ``days`` days, mostly in
     messages with content (``memory.places.codes.is_substantive``: greetings, thanks and "haha" are not),
     and mostly in messages that ask for something (``request_share`` of them, ``dream.requests``: "the
-    weather is grim again today" has content, recurs across people and days, and asks nothing)."""
+    weather is grim again today" has content, recurs across people and days, and asks nothing). With
+    ``request_share`` > 0, ``screen`` clusters requests alone, so there the last rule holds by construction."""
 
     people: int = 3
     days: int = 3
@@ -213,10 +227,12 @@ def screen(
     poor: Sequence[PoorMatch], *, distance: float, min_size: int, merge_similarity: float = MERGE_SIMILARITY,
     recurrence: Recurrence = ANY_GROUP, kept_apart: list[str] | None = None,
 ) -> list[Candidate]:
-    """Every candidate theme of ``poor``, largest first: clustered, merged (requests only with requests, and
-    one kind of request only with the same kind, when ``recurrence`` asks for requests), each with the rule
-    it fails, if any. ``kept_apart``, if given, gets a line per pair of groups that would have merged but
-    are two kinds of request ("12 + 9 messages: scheduling and troubleshooting")."""
+    """Every candidate theme of ``poor``, largest first: clustered, merged, each with the rule it fails, if any.
+    When ``recurrence`` asks for requests, only requests are clustered (the others set aside first, and requests
+    to recall an earlier conversation too where ``recall_served``) and one kind of request merges only with the
+    same kind. ``kept_apart``, if given, gets a line for what was set aside ("204 messages that ask for nothing
+    ... set aside"), per pair of groups that would have merged but are two kinds of request ("12 + 9 messages:
+    scheduling and troubleshooting") and per group split in two."""
     if len(poor) < min_size:
         return []
     asks: dict[int, bool] = {}
@@ -225,29 +241,34 @@ def screen(
         from dream.requests import are_requests, is_recall
 
         asks = dict(zip((m.message_id for m in poor), are_requests([m.text for m in poor])))
+        # Only requests are clustered (round 6): a server's chatter shares its words with its needs (the campaign,
+        # the brew day), so clustered together a need's requests were a third of a cluster of talk about the same
+        # things, refused as asking for nothing, or split along the topic instead of the request.
+        remarks = sum(not a for a in asks.values())
+        if remarks:
+            poor = [m for m in poor if asks[m.message_id]]
+            if kept_apart is not None:
+                kept_apart.append(f"{remarks} messages that ask for nothing (chatter, greetings, thanks, statements) "
+                                  f"set aside before clustering; {len(poor)} requests clustered")
         if recurrence.recall_served:  # a kind memory_recall serves: never a new need, nor part of one
-            recall = [m for m in poor if asks[m.message_id] and is_recall(m.text)]
+            recall = [m for m in poor if is_recall(m.text)]
             if recall:
                 left = {m.message_id for m in recall}
                 poor = [m for m in poor if m.message_id not in left]
                 if kept_apart is not None:
                     kept_apart.append(f"{len(recall)} requests to recall an earlier conversation left out "
                                       "(memory_recall serves them)")
-            if len(poor) < min_size:
-                return []
-        kind_of = lambda g: request_share_of(g, asks) >= recurrence.request_share  # noqa: E731
+        if len(poor) < min_size:
+            return []
 
         def two_requests_apart(a: Sequence[PoorMatch], b: Sequence[PoorMatch]) -> bool:
-            why = two_kinds(a, b) if kind_of(a) else None
+            why = two_kinds(a, b)
             if why is not None and kept_apart is not None:
                 kept_apart.append(f"{len(a)} + {len(b)} messages: {why}")
             return why is not None
 
         apart = two_requests_apart
-    else:
-        kind_of = None
-    groups = merge_overlapping(clusters(poor, distance), merge_similarity, min_size=min_size, kind_of=kind_of,
-                               apart=apart)
+    groups = merge_overlapping(clusters(poor, distance), merge_similarity, min_size=min_size, apart=apart)
     if recurrence.request_share > 0:  # a theme is one need: two needs on one topic are two themes (or one)
         groups = [(part, merged) for group, merged in groups for part in _one_need_each(group, min_size, kept_apart)]
     out = []
@@ -268,9 +289,8 @@ def find_themes(
     A theme needs ``min_size`` distinct texts (the same line said again and
     again is not a kind of message) and must pass ``recurrence``. Its name and
     terms never use a word of ``names`` (the people of the scope). When
-    ``recurrence`` asks for requests, its examples are drawn from the members
-    that ask for something (a remark that clustered with them is no example
-    of the kind), if there are at least ``min_size`` of them.
+    ``recurrence`` asks for requests, only requests are clustered (``screen``),
+    so its members and examples are all requests.
     """
     themes = []
     for candidate in screen(poor, distance=distance, min_size=min_size, merge_similarity=merge_similarity,
@@ -285,14 +305,8 @@ def find_themes(
 
         texts = [m.text for m in group]
         name_words, terms = theme_words(texts, others, exclude=names, kind=request_kind(texts))
-        shown = group
-        if recurrence.request_share > 0:
-            from dream.requests import are_requests
-
-            asking = [m for m, asks in zip(group, are_requests(texts)) if asks]
-            shown = asking if len({normal(m.text) for m in asking}) >= min_size else group
         themes.append(Theme(tuple(group), centroid, tuple(name_words), tuple(terms),
-                            tuple(diverse_examples(shown, centroid, max_examples)), merged_from,
+                            tuple(diverse_examples(group, centroid, max_examples)), merged_from,
                             worded_by(group, name_words, terms)))
     return sorted(themes, key=lambda t: len(t.members), reverse=True)
 

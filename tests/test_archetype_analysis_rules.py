@@ -263,12 +263,13 @@ def test_routed_is_served_only_by_an_archetype_made_for_that_kind_of_message(emb
     assert placed.served_by is None and placed.base is None, placed.fits  # routed there, but not its kind
 
 
-def test_a_themes_examples_are_its_requests_not_a_remark_that_clustered_with_them(embedder: MiniLMEmbedder) -> None:
+def test_a_remark_about_the_same_things_never_joins_a_themes_members_or_examples(embedder: MiniLMEmbedder) -> None:
+    # before round 6 these two remarks clustered with the bottling questions (members, not examples); now only
+    # requests are clustered, so they are set aside before any cluster is made
     remarks = ["bottled the stout yesterday, it looks great", "the cider has been in the fermenter for two weeks now"]
     poor = _brewing(embedder, {"when": _two_needs()["when"], "remark": remarks})
     themes = find_themes(poor, distance=0.72, min_size=5, max_examples=20, recurrence=Recurrence(people=3, days=3))
-    assert len(themes) == 1 and {m.channel_id for m in themes[0].members} == {"when", "remark"}, [
-        sorted({m.channel_id for m in t.members}) for t in themes]
+    assert [sorted({m.channel_id for m in t.members}) for t in themes] == [["when"]]
     assert {m.channel_id for m in themes[0].examples} == {"when"}
 
 
@@ -424,3 +425,67 @@ def test_greetings_chatter_hobby_and_recall_questions_together_make_no_theme(emb
     poor = _brewing(embedder, {"hello": [h for h in HELLOS for _ in range(2)], "weather": weather * 2,
                                "hobby": list(MEAD_HOBBY) * 2, "recall": RECALL}, one_author="hobby")
     assert find_themes(poor, distance=0.72, min_size=5, recurrence=Recurrence(people=3, days=3)) == []
+
+
+# --- round 6: only requests are clustered, so talk about the same things cannot drown a need ---------------------
+
+GLAZES = ("celadon", "tenmoku", "shino", "satin white", "copper red", "clear gloss", "oatmeal", "iron blue")
+GLAZE_FAULTS = ("why did my {g} glaze crawl off the rim in the glaze firing?",
+                "my {g} glaze came out of the kiln full of pinholes, how do I fix it?",
+                "why does my {g} glaze run down onto the kiln shelf every firing?",
+                "my {g} glaze crazed a week after the firing, what went wrong?",
+                "why did my {g} glaze come out matt and dry after the firing?",
+                "my {g} glaze blistered in the kiln, what should I check?")
+GLAZE_TALK = ("fired a load of mugs in {g} glaze last night, so pleased",
+              "the {g} glaze looked gorgeous on the big platter this week",
+              "the kiln was packed with {g} glaze pots on Tuesday", "my teapot in {g} glaze sold at the market today",
+              "spent the afternoon glazing bowls in {g}, love it", "unloaded the kiln this morning, {g} glaze everywhere",
+              "the studio smells of {g} glaze and wax resist today",
+              "just mixed a fresh bucket of {g} glaze, lovely colour")
+
+
+def _pottery() -> dict[str, list[str]]:
+    """A pottery server: 12 requests about glaze faults, and twice as much talk about the same glazes and kiln."""
+    return {"faults": [f.format(g=g) for f, g in zip(GLAZE_FAULTS * 2, GLAZES + GLAZES[:4])],
+            "talk": [f.format(g=g) for f, g in zip(GLAZE_TALK * 3, GLAZES * 3)]}
+
+
+def test_a_need_is_proposed_beside_twice_as_much_talk_about_the_same_things(embedder: MiniLMEmbedder) -> None:
+    pottery = _pottery()
+    assert not any(are_requests(pottery["talk"])) and all(are_requests(pottery["faults"]))
+    r = Recurrence(people=3, days=3)
+    alone = find_themes(_brewing(embedder, {"faults": pottery["faults"]}), distance=0.72, min_size=5, recurrence=r)
+    assert [len(t.members) for t in alone] == [12], "the need alone is a theme"
+    poor = _brewing(embedder, pottery)  # each kind said by six people over 12-20 days
+    said: list[str] = []
+    themes = find_themes(poor, distance=0.72, min_size=5, recurrence=r)
+    screen(poor, distance=0.72, min_size=5, recurrence=r, kept_apart=said)
+    # clustered with the talk, the need was a third of one cluster of 36 and refused as asking for nothing
+    assert [sorted(Counter(m.channel_id for m in t.members).items()) for t in themes] == [[("faults", 12)]]
+    assert said[0].startswith("24 messages that ask for nothing"), said
+
+
+def test_the_talk_alone_with_greetings_and_one_persons_hobby_makes_no_theme(embedder: MiniLMEmbedder) -> None:
+    poor = _brewing(embedder, {"talk": _pottery()["talk"], "hello": [h for h in HELLOS for _ in range(2)],
+                               "hobby": list(MEAD_HOBBY) * 2}, one_author="hobby")
+    assert find_themes(poor, distance=0.72, min_size=5, recurrence=Recurrence(people=3, days=3)) == []
+
+
+def test_one_persons_questions_about_a_hobby_are_clustered_but_never_proposed(embedder: MiniLMEmbedder) -> None:
+    # requests are clustered now whoever asks them: one person's questions make a candidate, refused as theirs
+    hobby = [f"should I rack my mead {w}?" for w in ("again", "tonight", "this week", "before spring", "into glass",
+                                                       "off the lees", "a third time", "after the honey settles")]
+    poor = _brewing(embedder, {"hobby": hobby, "hello": [h for h in HELLOS for _ in range(2)]}, one_author="hobby")
+    r = Recurrence(people=3, days=3)
+    assert find_themes(poor, distance=0.72, min_size=5, recurrence=r) == []
+    refused = [c.refused for c in screen(poor, distance=0.72, min_size=5, recurrence=r)]
+    assert refused and all(why is not None and why.startswith("said by 1 people") for why in refused), refused
+
+
+def test_greetings_thanks_and_company_are_no_requests_and_a_closing_plea_is_one() -> None:
+    # the request test is the gate now: what it calls a request is clustered, the rest never is
+    assert are_requests(["hey everyone", "appreciate it", "cheers, that helped", "anyone watching the match tonight?",
+                         "good evening everyone"]) == [False] * 5
+    assert are_requests(["the boiler shows an F28 error and won't fire up, help",
+                         "the chain rubs on one side no matter how I centre it tia",
+                         "I'd appreciate any tips on glazing a big platter"]) == [True] * 3

@@ -42,7 +42,7 @@ PERSON = [  # asking for help with it (a theme must be a kind of request)
     "I need a replacement florp gasket, where do you buy one?",
     "my florp makes a grinding noise when it spins, is that the bearing?",
     "how tight should the bolts on a florp be?",
-    "the florp leaks oil all over the bench",
+    "why does the florp leak oil all over the bench?",  # a request: only requests are clustered (round 6)
     "best glue for a cracked florp housing?",
 ]
 
