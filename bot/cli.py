@@ -54,7 +54,8 @@ def _parser() -> argparse.ArgumentParser:
     chat.add_argument("--now", type=_instant, default=None, metavar="ISO", help=now_help)
 
     imp = sub.add_parser("import", help="load a conversation history (JSON Lines or DiscordChatExporter JSON)")
-    imp.add_argument("file", type=Path)
+    imp.add_argument("file", type=Path, help="the history: JSON Lines (one message a line) or a DiscordChatExporter "
+                     "JSON export")
     imp.add_argument("--scope", default=None, help="memory scope to import into (default: the console scope)")
     imp.add_argument("--now", type=_instant, default=None, metavar="ISO", help=now_help)
     imp.add_argument("--private-channel", action="append", default=[], metavar="C",
@@ -62,7 +63,7 @@ def _parser() -> argparse.ArgumentParser:
                      "for its own audience (repeatable)")
 
     rec = sub.add_parser("recall", help="print the context the bot would assemble for a text")
-    rec.add_argument("text", nargs="?")
+    rec.add_argument("text", nargs="?", help="the message to assemble the context for (or --queries FILE)")
     rec.add_argument("--scope", default=None, help="memory scope (default: the console scope)")
     rec.add_argument("--channel", default=None,
                      help="where it is asked: its id, console name or #name (its recent turns, and its audience: "

@@ -124,3 +124,13 @@ async def test_recall_from_a_channel_named_as_places_names_it_sees_that_channels
     assert "Kim covers Tuesdays" in capsys.readouterr().out
     assert await cli._recall(settings, argparse.Namespace(**{**vars(asked), "channel": "#nowhere"})) == 2
     assert "--channel #nowhere: no channel of that id or name" in capsys.readouterr().err
+
+
+def test_every_argument_of_every_command_says_what_it_is() -> None:
+    """`hippobot import --help` listed FILE and `recall --help` TEXT with no word on what they are (a new
+    user's probe)."""
+    parser = _parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    silent = [f"{name} {action.dest}" for name, sub in commands.choices.items() for action in sub._actions
+              if not action.help and not isinstance(action, argparse._HelpAction)]
+    assert silent == []
