@@ -33,12 +33,13 @@ import csv
 import json
 import random
 import re
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import date, timedelta
 from pathlib import Path
 
 from bot.prompt import PromptBuilder
+from dream.themes import gerund
 from memory.archetypes import ContextPlan
 from memory.layers.base import MEMORY, PREAMBLE, TRANSCRIPT, MemoryItem, Section
 from memory.recall import ContextBundle
@@ -81,7 +82,13 @@ class Mix:
     second time with its fact in an otherwise identical prompt (``paired``), and a fact is often remembered as
     the reply to someone's question ("what's your dog called?" / "Pico haha", ``exchange``), which is how
     people give answers in a chat and where a reader has to take the answer from the turn after the words
-    that match the question."""
+    that match the question.
+
+    ``v6`` is v4 with questions that name the *kind* of thing the answer is, in other words than the memory's
+    ("what does Bea do for fun?" over "I love to play chess"; "what line of work is Bea in?" over "I work as a
+    nurse"), which is how people ask about what someone told them and where v4 and v5 said "I don't know" with
+    the answer in their prompt. Each is paired like v5's: asked once more without its fact (the person's other
+    facts stay), so the memory decides. ``kind_questions`` such questions a conversation row, besides v4's."""
 
     squad_unanswerable_keep: float = 0.2
     persona_abstain: float = 0.2
@@ -90,6 +97,7 @@ class Mix:
     persona_lines: tuple[int, int] = (4, 9)  # how many of a persona question's lines reach the memory
     paired: bool = False  # a persona question that abstains is also asked with its fact in the memory
     exchange: float = 0.0  # how often a remembered fact is the reply to someone's question, often a bare answer
+    kind_questions: int = 0  # extra persona questions a row that name the answer's kind, not the fact's words
 
 
 MIXES = {
@@ -102,6 +110,10 @@ MIXES = {
               persona_lines=(6, 12), paired=True, exchange=0.35),
     "v5-lean": Mix(squad_unanswerable_keep=0.3, persona_abstain=0.3, near_miss=True, extra_lines=(3, 8),
                    persona_lines=(6, 12), paired=True, exchange=0.35),
+    "v6": Mix(squad_unanswerable_keep=0.5, near_miss=True, extra_lines=(3, 8), persona_lines=(6, 12),
+              kind_questions=1),
+    "v6-more": Mix(squad_unanswerable_keep=0.5, near_miss=True, extra_lines=(3, 8), persona_lines=(6, 12),
+                   kind_questions=2, exchange=0.25),
 }
 EPISODES_TITLE = "What {bot} remembers from earlier conversations"
 PERSONA = ("hippobot is a friendly, curious assistant with a long memory. "
@@ -186,6 +198,112 @@ PATTERNS: tuple[Pattern, ...] = (
        ("What did {s} buy?", "what did {s} get recently?"),
        ("what did I buy recently?",)),
 )
+
+
+# --- questions that name the answer's kind (v6) --------------------------------------------------------------
+# People ask about what someone told them by the kind of thing it was ("what does Bea do for fun?"), not in the
+# words it was said in ("I love to play chess"). Written for this file from general English; none is taken from
+# an evaluation question. {s} is the person, {k} the pattern's slot.
+KIND_QUESTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "activity": (("What does {s} do for fun?", "what's {s}'s hobby?", "How does {s} like to spend their free time?",
+                  "any idea what {s} does to unwind?", "What is {s} into in their spare time?",
+                  "what keeps {s} busy outside work?"),
+                 ("what do I do for fun, remember?", "what's my hobby again?", "How do I like to spend my free time?")),
+    "sport": (("What sport is {s} into?", "which sport does {s} follow?", "what's {s}'s sport?"),
+              ("what sport am I into?", "Which sport do I follow?")),
+    "instrument": (("Which instrument can {s} play?", "what's {s}'s instrument?"), ("which instrument do I play?",)),
+    "music": (("What kind of music is {s} into?", "what does {s} listen to?", "Which band or genre does {s} like?"),
+              ("what music am I into?",)),
+    "food": (("What food does {s} like?", "what's a favourite thing of {s}'s to eat?", "which dish is {s} a fan of?"),
+             ("what food do I like?", "Which dish am I a fan of?")),
+    "animal": (("Which animals is {s} fond of?", "what animal does {s} love?"), ("which animals am I fond of?",)),
+    "show": (("What does {s} like to watch or read?", "what kind of films or books is {s} into?"),
+             ("what do I like to watch or read?",)),
+    "game": (("What game is {s} into?", "which games does {s} go for?"), ("what game am I into?",)),
+    "job": (("What does {s} do for a living?", "what line of work is {s} in?", "What's {s}'s occupation?",
+             "how does {s} earn a living?"), ("what do I do for a living?", "what's my occupation?")),
+    "workplace": (("Where does {s} spend the working day?", "who employs {s}?"), ("who employs me, remember?",)),
+    "home": (("Which town is {s} based in?", "where's home for {s}?", "What place does {s} call home?"),
+             ("where's home for me, remember?",)),
+    "vehicle": (("What vehicle does {s} have?", "what's {s}'s ride?", "what does {s} get around in?"),
+                ("what vehicle do I have?",)),
+    "pet": (("What's the name of {s}'s pet?", "does {s} have a pet? what's it called?",
+             "what did {s} call their animal?"), ("what's my pet's name?",)),
+    "childhood": (("Where did {s} spend their childhood?", "where's {s}'s hometown?"),
+                  ("where did I spend my childhood?",)),
+    "origin": (("Where's {s} originally?", "what's {s}'s home country or city?"), ("where am I originally?",)),
+    "charity": (("What charity work does {s} do?", "where does {s} help out for free?"), ("where do I help out?",)),
+    "languages": (("What languages does {s} know?", "which tongues can {s} manage?"), ("which languages do I know?",)),
+    "school": (("Which school did {s} finish?", "where did {s} get their degree?"), ("where did I get my degree?",)),
+    "family_job": (("How does {s}'s {k} earn a living?", "what's {s}'s {k}'s line of work?"),
+                   ("what's my {k}'s line of work?",)),
+    "dislike": (("What is {s} not a fan of?", "what does {s} dislike?", "name something {s} can't bear"),
+                ("what am I not a fan of?",)),
+    "purchase": (("What was {s}'s latest purchase?", "what has {s} bought lately?"), ("what did I buy lately?",)),
+}
+# The kind a pattern's answer always is (by the pattern's index in PATTERNS); "play" and "love/enjoy/like" answers
+# are sorted by ``answer_kinds``; the rest have no kind question.
+PATTERN_KINDS = {1: "job", 2: "home", 3: "vehicle", 6: "pet", 7: "childhood", 8: "origin", 11: "charity",
+                 12: "languages", 13: "school", 14: "family_job", 16: "dislike", 17: "purchase"}
+SORTED_PATTERNS = (4, 15)
+# What an answer of a sorted pattern is, by MiniLM's cosine to these descriptions (best, when clear).
+KIND_DESCRIPTIONS = {
+    "sport": "a sport or athletic activity", "instrument": "a musical instrument",
+    "music": "a kind of music, a band or a singer", "food": "a food, dish or drink", "animal": "an animal or pet",
+    "show": "a film, tv show or book", "game": "a video game or board game",
+}
+
+
+def answer_kinds(answers: Sequence[str], *, least: float = 0.3, margin: float = 0.05) -> dict[str, str]:
+    """Each answer (lower case) of a sorted pattern -> its kind in KIND_DESCRIPTIONS, where MiniLM's best
+    description is at least ``least`` and ``margin`` ahead of the next; unclear answers are left out."""
+    import asyncio
+
+    from memory.embed import MiniLMEmbedder
+
+    texts = sorted({a.lower() for a in answers})
+    if not texts:
+        return {}
+    embedder = MiniLMEmbedder()
+
+    async def vectors():
+        return await embedder.embed_many(texts), await embedder.embed_many(list(KIND_DESCRIPTIONS.values()))
+
+    a, k = asyncio.run(vectors())
+    sims = a @ k.T
+    names = list(KIND_DESCRIPTIONS)
+    out = {}
+    for text, row in zip(texts, sims):
+        order = row.argsort()[::-1]
+        if row[order[0]] >= least and row[order[0]] - row[order[1]] >= margin:
+            out[text] = names[order[0]]
+    return out
+
+
+def _activity(answer: str) -> bool:
+    first = answer.lower().split()[0] if answer.split() else ""
+    return first == "to" or (first.endswith("ing") and len(first) > 4)
+
+
+def kind_of(fact: PersonaFact, kinds: Mapping[str, str], rng: random.Random) -> str | None:
+    """The kind a question about ``fact`` may name: the pattern's, else (for play / love / enjoy / like) the
+    answer's sorted kind or, for something done, "activity" (one of the two at random when both apply)."""
+    if fact.pattern in PATTERN_KINDS:
+        kind = PATTERN_KINDS[fact.pattern]
+        return "workplace" if kind == "job" and not re.search(r"\bwork as\b", fact.text, re.I) else kind
+    if fact.pattern not in SORTED_PATTERNS:
+        return None
+    choices = [k for k in (kinds.get(fact.answer.lower()), "activity" if _activity(fact.answer) else None) if k]
+    return rng.choice(choices) if choices else None
+
+
+def kind_answer(answer: str, own: bool) -> str:
+    """The answer as a reply names it: 'to paint in my spare time' -> 'painting in their spare time' ('your'
+    when the asker said it)."""
+    words = answer.strip().rstrip(".!").split()
+    if len(words) > 1 and words[0].lower() == "to":
+        words = [gerund(words[1].lower()), *words[2:]]
+    return re.sub(r"\bmy\b", "your" if own else "their", " ".join(words), flags=re.I)
 
 
 @dataclass(frozen=True)
@@ -545,23 +663,29 @@ def persona_examples(caster: Caster, chats: list, persona_lines: list[tuple[str,
 
 
 def paired_persona_examples(caster: Caster, chats: list, persona_lines: list[tuple[str, str]],
-                            mix: Mix) -> Iterator[Example]:
+                            mix: Mix, kinds: Mapping[str, str] | None = None) -> Iterator[Example]:
     """v5's persona questions: as ``persona_examples``, but the prompt without the asked fact is built first
     (the person's other facts stay: a near miss), and the answerable prompt is that same prompt with the fact
     in one of its remembered moments, built from the same random draws. A question that abstains (``mix
     .persona_abstain`` of them) is asked in both prompts, so only the memory tells the two replies apart. The
-    fact is, ``mix.exchange`` of the time, remembered as the person's reply to someone's question."""
+    fact is, ``mix.exchange`` of the time, remembered as the person's reply to someone's question.
+
+    With ``kinds`` (v6; ``answer_kinds``) the question names the kind of thing asked for (KIND_QUESTIONS), and
+    only facts with a kind are asked about."""
     r = caster.rng
     for p1, p2, _ in chats:
         people = [p1, p2]
         r.shuffle(people)
         names = r.sample(NAMES, 4)
         who = {0: names[0], 1: names[1]}
-        askable = [f for f in people[0] if f.pattern >= 0]
+        kind_by_fact = {f.text: kind_of(f, kinds, r) for f in people[0]} if kinds is not None else {}
+        askable = [f for f in people[0] if (kind_by_fact.get(f.text) if kinds is not None else f.pattern >= 0)]
         if not askable:
             continue
         fact = r.choice(askable)
-        twins = [f for f in people[0] if f.pattern == fact.pattern and f.key == fact.key]
+        kind = kind_by_fact.get(fact.text)
+        twins = [f for f in people[0] if f.pattern == fact.pattern and f.key == fact.key
+                 and kind_by_fact.get(f.text) == kind]
         answers = twins[:2] if len(twins) >= 2 else [fact]
         own = r.random() < 0.3
         asker = who[0] if own else names[2]
@@ -595,17 +719,22 @@ def paired_persona_examples(caster: Caster, chats: list, persona_lines: list[tup
                 else:
                     with_fact.append(e)
         in_facts = [(who[0], f.text) for f in answers] if only_fact or r.random() < 0.5 else []
+        if kind:
+            third, mine = KIND_QUESTIONS[kind]
+            gold = " and ".join(kind_answer(f.answer, own) for f in answers)
+        else:
+            gold = " and ".join(f.answer for f in answers)
         template = r.choice(mine if own else third)
         question = _casual(template.format(s=who[0], k=fact.key or "thing"), r)
         state = r.getstate()
         prompt = caster.build(with_fact, [], asker, question, names=names, facts=in_facts)
-        yield Example("answer", "persona", prompt, _brief(" and ".join(f.answer for f in answers)))
+        yield Example("answer", "kind" if kind else "persona", prompt, _brief(gold))
         if abstain and mix.paired:
             after = r.getstate()
             r.setstate(state)  # the same preamble and places draws: the fact and its triple are what differ
             prompt = caster.build(base, [], asker, question, names=names)
             r.setstate(after)
-            yield Example("abstain", "persona", prompt, r.choice(ABSTAIN))
+            yield Example("abstain", "kind" if kind else "persona", prompt, r.choice(ABSTAIN))
 
 
 # "When" questions: a persona sentence about something done, the day it was said, and how it was put.
@@ -700,6 +829,11 @@ def build(count: Callable[[str], int], *, seed: int = 0, data: Path = DATA, mix:
     persona = paired_persona_examples if mix.paired else persona_examples
     examples += list(persona(caster, chats, persona_lines, mix))
     examples += list(persona(caster, chats, persona_lines, mix))  # another question per row
+    if mix.kind_questions:
+        sorted_answers = [f.answer for p1, p2, _ in chats for f in p1 + p2 if f.pattern in SORTED_PATTERNS]
+        kinds = answer_kinds(sorted_answers)
+        for _ in range(mix.kind_questions):
+            examples += list(paired_persona_examples(caster, chats, persona_lines, replace(mix, paired=True), kinds))
     examples += list(temporal_examples(caster, chats, persona_lines))
     examples += list(chat_examples(caster, chats, persona_lines))
     examples += list(chat_examples(caster, chats, persona_lines))

@@ -10,7 +10,8 @@ import json
 import random
 from pathlib import Path
 
-from bench.reader_data import (ABSTAIN, MIXES, NAMES, Caster, Mix, classify_fact, paired_persona_examples,
+from bench.reader_data import (ABSTAIN, MIXES, NAMES, Caster, Mix, classify_fact, kind_answer, kind_of,
+                               paired_persona_examples,
                                squad_examples)
 
 PARAGRAPH = ("The Normans were the people who in the 10th and 11th centuries gave their name to Normandy, a region "
@@ -109,3 +110,31 @@ def test_a_v5_fact_can_be_remembered_as_the_persons_reply_to_a_question() -> Non
         at = next(i for i, t in enumerate(turns) if gold in t)
         asked += at > 0 and "you" in turns[at - 1]  # the turn before the answer asked the person
     assert asked == len(examples)
+
+
+def test_a_v6_question_names_the_kind_of_thing_asked_for_and_not_the_facts_words() -> None:
+    rows = [([classify_fact("I like to bake bread."), classify_fact("I work as a nurse.")],
+             [classify_fact("I live in a small town.")], [(1, "hi"), (2, "hello")])] * 40
+    mix = Mix(persona_abstain=0.5, paired=True, extra_lines=(0, 0))
+    examples = list(paired_persona_examples(caster(5), rows, OTHERS, mix, kinds={}))
+    answers = [e for e in examples if e.kind == "answer"]
+    assert answers and all(e.source == "kind" for e in examples)
+    said = {"Baking bread.": "bake bread", "Nurse.": "nurse", "Small town.": "small town"}
+    assert {e.reply for e in answers} <= set(said)  # 'to bake bread' is said as something done
+    for e in answers:
+        asked = question(e.prompt).lower()
+        assert not any(w in asked for w in ("bake", "nurse", "work as", "small", "live"))  # the kind, in other words
+        assert said[e.reply] in e.prompt.lower()
+    abstains = [e for e in examples if e.kind == "abstain"]
+    assert abstains and all(e.reply in ABSTAIN for e in abstains)
+
+
+def test_the_kind_of_an_answer_comes_from_its_pattern_or_its_sorted_kind() -> None:
+    rng = random.Random(0)
+    assert kind_of(classify_fact("I work as a nurse."), {}, rng) == "job"
+    assert kind_of(classify_fact("I work at the mall."), {}, rng) == "workplace"
+    assert kind_of(classify_fact("I love pizza."), {"pizza": "food"}, rng) == "food"
+    assert kind_of(classify_fact("I love pizza."), {}, rng) is None  # not sorted and nothing done: no question
+    assert kind_of(classify_fact("My favorite color is teal."), {}, rng) is None
+    assert kind_answer("to paint in my spare time", own=False) == "painting in their spare time"
+    assert kind_answer("to paint in my spare time", own=True) == "painting in your spare time"
