@@ -726,6 +726,8 @@ def paired_persona_examples(caster: Caster, chats: list, persona_lines: list[tup
             gold = " and ".join(f.answer for f in answers)
         template = r.choice(mine if own else third)
         question = _casual(template.format(s=who[0], k=fact.key or "thing"), r)
+        if kind and r.random() < 0.5:  # as typed at the start of a line: "What's my pet's name?" as often
+            question = question[0].upper() + question[1:]
         state = r.getstate()
         prompt = caster.build(with_fact, [], asker, question, names=names, facts=in_facts)
         yield Example("answer", "kind" if kind else "persona", prompt, _brief(gold))
