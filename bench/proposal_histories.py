@@ -30,6 +30,11 @@ same way (the same campaigns, sessions and characters; the same fermenters, kegs
 club: training-plan questions and injury advice) are held out, written blind on 2026-11-27 (round 6) by a writer
 who never saw the proposal rules or their outputs; they pair their two needs the same way (the same brood boxes,
 supers, frames and queens; the same long runs, races and miles).
+``yarn`` (a knitting and crochet circle: pattern help and yarn/supply sourcing) and ``fishkeeping`` (an aquarium
+club: water-chemistry troubleshooting and stocking advice) are held out, written blind on 2026-11-27 (round 7) by a
+writer who never saw the proposal rules or their outputs; they pair their two needs the same way (the same patterns
+and the same yarn, 'yarn', 'wool', 'skeins', 'hanks'; the same tanks, 'tank', 'aquarium', 'setup', 'scape', 'cube',
+and the same fish), and fishkeeping's served need is debugging the members' home-made tank gadgets.
 
 Every message carries a label (``need:route_planning``, ``served:debugging``, ``hobby``,
 ``restricted:...``, ``chatter``, ``greeting``, ``thanks``) kept beside the import file, never in it:
@@ -49,7 +54,7 @@ from pathlib import Path
 DEV = ("cycling", "study")
 SPENT = ("raids",)  # held out once, then run for the report after rules were changed: no longer held out
 HELD_OUT = ("garden", "language", "kitchen", "indiedev", "photo", "homeowners", "tabletop",
-            "brewing", "apiary", "joggers")  # the last eight: written blind
+            "brewing", "apiary", "joggers", "yarn", "fishkeeping")  # the last ten: written blind
 
 
 @dataclass(frozen=True)
@@ -1588,9 +1593,331 @@ JOGGERS = History(
     ),
 )
 
+# --- knitting and crochet circle server (held out, written blind on 2026-11-27, round 7) ---------------------
+# Both needs are about the same yarn and the same patterns: fixing a pattern that won't come out right, and
+# finding where to buy the yarn (or the needles and hooks) it calls for. Knit and crochet patterns are separate
+# kinds under one label, and so are yarn and tools under the other, so a stitch term goes with its craft.
+
+_KNITS_Y = ("the Larkspur cardigan", "my Fernhill socks", "a top-down raglan", "the Saltings shawl", "a brioche cowl",
+            "the Mossgate beanie", "a fair isle yoke", "the Tidewrack wrap", "the baby surprise jacket")
+_CROCHETS_Y = ("a granny square blanket", "the Hedgerow fox amigurumi", "a corner-to-corner throw",
+               "the Kestrel market bag", "a mandala coaster set", "the Pebble beach tote", "a ripple afghan")
+_FIBRES_Y = ("merino", "alpaca", "mohair", "cotton", "superwash sock yarn", "acrylic", "linen blend", "shetland",
+             "bamboo", "silk mohair")
+_WEIGHTS_Y = ("DK", "aran", "4ply", "chunky", "laceweight", "worsted", "fingering", "sport weight")
+_BRANDS_Y = ("Hollowdale", "Pennine Spin", "Marsh & Finch", "Tidewater Fibre", "Little Cobb", "Greyhound Mills")
+_COLOURS_Y = ("Heather Mist", "Rust", "Kelp", "Oatmeal", "Storm Blue", "Damson", "Mustard", "Slate")
+_TOWNS_Y = ("Wrenford", "Ottery St Clare", "Saltmarsh", "the retail park", "Kirkhaven", "town", "Brockley Cross")
+_DOCS_Y = ("pattern", "chart", "instructions", "pdf", "written version", "booklet", "designer's note")
+_YARN_WORDS_Y = ("yarn", "wool", "skeins", "balls of wool", "hanks", "fibre")
+_COUNTS_Y = {"row": ("4", "7", "12", "19", "23", "31", "48"), "n": ("88", "96", "104", "112", "64", "120"),
+             "d": ("6", "8", "10", "12"), "off": ("one", "two", "three", "four", "five")}
+PATTERN_KNIT_Y = (  # a knitting pattern that won't come out right
+    "row {row} of the chart for {pattern} and I'm {off} stitches over what the {doc} says. what am I missing",
+    "what does 'sl1 wyif' mean?? it's all over {pattern}",
+    "can someone explain the short rows in {pattern}, the {doc} just says 'work w&t as set' and I'm lost",
+    "dropped a stitch about six rows back in the lace bit of {pattern}. how do I ladder down and fix it without frogging",
+    "my gauge is 20 sts and {pattern} wants 22. go down a needle or knit the next size up?",
+    "is m1l the same as 'make one away'? the {doc} for {pattern} uses both and I'm confused",
+    "there's always a hole where I pick up for the thumb gusset. trick to close it?",
+    "the cable cross on row {row} of {pattern} looks mirrored compared to the photo. misread the chart?",
+    "how do you read a chart on wrong side rows, right to left still? I've muddled myself",
+    "'decrease {d} sts evenly across' and that's it. {n} stitches on the needle, how do I space them out",
+    "frogged the yoke of my jumper twice now and it keeps coming out tight round the neck. me or the {doc}?",
+    "{pattern} size 3, my count after the set-up row is off by two. where would that come from",
+    "pretty sure there's a mistake in the {doc} for {pattern}, row {row} can't be right. anyone else hit it?",
+    "my {weight} {fibre} splits like mad on the cables in {pattern}, different needle tips or different technique",
+    "subbing a {weight} for the yarn {pattern} asks for, how do I redo the stitch counts",
+    "where do the markers actually go in {pattern}? the {doc} assumes I already know",
+    "ssk vs k2tog tbl, does it matter which one I use for the heel flap",
+    "my colourwork floats on {pattern} are pulling the whole thing in, it's like a tube of cardboard",
+    "kitchener stitch: I always end up with one stitch left over on the back needle. what am I doing",
+    "picked up stitches for the button band and it's flaring like a ruffle, how many should I have picked up",
+    "sleeve island on my cardigan - do I knit the sleeves first or finish the body? the {doc} is vague",
+    "the lace on {pattern} doesn't look like lace after row {row}, just a mess of yarnovers",
+    "tubular cast on for {pattern}, tried it four times, the edge keeps collapsing",
+)
+PATTERN_CROCHET_Y = (  # ...and a crochet one
+    "does the turning chain count as a stitch in {pattern}? my edges are going wonky",
+    "US vs UK terms are killing me, the {doc} for {pattern} says dc, which dc is it",
+    "{pattern} is cupping like a bowl by round {row}, too many increases or too few",
+    "magic ring keeps working loose on {pattern}, how do you close it so it stays shut",
+    "round {row} of {pattern}: 'ch3, 2tr in next sp' - into the gap or into the stitch?",
+    "how do you join the squares for {pattern} so the seams don't show",
+    "{pattern} is coming out way bigger than the measurements with a {hook} hook, drop a size?",
+    "I'm {off} stitches short on round {row} compared to the {doc}. help before I rip out the lot",
+    "the colour changes on {pattern} leave little bumps, how do I hide the joins",
+    "my c2c rows are slanting, is there a way to keep the blocks square",
+    "what does 'fpdc around the post' mean in practice, I can't picture it from the {doc}",
+    "invisible decrease on {pattern}: mine are very visible lol. what's the actual move",
+    "the stuffing shows through the stitches on {pattern}, tighter tension or smaller hook",
+)
+SOURCING_YARN_Y = (  # where to buy the yarn a pattern calls for
+    "where can I buy {brand} {fibre} in {colour}? {pattern} calls for it and every site is sold out",
+    "anyone know a shop near {town} that actually stocks {weight}? the big craft place only has acrylic",
+    "need two more skeins of {colour} from the same dye lot, does anyone have spare or know a stockist",
+    "{brand} discontinued the {weight} {fibre} halfway through {pattern}. where do people find old stock",
+    "cheapest place online for {fibre} on the cone? doing a whole blanket",
+    "is the {fibre} from the market stall in {town} any good or should I order it in",
+    "does anyone sell undyed {fibre} hanks in bulk? want to try dyeing my own",
+    "looking for a proper local yarn shop that does {fibre}, ideally a bus ride from {town}",
+    "ran out of {yarn_word} twenty rows from the end of {pattern} 😭 who sells {brand} {colour}",
+    "good secondhand sources for {yarn_word}? destash groups, charity shops, anything",
+    "which online shops get {weight} {fibre} to you fast? it's a birthday present and I left it late",
+    "the wool shop in {town} shut down, where's everyone getting their {yarn_word} now",
+    "anyone destashing? after {weight} {fibre}, about 400m, any colour really",
+    "yarn crawl idea: which shops in {town} are worth the trip",
+    "uk stockists for {brand}? the shipping on their own site is silly",
+    "where do you lot buy cotton for dishcloths without it costing a fortune",
+    "{pattern} needs 6 balls of {weight}. online or in person, where do you buy that much",
+    "is there a cheaper {fibre} that'd pass for {brand} on {pattern}? need to buy 9 skeins",
+    "does anybody know if {brand} sells direct? my usual shop stopped carrying them",
+)
+SOURCING_TOOLS_Y = (  # ...and the needles, hooks and notions
+    "who stocks interchangeable needle sets in person? want to feel them before spending that much",
+    "need a {needle} circular urgently, anywhere in {town} open on a sunday?",
+    "where do you buy {hook} hooks with the comfy handles, mine's giving me wrist ache",
+    "best place for blocking mats and wires that isn't the big online place",
+    "any shop near {town} that sells safety eyes for amigurumi, the craft chain never has them",
+    "need proper wooden buttons for {pattern}, where do people get nice ones",
+    "looking for somewhere that sells sock blanks and {needle} dpns together, one order",
+    "where can I get a swift and ball winder second hand, new ones are a fortune",
+    "anyone know who does good project bags? mine's falling apart",
+)
+YARN_SLOTS_KNIT_Y = {"pattern": _KNITS_Y, "fibre": _FIBRES_Y, "weight": _WEIGHTS_Y,
+                     "brand": _BRANDS_Y, "colour": _COLOURS_Y, "town": _TOWNS_Y, "doc": _DOCS_Y,
+                     "yarn_word": _YARN_WORDS_Y, "needle": ("3.25mm", "4mm", "4.5mm", "5mm", "2.5mm", "6mm"),
+                     "hook": ("3.5mm", "4mm", "5mm", "6mm"), **_COUNTS_Y}
+YARN_SLOTS_CROCHET_Y = {**YARN_SLOTS_KNIT_Y, "pattern": _CROCHETS_Y}
+CRAFT_TALK_Y = (  # finished objects and grumbling: chatter, not requests
+    "finished {pattern}!! blocking it tonight", "cast on something new instead of finishing anything, as usual",
+    "the cat has claimed the {colour} skein, it lives in her bed now", "stash has spread from the cupboard to under the bed",
+    "knitting on the bus and a kid asked if it was a scarf. it's a sock. it's clearly a sock",
+    "blocking mats all over the living room floor again, mind your feet",
+    "second sock syndrome has set in", "made a whole hat in one evening, feeling unstoppable",
+    "{pattern} is on the needles, two rows a night pace", "gifted {pattern} to my mum and she cried",
+    "wound four skeins watching telly last night, forearms are dead", "someone at work called my shawl 'a nice doily' 😐",
+)
+RECALL_Y = (  # served by memory_recall: what the person told the bot before
+    "which needle size did we land on for my cardigan when we talked about it?",
+    "hang on, what was the name of that shop I mentioned to you?",
+    "last time I asked you about my tension, what did I say my gauge was?",
+    "can you remind me what colour I told you I'd picked for my sister's scarf",
+    "you and I went over my blanket's square count a while back, how many was it?",
+    "earlier this month I told you my deadline for the christmas jumpers, when was it again",
+    "what was my plan for the leftover mohair? I know I told you",
+    "remind me which cast on I said worked best for me?",
+    "did I mention what size my partner's jumper needed to be? forgot to write it down",
+    "what project did I say I'd finish first, the shawl or the socks?",
+)
+HOBBY_Y = (  # one person's running chatter
+    "saturn's rings through the 130mm last night, still gives me chills",
+    "clear skies finally!! out in the garden till 2am", "new 9mm eyepiece came, jupiter's bands are so sharp",
+    "caught the ISS going over at 19:42, bright as anything", "collimated the scope this afternoon, so fiddly",
+    "got the orion nebula on my phone through the eyepiece, blurry but it's mine",
+    "100% cloud again, the curse of buying new kit", "red torch, flask of tea, deckchair. perfect night",
+    "spotted andromeda naked eye from the hill", "moon too bright for galaxies so I did craters instead",
+    "star party at the observatory next month, can't wait",
+)
+ORGANISERS_Y = (  # restricted: the organisers' recurring business
+    "library wants to know if we're keeping the {day} room for next term", "{n} people haven't paid subs for {month}, chase?",
+    "the hospital has asked for {n} more premie hats by {month}, do we push the charity knit",
+    "{who} keeps selling kits in general, do we have a rule about that",
+    "heard {who} was sharp with a beginner about her tension, should one of us have a word",
+    "float for the craft fair stall: is fifty quid enough",
+    "move sit-and-knit to the cafe while the library's being refurbed?",
+    "key for the cupboard with the donated yarn has gone missing, who had it last",
+    "craft fair insurance renewal arrived, who's signing",
+)
+ORGANISERS_SLOTS_Y = {"day": ("tuesday", "thursday"), "n": ("4", "6", "9", "15", "20", "30"), "month": ("march", "april"),
+                      "who": ("a newer member", "one of the tuesday lot", "the man from the market", "a visitor")}
+
+YARN = History(
+    name="yarn", scope="910000000000000014", start=datetime(2026, 1, 26, 7, 50, tzinfo=UTC), days=81,
+    channels=("general", "help-me", "stash-talk", "finished-objects", "off-topic", "organisers"),
+    restricted="organisers",
+    people={
+        "14001": ("Margit", "margit_k"), "14002": ("Olu", "olu_knits"), "14003": ("Hanne", "hanne.l"),
+        "14004": ("Declan", "dec_loops"), "14005": ("Ravi", "ravi_p"), "14006": ("Bethan", "bethan_w"),
+        "14007": ("Yuki", "yukiyarn"), "14008": ("Lorraine", "lorrainem"), "14009": ("Mateus", "mateus_c"),
+        "14010": ("Agnieszka", "aga_purls"), "14011": ("Colm", "colm_b"), "14012": ("Fenella", "fen_hooks"),
+    },
+    kinds=(
+        *_chatter(("general", "off-topic", "finished-objects")),
+        Kind("chatter", CRAFT_TALK_Y, 1.2, ("finished-objects", "finished-objects", "stash-talk", "general"),
+             slots=YARN_SLOTS_KNIT_Y, dressed=False),
+        Kind("need:pattern_help", PATTERN_KNIT_Y, 0.6, ("help-me", "help-me", "general", "finished-objects"),
+             slots=YARN_SLOTS_KNIT_Y),
+        Kind("need:pattern_help", PATTERN_CROCHET_Y, 0.35, ("help-me", "general"), slots=YARN_SLOTS_CROCHET_Y),
+        Kind("need:supply_sourcing", SOURCING_YARN_Y, 0.6, ("stash-talk", "help-me", "general"),
+             slots=YARN_SLOTS_KNIT_Y),
+        Kind("need:supply_sourcing", SOURCING_TOOLS_Y, 0.3, ("stash-talk", "general"), slots=YARN_SLOTS_KNIT_Y),
+        Kind("served:memory_recall", RECALL_Y, 0.5, ("general", "help-me")),
+        Kind("hobby", HOBBY_Y, 0.8, ("off-topic", "general"), people=("14011",), dressed=False),
+        Kind("restricted:organisers", ORGANISERS_Y, 0.8, ("organisers",), people=("14001", "14006", "14008"),
+             slots=ORGANISERS_SLOTS_Y),
+    ),
+)
+
+
+# --- aquarium and fishkeeping club server (held out, written blind on 2026-11-27, round 7) -------------------
+# Both needs are about the same tanks and the same fish: what is wrong with the water, and what fish to keep in
+# it. People call a tank many things (tank, aquarium, setup, scape, cube, 'the 120L'). Community tanks and
+# shrimp/nano tanks are separate kinds under one label, so a fish goes with a tank it fits.
+
+_BIG_TANKS_F = ("my 120L", "the community tank", "my planted 90", "the 200 litre in the lounge", "my first aquarium",
+                "the new setup", "my 180l", "the big tank", "our 4ft", "the rescaped tank")
+_NANO_TANKS_F = ("the shrimp cube", "my nano", "the 30l scape", "my desk tank", "the little 20 litre",
+                 "the bowfront on the kitchen counter", "my jungle nano")
+_COMMUNITY_F = ("neon tetras", "harlequin rasboras", "guppies", "corydoras", "honey gouramis", "platies",
+                "cherry barbs", "kuhli loaches", "angelfish", "tiger barbs", "otocinclus", "zebra danios",
+                "bristlenose plecos", "rummynose tetras", "mollies")
+_NANO_F = ("cherry shrimp", "amano shrimp", "nerite snails", "chili rasboras", "ember tetras",
+           "celestial pearl danios", "crystal red shrimp", "pygmy corys", "ramshorn snails", "endlers")
+_COMMUNITY2_F = ("swordtails", "dwarf gouramis", "pearl gouramis", "black skirt tetras", "clown loaches",
+                 "bleeding heart tetras", "kribensis")
+_NANO2_F = ("blue dream shrimp", "bladder snails", "tiger shrimp", "least rasboras", "scarlet badis", "pond snails")
+_WATER_NUMBERS_F = {"param": ("ammonia", "nitrite", "nitrate", "pH", "KH", "GH"),
+                    "test": ("ammonia at 0.5", "ammonia at 2", "nitrite at 0.25", "nitrite at 1", "nitrate at 80",
+                             "KH at 1", "GH at 3", "pH at 6.2", "pH at 8.4"),
+                    "ammonia": ("0.25", "0.5", "1", "2", "4"), "nitrate": ("40", "50", "60", "80", "100"), "ph": ("6.2", "6.5", "7.8", "8.2", "8.4"),
+                    "n": ("2", "3", "4", "6", "8", "10", "12"), "change": ("water change", "wc", "pwc", "25% change",
+                                                                          "big water swap", "top-up")}
+WATER_F = (  # the water is wrong and they want to know why (every kind of tank)
+    "{test} in {tank} and I can't work out why, did a {change} two days ago",
+    "tested tonight: ammonia 0, nitrite 0, nitrate {nitrate}. too high for the {fish}?",
+    "water in {tank} went milky overnight. bacterial bloom or something worse",
+    "pH keeps crashing to {ph} in {tank}, what's eating my buffer",
+    "how long does a fishless cycle actually take? week four and nitrite is still off the chart",
+    "tap water comes out at {ph} and reeks of chlorine, what do I need before it goes in {tank}",
+    "the strips say one thing and the liquid kit another for {param}, which one do I believe",
+    "should I be worried about {test} or is that normal for a setup this new",
+    "ammonia's showing after I added {n} {fish}, is this a mini cycle",
+    "lost two {fish} this week and {tank} looks crystal clear. what should I be testing for",
+    "switched to RO and now everything in {tank} looks sad, am I missing minerals?",
+    "how big can a {change} go when nitrate is sitting at {nitrate}",
+    "does driftwood drop the pH enough to matter? {tank} keeps drifting up to {ph}",
+    "weekly {change}s and the nitrate still creeps to {nitrate} by sunday, what am I doing wrong",
+    "filter was off for eight hours in the power cut, is the bacteria gone? ammonia is creeping up",
+    "KH is basically zero where I live, how do you keep the pH steady in an aquarium without crushed coral",
+    "pet shop did a water test and said 'fine' but wouldn't give me numbers. how do I read my own kit properly",
+    "{tank} smells of rotten eggs since I moved the substrate, is that dangerous for the {fish}",
+    "green water won't clear in {tank} even after a blackout. uv, more {change}s, or something in the water",
+    "straight from the tap I'm getting {test}. do I have to treat for that",
+    "the {fish} are gasping at the surface in the morning, oxygen or water quality?",
+    "cycled {tank} with bottled bacteria and it still shows ammonia at {ammonia}. did it even work",
+)
+WATER_NANO_F = (  # ...and what only shrimp and nano keepers ask
+    "{fish} keep dying mid-moult, is my GH too low",
+    "TDS is 350 in {tank}, way too high for {fish}?",
+    "remineraliser for RO water: how much per litre for {fish}",
+    "tiny white worms on the glass of {tank}, water problem or harmless",
+    "temperature in {tank} swings 4 degrees between day and night, is that what's killing the {fish}",
+)
+STOCKING_F = (  # which fish and how many for a tank (every kind of tank)
+    "can {fish} and {fish2} live together or will it end in tears",
+    "what can I add to {tank} that'll stay out of the way of my {fish}",
+    "how many {fish} is too many for {tank}? got {n} at the moment",
+    "would {n} {fish} be enough for a proper group or do they want more",
+    "planning what goes into {tank}: {fish}, {fish2} and maybe a few more. overstocked already?",
+    "what order should the fish go in once {tank} has finished cycling",
+    "my kid wants {fish} for {tank}, terrible idea?",
+    "down to one of my {fish} after a bad week, get more of the same or rehome it",
+    "do {fish} really need to be in a group? the shop sold me {n}",
+    "rehoming a friend's {fish}, will they get on with the {fish2} in {tank}",
+    "{tank} is soft water and full of plants. what would you stock it with",
+    "are {fish} going to eat my {fish2}? thinking of putting them together",
+    "one more species for {tank}, something for the top of the water, ideas?",
+    "auction this weekend: is it daft to add {fish} to {tank} already holding {fish2}",
+)
+STOCKING_BIG_F = (  # ...and what only the bigger community tanks ask
+    "centrepiece fish for {tank}, something peaceful that isn't a gourami?",
+    "bottom dwellers for {tank}? it's a sand substrate",
+    "are {fish} too nippy for a community with {fish2}",
+    "fish for an unheated aquarium in the spare room, what actually copes",
+    "can I keep a single angelfish in {tank} or do they need company",
+)
+STOCKING_NANO_F = (  # ...and what only the nano tanks ask
+    "how many shrimp can {tank} realistically hold",
+    "nano fish that aren't neon tetras? bored of seeing them everywhere",
+    "will {fish} eat baby {fish2} in {tank}",
+    "can {fish} share {tank} with a betta or is that asking for trouble",
+)
+FISH_SLOTS_BIG_F = {"tank": _BIG_TANKS_F, "fish": _COMMUNITY_F, "fish2": _COMMUNITY2_F, **_WATER_NUMBERS_F}
+FISH_SLOTS_NANO_F = {"tank": _NANO_TANKS_F, "fish": _NANO_F, "fish2": _NANO2_F, **_WATER_NUMBERS_F}
+FISH_TALK_F = (  # showing off and grumbling: chatter, not requests
+    "look at my {fish} colouring up 😍", "new scape is finally planted, pics in a sec",
+    "the pleco ate a whole courgette overnight, greedy thing", "fry in {tank}!! no idea who the parents are",
+    "rescaped at midnight, no regrets", "the {fish} beg at the glass every time I walk past",
+    "auction haul: three bags of plants and a spare heater", "bought another tank, my partner doesn't know yet",
+    "the fish room smells like a pond and honestly I love it", "{tank} at night with the moonlights on 👌",
+    "trimmed the stem plants, now I have a bucket of cuttings nobody wants",
+)
+DEBUG_F = (  # served by debugging: the club's home-made tank gadgets
+    "my arduino dosing pump sketch compiles but the pump never runs, pin's set to OUTPUT, what else is there",
+    "python script that logs tank temp throws FileNotFoundError on /sys/bus/w1/devices after a reboot",
+    "esphome config for my light controller fails with 'Component not found: sun', where's the mistake",
+    "raspberry pi temp logger stops writing to the csv after about an hour and there's no error",
+    "getting TypeError: unsupported operand type(s) for -: 'str' and 'float' in my pH logging script",
+    "home assistant automation switches the heater off at 24.9 but never back on, the yaml looks fine to me",
+    "ds18b20 reads -127 every few minutes, is that my code or my wiring",
+    "the timer code for my moonlight leds skips sundays and I can't see why",
+    "node-red flow for the auto top-off fires twice every time, how do I debounce it",
+    "IndexError: list index out of range whenever the sensor returns nothing, how do I handle that properly",
+)
+HOBBY_F = (  # one person's running chatter
+    "worked a station in new zealand on 20m last night!!", "new dipole is up in the garden, neighbours thrilled",
+    "passed the full licence exam 🎉", "contest weekend, 140 contacts so far",
+    "qsl cards from japan came in the post today", "antenna tuner blew a fuse, back to the bench",
+    "solar flux is great this week, bands wide open", "morse practice twenty minutes a day, up to 15 wpm now",
+    "talked to a guy on a mountain top with a handheld, summits on the air is brilliant",
+    "rebuilt the old valve receiver, it hums but it works",
+)
+COMMITTEE_F = (  # restricted: the committee's recurring business
+    "auction on {day}: we need {few} more people bagging fish", "{who} sold fish with whitespot at the auction, complaint's in",
+    "treasurer: the hall hire's gone up to {price} quid a night", "{month} speaker cancelled, anyone got a backup",
+    "do we let non-members sell at the autumn auction this year", "{who} wants a refund for DOA fish from the last auction",
+    "membership at {members}, renewals due end of {month}", "raffle prizes are in my garage, can someone take half",
+    "who's looking after the club display tank at the library while I'm away",
+)
+COMMITTEE_SLOTS_F = {"day": ("saturday", "sunday"), "few": ("2", "3", "4", "6"), "members": ("45", "60", "85"),
+                     "price": ("60", "75", "90"),
+                     "month": ("august", "september"),
+                     "who": ("a seller from out of town", "one of the breeders", "a new member", "the shrimp guy")}
+
+FISHKEEPING = History(
+    name="fishkeeping", scope="910000000000000015", start=datetime(2026, 7, 13, 8, 20, tzinfo=UTC), days=75,
+    channels=("general", "help-desk", "tank-journals", "swap-shop", "off-topic", "committee"), restricted="committee",
+    people={
+        "15001": ("Iker", "iker_z"), "15002": ("Saoirse", "saoirse_fish"), "15003": ("Dmitri", "dmitri.v"),
+        "15004": ("Abena", "abena_o"), "15005": ("Thiago", "thiago_aq"), "15006": ("Maud", "maud_r"),
+        "15007": ("Kenji", "kenji_t"), "15008": ("Harjit", "harjit_s"), "15009": ("Lottie", "lottie_g"),
+        "15010": ("Emeka", "emeka_n"), "15011": ("Vesna", "vesna_p"), "15012": ("Gus", "gus_tanks"),
+        "15013": ("Ines", "ines_m"),
+    },
+    kinds=(
+        *_chatter(("general", "off-topic", "tank-journals")),
+        Kind("chatter", FISH_TALK_F, 1.2, ("tank-journals", "tank-journals", "general"), slots=FISH_SLOTS_BIG_F,
+             dressed=False),
+        Kind("need:water_chemistry", WATER_F, 0.55, ("help-desk", "help-desk", "tank-journals", "general"),
+             slots=FISH_SLOTS_BIG_F),
+        Kind("need:water_chemistry", WATER_F + WATER_NANO_F, 0.35, ("help-desk", "tank-journals", "general"),
+             slots=FISH_SLOTS_NANO_F),
+        Kind("need:stocking_advice", STOCKING_F + STOCKING_BIG_F, 0.55, ("help-desk", "swap-shop", "general"),
+             slots=FISH_SLOTS_BIG_F),
+        Kind("need:stocking_advice", STOCKING_F + STOCKING_NANO_F, 0.35, ("help-desk", "swap-shop", "general"),
+             slots=FISH_SLOTS_NANO_F),
+        Kind("served:debugging", DEBUG_F, 0.5, ("general", "help-desk", "off-topic")),
+        Kind("hobby", HOBBY_F, 0.8, ("off-topic", "general"), people=("15008",), dressed=False),
+        Kind("restricted:committee", COMMITTEE_F, 0.8, ("committee",), people=("15002", "15005", "15010"),
+             slots=COMMITTEE_SLOTS_F),
+    ),
+)
+
+
 HISTORIES: dict[str, History] = {h.name: h for h in (CYCLING, STUDY, RAIDS_HISTORY, GARDEN, LANGUAGE, KITCHEN,
                                                       INDIEDEV, PHOTO, HOMEOWNERS, TABLETOP, BREWING,
-                                                      APIARY, JOGGERS)}
+                                                      APIARY, JOGGERS, YARN, FISHKEEPING)}
 
 
 def generate(history: History, *, seed: int = 0, scale: float = 1.0) -> list[Message]:

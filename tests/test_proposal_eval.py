@@ -41,7 +41,7 @@ def test_a_history_spans_two_months_in_several_channels_with_its_people_and_need
 
 
 @pytest.mark.parametrize("name", ["kitchen", "indiedev", "photo", "homeowners", "tabletop", "brewing", "apiary",
-                                  "joggers"])
+                                  "joggers", "yarn", "fishkeeping"])
 def test_a_blind_history_is_the_same_each_time_spans_two_months_and_its_needs_recur_across_people_and_days(
         name: str) -> None:
     history = HISTORIES[name]
@@ -65,6 +65,15 @@ def test_every_frame_of_every_history_fills_all_its_slots() -> None:
                 assert not missing, (history.name, frame, missing)
         messages = generate(history, seed=7)
         assert not [m.text for m in messages if "{" in m.text or "}" in m.text], history.name
+
+
+def test_no_two_histories_share_a_scope_a_person_or_a_message_id_prefix() -> None:
+    histories = list(HISTORIES.values())
+    assert len({h.scope for h in histories}) == len(histories)
+    people = [p for h in histories for p in h.people]
+    assert len(set(people)) == len(people)
+    prefixes = [generate(h, scale=0.05)[0].id.rstrip("0123456789") for h in histories]
+    assert len(set(prefixes)) == len(prefixes), prefixes
 
 
 def test_the_import_file_holds_no_generator_label(tmp_path: Path) -> None:
