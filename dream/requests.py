@@ -26,8 +26,9 @@ Since round 6 this test is the gate of the archetype analysis: only requests are
 "remember what we decided ...", "do you recall ...") from the rest: the seeded ``memory_recall`` archetype
 serves that kind already, so it is never a new need (``dream.themes.screen`` leaves such messages out).
 
-``request_kind`` names what a group of requests asks for (troubleshooting, scheduling, explanations,
-advice) from the same general forms, so a theme's name says the kind of request ("exam_scheduling"),
+``request_kind`` names what a group of requests asks for (buying, troubleshooting, scheduling, explanations,
+advice) from the same general forms (``request_acts`` folds them into the act asked for: get, do, when, so that
+``dream.themes.split_by_act`` can tell where-to-buy from how-to about one object), so a theme's name says the kind of request ("exam_scheduling"),
 not two of its nouns ("way_path").
 
 Only grammatical categories and a few general English request words are used; no word comes from a

@@ -37,14 +37,19 @@ Merging cannot undo what clustering joined: two needs on one topic (recipe
 scaling and ingredient swaps) can be one cluster before any merge. So each
 group is checked for two parts (``split_in_two``: 2-means, each part big
 enough and every member clearly on one side); if it has them, each part is a
-candidate of its own and is screened alone.
+candidate of its own and is screened alone. Nor does MiniLM always separate two
+needs about one object ("where can I buy frames", "how do I inspect a frame"):
+so each group, or part, is also split by the act its requests ask for
+(``split_by_act``: get, do, when, from ``dream.requests.request_acts``).
 
 A theme's name says what its members ask for, as a moderator reads it: the
 object its requests ask about (the head of their questions and orders in
 spaCy's parse, used by at least ``NAME_COVERAGE`` of them, never a proper
 noun, a light word or a person's name) and the kind of request
 (``exam_scheduling``, ``citing_advice``); when no object passes, the name
-says so (``advice_requests``, ``requests_about_<object>``, ``mixed_requests``).
+says so (``advice_requests``, ``requests_about_<object>``, ``mixed_requests``),
+unless the nouns its requests ask about that play one role (near-synonyms, or
+filling the same frame: ``role_group``) reach that share together.
 Requests to recall an earlier conversation are left out before clustering
 where the seeded ``memory_recall`` archetype serves them.
 """
@@ -477,10 +482,12 @@ def split_by_act(members: Sequence[PoorMatch], *, min_size: int,
                  min_share: float = SPLIT_SHARE) -> tuple[list[PoorMatch], list[PoorMatch], str] | None:
     """Two needs on one topic told apart by what their requests ask for, not by their nouns (round 6: "where can I
     buy frames" and "how do I inspect a frame", one theme by topic): the acts of ``dream.requests.request_acts``
-    (get, do, when). When the two commonest acts each take ``min_share`` of the members, each is one part, and a
-    member with neither act joins the part whose act-members' centroid is nearer its vector. None when one act
-    leads (one need asked in several forms: on the dev histories, route planning 4 "do" of 35, the rest none) or a
-    part has fewer than ``min_size`` distinct texts. Returns (larger part, smaller part, "get and do")."""
+    (get, do, when). When the two commonest acts each take ``min_share`` of the members whose form says an act
+    and ``min_size`` distinct texts, each is one part, and a member with neither act ("is it normal for the fly to
+    touch the inner?") joins the part whose act-members' centroid is nearer its vector. None when one act leads
+    (one need asked in several forms: on the dev histories every need's forms say one act or none: route planning
+    4 "do" of 35, bike repair 14 "do" of 27, citation help 9 "do" of 24, exam scheduling 13 "when" of 30) or a part
+    has fewer than ``min_size`` distinct texts. Returns (larger part, smaller part, "get and do")."""
     if len(members) < 2 * min_size:
         return None
     from dream.requests import request_acts
@@ -490,7 +497,8 @@ def split_by_act(members: Sequence[PoorMatch], *, min_size: int,
     if len(counts) < 2:
         return None
     (first, _), (second, n_second) = counts.most_common(2)
-    if n_second < min_share * len(members):
+    if n_second < min_share * sum(counts.values()) or any(
+            len({normal(m.text) for m, a in zip(members, acts) if a == act}) < min_size for act in (first, second)):
         return None
     centroids = {act: unit(np.sum([m.vector for m, a in zip(members, acts) if a == act], axis=0))
                  for act in (first, second)}

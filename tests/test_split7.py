@@ -32,6 +32,14 @@ DO_TENT = [
     "how do I clean mould off the tent without ruining it", "how do you re-proof an old tent?",
 ]
 
+# The same need as DO_TENT, asked in no form that says an act (a bare question, "should ...", "is it normal ...").
+ASK_TENT = [
+    "is it normal for a new tent to smell of chemicals?", "should the fly touch the inner tent when it rains",
+    "how tight should the tent's guy lines be in a storm", "does the tent door face into the wind or away",
+    "is it ok to leave the tent pitched in the garden for a week", "should I seal the seams of the tent myself?",
+]
+
+
 # One need (a timetable for training for a race) worded four ways, none of them in 30 % of the requests, with no
 # word they all share.
 TIMETABLE = [
@@ -81,6 +89,16 @@ def test_a_theme_mixing_where_to_buy_and_how_to_do_about_one_object_is_split_in_
         Counter(m.channel_id for m in t.members) for t in themes]
     names = {t.members[0].channel_id: "_".join(t.name_words) for t in themes}
     assert names["buy"].endswith("_buying") and names["buy"] != names["do"], names
+
+
+def test_the_split_holds_when_half_of_one_needs_requests_take_no_form_that_says_what_they_ask(
+        embedder: MiniLMEmbedder) -> None:
+    poor = _said(embedder, {"buy": BUY_TENT, "do": DO_TENT[:5] + ASK_TENT})
+    assert Counter(request_acts([m.text for m in poor]))["do"] < 0.25 * len(poor), "a quarter of all would miss it"
+    split = split_by_act(poor, min_size=5)
+    assert split is not None
+    assert all(len({m.channel_id for m in part}) == 1 for part in split[:2]), [
+        Counter(m.channel_id for m in part) for part in split[:2]]
 
 
 def test_one_need_asked_in_several_forms_is_not_split_by_what_it_asks(embedder: MiniLMEmbedder) -> None:
