@@ -135,6 +135,11 @@ async def archetype_proposals(services: DreamServices, now: datetime) -> StepRep
     report = StepReport(counts={"poor_matches": 0, "clusters": 0, "proposed": 0, "already_covered": 0,
                                 "already_served": 0, "edits_proposed": 0})
     await services.router.refresh()
+    loop = asyncio.get_running_loop()
+
+    def word_vectors(words: list[str]) -> np.ndarray:  # MiniLM on bare words, from the worker thread that names
+        return np.asarray(asyncio.run_coroutine_threadsafe(services.embedder.embed_many(words), loop).result())
+
     if services.scope is not None:
         scopes = [services.scope]
     else:
@@ -152,7 +157,7 @@ async def archetype_proposals(services: DreamServices, now: datetime) -> StepRep
         people = await _people_words(services, scope)
         themes = await asyncio.to_thread(
             find_themes, poor, distance=cfg.cluster_distance, min_size=cfg.min_cluster_size,
-            merge_similarity=cfg.theme_merge_similarity, names=people,
+            merge_similarity=cfg.theme_merge_similarity, names=people, word_vectors=word_vectors,
             recurrence=Recurrence(people=cfg.theme_people, days=cfg.theme_days,
                                   request_share=cfg.theme_request_share,
                                   recall_served=any(a.name == RECALL_ARCHETYPE

@@ -26,8 +26,9 @@ Since round 6 this test is the gate of the archetype analysis: only requests are
 "remember what we decided ...", "do you recall ...") from the rest: the seeded ``memory_recall`` archetype
 serves that kind already, so it is never a new need (``dream.themes.screen`` leaves such messages out).
 
-``request_kind`` names what a group of requests asks for (troubleshooting, scheduling, explanations,
-advice) from the same general forms, so a theme's name says the kind of request ("exam_scheduling"),
+``request_kind`` names what a group of requests asks for (buying, troubleshooting, scheduling, explanations,
+advice) from the same general forms (``request_acts`` folds them into the act asked for: get, do, when, so that
+``dream.themes.split_by_act`` can tell where-to-buy from how-to about one object), so a theme's name says the kind of request ("exam_scheduling"),
 not two of its nouns ("way_path").
 
 Only grammatical categories and a few general English request words are used; no word comes from a
@@ -130,6 +131,15 @@ def _clause_asks(clause: list[Any], *, opening: bool) -> bool:
 
 
 
+# Asking where to get a thing, or which one to get: buying, a need of its own beside doing something with the thing
+# (round 6: "where can I buy frames" and "how do I inspect a frame" were one theme). General English words of
+# shopping (verbs of acquiring, the shop's side of it, and money), not words from any server's messages; "order",
+# "stock", "source" and "sell" count as verbs only ("in order of appearance" is no purchase), from spaCy's parse.
+_BUY_VERBS = frozenset({"buy", "purchase", "order", "preorder", "sell", "stock", "source", "afford", "shop", "restock"})
+_BUYING = re.compile(r"\b(where|who) (can|do|does|should|would|did|to) (i|you|we|people|u|one)?\s*(get(?!\s+to\b)|find|pick up|"
+                     r"grab|order|buy)\b|\bwhere to (get|find|buy|order)\b|\b(which|what) (\w+ ){1,2}(should|would|do) "
+                     r"(i|we|you) (get|buy)\b|\b(prices?|priced|pricey|cheap\w*|expensive|suppliers?|stockists?|"
+                     r"retailers?|second[- ]?hand|in stock|out of stock)\b", re.I)
 # What a request asks for, by its general English form (checked in this order; none: no kind is named).
 _KINDS = (
     ("troubleshooting", re.compile(r"\b(errors?|broken|crash\w*|fail\w*|wrong|won'?t|doesn'?t|not working|keeps?|"
@@ -146,10 +156,40 @@ KIND_SEEN = 0.25  # a kind is named when at least this share of the messages tak
 KIND_SHARE = 0.6  # and this share of those take the same one
 
 
+def message_kinds(texts: Sequence[str]) -> list[str | None]:
+    """Per text, the kind of request its form takes ("buying", "troubleshooting", "scheduling", "explanations",
+    "advice"; None: no recognisable form). Buying comes first: "my smoker broke, where can I get a new one" asks
+    where to get one; a verb of acquiring counts only as a verb (spaCy's tagger: "in order of appearance" is no
+    purchase)."""
+    from dream.themes import _nlp
+
+    out: list[str | None] = []
+    for text, doc in zip(texts, _nlp().pipe(list(texts), batch_size=64)):
+        buys = _BUYING.search(text) or any(t.pos_ == "VERB" and t.lemma_.lower() in _BUY_VERBS for t in doc)
+        found: str | None = "buying" if buys else None
+        out.append(found or next((kind for kind, pattern in _KINDS if pattern.search(text)), None))
+    return out
+
+
+# The need a kind of request serves, for telling two needs apart inside one theme (``dream.themes.split_by_act``):
+# getting a thing, doing something with it (how to do it, what went wrong, what it means), or when. "advice" without
+# a "how" (which, best, should I, worth) names no act: it serves any of them ("which hive should I buy" is asked with
+# a buying form or none).
+_ACTS = {"buying": "get", "troubleshooting": "do", "explanations": "do", "scheduling": "when"}
+_HOW = re.compile(r"\bhow (do|can|should|would|to|does|did)\b|\bwhat (should|do) (i|we) (check|do|look for)\b", re.I)
+
+
+def request_acts(texts: Sequence[str]) -> list[str | None]:
+    """Per text, the act it asks for: "get" (where or which to buy), "do" (how to do or fix something, what it
+    means), "when" (a date, a time, how long), or None (no form that says: "which is best", a bare question)."""
+    return [_ACTS.get(kind or "") or ("do" if kind == "advice" and _HOW.search(text) else None)
+            for text, kind in zip(texts, message_kinds(texts))]
+
+
 def request_kind(texts: Sequence[str]) -> str | None:
-    """The kind of request ``texts`` make ("troubleshooting", "scheduling", "explanations", "advice"): the
-    form most of those with a recognisable form take; None when too few have one or no form leads."""
-    found = [next((kind for kind, pattern in _KINDS if pattern.search(t)), None) for t in texts]
+    """The kind of request ``texts`` make ("buying", "troubleshooting", "scheduling", "explanations", "advice"):
+    the form most of those with a recognisable form take; None when too few have one or no form leads."""
+    found = message_kinds(texts)
     counts = Counter(k for k in found if k)
     seen = sum(counts.values())
     if not texts or seen < KIND_SEEN * len(texts):

@@ -37,14 +37,19 @@ Merging cannot undo what clustering joined: two needs on one topic (recipe
 scaling and ingredient swaps) can be one cluster before any merge. So each
 group is checked for two parts (``split_in_two``: 2-means, each part big
 enough and every member clearly on one side); if it has them, each part is a
-candidate of its own and is screened alone.
+candidate of its own and is screened alone. Nor does MiniLM always separate two
+needs about one object ("where can I buy frames", "how do I inspect a frame"):
+so each group, or part, is also split by the act its requests ask for
+(``split_by_act``: get, do, when, from ``dream.requests.request_acts``).
 
 A theme's name says what its members ask for, as a moderator reads it: the
 object its requests ask about (the head of their questions and orders in
 spaCy's parse, used by at least ``NAME_COVERAGE`` of them, never a proper
 noun, a light word or a person's name) and the kind of request
 (``exam_scheduling``, ``citing_advice``); when no object passes, the name
-says so (``advice_requests``, ``requests_about_<object>``, ``mixed_requests``).
+says so (``advice_requests``, ``requests_about_<object>``, ``mixed_requests``),
+unless the nouns its requests ask about that play one role (near-synonyms, or
+filling the same frame: ``role_group``) reach that share together.
 Requests to recall an earlier conversation are left out before clustering
 where the seeded ``memory_recall`` archetype serves them.
 """
@@ -118,6 +123,18 @@ _VERB_HEADS = frozenset({"ROOT", "xcomp", "ccomp", "advcl", "conj"})
 # requests ask about a path, 0.31 mention one) is what a request mentions, not what it asks. Chosen on the dev
 # histories (cycling, study) only: exam 0.23 of 0.37 (0.62), path 0.06 of 0.31 (0.19).
 HEAD_SHARE = 0.5
+# A need worded many ways (round 6: training-plan questions said plan, schedule, week, mileage, programme; on dev,
+# route planning says road, route, loop, path) has no one word that reaches NAME_COVERAGE, and was named by the
+# fallback. So the words its requests ask about are grouped by the role they play (``role_group``): another head
+# word joins a seed when the two are near-synonyms in MiniLM (the bare words' cosine at least SYNONYM_SIMILARITY) or
+# fill the same frame in the theme's requests (the same non-light verb takes both, "stick to my plan" / "stick to
+# the rota"; the same noun compounds both, "training plan" / "training programme"), and the group's coverage stands
+# for its words'. MiniLM on bare words is a poor synonym test (measured: route/road 0.63, schedule/timetable 0.65,
+# road/lane 0.67, citation/reference 0.52, plan/schedule 0.41, plan/programme 0.31, plan/rota 0.21; but also
+# road/traffic 0.63, lens/camera 0.63, fish/tank 0.58, rota/knee 0.33), so the line is high and the frame joins the
+# rest. The pairs are general English words, plus the dev histories' nouns (at 0.45 route planning's group also took
+# ride, track, bike and railway; at 0.55 road, route, path, traffic and, by the frame "avoid", climb: the same name).
+SYNONYM_SIMILARITY = 0.55
 _WORD = re.compile(r"^[a-z][a-z]{2,}$")
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]{1,62}$")
 
@@ -221,6 +238,10 @@ class Candidate:
     merged_from: int
     request_share: float
     refused: str | None
+    # The members of the group it was split from that went to its other part(s): the same topic, another need. Its
+    # name is made against the rest of the poorly served messages, not against them ("kayak" names both the kayak
+    # buying and the kayak handling that one theme held).
+    siblings: frozenset[int] = frozenset()
 
 
 def screen(
@@ -269,20 +290,27 @@ def screen(
 
         apart = two_requests_apart
     groups = merge_overlapping(clusters(poor, distance), merge_similarity, min_size=min_size, apart=apart)
+    split: list[tuple[list[PoorMatch], int, frozenset[int]]] = [(group, merged, frozenset()) for group, merged in groups]
     if recurrence.request_share > 0:  # a theme is one need: two needs on one topic are two themes (or one)
-        groups = [(part, merged) for group, merged in groups for part in _one_need_each(group, min_size, kept_apart)]
+        split = []
+        for group, merged in groups:
+            parts = _one_need_each(group, min_size, kept_apart)
+            split += [(part, merged, frozenset(m.message_id for m in group) - {m.message_id for m in part})
+                      for part in parts]
     out = []
-    for group, merged_from in groups:
+    for group, merged_from, siblings in split:
         distinct = len({normal(m.text) for m in group})
         why = (f"{distinct} distinct texts (needs {min_size})" if distinct < min_size
                else recurrence.fails(group, asks))
-        out.append(Candidate(tuple(group), merged_from, request_share_of(group, asks) if asks else 0.0, why))
+        out.append(Candidate(tuple(group), merged_from, request_share_of(group, asks) if asks else 0.0, why,
+                             siblings))
     return sorted(out, key=lambda c: len(c.members), reverse=True)
 
 
 def find_themes(
     poor: Sequence[PoorMatch], *, distance: float, min_size: int, merge_similarity: float = MERGE_SIMILARITY,
     max_examples: int = 8, recurrence: Recurrence = ANY_GROUP, names: frozenset[str] = frozenset(),
+    word_vectors: WordVectors | None = None,
 ) -> list[Theme]:
     """The themes of ``poor``, largest first: clustered, overlapping clusters merged, each named.
 
@@ -290,7 +318,8 @@ def find_themes(
     again is not a kind of message) and must pass ``recurrence``. Its name and
     terms never use a word of ``names`` (the people of the scope). When
     ``recurrence`` asks for requests, only requests are clustered (``screen``),
-    so its members and examples are all requests.
+    so its members and examples are all requests. ``word_vectors`` (MiniLM on
+    bare words) lets near-synonyms name a need worded many ways (``role_group``).
     """
     themes = []
     for candidate in screen(poor, distance=distance, min_size=min_size, merge_similarity=merge_similarity,
@@ -299,12 +328,13 @@ def find_themes(
             continue
         group, merged_from = list(candidate.members), candidate.merged_from
         inside = {m.message_id for m in group}
-        others = [m.text for m in poor if m.message_id not in inside]
+        others = [m.text for m in poor if m.message_id not in inside | candidate.siblings]
         centroid = unit(np.mean([m.vector for m in group], axis=0))
         from dream.requests import request_kind
 
         texts = [m.text for m in group]
-        name_words, terms = theme_words(texts, others, exclude=names, kind=request_kind(texts))
+        name_words, terms = theme_words(texts, others, exclude=names, kind=request_kind(texts),
+                                        word_vectors=word_vectors)
         themes.append(Theme(tuple(group), centroid, tuple(name_words), tuple(terms),
                             tuple(diverse_examples(group, centroid, max_examples)), merged_from,
                             worded_by(group, name_words, terms)))
@@ -426,15 +456,61 @@ def split_clarity(a: Sequence[PoorMatch], b: Sequence[PoorMatch]) -> float:
 
 
 def _one_need_each(group: list[PoorMatch], min_size: int, said: list[str] | None) -> list[list[PoorMatch]]:
-    """``group``, or its two parts when it holds two needs (``split_in_two``): each is then screened on its own,
-    so a part that fails a rule is dropped and the other, if it passes, is proposed alone."""
+    """``group``, or its parts when it holds two needs: two parts that stand apart in meaning (``split_in_two``),
+    and within each, two kinds of act on one topic (``split_by_act``: where to buy it beside how to do it). Each
+    part is then screened on its own, so a part that fails a rule is dropped and the other, if it passes, is
+    proposed alone."""
     split = split_in_two(group, min_size=min_size)
-    if split is None:
-        return [group]
-    a, b, apart = split
-    if said is not None:
-        said.append(f"{len(group)} messages split in two: {len(a)} + {len(b)} (clarity {apart:.2f})")
-    return [a, b]
+    parts = [group] if split is None else [split[0], split[1]]
+    if split is not None and said is not None:
+        said.append(f"{len(group)} messages split in two: {len(split[0])} + {len(split[1])} "
+                    f"(clarity {split[2]:.2f})")
+    out = []
+    for part in parts:
+        by_act = split_by_act(part, min_size=min_size)
+        if by_act is None:
+            out.append(part)
+            continue
+        a, b, acts = by_act
+        if said is not None:
+            said.append(f"{len(part)} messages split in two by what they ask: {len(a)} + {len(b)} ({acts})")
+        out += [a, b]
+    return out
+
+
+def split_by_act(members: Sequence[PoorMatch], *, min_size: int,
+                 min_share: float = SPLIT_SHARE) -> tuple[list[PoorMatch], list[PoorMatch], str] | None:
+    """Two needs on one topic told apart by what their requests ask for, not by their nouns (round 6: "where can I
+    buy frames" and "how do I inspect a frame", one theme by topic): the acts of ``dream.requests.request_acts``
+    (get, do, when). When the two commonest acts each take ``min_share`` of the members whose form says an act
+    and ``min_size`` distinct texts, each is one part, and a member with neither act ("is it normal for the fly to
+    touch the inner?") joins the part whose act-members' centroid is nearer its vector. None when one act leads
+    (one need asked in several forms: on the dev histories every need's forms say one act or none: route planning
+    4 "do" of 35, bike repair 14 "do" of 27, citation help 9 "do" of 24, exam scheduling 13 "when" of 30) or a part
+    has fewer than ``min_size`` distinct texts. Returns (larger part, smaller part, "get and do")."""
+    if len(members) < 2 * min_size:
+        return None
+    from dream.requests import request_acts
+
+    acts = request_acts([m.text for m in members])
+    counts = Counter(a for a in acts if a)
+    if len(counts) < 2:
+        return None
+    (first, _), (second, n_second) = counts.most_common(2)
+    if n_second < min_share * sum(counts.values()) or any(
+            len({normal(m.text) for m, a in zip(members, acts) if a == act}) < min_size for act in (first, second)):
+        return None
+    centroids = {act: unit(np.sum([m.vector for m, a in zip(members, acts) if a == act], axis=0))
+                 for act in (first, second)}
+    parts: dict[str, list[PoorMatch]] = {first: [], second: []}
+    for m, act in zip(members, acts):
+        if act not in parts:
+            act = max(parts, key=lambda k: float(unit(m.vector) @ centroids[k]))
+        parts[act].append(m)
+    if any(len({normal(m.text) for m in p}) < min_size for p in parts.values()):
+        return None
+    a, b = sorted(parts.values(), key=len, reverse=True)
+    return a, b, f"{first} and {second}"
 
 
 def separation(own: Sequence[PoorMatch], other: Sequence[PoorMatch]) -> float:
@@ -482,9 +558,12 @@ def _content_lemmas(texts: Sequence[str]) -> list[dict[str, str]]:
     return out
 
 
+WordVectors = Callable[[list[str]], np.ndarray]
+
+
 def theme_words(cluster_texts: Sequence[str], other_texts: Sequence[str], *, sample: int = 200,
                 n_terms: int = 4, exclude: frozenset[str] = frozenset(),
-                kind: str | None = None) -> tuple[list[str], list[str]]:
+                kind: str | None = None, word_vectors: WordVectors | None = None) -> tuple[list[str], list[str]]:
     """(words of the theme's name, its terms). The name says what the members ask for, as a moderator reads
     it: its object, a common noun that the members' requests ask about (at the head of a question or an
     order: ``request_heads``), and ``kind``, the kind of request (``dream.requests.request_kind``:
@@ -496,7 +575,11 @@ def theme_words(cluster_texts: Sequence[str], other_texts: Sequence[str], *, sam
     against the other poorly matched messages. When no object or no kind passes, the name says so plainly:
     ``requests_about_<object>``, ``<kind>_requests``, or ``mixed_requests``; never two frequent words glued
     together ("blur_passing"). Terms: the content words the largest share of the messages use, among those
-    that mark the theme against the other messages, proper nouns and light nouns left out."""
+    that mark the theme against the other messages, proper nouns and light nouns left out.
+
+    When no one noun reaches ``NAME_COVERAGE``, the nouns its requests ask about that play one role (``role_group``:
+    near-synonyms by ``word_vectors``, MiniLM on the bare words, or filling the same frame) count together, and
+    the group's most-asked word names it ("plan" for plan, schedule, rota and programme)."""
     texts = _spread(cluster_texts, sample)
     inside = _content_lemmas(texts)
     outside = _content_lemmas(_spread(other_texts, sample)) if other_texts else []
@@ -521,6 +604,15 @@ def theme_words(cluster_texts: Sequence[str], other_texts: Sequence[str], *, sam
                       if coverage[lemma] >= NAME_COVERAGE and asked[lemma] >= HEAD_SHARE * df_in[lemma]
                       and lemma not in LIGHT_NOUNS | LIGHT_VERBS and not (kind and _same_stem(lemma, kind))),
                      key=lambda lemma: (-asked[lemma], -coverage[lemma], -score[lemma], lemma))
+    if not objects:  # a need worded many ways: the words that play one role count together
+        candidates = [lemma for lemma in sorted(df_in, key=lambda w: (-asked[w], -df_in[w], w))
+                      if asked[lemma] > 0 and df_in[lemma] >= 2 and pos[lemma].most_common(1)[0][0] == "NOUN"
+                      and lemma not in exclude | proper | LIGHT_NOUNS | LIGHT_VERBS
+                      and not (kind and _same_stem(lemma, kind))]
+        group = role_group(texts, candidates, inside, heads, word_vectors=word_vectors)
+        if group:
+            objects = [group[0]]
+            terms = list(dict.fromkeys([*group, *terms]))[:n_terms]
     if objects:
         word = objects[0] if pos[objects[0]].most_common(1)[0][0] == "NOUN" else gerund(objects[0])
         return ([word, kind] if kind is not None else ["requests", "about", word]), terms
@@ -529,6 +621,63 @@ def theme_words(cluster_texts: Sequence[str], other_texts: Sequence[str], *, sam
     asked_terms = sorted((lemma for lemma in ranked if asked[lemma] > 0 and lemma not in LIGHT_NOUNS | LIGHT_VERBS),
                          key=lambda lemma: (-asked[lemma], -coverage[lemma], lemma))[:n_terms]
     return ([kind, "requests"] if kind is not None else ["mixed", "requests"]), asked_terms or terms
+
+
+def role_group(texts: Sequence[str], candidates: Sequence[str], lemmas: Sequence[Mapping[str, str]],
+               heads: Sequence[set[str]], *, word_vectors: WordVectors | None = None) -> list[str]:
+    """The words that play one role in ``texts``' requests and together name them, most asked first; [] when no
+    group reaches ``NAME_COVERAGE`` of the texts and is asked about in ``HEAD_SHARE`` of its uses. ``candidates``:
+    the nouns the requests ask about, most asked first; ``lemmas`` and ``heads``: per text, its content lemmas and
+    its requests' heads (``_content_lemmas``, ``request_heads``). A word joins a seed (each candidate in turn) when
+    the two are near-synonyms (``word_vectors`` on the bare words: cosine >= ``SYNONYM_SIMILARITY``) or fill the
+    same frame (``head_frames``); the first seed whose group passes wins, and the group's most-asked word leads."""
+    if len(candidates) < 2:
+        return []
+    frames = head_frames(texts, frozenset(candidates))
+    vectors = dict(zip(candidates, word_vectors(list(candidates)))) if word_vectors is not None else {}
+    asked = Counter(w for doc in heads for w in doc)
+
+    def related(a: str, b: str) -> bool:
+        if a in vectors and b in vectors and float(vectors[a] @ vectors[b]) >= SYNONYM_SIMILARITY:
+            return True
+        return bool(frames.get(a, set()) & frames.get(b, set()))
+
+    n = len(lemmas)
+    for seed in candidates:
+        group = [seed, *(w for w in candidates if w != seed and related(seed, w))]
+        if len(group) < 2:
+            continue
+        words = set(group)
+        used = sum(1 for doc in lemmas if words & set(doc))
+        asked_in = sum(1 for doc in heads if words & doc)
+        if used >= NAME_COVERAGE * n and asked_in >= HEAD_SHARE * used:
+            return sorted(group, key=lambda w: (-asked[w], w))
+    return []
+
+
+def head_frames(texts: Sequence[str], words: frozenset[str]) -> dict[str, set[tuple[str, str]]]:
+    """Per word of ``words``, the frames it fills in ``texts`` as a noun: the non-light verb that takes it
+    ("follow" in "should I follow the plan", "stick to" in "stick to the rota") and the common nouns that compound
+    it ("training" in "my training programme"). Two words with a frame in common play one role."""
+    out: dict[str, set[tuple[str, str]]] = defaultdict(set)
+    for doc in _parser().pipe(list(texts), batch_size=64):
+        for token in doc:
+            lemma = token.lemma_.lower()
+            if lemma not in words or token.pos_ != "NOUN":
+                continue
+            head = token.head
+            if token.dep_ == "pobj" and head.dep_ == "prep":  # "stick to the rota": the verb and its preposition
+                verb = head.head
+                if verb.pos_ == "VERB" and verb.lemma_.lower() not in LIGHT_VERBS:
+                    out[lemma].add(("verb", f"{verb.lemma_.lower()} {head.lower_}"))
+            elif token.dep_ in ("dobj", "nsubjpass") and head.pos_ == "VERB" and head.lemma_.lower() not in LIGHT_VERBS:
+                out[lemma].add(("verb", head.lemma_.lower()))
+            for child in token.children:
+                modifier = child.lemma_.lower()
+                if (child.dep_ in ("compound", "nmod") and child.pos_ == "NOUN" and _WORD.match(modifier)
+                        and modifier not in LIGHT_NOUNS and not child.text[:1].isupper()):
+                    out[lemma].add(("compound", modifier))
+    return out
 
 
 def describe(name_words: Sequence[str], terms: Sequence[str]) -> str:
