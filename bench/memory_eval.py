@@ -470,7 +470,8 @@ async def run_llm(args: argparse.Namespace, app, answered: list[Answered], turns
         engines[reader] = await asyncio.to_thread(load_engine, settings, config)
         print(f"  model {engines[reader].name} loaded in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     brain = app.brain
-    picked = pick_for_llm(answered, args.llm_limit)
+    picked = pick_for_llm([a for a in answered if not args.categories or a.question.category in args.categories],
+                          args.llm_limit)
     biases = args.abstain_bias if args.abstain_bias is not None else [brain.abstain_bias]
     orders = args.memory_order or [prompt_builder(settings, next(iter(engines.values()))).memory_order]
     variants = [(reader, bias, order, (reader if len(biases) == 1 else f"{reader}@{bias:g}")
@@ -679,6 +680,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--no-hippobot", action="store_true", help="baselines only (no database)")
     p.add_argument("--llm", action="store_true", help="also score answers of the bundled model")
     p.add_argument("--llm-limit", type=int, default=40)
+    p.add_argument("--categories", nargs="+", choices=CATEGORIES, default=None,
+                   help="with --llm: ask only questions of these categories (e.g. every temporal one)")
     p.add_argument("--abstain-bias", type=float, nargs="+", default=None,
                    help="with --llm: answer at each of these logit biases on the word that opens 'I don't know' "
                         "(Brain.abstain_bias; default: the shipped setting, HIPPOBOT_READER_ABSTAIN_BIAS)")

@@ -8,6 +8,12 @@ can be from (memory.fields: 1970-2200; "3000 years ago", "december 9999")
 names no time: None, as for a question without one. Recall uses the range to
 search the messages of that stretch as one more ranked list
 (memory/layers/episodes.py).
+
+``dated(text, said)`` is the other direction: a remembered message's relative
+phrases ("yesterday", "last Sunday", "two weeks ago", "next month") with the
+day they name from the day it was said, written after them ("yesterday (26
+March 2024)"), so a reader asked "when?" weeks later finds the date in the
+words instead of counting days (a 270M model cannot).
 """
 
 from __future__ import annotations
@@ -118,3 +124,84 @@ def _may_is_a_month(text: str, m: re.Match[str]) -> bool:
     before = text[: m.start(1)].rstrip().split()[-1:] or [""]
     return bool(m.group(2)) or before[0] in ("in", "during", "since", "by", "of", "around", "early", "late",
                                              "mid", "last", "next", "this")
+
+
+_NUM = r"(\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|couple of|few)"
+_DATED = re.compile(
+    r"\b(?:(?P<dby>the day before yesterday)|(?P<dat>the day after tomorrow)|(?P<yday>yesterday|last night)"
+    r"|(?P<tmrw>tomorrow)"
+    r"|(?P<n>" + _NUM[1:-1] + r")\s+(?P<unit>day|week|month|year)s?\s+(?P<dir>ago|from now|later)"
+    r"|(?P<rel>last|next)\s+(?P<what>week|weekend|month|year|" + "|".join(WEEKDAYS) + r"))\b", re.I)
+
+
+_OWNED = re.compile(r"\b(?:my|your|his|her|its|our|their|the|a|that|this|every)\s+$", re.I)
+
+
+def _day(d: datetime) -> str:
+    return f"{d.day} {d:%B %Y}"
+
+
+def _months(d: datetime, n: int) -> datetime:
+    index = d.year * 12 + d.month - 1 + n
+    return d.replace(year=index // 12, month=index % 12 + 1, day=1)
+
+
+def _named(m: re.Match[str], said: datetime) -> str | None:
+    day = datetime(said.year, said.month, said.day, tzinfo=UTC)
+    g = m.groupdict()
+    if g["dby"]:
+        return _day(day - timedelta(days=2))
+    if g["dat"]:
+        return _day(day + timedelta(days=2))
+    if g["yday"]:
+        return _day(day - timedelta(days=1))
+    if g["tmrw"]:
+        return _day(day + timedelta(days=1))
+    if g["n"]:
+        word = g["n"].lower()
+        n = int(word) if word.isdigit() else _NUMBERS[word]
+        sign = -1 if g["dir"].lower() == "ago" else 1
+        unit = g["unit"].lower()
+        if unit == "day":
+            return _day(day + timedelta(days=sign * n))
+        if unit == "week":
+            return "around " + _day(day + timedelta(days=sign * 7 * n))
+        if unit == "month":
+            return f"{_months(day, sign * n):%B %Y}"
+        year = day.year + sign * n
+        return str(year) if EARLIEST_YEAR <= year <= LATEST_YEAR else None
+    back = g["rel"].lower() == "last"
+    what = g["what"].lower()
+    if what in WEEKDAYS:
+        if back:
+            return _day(day - timedelta(days=(day.weekday() - WEEKDAYS[what]) % 7 or 7))
+        return _day(day + timedelta(days=(WEEKDAYS[what] - day.weekday()) % 7 or 7))
+    if what == "week":
+        return ("the week before " if back else "the week after ") + _day(day)
+    if what == "weekend":
+        saturday = (day - timedelta(days=(day.weekday() - 5) % 7 or 7) if back
+                    else day + timedelta(days=(5 - day.weekday()) % 7 or 7))
+        return "the weekend of " + _day(saturday)
+    if what == "month":
+        return f"{_months(day, -1 if back else 1):%B %Y}"
+    return str(day.year - 1 if back else day.year + 1)
+
+
+def dated(text: str, said: datetime | None) -> str:
+    """``text`` with the day each relative phrase names written after it, in brackets, counted from ``said``
+    (the day it was said): "we got him last Sunday" said on 6 April 2024 -> "we got him last Sunday (31 March
+    2024)". Phrases that name no one day or stretch ("this Friday", "on Tuesday", "recently") are left as they
+    are; so is everything without a date to count from, or counting out of the calendar."""
+    if said is None:
+        return text
+
+    def note(m: re.Match[str]) -> str:
+        if m.group("rel") and _OWNED.search(text, 0, m.start()):
+            return m.group(0)  # "my last weekend job", "the next month or so": last and next as in final, following
+        try:
+            named = _named(m, said)
+        except (OverflowError, ValueError):
+            return m.group(0)
+        return f"{m.group(0)} ({named})" if named else m.group(0)
+
+    return _DATED.sub(note, text)

@@ -138,3 +138,13 @@ async def test_the_plans_word_budget_bounds_the_words_shown(pool: asyncpg.Pool, 
     # No plan budget: the layer's default.
     assert words(await recall(layer(pool, embedder, word_budget=100), embedder, "g1", question,
                               replace(plan(vectors=8), memory_words=None))) <= 100
+
+
+async def test_a_recalled_turn_shows_the_day_its_relative_words_name(
+        pool: asyncpg.Pool, embedder: MiniLMEmbedder) -> None:
+    ids = await chat(pool, embedder, "g1", [FENCE, ("Ben", "We adopted a greyhound called Pepper last Sunday!"), BAKING])
+    items = await recall(layer(pool, embedder), embedder, "g1", "when did Ben adopt Pepper?")
+    [pepper] = [i for i in items if ids[1] in shown(i)]
+    # said on Sunday 1 November 2026: "last Sunday" is the 25th of October, in the words the reader reads
+    assert "last Sunday (25 October 2026)" in pepper.prompt_line
+    assert "last Sunday (25 October 2026)" in pepper.text

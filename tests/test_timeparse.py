@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from memory.timeparse import time_range
+from memory.timeparse import dated, time_range
 
 NOW = datetime(2026, 6, 17, 15, 0, tzinfo=UTC)  # a Wednesday
 
@@ -51,3 +51,33 @@ def test_a_time_at_the_ends_of_the_calendar_is_still_a_time() -> None:
     assert time_range("what happened in december 2200", NOW) is not None
     r = time_range("what did I say yesterday", d(1970, 1, 2))
     assert r is not None and (r.start, r.end) == (d(1970, 1, 1), d(1970, 1, 2))
+
+
+SAID = datetime(2024, 4, 6, 15, 0, tzinfo=UTC)  # a Saturday
+
+
+@pytest.mark.parametrize(("text", "shown"), [
+    ("we got Pepper last Sunday!", "we got Pepper last Sunday (31 March 2024)!"),
+    ("I ran it yesterday", "I ran it yesterday (5 April 2024)"),
+    ("two weeks ago we moved", "two weeks ago (around 23 March 2024) we moved"),
+    ("see you next Tuesday", "see you next Tuesday (9 April 2024)"),
+    ("last weekend was mad", "last weekend (the weekend of 30 March 2024) was mad"),
+    ("I quit last month", "I quit last month (March 2024)"),
+    ("the op is tomorrow", "the op is tomorrow (7 April 2024)"),
+    ("the day before yesterday", "the day before yesterday (4 April 2024)"),
+    ("3 days ago", "3 days ago (3 April 2024)"),
+    ("last year", "last year (2023)"),
+])
+def test_a_remembered_relative_phrase_shows_the_day_it_names_from_the_day_it_was_said(text: str, shown: str) -> None:
+    assert dated(text, SAID) == shown
+
+
+@pytest.mark.parametrize("text", ["see you on Tuesday", "this Friday works", "I moved recently", "today was long",
+                                  "my last weekend job", "next to the station"])
+def test_a_phrase_that_names_no_one_day_is_left_as_it_was_said(text: str) -> None:
+    assert dated(text, SAID) == text
+
+
+def test_without_a_day_said_or_out_of_the_calendar_nothing_is_added() -> None:
+    assert dated("yesterday", None) == "yesterday"
+    assert dated("9999 years ago", SAID) == "9999 years ago"

@@ -37,7 +37,7 @@ from memory.layers.base import MEMORY, AbsorbedTurn, BaseLayer, MemoryItem, Reca
 from memory.lexical import LexicalHit, LexicalSearch, neighbours
 from memory.salience import imported_salience
 from memory.sources import IMPORTED
-from memory.timeparse import time_range
+from memory.timeparse import dated, time_range
 
 if TYPE_CHECKING:
     from memory.semantic import SemanticMemory
@@ -450,15 +450,16 @@ class _Candidate:
 
 def message_item(m: StoredMessage) -> MemoryItem:
     """A logged message the gate made no episode of, found by its words."""
-    line = f"{m.author_name}: {m.content}"
+    line = f"{m.author_name}: {dated(m.content, m.created_at)}"
     return MemoryItem("message", None, line, f"[{m.created_at:%Y-%m-%d}] {line}", (m.id,), m.created_at, ref=None,
                       sources=(SourceRef(m.id, m.external_id, m.channel_id, m.source),), payload=m)
 
 
 def episode_item(h: EpisodeHit) -> MemoryItem:
     e = h.episode
-    flat = " / ".join(line.strip() for line in e.content.splitlines() if line.strip())
-    return MemoryItem("episode", h.similarity, e.content, f"[{e.created_at:%Y-%m-%d}] {flat}", e.message_ids,
+    content = dated(e.content, e.created_at)
+    flat = " / ".join(line.strip() for line in content.splitlines() if line.strip())
+    return MemoryItem("episode", h.similarity, content, f"[{e.created_at:%Y-%m-%d}] {flat}", e.message_ids,
                       e.created_at, ref=e.id, sources=h.sources, payload=h)
 
 
@@ -475,7 +476,7 @@ class _Excerpt:
         if not self.turns:
             return self.hit
         turns = sorted(self.turns, key=lambda m: (m.created_at, m.id))
-        lines = [_line(m) for m in turns]
+        lines = [f"{m.author_name}: {dated(m.content, m.created_at)}" for m in turns]
         when = f"[{turns[0].created_at:%Y-%m-%d}] " if turns[0].created_at else ""
         own = tuple(s for s in self.hit.sources if s.id in self.sources)
         extra = tuple(s for i, s in self.sources.items() if i not in {o.id for o in own})
