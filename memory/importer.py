@@ -54,8 +54,12 @@ _EMBED_CHUNK = 512
 _ABSORB_CHUNK = 256  # messages whose parse the layers batch ahead of absorbing them
 _JSONL_FIELDS = ("id", "channel", "author", "timestamp", "text")
 _UTC_DESIGNATOR = re.compile(r"[zZ]$")  # RFC 3339 allows "z"; Python's fromisoformat reads only "Z"
-_SKIPPED_DCE_TYPES = {"ChannelPinnedMessage", "GuildMemberJoin", "RecipientAdd", "RecipientRemove", "Call",
-                      "ChannelNameChange", "ChannelIconChange", "ThreadCreated"}
+# DiscordChatExporter's system notifications (a pin, a join, a call, a renamed channel, a thread opened): Discord's
+# words about an event, not a person's. Kinds it has no name for it writes as their number; Discord's system kinds
+# among those are 1-18 (DiscordChatExporter's MessageKind.IsSystemNotification).
+_SYSTEM_DCE_TYPES = {"ChannelPinnedMessage", "GuildMemberJoin", "RecipientAdd", "RecipientRemove", "Call",
+                     "ChannelNameChange", "ChannelIconChange", "ThreadCreated"}
+_SYSTEM = object()  # what _dce_record returns for a system notification: skipped, and counted apart from "no text"
 
 
 @dataclass(frozen=True)
@@ -82,17 +86,20 @@ class ImportReport:
     skipped_forgotten: int = 0  # forgotten before (the message itself, or its person): not brought back
     resumed: int = 0  # stored by an earlier, interrupted import but not absorbed then: absorbed now
     skipped_opted_out: int = 0  # said by someone who opted out of being remembered in this scope
+    skipped_system: int = 0  # Discord's system notifications in an export (a pin, a join, ...): nobody's words
 
     def __str__(self) -> str:
         forgotten = (f", {self.skipped_forgotten} forgotten before (not brought back)"
                      if self.skipped_forgotten else "")
         forgotten += (f", {self.skipped_opted_out} by people who opted out of being remembered here (not stored)"
                       if self.skipped_opted_out else "")
+        system = (f", {self.skipped_system} system message(s) (pins, joins, thread openings...)"
+                  if self.skipped_system else "")
         resumed = (f"; absorbed {self.resumed} message(s) an earlier, interrupted import left unabsorbed"
                    if self.resumed else "")
         return (
             f"read {self.read} message(s): imported {self.imported}, already present {self.already_present}, "
-            f"skipped {self.skipped_empty} without text{forgotten}; wrote {self.episodes} episode(s){resumed}"
+            f"skipped {self.skipped_empty} without text{system}{forgotten}; wrote {self.episodes} episode(s){resumed}"
         )
 
 
@@ -182,11 +189,20 @@ def _username(value: Any, what: str) -> str | None:
     return clean_name(value) or None
 
 
-def _dce_record(obj: Any, channel_id: str, max_chars: int, channel_name: str | None = None) -> ImportedMessage | None:
+def _is_system(kind: Any) -> bool:
+    """Whether an exported message's ``type`` is one of Discord's system notifications."""
+    if not isinstance(kind, str):
+        return False
+    return kind in _SYSTEM_DCE_TYPES or (kind.isdigit() and 1 <= int(kind) <= 18)
+
+
+def _dce_record(obj: Any, channel_id: str, max_chars: int,
+                channel_name: str | None = None) -> ImportedMessage | object | None:
+    """One exported message; None when it has no text, ``_SYSTEM`` for a system notification."""
     if not isinstance(obj, dict):
         raise ValueError("expected a message object")
-    if isinstance(obj.get("type"), str) and obj["type"] in _SKIPPED_DCE_TYPES:
-        return None
+    if _is_system(obj.get("type")):
+        return _SYSTEM
     author = obj.get("author")
     if not isinstance(author, dict):
         raise ValueError("author must be an object")
@@ -239,8 +255,25 @@ def _first_line_is_whole(raw: str) -> bool:
     return True
 
 
+@dataclass(frozen=True)
+class ParsedFile:
+    """An import file read: its messages (deduplicated, oldest first), how many records had no text, and how
+    many were Discord's system notifications (a pin, a join, ...; DiscordChatExporter exports them)."""
+
+    messages: list[ImportedMessage]
+    without_text: int
+    system: int = 0
+
+
 def parse_import_file(path: Path, *, max_chars: int) -> tuple[list[ImportedMessage], int]:
-    """All messages of ``path`` (deduplicated, oldest first) and how many had no text.
+    """All messages of ``path`` (deduplicated, oldest first) and how many had no text (see ``read_import_file``)."""
+    parsed = read_import_file(path, max_chars=max_chars)
+    return parsed.messages, parsed.without_text
+
+
+def read_import_file(path: Path, *, max_chars: int) -> ParsedFile:
+    """All messages of ``path`` (deduplicated, oldest first), with how many records had no text and how many
+    were system notifications.
 
     Raises ImportFileError listing every malformed record, by line number
     (JSON Lines) or message number (DiscordChatExporter).
@@ -256,7 +289,7 @@ def parse_import_file(path: Path, *, max_chars: int) -> tuple[list[ImportedMessa
         raise ImportFileError(str(path), [(0, f"cannot read: {exc.strerror}")]) from None
 
     problems: list[tuple[int, str]] = []
-    parsed: list[ImportedMessage | None] = []
+    parsed: list[ImportedMessage | object | None] = []
     numbers: list[int] = []  # the line (or message) number of each parsed record
     whole: Any = None
     if raw.lstrip().startswith("{"):
@@ -326,7 +359,7 @@ def parse_import_file(path: Path, *, max_chars: int) -> tuple[list[ImportedMessa
     messages: dict[tuple[str, str], ImportedMessage] = {}
     first: dict[tuple[str, str], int] = {}
     for number, m in zip(numbers, parsed):
-        if m is None:
+        if not isinstance(m, ImportedMessage):
             continue
         key = (m.channel_id, m.external_id)
         if key not in messages:
@@ -338,7 +371,8 @@ def parse_import_file(path: Path, *, max_chars: int) -> tuple[list[ImportedMessa
     if problems:
         raise ImportFileError(str(path), problems)
     ordered = sorted(messages.values(), key=lambda m: m.created_at)
-    return ordered, sum(1 for m in parsed if m is None)
+    return ParsedFile(ordered, without_text=sum(1 for m in parsed if m is None),
+                      system=sum(1 for m in parsed if m is _SYSTEM))
 
 
 def private_channel_ids(messages: Collection[ImportedMessage], named: Collection[str]) -> tuple[set[str], list[str]]:
@@ -401,7 +435,8 @@ class Importer:
         for channel in private_channels:
             if problem := id_problem(channel, "a private channel"):
                 raise InvalidInput(problem)
-        messages, empty = parse_import_file(path, max_chars=self._max_chars)
+        parsed = read_import_file(path, max_chars=self._max_chars)
+        messages, empty = parsed.messages, parsed.without_text
         resolved, unknown = private_channel_ids(messages, private_channels)
         if unknown:
             # A misspelt private channel would otherwise leave the real one public.
@@ -464,6 +499,7 @@ class Importer:
             read=len(messages) + forgotten + opted_out_count, imported=len(stored),
             already_present=len(messages) - len(stored), skipped_empty=empty, episodes=written,
             skipped_forgotten=forgotten, skipped_opted_out=opted_out_count, resumed=len(resumed),
+            skipped_system=parsed.system,
         )
 
     async def _not_forgotten(self, scope: str, messages: list[ImportedMessage]) -> tuple[list[ImportedMessage], int]:
