@@ -485,10 +485,18 @@ class Importer:
                     is_bot=m.is_bot, reply_to_external=m.reply_to, channel_name=m.channel_name,
                     author_username=m.author_username,
                     visible_in=m.channel_id if m.channel_id in private else None), conn))
+        # A message's novelty is among what this import stored (what a re-run after an interruption measures it
+        # among: _stored_hints), so all it embedded unless another import stored some of those first.
+        if len(fresh) != len(new):
+            novelty = await asyncio.to_thread(batch_novelty, np.asarray([bare[i] for i in fresh]))
+            novelty_of = dict(zip(fresh, novelty))
+        else:
+            novelty_of = dict(enumerate(novelty))
         # What is remembered of them (episodes, facts, archetype matches, ...) each layer writes, through the
         # absorption a live message takes: from here a crash leaves messages unabsorbed, never half-remembered,
         # and the next import of the scope (or the next start) absorbs them.
-        resumed = await self._absorb(scope, stored, [(bare[i], float(novelty[i])) for i in fresh], absorb_progress)
+        resumed = await self._absorb(scope, stored, [(bare[i], float(novelty_of[i])) for i in fresh],
+                                     absorb_progress)
         if len(stored) >= ANALYZE_AFTER:
             await self._analyze()
         # The episodes this run wrote: of its new messages, and of those an interrupted import left, which it
@@ -539,25 +547,23 @@ class Importer:
         """Absorb every imported person message of ``scope`` not absorbed yet, oldest first: this import's
         (``stored``, with their vectors and batch novelty at hand) and those an interrupted import left, which a
         re-run finds "already present" and would otherwise leave to the next start of ``chat`` or ``run`` (their
-        novelty is measured among the others of their chunk). The ids of the latter. The absorber's own path
-        (the one start-up's backlog takes): absorbed_at marks each."""
-        known = {s.id: AbsorbHints(text=s.content, vector=v, batch_novelty=n)
+        novelty is measured among the messages that import stored, as it would have been: ``_stored_hints``).
+        The ids of the latter. The absorber's own path (the one start-up's backlog takes): absorbed_at marks
+        each."""
+        hints = {s.id: AbsorbHints(text=s.content, vector=v, batch_novelty=n)
                  for s, (v, n) in zip(stored, known_vectors) if not s.is_bot}
+        own = {s.id for s in stored}
         pending = await self._conversations.unabsorbed_in(scope, SOURCE)
+        if earlier := [i for i in pending if i not in own]:
+            hints |= await self._stored_hints(scope, earlier)
         resumed: list[int] = []
         for start in range(0, len(pending), _ABSORB_CHUNK):
             chunk = pending[start:start + _ABSORB_CHUNK]
-            hints = {i: known[i] for i in chunk if i in known}
-            earlier = await self._conversations.many(scope, [i for i in chunk if i not in known])
-            texts = [m.content for m in earlier.values()]
-            vectors = await self._embed(texts)
-            novelty = batch_novelty(np.asarray(vectors)) if vectors else np.zeros(0)
-            hints |= {i: AbsorbHints(text=t, vector=v, batch_novelty=float(n))
-                      for i, t, v, n in zip(earlier, texts, vectors, novelty)}
-            await self._absorber.prepare([h.text for h in hints.values() if h.text])  # one spaCy batch per layer
+            # one spaCy batch per layer
+            await self._absorber.prepare([t for i in chunk if i in hints and (t := hints[i].text)])
             for done, message_id in enumerate(chunk, start=start + 1):
                 if (message_id in hints and await self._absorber.absorb(message_id, hints[message_id])
-                        and message_id not in known):
+                        and message_id not in own):
                     resumed.append(message_id)
                 if progress and (done % 50 == 0 or done == len(pending)):
                     progress(done, len(pending))
@@ -565,3 +571,19 @@ class Importer:
             log.info("import into %s absorbed %d message(s) an interrupted import left unabsorbed", scope,
                      len(resumed))
         return resumed
+
+    async def _stored_hints(self, scope: str, message_ids: list[int]) -> dict[int, AbsorbHints]:
+        """What absorbing ``message_ids`` (stored by an earlier import, not absorbed) needs: each one's vector, and
+        its novelty among every message its import stored, as that import measured it before it was
+        interrupted. Measured among only those left unabsorbed (or per chunk of them), a line said again before
+        the interruption looked new after it, and a resumed import wrote more episodes than one run in one go.
+        The batch is embedded again in the order and chunks the import embedded it, so the vectors are the
+        same ones."""
+        wanted = set(message_ids)
+        hints: dict[int, AbsorbHints] = {}
+        for batch in await self._conversations.stored_together(scope, SOURCE, message_ids):
+            vectors = await self._embed([m.content for m in batch])
+            novelty = await asyncio.to_thread(batch_novelty, np.asarray(vectors))
+            hints |= {m.id: AbsorbHints(text=m.content, vector=v, batch_novelty=float(n))
+                      for m, v, n in zip(batch, vectors, novelty) if m.id in wanted}
+        return hints
