@@ -304,6 +304,13 @@ class ConversationStore:
                ORDER BY id""", scope, source)
         return [r["id"] for r in rows]
 
+    async def unabsorbed_scopes(self, source: str) -> list[str]:
+        """The scopes with person messages of ``source`` never absorbed (what interrupted imports left)."""
+        rows = await self._pool.fetch(
+            """SELECT DISTINCT scope FROM messages WHERE source = $1 AND absorbed_at IS NULL AND NOT is_bot
+               ORDER BY scope""", source)
+        return [r["scope"] for r in rows]
+
     async def stored_together(self, scope: str, source: str, message_ids: Sequence[int]) -> list[list[StoredMessage]]:
         """The batches ``message_ids`` were stored in: for each time of storing among them, every message of
         ``scope`` and ``source`` stored at that time, bots' too, in the order they were stored. A message's

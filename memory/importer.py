@@ -542,8 +542,16 @@ class Importer:
                 progress(min(start + _EMBED_CHUNK, len(texts)), len(texts))
         return vectors
 
+    async def resume(self, scope: str, *, progress: Callable[[int, int], None] | None = None,
+                     limit: int | None = None) -> list[int]:
+        """Absorb what interrupted imports into ``scope`` left unabsorbed (at most ``limit``, oldest first), as
+        those imports would have (``_absorb``), without a file: what a start-up does before its backlog. The
+        ids of the messages absorbed."""
+        require_scope(scope)
+        return await self._absorb(scope, [], [], progress, limit=limit)
+
     async def _absorb(self, scope: str, stored: list[StoredMessage], known_vectors: list[tuple[np.ndarray, float]],
-                      progress: Callable[[int, int], None] | None) -> list[int]:
+                      progress: Callable[[int, int], None] | None, *, limit: int | None = None) -> list[int]:
         """Absorb every imported person message of ``scope`` not absorbed yet, oldest first: this import's
         (``stored``, with their vectors and batch novelty at hand) and those an interrupted import left, which a
         re-run finds "already present" and would otherwise leave to the next start of ``chat`` or ``run`` (their
@@ -554,6 +562,8 @@ class Importer:
                  for s, (v, n) in zip(stored, known_vectors) if not s.is_bot}
         own = {s.id for s in stored}
         pending = await self._conversations.unabsorbed_in(scope, SOURCE)
+        if limit is not None:
+            pending = pending[:limit]
         if earlier := [i for i in pending if i not in own]:
             hints |= await self._stored_hints(scope, earlier)
         resumed: list[int] = []

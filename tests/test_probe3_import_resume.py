@@ -79,3 +79,28 @@ async def test_an_import_interrupted_anywhere_writes_the_episodes_of_one_run_in_
     whole = await episode_texts(app, "one-go")
     assert whole, "the gate admits some of this history"
     assert await episode_texts(app, "interrupted") == whole
+
+
+async def test_an_interrupted_import_absorbed_at_the_next_start_writes_the_episodes_of_one_run(
+        app: App, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not run again: the next `hippobot chat` or `run` absorbs what the kill left (App.absorb_backlog), and
+    weighs each message among the messages its import stored, as the import would have."""
+    path = history(tmp_path)
+    await app.importer.run(path, "one-go")
+    absorber = app.importer._absorber
+    absorb = absorber.absorb
+    calls = 0
+
+    async def killed_part_way(message_id: int, hints: object = None) -> bool:
+        nonlocal calls
+        calls += 1
+        if calls > len(LINES) // 2:
+            raise Killed
+        return await absorb(message_id, hints)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(absorber, "absorb", killed_part_way)
+    with pytest.raises(Killed):
+        await app.importer.run(path, "interrupted")
+    monkeypatch.undo()
+    assert await app.absorb_backlog() == len(LINES + REPEATED) - len(LINES) // 2
+    assert await episode_texts(app, "interrupted") == await episode_texts(app, "one-go")
