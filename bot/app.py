@@ -27,6 +27,7 @@ from memory.db import Database, embedded_exists, install
 from memory.embed import Embedder, MiniLMEmbedder
 from memory.episodic import EpisodicStore, WriteGate
 from memory.importer import Importer
+from memory.sources import IMPORTED
 from memory.provenance import Provenance
 from memory.extract import TripleExtractor
 from memory.absorption import Absorber
@@ -300,7 +301,14 @@ class App:
         if total == 0:
             return 0
         log.info("absorbing %d message(s) left unabsorbed by the last run", total)
-        return await self.brain.absorb_backlog(limit=self.settings.absorb_backlog_limit, progress=progress)
+        limit, absorbed = self.settings.absorb_backlog_limit, 0
+        # An interrupted import's messages as the import would have absorbed them: each weighed among the
+        # messages that import stored (memory.importer), so where the kill fell changes no episode.
+        for scope in await self.conversations.unabsorbed_scopes(IMPORTED):
+            if absorbed >= limit:
+                break
+            absorbed += len(await self.importer.resume(scope, progress=progress, limit=limit - absorbed))
+        return absorbed + await self.brain.absorb_backlog(limit=limit - absorbed, progress=progress)
 
     def start_scheduler(self, channel: DreamChannel | None) -> DreamScheduler:
         """Run the dream cycle nightly on this event loop, posting to ``channel``."""

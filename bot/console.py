@@ -21,7 +21,7 @@ from bot.brain import Brain, IncomingTurn
 from bot.grounding import render_sources
 from bot.llm import LLMError
 from dream.cycle import DreamCycle
-from dream.governance import Governance, GovernanceError, Proposal, Voter
+from dream.governance import Governance, GovernanceError, OtherScope, Proposal, Voter
 from memory.archetypes import Archetype
 from memory.clock import Clock
 from memory.db import database_unreachable
@@ -357,7 +357,16 @@ class Console:
         if not re.fullmatch(r"[0-9]{1,18}", number):  # ASCII digits that fit a bigint ('²' is a digit too)
             self._print(f"usage: {verb} N (the proposal number; /proposals lists them)")
             return
-        outcome = await self._governance.vote(int(number), self._voter, verb == "/approve", now=now)
+        try:
+            # the console is its owner's chat in its own scope: its proposals and the global ones (those
+            # /proposals lists), never another server's, which that server's dream channel decides
+            outcome = await self._governance.vote(int(number), self._voter, verb == "/approve", now=now,
+                                                  scope=self._me.scope, also_global=True)
+        except OtherScope as exc:
+            self._error(f"proposal #{exc.proposal_id} belongs to scope {exc.scope}, not to this console's "
+                        f"({self._me.scope}); nothing recorded. Vote on it in that scope's dream channel, or in "
+                        f"`hippobot chat --scope {exc.scope}`")
+            return
         p = outcome.proposal
         if not outcome.counted:
             self._print(f"proposal #{p.id} is {p.status}; the vote changes nothing")

@@ -36,6 +36,13 @@ _CALENDAR = frozenset(w.lower() for w in (*calendar.month_name, *calendar.month_
 _WH = frozenset({"what", "when", "where", "who", "whom", "whose", "which", "why", "how", "what's", "where's",
                  "who's", "when's", "how's"})
 _FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself", "we", "us", "our", "ours", "i'm", "i've", "i'd"})
+# English's auxiliary and modal verbs (a closed class of the grammar): a question that opens with one asks
+# whether something holds ("is ben on probation?", "did Julia visit Lisbon?"), and is answered yes or no.
+_AUXILIARIES = frozenset({
+    "am", "is", "are", "was", "were", "do", "does", "did", "has", "have", "had", "can", "could", "will", "would",
+    "shall", "should", "may", "might", "must", "isn't", "aren't", "wasn't", "weren't", "don't", "doesn't",
+    "didn't", "hasn't", "haven't", "hadn't", "can't", "couldn't", "won't", "wouldn't", "shouldn't", "mustn't"})
+_SECOND_PERSON = frozenset({"you", "your", "yours", "yourself", "u", "ya", "y'all"})  # the bot, asked about itself
 # What the bot says instead of a reply it cannot ground (see Guard).
 NOT_MENTIONED = "I don't remember anyone mentioning {names}."
 NOT_TOLD = "I don't remember anyone telling me that."
@@ -159,6 +166,19 @@ def is_question(text: str) -> bool:
     return stripped.endswith("?") or bool(words and words[0] in _WH)
 
 
+def asks_whether(text: str) -> str | None:
+    """What a yes/no question asks about, when it names someone or something: the question ends with "?" and
+    opens with an auxiliary or modal verb, and its subject (the word after it) is a content word, as a name is
+    ("is ben on probation?": "ben"). None for any other text, and for a subject that is a pronoun or a
+    determiner, which names nothing ("does this work in a thread?", "is the sun a star?") or is the bot itself
+    ("do you like tea?")."""
+    words = _WORD.findall(text.strip().lower().replace("’", "'"))
+    if not (text.strip().endswith("?") and len(words) >= 2 and words[0] in _AUXILIARIES):
+        return None
+    subject = words[1]
+    return subject if subject not in _SECOND_PERSON and content_words(subject) else None
+
+
 def names_in(text: str) -> list[str]:
     """The capitalised names in ``text`` as written ("Lisbon", "Mexico City"), leaving out a sentence's first
     word (capitalised by grammar, not because it names something) and "I"."""
@@ -198,6 +218,11 @@ class Guard:
 
     A name whose words are all stop words ("Will") cannot be checked and counts as neither known nor missing;
     nor do months and weekdays ("in July"), which name a time, not something remembered.
+
+    A yes/no question whose subject no memory and no recent turn mentions ("is ben on probation?", lower case,
+    so ben is no name to the rules above) is about memory too: "Yes, he's been there for 2 years." asserts
+    what nobody said, and is replaced like any invention; a bare "Yes." or "No." adds no claim and is shown
+    (``asks_whether`` says what such a question asks about).
     """
 
     about_memory: bool
@@ -248,6 +273,14 @@ def guard(question: str, items: Sequence[MemoryItem], *, ignore: Iterable[str] =
             unmentioned.append(name)
     first_person = bool(set(_WORD.findall(question.lower().replace("’", "'"))) & _FIRST_PERSON)
     if not (known or first_person or missing):
+        # A yes/no question about someone or something no memory and no recent turn mentions ("is ben on
+        # probation?", typed without the capital that would make ben a name): an answer beyond a bare yes or no
+        # ("Yes, he's been there for 2 years.") asserts what nobody said, so it is checked like any other answer
+        # from memory, by its words only (a memory's date says nothing of what nobody mentioned).
+        subject = asks_whether(question)
+        if subject and (said := stem(subject.removesuffix("'s"))) not in held and said not in skip \
+                and subject not in _CALENDAR:
+            return Guard(True, (), tuple(dict.fromkeys([*unmentioned, subject])))
         return NO_GUARD
     return Guard(True, tuple(dict.fromkeys(missing)), tuple(dict.fromkeys(unmentioned)))
 

@@ -96,6 +96,7 @@ class OtherScope(GovernanceError):
         super().__init__(f"proposal #{proposal_id} does not belong to this server"
                          + ("" if scope else " (only the bot's owner decides global proposals)"))
         self.proposal_id = proposal_id
+        self.scope = scope  # the proposal's (None: global), for a caller that may name it (the owner's console)
 
 
 @dataclass(frozen=True)
@@ -382,12 +383,14 @@ class Governance:
 
     async def vote(
         self, proposal_id: int, voter: Voter, approve: bool, *, now: datetime,
-        scope: str | None | _AnyScope = ANY_SCOPE,
+        scope: str | None | _AnyScope = ANY_SCOPE, also_global: bool = False,
     ) -> VoteOutcome:
         """Record a vote; decide and apply once the quorum is reached. Non-approvers are refused.
 
         ``scope``: where the vote was cast (a guild); a proposal of another scope, or a global
         one, is refused there with OtherScope. Left out: the owner's vote, anywhere.
+        ``also_global``: the vote is the owner's in their own ``scope`` (the console), which decides the
+        global proposals too, but not another scope's.
         A proposal of a kind with no registered handler is refused with UnknownKind.
         """
         if not self.policy.allows(voter):
@@ -396,7 +399,7 @@ class Governance:
             row = await conn.fetchrow("SELECT * FROM proposals WHERE id = $1 FOR UPDATE", proposal_id)
             if row is None:
                 raise UnknownProposal(proposal_id)
-            if scope is not ANY_SCOPE and row["scope"] != scope:
+            if scope is not ANY_SCOPE and row["scope"] != scope and not (also_global and row["scope"] is None):
                 raise OtherScope(proposal_id, row["scope"])
             if row["kind"] not in self._kinds:
                 raise UnknownKind(row["kind"], proposal_id)

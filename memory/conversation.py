@@ -304,6 +304,32 @@ class ConversationStore:
                ORDER BY id""", scope, source)
         return [r["id"] for r in rows]
 
+    async def unabsorbed_scopes(self, source: str) -> list[str]:
+        """The scopes with person messages of ``source`` never absorbed (what interrupted imports left)."""
+        rows = await self._pool.fetch(
+            """SELECT DISTINCT scope FROM messages WHERE source = $1 AND absorbed_at IS NULL AND NOT is_bot
+               ORDER BY scope""", source)
+        return [r["scope"] for r in rows]
+
+    async def stored_together(self, scope: str, source: str, message_ids: Sequence[int]) -> list[list[StoredMessage]]:
+        """The batches ``message_ids`` were stored in: for each time of storing among them, every message of
+        ``scope`` and ``source`` stored at that time, bots' too, in the order they were stored. A message's
+        ``stored_at`` is its transaction's ``now()``, and an import stores all its messages in one transaction,
+        so a batch is what one import stored (what its novelty was measured among, memory.importer)."""
+        require_scope(scope)
+        if not message_ids:
+            return []
+        rows = await self._pool.fetch(
+            f"""SELECT {_COLUMNS}, stored_at FROM messages
+                WHERE scope = $1 AND source = $2 AND stored_at IN (
+                    SELECT stored_at FROM messages WHERE scope = $1 AND source = $2 AND id = ANY($3::bigint[]))
+                ORDER BY stored_at, id""", scope, source, list(message_ids))
+        batches: dict[datetime, list[StoredMessage]] = {}
+        for row in rows:
+            fields = dict(row)
+            batches.setdefault(fields.pop("stored_at"), []).append(StoredMessage(**fields))
+        return list(batches.values())
+
     async def count_unabsorbed(self) -> int:
         return await self._pool.fetchval("SELECT count(*) FROM messages WHERE absorbed_at IS NULL AND NOT is_bot")
 

@@ -54,8 +54,12 @@ _EMBED_CHUNK = 512
 _ABSORB_CHUNK = 256  # messages whose parse the layers batch ahead of absorbing them
 _JSONL_FIELDS = ("id", "channel", "author", "timestamp", "text")
 _UTC_DESIGNATOR = re.compile(r"[zZ]$")  # RFC 3339 allows "z"; Python's fromisoformat reads only "Z"
-_SKIPPED_DCE_TYPES = {"ChannelPinnedMessage", "GuildMemberJoin", "RecipientAdd", "RecipientRemove", "Call",
-                      "ChannelNameChange", "ChannelIconChange", "ThreadCreated"}
+# DiscordChatExporter's system notifications (a pin, a join, a call, a renamed channel, a thread opened): Discord's
+# words about an event, not a person's. Kinds it has no name for it writes as their number; Discord's system kinds
+# among those are 1-18 (DiscordChatExporter's MessageKind.IsSystemNotification).
+_SYSTEM_DCE_TYPES = {"ChannelPinnedMessage", "GuildMemberJoin", "RecipientAdd", "RecipientRemove", "Call",
+                     "ChannelNameChange", "ChannelIconChange", "ThreadCreated"}
+_SYSTEM = object()  # what _dce_record returns for a system notification: skipped, and counted apart from "no text"
 
 
 @dataclass(frozen=True)
@@ -82,17 +86,20 @@ class ImportReport:
     skipped_forgotten: int = 0  # forgotten before (the message itself, or its person): not brought back
     resumed: int = 0  # stored by an earlier, interrupted import but not absorbed then: absorbed now
     skipped_opted_out: int = 0  # said by someone who opted out of being remembered in this scope
+    skipped_system: int = 0  # Discord's system notifications in an export (a pin, a join, ...): nobody's words
 
     def __str__(self) -> str:
         forgotten = (f", {self.skipped_forgotten} forgotten before (not brought back)"
                      if self.skipped_forgotten else "")
         forgotten += (f", {self.skipped_opted_out} by people who opted out of being remembered here (not stored)"
                       if self.skipped_opted_out else "")
+        system = (f", {self.skipped_system} system message(s) (pins, joins, thread openings...)"
+                  if self.skipped_system else "")
         resumed = (f"; absorbed {self.resumed} message(s) an earlier, interrupted import left unabsorbed"
                    if self.resumed else "")
         return (
             f"read {self.read} message(s): imported {self.imported}, already present {self.already_present}, "
-            f"skipped {self.skipped_empty} without text{forgotten}; wrote {self.episodes} episode(s){resumed}"
+            f"skipped {self.skipped_empty} without text{system}{forgotten}; wrote {self.episodes} episode(s){resumed}"
         )
 
 
@@ -182,11 +189,20 @@ def _username(value: Any, what: str) -> str | None:
     return clean_name(value) or None
 
 
-def _dce_record(obj: Any, channel_id: str, max_chars: int, channel_name: str | None = None) -> ImportedMessage | None:
+def _is_system(kind: Any) -> bool:
+    """Whether an exported message's ``type`` is one of Discord's system notifications."""
+    if not isinstance(kind, str):
+        return False
+    return kind in _SYSTEM_DCE_TYPES or (kind.isdigit() and 1 <= int(kind) <= 18)
+
+
+def _dce_record(obj: Any, channel_id: str, max_chars: int,
+                channel_name: str | None = None) -> ImportedMessage | object | None:
+    """One exported message; None when it has no text, ``_SYSTEM`` for a system notification."""
     if not isinstance(obj, dict):
         raise ValueError("expected a message object")
-    if isinstance(obj.get("type"), str) and obj["type"] in _SKIPPED_DCE_TYPES:
-        return None
+    if _is_system(obj.get("type")):
+        return _SYSTEM
     author = obj.get("author")
     if not isinstance(author, dict):
         raise ValueError("author must be an object")
@@ -239,8 +255,25 @@ def _first_line_is_whole(raw: str) -> bool:
     return True
 
 
+@dataclass(frozen=True)
+class ParsedFile:
+    """An import file read: its messages (deduplicated, oldest first), how many records had no text, and how
+    many were Discord's system notifications (a pin, a join, ...; DiscordChatExporter exports them)."""
+
+    messages: list[ImportedMessage]
+    without_text: int
+    system: int = 0
+
+
 def parse_import_file(path: Path, *, max_chars: int) -> tuple[list[ImportedMessage], int]:
-    """All messages of ``path`` (deduplicated, oldest first) and how many had no text.
+    """All messages of ``path`` (deduplicated, oldest first) and how many had no text (see ``read_import_file``)."""
+    parsed = read_import_file(path, max_chars=max_chars)
+    return parsed.messages, parsed.without_text
+
+
+def read_import_file(path: Path, *, max_chars: int) -> ParsedFile:
+    """All messages of ``path`` (deduplicated, oldest first), with how many records had no text and how many
+    were system notifications.
 
     Raises ImportFileError listing every malformed record, by line number
     (JSON Lines) or message number (DiscordChatExporter).
@@ -256,7 +289,7 @@ def parse_import_file(path: Path, *, max_chars: int) -> tuple[list[ImportedMessa
         raise ImportFileError(str(path), [(0, f"cannot read: {exc.strerror}")]) from None
 
     problems: list[tuple[int, str]] = []
-    parsed: list[ImportedMessage | None] = []
+    parsed: list[ImportedMessage | object | None] = []
     numbers: list[int] = []  # the line (or message) number of each parsed record
     whole: Any = None
     if raw.lstrip().startswith("{"):
@@ -326,7 +359,7 @@ def parse_import_file(path: Path, *, max_chars: int) -> tuple[list[ImportedMessa
     messages: dict[tuple[str, str], ImportedMessage] = {}
     first: dict[tuple[str, str], int] = {}
     for number, m in zip(numbers, parsed):
-        if m is None:
+        if not isinstance(m, ImportedMessage):
             continue
         key = (m.channel_id, m.external_id)
         if key not in messages:
@@ -338,7 +371,8 @@ def parse_import_file(path: Path, *, max_chars: int) -> tuple[list[ImportedMessa
     if problems:
         raise ImportFileError(str(path), problems)
     ordered = sorted(messages.values(), key=lambda m: m.created_at)
-    return ordered, sum(1 for m in parsed if m is None)
+    return ParsedFile(ordered, without_text=sum(1 for m in parsed if m is None),
+                      system=sum(1 for m in parsed if m is _SYSTEM))
 
 
 def private_channel_ids(messages: Collection[ImportedMessage], named: Collection[str]) -> tuple[set[str], list[str]]:
@@ -401,7 +435,8 @@ class Importer:
         for channel in private_channels:
             if problem := id_problem(channel, "a private channel"):
                 raise InvalidInput(problem)
-        messages, empty = parse_import_file(path, max_chars=self._max_chars)
+        parsed = read_import_file(path, max_chars=self._max_chars)
+        messages, empty = parsed.messages, parsed.without_text
         resolved, unknown = private_channel_ids(messages, private_channels)
         if unknown:
             # A misspelt private channel would otherwise leave the real one public.
@@ -450,10 +485,18 @@ class Importer:
                     is_bot=m.is_bot, reply_to_external=m.reply_to, channel_name=m.channel_name,
                     author_username=m.author_username,
                     visible_in=m.channel_id if m.channel_id in private else None), conn))
+        # A message's novelty is among what this import stored (what a re-run after an interruption measures it
+        # among: _stored_hints), so all it embedded unless another import stored some of those first.
+        if len(fresh) != len(new):
+            novelty = await asyncio.to_thread(batch_novelty, np.asarray([bare[i] for i in fresh]))
+            novelty_of = dict(zip(fresh, novelty))
+        else:
+            novelty_of = dict(enumerate(novelty))
         # What is remembered of them (episodes, facts, archetype matches, ...) each layer writes, through the
         # absorption a live message takes: from here a crash leaves messages unabsorbed, never half-remembered,
         # and the next import of the scope (or the next start) absorbs them.
-        resumed = await self._absorb(scope, stored, [(bare[i], float(novelty[i])) for i in fresh], absorb_progress)
+        resumed = await self._absorb(scope, stored, [(bare[i], float(novelty_of[i])) for i in fresh],
+                                     absorb_progress)
         if len(stored) >= ANALYZE_AFTER:
             await self._analyze()
         # The episodes this run wrote: of its new messages, and of those an interrupted import left, which it
@@ -464,6 +507,7 @@ class Importer:
             read=len(messages) + forgotten + opted_out_count, imported=len(stored),
             already_present=len(messages) - len(stored), skipped_empty=empty, episodes=written,
             skipped_forgotten=forgotten, skipped_opted_out=opted_out_count, resumed=len(resumed),
+            skipped_system=parsed.system,
         )
 
     async def _not_forgotten(self, scope: str, messages: list[ImportedMessage]) -> tuple[list[ImportedMessage], int]:
@@ -498,30 +542,38 @@ class Importer:
                 progress(min(start + _EMBED_CHUNK, len(texts)), len(texts))
         return vectors
 
+    async def resume(self, scope: str, *, progress: Callable[[int, int], None] | None = None,
+                     limit: int | None = None) -> list[int]:
+        """Absorb what interrupted imports into ``scope`` left unabsorbed (at most ``limit``, oldest first), as
+        those imports would have (``_absorb``), without a file: what a start-up does before its backlog. The
+        ids of the messages absorbed."""
+        require_scope(scope)
+        return await self._absorb(scope, [], [], progress, limit=limit)
+
     async def _absorb(self, scope: str, stored: list[StoredMessage], known_vectors: list[tuple[np.ndarray, float]],
-                      progress: Callable[[int, int], None] | None) -> list[int]:
+                      progress: Callable[[int, int], None] | None, *, limit: int | None = None) -> list[int]:
         """Absorb every imported person message of ``scope`` not absorbed yet, oldest first: this import's
         (``stored``, with their vectors and batch novelty at hand) and those an interrupted import left, which a
         re-run finds "already present" and would otherwise leave to the next start of ``chat`` or ``run`` (their
-        novelty is measured among the others of their chunk). The ids of the latter. The absorber's own path
-        (the one start-up's backlog takes): absorbed_at marks each."""
-        known = {s.id: AbsorbHints(text=s.content, vector=v, batch_novelty=n)
+        novelty is measured among the messages that import stored, as it would have been: ``_stored_hints``).
+        The ids of the latter. The absorber's own path (the one start-up's backlog takes): absorbed_at marks
+        each."""
+        hints = {s.id: AbsorbHints(text=s.content, vector=v, batch_novelty=n)
                  for s, (v, n) in zip(stored, known_vectors) if not s.is_bot}
+        own = {s.id for s in stored}
         pending = await self._conversations.unabsorbed_in(scope, SOURCE)
+        if limit is not None:
+            pending = pending[:limit]
+        if earlier := [i for i in pending if i not in own]:
+            hints |= await self._stored_hints(scope, earlier)
         resumed: list[int] = []
         for start in range(0, len(pending), _ABSORB_CHUNK):
             chunk = pending[start:start + _ABSORB_CHUNK]
-            hints = {i: known[i] for i in chunk if i in known}
-            earlier = await self._conversations.many(scope, [i for i in chunk if i not in known])
-            texts = [m.content for m in earlier.values()]
-            vectors = await self._embed(texts)
-            novelty = batch_novelty(np.asarray(vectors)) if vectors else np.zeros(0)
-            hints |= {i: AbsorbHints(text=t, vector=v, batch_novelty=float(n))
-                      for i, t, v, n in zip(earlier, texts, vectors, novelty)}
-            await self._absorber.prepare([h.text for h in hints.values() if h.text])  # one spaCy batch per layer
+            # one spaCy batch per layer
+            await self._absorber.prepare([t for i in chunk if i in hints and (t := hints[i].text)])
             for done, message_id in enumerate(chunk, start=start + 1):
                 if (message_id in hints and await self._absorber.absorb(message_id, hints[message_id])
-                        and message_id not in known):
+                        and message_id not in own):
                     resumed.append(message_id)
                 if progress and (done % 50 == 0 or done == len(pending)):
                     progress(done, len(pending))
@@ -529,3 +581,19 @@ class Importer:
             log.info("import into %s absorbed %d message(s) an interrupted import left unabsorbed", scope,
                      len(resumed))
         return resumed
+
+    async def _stored_hints(self, scope: str, message_ids: list[int]) -> dict[int, AbsorbHints]:
+        """What absorbing ``message_ids`` (stored by an earlier import, not absorbed) needs: each one's vector, and
+        its novelty among every message its import stored, as that import measured it before it was
+        interrupted. Measured among only those left unabsorbed (or per chunk of them), a line said again before
+        the interruption looked new after it, and a resumed import wrote more episodes than one run in one go.
+        The batch is embedded again in the order and chunks the import embedded it, so the vectors are the
+        same ones."""
+        wanted = set(message_ids)
+        hints: dict[int, AbsorbHints] = {}
+        for batch in await self._conversations.stored_together(scope, SOURCE, message_ids):
+            vectors = await self._embed([m.content for m in batch])
+            novelty = await asyncio.to_thread(batch_novelty, np.asarray(vectors))
+            hints |= {m.id: AbsorbHints(text=m.content, vector=v, batch_novelty=float(n))
+                      for m, v, n in zip(batch, vectors, novelty) if m.id in wanted}
+        return hints

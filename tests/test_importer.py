@@ -109,7 +109,7 @@ async def test_discord_chat_exporter_json(app: App, tmp_path: Path) -> None:
     path = tmp_path / "export.json"
     path.write_text(json.dumps(export), encoding="utf-8")
     report = await app.importer.run(path, "500")
-    assert (report.imported, report.skipped_empty) == (2, 1)
+    assert (report.imported, report.skipped_empty, report.skipped_system) == (2, 0, 1)  # the join: a system message
     row = await app.db.pool.fetchrow(
         "SELECT channel_id, channel_name, author_name FROM messages WHERE external_id = '1001'")
     assert (row["channel_id"], row["channel_name"], row["author_name"]) == ("600", "general", "Ana")
