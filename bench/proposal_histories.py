@@ -1935,8 +1935,8 @@ _VOICE_PARTS_V = ("alto", "tenor", "bass", "soprano", "second alto", "bass 2", "
 _OTHER_PARTS_V = ("first alto", "top tenor", "sop 2", "bass 1")
 _SPOTS_V = ("bar 34", "letter C", "the top of page 7", "the fugue bit", "the key change", "the Amen", "bar 112",
             "the second verse", "the divisi", "the last page", "rehearsal mark F", "the bit after the organ solo")
-_WHEN_V = ("Thursday", "Tuesday", "Saturday morning", "the 14th", "next week", "the Sunday before the concert",
-           "Wednesday")
+_WHEN_V = ("Thursday", "Tuesday", "Saturday morning", "the 14th", "the Sunday before the concert", "Wednesday",
+           "Monday")
 _VENUES_V = ("St Mary's", "the church hall", "the school hall", "the cathedral", "the Corn Exchange",
              "the community centre", "the Methodist hall")
 PART_LEARNING_V = (  # learning one's own line: notes, rhythm, entries, words, breath, pitch
@@ -1977,14 +1977,14 @@ LOGISTICS_V = (  # when and where: rehearsals, sectionals, concert day, what to 
     "where's the {part} sectional on {day}, same room as last time?",
     "can't make practice on {day}, who am I supposed to tell",
     "is there parking at {venue} for the concert or should I get the bus",
-    "dress code for the {venue} concert: all black, or black with the coloured scarves?",
+    "dress code for the concert at {venue}: all black, or black with the coloured scarves?",
     "has the rehearsal schedule for next month gone out? can't find it anywhere",
     "what's call time on the day, and do we bring our own folders",
     "is the extra session on {day} compulsory or only if you're behind on {piece}",
     "when's the last practice before the concert",
     "anyone know the plan for {day}? heard we're at {venue} instead of the usual hall",
     "where do I pick up my copy of {piece}, the library box or the librarian",
-    "is the {day} session in the small room or the main hall",
+    "is the session on {day} in the small room or the main hall",
     "whats the rota for teas this term, think I'm on it but no idea which week",
     "do we need to be in early on {day} for warm ups or is it the normal start",
     "when do we get the running order for the concert",
@@ -1992,7 +1992,7 @@ LOGISTICS_V = (  # when and where: rehearsals, sectionals, concert day, what to 
     "calendar says no practice on {day} but someone said it's back on. which is it",
     "how late will the dress rehearsal go on? need to sort a babysitter",
     "which week is the run-through of {piece} with the orchestra? it's not on the term card",
-    "how do I get tickets for my family for the {venue} concert, online or through someone",
+    "how do I get tickets for my family for the concert at {venue}, online or through someone",
     "are we still meeting at {venue} on {day} or is that off because of the storm",
     "which door do we use at {venue}, last time I ended up wandering round the vestry",
     "is there a rehearsal the week after the concert or are we off till january",
@@ -2033,7 +2033,7 @@ MUSIC_TEAM_V = (  # restricted: the music team's recurring business
     "hire of {venue} has gone up again, do we pass it on in subs",
     "{who} has asked for the solo in {piece}, do we hold proper auditions this time",
     "accompanist can't do {day}, who do we ask to cover", "subs: {n} members haven't paid for this term",
-    "do we need a performance licence for the {venue} concert or does the venue cover it",
+    "do we need a performance licence for the concert at {venue} or does the venue cover it",
     "complaint about {who} chatting through the notes again, who's having the word",
     "draft concert budget is up, tickets at 12 or 15?",
     "the joint concert with the youth choir needs the safeguarding forms signed",
@@ -2082,8 +2082,8 @@ _SPEAKERS_M = ("KRK Rokits", "Yamaha HS5s", "JBL 305s", "PreSonus Eris 3.5s")
 _OTHER_SPEAKERS_M = ("Adam T5Vs", "Kali LP-6s", "Genelec 8010s", "Focal Alphas")
 _CANS_M = ("DT 770s", "ATH-M50x", "HD 600s", "Sony 7506s")
 _OTHER_CANS_M = ("AKG K371s", "DT 990s", "HD 280s", "Audio-Technica R70x")
-_SOURCES_M = ("vocals", "kick", "bass", "snare", "acoustic guitar", "synth pads", "piano", "backing vocals", "808",
-              "electric guitars", "hi-hats")
+_SOURCES_M = ("vocals", "drums", "guitars", "synth pads", "keys", "backing vocals", "808s", "overheads", "toms",
+              "acoustic guitars", "hi-hats", "strings")  # all plural, so every frame reads right
 _GENRES_M = ("lo-fi", "indie rock", "drum and bass", "folk", "trap", "synthwave", "metal", "house")
 _PLUGINS_M = ("the stock EQ", "Pro-Q", "an 1176 clone", "OTT", "Valhalla", "the stock compressor", "a tape plugin",
               "Ozone")
