@@ -35,6 +35,13 @@ club: water-chemistry troubleshooting and stocking advice) are held out, written
 writer who never saw the proposal rules or their outputs; they pair their two needs the same way (the same patterns
 and the same yarn, 'yarn', 'wool', 'skeins', 'hanks'; the same tanks, 'tank', 'aquarium', 'setup', 'scape', 'cube',
 and the same fish), and fishkeeping's served need is debugging the members' home-made tank gadgets.
+``voices`` (a community choir: part-learning help and rehearsal logistics) and ``mixdown`` (a home-recording and
+music-production server: mixing help and gear buying) are held out, written blind on 2026-11-27 (round 8) by a writer
+who never saw the proposal rules or their outputs; each pairs two needs about the same things (the same pieces,
+voice parts and concert, with a rehearsal also called a 'practice', 'session' or 'run-through' and its schedule the
+'plan', 'calendar', 'term card' or 'rota'; the same mics, interfaces, speakers, headphones and plugins, with a mix
+also called a 'mixdown', 'bounce', 'track' or 'tune'), and mixdown's served need is debugging the members' DAWs,
+drivers and plugins.
 
 Every message carries a label (``need:route_planning``, ``served:debugging``, ``hobby``,
 ``restricted:...``, ``chatter``, ``greeting``, ``thanks``) kept beside the import file, never in it:
@@ -54,7 +61,8 @@ from pathlib import Path
 DEV = ("cycling", "study")
 SPENT = ("raids",)  # held out once, then run for the report after rules were changed: no longer held out
 HELD_OUT = ("garden", "language", "kitchen", "indiedev", "photo", "homeowners", "tabletop",
-            "brewing", "apiary", "joggers", "yarn", "fishkeeping")  # the last ten: written blind
+            "brewing", "apiary", "joggers", "yarn", "fishkeeping", "voices",
+            "mixdown")  # the last twelve: written blind
 
 
 @dataclass(frozen=True)
@@ -1915,9 +1923,305 @@ FISHKEEPING = History(
 )
 
 
+# --- community choir server (held out, written blind on 2026-11-27, round 8) -----------------------------------
+# Both needs are about the same pieces, parts and concert: learning one's own line of a piece, and when and where
+# the piece is rehearsed. A rehearsal is also a 'practice', a 'session', a 'run-through' or 'thursday'; its
+# schedule is also the 'plan', the 'calendar', the 'term card' or the 'rota'.
+
+_PIECES_V = ("the Rutter Gloria", "the Vivaldi", "Bogoroditse Devo", "O Magnum Mysterium", "the Messiah choruses",
+             "And the Glory", "Lux Aurumque", "the Darke Bleak Midwinter", "the Chilcott", "the carol medley",
+             "Zadok", "the Fauré")
+_VOICE_PARTS_V = ("alto", "tenor", "bass", "soprano", "second alto", "bass 2", "sop 1", "baritone")
+_OTHER_PARTS_V = ("first alto", "top tenor", "sop 2", "bass 1")
+_SPOTS_V = ("bar 34", "letter C", "the top of page 7", "the fugue bit", "the key change", "the Amen", "bar 112",
+            "the second verse", "the divisi", "the last page", "rehearsal mark F", "the bit after the organ solo")
+_WHEN_V = ("Thursday", "Tuesday", "Saturday morning", "the 14th", "the Sunday before the concert", "Wednesday",
+           "Monday")
+_VENUES_V = ("St Mary's", "the church hall", "the school hall", "the cathedral", "the Corn Exchange",
+             "the community centre", "the Methodist hall")
+PART_LEARNING_V = (  # learning one's own line: notes, rhythm, entries, words, breath, pitch
+    "I keep coming in a beat early at {spot} in {piece}, how do you count that bit",
+    "how are the {part}s meant to find the first note at {spot}? the piano gives us nothing",
+    "the {part} line in {piece} jumps about everywhere, any tricks for learning it quicker",
+    "is there a learning track for the {part} part of {piece}? the one on the drive has all four parts at once",
+    "what's the rhythm at {spot}, dotted or straight? my copy of {piece} is all smudged there",
+    "can't hold my line at {spot} once the sopranos come in over the top, I just drift onto the tune",
+    "how do you say the latin in {piece}, is 'excelsis' a sh sound or a k sound",
+    "running out of breath before the end of the phrase at {spot}, where do people sneak a breath",
+    "the key change in {piece} throws me every single time. how do you pitch the new note",
+    "{part}s: anyone got a trick for that leap at {spot}? it's like a sixth up out of nowhere",
+    "learnt my notes for {piece} on my own and turns out I learnt {spot} wrong lol. how do I unlearn it",
+    "I can follow the words but not really the dots. how do you lot actually learn a new {part} line from scratch",
+    "which notes do the {part}s take in the divisi at {spot}, top or bottom",
+    "my voice cracks on the high bit of the {part} part at {spot}, technique or just more practice?",
+    "does anyone know a recording of {piece} where you can properly hear the {part}s",
+    "counting rests in {piece} is killing me. how many bars do we wait after {spot}",
+    "my notes at {spot} sound wrong against the piano. am I misreading it or is it supposed to clash",
+    "new to reading music, what's the little 8 under the treble clef on the {part} line mean",
+    "how do I practise the {part} part of {piece} at home with no piano? phone apps any good",
+    "the run of notes at {spot} is just a blur to me, how do you break a run like that down",
+    "what vowel are we meant to sing on the long note at {spot}, 'ah' or 'aw'",
+    "I go flat on the long held note at the end of {piece}, how do I stop sagging",
+    "switched from {part} to {part2} this term and my ear keeps dragging me back to the old line, help",
+    "how do you get {piece} memorised? we're supposed to be off copy for the concert and I'm nowhere near",
+    "one syllable or two on 'heaven' at {spot}? the {part}s were split down the middle last week",
+    "the {part} entry at {spot} comes in on the off beat and I never feel it, how do you count yourself in",
+    "harmony at {spot} keeps pulling me onto the {part2} note. how do you hang on to your own part",
+    "anyone made a slowed down track of {spot} in {piece}? at full speed I'm lost",
+)
+PART_LEARNING_SLOTS_V = {"piece": _PIECES_V, "part": _VOICE_PARTS_V, "part2": _OTHER_PARTS_V, "spot": _SPOTS_V}
+LOGISTICS_V = (  # when and where: rehearsals, sectionals, concert day, what to bring and wear
+    "is rehearsal still on {day} or has it moved for half term",
+    "what time's the run-through at {venue} on {day}, 7 or half 7?",
+    "are we doing {piece} this week or just carols? trying to work out which copy to bring",
+    "where's the {part} sectional on {day}, same room as last time?",
+    "can't make practice on {day}, who am I supposed to tell",
+    "is there parking at {venue} for the concert or should I get the bus",
+    "dress code for the concert at {venue}: all black, or black with the coloured scarves?",
+    "has the rehearsal schedule for next month gone out? can't find it anywhere",
+    "what's call time on the day, and do we bring our own folders",
+    "is the extra session on {day} compulsory or only if you're behind on {piece}",
+    "when's the last practice before the concert",
+    "anyone know the plan for {day}? heard we're at {venue} instead of the usual hall",
+    "where do I pick up my copy of {piece}, the library box or the librarian",
+    "is the session on {day} in the small room or the main hall",
+    "whats the rota for teas this term, think I'm on it but no idea which week",
+    "do we need to be in early on {day} for warm ups or is it the normal start",
+    "when do we get the running order for the concert",
+    "does {venue} have a lift? my knee's bad and the choir seats are up in the gallery",
+    "calendar says no practice on {day} but someone said it's back on. which is it",
+    "how late will the dress rehearsal go on? need to sort a babysitter",
+    "which week is the run-through of {piece} with the orchestra? it's not on the term card",
+    "how do I get tickets for my family for the concert at {venue}, online or through someone",
+    "are we still meeting at {venue} on {day} or is that off because of the storm",
+    "which door do we use at {venue}, last time I ended up wandering round the vestry",
+    "is there a rehearsal the week after the concert or are we off till january",
+    "running order for {day}: {piece} first or last? want to warm up for it",
+    "forgot to sign the attendance sheet on {day}, does that knock me off the concert list",
+    "who's doing lifts to {venue} on {day}? I'm happy to drive two",
+    "what's the week-by-week plan up to the concert, is it written down anywhere",
+)
+LOGISTICS_SLOTS_V = {"day": _WHEN_V, "venue": _VENUES_V, "piece": _PIECES_V, "part": _VOICE_PARTS_V}
+CHOIR_TALK_V = (  # the afterglow and the grumbles: chatter, not requests
+    "goosebumps at the end of {piece} tonight", "my throat is wrecked after that",
+    "the sopranos absolutely nailed it tonight", "whoever brought the flapjack on thursday, thank you forever",
+    "tenors were actually in tune tonight!!", "can't get {piece} out of my head, humming it at my desk",
+    "the conductor's jokes get worse every week and I love it",
+    "new folder came, it has a little loop for a pencil, ridiculously pleased",
+    "listening to a pro recording of {piece}, we've got a way to go lol", "the acoustic in {venue} is gorgeous",
+    "sang {piece} in the shower and the neighbour clapped", "three cough sweets deep and still croaky",
+)
+CHOIR_TALK_SLOTS_V = {"piece": _PIECES_V, "venue": _VENUES_V}
+RECALL_V = (  # served by memory_recall
+    "what did I say I was singing at my cousin's wedding?", "remember which part I said I wanted to try next year?",
+    "what did I tell you about my singing teacher?", "didn't I mention what helped my sore throat a while back?",
+    "what was the warm-up app I told you about?", "do you remember what I said about the solo audition?",
+    "what did I tell you my range was?", "remind me what I said about my grandad's funeral music",
+    "you remember the song I said I wanted the choir to do? what was it",
+    "what did I say my daughter's school choir was called?",
+)
+HOBBY_V = (  # one person's running chatter
+    "threw my first bowl that didn't collapse!!", "glaze firing tomorrow, fingers crossed",
+    "clay under every fingernail, worth it", "the kiln at the studio cracked two of my mugs :(",
+    "trimming day today, so satisfying", "made a wonky jug, calling it rustic",
+    "tried a celadon glaze and it came out the colour of pea soup", "centering finally clicked tonight",
+    "wedged 5kg of clay, arms are done for", "gave mum a set of lopsided little cups and she cried",
+    "booked the wheel for sunday afternoons now",
+)
+MUSIC_TEAM_V = (  # restricted: the music team's recurring business
+    "{n} copies of {piece} still not back in the library, chase them or buy more?",
+    "hire of {venue} has gone up again, do we pass it on in subs",
+    "{who} has asked for the solo in {piece}, do we hold proper auditions this time",
+    "accompanist can't do {day}, who do we ask to cover", "subs: {n} members haven't paid for this term",
+    "do we need a performance licence for the concert at {venue} or does the venue cover it",
+    "complaint about {who} chatting through the notes again, who's having the word",
+    "draft concert budget is up, tickets at 12 or 15?",
+    "the joint concert with the youth choir needs the safeguarding forms signed",
+)
+MUSIC_TEAM_SLOTS_V = {"n": ("4", "6", "9", "13", "20"), "piece": _PIECES_V, "venue": _VENUES_V, "day": _WHEN_V,
+                      "who": ("one of the new basses", "a long-standing soprano", "the alto who joined in May",
+                              "a tenor")}
+
+VOICES = History(
+    name="voices", scope="910000000000000016", start=datetime(2026, 8, 31, 8, 0, tzinfo=UTC), days=79,
+    channels=("general", "rehearsal-notes", "learning-help", "concert-prep", "off-topic", "music-team"),
+    restricted="music-team",
+    people={
+        "16001": ("Gwen", "gwen_sings"), "16002": ("Declan", "dec_odonnell"), "16003": ("Harriet", "hattie_b"),
+        "16004": ("Olu", "olu.adeyemi"), "16005": ("Priya", "priya_m"), "16006": ("Malcolm", "malc_w"),
+        "16007": ("Ines", "ines_alto"), "16008": ("Tomasz", "tomasz_k"), "16009": ("Bernadette", "bernie_j"),
+        "16010": ("Yusuf", "yusuf_o"), "16011": ("Lotte", "lotte.v"), "16012": ("Fergus", "fergus_d"),
+        "16013": ("Rosalind", "ros_p"),
+    },
+    kinds=(
+        *_chatter(("general", "off-topic", "rehearsal-notes")),
+        Kind("chatter", CHOIR_TALK_V, 1.2, ("rehearsal-notes", "general", "off-topic"), slots=CHOIR_TALK_SLOTS_V,
+             dressed=False),
+        Kind("need:part_learning", PART_LEARNING_V, 0.9, ("learning-help", "learning-help", "rehearsal-notes",
+                                                          "general"), slots=PART_LEARNING_SLOTS_V),
+        Kind("need:rehearsal_logistics", LOGISTICS_V, 0.9, ("concert-prep", "rehearsal-notes", "general",
+                                                            "general"), slots=LOGISTICS_SLOTS_V),
+        Kind("served:memory_recall", RECALL_V, 0.5, ("general", "off-topic")),
+        Kind("hobby", HOBBY_V, 0.8, ("off-topic", "general"), people=("16010",), dressed=False),
+        Kind("restricted:music_team", MUSIC_TEAM_V, 0.8, ("music-team",), people=("16001", "16006", "16013"),
+             slots=MUSIC_TEAM_SLOTS_V),
+    ),
+)
+
+
+# --- home-recording and music-production server (held out, written blind on 2026-11-27, round 8) -------------
+# Both needs are about the same mics, interfaces, speakers, headphones and plugins: making a recording sound
+# right (mixing help) and which of them to buy (gear buying). A mix is also a 'mixdown', a 'bounce', a 'track', a
+# 'tune' or a 'song'; monitors are also 'speakers' or 'nearfields'; headphones are also 'cans'.
+
+_MICS_M = ("SM57", "SM7B", "AT2020", "NT1", "Rode NT-USB", "MXL 990")
+_OTHER_MICS_M = ("TLM 102", "Aston Origin", "a ribbon mic", "C214", "a cheap USB mic")
+_IFACES_M = ("Scarlett 2i2", "Audient iD4", "UMC404", "SSL 2+")
+_OTHER_IFACES_M = ("Motu M4", "Apollo Twin", "an old Presonus box", "Volt 276")
+_SPEAKERS_M = ("KRK Rokits", "Yamaha HS5s", "JBL 305s", "PreSonus Eris 3.5s")
+_OTHER_SPEAKERS_M = ("Adam T5Vs", "Kali LP-6s", "Genelec 8010s", "Focal Alphas")
+_CANS_M = ("DT 770s", "ATH-M50x", "HD 600s", "Sony 7506s")
+_OTHER_CANS_M = ("AKG K371s", "DT 990s", "HD 280s", "Audio-Technica R70x")
+_SOURCES_M = ("vocals", "drums", "guitars", "synth pads", "keys", "backing vocals", "808s", "overheads", "toms",
+              "acoustic guitars", "hi-hats", "strings")  # all plural, so every frame reads right
+_GENRES_M = ("lo-fi", "indie rock", "drum and bass", "folk", "trap", "synthwave", "metal", "house")
+_PLUGINS_M = ("the stock EQ", "Pro-Q", "an 1176 clone", "OTT", "Valhalla", "the stock compressor", "a tape plugin",
+              "Ozone")
+_BUDGETS_M = ("£150", "£300", "about 200 quid", "$250", "500ish", "£100 tops", "around €400")
+_SHOPS_M = ("Thomann", "Gear4music", "Andertons", "Sweetwater", "the music shop in town")
+_DAWS_M = ("Reaper", "Ableton", "Logic", "FL Studio", "Cubase", "Studio One", "Bitwig")
+MIXING_M = (  # making what was recorded sound right: balance, EQ, compression, space, loudness, translation
+    "my {source} sound muddy in the mix whatever I do with {plugin}, where do I cut",
+    "vocals I recorded on the {mic} come out harsh on the esses, de-esser or EQ first?",
+    "how do you stop the kick and bass fighting in {genre}? it's just a wall of low end",
+    "mixdown sounds great on my {cans} and awful in the car, what am I missing",
+    "how loud should a {genre} track be before mastering, I keep clipping the master bus",
+    "what order do people put EQ and compression in on {source}",
+    "the {source} vanish when the chorus kicks in. turn them up or carve some space?",
+    "how much reverb is too much on {source}? mine sound like they were recorded in a cathedral",
+    "panning: where do double tracked {source} go, and does anything besides the vocal sit dead centre",
+    "bounced the track and the low end is way bigger than in the session, why",
+    "compressing {source} with {plugin}, what attack and release do you start from",
+    "everything in my song sounds small and far away, how do you bring stuff upfront",
+    "my {source} have a boxy thing around 400-500hz, cut it or is that just my room",
+    "how do you make a mix translate to phone speakers? the bass disappears completely",
+    "the {source} sound thin after I high-passed everything, did I overdo it",
+    "sidechain the bass to the kick or just EQ them apart? what do you lot do for {genre}",
+    "mixed on the {speakers} all weekend and now the tune sounds dull everywhere else. trust the speakers or my ears",
+    "hi-hats are piercing in the final bounce but fine while I'm mixing, what's going on",
+    "how do you glue a drum bus together without squashing the life out of it",
+    "first proper mix of a {genre} tune and it's just... flat. where do I even start",
+    "is it normal to spend 3 hours on the {source} alone? the balance never sits right",
+    "what is parallel compression actually doing and when would I use it on {source}",
+    "my vocal sits on top of the beat like a sticker, how do I make it part of the track",
+    "reference tracks: how do you actually use them when your mix is way quieter",
+    "put a stereo widener on the {source} and now the mono check sounds hollow, how do people avoid that",
+    "automation or compression for a vocal that goes from whisper to shout?",
+    "my mixes always sound too bright the next morning. ear fatigue, or am I too heavy on the high shelf",
+    "what's eating the headroom on my master, it peaks at -0.1 with nothing on it",
+    "recorded vocals on the {mic} through the {iface} and they sit way too quiet next to the samples, gain or comp?",
+)
+GEAR_M = (  # which thing to buy: mics, interfaces, speakers, headphones, plugins, for a budget
+    "is the {mic} worth it for vocals or should I save up for the {mic2}",
+    "upgrading from the {iface} to the {iface2}, will I actually hear a difference",
+    "first proper monitors, budget {budget}: {speakers} or {speakers2}?",
+    "which headphones for mixing under {budget}, closed or open back? looking at the {cans}",
+    "need an interface with at least 4 inputs to record drums, {budget}, what's good",
+    "someone's selling {speakers} on marketplace for half price, any catch?",
+    "what mic would you buy for acoustic guitar with only {budget} to spend",
+    "do I need a cloudlifter for the {mic} on a {iface} or is that a myth",
+    "black friday: is {plugin} worth the money or is the stock one fine",
+    "stand, pop filter, cables... what are the cheapest bits that aren't rubbish",
+    "where do people buy second hand gear, ebay or is there something better",
+    "acoustic panels before new monitors? better use of {budget}?",
+    "{cans} or {cans2} for tracking vocals? the singer has to wear them for hours",
+    "my {iface} is on its way out, what should replace it for about {budget}",
+    "best bang for buck condenser for a small untreated bedroom?",
+    "is a 49 key midi keyboard enough or will I regret not getting the 61",
+    "anyone ordered from {shop} lately? how bad is shipping and customs now",
+    "buy the {speakers} or put the money into a better mic first, {budget} total",
+    "worth buying the {mic} new or hang on for a used one to come up",
+    "want to start recording a mate's band, shopping list for {budget}?",
+    "are the preamps on the {iface} good enough for a {mic} or do I need an external pre",
+    "which is the better first buy for a beginner, the {iface} or the {iface2}",
+    "gift ideas for my brother who makes beats, something under {budget} he'd actually use",
+    "tiny desk: 5 inch speakers or 3 inch and a sub? what would you buy",
+    "how's the returns policy at {shop}? the {cans} I bought clamp my head like a vice",
+    "is it daft to buy a ribbon as my second mic",
+    "choosing between the {speakers} and the {speakers2} for a small room, which would you get",
+    "got {budget} in birthday money, upgrade the mic, the interface or the cans?",
+)
+AUDIO_SLOTS_M = {"mic": _MICS_M, "mic2": _OTHER_MICS_M, "iface": _IFACES_M, "iface2": _OTHER_IFACES_M,
+                 "speakers": _SPEAKERS_M, "speakers2": _OTHER_SPEAKERS_M, "cans": _CANS_M, "cans2": _OTHER_CANS_M,
+                 "source": _SOURCES_M, "genre": _GENRES_M, "plugin": _PLUGINS_M, "budget": _BUDGETS_M,
+                 "shop": _SHOPS_M}
+DEBUG_M = (  # served by technical_debugging: the DAW, drivers and plugins failing
+    "{daw} crashes every time I open this one project, 'unhandled exception' and then gone",
+    "getting crackles and pops while recording, buffer is at 256, is it the {iface} driver",
+    "my {iface} stopped showing up in {daw} after the windows update",
+    "plugin scan fails on {plugin}, error says the dll couldn't be loaded",
+    "{daw} keeps throwing 'audio engine stopped' randomly in the middle of a session",
+    "exported wav is completely silent but the meters move in the session?",
+    "cpu meter spikes to 100% as soon as I add {plugin}, then dropouts everywhere",
+    "midi keyboard lights up but {daw} doesn't receive a single note",
+    "moved my samples folder and now {daw} opens the project with 'missing files' on everything",
+    "ASIO driver error -9999 on startup, can't record anything",
+    "{daw} freezes on 'loading plugins' at launch since yesterday",
+    "sample rate mismatch warning every time I open a session, 44.1 vs 48, what's actually wrong",
+)
+DEBUG_SLOTS_M = {"daw": _DAWS_M, "iface": _IFACES_M, "plugin": _PLUGINS_M}
+STUDIO_TALK_M = (  # showing off and grumbling: chatter, not requests
+    "finally finished a track after six months of 8 bar loops", "GAS is real, bought another synth I don't need",
+    "the new {mic} just arrived, unboxing in a sec", "spent all night on one snare sound, the song still has no chorus",
+    "listened back to my first tunes from 2019, oof", "cat walked across the keyboard and wrote a better melody than me",
+    "3am and the hook finally landed", "coffee, {daw}, rain outside. perfect sunday",
+    "loving that {genre} tune someone posted in share-your-tracks", "my {speakers} have a little dust cover now, spoiled",
+)
+STUDIO_TALK_SLOTS_M = {"mic": _MICS_M, "daw": _DAWS_M, "genre": _GENRES_M, "speakers": _SPEAKERS_M}
+HOBBY_M = (  # one person's running chatter
+    "welded the sill on the van today, not pretty but solid", "found original hubcaps for the T25 on ebay!",
+    "van rust is worse than I thought, the wheel arches are lace", "fitted the rock and roll bed in the van",
+    "new tyres on the van, she drives like a dream now", "first night sleeping in the van, froze but loved it",
+    "pop top canvas has a tear, stitching it myself this weekend", "painted the van two tone, cream and orange",
+    "drove the van to the coast, 52mph the whole way lol", "van passed its MOT first time, actual miracle",
+)
+MODS_M = (  # restricted: the mods' recurring business
+    "{who} dropped their beat store link in mixing again", "{n} new accounts overnight all selling 'pro mastering'",
+    "someone reported a leaked sample pack in share-your-tracks, take it down?",
+    "{who} keeps posting tracks for feedback and never gives any, warn them?",
+    "a plugin dev offered {n} licences for a giveaway, how do we run it fairly",
+    "do we allow AI vocal tracks in share-your-tracks or not, need a rule",
+    "{who} wants their ban lifted, anyone object", "monthly beat battle: {n} entries, who's judging this round",
+)
+MODS_SLOTS_M = {"who": ("a new member", "the mastering spammer", "one of the regulars", "the label account"),
+                "n": ("3", "5", "10", "25")}
+
+MIXDOWN = History(
+    name="mixdown", scope="910000000000000017", start=datetime(2026, 3, 16, 9, 30, tzinfo=UTC), days=73,
+    channels=("general", "mixing", "gear", "tech-support", "share-your-tracks", "mods"), restricted="mods",
+    people={
+        "17001": ("Dario", "dario_beats"), "17002": ("Kezia", "kez.mixes"), "17003": ("Anouk", "anouk_v"),
+        "17004": ("Jules", "jules_lofi"), "17005": ("Mateo", "mateo_r"), "17006": ("Chidi", "chidi_prod"),
+        "17007": ("Freya", "freya_h"), "17008": ("Lars", "lars_audio"), "17009": ("Nneka", "nneka_o"),
+        "17010": ("Ravi", "ravi.s"), "17011": ("Tilly", "tilly_t"), "17012": ("Hiro", "hiro_k"),
+    },
+    kinds=(
+        *_chatter(("general", "share-your-tracks", "general")),
+        Kind("chatter", STUDIO_TALK_M, 1.2, ("share-your-tracks", "general", "gear"), slots=STUDIO_TALK_SLOTS_M,
+             dressed=False),
+        Kind("need:mixing_help", MIXING_M, 0.9, ("mixing", "mixing", "share-your-tracks", "general"),
+             slots=AUDIO_SLOTS_M),
+        Kind("need:gear_buying", GEAR_M, 0.9, ("gear", "gear", "general", "mixing"), slots=AUDIO_SLOTS_M),
+        Kind("served:debugging", DEBUG_M, 0.5, ("tech-support", "tech-support", "general"), slots=DEBUG_SLOTS_M),
+        Kind("hobby", HOBBY_M, 0.8, ("general",), people=("17011",), dressed=False),
+        Kind("restricted:mods", MODS_M, 0.8, ("mods",), people=("17002", "17005", "17009"), slots=MODS_SLOTS_M),
+    ),
+)
+
+
 HISTORIES: dict[str, History] = {h.name: h for h in (CYCLING, STUDY, RAIDS_HISTORY, GARDEN, LANGUAGE, KITCHEN,
                                                       INDIEDEV, PHOTO, HOMEOWNERS, TABLETOP, BREWING,
-                                                      APIARY, JOGGERS, YARN, FISHKEEPING)}
+                                                      APIARY, JOGGERS, YARN, FISHKEEPING, VOICES, MIXDOWN)}
 
 
 def generate(history: History, *, seed: int = 0, scale: float = 1.0) -> list[Message]:
