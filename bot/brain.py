@@ -213,7 +213,8 @@ class Reply:
                 async for _ in self._generation:
                     pass
                 self._final = grounded_or_not_told(self._generation.text, self.message.content, self.evidence(),
-                                                   ignore=self._ignored(), dates=self.guard.dates_ground)
+                                                   ignore=self._ignored(), dates=self.guard.dates_ground,
+                                                   whether=self.guard.whether)
                 if self._final:
                     yield self._final
             else:

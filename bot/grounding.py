@@ -42,6 +42,9 @@ _AUXILIARIES = frozenset({
     "am", "is", "are", "was", "were", "do", "does", "did", "has", "have", "had", "can", "could", "will", "would",
     "shall", "should", "may", "might", "must", "isn't", "aren't", "wasn't", "weren't", "don't", "doesn't",
     "didn't", "hasn't", "haven't", "hadn't", "can't", "couldn't", "won't", "wouldn't", "shouldn't", "mustn't"})
+# How English answers a yes/no question in its first word or two (a closed set of the language).
+_YES_NO = re.compile(r"(?:yes|yeah|yep|yup|yea|no|nope|nah|sure|definitely|absolutely|certainly|of course|"
+                     r"indeed|correct|right|not really|not at all)\b", re.I)
 _SECOND_PERSON = frozenset({"you", "your", "yours", "yourself", "u", "ya", "y'all"})  # the bot, asked about itself
 # What the bot says instead of a reply it cannot ground (see Guard).
 NOT_MENTIONED = "I don't remember anyone mentioning {names}."
@@ -221,13 +224,14 @@ class Guard:
 
     A yes/no question whose subject no memory and no recent turn mentions ("is ben on probation?", lower case,
     so ben is no name to the rules above) is about memory too: "Yes, he's been there for 2 years." asserts
-    what nobody said, and is replaced like any invention; a bare "Yes." or "No." adds no claim and is shown
-    (``asks_whether`` says what such a question asks about).
+    what nobody said, and is replaced like any invention, and so is a bare "Yes." or "No.", which answers it
+    all the same (``asks_whether`` says what such a question asks about).
     """
 
     about_memory: bool
     missing: tuple[str, ...] = ()
     unmentioned: tuple[str, ...] = ()  # places and things it names that no memory mentions (not refused)
+    whether: bool = False  # a yes/no question about someone or something no memory mentions: "yes" is a claim
 
     @property
     def dates_ground(self) -> bool:
@@ -280,15 +284,19 @@ def guard(question: str, items: Sequence[MemoryItem], *, ignore: Iterable[str] =
         subject = asks_whether(question)
         if subject and (said := stem(subject.removesuffix("'s"))) not in held and said not in skip \
                 and subject not in _CALENDAR:
-            return Guard(True, (), tuple(dict.fromkeys([*unmentioned, subject])))
+            return Guard(True, (), tuple(dict.fromkeys([*unmentioned, subject])), whether=True)
         return NO_GUARD
     return Guard(True, tuple(dict.fromkeys(missing)), tuple(dict.fromkeys(unmentioned)))
 
 
 def grounded_or_not_told(reply: str, question: str, items: Sequence[MemoryItem], *,
-                         ignore: Iterable[str] = (), dates: bool = True) -> str:
+                         ignore: Iterable[str] = (), dates: bool = True, whether: bool = False) -> str:
     """``reply`` when it carries no answer words or draws on a memory; else the line that says the bot does
-    not remember being told. ``dates``: whether a memory's date words may ground it (see ``ground``)."""
+    not remember being told. ``dates``: whether a memory's date words may ground it (see ``ground``).
+    ``whether`` (``Guard.whether``): the question asks yes or no about someone nobody mentioned, so a reply
+    that opens with yes or no ("Yes.", "Nope, never") answers it, with or without more words."""
+    if whether and _YES_NO.match(reply.strip()):
+        return NOT_TOLD
     if not answer_words(reply, question, ignore=ignore):
         return reply
     return reply if ground(reply, question, items, ignore=ignore, dates=dates).items else NOT_TOLD

@@ -36,7 +36,7 @@ def test_a_statement_or_a_question_naming_nobody_or_the_bot_itself_asks_of_no_on
 
 def test_a_yes_no_question_about_someone_no_memory_mentions_is_held_to_its_memory() -> None:
     g = guard("is ben on probation?", [], people=[])
-    assert g.about_memory and g.refusal is None, "checked, not refused: a bare yes or no is not a claim"
+    assert g.about_memory and g.refusal is None and g.whether, "checked once written, not refused beforehand"
     assert not g.dates_ground, "a memory's date says nothing of what nobody mentioned"
 
 
@@ -57,10 +57,20 @@ async def test_an_invented_answer_in_a_chat_is_not_shown_either(app: App, llm: S
     assert await say(app, "is ben on probation?") == NOT_TOLD
 
 
-async def test_a_bare_yes_asserts_nothing_more_and_is_shown(app: App, llm: ScriptedLLM) -> None:
-    llm.reply = "Yes."
+@pytest.mark.parametrize("invented", ["Yes.", "No.", "Nope, never."])
+async def test_a_bare_yes_or_no_about_someone_never_mentioned_answers_it_all_the_same_and_is_not_shown(
+        app: App, llm: ScriptedLLM, invented: str) -> None:
+    llm.reply = invented  # "is ben on probation?" "Yes." says ben is on probation: nobody said so
     reply = await app.brain.ask("is ben on probation?", "g1", author_id="u-bo", author_name="bo")
-    assert await reply.complete() == "Yes."
+    assert await reply.complete() == NOT_TOLD
+
+
+async def test_a_bare_yes_about_someone_remembered_is_the_models_to_give(app: App, llm: ScriptedLLM) -> None:
+    llm.reply = "Nice."
+    await say(app, "ben started at the warehouse on probation for three months")
+    await app.brain.drain()
+    llm.reply = "Yes."
+    assert await say(app, "is ben still on probation?") == "Yes."
 
 
 async def test_a_yes_no_answer_drawn_from_a_recent_turn_is_shown(app: App, llm: ScriptedLLM) -> None:
