@@ -40,7 +40,10 @@ enough and every member clearly on one side); if it has them, each part is a
 candidate of its own and is screened alone. Nor does MiniLM always separate two
 needs about one object ("where can I buy frames", "how do I inspect a frame"):
 so each group, or part, is also split by the act its requests ask for
-(``split_by_act``: get, do, when, from ``dream.requests.request_acts``).
+(``split_by_act``: get, do, when, from ``dream.requests.request_acts``). Two needs that ask the same act about one
+topic (round 7: which fish to keep, what the water readings mean) pass both, and are only seen in the name: a theme
+that can be named by neither an object nor a kind is replaced by its two 2-means parts when each can be named with
+more (``_named_parts``, ``name_says``).
 
 A theme's name says what its members ask for, as a moderator reads it: the
 object its requests ask about (the head of their questions and orders in
