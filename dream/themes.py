@@ -40,7 +40,10 @@ enough and every member clearly on one side); if it has them, each part is a
 candidate of its own and is screened alone. Nor does MiniLM always separate two
 needs about one object ("where can I buy frames", "how do I inspect a frame"):
 so each group, or part, is also split by the act its requests ask for
-(``split_by_act``: get, do, when, from ``dream.requests.request_acts``).
+(``split_by_act``: get, do, when, from ``dream.requests.request_acts``). Two needs that ask the same act about one
+topic (round 7: which fish to keep, what the water readings mean) pass both, and are only seen in the name: a theme
+that can be named by neither an object nor a kind is replaced by its two 2-means parts when each can be named with
+more (``_named_parts``, ``name_says``).
 
 A theme's name says what its members ask for, as a moderator reads it: the
 object its requests ask about (the head of their questions and orders in
@@ -321,24 +324,63 @@ def find_themes(
     so its members and examples are all requests. ``word_vectors`` (MiniLM on
     bare words) lets near-synonyms name a need worded many ways (``role_group``).
     """
+    from dream.requests import request_kind
+
+    def named(group: list[PoorMatch], siblings: frozenset[int], merged_from: int) -> Theme:
+        inside = {m.message_id for m in group}
+        others = [m.text for m in poor if m.message_id not in inside | siblings]
+        centroid = unit(np.mean([m.vector for m in group], axis=0))
+        texts = [m.text for m in group]
+        name_words, terms = theme_words(texts, others, exclude=names, kind=request_kind(texts),
+                                        word_vectors=word_vectors)
+        return Theme(tuple(group), centroid, tuple(name_words), tuple(terms),
+                     tuple(diverse_examples(group, centroid, max_examples)), merged_from,
+                     worded_by(group, name_words, terms))
+
     themes = []
     for candidate in screen(poor, distance=distance, min_size=min_size, merge_similarity=merge_similarity,
                             recurrence=recurrence):
         if candidate.refused is not None:
             continue
-        group, merged_from = list(candidate.members), candidate.merged_from
-        inside = {m.message_id for m in group}
-        others = [m.text for m in poor if m.message_id not in inside | candidate.siblings]
-        centroid = unit(np.mean([m.vector for m in group], axis=0))
-        from dream.requests import request_kind
-
-        texts = [m.text for m in group]
-        name_words, terms = theme_words(texts, others, exclude=names, kind=request_kind(texts),
-                                        word_vectors=word_vectors)
-        themes.append(Theme(tuple(group), centroid, tuple(name_words), tuple(terms),
-                            tuple(diverse_examples(group, centroid, max_examples)), merged_from,
-                            worded_by(group, name_words, terms)))
+        whole = named(list(candidate.members), candidate.siblings, candidate.merged_from)
+        parts = _named_parts(whole, candidate.siblings, named, min_size=min_size, recurrence=recurrence)
+        themes += parts or [whole]
     return sorted(themes, key=lambda t: len(t.members), reverse=True)
+
+
+def name_says(name_words: Sequence[str]) -> int:
+    """How much a theme's name (``theme_words``) tells a moderator: 2 when it names an object and a kind of
+    request ("exam_scheduling"), 1 when only one of them ("advice_requests", "requests_about_exam"), 0 when
+    neither ("mixed_requests")."""
+    words = list(name_words)
+    if words == ["mixed", "requests"]:
+        return 0
+    if words[:2] == ["requests", "about"] or (len(words) == 2 and words[1] == "requests"):
+        return 1
+    return 2
+
+
+def _named_parts(whole: Theme, siblings: frozenset[int], named: Callable[[list[PoorMatch], frozenset[int], int], Theme],
+                 *, min_size: int, recurrence: Recurrence) -> list[Theme]:
+    """A theme whose name is a fallback, as two themes whose names each say more ([]: keep it whole). Its members'
+    2-means parts (``split_in_two`` with no clarity bar) replace it when each part has ``min_size`` distinct texts
+    and ``SPLIT_SHARE`` of it, passes ``recurrence`` alone, and is named with more than the whole is
+    (``name_says``): a group a moderator can read neither as one kind nor as one object (round 7: fishkeeping's
+    stocking and water-chemistry requests, ``mixed_requests``) is shown as the two groups it holds. No clarity bar:
+    MiniLM puts two needs about one tank as close as one need's halves (measured on the histories' candidates: the
+    halves of two needs 1.81-1.83, of one need 1.54-2.87), so only the names tell them apart."""
+    if recurrence.request_share <= 0 or name_says(whole.name_words) == 2:
+        return []
+    split = split_in_two(whole.members, min_size=min_size, clarity=-np.inf)
+    if split is None:
+        return []
+    a, b, _ = split
+    if any(recurrence.fails(p, {m.message_id: True for m in p}) is not None for p in (a, b)):  # requests only
+        return []
+    ids_a, ids_b = frozenset(m.message_id for m in a), frozenset(m.message_id for m in b)
+    parts = [named(a, siblings | ids_b, whole.merged_from), named(b, siblings | ids_a, whole.merged_from)]
+    says = name_says(whole.name_words)
+    return parts if all(name_says(p.name_words) > says for p in parts) else []
 
 
 def clusters(poor: Sequence[PoorMatch], distance: float) -> list[list[PoorMatch]]:
