@@ -35,7 +35,7 @@ import random
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 from bot.prompt import PromptBuilder
@@ -43,6 +43,7 @@ from dream.themes import gerund
 from memory.archetypes import ContextPlan
 from memory.layers.base import MEMORY, PREAMBLE, TRANSCRIPT, MemoryItem, Section
 from memory.recall import ContextBundle
+from memory.timeparse import dated
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "reader"
 BOT = "hippobot"
@@ -88,7 +89,11 @@ class Mix:
     ("what does Bea do for fun?" over "I love to play chess"; "what line of work is Bea in?" over "I work as a
     nurse"), which is how people ask about what someone told them and where v4 and v5 said "I don't know" with
     the answer in their prompt. Each is paired like v5's: asked once more without its fact (the person's other
-    facts stay), so the memory decides. ``kind_questions`` such questions a conversation row, besides v4's."""
+    facts stay), so the memory decides. ``kind_questions`` such questions a conversation row, besides v4's.
+
+    ``v7`` is v6 with remembered lines as recall has shown them since 2026-11-27: a relative day followed by
+    the day it names ("I bought a car last Sunday (22 November 2026)", ``memory.timeparse.dated``), and a
+    "when" question about it answered with that day, copied, not counted."""
 
     squad_unanswerable_keep: float = 0.2
     persona_abstain: float = 0.2
@@ -98,6 +103,7 @@ class Mix:
     paired: bool = False  # a persona question that abstains is also asked with its fact in the memory
     exchange: float = 0.0  # how often a remembered fact is the reply to someone's question, often a bare answer
     kind_questions: int = 0  # extra persona questions a row that name the answer's kind, not the fact's words
+    dated: bool = False  # remembered lines show the day their relative words name, as recall writes them
 
 
 MIXES = {
@@ -112,6 +118,8 @@ MIXES = {
                    persona_lines=(6, 12), paired=True, exchange=0.35),
     "v6": Mix(squad_unanswerable_keep=0.5, near_miss=True, extra_lines=(3, 8), persona_lines=(6, 12),
               kind_questions=1),
+    "v7": Mix(squad_unanswerable_keep=0.5, near_miss=True, extra_lines=(3, 8), persona_lines=(6, 12),
+              kind_questions=1, dated=True),
     "v6-more": Mix(squad_unanswerable_keep=0.5, near_miss=True, extra_lines=(3, 8), persona_lines=(6, 12),
                    kind_questions=2, exchange=0.25),
 }
@@ -372,8 +380,10 @@ class Caster:
     have nothing to do with the question."""
 
     def __init__(self, count: Callable[[str], int], rng: random.Random, *, budget: int = 1000,
-                 turns: list[str] | None = None, facts: list[tuple[str, str]] | None = None) -> None:
+                 turns: list[str] | None = None, facts: list[tuple[str, str]] | None = None,
+                 dated: bool = False) -> None:
         self.count = count
+        self.dated = dated
         self.rng = rng
         self.builder = PromptBuilder(bot_name=BOT, persona=PERSONA, budget_tokens=budget, count_tokens=count)
         self.plan = ContextPlan(archetype="default", turns=8, vectors=5, similarity_threshold=0.9, triple_depth=1,
@@ -408,7 +418,8 @@ class Caster:
             lines.insert(0, f"{r.choice(others)}: {self.neighbour()}")
         if others and r.random() < 0.8:
             lines.append(f"{r.choice(others)}: {self.neighbour()}")
-        return f"[{when:%Y-%m-%d}] " + " / ".join(lines)
+        line = " / ".join(lines)
+        return f"[{when:%Y-%m-%d}] " + (dated(line, _said_on(when)) if self.dated else line)
 
     def exchange_line(self, asker: str, question: str, speaker: str, reply: str, others: list[str],
                       when: date) -> str:
@@ -754,6 +765,10 @@ WHEN = (("yesterday", "{d1}"), ("last week", "the week before {D}"), ("two days 
         ("last Sunday", "the Sunday before {D}"), ("a few days ago", "a few days before {D}"))
 
 
+def _said_on(d: date) -> datetime:
+    return datetime(d.year, d.month, d.day, 12, tzinfo=UTC)
+
+
 def _day_words(d: date) -> str:
     return f"{d.day} {d:%B %Y}"
 
@@ -778,6 +793,9 @@ def temporal_examples(caster: Caster, chats: list, persona_lines: list[tuple[str
             day = caster.day()
             gold = answer.format(D=_day_words(day), d1=_day_words(day - timedelta(days=1)),
                                  d2=_day_words(day - timedelta(days=2)))
+            if caster.dated and phrase:  # the memory shows the day the phrase names: the answer copies it
+                shown = re.search(r"\((.+)\)$", dated(phrase, _said_on(day)))
+                gold = shown.group(1) if shown else gold
             lines = [(person, text)] + r.sample(persona_lines, r.randint(2, 6))
             r.shuffle(lines)
             others = names[1:]
@@ -826,7 +844,7 @@ def build(count: Callable[[str], int], *, seed: int = 0, data: Path = DATA, mix:
     chats = load_persona_chat(data)
     persona_lines = [(rng.choice(NAMES), f.text) for p1, p2, _ in chats for f in p1 + p2]
     chat_turns = [tx for _, _, turns in chats for _, tx in turns if 2 <= len(tx.split()) <= 14]
-    caster = Caster(count, rng, turns=chat_turns, facts=persona_lines)
+    caster = Caster(count, rng, turns=chat_turns, facts=persona_lines, dated=mix.dated)
     examples = list(squad_examples(caster, load_squad(data), persona_lines, mix))
     persona = paired_persona_examples if mix.paired else persona_examples
     examples += list(persona(caster, chats, persona_lines, mix))

@@ -163,7 +163,7 @@ def _named(m: re.Match[str], said: datetime) -> str | None:
         sign = -1 if g["dir"].lower() == "ago" else 1
         unit = g["unit"].lower()
         if unit == "day":
-            return _day(day + timedelta(days=sign * n))
+            return ("around " if word == "few" else "") + _day(day + timedelta(days=sign * n))
         if unit == "week":
             return "around " + _day(day + timedelta(days=sign * 7 * n))
         if unit == "month":

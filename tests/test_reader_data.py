@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from pathlib import Path
 
-from bench.reader_data import (ABSTAIN, MIXES, NAMES, Caster, Mix, classify_fact, kind_answer, kind_of,
+from bench.reader_data import (ABSTAIN, MIXES, NAMES, Caster, Mix, classify_fact, kind_answer, kind_of, temporal_examples,
                                paired_persona_examples,
                                squad_examples)
 
@@ -138,3 +139,20 @@ def test_the_kind_of_an_answer_comes_from_its_pattern_or_its_sorted_kind() -> No
     assert kind_of(classify_fact("My favorite color is teal."), {}, rng) is None
     assert kind_answer("to paint in my spare time", own=False) == "painting in their spare time"
     assert kind_answer("to paint in my spare time", own=True) == "painting in your spare time"
+
+
+def test_a_v7_when_question_is_answered_with_the_day_its_memory_shows() -> None:
+    rows = [([classify_fact("I bought a new car."), classify_fact("I adopted a puppy.")], [], [(1, "hi")])] * 60
+    plain = Caster(lambda text: len(text.split()), random.Random(2), facts=OTHERS)
+    shown = Caster(lambda text: len(text.split()), random.Random(2), facts=OTHERS, dated=True)
+    before = list(temporal_examples(plain, rows, OTHERS))
+    after = list(temporal_examples(shown, rows, OTHERS))
+    assert len(before) == len(after) > 20
+    copied = 0
+    for new in after:
+        day = new.reply.rstrip(".")
+        if "(" + day[0].lower() + day[1:] + ")" in new.prompt or f"({day})" in new.prompt:
+            copied += 1  # the reply is the day written after the relative words in its memory
+    resolved = [e for e in after if re.search(r"(yesterday|last \w+|days ago) \(", e.prompt)]
+    assert resolved and copied >= len(resolved)
+    assert any(o.reply != n.reply for o, n in zip(before, after))  # "The Sunday before 9 May" became the day

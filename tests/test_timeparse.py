@@ -66,6 +66,7 @@ SAID = datetime(2024, 4, 6, 15, 0, tzinfo=UTC)  # a Saturday
     ("the op is tomorrow", "the op is tomorrow (7 April 2024)"),
     ("the day before yesterday", "the day before yesterday (4 April 2024)"),
     ("3 days ago", "3 days ago (3 April 2024)"),
+    ("a few days ago", "a few days ago (around 3 April 2024)"),
     ("last year", "last year (2023)"),
 ])
 def test_a_remembered_relative_phrase_shows_the_day_it_names_from_the_day_it_was_said(text: str, shown: str) -> None:
