@@ -22,6 +22,7 @@ from datetime import datetime
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 from memory.layers.base import MemoryItem
+from memory.timeparse import dated
 from memory.sources import SourceRef
 
 MAX_SOURCES = 3
@@ -98,8 +99,12 @@ def answer_words(reply: str, question: str, *, ignore: Iterable[str] = ()) -> se
 
 
 def held_words(text: str, when: datetime | None) -> set[str]:
-    """What a memory (or a message) holds for matching: the stems of its text and the words of its date."""
-    return stems(text) | {stem(w) for w in date_words(when)}
+    """What a memory (or a message) holds for matching: the stems of its text and the words of its date, and
+    the days its relative words name ("yesterday" said on 12 March: 11 March; ``memory.timeparse.dated``, as the
+    prompt shows them). Without a date (a memory's date may not ground the reply) neither kind of day counts."""
+    if when is None:
+        return stems(text)
+    return stems(dated(text, when)) | {stem(w) for w in date_words(when)}
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import asyncpg
 
+from bot.grounding import NOT_TOLD, grounded_or_not_told
 from memory.archetypes import ContextPlan
 from memory.conversation import ConversationStore, NewMessage
 from memory.embed import MiniLMEmbedder
@@ -147,4 +148,11 @@ async def test_a_recalled_turn_shows_the_day_its_relative_words_name(
     [pepper] = [i for i in items if ids[1] in shown(i)]
     # said on Sunday 1 November 2026: "last Sunday" is the 25th of October, in the words the reader reads
     assert "last Sunday (25 October 2026)" in pepper.prompt_line
-    assert "last Sunday (25 October 2026)" in pepper.text
+    # what was said, for grounding and sources: a day recall worked out is not something anyone said (with it
+    # in the text, "When did Oscar visit Kyoto?" -> "12 March." was grounded in an unrelated memory's day)
+    assert pepper.text.endswith("called Pepper last Sunday!")
+    asked = "when did Ben adopt Pepper?"
+    assert grounded_or_not_told("25 October 2026.", asked, items) == "25 October 2026."
+    # asked about a trip nobody mentioned (the guard lets no memory's date ground it), the day recall worked out
+    # for Pepper grounds nothing
+    assert grounded_or_not_told("25 October 2026.", "when did Ben visit Lisbon?", items, dates=False) == NOT_TOLD

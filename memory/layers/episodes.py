@@ -450,16 +450,15 @@ class _Candidate:
 
 def message_item(m: StoredMessage) -> MemoryItem:
     """A logged message the gate made no episode of, found by its words."""
-    line = f"{m.author_name}: {dated(m.content, m.created_at)}"
-    return MemoryItem("message", None, line, f"[{m.created_at:%Y-%m-%d}] {line}", (m.id,), m.created_at, ref=None,
+    line = f"{m.author_name}: {m.content}"
+    return MemoryItem("message", None, line, f"[{m.created_at:%Y-%m-%d}] {m.author_name}: {dated(m.content, m.created_at)}", (m.id,), m.created_at, ref=None,
                       sources=(SourceRef(m.id, m.external_id, m.channel_id, m.source),), payload=m)
 
 
 def episode_item(h: EpisodeHit) -> MemoryItem:
     e = h.episode
-    content = dated(e.content, e.created_at)
-    flat = " / ".join(line.strip() for line in content.splitlines() if line.strip())
-    return MemoryItem("episode", h.similarity, content, f"[{e.created_at:%Y-%m-%d}] {flat}", e.message_ids,
+    flat = " / ".join(line.strip() for line in dated(e.content, e.created_at).splitlines() if line.strip())
+    return MemoryItem("episode", h.similarity, e.content, f"[{e.created_at:%Y-%m-%d}] {flat}", e.message_ids,
                       e.created_at, ref=e.id, sources=h.sources, payload=h)
 
 
@@ -476,12 +475,13 @@ class _Excerpt:
         if not self.turns:
             return self.hit
         turns = sorted(self.turns, key=lambda m: (m.created_at, m.id))
-        lines = [f"{m.author_name}: {dated(m.content, m.created_at)}" for m in turns]
+        lines = [_line(m) for m in turns]
+        shown = [f"{m.author_name}: {dated(m.content, m.created_at)}" for m in turns]
         when = f"[{turns[0].created_at:%Y-%m-%d}] " if turns[0].created_at else ""
         own = tuple(s for s in self.hit.sources if s.id in self.sources)
         extra = tuple(s for i, s in self.sources.items() if i not in {o.id for o in own})
         ids = self.hit.message_ids + tuple(s.id for s in extra if s.id not in self.hit.message_ids)
-        return replace(self.hit, text="\n".join(lines), prompt_line=when + " / ".join(lines), message_ids=ids,
+        return replace(self.hit, text="\n".join(lines), prompt_line=when + " / ".join(shown), message_ids=ids,
                        sources=own + extra)
 
 
