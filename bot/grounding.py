@@ -189,7 +189,11 @@ def asks_whether(text: str) -> str | None:
 
 def names_in(text: str) -> list[str]:
     """The capitalised names in ``text`` as written ("Lisbon", "Mexico City"), leaving out a sentence's first
-    word (capitalised by grammar, not because it names something) and "I"."""
+    word (capitalised by grammar, not because it names something) and "I". A message typed in capitals
+    ("WHAT DOES OMAR DO FOR FUN?") shows no name by its capitals: none is found."""
+    letters = [c for c in text if c.isalpha()]
+    if len(letters) >= 4 and sum(c.isupper() for c in letters) > 0.8 * len(letters):
+        return []
     out = []
     for m in _NAME.finditer(text):
         words = m.group(0).split(" ")

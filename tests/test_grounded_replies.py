@@ -389,3 +389,10 @@ def test_a_person_asked_about_in_a_lower_case_question_is_found() -> None:
     assert extractor.people("where does Aoife live?") == ["Aoife"]
     assert extractor.people("Where does Aoife live?") == ["Aoife"]
     assert extractor.people("where do you live?") == []
+
+
+def test_a_question_typed_in_capitals_names_no_one_by_its_capitals() -> None:
+    # the probe: "WHAT DOES OMAR DO FOR FUN?" -> "I don't remember anyone mentioning DOES OMAR DO FOR FUN."
+    assert names_in("WHAT DOES OMAR DO FOR FUN?") == []
+    assert guard("WHAT DOES OMAR DO FOR FUN?", [], people=[]).refusal is None
+    assert names_in("What does Omar do for fun?") == ["Omar"]  # written as a sentence, the name is found
