@@ -49,23 +49,28 @@ async def episode_texts(app: App, scope: str) -> list[str]:
     return [r["content"] for r in rows]
 
 
-async def import_interrupted(app: App, path: Path, scope: str, monkeypatch: pytest.MonkeyPatch, after: int) -> None:
-    """Import ``path`` into ``scope``, killed after ``after`` messages were absorbed, then run again."""
+async def killed_part_way(app: App, path: Path, scope: str, monkeypatch: pytest.MonkeyPatch, after: int) -> None:
+    """Import ``path`` into ``scope``, killed once ``after`` messages were absorbed (the rest stay unabsorbed)."""
     absorber = app.importer._absorber
     absorb = absorber.absorb
     calls = 0
 
-    async def killed_part_way(message_id: int, hints: object = None) -> bool:
+    async def absorb_until_killed(message_id: int, hints: object = None) -> bool:
         nonlocal calls
         calls += 1
         if calls > after:
             raise Killed
         return await absorb(message_id, hints)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(absorber, "absorb", killed_part_way)
+    monkeypatch.setattr(absorber, "absorb", absorb_until_killed)
     with pytest.raises(Killed):
         await app.importer.run(path, scope)
     monkeypatch.undo()
+
+
+async def import_interrupted(app: App, path: Path, scope: str, monkeypatch: pytest.MonkeyPatch, after: int) -> None:
+    """Import ``path`` into ``scope``, killed after ``after`` messages were absorbed, then run again."""
+    await killed_part_way(app, path, scope, monkeypatch, after)
     report = await app.importer.run(path, scope)
     assert report.resumed > 0 and await app.conversations.count_unabsorbed() == 0
 
@@ -87,20 +92,6 @@ async def test_an_interrupted_import_absorbed_at_the_next_start_writes_the_episo
     weighs each message among the messages its import stored, as the import would have."""
     path = history(tmp_path)
     await app.importer.run(path, "one-go")
-    absorber = app.importer._absorber
-    absorb = absorber.absorb
-    calls = 0
-
-    async def killed_part_way(message_id: int, hints: object = None) -> bool:
-        nonlocal calls
-        calls += 1
-        if calls > len(LINES) // 2:
-            raise Killed
-        return await absorb(message_id, hints)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(absorber, "absorb", killed_part_way)
-    with pytest.raises(Killed):
-        await app.importer.run(path, "interrupted")
-    monkeypatch.undo()
+    await killed_part_way(app, path, "interrupted", monkeypatch, after=len(LINES) // 2)
     assert await app.absorb_backlog() == len(LINES + REPEATED) - len(LINES) // 2
     assert await episode_texts(app, "interrupted") == await episode_texts(app, "one-go")

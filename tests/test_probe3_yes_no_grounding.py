@@ -65,20 +65,14 @@ async def test_a_bare_yes_or_no_about_someone_never_mentioned_answers_it_all_the
     assert await reply.complete() == NOT_TOLD
 
 
-async def test_a_bare_yes_about_someone_remembered_is_the_models_to_give(app: App, llm: ScriptedLLM) -> None:
+@pytest.mark.parametrize("answer", ["Yes.", "Yes, for three months at the warehouse."])
+async def test_a_yes_no_answer_about_someone_a_recent_turn_mentions_is_shown(app: App, llm: ScriptedLLM,
+                                                                            answer: str) -> None:
     llm.reply = "Nice."
     await say(app, "ben started at the warehouse on probation for three months")
     await app.brain.drain()
-    llm.reply = "Yes."
-    assert await say(app, "is ben still on probation?") == "Yes."
-
-
-async def test_a_yes_no_answer_drawn_from_a_recent_turn_is_shown(app: App, llm: ScriptedLLM) -> None:
-    llm.reply = "Nice."
-    await say(app, "ben started at the warehouse on probation for three months")
-    await app.brain.drain()
-    llm.reply = "Yes, for three months at the warehouse."
-    assert await say(app, "is ben still on probation?") == "Yes, for three months at the warehouse."
+    llm.reply = answer  # bare, or drawn from what was said: either is the model's to give
+    assert await say(app, "is ben still on probation?") == answer
 
 
 async def test_a_question_to_the_bot_about_itself_is_the_models_to_answer(app: App, llm: ScriptedLLM) -> None:
