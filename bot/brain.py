@@ -27,7 +27,7 @@ from datetime import datetime
 import numpy as np
 
 from bot.grounding import (NO_GUARD, Grounding, Guard, SourceLine, ground, grounded_or_not_told, guard, is_question,
-                           held_words)
+                           held_words, own_items)
 from bot.llm import Generation, LanguageModel
 from bot.prompt import Prompt, PromptBuilder
 from memory.absorption import AbsorbHints, Absorber
@@ -214,7 +214,8 @@ class Reply:
                     pass
                 self._final = grounded_or_not_told(self._generation.text, self.message.content, self.evidence(),
                                                    ignore=self._ignored(), dates=self.guard.dates_ground,
-                                                   whether=self.guard.whether)
+                                                   whether=self.guard.whether, own=self.guard.own,
+                                                   claim=self.guard.claim)
                 if self._final:
                     yield self._final
             else:
@@ -255,8 +256,10 @@ class Reply:
 
     def evidence(self) -> list[MemoryItem]:
         """What a reply may draw on: the memories in the prompt and people's recent turns in it; never a bot's
-        turn, never a moment of the bot's own."""
-        return evidence_in(self.bundle, self.prompt)
+        turn, never a moment of the bot's own. For a question about the asker's own things (``Guard.own``),
+        only what the asker said or what names them."""
+        items = evidence_in(self.bundle, self.prompt)
+        return own_items(items, self.message.author_id, self.message.author_name) if self.guard.own else items
 
     def _ignored(self) -> tuple[str, str]:
         return self._brain.bot_name, self.message.author_name

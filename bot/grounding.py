@@ -37,6 +37,9 @@ _CALENDAR = frozenset(w.lower() for w in (*calendar.month_name, *calendar.month_
 _WH = frozenset({"what", "when", "where", "who", "whom", "whose", "which", "why", "how", "what's", "where's",
                  "who's", "when's", "how's"})
 _FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself", "we", "us", "our", "ours", "i'm", "i've", "i'd"})
+# The words by which a question asks about the asker's own things or doings ("what is my dog called?", "where did
+# I park?"), not "me" ("can you tell me what alex's dog is called?" asks about alex) nor "we" (a group).
+_ASKER = frozenset({"i", "my", "mine", "myself", "i'm", "i've", "i'd", "i'll"})
 # English's auxiliary and modal verbs (a closed class of the grammar): a question that opens with one asks
 # whether something holds ("is ben on probation?", "did Julia visit Lisbon?"), and is answered yes or no.
 _AUXILIARIES = frozenset({
@@ -46,10 +49,17 @@ _AUXILIARIES = frozenset({
 # How English answers a yes/no question in its first word or two (a closed set of the language).
 _YES_NO = re.compile(r"(?:yes|yeah|yep|yup|yea|no|nope|nah|sure|definitely|absolutely|certainly|of course|"
                      r"indeed|correct|right|not really|not at all)\b", re.I)
+_YES = re.compile(r"(?:yes|yeah|yep|yup|yea|sure|definitely|absolutely|certainly|of course|indeed|correct|right)\b",
+                  re.I)
+# Words that make a yes/no question ask for a judgement from what is known ("would Julia enjoy an open mic
+# night?", "is Priya likely to run again?"), not whether a fact was told: a "yes" there is the model's inference.
+_HEDGES = frozenset({"would", "could", "might", "may", "should", "likely", "probably", "possibly", "maybe",
+                     "perhaps", "wouldn't", "couldn't", "shouldn't", "think", "reckon", "guess", "suppose"})
 _SECOND_PERSON = frozenset({"you", "your", "yours", "yourself", "u", "ya", "y'all"})  # the bot, asked about itself
 # What the bot says instead of a reply it cannot ground (see Guard).
 NOT_MENTIONED = "I don't remember anyone mentioning {names}."
 NOT_TOLD = "I don't remember anyone telling me that."
+NOT_TOLD_YOU = "I don't remember you telling me that."
 
 
 # scikit-learn's English stop words (imported here, at start-up: imported lazily from the event loop while a
@@ -235,12 +245,25 @@ class Guard:
     so ben is no name to the rules above) is about memory too: "Yes, he's been there for 2 years." asserts
     what nobody said, and is replaced like any invention, and so is a bare "Yes." or "No.", which answers it
     all the same (``asks_whether`` says what such a question asks about).
+
+    A question about the asker's own things that names no other person ("what is my dog called?", "is my dog
+    called Biscuit?", not "what did I tell Tom?") is answered only
+    from what the asker said, or from a memory that names them (``own``; ``own_items``): alex's "my dog is called
+    Biscuit" says nothing of a newcomer's dog, and "Biscuit." to the newcomer is an invention like any other.
+
+    A yes/no question about a fact of someone or something remembered ("Is Tom a doctor?", with only "Tom is a
+    nurse" in memory) carries no answer words in a "Yes, he is.", so the rule above passes it. Such a "yes" must
+    find the fact in one memory (``claim``; ``Claim.held_in``): one that mentions the subject, every name the
+    question uses, and at least half of its other content words. A question that asks for a judgement ("would
+    Tom enjoy ...?", "is Tom likely to ...?") has no claim: its "yes" is an inference from what was told.
     """
 
     about_memory: bool
     missing: tuple[str, ...] = ()
     unmentioned: tuple[str, ...] = ()  # places and things it names that no memory mentions (not refused)
     whether: bool = False  # a yes/no question about someone or something no memory mentions: "yes" is a claim
+    own: bool = False  # asks about the asker's own things and names no one else: only what they said answers it
+    claim: Claim | None = None  # a yes/no question about a fact: what a "yes" must find in one memory
 
     @property
     def dates_ground(self) -> bool:
@@ -253,6 +276,40 @@ class Guard:
     def refusal(self) -> str | None:
         """What to say instead of generating, when the memory cannot hold the answer."""
         return NOT_MENTIONED.format(names=_join(self.missing)) if self.missing else None
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What a yes/no question about a fact asserts, in stems: its subject, the names it uses, and its other
+    content words ("Did Julia visit Lisbon?": julia; lisbon; visit, lisbon)."""
+
+    subject: str  # "": the asker
+    names: frozenset[str]
+    rest: frozenset[str]
+
+    def held_in(self, items: Iterable[MemoryItem], *, dates: bool = True) -> bool:
+        need = (len(self.rest) + 1) // 2
+        for item in items:
+            held = held_words(item.text, item.created_at if dates else None)
+            if (not self.subject or self.subject in held) and self.names <= held and len(self.rest & held) >= need:
+                return True
+        return False
+
+
+def claim_of(question: str, *, skip: Iterable[str] = ()) -> Claim | None:
+    """The Claim a yes/no question makes (``asks_whether``), unless it asks for a judgement (``_HEDGES``). A
+    question about the asker ("is my dog called Biscuit?") has no subject word to find: the memories it is
+    checked against are the asker's own (``own_items``)."""
+    words = _WORD.findall(question.strip().lower().replace("’", "'"))
+    asker = len(words) >= 2 and words[0] in _AUXILIARIES and words[1] in _ASKER and question.strip().endswith("?")
+    subject = "" if asker else asks_whether(question)
+    if subject is None or set(words) & _HEDGES:
+        return None
+    ignored = set(skip)
+    head = stem(subject.removesuffix("'s"))
+    names = {stem(w) for n in names_in(question) for w in content_words(n)} - ignored - {head}
+    rest = stems(question) - ignored - {head} - {stem(w) for w in _AUXILIARIES}
+    return Claim(head, frozenset(names), frozenset(rest))
 
 
 NO_GUARD = Guard(False)  # not a question about memory: the reply streams as the model writes it
@@ -272,43 +329,66 @@ def guard(question: str, items: Sequence[MemoryItem], *, ignore: Iterable[str] =
     held: set[str] = set()
     for item in items:
         held |= held_words(item.text, item.created_at)
-    known, missing, unmentioned = [], [], []
+    known, missing, unmentioned, persons = [], [], [], []
     for name in names_in(question):
         capitals = [w for w in name.split() if w[:1].isupper() and w.lower().rstrip("'’s") not in _CALENDAR]
         words = {stem(w) for w in content_words(" ".join(capitals))} - skip
         if not words:
             continue
+        person = any(w.lower().removesuffix("'s").removesuffix("’s") in person_words for w in capitals)
+        if person or not person_words:
+            persons.append(name)  # a person (or, with no parse to say, maybe one)
         if words <= held:
             known.append(name)
-        elif any(w.lower().removesuffix("'s").removesuffix("’s") in person_words for w in capitals):
+        elif person:
             missing.append(name)
         else:
             unmentioned.append(name)
-    first_person = bool(set(_WORD.findall(question.lower().replace("’", "'"))) & _FIRST_PERSON)
+    said = set(_WORD.findall(question.lower().replace("’", "'")))
+    first_person = bool(said & _FIRST_PERSON)
+    claim = claim_of(question, skip=skip)
+    own = bool(said & _ASKER) and not persons or (claim is not None and not claim.subject)
     if not (known or first_person or missing):
         # A yes/no question about someone or something no memory and no recent turn mentions ("is ben on
         # probation?", typed without the capital that would make ben a name): an answer beyond a bare yes or no
         # ("Yes, he's been there for 2 years.") asserts what nobody said, so it is checked like any other answer
         # from memory, by its words only (a memory's date says nothing of what nobody mentioned).
         subject = asks_whether(question)
-        if subject and (said := stem(subject.removesuffix("'s"))) not in held and said not in skip \
+        if subject and (named := stem(subject.removesuffix("'s"))) not in held and named not in skip \
                 and subject not in _CALENDAR:
             return Guard(True, (), tuple(dict.fromkeys([*unmentioned, subject])), whether=True)
+        if claim is not None and claim.subject in held:  # "is tom a doctor?", tom remembered: check a "yes"
+            return Guard(True, (), tuple(dict.fromkeys(unmentioned)), claim=claim)
         return NO_GUARD
-    return Guard(True, tuple(dict.fromkeys(missing)), tuple(dict.fromkeys(unmentioned)))
+    return Guard(True, tuple(dict.fromkeys(missing)), tuple(dict.fromkeys(unmentioned)), own=own, claim=claim)
+
+
+def own_items(items: Iterable[MemoryItem], author_id: str, author_name: str) -> list[MemoryItem]:
+    """The memories among ``items`` that can answer a question about the asker's own things: those with a
+    source the asker wrote, and those that name the asker (bob's "alex's dog is Biscuit" answers alex's "what
+    is my dog called?"). A source whose author its layer did not give counts as someone else's."""
+    name = content_words(author_name)
+    return [i for i in items
+            if any(s.author_id == author_id for s in i.sources) or (name and name <= content_words(i.text))]
 
 
 def grounded_or_not_told(reply: str, question: str, items: Sequence[MemoryItem], *,
-                         ignore: Iterable[str] = (), dates: bool = True, whether: bool = False) -> str:
+                         ignore: Iterable[str] = (), dates: bool = True, whether: bool = False,
+                         own: bool = False, claim: Claim | None = None) -> str:
     """``reply`` when it carries no answer words or draws on a memory; else the line that says the bot does
     not remember being told. ``dates``: whether a memory's date words may ground it (see ``ground``).
     ``whether`` (``Guard.whether``): the question asks yes or no about someone nobody mentioned, so a reply
-    that opens with yes or no ("Yes.", "Nope, never") answers it, with or without more words."""
+    that opens with yes or no ("Yes.", "Nope, never") answers it, with or without more words. ``own``
+    (``Guard.own``): ``items`` are the asker's own (``own_items``), and the line says "you". ``claim``
+    (``Guard.claim``): a reply that opens with yes must find it in one memory."""
+    not_told = NOT_TOLD_YOU if own else NOT_TOLD
     if whether and _YES_NO.match(reply.strip()):
         return NOT_TOLD
+    if claim is not None and _YES.match(reply.strip()) and not claim.held_in(items, dates=dates):
+        return not_told
     if not answer_words(reply, question, ignore=ignore):
         return reply
-    return reply if ground(reply, question, items, ignore=ignore, dates=dates).items else NOT_TOLD
+    return reply if ground(reply, question, items, ignore=ignore, dates=dates).items else not_told
 
 
 def _opens_sentence(text: str, at: int) -> bool:

@@ -87,6 +87,7 @@ class ImportReport:
     resumed: int = 0  # stored by an earlier, interrupted import but not absorbed then: absorbed now
     skipped_opted_out: int = 0  # said by someone who opted out of being remembered in this scope
     skipped_system: int = 0  # Discord's system notifications in an export (a pin, a join, ...): nobody's words
+    repeated: int = 0  # records the file holds twice (overlapping exports): one message each
 
     def __str__(self) -> str:
         forgotten = (f", {self.skipped_forgotten} forgotten before (not brought back)"
@@ -95,6 +96,7 @@ class ImportReport:
                       if self.skipped_opted_out else "")
         system = (f", {self.skipped_system} system message(s) (pins, joins, thread openings...)"
                   if self.skipped_system else "")
+        system += f", {self.repeated} repeated in the file (kept once)" if self.repeated else ""
         resumed = (f"; absorbed {self.resumed} message(s) an earlier, interrupted import left unabsorbed"
                    if self.resumed else "")
         return (
@@ -263,6 +265,11 @@ class ParsedFile:
     messages: list[ImportedMessage]
     without_text: int
     system: int = 0
+    records: int = 0  # every record of the file: its messages, repeated ones, those without text, notifications
+
+    @property
+    def repeated(self) -> int:
+        return self.records - len(self.messages) - self.without_text - self.system
 
 
 def parse_import_file(path: Path, *, max_chars: int) -> tuple[list[ImportedMessage], int]:
@@ -372,7 +379,7 @@ def read_import_file(path: Path, *, max_chars: int) -> ParsedFile:
         raise ImportFileError(str(path), problems)
     ordered = sorted(messages.values(), key=lambda m: m.created_at)
     return ParsedFile(ordered, without_text=sum(1 for m in parsed if m is None),
-                      system=sum(1 for m in parsed if m is _SYSTEM))
+                      system=sum(1 for m in parsed if m is _SYSTEM), records=len(parsed))
 
 
 def private_channel_ids(messages: Collection[ImportedMessage], named: Collection[str]) -> tuple[set[str], list[str]]:
@@ -504,10 +511,10 @@ class Importer:
         absorbed_now = [s.id for s in stored] + resumed
         written = await self._episodes.count_of(scope, absorbed_now) if absorbed_now else 0
         return ImportReport(
-            read=len(messages) + forgotten + opted_out_count, imported=len(stored),
+            read=parsed.records, imported=len(stored),
             already_present=len(messages) - len(stored), skipped_empty=empty, episodes=written,
             skipped_forgotten=forgotten, skipped_opted_out=opted_out_count, resumed=len(resumed),
-            skipped_system=parsed.system,
+            skipped_system=parsed.system, repeated=parsed.repeated,
         )
 
     async def _not_forgotten(self, scope: str, messages: list[ImportedMessage]) -> tuple[list[ImportedMessage], int]:

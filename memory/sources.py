@@ -18,6 +18,7 @@ class SourceRef:
     external_id: str
     channel_id: str
     source: str  # 'discord' | 'console' | 'import'
+    author_id: str | None = None  # who said it (the transport's id), where the layer knows: "my ..." is theirs
 
     def as_dict(self) -> dict[str, object]:
         return {"id": self.id, "external_id": self.external_id, "channel_id": self.channel_id, "source": self.source}
@@ -28,5 +29,6 @@ async def sources_of(db: asyncpg.Connection | asyncpg.Pool, message_ids: Sequenc
     if not message_ids:
         return {}
     rows = await db.fetch(
-        "SELECT id, external_id, channel_id, source FROM messages WHERE id = ANY($1::bigint[])", list(message_ids))
-    return {r["id"]: SourceRef(r["id"], r["external_id"], r["channel_id"], r["source"]) for r in rows}
+        "SELECT id, external_id, channel_id, source, author_id FROM messages WHERE id = ANY($1::bigint[])",
+        list(message_ids))
+    return {r["id"]: SourceRef(r["id"], r["external_id"], r["channel_id"], r["source"], r["author_id"]) for r in rows}

@@ -48,7 +48,7 @@ async def test_jsonl_import_keeps_ids_and_timestamps_and_is_idempotent(app: App,
     path = write_jsonl(tmp_path / "h.jsonl", LINES)
     first = await app.importer.run(path, "g1")
     # ben's "nice, how do you like it?" is kept in the log but asks, so it makes no episode
-    assert (first.read, first.imported, first.skipped_empty, first.episodes) == (2, 2, 1, 1)
+    assert (first.read, first.imported, first.skipped_empty, first.episodes) == (3, 2, 1, 1), "read: every line"
     second = await app.importer.run(path, "g1")
     assert (second.imported, second.already_present, second.episodes) == (0, 2, 0)
     pool = app.db.pool
@@ -124,7 +124,8 @@ async def test_one_id_for_two_messages_is_refused_and_a_repeated_line_is_one_mes
     assert await app.db.pool.fetchval("SELECT count(*) FROM messages") == 0
     overlap = write_jsonl(tmp_path / "overlap.jsonl", [LINES[0], LINES[1], LINES[0]])  # exports that overlap
     report = await app.importer.run(overlap, "g1")
-    assert (report.read, report.imported) == (2, 2)
+    assert (report.read, report.imported, report.repeated) == (3, 2, 1)
+    assert str(report).startswith("read 3 message(s): imported 2,") and "1 repeated in the file" in str(report)
 
 
 async def test_imported_messages_keep_their_channels_names(app: App, tmp_path: Path) -> None:
@@ -391,7 +392,7 @@ async def test_someone_who_opted_out_is_not_remembered_from_an_imported_file(app
     await ParticipationStore(app.db.pool).opt_out("g1", "77", datetime(2026, 11, 1, tzinfo=UTC))
     path = write_jsonl(tmp_path / "h.jsonl", LINES)
     report = await app.importer.run(path, "g1")
-    assert (report.read, report.imported, report.skipped_opted_out) == (2, 1, 1)
+    assert (report.read, report.imported, report.skipped_opted_out) == (3, 1, 1)
     assert "1 by people who opted out of being remembered here" in str(report)
     pool = app.db.pool
     assert await pool.fetchval("SELECT count(*) FROM messages WHERE author_id = '77'") == 0

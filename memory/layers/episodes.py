@@ -452,7 +452,7 @@ def message_item(m: StoredMessage) -> MemoryItem:
     """A logged message the gate made no episode of, found by its words."""
     line = f"{m.author_name}: {m.content}"
     return MemoryItem("message", None, line, f"[{m.created_at:%Y-%m-%d}] {m.author_name}: {dated(m.content, m.created_at)}", (m.id,), m.created_at, ref=None,
-                      sources=(SourceRef(m.id, m.external_id, m.channel_id, m.source),), payload=m)
+                      sources=(_source(m),), payload=m)
 
 
 def episode_item(h: EpisodeHit) -> MemoryItem:
@@ -531,4 +531,4 @@ def _said(m: StoredMessage) -> tuple[str, str]:
 
 
 def _source(m: StoredMessage) -> SourceRef:
-    return SourceRef(m.id, m.external_id, m.channel_id, m.source)
+    return SourceRef(m.id, m.external_id, m.channel_id, m.source, m.author_id)

@@ -1,0 +1,76 @@
+"""A question about the asker's own things is answered from what the asker said (found by the new-user probe:
+alex said "my dog is called Biscuit"; a newcomer asking "what is my dog called?" was told "Biscuit.", six times in
+six). Another person's "my dog" says nothing of the asker's dog; only the asker's own words, or a memory that names
+the asker, can answer it."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.app import App
+from bot.grounding import NOT_TOLD_YOU, guard, own_items
+from memory.layers.base import MemoryItem
+from memory.sources import SourceRef
+from tests.fakes import ScriptedLLM
+from tests.test_brain import say
+
+
+def _item(text: str, rid: int, author: str) -> MemoryItem:
+    return MemoryItem("episode", 0.9, text, text, (rid,),
+                      sources=(SourceRef(rid, f"x{rid}", "c1", "console", author),))
+
+
+@pytest.mark.parametrize("question", ["what is my dog called?", "What's my dog's name?", "where did I park?",
+                                      "is my dog called Biscuit?"])
+def test_a_question_about_the_askers_own_things_is_theirs(question: str) -> None:
+    assert guard(question, [_item("alex: my dog is called Biscuit", 1, "u-alex")], people=["alex"]).own
+
+
+@pytest.mark.parametrize("question", ["can you tell me what alex's dog is called?", "what is Tom's dog called?",
+                                      "what did I tell Tom about Lisbon?", "what are we doing on friday?",
+                                      "what is the capital of France?"])
+def test_a_question_about_someone_else_or_a_group_is_not(question: str) -> None:
+    """"me" is the asker as the one told, not the one asked about; a named person is someone else; "we" a group."""
+    assert not guard(question, [_item("alex: my dog is called Biscuit", 1, "u-alex")], people=["alex", "Tom"]).own
+
+
+def test_only_the_askers_words_or_a_memory_naming_them_answer_it() -> None:
+    alex = _item("alex: my dog is called Biscuit", 1, "u-alex")
+    mine = _item("sam: my dog is called Pico", 2, "u-sam")
+    about = _item("bo: sam's dog Pico chewed my shoe", 3, "u-bo")
+    unknown = MemoryItem("note", None, "a dog called Rex", "a dog called Rex", (4,),
+                         sources=(SourceRef(4, "x4", "c1", "console"),))
+    assert own_items([alex, mine, about, unknown], "u-sam", "sam") == [mine, about]
+
+
+async def test_a_newcomer_is_not_told_another_persons_dog_as_their_own(app: App, llm: ScriptedLLM) -> None:
+    llm.reply = "Nice!"
+    await say(app, "my dog is called Biscuit", author="alex")
+    await app.brain.drain()
+    llm.reply = "Biscuit."  # what the model read in alex's memory
+    reply = await app.brain.ask("what is my dog called?", "g1", author_id="u-newbie", author_name="newbie")
+    assert await reply.complete() == NOT_TOLD_YOU
+    assert not reply.grounding().items, "no source line under the refusal"
+
+
+async def test_the_asker_is_answered_from_their_own_words_with_their_source(app: App, llm: ScriptedLLM) -> None:
+    llm.reply = "Nice!"
+    await say(app, "my dog is called Biscuit", author="alex")
+    await say(app, "my dog is called Pico", author="sam")
+    await app.brain.drain()
+    llm.reply = "Pico."
+    reply = await app.brain.ask("what is my dog called?", "g1", author_id="u-sam", author_name="sam")
+    assert await reply.complete() == "Pico."
+    lines = await app.brain.source_lines("g1", reply.grounding())
+    assert [s.author for s in lines] == ["sam"]
+    llm.reply = "Biscuit."  # the other dog, to the same asker: not theirs
+    reply = await app.brain.ask("what is my dog called?", "g1", author_id="u-sam", author_name="sam")
+    assert await reply.complete() == NOT_TOLD_YOU
+
+
+async def test_in_a_chat_too(app: App, llm: ScriptedLLM) -> None:
+    llm.reply = "Nice!"
+    await say(app, "my dog is called Biscuit", author="alex")
+    await app.brain.drain()
+    llm.reply = "Biscuit."
+    assert await say(app, "what is my dog called?", author="newbie") == NOT_TOLD_YOU

@@ -1,0 +1,78 @@
+"""A "yes" to a yes/no question about something remembered must be what a memory says (found by the new-user
+probe: with "Tom works as a nurse" remembered, "Is Tom a doctor?" got "Yes, he is." eight times in twelve). The
+reply carries no answer words, so grounding by words let it through; the question's own words are the claim."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.app import App
+from bot.grounding import NOT_TOLD, NOT_TOLD_YOU, claim_of, grounded_or_not_told, guard
+from memory.layers.base import MemoryItem
+from memory.sources import SourceRef
+from tests.fakes import ScriptedLLM
+from tests.test_brain import say
+
+
+def _item(text: str, rid: int = 1, author: str = "u-ana") -> MemoryItem:
+    return MemoryItem("episode", 0.9, text, text, (rid,), sources=(SourceRef(rid, f"x{rid}", "c1", "console", author),))
+
+
+NURSE = _item("ana: Tom works as a nurse at St Mary's")
+LISBON = _item("ana: Julia flew to Lisbon for a week in May")
+
+
+@pytest.mark.parametrize(("question", "memory", "held"), [
+    ("Is Tom a doctor?", NURSE, False),
+    ("Is Tom a nurse?", NURSE, True),
+    ("does tom work at St Mary's?", NURSE, True),
+    ("Did Julia visit Lisbon?", LISBON, True),
+    ("Did Julia visit Porto?", LISBON, False),  # a name the memory does not hold is no half-match
+    ("Did Tom visit Lisbon?", LISBON, False),  # the memory is of someone else
+])
+def test_a_yes_must_find_the_question_in_one_memory(question: str, memory: MemoryItem, held: bool) -> None:
+    claim = claim_of(question)
+    assert claim is not None and claim.held_in([memory]) is held
+
+
+@pytest.mark.parametrize("question", ["Would Tom enjoy a night shift?", "Is Tom likely to change jobs?",
+                                      "Could Julia go back to Lisbon?", "where does Tom work?", "Tom is a doctor",
+                                      "do you like tea?"])
+def test_a_judgement_a_wh_question_or_a_statement_makes_no_claim(question: str) -> None:
+    assert claim_of(question) is None
+
+
+@pytest.mark.parametrize(("reply", "shown"), [("Yes, he is.", False), ("Yes.", False), ("No, he's a nurse.", True),
+                                              ("I don't know.", True)])
+def test_an_unheld_yes_is_not_shown_and_other_replies_go_by_their_words(reply: str, shown: bool) -> None:
+    g = guard("Is Tom a doctor?", [NURSE], people=["Tom"])
+    assert g.about_memory and g.claim is not None
+    out = grounded_or_not_told(reply, "Is Tom a doctor?", [NURSE], claim=g.claim)
+    assert out == (reply if shown else NOT_TOLD)
+
+
+def test_a_lower_case_question_about_someone_remembered_is_checked_too() -> None:
+    g = guard("is tom a doctor?", [NURSE])
+    assert g.about_memory and g.claim is not None and not g.whether
+
+
+async def test_an_invented_yes_about_someone_remembered_is_not_shown(app: App, llm: ScriptedLLM) -> None:
+    llm.reply = "Good to know."
+    await say(app, "Tom works as a nurse at St Mary's")
+    await app.brain.drain()
+    llm.reply = "Yes, he is."
+    reply = await app.brain.ask("Is Tom a doctor?", "g1", author_id="u-bo", author_name="bo")
+    assert await reply.complete() == NOT_TOLD
+    reply = await app.brain.ask("Is Tom a nurse?", "g1", author_id="u-bo", author_name="bo")
+    assert await reply.complete() == "Yes, he is."
+
+
+async def test_a_yes_about_the_askers_own_things_must_be_theirs(app: App, llm: ScriptedLLM) -> None:
+    llm.reply = "Cute!"
+    await say(app, "my dog is called Biscuit", author="alex")
+    await app.brain.drain()
+    llm.reply = "Yes."
+    reply = await app.brain.ask("is my dog called Biscuit?", "g1", author_id="u-newbie", author_name="newbie")
+    assert await reply.complete() == NOT_TOLD_YOU
+    reply = await app.brain.ask("is my dog called Biscuit?", "g1", author_id="u-alex", author_name="alex")
+    assert await reply.complete() == "Yes."
