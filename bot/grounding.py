@@ -2,8 +2,9 @@
 
 A reply "draws on" a memory when it carries that memory's answer-bearing words: the reply's content words
 that the question did not already contain (stop words, the bot's name and the asker's words aside). A memory
-that holds at least half of them (and at least one) is a source; the best three, by how many they hold and
-then by recall's order, are shown. A reply whose words all come from the question ("I don't know what
+that holds at least half of them (and at least one) is a source; where some of those also hold a word of the
+question, only those are (a date answer is held by every memory of that day); the best three, by how many
+answer words they hold, then how many of the question's, then by recall's order, are shown. A reply whose words all come from the question ("I don't know what
 your dog is called") or from nowhere in memory shows nothing: having memories in the prompt is not the test.
 
 Only memories that reached the prompt are candidates, and only their sources that the audience may see
@@ -139,16 +140,22 @@ def ground(reply: str, question: str, items: Sequence[MemoryItem], *, ignore: It
     if not wanted:
         return Grounding((), frozenset())
     need = max(1, (len(wanted) + 1) // 2)
+    asked = stems(question) - {stem(w.lower()) for w in ignore}
     scored = []
     for rank, item in enumerate(items):
         if not item.sources:
             continue
-        shared = wanted & held_words(item.text, item.created_at if dates else None)
+        held = held_words(item.text, item.created_at if dates else None)
+        shared = wanted & held
         if len(shared) >= need:
-            scored.append((-len(shared), rank, item, shared))
-    scored.sort(key=lambda t: (t[0], t[1]))
+            scored.append((-len(shared), -len(asked & held), rank, item, shared))
+    if any(t[1] for t in scored):
+        # Of the memories holding the answer, those about what was asked: "12 March 2026." to "when did Ana
+        # adopt Pico?" is held by the date of every memory of that day, and only one of them is about Pico.
+        scored = [t for t in scored if t[1]]
+    scored.sort(key=lambda t: t[:3])
     chosen = scored[:MAX_SOURCES]
-    return Grounding(tuple(t[2] for t in chosen), frozenset(w for t in chosen for w in t[3]))
+    return Grounding(tuple(t[3] for t in chosen), frozenset(w for t in chosen for w in t[4]))
 
 
 @dataclass(frozen=True)

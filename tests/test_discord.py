@@ -278,11 +278,11 @@ async def test_a_reply_from_memory_names_its_source_with_a_link_and_forget_butto
     llm.reply = "Nice!"
     told = await sim.ana.send(sim.general, f"{sim.mention()} my dog is called Pico")
     await sim.settle()
-    llm.reply = "Your dog is called Pico."
-    await sim.ben.send(sim.general, f"{sim.mention()} what is my dog called?")
+    llm.reply = "Her dog is called Pico."
+    await sim.ben.send(sim.general, f"{sim.mention()} what is ana's dog called?")  # ben's own dog: not ana's Pico
     await sim.settle()
     sent = sim.bot_messages(sim.general)[-1]
-    assert sent.content.startswith("Your dog is called Pico.")
+    assert sent.content.startswith("Her dog is called Pico.")
     link = f"https://discord.com/channels/{sim.guild.id}/{sim.general.id}/{told.id}"
     assert "-# from: ana" in sent.content and link in sent.content, sent.content
     stored_id = await sim.pool.fetchval("SELECT id FROM messages WHERE external_id = $1", str(told.id))

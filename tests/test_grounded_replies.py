@@ -12,7 +12,7 @@ import pytest
 from bot import ask_cli
 from bot.app import App
 from bot.console import Console, ConsoleIdentity
-from bot.grounding import NOT_TOLD, answer_words, ground, grounded_or_not_told, guard, is_question, names_in
+from bot.grounding import NOT_TOLD, NOT_TOLD_YOU, answer_words, ground, grounded_or_not_told, guard, is_question, names_in
 from bot.prompt import SPEAKER_LINE
 from memory.layers.base import MemoryItem
 from memory.layers.episodes import only_questions
@@ -185,9 +185,9 @@ async def test_an_invented_answer_to_a_question_about_memory_is_never_shown(app:
     await console._chat("what is my cat called?")
     await app.brain.drain()
     assert "Pete" not in out.getvalue()
-    assert out.getvalue().splitlines()[-1] == f"hippobot: {NOT_TOLD}"
+    assert out.getvalue().splitlines()[-1] == f"hippobot: {NOT_TOLD_YOU}", "asked about ana's own cat"
     stored = await app.db.pool.fetchval("SELECT content FROM messages WHERE is_bot ORDER BY id DESC LIMIT 1")
-    assert stored == NOT_TOLD, "what is stored is what was shown"
+    assert stored == NOT_TOLD_YOU, "what is stored is what was shown"
     llm.reply = "Your dog is called Pico."  # a grounded answer is shown as the model wrote it
     await console._chat("what is my dog called?")
     assert "hippobot: Your dog is called Pico." in out.getvalue()

@@ -40,9 +40,12 @@ def test_a_yes_no_question_about_someone_no_memory_mentions_is_held_to_its_memor
     assert not g.dates_ground, "a memory's date says nothing of what nobody mentioned"
 
 
-def test_a_yes_no_question_about_someone_a_memory_mentions_is_left_as_before() -> None:
+def test_a_yes_no_question_about_someone_a_memory_mentions_is_checked_against_what_it_says() -> None:
+    """Not the ``whether`` rule (ben is mentioned): a "yes" must find "probation" with ben in one memory
+    (tests/test_probe4_yes_no_claims.py)."""
     items = [_item("ana: ben started at the bakery last week", 1)]
-    assert not guard("is ben on probation?", items).about_memory
+    g = guard("is ben on probation?", items)
+    assert g.about_memory and not g.whether and g.claim is not None and not g.claim.held_in(items)
 
 
 async def test_an_invented_yes_to_a_yes_no_question_about_someone_never_mentioned_is_not_shown(

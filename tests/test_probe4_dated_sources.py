@@ -1,0 +1,30 @@
+"""A date answer names the memory it came from, not every memory of that day (found by the new-user probe: "When
+did I adopt Pico?" -> "On 12 March 2026." was shown three sources, two of them about other things said that day;
+the date's words are in each)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from bot.grounding import ground
+from memory.layers.base import MemoryItem
+from memory.sources import SourceRef
+
+DAY = datetime(2026, 3, 12, 18, 0, tzinfo=UTC)
+
+
+def _item(text: str, rid: int) -> MemoryItem:
+    return MemoryItem("episode", 0.9, text, text, (rid,), DAY, sources=(SourceRef(rid, f"x{rid}", "c1", "console"),))
+
+
+def test_a_date_answer_is_sourced_to_the_memory_about_what_was_asked() -> None:
+    items = [_item("ana: the bakery on Rua Direita closed", 1), _item("ana: we adopted Pico today!", 2),
+             _item("bo: rain all day here", 3)]
+    g = ground("On 12 March 2026.", "When did I adopt Pico?", items)
+    assert [i.message_ids for i in g.items] == [(2,)]
+
+
+def test_with_no_memory_about_the_question_every_holder_of_the_answer_still_counts() -> None:
+    items = [_item("ana: the bakery on Rua Direita closed", 1), _item("bo: rain all day here", 3)]
+    g = ground("On 12 March 2026.", "When did I adopt Pico?", items)
+    assert [i.message_ids for i in g.items] == [(1,), (3,)], "grounded as before: the rule only picks among them"
