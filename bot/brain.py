@@ -26,7 +26,7 @@ from datetime import datetime
 
 import numpy as np
 
-from bot.grounding import (NO_GUARD, Grounding, Guard, SourceLine, ground, grounded_or_not_told, guard, is_question,
+from bot.grounding import (BARE_YES, NO_GUARD, Grounding, Guard, SourceLine, ground, grounded_or_not_told, guard, is_question,
                            held_words, own_items)
 from bot.llm import Generation, LanguageModel
 from bot.prompt import Prompt, PromptBuilder
@@ -267,8 +267,14 @@ class Reply:
     def grounding(self) -> Grounding:
         """Which of the memories in the prompt, or of people's recent turns in it, the reply drew on
         (bot.grounding's rule); call once it is done."""
-        return ground(self.text, self.message.content, self.evidence(), ignore=self._ignored(),
-                      dates=self.guard.dates_ground)
+        found = ground(self.text, self.message.content, self.evidence(), ignore=self._ignored(),
+                       dates=self.guard.dates_ground)
+        claim = self.guard.claim
+        if not found.items and claim is not None and self.text == BARE_YES:  # the memory that holds the yes
+            holder = claim.holder(self.evidence(), dates=self.guard.dates_ground)
+            if holder is not None:
+                return Grounding((holder,), frozenset({claim.subject, *claim.names, *claim.rest} - {""}))
+        return found
 
 
 def evidence_in(bundle: ContextBundle, prompt: Prompt) -> list[MemoryItem]:
@@ -396,7 +402,7 @@ class Brain:
         t1 = time.perf_counter()
         vector = await self.embedder.embed(message.content)
         t2 = time.perf_counter()
-        plan = self.archetypes.classify(vector, turn.scope)
+        plan = self.archetypes.classify(vector, turn.scope, asks=is_question(message.content))
         replied = (await self.conversations.find_transport(turn.source, turn.channel_id, turn.reply_to)
                    if turn.reply_to else None)
         t3 = time.perf_counter()
@@ -447,7 +453,7 @@ class Brain:
         t1 = time.perf_counter()
         vector = await self.embedder.embed(text)
         t2 = time.perf_counter()
-        plan = self.archetypes.classify(vector, scope)
+        plan = self.archetypes.classify(vector, scope, asks=is_question(text))
         t3 = time.perf_counter()
         bundle = await self.recall.gather(recall_query(  # a batch's answer waits on no one: slow layers still count
             scope, text, vector, plan, when, channel_id=None, visible_channel=visible_channel or channel_id,
@@ -538,7 +544,7 @@ class Brain:
         slots = asyncio.Semaphore(CONTEXTS_IN_FLIGHT)  # the layers' database and thread work overlaps
 
         async def one(text: str, scope: str, vector: np.ndarray) -> ContextBundle:
-            plan = self.archetypes.classify(vector, scope)
+            plan = self.archetypes.classify(vector, scope, asks=is_question(text))
             if k is not None:
                 plan = replace(plan, vectors=max(0, k))
             async with slots:

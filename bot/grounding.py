@@ -61,6 +61,7 @@ _SECOND_PERSON = frozenset({"you", "your", "yours", "yourself", "u", "ya", "y'al
 NOT_MENTIONED = "I don't remember anyone mentioning {names}."
 NOT_TOLD = "I don't remember anyone telling me that."
 NOT_TOLD_YOU = "I don't remember you telling me that."
+BARE_YES = "Yes."  # a yes that memory holds, without what the model added to it
 
 
 # scikit-learn's English stop words (imported here, at start-up: imported lazily from the event loop while a
@@ -253,6 +254,10 @@ class Guard:
     what nobody said, and is replaced like any invention, and so is a bare "Yes." or "No.", which answers it
     all the same (``asks_whether`` says what such a question asks about).
 
+    A question with no name whose every word is in one memory ("when is the party?", with "the party is on
+    Saturday at 8pm" remembered) is about that memory too; "what is the capital of France?" is, only where one
+    memory holds both capital and France.
+
     A question about the asker's own things that names no other person ("what is my dog called?", "is my dog
     called Biscuit?", not "what did I tell Tom?") is answered only
     from what the asker said, or from a memory that names them (``own``; ``own_items``): alex's "my dog is called
@@ -295,12 +300,16 @@ class Claim:
     rest: frozenset[str]
 
     def held_in(self, items: Iterable[MemoryItem], *, dates: bool = True) -> bool:
+        return self.holder(items, dates=dates) is not None
+
+    def holder(self, items: Iterable[MemoryItem], *, dates: bool = True) -> MemoryItem | None:
+        """The first of ``items`` that holds the claim (a source to show under a bare "Yes.")."""
         need = (len(self.rest) + 1) // 2
         for item in items:
             held = held_words(item.text, item.created_at if dates else None)
             if (not self.subject or self.subject in held) and self.names <= held and len(self.rest & held) >= need:
-                return True
-        return False
+                return item
+        return None
 
 
 def claim_of(question: str, *, skip: Iterable[str] = ()) -> Claim | None:
@@ -355,7 +364,11 @@ def guard(question: str, items: Sequence[MemoryItem], *, ignore: Iterable[str] =
     first_person = bool(said & _FIRST_PERSON)
     claim = claim_of(question, skip=skip)
     own = bool(said & _ASKER) and not persons or (claim is not None and not claim.subject)
-    if not (known or first_person or missing):
+    # Every word the question asks with, in one memory: it asks about that ("when is the party?" with "the party
+    # is on Saturday" remembered), and an answer from elsewhere ("20 October 1987.") is an invention.
+    topic = stems(question) - skip - {stem(w) for w in _AUXILIARIES | _WH}
+    covered = bool(topic) and any(topic <= held_words(item.text, item.created_at) for item in items)
+    if not (known or first_person or missing or covered):
         # A yes/no question about someone or something no memory and no recent turn mentions ("is ben on
         # probation?", typed without the capital that would make ben a name): an answer beyond a bare yes or no
         # ("Yes, he's been there for 2 years.") asserts what nobody said, so it is checked like any other answer
@@ -387,15 +400,18 @@ def grounded_or_not_told(reply: str, question: str, items: Sequence[MemoryItem],
     ``whether`` (``Guard.whether``): the question asks yes or no about someone nobody mentioned, so a reply
     that opens with yes or no ("Yes.", "Nope, never") answers it, with or without more words. ``own``
     (``Guard.own``): ``items`` are the asker's own (``own_items``), and the line says "you". ``claim``
-    (``Guard.claim``): a reply that opens with yes must find it in one memory."""
+    (``Guard.claim``): a reply that opens with yes must find it in one memory; when it does, what the reply adds
+    that no memory holds is cut, and it says "Yes." ("Is Tom a nurse?" "Yes, she's an RN.": nobody said RN)."""
     not_told = NOT_TOLD_YOU if own else NOT_TOLD
     if whether and _YES_NO.match(reply.strip()):
         return NOT_TOLD
-    if claim is not None and _YES.match(reply.strip()) and not claim.held_in(items, dates=dates):
+    yes = claim is not None and bool(_YES.match(reply.strip()))
+    if claim is not None and yes and not claim.held_in(items, dates=dates):
         return not_told
     if not answer_words(reply, question, ignore=ignore):
         return reply
-    return reply if ground(reply, question, items, ignore=ignore, dates=dates).items else not_told
+    return reply if ground(reply, question, items, ignore=ignore, dates=dates).items else \
+        BARE_YES if yes else not_told
 
 
 def _opens_sentence(text: str, at: int) -> bool:

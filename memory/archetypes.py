@@ -463,12 +463,21 @@ class ArchetypeRouter:
         order = np.argsort(-sims)
         return [(cache.archetypes[rows[i]], float(sims[i])) for i in order]
 
-    def classify(self, vector: np.ndarray, scope: str | None = None) -> ContextPlan:
+    def classify(self, vector: np.ndarray, scope: str | None = None, *, asks: bool = False) -> ContextPlan:
         """The plan for an L2-normalised message vector in ``scope`` (None: global archetypes only);
-        the default plan when nothing fits."""
+        the default plan when nothing fits. ``asks``: the message is a question, which an archetype that
+        recalls no memory (an acknowledgment's: "Thanks!", "Ok cool") does not fit: a short question ("when is
+        the party?") can sit nearest the short messages, and answered without memory it was answered with an
+        invented date. The nearest archetype that recalls memory plans it (absorption still logs the nearest)."""
         ranked = self.similarities(vector, scope)
         if not ranked:
             return self.default_plan
+        if asks and ranked[0][0].vectors == 0:
+            fitting = [(a, s) for a, s in ranked if a.vectors > 0]
+            if not fitting or fitting[0][1] < self._min_similarity:
+                return replace(self.default_plan, similarity=ranked[0][1], archetype_id=ranked[0][0].id,
+                               best_archetype=ranked[0][0].name)
+            ranked = fitting
         best, similarity = ranked[0]
         if similarity < self._min_similarity:
             return replace(

@@ -76,3 +76,21 @@ async def test_a_yes_about_the_askers_own_things_must_be_theirs(app: App, llm: S
     assert await reply.complete() == NOT_TOLD_YOU
     reply = await app.brain.ask("is my dog called Biscuit?", "g1", author_id="u-alex", author_name="alex")
     assert await reply.complete() == "Yes."
+
+
+def test_a_held_yes_loses_what_no_memory_holds() -> None:
+    """"Is Tom a nurse?" "Yes, she's an RN.": the yes is remembered, RN is not (the reader adds such words)."""
+    claim = claim_of("Is Tom a nurse?")
+    assert grounded_or_not_told("Yes, she's an RN.", "Is Tom a nurse?", [NURSE], claim=claim) == "Yes."
+    assert grounded_or_not_told("Yes, at St Mary's.", "Is Tom a nurse?", [NURSE], claim=claim) == "Yes, at St Mary's."
+
+
+async def test_a_bare_yes_shows_the_memory_that_holds_it(app: App, llm: ScriptedLLM) -> None:
+    llm.reply = "Good to know."
+    await say(app, "Tom works as a nurse at St Mary's")
+    await app.brain.drain()
+    llm.reply = "Yes, she's an RN."
+    reply = await app.brain.ask("Is Tom a nurse?", "g1", author_id="u-bo", author_name="bo")
+    assert await reply.complete() == "Yes."
+    lines = await app.brain.source_lines("g1", reply.grounding())
+    assert [s.author for s in lines] == ["ana"]
