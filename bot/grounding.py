@@ -56,6 +56,12 @@ _YES = re.compile(r"(?:yes|yeah|yep|yup|yea|sure|definitely|absolutely|certainly
 # night?", "is Priya likely to run again?"), not whether a fact was told: a "yes" there is the model's inference.
 _HEDGES = frozenset({"would", "could", "might", "may", "should", "likely", "probably", "possibly", "maybe",
                      "perhaps", "wouldn't", "couldn't", "shouldn't", "think", "reckon", "guess", "suppose"})
+# Words by which a question about oneself asks for advice or ideas, not for what was said ("what should I cook
+# tonight?", "any ideas for my weekend?", "can you recommend a book for me?"): English's modals of advice and
+# possibility and the nouns and verbs of asking for suggestions. "how do I ...?" asks how a thing is done.
+_ADVICE = frozenset({"should", "shall", "could", "would", "might", "recommend", "recommendation", "recommendations",
+                     "suggest", "suggestion", "suggestions", "idea", "ideas", "advice", "tip", "tips"})
+_HOW_TO = re.compile(r"\bhow (?:do|can|should|could|would|shall) i\b", re.I)
 _SECOND_PERSON = frozenset({"you", "your", "yours", "yourself", "u", "ya", "y'all"})  # the bot, asked about itself
 # What the bot says instead of a reply it cannot ground (see Guard).
 NOT_MENTIONED = "I don't remember anyone mentioning {names}."
@@ -254,6 +260,9 @@ class Guard:
     what nobody said, and is replaced like any invention, and so is a bare "Yes." or "No.", which answers it
     all the same (``asks_whether`` says what such a question asks about).
 
+    A question about the asker that asks for advice or ideas ("what should I cook tonight?", "how do I fix a flat
+    tyre?") is the model's to answer, as a general question is.
+
     A question with no name whose every word is in one memory ("when is the party?", with "the party is on
     Saturday at 8pm" remembered) is about that memory too; "what is the capital of France?" is, only where one
     memory holds both capital and France.
@@ -361,7 +370,9 @@ def guard(question: str, items: Sequence[MemoryItem], *, ignore: Iterable[str] =
         else:
             unmentioned.append(name)
     said = set(_WORD.findall(question.lower().replace("’", "'")))
-    first_person = bool(said & _FIRST_PERSON)
+    # A question about oneself asks about memory, unless it asks for advice ("what should I cook tonight?")
+    advice = bool(said & _ADVICE) or bool(_HOW_TO.search(question.replace("’", "'")))
+    first_person = bool(said & _FIRST_PERSON) and not advice
     claim = claim_of(question, skip=skip)
     own = bool(said & _ASKER) and not persons or (claim is not None and not claim.subject)
     # Every word the question asks with, in one memory: it asks about that ("when is the party?" with "the party

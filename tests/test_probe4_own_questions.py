@@ -74,3 +74,17 @@ async def test_in_a_chat_too(app: App, llm: ScriptedLLM) -> None:
     await app.brain.drain()
     llm.reply = "Biscuit."
     assert await say(app, "what is my dog called?", author="newbie") == NOT_TOLD_YOU
+
+
+@pytest.mark.parametrize("question", ["what should I cook tonight?", "any ideas for my weekend?",
+                                      "how do I fix a flat tyre?", "can you recommend a good book for me?",
+                                      "what do you think I should name my cat?"])
+def test_a_question_about_oneself_that_asks_for_advice_is_the_models_to_answer(question: str) -> None:
+    """"What do you like to eat for dinner?" to "what should I cook tonight?" was replaced by "I don't remember
+    you telling me that.": advice is not something the bot was told."""
+    assert not guard(question, [_item("alex: my dog is called Biscuit", 1, "u-alex")]).about_memory
+
+
+@pytest.mark.parametrize("question", ["can you remind me what my dog is called?", "how old is my dog?"])
+def test_a_question_about_oneself_that_asks_what_was_said_is_about_memory(question: str) -> None:
+    assert guard(question, [_item("alex: my dog is called Biscuit", 1, "u-alex")]).about_memory
