@@ -28,3 +28,13 @@ def test_with_no_memory_about_the_question_every_holder_of_the_answer_still_coun
     items = [_item("ana: the bakery on Rua Direita closed", 1), _item("bo: rain all day here", 3)]
     g = ground("On 12 March 2026.", "When did I adopt Pico?", items)
     assert [i.message_ids for i in g.items] == [(1,), (3,)], "grounded as before: the rule only picks among them"
+
+
+def test_a_day_counted_from_now_is_not_grounded_by_a_memorys_same_word() -> None:
+    """"When did Julia visit Lisbon?" "Yesterday." was grounded by a memory that said "yesterday" months ago:
+    the reply's yesterday is the asker's, the memory's the speaker's (whose day the prompt shows beside it)."""
+    from bot.grounding import NOT_TOLD, grounded_or_not_told
+
+    porto = _item("ana: Julia got back from Porto yesterday", 1)
+    assert grounded_or_not_told("Yesterday.", "When did Julia visit Lisbon?", [porto]) == NOT_TOLD
+    assert grounded_or_not_told("11 March 2026.", "When did Julia get back from Porto?", [porto]) == "11 March 2026."
