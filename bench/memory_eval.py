@@ -501,6 +501,8 @@ async def run_llm(args: argparse.Namespace, app, answered: list[Answered], turns
                 row["memory"]["first_token_s"] = reply.trace.first_token_s
                 row["memory"]["sources"] = [s.external_id for s in grounding.sources]
                 row["memory"]["sources_hit"] = bool(evidence & set(row["memory"]["sources"]))
+                row["memory"]["replaced"] = reply.replaced  # the grounding check put its line instead
+                row["memory"]["model"] = _first_line(reply.model_text)
                 if args.keep_prompts:
                     row["memory"]["prompt"] = reply.prompt.text
                 empty = replace(reply.bundle, sections=())
@@ -584,6 +586,20 @@ def _scored(q: Question, reply: str, tokens: int, seconds: float) -> dict:
             "seconds": seconds}
 
 
+def print_guard(rows: list[dict]) -> None:
+    """What the grounding check (bot/grounding.py) did to the memory replies: how many it replaced, and of those
+    how many held the gold answer (its cost) or, on never-said questions, answered anyway (inventions it stopped)."""
+    answerable = [r for r in rows if r["category"] != "adversarial" and "replaced" in r["memory"]]
+    adversarial = [r for r in rows if r["category"] == "adversarial" and "replaced" in r["memory"]]
+    cut = [r for r in answerable if r["memory"]["replaced"]]
+    right = [r for r in cut if contains_match(r["memory"]["model"], r["gold"])
+             or token_f1(r["memory"]["model"], r["gold"]) >= 0.5]
+    stopped = [r for r in adversarial if r["memory"]["replaced"] and not abstains(r["memory"]["model"])]
+    print(f"grounding check: replaced {len(cut)} of {len(answerable)} answerable replies ({len(right)} of them "
+          f"held the gold answer: contains, or F1 >= 0.5) and {len(stopped)} of {len(adversarial)} never-said "
+          "questions' answers (inventions it stopped)")
+
+
 def print_llm(result: dict) -> dict:
     summary: dict = {}
     for reader, rows in result["rows"].items():
@@ -642,6 +658,7 @@ def print_llm(result: dict) -> dict:
             for name, s in summary[reader].items():
                 print(f"| {name} | {s['n']} | {s['chat_em']:.3f} | {s['chat_f1']:.3f} | {s['chat_contains']:.3f} | "
                       f"{s['chat_abstention']:.3f} | {s['chat_answered']:.3f} |")
+        print_guard(rows)
         speeds = [r["memory"]["first_token_s"] for r in rows if r["memory"].get("first_token_s") is not None]
         if speeds:
             print(f"memory replies: first token p50 {percentile(speeds, 50):.2f} s, p95 {percentile(speeds, 95):.2f} s")

@@ -185,6 +185,11 @@ class Reply:
         return self._generation.text or "".join(self._streamed)
 
     @property
+    def model_text(self) -> str:
+        """What the model wrote, shown or not (the evaluation weighs the grounding check by it)."""
+        return self._generation.text
+
+    @property
     def replaced(self) -> bool:
         """The model's reply was not shown: it answered a question about memory from no memory."""
         return self._final is not None and self._final != self._generation.text
