@@ -23,7 +23,7 @@ from datetime import datetime
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 from memory.layers.base import MemoryItem
-from memory.timeparse import dated
+from memory.timeparse import resolved
 from memory.sources import SourceRef
 
 MAX_SOURCES = 3
@@ -63,8 +63,7 @@ _ADVICE = frozenset({"should", "shall", "could", "would", "might", "recommend", 
                      "suggest", "suggestion", "suggestions", "idea", "ideas", "advice", "tip", "tips"})
 _HOW_TO = re.compile(r"\bhow (?:do|can|should|could|would|shall) i\b", re.I)
 _SECOND_PERSON = frozenset({"you", "your", "yours", "yourself", "u", "ya", "y'all"})  # the bot, asked about itself
-# Words that name a day counted from whoever says them (held_words).
-_DEICTIC = frozenset({"yesterday", "today", "tonight", "tomorrow"})
+_SAID_DAY = frozenset({"today", "tonight"})  # the day a memory was said (held_words)
 # What the bot says instead of a reply it cannot ground (see Guard).
 NOT_MENTIONED = "I don't remember anyone mentioning {names}."
 NOT_TOLD = "I don't remember anyone telling me that."
@@ -119,14 +118,14 @@ def answer_words(reply: str, question: str, *, ignore: Iterable[str] = ()) -> se
 
 
 def held_words(text: str, when: datetime | None) -> set[str]:
-    """What a memory (or a message) holds for matching: the stems of its text and the words of its date, and
-    the days its relative words name ("yesterday" said on 12 March: 11 March; ``memory.timeparse.dated``, as the
-    prompt shows them). Without a date (a memory's date may not ground the reply) neither kind of day counts.
-    Words that name a day from the speaker's now ("yesterday", "tomorrow") are not held: a reply's "Yesterday."
-    is counted from the asker's now, the memory's from the day it was said, and they name different days."""
+    """What a memory (or a message) holds for matching: the stems of its text and the words of its date, with
+    each relative phrase read as the day it names ("yesterday" said on 12 March: 11 March; the prompt shows
+    both, ``memory.timeparse.dated``), never as its own words: a reply's "Yesterday." counts from the asker's
+    now, and names another day. Without a date (a memory's date may not ground the reply) neither kind of day
+    counts (``memory.timeparse.resolved``). "Today" and "tonight" name the memory's own day: its date words."""
     if when is None:
-        return stems(text) - _DEICTIC
-    return (stems(dated(text, when)) - _DEICTIC) | {stem(w) for w in date_words(when)}
+        return stems(resolved(text, None)) - _SAID_DAY
+    return (stems(resolved(text, when)) - _SAID_DAY) | {stem(w) for w in date_words(when)}
 
 
 @dataclass(frozen=True)

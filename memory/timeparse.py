@@ -191,17 +191,43 @@ def dated(text: str, said: datetime | None) -> str:
     """``text`` with the day each relative phrase names written after it, in brackets, counted from ``said``
     (the day it was said): "we got him last Sunday" said on 6 April 2024 -> "we got him last Sunday (31 March
     2024)". Phrases that name no one day or stretch ("this Friday", "on Tuesday", "recently") are left as they
-    are; so is everything without a date to count from, or counting out of the calendar."""
+    are; so is everything without a date to count from, or counting out of the calendar, and a capitalised
+    word inside a sentence, which is a title or a name ("reading Tomorrow, and Tomorrow, and Tomorrow")."""
     if said is None:
         return text
+    return _DATED.sub(lambda m: f"{m.group(0)} ({day})" if (day := _day_of(text, m, said)) else m.group(0), text)
 
-    def note(m: re.Match[str]) -> str:
-        if m.group("rel") and _OWNED.search(text, 0, m.start()):
-            return m.group(0)  # "my last weekend job", "the next month or so": last and next as in final, following
-        try:
-            named = _named(m, said)
-        except (OverflowError, ValueError):
-            return m.group(0)
-        return f"{m.group(0)} ({named})" if named else m.group(0)
 
-    return _DATED.sub(note, text)
+def resolved(text: str, said: datetime | None) -> str:
+    """``text`` with each relative phrase ``dated`` would date replaced by its day ("back from Porto yesterday"
+    said on 12 March 2026 -> "back from Porto 11 March 2026"), and with no date to count from, left out: what
+    the words say, wherever they are read from (a reply's "yesterday" is another day)."""
+    def day(m: re.Match[str]) -> str:
+        if said is None:
+            return "" if _names_a_day(text, m) else m.group(0)
+        return _day_of(text, m, said) or m.group(0)
+
+    return _DATED.sub(day, text)
+
+
+def _names_a_day(text: str, m: re.Match[str]) -> bool:
+    """Whether the phrase ``m`` of ``text`` counts days from when it was said: not "my last weekend job" nor "the
+    next month or so" (last and next as in final, following), nor a capitalised word inside a sentence."""
+    if m.group("rel") and _OWNED.search(text, 0, m.start()):
+        return False
+    if m.group(0)[:1].isupper():
+        i = m.start() - 1
+        while i >= 0 and text[i] in " \t\"'“‘(":
+            i -= 1
+        return i < 0 or text[i] in ".!?:;\n"
+    return True
+
+
+def _day_of(text: str, m: re.Match[str], said: datetime) -> str | None:
+    """The day (or stretch) the phrase ``m`` names, counted from ``said``; None where it names none."""
+    if not _names_a_day(text, m):
+        return None
+    try:
+        return _named(m, said)
+    except (OverflowError, ValueError):
+        return None

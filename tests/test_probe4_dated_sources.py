@@ -38,3 +38,18 @@ def test_a_day_counted_from_now_is_not_grounded_by_a_memorys_same_word() -> None
     porto = _item("ana: Julia got back from Porto yesterday", 1)
     assert grounded_or_not_told("Yesterday.", "When did Julia visit Lisbon?", [porto]) == NOT_TOLD
     assert grounded_or_not_told("11 March 2026.", "When did Julia get back from Porto?", [porto]) == "11 March 2026."
+
+
+def test_a_title_with_a_relative_day_in_it_is_not_dated() -> None:
+    """"Tomorrow, and Tomorrow, and Tomorrow" (a novel) was shown as "Tomorrow (25 March 2024), and Tomorrow (25
+    March 2024), ..." and the reader answered "Tomorrow (25 March 2024)."; a capitalised word inside a sentence
+    is a title or a name."""
+    from memory.timeparse import dated, resolved
+
+    said = datetime(2024, 3, 24, tzinfo=UTC)
+    text = "we're reading Tomorrow, and Tomorrow, and Tomorrow. Tomorrow I start chapter two"
+    assert dated(text, said) == ("we're reading Tomorrow, and Tomorrow, and Tomorrow. Tomorrow (25 March 2024) I "
+                                 "start chapter two")
+    assert resolved("back from Porto yesterday", said) == "back from Porto 23 March 2024"
+    assert resolved("back from Porto yesterday", None) == "back from Porto "
+    assert "tomorrow" in __import__("bot.grounding", fromlist=["held_words"]).held_words(text, said)
