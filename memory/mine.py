@@ -235,9 +235,9 @@ def _source(r: asyncpg.Record, *, own: bool) -> Source:
 
 
 def _sentence(e: asyncpg.Record) -> str:
-    """The edge in the words recall uses (``Fact.sentence``)."""
+    """The edge in words, as shown to people (``Fact.sentence``)."""
     return Fact(edge_id=e["id"], subject=e["s_display"], subject_name=e["s_name"], relation=e["relation"],
                 object=e["t_display"], object_name=e["t_name"], sentiment=0.0, confidence=1.0, evidence=1,
                 retrievability=1.0, message_ids=(), speakers=(), subject_owner=e["s_owner"],
                 object_owner=e["t_owner"], subject_owner_name=e["s_owner_name"] or "",
-                object_owner_name=e["t_owner_name"] or "").sentence()
+                object_owner_name=e["t_owner_name"] or "").sentence(readable=True)

@@ -147,12 +147,17 @@ class Fact:
             return "others"
         return "world"
 
-    def sentence(self) -> str:
+    def sentence(self, *, readable: bool = False) -> str:
         """The fact in words, from the bot's point of view ("I ..." for its own, "my X" for its things);
-        a person's things carry the person's name ("ana's sister"), so two sisters read apart."""
+        a person's things carry the person's name ("ana's sister"), so two sisters read apart. The relation
+        stays as the graph keeps it ("tom work as nurse": the words its vector and the reader's prompt lines
+        were made from) unless ``readable``: then its verb agrees with the subject ("tom works as nurse", "ana
+        does not like olives"), as shown to people."""
         subject = "I" if self.subject_name == "bot" else _owned(self.subject, self.subject_owner,
                                                                self.subject_owner_name)
         relation = self.relation.replace("not_", "not ").replace("_", " ")
+        if readable and subject != "I":
+            relation = third_person(relation)
         if self.object_name == "bot":
             obj = "me"
         elif self.object_owner and self.object_owner == self.subject_name and not self.subject_owner:
@@ -168,6 +173,30 @@ def fact_rank(f: Fact) -> float:
     the same edge between things talked about yesterday)."""
     return (f.retrievability * f.confidence * (1 + math.log(f.evidence)) * 0.8 ** (f.hops - 1)
             * (0.5 + 0.5 * f.node_retrievability))
+
+
+# English's irregular present tense for he, she and it, and forms that already agree or need no agreement.
+_IRREGULAR = {"have": "has", "be": "is", "do": "does", "go": "goes", "are": "is"}
+_AGREED = frozenset({"has", "is", "was", "does", "can", "will", "may", "must", "should", "would", "could"})
+
+
+def third_person(relation: str) -> str:
+    """``relation`` (a verb first: "work as", "not like") as said of someone else: "works as", "does not like"."""
+    words = relation.split(" ")
+    verb = words[0]
+    if verb == "not":
+        return " ".join(["does", *words])
+    if verb in _AGREED or verb.endswith("ed") or not verb.isalpha():
+        return relation
+    if verb in _IRREGULAR:
+        verb = _IRREGULAR[verb]
+    elif verb.endswith(("s", "sh", "ch", "x", "z", "o")):
+        verb += "es"
+    elif len(verb) > 2 and verb.endswith("y") and verb[-2] not in "aeiou":
+        verb = verb[:-1] + "ies"
+    else:
+        verb += "s"
+    return " ".join([verb, *words[1:]])
 
 
 def _owned(display: str, owner: str, owner_name: str) -> str:

@@ -65,7 +65,7 @@ def texts(items: list[HeldItem] | tuple[HeldItem, ...]) -> str:
 
 async def test_it_lists_the_persons_facts_episodes_and_messages(talked: App) -> None:
     held = await MemoryOfPerson(talked.db.pool).gather(GUILD, "ana", visible_channel="general")
-    assert "name-ana play trumpet" in texts(held.facts)
+    assert "name-ana plays trumpet" in texts(held.facts)
     assert "trumpet" in texts(held.episodes) and "Lisbon" in texts(held.episodes)
     assert len(held.messages) == 3, "the three messages Ana said in this server, not the bot's replies"
     assert all(s.own for i in held.items() for s in i.sources)

@@ -154,7 +154,7 @@ async def test_recall_shows_facts_with_provenance(app: App) -> None:
     bundle = await app.brain.context("what's my cat's name?", "g1", author_id="u-ana")
     facts = [i for i in bundle.as_dict()["items"] if i["kind"] == "fact"]
     assert any("Miso" in f["text"] and f["message_ids"] for f in facts)
-    assert any(f["text"].startswith("[user] ana adopt cat") for f in facts)
+    assert any(f["text"].startswith("[user] ana adopts cat") for f in facts)
 
 
 @pytest.mark.parametrize("path, floor", [("triples_gold.jsonl", 0.9), ("triples_heldout.jsonl", 0.85)])

@@ -428,7 +428,7 @@ class AdminCog(commands.Cog):
         lines = []
         if facts:
             lines.append("Facts I hold from what you said (with the messages they came from):")
-            lines += [f"- {f.sentence()} (messages {', '.join(map(str, f.message_ids))}; "
+            lines += [f"- {f.sentence(readable=True)} (messages {', '.join(map(str, f.message_ids))}; "
                       f"recall {f.retrievability:.0%})" for f in facts]
         if episodes:
             lines.append("Conversations I remember:")

@@ -181,5 +181,5 @@ def prompt_line(f: Fact, author_id: str | None) -> str:
 
 def _item(f: Fact, author_id: str | None, refs: Mapping[int, SourceRef], score: float) -> MemoryItem:
     sources = tuple(refs[i] for i in f.message_ids if i in refs)
-    return MemoryItem("fact", score, f"[{f.view(author_id)}] {f.sentence()}{stance(f)}", prompt_line(f, author_id),
+    return MemoryItem("fact", score, f"[{f.view(author_id)}] {f.sentence(readable=True)}{stance(f)}", prompt_line(f, author_id),
                       f.message_ids, None, ref=f.edge_id, sources=sources, payload=f)
