@@ -335,7 +335,7 @@ class EpisodesLayer(BaseLayer):
                     used += _n_words(item.text)
                     excerpts.append(_Excerpt(item, [], {}))
                 continue
-            hit, useful = window[at], useful_turns(window, at, cfg)
+            hit, useful = window[at], useful_turns(window, at, cfg, asker=query.author_id)
             excerpt = showing.get(hit.id)
             if excerpt is None and _said(hit) in said:  # the same words as a shown turn: its source joins it
                 said[_said(hit)].sources[hit.id] = _source(hit)
@@ -495,13 +495,17 @@ def asks(text: str) -> bool:
     return bool(_QUESTION.search(text))
 
 
-def useful_turns(window: Sequence[StoredMessage], at: int, cfg: HybridConfig) -> list[StoredMessage]:
+def useful_turns(window: Sequence[StoredMessage], at: int, cfg: HybridConfig, *,
+                 asker: str | None = None) -> list[StoredMessage]:
     """The neighbours of ``window[at]`` (a hit; the window oldest first) worth showing with it, most useful
     first: every one (``context`` "all"), or those likely to carry an answer. A hit that asks ("How's
     Pepper?") was never the evidence itself on the hand-written dev split (0 of 253 such hits in the top 10):
     the reply after it is (when someone else speaks next: "Yeah, St Clare's."), else the turn it reacts to
     ("Cello is such a lovely choice, surely?"), so both come with it, the reply first. A short hit that
-    answers a question brings the question; any neighbour of at most ``short_words`` words comes too."""
+    answers a question brings the question; any neighbour of at most ``short_words`` words comes too. A hit
+    that asks and was put by ``asker`` (who asks now) brings only the reply after it: the asker asking again
+    (often the bot, whose replies are never recalled) is no reaction to whatever was said before it, and shown
+    with that it pushed a memory out ("alex: the party is on Saturday / newbie: what is my dog called?")."""
     if cfg.context == "all":
         return [m for i, m in enumerate(window) if i != at]
     hit = window[at]
@@ -509,7 +513,8 @@ def useful_turns(window: Sequence[StoredMessage], at: int, cfg: HybridConfig) ->
     prev = window[at - 1] if at > 0 else None
     out = []
     if asks(hit.content):
-        out += [m for m in (nxt, prev) if m is not None and m.author_id != hit.author_id]
+        before = prev if asker is None or hit.author_id != asker else None
+        out += [m for m in (nxt, before) if m is not None and m.author_id != hit.author_id]
     elif (prev is not None and prev.author_id != hit.author_id and asks(prev.content)
           and _n_words(hit.content) <= cfg.short_answer_words):
         out.append(prev)
