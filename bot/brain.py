@@ -220,7 +220,7 @@ class Reply:
                 self._final = grounded_or_not_told(self._generation.text, self.message.content, self.evidence(),
                                                    ignore=self._ignored(), dates=self.guard.dates_ground,
                                                    whether=self.guard.whether, own=self.guard.own,
-                                                   claim=self.guard.claim)
+                                                   claim=self.guard.claim, named=self.guard.named)
                 if self._final:
                     yield self._final
             else:
@@ -273,7 +273,7 @@ class Reply:
         """Which of the memories in the prompt, or of people's recent turns in it, the reply drew on
         (bot.grounding's rule); call once it is done."""
         found = ground(self.text, self.message.content, self.evidence(), ignore=self._ignored(),
-                       dates=self.guard.dates_ground)
+                       dates=self.guard.dates_ground, named=self.guard.named)
         claim = self.guard.claim
         if not found.items and claim is not None and self.text == BARE_YES:  # the memory that holds the yes
             holder = claim.holder(self.evidence(), dates=self.guard.dates_ground)

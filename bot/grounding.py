@@ -143,9 +143,13 @@ class Grounding:
 
 
 def ground(reply: str, question: str, items: Sequence[MemoryItem], *, ignore: Iterable[str] = (),
-           dates: bool = True) -> Grounding:
+           dates: bool = True, named: Iterable[str] = ()) -> Grounding:
     """The memories among ``items`` (in recall's order) that ``reply`` drew on, by the rule above. With
-    ``dates=False`` a memory's date words do not count: a date alone ties a reply to any memory of that day."""
+    ``dates=False`` a memory's date words do not count: a date alone ties a reply to any memory of that day.
+    ``named``: the people the question asks about (their names' stems, ``Guard.named``); a memory that mentions
+    none of them (as a word or as its speaker) is about someone else, and grounds nothing ("What did Farah name
+    her baby?" "Iris.", Iris being Declan's daughter)."""
+    about = frozenset(named)
     wanted = answer_words(reply, question, ignore=ignore)
     if not wanted:
         return Grounding((), frozenset())
@@ -157,7 +161,7 @@ def ground(reply: str, question: str, items: Sequence[MemoryItem], *, ignore: It
             continue
         held = held_words(item.text, item.created_at if dates else None)
         shared = wanted & held
-        if len(shared) >= need:
+        if len(shared) >= need and (not about or about & held):
             scored.append((-len(shared), -len(asked & held), rank, item, shared))
     if any(t[1] for t in scored):
         # Of the memories holding the answer, those about what was asked: "12 March 2026." to "when did Ana
@@ -288,6 +292,7 @@ class Guard:
     whether: bool = False  # a yes/no question about someone or something no memory mentions: "yes" is a claim
     own: bool = False  # asks about the asker's own things and names no one else: only what they said answers it
     claim: Claim | None = None  # a yes/no question about a fact: what a "yes" must find in one memory
+    named: frozenset[str] = frozenset()  # the remembered people it asks about (stems): a source mentions one
 
     @property
     def dates_ground(self) -> bool:
@@ -358,6 +363,7 @@ def guard(question: str, items: Sequence[MemoryItem], *, ignore: Iterable[str] =
     for item in items:
         held |= held_words(item.text, item.created_at)
     known, missing, unmentioned, persons = [], [], [], []
+    named: set[str] = set()
     for name in names_in(question):
         capitals = [w for w in name.split() if w[:1].isupper() and w.lower().rstrip("'’s") not in _CALENDAR]
         words = {stem(w) for w in content_words(" ".join(capitals))} - skip
@@ -368,6 +374,8 @@ def guard(question: str, items: Sequence[MemoryItem], *, ignore: Iterable[str] =
             persons.append(name)  # a person (or, with no parse to say, maybe one)
         if words <= held:
             known.append(name)
+            if person or not person_words:
+                named |= words
         elif person:
             missing.append(name)
         else:
@@ -388,13 +396,14 @@ def guard(question: str, items: Sequence[MemoryItem], *, ignore: Iterable[str] =
         # ("Yes, he's been there for 2 years.") asserts what nobody said, so it is checked like any other answer
         # from memory, by its words only (a memory's date says nothing of what nobody mentioned).
         subject = asks_whether(question)
-        if subject and (named := stem(subject.removesuffix("'s"))) not in held and named not in skip \
+        if subject and (asked := stem(subject.removesuffix("'s"))) not in held and asked not in skip \
                 and subject not in _CALENDAR:
             return Guard(True, (), tuple(dict.fromkeys([*unmentioned, subject])), whether=True)
         if claim is not None and claim.subject in held:  # "is tom a doctor?", tom remembered: check a "yes"
             return Guard(True, (), tuple(dict.fromkeys(unmentioned)), claim=claim)
         return NO_GUARD
-    return Guard(True, tuple(dict.fromkeys(missing)), tuple(dict.fromkeys(unmentioned)), own=own, claim=claim)
+    return Guard(True, tuple(dict.fromkeys(missing)), tuple(dict.fromkeys(unmentioned)), own=own, claim=claim,
+                 named=frozenset(named))
 
 
 def own_items(items: Iterable[MemoryItem], author_id: str, author_name: str) -> list[MemoryItem]:
@@ -408,14 +417,16 @@ def own_items(items: Iterable[MemoryItem], author_id: str, author_name: str) -> 
 
 def grounded_or_not_told(reply: str, question: str, items: Sequence[MemoryItem], *,
                          ignore: Iterable[str] = (), dates: bool = True, whether: bool = False,
-                         own: bool = False, claim: Claim | None = None) -> str:
+                         own: bool = False, claim: Claim | None = None, named: Iterable[str] = ()) -> str:
     """``reply`` when it carries no answer words or draws on a memory; else the line that says the bot does
     not remember being told. ``dates``: whether a memory's date words may ground it (see ``ground``).
     ``whether`` (``Guard.whether``): the question asks yes or no about someone nobody mentioned, so a reply
     that opens with yes or no ("Yes.", "Nope, never") answers it, with or without more words. ``own``
-    (``Guard.own``): ``items`` are the asker's own (``own_items``), and the line says "you". ``claim``
-    (``Guard.claim``): a reply that opens with yes must find it in one memory; when it does, what the reply adds
-    that no memory holds is cut, and it says "Yes." ("Is Tom a nurse?" "Yes, she's an RN.": nobody said RN)."""
+    (``Guard.own``): ``items`` are the asker's own (``own_items``), and the line says "you". ``named``
+    (``Guard.named``): a source must mention one of the people asked about (``ground``). ``claim``
+    (``Guard.claim``): a reply that opens with yes must find it in one memory; when it does, what the reply
+    adds that no memory holds is cut, and it says "Yes." ("Is Tom a nurse?" "Yes, she's an RN.": nobody said
+    RN)."""
     not_told = NOT_TOLD_YOU if own else NOT_TOLD
     if whether and _YES_NO.match(reply.strip()):
         return NOT_TOLD
@@ -424,7 +435,7 @@ def grounded_or_not_told(reply: str, question: str, items: Sequence[MemoryItem],
         return not_told
     if not answer_words(reply, question, ignore=ignore):
         return reply
-    return reply if ground(reply, question, items, ignore=ignore, dates=dates).items else \
+    return reply if ground(reply, question, items, ignore=ignore, dates=dates, named=named).items else \
         BARE_YES if yes else not_told
 
 
