@@ -11,7 +11,8 @@ import pytest
 import simcord
 
 from bot.app import App
-from bot.discord.client import SingleShardHippoBot
+from bot.discord.client import HippoBotBase, SingleShardHippoBot
+from bot.discord.dream import DreamCog
 from bot.llm import Generation
 
 
@@ -20,6 +21,12 @@ def hippobot_for(app: App) -> SingleShardHippoBot:
     edits streamed quickly, no rate limit (tests that need one set it)."""
     return SingleShardHippoBot(app, app.settings.model_copy(update={"discord_edit_interval": 0.2,
                                                                     "discord_rate_limit": 0}))
+
+
+def dream_cog_of(bot: HippoBotBase) -> DreamCog:
+    """The bot's DreamCog: the one it votes through (``HippoBotBase.dream_cog``, set while the cog is loaded)."""
+    assert bot.dream_cog is not None, "the DreamCog is not loaded"
+    return bot.dream_cog
 
 
 @dataclass

@@ -24,7 +24,7 @@ from bot.discord.dream import DreamCog, ProposalButton
 from bot.discord.services import Services
 from bot.discord.rules import MessageFacts, parse_message_link, scope_for, should_answer, split_message
 from bot.discord.streaming import StreamingReply
-from dream.governance import Proposal
+from dream.governance import PENDING, Proposal
 from memory.clock import SimulatedClock
 
 GUILD = 555
@@ -465,7 +465,7 @@ async def test_a_vote_button_defers_before_the_vote(app: App) -> None:
 
     app.governance.vote = recording_vote  # type: ignore[method-assign]
     cog = DreamCog(*cog_args(app))  # type: ignore[arg-type]
-    client = SimpleNamespace(get_cog=lambda name: cog)
+    client = SimpleNamespace(dream_cog=cog)  # the bot's DreamCog, as DreamCog.cog_load sets it
     i = interaction(member(3, roles=("hippobot-approver",)), client)
     i.response.defer.side_effect = lambda **kw: order.append("defer")
     await ProposalButton("approve", pid).callback(i)
@@ -473,6 +473,20 @@ async def test_a_vote_button_defers_before_the_vote(app: App) -> None:
     assert i.response.defer.call_args.kwargs["ephemeral"] is True
     assert f"Proposal #{pid} applied" in i.followup.send.call_args.args[0]
     assert not i.response.send_message.called
+
+
+@pytest.mark.parametrize("client", [SimpleNamespace(dream_cog=None), SimpleNamespace()],
+                         ids=["dream-cog-unloaded", "not-the-bot"])
+async def test_a_vote_button_without_a_dream_cog_says_the_dream_channel_is_not_running(
+        app: App, client: SimpleNamespace) -> None:
+    """A bot whose DreamCog is not loaded (or a client that is not the bot) has no one to vote through: the
+    button says so, and nothing is voted."""
+    pid = await propose(app, str(GUILD), "tea_talk")
+    i = interaction(member(3, roles=("hippobot-approver",)), client)
+    await ProposalButton("approve", pid).callback(i)
+    i.response.send_message.assert_awaited_once_with("The dream channel is not running.", ephemeral=True)
+    assert not i.response.defer.called
+    assert (await app.governance.get(pid)).status == PENDING
 
 
 async def test_forget_me_answers_before_forgetting(two_speakers: App) -> None:

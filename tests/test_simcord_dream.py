@@ -18,7 +18,7 @@ from bot.discord.dream import DiscordDreamChannel, DreamCog
 from dream.governance import Proposal
 from tests.dream_data import month_of_history
 from tests.fakes import ScriptedLLM
-from tests.simcord_support import SimBase
+from tests.simcord_support import SimBase, dream_cog_of
 
 
 @dataclass
@@ -41,7 +41,7 @@ class Sim(SimBase):
 
     @property
     def cog(self) -> DreamCog:
-        return self.bot.get_cog("DreamCog")  # type: ignore[return-value]
+        return dream_cog_of(self.bot)
 
     def posts_of(self, channel: simcord.ChannelHandle) -> set[int]:
         """The proposal ids posted in a channel."""

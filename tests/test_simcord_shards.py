@@ -43,7 +43,7 @@ from memory.db import session_locks
 from memory.embed import MiniLMEmbedder
 from tests.conftest import close_or_explain, make_settings
 from tests.fakes import ScriptedLLM
-from tests.simcord_support import SimBase
+from tests.simcord_support import SimBase, dream_cog_of
 
 pytestmark = pytest.mark.simcord(settle_timeout=60)
 
@@ -168,7 +168,7 @@ class Shard:
 
     @property
     def cog(self) -> DreamCog:
-        return self.bot.get_cog("DreamCog")  # type: ignore[return-value]
+        return dream_cog_of(self.bot)
 
 
 async def attach_shard(env: simcord.Env, shard: Shard) -> None:
@@ -332,7 +332,7 @@ async def test_the_outbox_posts_each_proposal_once_when_both_shards_flush(sim: S
         await sim.bot.services.dream_channels.set(str(guild.id), dreams.id, "admin", now)
     ours = [await propose(sim.app, str(sim.guild0.id), f"plan_{n}", "let's plan the launch") for n in range(2)]
     theirs = [await propose(sim.app, str(sim.guild1.id), f"plan_{n}", "let's plan the launch") for n in range(2)]
-    dream0: DreamCog = sim.bot.get_cog("DreamCog")  # type: ignore[assignment]
+    dream0 = dream_cog_of(sim.bot)
     # Whichever holds the outbox lock posts every proposal, the other server's through the REST API (its
     # channel is not in this process's cache); the other flush posts nothing.
     posted = await asyncio.gather(dream0.flush_outbox(), sim.one.cog.flush_outbox())
@@ -368,7 +368,7 @@ async def test_an_owners_approval_through_shard_zero_is_in_effect_on_shard_one_a
     plan = "let's plan the product launch for next week"
     before = await sim.tell(sim.ana1, sim.general1, plan)
     proposal = await propose(sim.app, None, "launch_planning", plan)  # global: the owner decides it
-    dream0: DreamCog = sim.bot.get_cog("DreamCog")  # type: ignore[assignment]
+    dream0 = dream_cog_of(sim.bot)
     assert await dream0.flush_outbox() == 1
     await sim.settle_both()
     [post] = [m for m in owner.dm_channel.history() if m.content.startswith(f"**Proposal #{proposal.id}:")]
