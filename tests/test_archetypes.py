@@ -171,6 +171,42 @@ async def test_a_failed_listen_again_is_one_line_and_is_retried(
         await router.stop()
 
 
+@pytest.mark.parametrize("error, level", [
+    (OSError("connect call failed ('127.0.0.1', 5432)"), "WARNING"),  # the database is unreachable
+    (ValueError("centroid has 3 dimensions,\nexpected 384"), "ERROR"),  # a broken refresh (a bug)
+], ids=["unreachable", "broken"])
+async def test_a_failed_refresh_says_why_in_one_line(
+    pool: asyncpg.Pool, embedder: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+    error: Exception, level: str
+) -> None:
+    """A refresh that fails keeps the cache and logs one line with the error's class and message (its lines
+    joined), not only its class and not a traceback."""
+    router = router_for(pool, embedder, refresh_seconds=3600)
+    await router.start(pool)
+    cached = len(router.archetypes)
+    attempts: list[int] = []
+
+    async def failing_refresh() -> None:
+        attempts.append(1)
+        raise error
+
+    monkeypatch.setattr(router, "refresh", failing_refresh)
+    try:
+        router._on_notify()
+        for _ in range(50):
+            if attempts:
+                break
+            await asyncio.sleep(0.1)
+        await asyncio.sleep(0.1)  # the failure is logged right after the attempt
+        [line] = [r for r in caplog.records if "archetype refresh failed" in r.getMessage()]
+        message = " ".join(str(error).split())
+        assert f"{type(error).__name__}: {message}" in line.getMessage() and "\n" not in line.getMessage()
+        assert line.levelname == level and not line.exc_info
+        assert len(router.archetypes) == cached
+    finally:
+        await router.stop()
+
+
 async def test_stop_returns_when_a_change_arrives_as_it_stops(pool: asyncpg.Pool, embedder: MiniLMEmbedder) -> None:
     """A NOTIFY landing in the same tick as stop() (an approval right before shutdown) once swallowed the
     refresh loop's cancel (asyncio.wait_for on 3.11), and stop() waited forever: the CI run that never ended."""
