@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
+import asyncpg
 import discord
 import pytest
 import simcord
@@ -29,15 +30,28 @@ def dream_cog_of(bot: HippoBotBase) -> DreamCog:
     return bot.dream_cog
 
 
+def bot_member(guild: simcord.GuildHandle) -> discord.Member:
+    """The bot as a member of ``guild`` (SimCord's ``guild.me``: None only before the bot has the guild cached)."""
+    me = guild.me
+    assert me is not None, "the bot has not seen this guild"
+    return me
+
+
 @dataclass
 class SimBase:
     env: simcord.Env
-    bot: SingleShardHippoBot
+    bot: HippoBotBase  # the unsharded bot SimCord runs, or a sharded one (test_simcord_shards)
     app: App
 
     @property
-    def pool(self):  # type: ignore[no-untyped-def]
+    def pool(self) -> asyncpg.Pool:
         return self.app.db.pool
+
+    @property
+    def me(self) -> discord.ClientUser:
+        """The bot's own user (discord.py's ``bot.user``: None only before it has logged in)."""
+        assert self.bot.user is not None, "the bot has not logged in"
+        return self.bot.user
 
     async def settle(self) -> None:
         """Every queued memory write done, and whatever the bot does after it."""
@@ -46,7 +60,7 @@ class SimBase:
         await self.env.settle(timeout=60)
 
     def bot_messages(self, channel: simcord.ChannelHandle) -> list[discord.Message]:
-        return [m for m in channel.history() if m.author.id == self.bot.user.id]
+        return [m for m in channel.history() if m.author.id == self.me.id]
 
 
 def said(result: simcord.InteractionResult) -> str:

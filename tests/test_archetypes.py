@@ -147,7 +147,8 @@ async def test_a_failed_listen_again_is_one_line_and_is_retried(
     InternalClientError while the server shut down): that is one warning line, no traceback, and a retry."""
     router = router_for(pool, embedder, refresh_seconds=3600)
     await router.start(pool)
-    real_listen, failures = router._listen, []
+    real_listen = router._listen
+    failures: list[int] = []
 
     async def flaky_listen() -> None:
         if not failures:
@@ -235,6 +236,7 @@ async def test_an_archetypes_word_budget_reaches_its_plan(pool: asyncpg.Pool, em
     vector = await embedder.embed("what instrument does my daughter play?")
     assert router.classify(vector).memory_words is None  # seeded archetypes leave it to memory's default
     name = router.classify(vector).archetype
+    assert name is not None
     await pool.execute("UPDATE context_archetypes SET memory_words = 120 WHERE archetype_name = $1", name)
     await router.refresh()
     assert router.classify(vector).memory_words == 120
