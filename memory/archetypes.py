@@ -44,6 +44,13 @@ _UNREACHABLE = (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError
 LISTEN_RETRY_S = 5.0  # how soon a router whose LISTEN connection closed tries again
 
 
+def one_line(exc: BaseException) -> str:
+    """Why something failed, for a one-line log: the exception's class and its message (a message of several
+    lines joined into one), or the class alone when it has no message."""
+    message = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+
+
 @dataclass(frozen=True)
 class ContextPlan:
     """How much context to load for one message."""
@@ -400,16 +407,17 @@ class ArchetypeRouter:
             except Exception as exc:  # not listening yet is not an error: say so in one line, retry soon
                 self._listener_lost = True
                 log.warning("archetype changes are not heard yet (LISTEN failed: %s); trying again in %.0f s",
-                            type(exc).__name__, LISTEN_RETRY_S)
+                            one_line(exc), LISTEN_RETRY_S)
                 continue
             try:
                 await self.refresh()
             except _UNREACHABLE as exc:  # the database is down or restarting: one line, and try again soon
                 self._listener_lost = self._listener_lost or self._listener is None
                 log.warning("archetype refresh failed (the database cannot be reached: %s); keeping %d cached",
-                            type(exc).__name__, len(self._cache.archetypes))
-            except Exception:  # a broken refresh keeps the last good cache
-                log.exception("archetype refresh failed; keeping %d cached", len(self._cache.archetypes))
+                            one_line(exc), len(self._cache.archetypes))
+            except Exception as exc:  # a broken refresh keeps the last good cache; one line says why
+                log.error("archetype refresh failed (%s); keeping %d cached", one_line(exc),
+                          len(self._cache.archetypes), exc_info=log.isEnabledFor(logging.DEBUG))
 
     async def refresh(self) -> None:
         """Reload every archetype and override, computing and caching any missing centroid."""

@@ -17,6 +17,7 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
 
 import asyncpg
 import pytest
@@ -25,11 +26,16 @@ from bot.app import App
 from bot.config import Settings, offline_environment
 from memory.db import EmbeddedPostgres, create_pool, migrate, with_database
 from memory.embed import MiniLMEmbedder
+from memory.layers.base import MemoryLayer
 from tests.fakes import ScriptedLLM
+
+if TYPE_CHECKING:
+    from bot.discord.client import SingleShardHippoBot
 
 offline_environment()
 
 TEMPLATE = "hippobot_test_template"
+LayerT = TypeVar("LayerT", bound=MemoryLayer)
 
 
 @pytest.fixture(autouse=True)
@@ -126,13 +132,20 @@ def make_settings(db_url: str, data_dir: Path, **overrides: object) -> Settings:
     return Settings(_env_file=None, **values)  # type: ignore[arg-type]
 
 
+def layer_of(app: App, name: str, kind: type[LayerT]) -> LayerT:
+    """The app's layer ``name`` as the class the test knows it to be (``Brain.layer`` types it as any layer, or
+    None when no layer has that name)."""
+    layer = app.brain.layer(name)
+    assert isinstance(layer, kind), f"layer {name!r} is {layer!r}, not a {kind.__name__}"
+    return layer
+
+
 def admit_every_import(app: App) -> None:
     """Every imported message an episode: the episodes layer's gate for imports opened (tests about what an import
     or the dream does with episodes, not about which messages the gate keeps out)."""
     from memory.layers.episodes import EpisodesLayer
 
-    layer = app.brain.layer("episodes")
-    assert isinstance(layer, EpisodesLayer)
+    layer = layer_of(app, "episodes", EpisodesLayer)
     layer.import_gate = replace(layer.import_gate, tau=0.0)
 
 
@@ -150,7 +163,7 @@ async def app(db_url: str, tmp_path: Path, embedder: MiniLMEmbedder, llm: Script
 
 
 @pytest.fixture
-def simcord_bot(app: App):  # type: ignore[no-untyped-def]
+def simcord_bot(app: App) -> SingleShardHippoBot:
     """The bot SimCord's plugin runs as ``simcord_env``: the one `hippobot run` starts, on the test app
     (tests.simcord_support.hippobot_for). Imported lazily: only the Discord tests need discord.py's client."""
     from tests.simcord_support import hippobot_for

@@ -177,7 +177,8 @@ def two_months_of_history(path: Path, *, seed: int = 3, per_day: int = 10,
     {"trivia": [...], "substantive": [...]} (the texts, DENTIST among the substantive).
     """
     rng = random.Random(seed)
-    rows, kinds = [], {"trivia": [], "substantive": []}
+    rows: list[dict[str, object]] = []
+    kinds: dict[str, list[str]] = {"trivia": [], "substantive": []}
     n = 0
     start = NOW - timedelta(days=60)
     for day in range(60):

@@ -6,12 +6,14 @@ import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
+import asyncpg
 import discord
 import pytest
 import simcord
 
 from bot.app import App
-from bot.discord.client import SingleShardHippoBot
+from bot.discord.client import HippoBotBase, SingleShardHippoBot
+from bot.discord.dream import DreamCog
 from bot.llm import Generation
 
 
@@ -22,15 +24,34 @@ def hippobot_for(app: App) -> SingleShardHippoBot:
                                                                     "discord_rate_limit": 0}))
 
 
+def dream_cog_of(bot: HippoBotBase) -> DreamCog:
+    """The bot's DreamCog: the one it votes through (``HippoBotBase.dream_cog``, set while the cog is loaded)."""
+    assert bot.dream_cog is not None, "the DreamCog is not loaded"
+    return bot.dream_cog
+
+
+def bot_member(guild: simcord.GuildHandle) -> discord.Member:
+    """The bot as a member of ``guild`` (SimCord's ``guild.me``: None only before the bot has the guild cached)."""
+    me = guild.me
+    assert me is not None, "the bot has not seen this guild"
+    return me
+
+
 @dataclass
 class SimBase:
     env: simcord.Env
-    bot: SingleShardHippoBot
+    bot: HippoBotBase  # the unsharded bot SimCord runs, or a sharded one (test_simcord_shards)
     app: App
 
     @property
-    def pool(self):  # type: ignore[no-untyped-def]
+    def pool(self) -> asyncpg.Pool:
         return self.app.db.pool
+
+    @property
+    def me(self) -> discord.ClientUser:
+        """The bot's own user (discord.py's ``bot.user``: None only before it has logged in)."""
+        assert self.bot.user is not None, "the bot has not logged in"
+        return self.bot.user
 
     async def settle(self) -> None:
         """Every queued memory write done, and whatever the bot does after it."""
@@ -39,7 +60,7 @@ class SimBase:
         await self.env.settle(timeout=60)
 
     def bot_messages(self, channel: simcord.ChannelHandle) -> list[discord.Message]:
-        return [m for m in channel.history() if m.author.id == self.bot.user.id]
+        return [m for m in channel.history() if m.author.id == self.me.id]
 
 
 def said(result: simcord.InteractionResult) -> str:

@@ -9,11 +9,12 @@ from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
+from typing import cast
 
 import numpy as np
 
 from dream.archetype_analysis import _changes, _plan_words, place
-from dream.cycle import DreamConfig
+from dream.cycle import DreamConfig, DreamServices
 from dream.requests import are_recall, are_requests, request_kind
 from dream.themes import (PoorMatch, Recurrence, clusters, find_themes, merge_overlapping, screen, split_in_two,
                           theme_words, two_kinds, unit)
@@ -47,7 +48,8 @@ def test_small_talk_that_recurs_across_people_and_days_asks_for_nothing_and_is_n
     weather = ["the weather is grim again today", "it's freezing here, staying in", "the weather is lovely again today",
                "so tired today, barely slept", "my train was late again this morning", "it's rainy here, staying in"]
     said = [_said(i, t, "abcd"[i % 4]) for i, t in enumerate(weather)]
-    assert r.fails(said) is not None and r.fails(said).startswith("asks for nothing"), r.fails(said)
+    why = r.fails(said)
+    assert why is not None and why.startswith("asks for nothing"), why
     asks = ["which way to the coast avoids the main road?", "how do I get to the lakes without the hill",
             "can someone share a route to the castle", "what's the flattest loop from town",
             "is there a way round the cobbles", "need a route for a beginner group, about 30k"]
@@ -101,8 +103,9 @@ CRASHES = ["the launcher says files are corrupted and crashes", "game crashes on
            "client freezes with a stack trace after loading", "the addon keeps throwing a lua error"]
 
 
-def _services(ranked: list[tuple[_Archetype, float]]) -> SimpleNamespace:
-    return SimpleNamespace(router=_Router(ranked), config=DreamConfig())
+def _services(ranked: list[tuple[_Archetype, float]]) -> DreamServices:
+    """The dream's services as ``place`` uses them: a router that ranks as told, and the default config."""
+    return cast("DreamServices", SimpleNamespace(router=_Router(ranked), config=DreamConfig()))
 
 
 def _crashes(*, routed: bool, repeat: bool = False) -> list[PoorMatch]:
@@ -212,7 +215,7 @@ def test_pieces_of_one_kind_of_request_still_merge(embedder: MiniLMEmbedder) -> 
     when = _brewing(embedder, {"when": list(_two_needs()["when"])})
     a, b = when[:6], when[6:]  # the same frames over other beers: one kind, in two pieces
     assert two_kinds(a, b) is None
-    assert [len(g) for g, _ in merge_overlapping([a, b], 0.70, min_size=5, apart=two_kinds)] == [12]
+    assert [len(g) for g, _ in merge_overlapping([a, b], 0.70, min_size=5, apart=lambda x, y: bool(two_kinds(x, y)))] == [12]
 
 
 def test_greetings_and_one_persons_hobby_still_make_no_theme_beside_a_need(embedder: MiniLMEmbedder) -> None:

@@ -147,7 +147,8 @@ async def test_a_failed_listen_again_is_one_line_and_is_retried(
     InternalClientError while the server shut down): that is one warning line, no traceback, and a retry."""
     router = router_for(pool, embedder, refresh_seconds=3600)
     await router.start(pool)
-    real_listen, failures = router._listen, []
+    real_listen = router._listen
+    failures: list[int] = []
 
     async def flaky_listen() -> None:
         if not failures:
@@ -167,6 +168,42 @@ async def test_a_failed_listen_again_is_one_line_and_is_retried(
         assert failures and router._listener is not None and not router._listener_lost
         warnings = [r for r in caplog.records if "LISTEN failed" in r.getMessage()]
         assert len(warnings) == 1 and warnings[0].exc_info is None
+    finally:
+        await router.stop()
+
+
+@pytest.mark.parametrize("error, level", [
+    (OSError("connect call failed ('127.0.0.1', 5432)"), "WARNING"),  # the database is unreachable
+    (ValueError("centroid has 3 dimensions,\nexpected 384"), "ERROR"),  # a broken refresh (a bug)
+], ids=["unreachable", "broken"])
+async def test_a_failed_refresh_says_why_in_one_line(
+    pool: asyncpg.Pool, embedder: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+    error: Exception, level: str
+) -> None:
+    """A refresh that fails keeps the cache and logs one line with the error's class and message (its lines
+    joined), not only its class and not a traceback."""
+    router = router_for(pool, embedder, refresh_seconds=3600)
+    await router.start(pool)
+    cached = len(router.archetypes)
+    attempts: list[int] = []
+
+    async def failing_refresh() -> None:
+        attempts.append(1)
+        raise error
+
+    monkeypatch.setattr(router, "refresh", failing_refresh)
+    try:
+        router._on_notify()
+        for _ in range(50):
+            if attempts:
+                break
+            await asyncio.sleep(0.1)
+        await asyncio.sleep(0.1)  # the failure is logged right after the attempt
+        [line] = [r for r in caplog.records if "archetype refresh failed" in r.getMessage()]
+        message = " ".join(str(error).split())
+        assert f"{type(error).__name__}: {message}" in line.getMessage() and "\n" not in line.getMessage()
+        assert line.levelname == level and not line.exc_info
+        assert len(router.archetypes) == cached
     finally:
         await router.stop()
 
@@ -199,6 +236,7 @@ async def test_an_archetypes_word_budget_reaches_its_plan(pool: asyncpg.Pool, em
     vector = await embedder.embed("what instrument does my daughter play?")
     assert router.classify(vector).memory_words is None  # seeded archetypes leave it to memory's default
     name = router.classify(vector).archetype
+    assert name is not None
     await pool.execute("UPDATE context_archetypes SET memory_words = 120 WHERE archetype_name = $1", name)
     await router.refresh()
     assert router.classify(vector).memory_words == 120

@@ -27,7 +27,7 @@ async def say(app: App, *texts: str, **kw: object) -> None:
 
 
 def test_codes_are_sparse_and_keep_neighbours_close() -> None:
-    index = AssociativeIndex(None, AssociativeConfig(width=1024, winners=48))  # type: ignore[arg-type]
+    index = AssociativeIndex(None, AssociativeConfig(width=1024, winners=48))
     rng = np.random.default_rng(0)
     a = rng.standard_normal(384).astype(np.float32)
     near, far = a + 0.2 * rng.standard_normal(384).astype(np.float32), rng.standard_normal(384).astype(np.float32)
@@ -38,7 +38,7 @@ def test_codes_are_sparse_and_keep_neighbours_close() -> None:
 
 
 def test_hopfield_completion_moves_a_noisy_cue_towards_its_stored_pattern() -> None:
-    index = AssociativeIndex(None, AssociativeConfig(hopfield_beta=16.0, hopfield_mix=1.0))  # type: ignore[arg-type]
+    index = AssociativeIndex(None, AssociativeConfig(hopfield_beta=16.0, hopfield_mix=1.0))
     rng = np.random.default_rng(1)
     stored = rng.standard_normal((20, 384)).astype(np.float32)
     stored /= np.linalg.norm(stored, axis=1, keepdims=True)

@@ -93,11 +93,11 @@ def test_an_import_chunk_is_parsed_in_one_batch_and_extracted_the_same() -> None
     class Counting:
         calls = 0
 
-        def __call__(self, text: str):  # type: ignore[no-untyped-def]
+        def __call__(self, text: str):
             Counting.calls += 1
             return nlp(text)
 
-        def pipe(self, texts, **kw):  # type: ignore[no-untyped-def]
+        def pipe(self, texts, **kw):
             return nlp.pipe(texts, **kw)
 
     extractor._nlp = Counting()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
@@ -66,7 +67,7 @@ async def test_memory_writes_do_not_delay_the_reply(app: App, llm: ScriptedLLM, 
     gate = asyncio.Event()
     original = app.brain.absorber.absorb
 
-    async def slow_write(*args: object, **kw: object) -> None:
+    async def slow_write(*args: Any, **kw: Any) -> None:
         await gate.wait()
         await original(*args, **kw)
 

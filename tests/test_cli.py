@@ -148,7 +148,9 @@ def test_a_simulated_clock_lives_a_year_of_forgetting_in_a_few_commands(env: dic
     def pruned(now: str) -> int:
         out = run_cli(["dream", "--now", now], env)
         assert out.returncode == 0, out.stderr
-        return int(re.search(r"pruned_edges=(\d+)", out.stdout).group(1))
+        pruned = re.search(r"pruned_edges=(\d+)", out.stdout)
+        assert pruned is not None, out.stdout
+        return int(pruned.group(1))
 
     assert any("jazz" in f for f in facts("2026-01-06T09:00:00Z"))
     assert pruned("2026-01-06T09:00:00Z") == 0, "a day later nothing has faded"

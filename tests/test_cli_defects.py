@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from bot.app import App
 from bot.cli import _parser, quiet_discord_voice
 from bot.config import Settings, settings_problems
 
@@ -52,7 +53,7 @@ def test_the_command_line_says_it_so_before_anything_starts(bad_environment: Non
     assert "dream_hour" not in err and "errors.pydantic.dev" not in err and "type=" not in err
 
 
-def test_an_ask_line_now_outside_the_calendar_is_refused_and_a_lower_case_z_is_utc(tmp_path) -> None:
+def test_an_ask_line_now_outside_the_calendar_is_refused_and_a_lower_case_z_is_utc(tmp_path: Path) -> None:
     """`hippobot ask` bounds a line's "now" as --now is bounded (1970-2200), and reads "z" as UTC (issue 32.20,
     32.22)."""
     from datetime import UTC, datetime
@@ -101,7 +102,7 @@ def test_run_does_not_warn_that_voice_is_unsupported(caplog: pytest.LogCaptureFi
 
 
 async def test_recall_from_a_channel_named_as_places_names_it_sees_that_channels_memories(
-        app, db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        app: App, db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A new user's probe: after importing a DiscordChatExporter export of #mods (id 555) as private,
     `hippobot recall ... --channel '#mods'` took '#mods' for an id nobody used and showed nothing of it, as if
     asked in public, while `places --channel '#mods'` found the channel; an unknown name is now refused."""

@@ -6,6 +6,7 @@ import argparse
 import io
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,7 +17,7 @@ from tests.conftest import make_settings
 
 APPROVER = Voter("u-mod", "mod", frozenset({"hippobot-approver"}))
 # A guild's proposal, its examples quoted from that guild's messages.
-TEA = {"name": "tea_talk", "description": "Messages about tea", "examples": ["which oolong for a cold evening?",
+TEA: dict[str, Any] = {"name": "tea_talk", "description": "Messages about tea", "examples": ["which oolong for a cold evening?",
        "is gyokuro worth the price?", "how long do I steep a sencha?"],
        "context_turns": 5, "context_vectors": 5, "similarity_threshold": 0.7, "triple_depth": 1}
 

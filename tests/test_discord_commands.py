@@ -6,12 +6,17 @@ tests/test_discord.py."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 from unittest.mock import AsyncMock, MagicMock
 
 import discord
+from discord import app_commands
+from discord.ext import commands
 from pydantic import SecretStr
 import pytest
 
@@ -24,7 +29,7 @@ from bot.discord.dream import DreamCog, ProposalButton
 from bot.discord.services import Services
 from bot.discord.rules import MessageFacts, parse_message_link, scope_for, should_answer, split_message
 from bot.discord.streaming import StreamingReply
-from dream.governance import Proposal
+from dream.governance import PENDING, Proposal
 from memory.clock import SimulatedClock
 
 GUILD = 555
@@ -67,6 +72,14 @@ def interaction(user: MagicMock, client: object = None, *, guild: int | None = G
     return i
 
 
+async def run_command(cog: commands.Cog, command: app_commands.Command[Any, ..., Any], i: MagicMock,
+                      *args: object) -> None:
+    """Run a cog's slash command on a fake interaction as discord.py runs it: its callback, given the cog first
+    (discord.py types the callback as either bound or unbound; a cog's command is unbound)."""
+    callback: Callable[..., Awaitable[object]] = command.callback
+    await callback(cog, i, *args)
+
+
 def said(i: MagicMock) -> str:
     """What the interaction answered, with an attached text file's content (long answers are attached)."""
     call = i.response.send_message.call_args or i.followup.send.call_args
@@ -104,7 +117,7 @@ async def test_forget_me_asks_first_then_removes_only_that_user(two_speakers: Ap
     app = two_speakers
     cog = AdminCog(*cog_args(app))  # type: ignore[arg-type]
     ask = interaction(member(111))
-    await cog.forget_me.callback(cog, ask)
+    await run_command(cog, cog.forget_me, ask)
     view = ask.response.send_message.call_args.kwargs["view"]
     assert ask.response.send_message.call_args.kwargs["ephemeral"] is True
     pool = app.db.pool
@@ -124,7 +137,7 @@ async def test_config_show_never_prints_secrets(app: App) -> None:
     settings = app.settings.model_copy(update={"discord_token": SecretStr("very-secret")})
     cog = AdminCog(SimpleNamespace(settings=settings, user=None), Services.of(app))  # type: ignore[arg-type]
     i = interaction(member(2, manage=True))
-    await cog.config_show.callback(cog, i)
+    await run_command(cog, cog.config_show, i)
     assert "very-secret" not in said(i) and "********" in said(i)
 
 
@@ -132,7 +145,7 @@ async def test_whatdoyouknow_lists_only_the_askers_memories(two_speakers: App) -
     app = two_speakers
     cog = AdminCog(*cog_args(app))  # type: ignore[arg-type]
     i = interaction(member(111))
-    await cog.whatdoyouknow.callback(cog, i)
+    await run_command(cog, cog.whatdoyouknow, i)
     assert "peanuts" in said(i) and "trumpet" not in said(i)
 
 
@@ -145,26 +158,26 @@ async def test_whatdoyouknow_shows_a_restricted_channels_memories_only_there(app
     await app.brain.drain()
     cog = AdminCog(*cog_args(app))  # type: ignore[arg-type]
     public = interaction(member(111))  # asked in channel 42, which everyone sees
-    await cog.whatdoyouknow.callback(cog, public)
+    await run_command(cog, cog.whatdoyouknow, public)
     assert "peanuts" in said(public) and "salary" not in said(public)
     inside = interaction(member(111))
     inside.channel_id = 77
-    await cog.whatdoyouknow.callback(cog, inside)
+    await run_command(cog, cog.whatdoyouknow, inside)
     assert "salary" in said(inside) and "peanuts" in said(inside)
 
 
 def test_answer_rules() -> None:
-    base = dict(author_id=1, author_is_bot=False, bot_id=99, is_dm=False, mentions_bot=False, channel_id=10,
-                parent_channel_id=None, thread_owner_id=None)
+    base = MessageFacts(author_id=1, author_is_bot=False, bot_id=99, is_dm=False, mentions_bot=False, channel_id=10,
+                        parent_channel_id=None, thread_owner_id=None)
     rules = dict(allowed_channels={20}, dream_channels={30})
-    assert not should_answer(MessageFacts(**base), **rules)
-    assert should_answer(MessageFacts(**{**base, "mentions_bot": True}), **rules)
-    assert should_answer(MessageFacts(**{**base, "is_dm": True}), **rules)
-    assert should_answer(MessageFacts(**{**base, "channel_id": 20}), **rules)
-    assert should_answer(MessageFacts(**{**base, "channel_id": 11, "parent_channel_id": 10, "thread_owner_id": 99}), **rules)
-    assert not should_answer(MessageFacts(**{**base, "mentions_bot": True, "author_is_bot": True}), **rules)
-    assert not should_answer(MessageFacts(**{**base, "mentions_bot": True, "author_id": 99}), **rules)
-    assert not should_answer(MessageFacts(**{**base, "mentions_bot": True, "channel_id": 30}), **rules)
+    assert not should_answer(base, **rules)
+    assert should_answer(replace(base, mentions_bot=True), **rules)
+    assert should_answer(replace(base, is_dm=True), **rules)
+    assert should_answer(replace(base, channel_id=20), **rules)
+    assert should_answer(replace(base, channel_id=11, parent_channel_id=10, thread_owner_id=99), **rules)
+    assert not should_answer(replace(base, mentions_bot=True, author_is_bot=True), **rules)
+    assert not should_answer(replace(base, mentions_bot=True, author_id=99), **rules)
+    assert not should_answer(replace(base, mentions_bot=True, channel_id=30), **rules)
     assert scope_for(5, 1) == "5" and scope_for(None, 1) == "dm:1"
 
 
@@ -178,8 +191,9 @@ def test_split_message_respects_the_limit_and_keeps_every_word() -> None:
 
 def test_message_links() -> None:
     link = parse_message_link("see https://discord.com/channels/1/2/3 please")
-    assert (link.guild_id, link.channel_id, link.message_id) == (1, 2, 3)
-    assert parse_message_link("https://discord.com/channels/@me/2/3").guild_id is None
+    assert link is not None and (link.guild_id, link.channel_id, link.message_id) == (1, 2, 3)
+    dm = parse_message_link("https://discord.com/channels/@me/2/3")
+    assert dm is not None and dm.guild_id is None
     assert parse_message_link("not a link") is None
 
 
@@ -273,13 +287,13 @@ def test_a_post_cut_to_discords_limit_keeps_its_decision_and_how_to_vote() -> No
         assert end in text.splitlines()[-1] or end in text.splitlines()[-2], text[-200:]
 
 
-async def test_run_with_a_token_discord_refuses_says_what_to_fix(app: App, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+async def test_run_with_a_token_discord_refuses_says_what_to_fix(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
     from bot.discord import client as client_module
 
-    async def open_app(settings, **kw):  # type: ignore[no-untyped-def]
+    async def open_app(settings, **kw):
         return app
 
-    async def refuse(self, token, **kw):  # type: ignore[no-untyped-def]
+    async def refuse(self, token, **kw):
         raise discord.LoginFailure("Improper token has been passed.")
 
     monkeypatch.setattr(client_module.App, "open", open_app)
@@ -291,7 +305,7 @@ async def test_run_with_a_token_discord_refuses_says_what_to_fix(app: App, monke
     absorbed: list[int] = []
     backlog = app.absorb_backlog
 
-    async def spy(**kw):  # type: ignore[no-untyped-def]
+    async def spy(**kw):
         absorbed.append(await backlog(**kw))
         return absorbed[-1]
 
@@ -332,7 +346,7 @@ async def test_memory_stats_show_only_this_server(app: App) -> None:
     await propose(app, str(OTHER), "their_idea")
     cog = AdminCog(*cog_args(app))  # type: ignore[arg-type]
     i = interaction(member(2, manage=True))
-    await cog.memory_stats.callback(cog, i)
+    await run_command(cog, cog.memory_stats, i)
     assert "messages: 2" in said(i) and "people: 1" in said(i) and "pending proposals: 0" in said(i)
     # every layer's own figures, this server's only (the other server's three replies are not moments here)
     assert "graph edges: " in said(i) and "resonance: moments: 1 " in said(i) and "spatial gate attempts" in said(i)
@@ -359,7 +373,7 @@ async def test_dream_status_shows_this_servers_runs_and_the_nightly_ones_only(ap
     await propose(app, str(GUILD), "our_idea")
     cog = AdminCog(*cog_args(app))  # type: ignore[arg-type]
     i = interaction(member(2, manage=True))
-    await cog.dream_status.callback(cog, i)
+    await run_command(cog, cog.dream_status, i)
     lines = said(i).splitlines()
     assert any(line.startswith(f"#{ids[str(GUILD)]} ") for line in lines)
     assert any(line.startswith(f"#{ids[None]} ") for line in lines)
@@ -375,7 +389,7 @@ async def test_a_cogs_now_is_the_apps_clock(app: App) -> None:
     later = SimulatedClock(datetime.now(UTC) + timedelta(days=30))
     cog = AdminCog(bot, replace(services, clock=later))  # type: ignore[arg-type]
     i = interaction(member(2, manage=True))
-    await cog.dream_status.callback(cog, i)
+    await run_command(cog, cog.dream_status, i)
     assert "pending proposals: 0" in said(i)
     [(status, decided_at)] = await app.db.pool.fetch("SELECT status, decided_at FROM proposals")
     assert status == "expired" and decided_at == later.now()
@@ -384,7 +398,7 @@ async def test_a_cogs_now_is_the_apps_clock(app: App) -> None:
 async def test_dream_run_dreams_only_this_server(app: App) -> None:
     cog = AdminCog(*cog_args(app))  # type: ignore[arg-type]
     i = interaction(member(2, manage=True))
-    await cog.dream_run.callback(cog, i)
+    await run_command(cog, cog.dream_run, i)
     assert i.response.defer.await_count == 1
     assert await app.db.pool.fetchval("SELECT scope FROM dream_runs") == str(GUILD)
 
@@ -408,14 +422,14 @@ async def test_an_admin_command_posts_the_outbox_through_the_shared_posting_not_
     bot = SimpleNamespace(settings=app.settings, user=None)
     cog = AdminCog(bot, services)  # type: ignore[arg-type]
     i = interaction(member(2, manage=True))
-    await cog.dream_channel_clear.callback(cog, i)
+    await run_command(cog, cog.dream_channel_clear, i)
     assert posted == [pid]
 
 
 async def test_config_show_names_only_this_servers_channels(app: App) -> None:
     cog = AdminCog(*cog_args(app, discord_allowed_channels=[42, 9191], dream_channel_id=9292))  # type: ignore[arg-type]
     i = interaction(member(2, manage=True), channels=(42, 43))
-    await cog.config_show.callback(cog, i)
+    await run_command(cog, cog.config_show, i)
     assert "42" in said(i) and "9191" not in said(i) and "9292" not in said(i)
     assert str(app.settings.data_dir) not in said(i)
 
@@ -423,7 +437,7 @@ async def test_config_show_names_only_this_servers_channels(app: App) -> None:
 async def test_archetype_disable_is_this_servers_override_with_who_did_it(app: App) -> None:
     cog = AdminCog(*cog_args(app))  # type: ignore[arg-type]
     i = interaction(member(2, manage=True))
-    await cog.archetype_disable.callback(cog, i, "technical_debugging")
+    await run_command(cog, cog.archetype_disable, i, "technical_debugging")
     assert "disabled in this server" in said(i)
     store = app.archetype_store
     here = {a.name: a for a in await store.list_archetypes(scope=str(GUILD))}
@@ -433,11 +447,11 @@ async def test_archetype_disable_is_this_servers_override_with_who_did_it(app: A
     assert "technical_debugging" in [a.name for a in app.router.archetypes_in(str(OTHER))]
     assert "technical_debugging" not in [a.name for a in app.router.archetypes_in(str(GUILD))]
     listed = interaction(member(2, manage=True))
-    await cog.archetype_list.callback(cog, listed)
+    await run_command(cog, cog.archetype_list, listed)
     assert any("technical_debugging" in line and "off" in line and "switched here by 2" in line
                for line in said(listed).splitlines())
     unknown = interaction(member(2, manage=True))
-    await cog.archetype_enable.callback(cog, unknown, "no_such_thing")
+    await run_command(cog, cog.archetype_enable, unknown, "no_such_thing")
     assert said(unknown).startswith("⚠️")
 
 
@@ -447,10 +461,10 @@ async def test_admin_and_votes_use_one_approver_rule(app: App) -> None:
     app.governance.policy = ApproverPolicy(frozenset({"council"}))
     cog = AdminCog(*cog_args(app))  # type: ignore[arg-type]
     old_role = interaction(member(3, roles=("hippobot-approver",)))
-    await cog.memory_stats.callback(cog, old_role)
+    await run_command(cog, cog.memory_stats, old_role)
     assert "needs Manage Server or the approver role" in said(old_role)
     council = interaction(member(4, roles=("council",)))
-    await cog.memory_stats.callback(cog, council)
+    await run_command(cog, cog.memory_stats, council)
     assert "messages: 0" in said(council)
 
 
@@ -459,13 +473,13 @@ async def test_a_vote_button_defers_before_the_vote(app: App) -> None:
     order: list[str] = []
     vote = app.governance.vote
 
-    async def recording_vote(*args, **kwargs):  # type: ignore[no-untyped-def]
+    async def recording_vote(*args, **kwargs):
         order.append("vote")
         return await vote(*args, **kwargs)
 
     app.governance.vote = recording_vote  # type: ignore[method-assign]
     cog = DreamCog(*cog_args(app))  # type: ignore[arg-type]
-    client = SimpleNamespace(get_cog=lambda name: cog)
+    client = SimpleNamespace(dream_cog=cog)  # the bot's DreamCog, as DreamCog.cog_load sets it
     i = interaction(member(3, roles=("hippobot-approver",)), client)
     i.response.defer.side_effect = lambda **kw: order.append("defer")
     await ProposalButton("approve", pid).callback(i)
@@ -475,19 +489,33 @@ async def test_a_vote_button_defers_before_the_vote(app: App) -> None:
     assert not i.response.send_message.called
 
 
+@pytest.mark.parametrize("client", [SimpleNamespace(dream_cog=None), SimpleNamespace()],
+                         ids=["dream-cog-unloaded", "not-the-bot"])
+async def test_a_vote_button_without_a_dream_cog_says_the_dream_channel_is_not_running(
+        app: App, client: SimpleNamespace) -> None:
+    """A bot whose DreamCog is not loaded (or a client that is not the bot) has no one to vote through: the
+    button says so, and nothing is voted."""
+    pid = await propose(app, str(GUILD), "tea_talk")
+    i = interaction(member(3, roles=("hippobot-approver",)), client)
+    await ProposalButton("approve", pid).callback(i)
+    i.response.send_message.assert_awaited_once_with("The dream channel is not running.", ephemeral=True)
+    assert not i.response.defer.called
+    assert (await app.governance.get(pid)).status == PENDING
+
+
 async def test_forget_me_answers_before_forgetting(two_speakers: App) -> None:
     app = two_speakers
     order: list[str] = []
     forget_author = app.provenance.forget_author
 
-    async def recording(*args, **kwargs):  # type: ignore[no-untyped-def]
+    async def recording(*args, **kwargs):
         order.append("forget")
         return await forget_author(*args, **kwargs)
 
     app.provenance.forget_author = recording  # type: ignore[method-assign]
     cog = AdminCog(*cog_args(app))  # type: ignore[arg-type]
     ask = interaction(member(111))
-    await cog.forget_me.callback(cog, ask)
+    await run_command(cog, cog.forget_me, ask)
     confirm = interaction(member(111))
     confirm.response.edit_message.side_effect = lambda **kw: order.append("answer")
     await ask.response.send_message.call_args.kwargs["view"].confirm.callback(confirm)
@@ -499,7 +527,7 @@ async def test_memory_recall_links_its_sources(app: App) -> None:
     await app.brain.drain()
     cog = AdminCog(*cog_args(app))  # type: ignore[arg-type]
     i = interaction(member(2, manage=True))
-    await cog.memory_recall.callback(cog, i, "what does Miso eat?")
+    await run_command(cog, cog.memory_recall, i, "what does Miso eat?")
     assert f"<https://discord.com/channels/{GUILD}/42/987654321>" in said(i)
 
 
@@ -511,7 +539,7 @@ def test_source_labels() -> None:
     assert source_label("import", "msg-17", "general", 1) == "import msg-17"
 
 
-async def test_dream_adapter_status_and_rollback_are_this_servers(app: App, tmp_path) -> None:
+async def test_dream_adapter_status_and_rollback_are_this_servers(app: App, tmp_path: Path) -> None:
     from datetime import timedelta
 
     scope = scope_for(GUILD, 1)
@@ -530,13 +558,13 @@ async def test_dream_adapter_status_and_rollback_are_this_servers(app: App, tmp_
                        "VALUES ('999', 'active', $1, 'x', now())", str(tmp_path))
     cog = AdminCog(*cog_args(app))  # type: ignore[arg-type]
     nobody = interaction(member(1))
-    await cog.adapter_rollback.callback(cog, nobody)
+    await run_command(cog, cog.adapter_rollback, nobody)
     assert "needs Manage Server" in said(nobody)
     manager = interaction(member(2, manage=True))
-    await cog.adapter_status.callback(cog, manager)
+    await run_command(cog, cog.adapter_status, manager)
     assert f"in use: adapter #{second}" in said(manager)
     manager = interaction(member(2, manage=True))
-    await cog.adapter_rollback.callback(cog, manager)
+    await run_command(cog, cog.adapter_rollback, manager)
     assert f"Adapter #{second} rolled back" in said(manager) and f"adapter #{first}." in said(manager)
     assert not second_path.exists()
     assert await pool.fetchval("SELECT status FROM adapters WHERE scope = '999'") == "active", "another server's"

@@ -4,8 +4,10 @@ and the opt-out store on the real database."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Collection
+from dataclasses import replace
 from datetime import UTC, datetime
+from typing import Any, TypedDict
 
 import asyncpg
 
@@ -14,13 +16,27 @@ from bot.discord.ratelimit import RateLimiter
 from bot.discord.rules import MessageFacts, Part, channel_mode, split_message, take_part
 from bot.discord.streaming import StreamingReply
 
-BASE = {"author_id": 1, "author_is_bot": False, "bot_id": 99, "is_dm": False, "mentions_bot": False, "channel_id": 10,
-            "parent_channel_id": None, "thread_owner_id": None}
-NONE = {"remember": False, "opted_out": False, "dream_channels": {30}}
+BASE = MessageFacts(author_id=1, author_is_bot=False, bot_id=99, is_dm=False, mentions_bot=False, channel_id=10,
+                    parent_channel_id=None, thread_owner_id=None)
 
 
-def facts(**changes: object) -> MessageFacts:
-    return MessageFacts(**{**BASE, **changes})  # type: ignore[arg-type]
+class Rules(TypedDict):
+    """take_part's arguments besides the message and the channel's mode."""
+
+    remember: bool
+    opted_out: bool
+    dream_channels: Collection[int]
+
+
+def rules(*, remember: bool = False, opted_out: bool = False) -> Rules:
+    return {"remember": remember, "opted_out": opted_out, "dream_channels": {30}}
+
+
+NONE = rules()
+
+
+def facts(**changes: Any) -> MessageFacts:
+    return replace(BASE, **changes)
 
 
 def test_mention_mode_answers_only_what_is_addressed() -> None:
@@ -35,14 +51,14 @@ def test_chat_answers_all_and_quiet_answers_none() -> None:
 
 
 def test_memory_stores_what_is_not_answered_unless_the_author_opted_out() -> None:
-    assert take_part(facts(), mode="quiet", **{**NONE, "remember": True}) == Part(False, True)
-    assert take_part(facts(), mode="quiet", **{**NONE, "remember": True, "opted_out": True}) == Part(False, False)
-    assert take_part(facts(mentions_bot=True), mode="mention", **{**NONE, "opted_out": True}) == Part(True, False), \
+    assert take_part(facts(), mode="quiet", **rules(remember=True)) == Part(False, True)
+    assert take_part(facts(), mode="quiet", **rules(remember=True, opted_out=True)) == Part(False, False)
+    assert take_part(facts(mentions_bot=True), mode="mention", **rules(opted_out=True)) == Part(True, False), \
         "an opted-out person is answered, never stored"
 
 
 def test_bots_and_the_dream_channel_are_never_conversation_even_remembered() -> None:
-    remembered = {**NONE, "remember": True}
+    remembered = rules(remember=True)
     assert take_part(facts(author_is_bot=True), mode="chat", **remembered) == Part(False, False)
     assert take_part(facts(author_id=99), mode="chat", **remembered) == Part(False, False)
     assert take_part(facts(channel_id=30), mode="chat", **remembered) == Part(False, False)

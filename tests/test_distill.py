@@ -12,7 +12,7 @@ import pytest
 
 from bot.config import Settings
 from bot.distill import STEPS, TIME_LIMIT, Distiller, DistillSettings, heldout_text
-from bot.llm import EngineConfig, TransformersLLM, ensure_bundled_model
+from bot.llm import EngineConfig, LanguageModel, TransformersLLM, ensure_bundled_model
 from bot.llm_llamacpp import LORA_GGUF, LlamaCppLLM
 from memory.layers.weights import AdapterRef, Cloze, TrainingText
 
@@ -102,9 +102,10 @@ def test_the_time_limit_is_a_safety_stop_and_says_so(tiny_model: Path, tmp_path:
     assert "3 of 8 steps kept, 3 trained in 171 s" in reason and "120 s safety limit" in reason
 
 
-async def _greedy(llm, adapter) -> tuple[str, float]:  # type: ignore[no-untyped-def]
+async def _greedy(llm: LanguageModel, adapter: AdapterRef | None) -> tuple[str, float]:
     gen = llm.generate(PROMPT, adapter=adapter, max_new_tokens=6)
     text = await gen.complete()
+    assert gen.stats.mean_surprise is not None, "a generation that wrote tokens measured their surprise"
     return text, gen.stats.mean_surprise
 
 

@@ -16,9 +16,10 @@ import dream.archetype_analysis as analysis
 import dream.replay as replay_module
 from bot.app import App
 from bot.console import Console, ConsoleIdentity
-from dream.cycle import DreamCycle, StepReport
+from dream.cycle import DreamCycle, RunReport, StepReport
 from dream.digest import render_digest
-from dream.governance import GovernanceError, NotAnApprover, OtherScope, UnknownKind, UnknownProposal, Voter
+from dream.governance import (GovernanceError, NotAnApprover, OtherScope, Proposal, UnknownKind, UnknownProposal,
+                              Voter)
 from dream.steps import DEFAULT_STEPS
 from dream.themes import LIGHT_VERBS, PoorMatch, Recurrence, gerund, theme_words
 from memory.salience import TRIVIA, batch_novelty, imported_salience
@@ -31,7 +32,7 @@ APPROVER = Voter("u-mod", "mod", frozenset({"hippobot-approver"}))
 PLANNING_WORDS = re.compile(r"plan|project|milestone|timeline|roadmap|phase|step|schedule|task", re.I)
 
 
-async def dreamt(app: App, tmp_path: Path) -> tuple[object, object]:
+async def dreamt(app: App, tmp_path: Path) -> tuple[RunReport, list[Proposal]]:
     await app.importer.run(month_of_history(tmp_path / "month.jsonl"), "g1")
     report = await app.dream.run(NOW)
     planning = [p for p in await app.governance.list() if PLANNING_WORDS.search(p.payload["name"])]
@@ -193,7 +194,7 @@ def test_a_theme_is_never_named_after_a_person() -> None:
 
 
 async def test_two_processes_dream_once(app: App) -> None:
-    async def slow(services, now):  # type: ignore[no-untyped-def]
+    async def slow(services, now):
         await asyncio.sleep(0.5)
         return StepReport(counts={"n": 1})
 
@@ -208,7 +209,7 @@ async def test_two_processes_dream_once(app: App) -> None:
 
 async def test_a_run_finishes_in_its_own_time_not_the_servers(app: App) -> None:
     """A dream at a simulated time (``--now``) finishes a moment after it started, in that time."""
-    async def quick(services, now):  # type: ignore[no-untyped-def]
+    async def quick(services, now):
         return StepReport(counts={"n": 1})
 
     then = datetime(2025, 3, 1, 3, 0, tzinfo=UTC)
@@ -219,10 +220,10 @@ async def test_a_run_finishes_in_its_own_time_not_the_servers(app: App) -> None:
 
 
 async def test_a_failing_step_leaves_the_others_work_in_place(app: App) -> None:
-    async def boom(services, now):  # type: ignore[no-untyped-def]
+    async def boom(services, now):
         raise RuntimeError("disk on fire")
 
-    async def count(services, now):  # type: ignore[no-untyped-def]
+    async def count(services, now):
         await services.pool.execute("INSERT INTO dream_runs (trigger) VALUES ('manual')")  # visible side effect
         return StepReport(counts={"wrote": 1})
 
@@ -238,10 +239,10 @@ async def test_a_failing_step_leaves_the_others_work_in_place(app: App) -> None:
 async def test_a_run_stopped_part_way_is_abandoned_and_the_next_one_runs(app: App) -> None:
     started = asyncio.Event()
 
-    async def done(services, now):  # type: ignore[no-untyped-def]
+    async def done(services, now):
         return StepReport(counts={"done": 1})
 
-    async def forever(services, now):  # type: ignore[no-untyped-def]
+    async def forever(services, now):
         started.set()
         await asyncio.sleep(3600)
         return StepReport()
@@ -337,11 +338,11 @@ async def test_proposing_only_stores_the_outbox_posts(app: App, tmp_path: Path) 
     class Recorder:
         posted: list[int] = []
 
-        async def post_proposal(self, proposal):  # type: ignore[no-untyped-def]
+        async def post_proposal(self, proposal):
             self.posted.append(proposal.id)
             return "ref"
 
-        async def post_digest(self, text, chart):  # type: ignore[no-untyped-def]
+        async def post_digest(self, text, chart):
             return None
 
     app.dream.services.channel = Recorder()
@@ -359,7 +360,7 @@ async def test_the_analysis_and_replay_run_off_the_event_loop(app: App, monkeypa
     centres = rng.normal(size=(6, 384))
     pool = app.db.pool
     n = 2500
-    rows = [("g1", "import", str(i), "c1", f"u{i % 7}", "x", f"message {i} about theme {i % 6} {rng.integers(1e9)}",
+    rows = [("g1", "import", str(i), "c1", f"u{i % 7}", "x", f"message {i} about theme {i % 6} {rng.integers(10**9)}",
              NOW - timedelta(days=1, minutes=i)) for i in range(n)]
     await pool.executemany(
         """INSERT INTO messages (scope, source, external_id, channel_id, author_id, author_name, content, created_at,
@@ -379,8 +380,8 @@ async def test_the_analysis_and_replay_run_off_the_event_loop(app: App, monkeypa
     ticks = 0
     during: dict[str, tuple[int, bool]] = {}
 
-    def watched(name, fn):  # type: ignore[no-untyped-def]
-        def run(*args, **kw):  # type: ignore[no-untyped-def]
+    def watched(name, fn):
+        def run(*args, **kw):
             start = ticks
             result = fn(*args, **kw)
             # Running on the loop's own thread, no other coroutine could have ticked meanwhile.
@@ -491,7 +492,7 @@ async def test_kinds_are_registered_and_a_vote_on_an_unknown_kind_is_a_clear_err
         await app.governance.propose("persona_shift", "t", {}, "r", {}, centroid=None, now=now)
     applied = []
 
-    async def apply(conn, row, approvers):  # type: ignore[no-untyped-def]
+    async def apply(conn, row, approvers):
         applied.append((row["id"], approvers))
 
     app.governance.register_kind("persona_shift", apply)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from bot.app import App
 from memory.layers.facts import prompt_line
+from memory.recall import ContextBundle
 from memory.semantic import Fact, fact_rank
 
 
@@ -39,7 +41,7 @@ def test_node_cards_weigh_in_the_ranking() -> None:
     assert fact_rank(replace(fresh, hops=2)) < fact_rank(fresh)
 
 
-async def test_what_people_here_think_joins_the_persona_as_each_audience_may_see_it(app) -> None:  # type: ignore[no-untyped-def]
+async def test_what_people_here_think_joins_the_persona_as_each_audience_may_see_it(app: App) -> None:
     from bot.brain import IncomingTurn
 
     def turn(text: str, author: str, channel: str = "c1", private: bool = False) -> IncomingTurn:
@@ -51,12 +53,15 @@ async def test_what_people_here_think_joins_the_persona_as_each_audience_may_see
         await (await app.brain.respond(t)).complete()
     await app.brain.writer.drain()
 
-    def people(bundle) -> str:  # type: ignore[no-untyped-def]
-        return next(i.prompt_line for i in bundle.section("persona").items if i.kind == "stances")
+    def people(bundle: ContextBundle) -> str:
+        persona = bundle.section("persona")
+        assert persona is not None
+        return next(i.prompt_line for i in persona.items if i.kind == "stances")
 
     public = await app.brain.context("any plans this weekend?", "g1", channel_id="c1")
     assert people(public) == "What people here think: hiking (2 like it)"
     private = await app.brain.context("any plans?", "g1", channel_id="c-priv", visible_channel="c-priv")
     assert people(private) == "What people here think: hiking (2 like it, 1 dislikes it)"
     other = await app.brain.context("any plans?", "g2", channel_id="c1")
-    assert all(i.kind != "stances" for i in other.section("persona").items)
+    persona = other.section("persona")
+    assert persona is not None and all(i.kind != "stances" for i in persona.items)

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import argparse
 import io
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pytest
 
 from bot import forget_cli
 from bot.app import App
+from memory.embed import MiniLMEmbedder
 from memory.errors import InvalidInput
+from tests.fakes import ScriptedLLM
 from tests.test_importer import write_jsonl
 
 ROWS = [
@@ -24,6 +27,11 @@ ROWS = [
     {"id": "4", "channel": "300", "channel_name": "baking", "author": {"id": "9", "name": "ana"},
      "timestamp": "2026-10-01T10:03:00Z", "text": "my sourdough starter smells like acetone, is it dead?"},
 ]
+
+
+def history_file(path: Path, rows: Sequence[Mapping[str, object]]) -> Path:
+    """An export file holding ``rows``, one JSON object a line (test_importer's writer)."""
+    return write_jsonl(path, list(rows))
 
 
 def args(**kw: object) -> argparse.Namespace:
@@ -43,8 +51,8 @@ async def count(app: App, where: str = "true") -> int:
 
 async def test_forget_names_a_channel_person_or_message_and_asks_first(app: App, tmp_path: Path,
                                                                        capsys: pytest.CaptureFixture[str]) -> None:
-    await app.importer.run(write_jsonl(tmp_path / "h.jsonl", ROWS), "g1")
-    await app.importer.run(write_jsonl(tmp_path / "h.jsonl", ROWS), "g2")  # another server keeps its copy
+    await app.importer.run(history_file(tmp_path / "h.jsonl", ROWS), "g1")
+    await app.importer.run(history_file(tmp_path / "h.jsonl", ROWS), "g2")  # another server keeps its copy
     # a name two people share is refused with both ids; an id settles it
     code, _ = await forget(app, person="ana")
     assert code == 2 and "fits several in scope 'g1': 7 (ana), 9 (ana)" in capsys.readouterr().err
@@ -65,9 +73,9 @@ async def test_forget_names_a_channel_person_or_message_and_asks_first(app: App,
 
 
 async def test_a_channel_imported_as_public_is_not_made_private_halfway(app: App, tmp_path: Path) -> None:
-    path = write_jsonl(tmp_path / "h.jsonl", ROWS)
+    path = history_file(tmp_path / "h.jsonl", ROWS)
     await app.importer.run(path, "g1")
-    more = write_jsonl(tmp_path / "more.jsonl", [*ROWS, {**ROWS[2], "id": "5", "text": "rotate that token monthly"}])
+    more = history_file(tmp_path / "more.jsonl", [*ROWS, {**ROWS[2], "id": "5", "text": "rotate that token monthly"}])
     with pytest.raises(InvalidInput, match="forget it first .*--channel 200.*nothing imported"):
         await app.importer.run(more, "g1", private_channels=["200"])
     assert await count(app) == 4 and await count(app, "visible_in IS NOT NULL") == 0
@@ -76,18 +84,18 @@ async def test_a_channel_imported_as_public_is_not_made_private_halfway(app: App
     await app.importer.run(more, "g1", private_channels=["200"])
     assert await count(app, "channel_id = '200' AND visible_in = '200'") == 2
     # imported as private once, it stays private when a later file forgets to say so
-    later = write_jsonl(tmp_path / "later.jsonl", [{**ROWS[2], "id": "6", "text": "the vault is at vault.example"}])
+    later = history_file(tmp_path / "later.jsonl", [{**ROWS[2], "id": "6", "text": "the vault is at vault.example"}])
     await app.importer.run(later, "g1")
     assert await count(app, "external_id = '6' AND visible_in = '200'") == 1
 
 
 async def test_what_was_forgotten_is_not_brought_back_by_importing_it_again(app: App, tmp_path: Path) -> None:
-    path = write_jsonl(tmp_path / "h.jsonl", ROWS)
+    path = history_file(tmp_path / "h.jsonl", ROWS)
     await app.importer.run(path, "g1")
     assert (await forget(app, person="8", yes=True))[0] == 0  # bo: messages 2 and 3
     assert (await forget(app, message="4", yes=True))[0] == 0
     later = {**ROWS[1], "id": "9", "timestamp": "2099-01-01T00:00:00Z", "text": "bo again, after being forgotten"}
-    report = await app.importer.run(write_jsonl(tmp_path / "again.jsonl", [*ROWS, later]), "g1")
+    report = await app.importer.run(history_file(tmp_path / "again.jsonl", [*ROWS, later]), "g1")
     assert (report.imported, report.already_present, report.skipped_forgotten) == (1, 1, 3), report
     assert "3 forgotten before (not brought back)" in str(report)
     assert sorted(await app.db.pool.fetchval(
@@ -108,7 +116,7 @@ async def test_a_name_two_people_share_is_refused_with_their_ids_and_an_id_picks
 
     dara = {"id": "5", "channel": "100", "channel_name": "python-help", "author": {"id": "1004", "name": "dara"},
             "timestamp": "2026-10-01T10:05:00Z", "text": "my pip cache fills the whole disk on the build box"}
-    await app.importer.run(write_jsonl(tmp_path / "h.jsonl", [*ROWS, dara]), "g1")
+    await app.importer.run(history_file(tmp_path / "h.jsonl", [*ROWS, dara]), "g1")
     await ConversationStore(app.db.pool).add(NewMessage(  # and `hippobot chat --user dara` in the same scope
         scope="g1", source="console", external_id="c1", channel_id="console:general", author_id="console:dara",
         author_name="dara", content="I am the other dara, from the console", created_at=datetime(2026, 10, 2,
@@ -158,7 +166,7 @@ async def test_a_person_is_found_by_id_username_or_display_name_and_told_which( 
 async def test_a_message_is_found_by_the_label_the_console_shows(app: App, tmp_path: Path) -> None:
     # `hippobot chat` and `recall` show a console message as "#N" (the store's id) and an imported one as
     # "CHANNEL/ID"; forget --message took only the bare id, so "#N" was refused, and "N" found another message.
-    await app.importer.run(write_jsonl(tmp_path / "h.jsonl", ROWS), "g1")
+    await app.importer.run(history_file(tmp_path / "h.jsonl", ROWS), "g1")
     stored = await app.db.pool.fetchval("SELECT id FROM messages WHERE scope = 'g1' AND external_id = '4'")
     code, said = await forget(app, message=f"#{stored}", yes=True)
     assert code == 0 and "300/4 by ana" in said and await count(app, "external_id = '4'") == 0
@@ -168,15 +176,15 @@ async def test_a_message_is_found_by_the_label_the_console_shows(app: App, tmp_p
 
 async def test_another_scopes_stored_message_is_not_found(app: App, tmp_path: Path,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
-    await app.importer.run(write_jsonl(tmp_path / "h.jsonl", ROWS), "g1")
-    await app.importer.run(write_jsonl(tmp_path / "h.jsonl", ROWS), "g2")
+    await app.importer.run(history_file(tmp_path / "h.jsonl", ROWS), "g1")
+    await app.importer.run(history_file(tmp_path / "h.jsonl", ROWS), "g2")
     theirs = await app.db.pool.fetchval("SELECT id FROM messages WHERE scope = 'g2' AND external_id = '4'")
     code, _ = await forget(app, message=f"#{theirs}", yes=True)
     assert code == 2 and f"no message '#{theirs}'" in capsys.readouterr().err
     assert await app.db.pool.fetchval("SELECT count(*) FROM messages WHERE scope = 'g2'") == 4
 
 
-async def test_a_persons_tombstone_is_dated_by_the_apps_clock(db_url: str, tmp_path: Path, embedder, llm) -> None:  # type: ignore[no-untyped-def]
+async def test_a_persons_tombstone_is_dated_by_the_apps_clock(db_url: str, tmp_path: Path, embedder: MiniLMEmbedder, llm: ScriptedLLM) -> None:
     """A person forgotten on the app's (simulated) 1 March 2026 is forgotten for what they said until then; what
     they said after it, still long before the wall clock's today, is new and imported."""
     from datetime import UTC, datetime
@@ -188,10 +196,10 @@ async def test_a_persons_tombstone_is_dated_by_the_apps_clock(db_url: str, tmp_p
                          clock=SimulatedClock(datetime(2026, 3, 1, tzinfo=UTC)))
     try:
         early = [{**r, "timestamp": "2026-02-01T10:00:00Z"} for r in ROWS]
-        await app.importer.run(write_jsonl(tmp_path / "h.jsonl", early), "g1")
+        await app.importer.run(history_file(tmp_path / "h.jsonl", early), "g1")
         assert (await forget(app, person="8", yes=True))[0] == 0  # bo, on the app's 1 March
         later = {**ROWS[1], "id": "9", "timestamp": "2026-04-01T00:00:00Z", "text": "bo again, in April"}
-        report = await app.importer.run(write_jsonl(tmp_path / "again.jsonl", [later]), "g1")
+        report = await app.importer.run(history_file(tmp_path / "again.jsonl", [later]), "g1")
         assert report.imported == 1, report
     finally:
         await close_or_explain(app)

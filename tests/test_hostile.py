@@ -264,7 +264,8 @@ async def test_the_store_refuses_what_it_cannot_keep(app: App, field: str, value
     message = NewMessage(scope="g1", source="console", external_id="m1", channel_id="c", author_id="a",
                          author_name="ana", content="hello", created_at=datetime(2026, 10, 1, tzinfo=UTC))
     with pytest.raises(InvalidInput, match=why):
-        await app.conversations.add(replace(message, **{field: value}))
+        # hostile input: a value of the wrong type for its field, on purpose
+        await app.conversations.add(replace(message, **{field: value}))  # type: ignore[arg-type]
     assert await app.db.pool.fetchval("SELECT count(*) FROM messages") == 0
 
 

@@ -39,7 +39,7 @@ async def test_no_recall_crosses_a_scope_or_leaves_a_restricted_channel(app: App
     for i in range(N_SCOPES):
         scope, s = scope_of(i), secrets(i)
         dm = scope.startswith("dm:")
-        lines = [("pub", None, f"My locker code is {s['public']} and my sister lives in Lisbon{i}")]
+        lines: list[tuple[str, str | None, str]] = [("pub", None, f"My locker code is {s['public']} and my sister lives in Lisbon{i}")]
         if not dm:
             lines.append(("priv", "priv", f"The vault password is {s['restricted']}, my brother works at Acme{i}"))
         for channel, visible, text in lines:
@@ -60,13 +60,13 @@ async def test_no_recall_crosses_a_scope_or_leaves_a_restricted_channel(app: App
     kinds: set[str] = set()
     for i in range(N_SCOPES):
         scope, s = scope_of(i), secrets(i)
-        audiences = [(f"{scope}-pub", f"{scope}-pub"), (None, None)]
+        audiences: list[tuple[str | None, str | None]] = [(f"{scope}-pub", f"{scope}-pub"), (None, None)]
         if not scope.startswith("dm:"):
             audiences += [(f"{scope}-priv", f"{scope}-priv"), (f"{scope}-other", f"{scope}-other")]
         others = [secrets(j) for j in range(N_SCOPES) if j != i]
-        for channel_id, visible_channel in audiences:
+        for asked_in, visible_channel in audiences:
             for k in (3, 10):
-                bundles = await brain.contexts([(q, scope) for q in questions], channel_id=channel_id, k=k,
+                bundles = await brain.contexts([(q, scope) for q in questions], channel_id=asked_in, k=k,
                                                author_id=f"u{i}", visible_channel=visible_channel)
                 for bundle in bundles:
                     queries += 1

@@ -90,7 +90,7 @@ async def test_no_layer_recalls_across_a_scope_or_out_of_a_restricted_channel(ap
     seen: dict[tuple[str, str], int] = {}  # (kind, what it showed) -> times
     for i in range(N_SCOPES):
         scope, s = scope_of(i), secrets(i)
-        audiences = [(f"{scope}-pub", None), (None, None)]
+        audiences: list[tuple[str | None, str | None]] = [(f"{scope}-pub", None), (None, None)]
         if not scope.startswith("dm:"):
             audiences += [(f"{scope}-priv", f"{scope}-priv"), (f"{scope}-other", f"{scope}-other")]
         others = [secrets(j) for j in range(N_SCOPES) if j != i]

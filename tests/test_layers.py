@@ -51,8 +51,8 @@ class NotebookLayer(BaseLayer):
         self.forgotten += gone
         return {"notes": len(gone)}
 
-    def dream_steps(self):  # type: ignore[no-untyped-def]
-        async def tidy(now, scope):  # type: ignore[no-untyped-def]
+    def dream_steps(self):
+        async def tidy(now, scope):
             return StepResult(counts={"notes": len(self.words)})
         return (("notebook_tidy", tidy),)
 

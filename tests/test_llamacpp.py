@@ -13,8 +13,9 @@ from bot.app import App
 from bot.brain import IncomingTurn
 from bot.config import Settings, settings_problems
 from bot.engines import choose_engine, load_engine
-from bot.llm import EngineConfig, LLMError, TransformersLLM
+from bot.llm import EngineConfig, LanguageModel, LLMError, TransformersLLM
 from bot.llm_llamacpp import LlamaCppLLM, ensure_bundled_gguf
+from bot.prompt import Prompt
 from memory.embed import MiniLMEmbedder
 from tests.conftest import make_settings
 
@@ -94,7 +95,7 @@ async def test_the_trimmed_vocabulary_writes_what_the_shipped_one_writes(gemma: 
         shipped.close()
 
 
-def test_a_trim_that_fails_is_an_engine_error(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_trim_that_fails_is_an_engine_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A full disk while writing the trimmed copy is an LLMError, which `auto` answers with transformers."""
     from bot import gguf_trim
 
@@ -107,7 +108,7 @@ def test_a_trim_that_fails_is_an_engine_error(tmp_path: Path, monkeypatch) -> No
     assert not list((tmp_path / "gguf").glob("*.latin.gguf*")), "nothing half-written is left to be trusted"
 
 
-def test_extra_buffer_types_follow_the_cpu_and_the_override(gemma: LlamaCppLLM, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_extra_buffer_types_follow_the_cpu_and_the_override(gemma: LlamaCppLLM, monkeypatch: pytest.MonkeyPatch) -> None:
     """On a CPU with AMX tiles llama.cpp's extra buffer types are off (their AMX kernels segfault on the first
     decode here); the model loaded for these tests says which way it went, and the setting overrides."""
     import llama_cpp.llama_cpp as lib
@@ -158,6 +159,7 @@ async def test_boosts_change_the_choice_and_surprise_is_measured_without_them(ge
     )
     plain = gemma.generate("The capital of France is", max_new_tokens=1)
     assert await plain.complete() != "banana"
+    assert plain.stats.mean_surprise is not None and generation.stats.mean_surprise is not None
     assert plain.stats.mean_surprise < generation.stats.mean_surprise
 
 
@@ -283,7 +285,7 @@ def test_top_p_sampling_keeps_exactly_the_nucleus() -> None:
 # --- the reader adapter and one's own GGUF (issue 28) ------------------------------------------------------------
 
 
-def _memory_prompt(llm, settings: Settings) -> object:  # type: ignore[no-untyped-def]
+def _memory_prompt(llm: LanguageModel, settings: Settings) -> Prompt:
     """A question whose answer is in the memory section, laid out as the bot lays it out for ``llm``."""
     from bot.app import prompt_builder
     from memory.archetypes import ContextPlan
@@ -309,6 +311,7 @@ async def test_the_reader_is_on_by_default_and_answers_from_memory(engine: str) 
     assert reader_for(Settings(_env_file=None, reader=False)) is None
     assert reader_for(Settings(_env_file=None, model="/models/mine.gguf")) is None, "never on one's own model"
     config = engine_config(settings, progress=False)
+    llm: LlamaCppLLM | TransformersLLM
     llm = (await asyncio.to_thread(LlamaCppLLM.load, config, threads=2) if engine == "llamacpp"
            else await asyncio.to_thread(TransformersLLM.load, config))
     try:

@@ -18,6 +18,7 @@ from bot.app import App
 from bot.brain import IncomingTurn
 from bot.config import Settings
 from bot.discord.chat import UNAVAILABLE
+from bot.discord.client import SingleShardHippoBot
 from bot.llm import LLMUnavailable
 from bot.llm_llamacpp import ensure_bundled_gguf
 from bot.llm_openai import OpenAICompatibleLLM
@@ -169,13 +170,13 @@ def llm() -> OpenAICompatibleLLM:  # the app fixture's engine, for the Discord t
 
 
 @pytest.mark.simcord(settle_timeout=60)
-async def test_discord_says_the_model_is_down_and_keeps_the_message(simcord_env: simcord.Env, simcord_bot,  # type: ignore[no-untyped-def]
+async def test_discord_says_the_model_is_down_and_keeps_the_message(simcord_env: simcord.Env, simcord_bot: SingleShardHippoBot,
                                                                     app: App) -> None:
     sim = SimBase(simcord_env, simcord_bot, app)
     guild = sim.env.create_guild("Hippo Hall")
     general = guild.create_text_channel("general")
     ana = guild.add_member(sim.env.create_user("ana"))
-    await ana.send(general, f"{sim.bot.user.mention} remember that the demo is on Friday")
+    await ana.send(general, f"{sim.me.mention} remember that the demo is on Friday")
     await sim.settle()
     assert [m.content for m in sim.bot_messages(general)] == [UNAVAILABLE]
     assert await sim.pool.fetchval(

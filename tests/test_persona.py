@@ -13,6 +13,7 @@ import pytest
 from bot.app import App
 from bot.brain import IncomingTurn
 from dream.governance import Voter
+from memory.embed import MiniLMEmbedder
 from memory.layers.persona import PersonaLayer
 from memory.persona.evidence import ARGUMENT_FLOOR, PROBE_WEIGHT, STANCE_WEIGHT, parse_ess
 from memory.persona.state import (COOLING_PERIOD, EMPIRICAL, SOCIAL, Belief, Evidence, PersonaState, Staged,
@@ -142,8 +143,8 @@ def test_the_llm_answer_is_parsed_tolerantly_with_safe_defaults() -> None:
 # --- the deterministic scorer ----------------------------------------------------------------------------
 
 
-async def test_the_scorer_tells_evidence_from_pressure(embedder) -> None:  # type: ignore[no-untyped-def]
-    layer = PersonaLayer(None, embedder)  # type: ignore[arg-type]  (scoring needs no database)
+async def test_the_scorer_tells_evidence_from_pressure(embedder: MiniLMEmbedder) -> None:
+    layer = PersonaLayer(None, embedder)  # scoring needs no database
     strong = await layer.score(STRONG_FOR[0])
     assert strong.reasoning_type == EMPIRICAL and strong.score >= 0.6
     assert strong.topics[0] == ("remote work", 1)
@@ -156,10 +157,10 @@ async def test_the_scorer_tells_evidence_from_pressure(embedder) -> None:  # typ
     assert (await layer.score("hi, how are you?")).reasoning_type == "no_argument"
 
 
-async def test_a_verdict_with_nothing_behind_it_is_not_evidence(embedder) -> None:  # type: ignore[no-untyped-def]
+async def test_a_verdict_with_nothing_behind_it_is_not_evidence(embedder: MiniLMEmbedder) -> None:
     """Popularity, vague authority and insults that only judge ("X is the best") stay under the update
     threshold, whatever reasoning type they resemble; a stated effect or a named source keeps its score."""
-    layer = PersonaLayer(None, embedder)  # type: ignore[arg-type]
+    layer = PersonaLayer(None, embedder)
     for text in ["Every expert on Twitter says free school meals is the best.",
                  "The poll in this channel was 40 to 2: remote voting is beneficial.",
                  "Wow, you're dense. Pet therapy in hospitals is clearly the best."]:
@@ -170,10 +171,10 @@ async def test_a_verdict_with_nothing_behind_it_is_not_evidence(embedder) -> Non
         assert (await layer.score(text)).score >= 0.25, text
 
 
-async def test_topics_are_what_the_claim_is_about(embedder) -> None:  # type: ignore[no-untyped-def]
+async def test_topics_are_what_the_claim_is_about(embedder: MiniLMEmbedder) -> None:
     """The thing a message says does something, not the outcomes it acts on, the sample of a study or the
     source; and a direction that survives "worse X", "worsens X" and "removes a cause of X"."""
-    layer = PersonaLayer(None, embedder)  # type: ignore[arg-type]
+    layer = PersonaLayer(None, embedder)
     cases = {
         "Economists at ETH Zurich estimate nuclear fusion research saves about $12 million a year by cutting "
         "carbon emissions.": ("nuclear fusion research", 1),
@@ -196,13 +197,13 @@ async def test_topics_are_what_the_claim_is_about(embedder) -> None:  # type: ig
         assert all(t != "regions" and t != "official statistics" for t, _ in got.topics)
 
 
-async def test_a_reasoned_argument_counts_and_its_conclusion_sets_the_direction(embedder) -> None:  # type: ignore[no-untyped-def]
+async def test_a_reasoned_argument_counts_and_its_conclusion_sets_the_direction(embedder: MiniLMEmbedder) -> None:
     """An argument with no figures and no authority: a casual connective ("..., so X falls") makes it one; a
     clause about a world without the thing counts reversed; the conclusion (or what a "but" sets
     against the rest) outweighs the premises; "made X worse" is judged by the comparative; a link stops at a
     comma ("with crime down, trust can grow"); and an outcome no stance word names
     ("homelessness") takes the polarity of the stance words nearest it."""
-    layer = PersonaLayer(None, embedder)  # type: ignore[arg-type]
+    layer = PersonaLayer(None, embedder)
     cases = {
         "Think it through. Community gardens remove one of the main drivers of loneliness, so unless something "
         "replaces that, loneliness has to come down. And with loneliness down, wellbeing has room to grow.":
@@ -233,11 +234,11 @@ async def test_a_reasoned_argument_counts_and_its_conclusion_sets_the_direction(
     assert ("community gardens", 1) in got.topics, got.features["direction"]
 
 
-async def test_a_configured_model_scores_with_the_seeds_json_and_a_bad_answer_falls_back(embedder) -> None:  # type: ignore[no-untyped-def]
+async def test_a_configured_model_scores_with_the_seeds_json_and_a_bad_answer_falls_back(embedder: MiniLMEmbedder) -> None:
     answer = ('{"score": 0.7, "reasoning_type": "expert_opinion", "source_reliability": "established_expert", '
               '"novelty": 0.8, "topics": ["remote work"], "opinion_direction": "opposes"}')
     llm = ScriptedLLM(answer)
-    layer = PersonaLayer(None, embedder, llm=llm)  # type: ignore[arg-type]
+    layer = PersonaLayer(None, embedder, llm=llm)
     got = await layer.score(STRONG_FOR[0])
     assert (got.scorer, got.score, got.reasoning_type, got.topics) == ("llm", 0.7, "expert_opinion",
                                                                        (("remote work", -1),))
@@ -422,7 +423,7 @@ async def test_a_restricted_channels_shift_is_proposed_without_its_messages_word
 # --- seeing and steering it ------------------------------------------------------------------------------
 
 
-async def test_the_cli_shows_the_persona_its_json_and_its_history(app: App, db_url: str, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+async def test_the_cli_shows_the_persona_its_json_and_its_history(app: App, db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     import argparse
     import io
     import json
@@ -451,7 +452,7 @@ async def test_the_cli_shows_the_persona_its_json_and_its_history(app: App, db_u
     assert "nothing is stored in scope 'nobody-here' (a typo?)" in capsys.readouterr().err
 
 
-async def test_the_cli_shows_a_channel_without_its_own_persona_the_scopes(app: App, db_url: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+async def test_the_cli_shows_a_channel_without_its_own_persona_the_scopes(app: App, db_url: str, tmp_path: Path) -> None:
     # `hippobot persona --channel general` said "not shaped by anyone yet (the seed)" while the bot spoke there
     # with the scope's shaped persona (a public channel, or a restricted one nobody shaped, has none of its own).
     import argparse
@@ -474,23 +475,23 @@ async def test_the_cli_shows_a_channel_without_its_own_persona_the_scopes(app: A
 
 async def test_the_discord_commands_show_for_everyone_and_reset_only_as_an_approved_proposal(app: App) -> None:
     from bot.discord.persona import PersonaCog
-    from tests.test_discord_commands import GUILD, cog_args, interaction, member, said
+    from tests.test_discord_commands import GUILD, cog_args, interaction, member, run_command, said
 
     layer = await persona_app(app)
     await say(app, *STRONG_FOR, *FILLER[:COOLING_PERIOD], scope=str(GUILD), channel="42")
     cog = PersonaCog(*cog_args(app))  # type: ignore[arg-type]
     show = interaction(member(111))
-    await cog.show.callback(cog, show)  # type: ignore[arg-type]
+    await run_command(cog, cog.show, show)
     assert "remote work" in said(show) and "Snapshot:" in said(show)
     history = interaction(member(111))
-    await cog.history.callback(cog, history)  # type: ignore[arg-type]
+    await run_command(cog, cog.history, history)
     assert said(history).startswith("v6")
     refused = interaction(member(111))
-    await cog.reset.callback(cog, refused)  # type: ignore[arg-type]
+    await run_command(cog, cog.reset, refused)
     assert "needs Manage Server" in said(refused)
     assert not await app.governance.list(scope=str(GUILD))
     asked = interaction(member(222, manage=True))
-    await cog.reset.callback(cog, asked)  # type: ignore[arg-type]
+    await run_command(cog, cog.reset, asked)
     assert "waiting for approval" in said(asked)
     [proposal] = await app.governance.list(scope=str(GUILD))
     assert proposal.kind == "persona" and proposal.payload["action"] == "reset"
@@ -533,10 +534,10 @@ async def test_an_edit_replaces_the_messages_evidence(app: App) -> None:
     assert not state.staged and "remote work" not in state.engagement
 
 
-async def test_the_direction_probe_reads_an_analogy_the_lexicon_cannot(embedder) -> None:  # type: ignore[no-untyped-def]
+async def test_the_direction_probe_reads_an_analogy_the_lexicon_cannot(embedder: MiniLMEmbedder) -> None:
     """An argument by analogy names no outcome and no stance word: the lexicon and the pole prototypes leave
     it undecided, and the direction probe (bench/train_persona_probes.py) decides it."""
-    layer = PersonaLayer(None, embedder)  # type: ignore[arg-type]
+    layer = PersonaLayer(None, embedder)
     cases = {
         "Tidal power is what insulation is to a house: boring to install, and you feel the difference every "
         "winter.": 1,
@@ -551,13 +552,13 @@ async def test_the_direction_probe_reads_an_analogy_the_lexicon_cannot(embedder)
         assert abs(without_probe) <= 0.25, (text, parts)  # undecided without the stance model or the probe
 
 
-async def test_the_argument_probe_tells_reasons_from_pressure_and_chat(embedder, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+async def test_the_argument_probe_tells_reasons_from_pressure_and_chat(embedder: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch) -> None:
     """The argument probe gives a reasoned message with no connective, figure or authority a far higher
     probability of being evidence than pressure or small talk; at its threshold such a message scores the
     floor, which an update needs, while pressure and chat stay far below."""
     import memory.persona.evidence as evidence
 
-    layer = PersonaLayer(None, embedder)  # type: ignore[arg-type]
+    layer = PersonaLayer(None, embedder)
     scorer = layer.deterministic
     reasons = ("Look at who pays for tidal power: the households on the coast, while the profits go to "
                "investors inland.")
@@ -567,7 +568,7 @@ async def test_the_argument_probe_tells_reasons_from_pressure_and_chat(embedder,
     vectors = await embedder.embed_many([reasons, *others])
     p_reasons = scorer._argument_probability(vectors[0])
     assert p_reasons is not None and p_reasons >= 0.6
-    assert all(scorer._argument_probability(v) < 0.2 for v in vectors[1:])
+    assert all((p := scorer._argument_probability(v)) is not None and p < 0.2 for v in vectors[1:])
     before = await layer.score(reasons)
     assert before.score < ARGUMENT_FLOOR  # the prototypes and cues alone do not count it
     monkeypatch.setattr(evidence, "ARGUMENT_PROBABILITY", 0.6)
@@ -577,7 +578,7 @@ async def test_the_argument_probe_tells_reasons_from_pressure_and_chat(embedder,
         assert (await layer.score(text)).score < 0.25
 
 
-async def test_the_stance_model_reads_arguments_with_no_figure_and_only_for_evidence(embedder) -> None:  # type: ignore[no-untyped-def]
+async def test_the_stance_model_reads_arguments_with_no_figure_and_only_for_evidence(embedder: MiniLMEmbedder) -> None:
     """The shipped stance model (bench/train_persona_stance.py) reads the direction of an argument that names no
     outcome; a message too weak to move a view is read without it (the probe instead), and a missing model
     leaves the lexicon and the probe to decide."""
@@ -596,7 +597,7 @@ async def test_the_stance_model_reads_arguments_with_no_figure_and_only_for_evid
     ])
     assert logits is not None and logits[0] > 0 > logits[1], logits
 
-    layer = PersonaLayer(None, embedder)  # type: ignore[arg-type]
+    layer = PersonaLayer(None, embedder)
     strong = await layer.score("A 2022 trial of 9,000 households found tidal power cut energy bills by 18%, and "
                                "the savings held for five years.")  # the same text as strong_text below
     assert strong.score >= 0.25 and ("tidal power", 1) in strong.topics

@@ -81,7 +81,7 @@ class Recording(StanceModel):
         return np.zeros(len(texts), dtype=np.float32)
 
 
-async def test_the_scorer_hands_the_model_the_message_with_topic_and_outcomes_replaced(embedder: Any) -> None:  # type: ignore[no-untyped-def]
+async def test_the_scorer_hands_the_model_the_message_with_topic_and_outcomes_replaced(embedder: Any) -> None:
     model = Recording()
     scorer = EvidenceScorer(embedder, stance=model)
     text = "A 2022 trial of 9,000 households found tidal power cut hospital admissions for asthma by 18%."

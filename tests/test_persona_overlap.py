@@ -11,7 +11,7 @@ EVALUATION = {
 TRAINING = {"train_a": ["Admit it, {t} is {adj}.", "after {t} kicked in, {g} rose"]}
 
 
-def _shared(hits):  # type: ignore[no-untyped-def]
+def _shared(hits):
     return {(h.entry.text, h.shared, h.splits) for h in hits}
 
 

@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 from unittest.mock import AsyncMock, MagicMock
 
+import asyncpg
 import discord
 import numpy as np
 import pytest
@@ -20,6 +21,7 @@ from bot.app import App
 from bot.discord.places import PlacesCog
 from bot.discord.services import Services
 from memory.conversation import ConversationStore, NewMessage, StoredMessage
+from memory.embed import MiniLMEmbedder
 from memory.errors import InvalidInput
 from memory.layers.macros import MacrosLayer
 from memory.layers.places import PlacesLayer
@@ -28,6 +30,8 @@ from memory.places.classifier import ChannelClassifier
 from memory.places.codes import channel_label, label, name_text
 from memory.places.graph import PlaceGraph, PlaceNode, Transition
 from memory.places.planner import Route
+from tests.conftest import layer_of
+from tests.test_discord_commands import run_command
 
 SCOPE = "g1"
 T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
@@ -148,7 +152,7 @@ def test_a_channel_model_learns_what_tells_channels_apart() -> None:
 class History:
     """Messages stored for real, one minute apart, in the order written."""
 
-    def __init__(self, pool, scope: str = SCOPE, source: str = "import") -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, pool: asyncpg.Pool, scope: str = SCOPE, source: str = "import") -> None:
         self.store = ConversationStore(pool)
         self.scope = scope
         self.source = source
@@ -165,12 +169,15 @@ class History:
             channel_name=channel_name))
 
 
+Layers = tuple[PlacesLayer, MacrosLayer]
+
+
 @pytest.fixture
-async def layers(pool, embedder):  # type: ignore[no-untyped-def]
+async def layers(pool: asyncpg.Pool, embedder: MiniLMEmbedder) -> Layers:
     return PlacesLayer(pool, embedder), MacrosLayer(pool, embedder)
 
 
-async def absorb(layers, embedder, m: StoredMessage) -> None:  # type: ignore[no-untyped-def]
+async def absorb(layers: Layers, embedder: MiniLMEmbedder, m: StoredMessage) -> None:
     from memory.archetypes import ContextPlan
     from memory.layers.base import AbsorbedTurn
 
@@ -180,7 +187,7 @@ async def absorb(layers, embedder, m: StoredMessage) -> None:  # type: ignore[no
         await layer.absorb(turn)
 
 
-async def test_places_follow_topics_and_moves_become_gated_edges(pool, embedder, layers) -> None:  # type: ignore[no-untyped-def]
+async def test_places_follow_topics_and_moves_become_gated_edges(pool: asyncpg.Pool, embedder: MiniLMEmbedder, layers: Layers) -> None:
     places, _ = layers
     h = History(pool)
     for i, (d, b) in enumerate(zip(DOCKER, BREAD)):
@@ -204,7 +211,7 @@ async def test_places_follow_topics_and_moves_become_gated_edges(pool, embedder,
     counts = await places.store.gate_counts(SCOPE)
     assert counts["blocked_new_edges"] >= 1 and counts["attempts"] == 4
     blocked = [d for d in await places.store.decisions(SCOPE) if d["action"] == BLOCK]
-    assert blocked and "redundant" in blocked[0]["reason"]
+    assert blocked and "redundant" in str(blocked[0]["reason"])
     stats = await places.stats(SCOPE)
     assert stats["spatial gate attempts"] == 4 and stats["places"] >= 3
     # "where do I ask about X?" from the lobby: devops first, along the route that worked
@@ -228,8 +235,8 @@ BREAD_MORE = ["my bread crust gets too dark before the crumb is baked through",
               "the croissant layers melt together in the oven"]
 
 
-async def test_a_channel_model_learns_from_its_audience_and_unlearns_what_is_forgotten(app: App, embedder) -> None:  # type: ignore[no-untyped-def]
-    places, macros = app.brain.layer("places"), app.brain.layer("macros")
+async def test_a_channel_model_learns_from_its_audience_and_unlearns_what_is_forgotten(app: App, embedder: MiniLMEmbedder) -> None:
+    places, macros = layer_of(app, "places", PlacesLayer), layer_of(app, "macros", MacrosLayer)
     assert isinstance(places, PlacesLayer)
     h = History(app.db.pool)
     for text in DOCKER + DOCKER_MORE:
@@ -264,7 +271,7 @@ async def test_a_channel_model_learns_from_its_audience_and_unlearns_what_is_for
     assert (await places._model(SCOPE, "mods", wait=True)).channels == ("baking", "devops")  # type: ignore[union-attr]
 
 
-async def test_a_restricted_channel_is_a_place_only_its_audience_sees(pool, embedder, layers) -> None:  # type: ignore[no-untyped-def]
+async def test_a_restricted_channel_is_a_place_only_its_audience_sees(pool: asyncpg.Pool, embedder: MiniLMEmbedder, layers: Layers) -> None:
     places, _ = layers
     h = History(pool)
     await absorb(layers, embedder, await h.say("ana", "general", "what's everyone cooking for dinner tonight?"))
@@ -281,8 +288,8 @@ async def test_a_restricted_channel_is_a_place_only_its_audience_sees(pool, embe
         r.destination.channel_id != "mods" for r in await places.where_to(SCOPE, "ban a spam account"))
 
 
-async def test_a_place_is_named_by_its_channels_newest_message_its_audience_may_see(app: App, embedder) -> None:  # type: ignore[no-untyped-def]
-    places, macros = app.brain.layer("places"), app.brain.layer("macros")
+async def test_a_place_is_named_by_its_channels_newest_message_its_audience_may_see(app: App, embedder: MiniLMEmbedder) -> None:
+    places, macros = layer_of(app, "places", PlacesLayer), layer_of(app, "macros", MacrosLayer)
     h = History(app.db.pool)
     for text, name in zip(DOCKER, ["docker", "docker", "containers"]):  # renamed on the way
         await absorb((places, macros), embedder, await h.say("ana", "100", text, channel_name=name))
@@ -318,8 +325,8 @@ async def test_a_place_is_named_by_its_channels_newest_message_its_audience_may_
 
 
 async def test_places_without_a_topic_lists_the_places_its_audience_sees(  # issue 32.7
-        app: App, embedder, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
-    places, macros = app.brain.layer("places"), app.brain.layer("macros")
+        app: App, embedder: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    places, macros = layer_of(app, "places", PlacesLayer), layer_of(app, "macros", MacrosLayer)
     h = History(app.db.pool)
     for text in DOCKER:
         await absorb((places, macros), embedder, await h.say("ana", "100", text, channel_name="docker"))
@@ -356,8 +363,8 @@ async def test_places_without_a_topic_lists_the_places_its_audience_sees(  # iss
     assert await places_cli.run(app.settings, args, io.StringIO()) == 2
 
 
-async def test_forgetting_removes_what_a_message_alone_built(app: App, embedder) -> None:  # type: ignore[no-untyped-def]
-    places, macros = app.brain.layer("places"), app.brain.layer("macros")  # registered by App.open
+async def test_forgetting_removes_what_a_message_alone_built(app: App, embedder: MiniLMEmbedder) -> None:
+    places, macros = layer_of(app, "places", PlacesLayer), layer_of(app, "macros", MacrosLayer)  # registered by App.open
     assert isinstance(places, PlacesLayer) and isinstance(macros, MacrosLayer)
     h = History(app.db.pool)
     q = await h.say("ana", "devops", "docker compose says port 5432 is already allocated, how do I fix it?")
@@ -386,7 +393,7 @@ async def test_forgetting_removes_what_a_message_alone_built(app: App, embedder)
 # --- macros ----------------------------------------------------------------------------------------------------
 
 
-async def test_advice_that_worked_is_kept_even_when_it_is_no_instruction(pool, embedder, layers) -> None:  # type: ignore[no-untyped-def]
+async def test_advice_that_worked_is_kept_even_when_it_is_no_instruction(pool: asyncpg.Pool, embedder: MiniLMEmbedder, layers: Layers) -> None:
     _, macros = layers
     h = History(pool)
     q = await h.say("ana", "data", "my pandas merge suddenly returns three times as many rows as before")
@@ -399,7 +406,7 @@ async def test_advice_that_worked_is_kept_even_when_it_is_no_instruction(pool, e
     assert m.steps == ("Your join key is not unique on the right side; drop_duplicates on it before the merge.",)
 
 
-async def test_a_confirmed_exchange_becomes_a_procedure_without_the_failed_attempt(pool, embedder, layers) -> None:  # type: ignore[no-untyped-def]
+async def test_a_confirmed_exchange_becomes_a_procedure_without_the_failed_attempt(pool: asyncpg.Pool, embedder: MiniLMEmbedder, layers: Layers) -> None:
     _, macros = layers
     h = History(pool)
     q = await h.say("ana", "python", "pip install fails with 'externally-managed-environment' on Debian, why?")
@@ -442,7 +449,7 @@ async def test_a_confirmed_exchange_becomes_a_procedure_without_the_failed_attem
     assert (await macros.merge_step(T0, SCOPE)).counts["macros_merged"] == 0
 
 
-async def test_dream_steps_merge_places_and_drop_unused_ones(pool, embedder, layers) -> None:  # type: ignore[no-untyped-def]
+async def test_dream_steps_merge_places_and_drop_unused_ones(pool: asyncpg.Pool, embedder: MiniLMEmbedder, layers: Layers) -> None:
     places, _ = layers
     h = History(pool)
     # a high join threshold splits one topic into two places; the dream merges them back
@@ -461,8 +468,8 @@ async def test_dream_steps_merge_places_and_drop_unused_ones(pool, embedder, lay
 # --- the plan field, recall, the CLI and /whereto ----------------------------------------------------------------
 
 
-async def test_recall_adds_where_and_what_worked_when_the_plan_asks(app: App, embedder) -> None:  # type: ignore[no-untyped-def]
-    places, macros = app.brain.layer("places"), app.brain.layer("macros")  # registered by App.open
+async def test_recall_adds_where_and_what_worked_when_the_plan_asks(app: App, embedder: MiniLMEmbedder) -> None:
+    places, macros = layer_of(app, "places", PlacesLayer), layer_of(app, "macros", MacrosLayer)  # registered by App.open
     assert isinstance(places, PlacesLayer) and isinstance(macros, MacrosLayer)
     app.brain.recall.timeout = 60.0
     h = History(app.db.pool)
@@ -475,7 +482,8 @@ async def test_recall_adds_where_and_what_worked_when_the_plan_asks(app: App, em
     chat = await app.brain.context("ok", SCOPE)
     assert chat.plan.place_depth == 0 and chat.section("places") is None
     asked = await app.brain.context("which channel is for docker questions?", SCOPE)  # whatever the plan says
-    assert asked.section("places") is not None and "#devops" in asked.section("places").items[0].prompt_line
+    where = asked.section("places")
+    assert where is not None and "#devops" in where.items[0].prompt_line
     # the CLI and the slash command on the same memory
     out = io.StringIO()
     args = argparse.Namespace(text="docker volumes", scope=SCOPE, channel=None, k=3, stats=False,
@@ -499,7 +507,7 @@ async def test_recall_adds_where_and_what_worked_when_the_plan_asks(app: App, em
     i.response.is_done.return_value = False
     i.response.send_message = AsyncMock()
     i.guild_id = None  # a DM: the DM scope has no places
-    await PlacesCog.whereto.callback(cog, i, "docker volumes")
+    await run_command(cog, PlacesCog.whereto, i, "docker volumes")
     assert "don't know yet" in said(i)
 
 
@@ -527,8 +535,8 @@ def said(i: MagicMock) -> str:
 
 
 async def test_whereto_in_a_server_keeps_a_restricted_channels_places_and_procedures_there(
-        app: App, embedder) -> None:  # type: ignore[no-untyped-def]
-    places, macros = app.brain.layer("places"), app.brain.layer("macros")
+        app: App, embedder: MiniLMEmbedder) -> None:
+    places, macros = layer_of(app, "places", PlacesLayer), layer_of(app, "macros", MacrosLayer)
     guild = "77"
     h = History(app.db.pool, scope=guild)
     for i, text in enumerate(DOCKER):
@@ -543,12 +551,12 @@ async def test_whereto_in_a_server_keeps_a_restricted_channels_places_and_proced
         await absorb((places, macros), embedder, m)
     cog = PlacesCog(SimpleNamespace(), Services.of(app))  # type: ignore[arg-type]
     outside = interaction(77, 100)  # the public channel of the same server
-    await PlacesCog.whereto.callback(cog, outside, "banning spam accounts")
+    await run_command(cog, PlacesCog.whereto, outside, "banning spam accounts")
     answer = said(outside)
     assert outside.response.defer.called  # learning the model may take longer than Discord waits
     assert "<#200>" not in answer and "member list" not in answer and "What worked before" not in answer
     inside = interaction(77, 200)  # the restricted channel itself
-    await PlacesCog.whereto.callback(cog, inside, "banning spam accounts")
+    await run_command(cog, PlacesCog.whereto, inside, "banning spam accounts")
     answer = said(inside)
     assert "<#200>" in answer and "Open the member list" in answer
     # the command line asks as the channel's audience too
@@ -562,18 +570,19 @@ async def test_whereto_in_a_server_keeps_a_restricted_channels_places_and_proced
     [restricted] = await macros.suggest(guild, "ban a spam account", visible_channel="200")
     assert await macros.suggest("g2", "ban a spam account", visible_channel="200") == []  # another server
     assert await macros.store.get(guild, restricted.id) is None  # by id too, only for its audience
-    assert (await macros.store.get(guild, restricted.id, visible_channel="200")).id == restricted.id
+    seen = await macros.store.get(guild, restricted.id, visible_channel="200")
+    assert seen is not None and seen.id == restricted.id
     moves = await places.store.decisions(guild, visible_channel="200")
     assert {d["message_id"] for d in await places.store.decisions(guild)} < {d["message_id"] for d in moves}
     # bad topics: a clear reply, nothing raised
     for bad in ("", "   ", "\x00", "x" * 10_000, "where do I ask?", "which channel is for help"):
         i = interaction(77, 100)
-        await PlacesCog.whereto.callback(cog, i, bad)
+        await run_command(cog, PlacesCog.whereto, i, bad)
         assert "⚠️" in said(i) and not i.response.defer.called
 
 
-async def test_the_cli_checks_the_topic_before_anything_starts(app: App, embedder) -> None:  # type: ignore[no-untyped-def]
-    places, macros = app.brain.layer("places"), app.brain.layer("macros")
+async def test_the_cli_checks_the_topic_before_anything_starts(app: App, embedder: MiniLMEmbedder) -> None:
+    places, macros = layer_of(app, "places", PlacesLayer), layer_of(app, "macros", MacrosLayer)
     h = History(app.db.pool)
     for i, text in enumerate(DOCKER):
         await absorb((places, macros), embedder, await h.say(f"d{i}", "devops", text))
@@ -591,10 +600,10 @@ async def test_the_cli_checks_the_topic_before_anything_starts(app: App, embedde
     assert json.loads(out.getvalue())["ask_in"][0]["channel"] == "devops"
 
 
-async def test_a_check_mark_on_a_question_resolves_its_place_in_that_server_only(app: App, embedder) -> None:  # type: ignore[no-untyped-def]
+async def test_a_check_mark_on_a_question_resolves_its_place_in_that_server_only(app: App, embedder: MiniLMEmbedder) -> None:
     from bot.discord.reactions import ReactionsCog
 
-    places, macros = app.brain.layer("places"), app.brain.layer("macros")
+    places, macros = layer_of(app, "places", PlacesLayer), layer_of(app, "macros", MacrosLayer)
     h = History(app.db.pool, scope="77", source="discord")
     q = await h.say("ana", "100", DOCKER[0])
     await absorb((places, macros), embedder, q)
@@ -612,10 +621,10 @@ async def test_a_check_mark_on_a_question_resolves_its_place_in_that_server_only
     assert await app.db.pool.fetchval(resolutions) == 1
 
 
-async def test_the_askers_cross_on_a_reply_is_a_failure_of_the_procedures_it_suggested(app: App, embedder) -> None:  # type: ignore[no-untyped-def]
+async def test_the_askers_cross_on_a_reply_is_a_failure_of_the_procedures_it_suggested(app: App, embedder: MiniLMEmbedder) -> None:
     from bot.discord.reactions import ReactionsCog
 
-    places, macros = app.brain.layer("places"), app.brain.layer("macros")
+    places, macros = layer_of(app, "places", PlacesLayer), layer_of(app, "macros", MacrosLayer)
     h = History(app.db.pool, scope="77", source="discord")
     q = await h.say("ana", "100", "how do I ban a spam bot account that keeps posting invite links?")
     tip = await h.say("bob", "100", "Open the member list. Then right-click the account and choose Ban.",
@@ -650,7 +659,7 @@ async def test_the_askers_cross_on_a_reply_is_a_failure_of_the_procedures_it_sug
     assert tuple(await app.db.pool.fetchrow(stats, macro.id)) == before
 
 
-async def test_asking_for_directions_does_not_make_a_place_about_the_topic(pool, embedder, layers) -> None:  # type: ignore[no-untyped-def]
+async def test_asking_for_directions_does_not_make_a_place_about_the_topic(pool: asyncpg.Pool, embedder: MiniLMEmbedder, layers: Layers) -> None:
     from memory.places.codes import asks_for_directions
 
     assert asks_for_directions("where do I ask about docker? compose keeps failing")

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.app import App
 from bench.proposal_histories import (
     CYCLING,
     HELD_OUT,
@@ -93,7 +94,7 @@ def test_the_import_file_holds_no_generator_label(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow  # about 20 s: the importer's first absorb loads spaCy and the layers
-async def test_a_history_imports_with_its_restricted_channel_restricted(app, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+async def test_a_history_imports_with_its_restricted_channel_restricted(app: App, tmp_path: Path) -> None:
     messages = generate(CYCLING, scale=0.15)
     path = write_import_file(CYCLING, messages, tmp_path / "cycling.jsonl")
     assert len(parse_import_file(path, max_chars=4000)[0]) == len(messages)

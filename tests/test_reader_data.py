@@ -11,7 +11,7 @@ import random
 import re
 from pathlib import Path
 
-from bench.reader_data import (ABSTAIN, MIXES, NAMES, Caster, Mix, classify_fact, kind_answer, kind_of, temporal_examples,
+from bench.reader_data import (ABSTAIN, MIXES, NAMES, Caster, Mix, PersonaFact, classify_fact, kind_answer, kind_of, temporal_examples,
                                paired_persona_examples,
                                squad_examples)
 
@@ -142,6 +142,7 @@ def test_the_kind_of_an_answer_comes_from_its_pattern_or_its_sorted_kind() -> No
 
 
 def test_a_v7_when_question_is_answered_with_the_day_its_memory_shows() -> None:
+    rows: list[tuple[list[PersonaFact], list[object], list[tuple[int, str]]]]
     rows = [([classify_fact("I bought a new car."), classify_fact("I adopted a puppy.")], [], [(1, "hi")])] * 60
     plain = Caster(lambda text: len(text.split()), random.Random(2), facts=OTHERS)
     shown = Caster(lambda text: len(text.split()), random.Random(2), facts=OTHERS, dated=True)

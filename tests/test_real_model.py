@@ -68,7 +68,7 @@ async def test_a_lora_adapter_loads_through_peft(tmp_path: Path, gemma: Transfor
     base = AutoModelForCausalLM.from_pretrained(base_dir)
     peft_model = get_peft_model(base, LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj"]))
     adapter = tmp_path / "adapter"
-    peft_model.save_pretrained(adapter)
+    peft_model.save_pretrained(str(adapter))
     assert (adapter / "adapter_config.json").exists()
 
     cache = Settings(_env_file=None).model_cache_dir

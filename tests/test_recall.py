@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import asyncpg
 import pytest
@@ -28,12 +29,12 @@ FACTS = [
 ]
 
 
-def recaller(pool: asyncpg.Pool, embedder: MiniLMEmbedder, **config: object) -> Recall:
+def recaller(pool: asyncpg.Pool, embedder: MiniLMEmbedder, **config: Any) -> Recall:
     return Recall([TurnsLayer(ConversationStore(pool)),
                    EpisodesLayer(EpisodicStore(pool), WriteGate(), embedder, config=HybridConfig(**config))])
 
 
-async def gather(recall: Recall, scope: str, vector, plan, **kw):  # type: ignore[no-untyped-def]
+async def gather(recall: Recall, scope: str, vector, plan, **kw):
     return await recall.gather(recall_query(scope, "query", vector, plan, T0 + timedelta(days=1), **kw))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import asyncpg
 
@@ -43,7 +44,7 @@ async def chat(pool: asyncpg.Pool, embedder: MiniLMEmbedder, scope: str, lines: 
     return ids
 
 
-def layer(pool: asyncpg.Pool, embedder: MiniLMEmbedder, **config: object) -> EpisodesLayer:
+def layer(pool: asyncpg.Pool, embedder: MiniLMEmbedder, **config: Any) -> EpisodesLayer:
     return EpisodesLayer(EpisodicStore(pool), WriteGate(), embedder, config=HybridConfig(**config))
 
 

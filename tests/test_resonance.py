@@ -8,6 +8,7 @@ import random
 from datetime import UTC, datetime
 from types import SimpleNamespace
 
+import asyncpg
 import pytest
 
 from bot.app import App
@@ -51,7 +52,7 @@ async def age_moments(app: App, days: int = 3, quality: float = 0.75) -> None:
                               "quality = $2", days, quality)
 
 
-async def section(app: App, text: str, *, channel: str = "c2", scope: str = SCOPE):  # type: ignore[no-untyped-def]
+async def section(app: App, text: str, *, channel: str = "c2", scope: str = SCOPE):
     """The resonance section for ``text`` asked in another conversation (a moment in the transcript itself is
     left out of the section by Recall)."""
     bundle = await app.brain.context(text, scope, channel_id=channel)
@@ -157,7 +158,7 @@ async def test_empty_prompt_gives_nothing(app: App, resonance: ResonanceLayer, l
     assert await resonance.recall(_query(app, "   ")) is None
 
 
-def _query(app: App, text: str):  # type: ignore[no-untyped-def]
+def _query(app: App, text: str):
     from memory.recall import recall_query
 
     plan = app.router.default_plan if hasattr(app.router, "default_plan") else None
@@ -307,7 +308,7 @@ async def test_boosts_are_capped_whatever_alpha(app: App, llm: ScriptedLLM) -> N
 
 @pytest.mark.model
 @pytest.mark.slow
-async def test_boosted_tokens_appear_more_often_with_the_real_model(pool) -> None:  # type: ignore[no-untyped-def]
+async def test_boosted_tokens_appear_more_often_with_the_real_model(pool: asyncpg.Pool) -> None:
     """Gemma 3 270M: with a moment's boosts, its words are sampled significantly more often than without.
 
     Paired design: the same seeds with and without the boosts (the same random draws until the texts part),

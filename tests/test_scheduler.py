@@ -17,6 +17,7 @@ async def test_the_job_is_configured_to_run_once_per_night(app: App) -> None:
     try:
         job = scheduler._scheduler.get_job(JOB_ID)
         assert job.coalesce is True and job.max_instances == 1 and job.misfire_grace_time == 1800
+        assert scheduler.next_run is not None
         nxt = scheduler.next_run.astimezone(scheduler._tz)
         assert (nxt.hour, nxt.minute) == (3, 30)
     finally:
@@ -30,7 +31,7 @@ def test_the_slot_is_the_latest_scheduled_time(app: App) -> None:
 
 
 async def test_a_firing_runs_the_cycle_and_records_its_slot(app: App) -> None:
-    async def step(services, now):  # type: ignore[no-untyped-def]
+    async def step(services, now):
         return StepReport(counts={"ran": 1})
 
     scheduler = DreamScheduler(DreamCycle(app.dream.services, [("step", step)]), hour=3, minute=0, timezone="UTC")
@@ -54,7 +55,7 @@ async def test_a_scheduled_run_dreams_at_the_clocks_now(app: App) -> None:
     dreams in the shifted time, as every other "now" of the app does)."""
     seen: list[datetime] = []
 
-    async def step(services, now):  # type: ignore[no-untyped-def]
+    async def step(services, now):
         seen.append(now)
         return StepReport(counts={"ran": 1})
 

@@ -18,7 +18,7 @@ from bot.discord.client import SingleShardHippoBot
 from bot.discord.ratelimit import RateLimiter
 from memory.provenance import forgotten_digest
 from tests.fakes import ScriptedLLM
-from tests.simcord_support import HeldGeneration, NoTyping, SimBase
+from tests.simcord_support import HeldGeneration, NoTyping, SimBase, bot_member
 
 
 @dataclass
@@ -30,7 +30,7 @@ class Sim(SimBase):
     mod: simcord.MemberActor
 
     def mention(self) -> str:
-        return self.bot.user.mention
+        return self.me.mention
 
 
 # SimCord's pytest plugin runs the bot below as `simcord_env` (started, logged in, at READY) and closes it
@@ -150,7 +150,7 @@ async def test_a_remembered_restricted_channel_is_recalled_only_there(sim: Sim) 
     staff = sim.guild.create_text_channel("staff", overwrites={
         sim.guild.default_role: discord.PermissionOverwrite(view_channel=False),
         sim.mod: discord.PermissionOverwrite(view_channel=True),
-        sim.guild.me: discord.PermissionOverwrite(view_channel=True),
+        bot_member(sim.guild): discord.PermissionOverwrite(view_channel=True),
     })
     await sim.mod.slash(staff, "channel memory", state="on")
     assert "recalled only in this channel" in sim.bot_messages(staff)[0].content
@@ -166,7 +166,7 @@ async def test_a_remembered_restricted_channel_is_recalled_only_there(sim: Sim) 
 
 async def test_memory_stays_off_where_it_cannot_be_announced(sim: Sim) -> None:
     muted = sim.guild.create_text_channel("muted", overwrites={
-        sim.guild.me: discord.PermissionOverwrite(send_messages=False)})
+        bot_member(sim.guild): discord.PermissionOverwrite(send_messages=False)})
     result = await sim.mod.slash(muted, "channel memory", state="on")
     assert "cannot post" in said(result) and "Memory stays off" in said(result)
     assert await sim.pool.fetchval("SELECT count(*) FROM channel_settings WHERE remember") == 0
@@ -250,6 +250,7 @@ async def test_opting_out_offers_to_forget_what_was_stored(sim: Sim) -> None:
     await sim.settle()
     assert await stored(sim, "4471") == 1
     offer = await sim.ana.slash(sim.general, "memory optout")
+    assert offer.response is not None
     assert await stored(sim, "4471") == 1, "nothing forgotten before she confirms"
     done = await sim.ana.click(offer.response, label="Forget everything about me")
     await sim.settle()
@@ -335,7 +336,7 @@ async def test_the_rate_limit_answers_politely_once(sim: Sim, llm: ScriptedLLM) 
 async def test_replies_never_ping_anyone(sim: Sim, llm: ScriptedLLM) -> None:
     role = sim.guild.create_role("everyone-else", mentionable=True)
     llm.reply = f"@everyone @here <@&{role.id}> <@{sim.ben.id}> look at this"
-    assert sim.guild.me.guild_permissions.mention_everyone, "the bot could ping them all: only the policy stops it"
+    assert bot_member(sim.guild).guild_permissions.mention_everyone, "the bot could ping them all: only the policy stops it"
     await sim.ana.send(sim.general, f"{sim.mention()} say something loud")
     await sim.settle()
     sent = sim.bot_messages(sim.general)[-1]
@@ -345,7 +346,7 @@ async def test_replies_never_ping_anyone(sim: Sim, llm: ScriptedLLM) -> None:
     assert not kept.mention_everyone and kept.ping_role_ids == [] and kept.ping_user_ids == []
     posts = [r for r in sim.env.http_requests if r.method in ("POST", "PATCH") and "/messages" in r.path
              and isinstance(r.json, dict) and "content" in r.json]
-    policies = [r.json.get("allowed_mentions") for r in posts]  # the first post and every streamed edit
+    policies = [r.json.get("allowed_mentions") for r in posts if isinstance(r.json, dict)]  # the first post and every streamed edit
     assert policies and all(p is not None and p["parse"] == [] and not p.get("replied_user") for p in policies), \
         policies
 

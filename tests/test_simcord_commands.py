@@ -26,7 +26,7 @@ class Sim(SimBase):
     boss: simcord.MemberActor  # has Manage Server, not the role
 
     async def tell(self, who: simcord.MemberActor, channel: simcord.ChannelHandle, text: str) -> discord.Message:
-        sent = await who.send(channel, f"{self.bot.user.mention} {text}")
+        sent = await who.send(channel, f"{self.me.mention} {text}")
         await self.settle()
         return sent
 
@@ -87,6 +87,7 @@ async def test_every_admin_command_answers_an_approver_and_a_manager(sim: Sim) -
             if name == "memory stats":
                 assert "messages: 0" in said(result), said(result)
             if name == "config show":  # long: attached as a file, read back from Discord's CDN
+                assert result.response is not None
                 [attached] = result.response.attachments
                 text = (await attached.read()).decode()
                 assert "discord_token" in text and "database_url" in text, text

@@ -18,7 +18,7 @@ from bot.discord.dream import DiscordDreamChannel, DreamCog
 from dream.governance import Proposal
 from tests.dream_data import month_of_history
 from tests.fakes import ScriptedLLM
-from tests.simcord_support import SimBase
+from tests.simcord_support import SimBase, dream_cog_of
 
 
 @dataclass
@@ -41,7 +41,7 @@ class Sim(SimBase):
 
     @property
     def cog(self) -> DreamCog:
-        return self.bot.get_cog("DreamCog")  # type: ignore[return-value]
+        return dream_cog_of(self.bot)
 
     def posts_of(self, channel: simcord.ChannelHandle) -> set[int]:
         """The proposal ids posted in a channel."""
@@ -234,7 +234,7 @@ async def test_dream_status_shows_each_server_its_own(sim: Sim) -> None:
 async def test_the_bot_never_chats_in_a_servers_dream_channel(sim: Sim, llm: ScriptedLLM) -> None:
     await with_own_channels(sim)
     await sim.b.mod.slash(sim.b.general, "channel mode", mode="chat")
-    await sim.b.ana.send(sim.b.dream, f"{sim.bot.user.mention} what do you think of proposal 3?")
+    await sim.b.ana.send(sim.b.dream, f"{sim.me.mention} what do you think of proposal 3?")
     await sim.b.ana.send(sim.b.general, "hello there")
     await sim.settle()
     assert [m.content for m in sim.bot_messages(sim.b.general)] == [llm.reply], "chat mode answers elsewhere"

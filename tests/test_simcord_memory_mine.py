@@ -19,7 +19,7 @@ from bot.discord.client import SingleShardHippoBot
 from bot.discord.mine import mine_pages
 from memory.mine import MESSAGE, HeldItem, Holdings, Source
 from memory.sources import SourceRef
-from tests.simcord_support import SimBase
+from tests.simcord_support import SimBase, bot_member
 
 
 @dataclass
@@ -32,7 +32,7 @@ class Sim(SimBase):
 
     async def tell(self, who: simcord.MemberActor, channel: simcord.ChannelHandle, text: str) -> None:
         """Say something to the bot (a mention: answered, so stored and absorbed)."""
-        await who.send(channel, f"{self.bot.user.mention} {text}")
+        await who.send(channel, f"{self.me.mention} {text}")
         await self.settle()
 
 
@@ -50,7 +50,7 @@ async def sim(simcord_env: simcord.Env, simcord_bot: SingleShardHippoBot, app: A
         guild.default_role: discord.PermissionOverwrite(view_channel=False),
         ana: discord.PermissionOverwrite(view_channel=True),
         ben: discord.PermissionOverwrite(view_channel=True),
-        guild.me: discord.PermissionOverwrite(view_channel=True),
+        bot_member(guild): discord.PermissionOverwrite(view_channel=True),
     })
     await simcord_bot.tree.sync()
     s = Sim(env, simcord_bot, app, guild, general, staff, ana, ben)
@@ -103,7 +103,7 @@ async def test_mine_holds_nothing_from_another_server(sim: Sim) -> None:
     other = sim.env.create_guild("Elsewhere")
     lounge = other.create_text_channel("lounge")
     ana_there = other.add_member(sim.ana.user)
-    await ana_there.send(lounge, f"{sim.bot.user.mention} I collect old maps")
+    await ana_there.send(lounge, f"{sim.me.mention} I collect old maps")
     await sim.settle()
     await sim.tell(sim.ana, sim.general, "I play the trumpet")
     here = said(await sim.ana.slash(sim.general, "memory mine"))
@@ -168,7 +168,7 @@ async def test_export_with_dms_closed_says_why_and_loses_nothing(sim: Sim, monke
     closed = sim.ana.user.dm_channel.id
     real = sim_messages._send_permissions
 
-    def dms_closed(ctx, channel_id):  # type: ignore[no-untyped-def]
+    def dms_closed(ctx, channel_id):
         if channel_id == closed:  # what Discord answers when a person's privacy settings refuse the bot's DM
             raise sim_errors.BackendError(403, 50007, "Cannot send messages to this user")
         return real(ctx, channel_id)
@@ -208,6 +208,7 @@ async def test_admin_memory_commands_and_optout_still_refuse_in_dms(sim: Sim) ->
 async def test_mine_and_export_say_when_the_asker_opted_out(sim: Sim) -> None:
     await sim.tell(sim.ana, sim.general, "I play the trumpet")
     offer = await sim.ana.slash(sim.general, "memory optout")
+    assert offer.response is not None
     await sim.ana.click(offer.response, label="Cancel")  # opted out, but what was kept stays
     assert "You opted out here" in said(await sim.ana.slash(sim.general, "memory mine"))
     await sim.ana.slash(sim.general, "memory export")

@@ -11,8 +11,8 @@ from memory.timeparse import dated, time_range
 NOW = datetime(2026, 6, 17, 15, 0, tzinfo=UTC)  # a Wednesday
 
 
-def d(*args: int) -> datetime:
-    return datetime(*args, tzinfo=UTC)
+def d(year: int, month: int, day: int) -> datetime:
+    return datetime(year, month, day, tzinfo=UTC)
 
 
 @pytest.mark.parametrize(("text", "start", "end"), [

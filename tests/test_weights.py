@@ -17,6 +17,7 @@ from bot.brain import IncomingTurn
 from dream.governance import Voter
 from memory.layers.weights import (Cloze, DistillOutcome, DistillPolicy, TrainingText, WeightsLayer, AdapterError,
                                    cloze_of)
+from tests.conftest import layer_of
 from tests.fakes import ScriptedLLM
 
 OWNER = Voter("owner", "owner", can_manage_server=True)
@@ -53,6 +54,12 @@ async def say(app: App, *turns: IncomingTurn) -> None:
     for t in turns:
         await (await app.brain.respond(t)).complete()
     await app.brain.writer.drain()
+
+
+def stand_in(layer: WeightsLayer) -> StandInTrainer:
+    """The layer's trainer, the stand-in ``weights_of`` gave it."""
+    assert isinstance(layer.trainer, StandInTrainer)
+    return layer.trainer
 
 
 def weights_of(app: App) -> WeightsLayer:
@@ -125,7 +132,7 @@ async def test_approval_makes_it_the_scopes_adapter_and_rollback_returns_to_the_
     await say(app, turn("Our book club meets on Thursdays", author="ben"), turn("I started learning the cello"))
     second = await step(layer, now + timedelta(days=1))
     assert second is not None
-    assert layer.trainer.calls[-1][2] == adapter_one.path, "the candidate is measured against the adapter in use"
+    assert stand_in(layer).calls[-1][2] == adapter_one.path, "the candidate is measured against the adapter in use"
     await app.governance.vote(second, OWNER, True, now=now + timedelta(days=1))
     adapter_two = (await app.brain.context("hello", "g1")).adapter
     assert adapter_two.id != adapter_one.id and adapter_one.path.exists(), "the replaced one is kept for rollback"
@@ -146,6 +153,7 @@ async def test_rejection_and_a_failed_evaluation_delete_the_candidate(app: App) 
     await history(app)
     now = datetime.now(UTC)
     proposal = await step(layer, now)
+    assert proposal is not None
     path = Path((await app.db.pool.fetchval("SELECT path FROM adapters WHERE proposal_id = $1", proposal)))
     assert path.exists()
     await app.governance.vote(proposal, OWNER, False, now=now)
@@ -153,7 +161,7 @@ async def test_rejection_and_a_failed_evaluation_delete_the_candidate(app: App) 
     assert await app.db.pool.fetchval("SELECT status FROM adapters WHERE proposal_id = $1", proposal) == "rejected"
 
     await say(app, turn("I moved to Porto last week"), turn("Pepper learned a new trick", author="chloe"))
-    layer.trainer.passes = False
+    stand_in(layer).passes = False
     result = await layer.distill_step(now + timedelta(days=1), "g1")
     assert result.counts["failed"] == 1 and result.counts["proposed"] == 0
     row = await app.db.pool.fetchrow("SELECT * FROM adapters ORDER BY id DESC LIMIT 1")
@@ -166,6 +174,7 @@ async def test_an_expired_proposal_deletes_its_candidate(app: App) -> None:
     await history(app)
     now = datetime.now(UTC)
     proposal = await step(layer, now)
+    assert proposal is not None
     path = Path(await app.db.pool.fetchval("SELECT path FROM adapters WHERE proposal_id = $1", proposal))
     assert await app.governance.expire(now + timedelta(days=30)) == 1
     assert not path.exists()
@@ -176,6 +185,7 @@ async def test_a_candidate_whose_proposal_was_decided_without_its_handler_is_swe
     await history(app)
     now = datetime.now(UTC)
     proposal = await step(layer, now)
+    assert proposal is not None
     path = Path(await app.db.pool.fetchval("SELECT path FROM adapters WHERE proposal_id = $1", proposal))
     # as an older process that expired it without running the weights layer's rejection handler left it
     await app.db.pool.execute("UPDATE proposals SET status = 'expired' WHERE id = $1", proposal)
@@ -189,6 +199,7 @@ async def test_forgetting_a_source_of_a_pending_candidate_withdraws_its_proposal
     layer = weights_of(app)
     await history(app)
     proposal = await step(layer, datetime.now(UTC))
+    assert proposal is not None
     await app.provenance.forget_author("g1", "u-ben")
     withdrawn = await app.governance.get(proposal)
     assert withdrawn.status == "expired"
@@ -200,6 +211,7 @@ async def test_forgetting_a_person_taints_every_adapter_trained_on_their_words(a
     await history(app)
     now = datetime.now(UTC)
     proposal = await step(layer, now)
+    assert proposal is not None
     await app.governance.vote(proposal, OWNER, True, now=now)
     adapter = (await app.brain.context("hello", "g1")).adapter
     assert adapter is not None
@@ -221,7 +233,7 @@ async def test_forgetting_a_person_taints_every_adapter_trained_on_their_words(a
 
     await say(app, turn("I bake bread on Sundays"), turn("The trams in Lisbon are yellow"))
     await step(layer, now + timedelta(days=1))
-    texts, _, current = layer.trainer.calls[-1]
+    texts, _, current = stand_in(layer).calls[-1]
     assert current is None
     assert not any("Brightwave" in t.text for t in texts), "the next distillation trains without them"
 
@@ -229,10 +241,10 @@ async def test_forgetting_a_person_taints_every_adapter_trained_on_their_words(a
 async def test_a_candidate_whose_sources_were_forgotten_while_it_trained_is_never_proposed(app: App) -> None:
     layer = weights_of(app)
     await history(app)
-    trainer = layer.trainer
+    trainer = stand_in(layer)
     original = trainer.distill
 
-    def forgetful(texts, questions, current, out_dir):  # type: ignore[no-untyped-def]
+    def forgetful(texts, questions, current, out_dir):
         outcome = original(texts, questions, current, out_dir)
         import asyncio
 
@@ -251,7 +263,7 @@ async def test_a_candidate_whose_sources_were_forgotten_while_it_trained_is_neve
 async def test_the_dream_runs_distillation_only_when_enabled(app: App) -> None:
     from dream.steps import build_steps
 
-    layer = app.brain.layer("weights")
+    layer = layer_of(app, "weights", WeightsLayer)
     assert "adapter_distillation" not in [name for name, _ in build_steps(app.layers)], "off by default"
     layer.enabled, layer.trainer = True, StandInTrainer()
     assert "adapter_distillation" in [name for name, _ in build_steps(app.layers)]

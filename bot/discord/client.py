@@ -76,6 +76,7 @@ class HippoBotBase(_BotBase):
     settings: Settings
     services: Services  # what the cogs (and the buttons that outlive them) use of the app
     dream_router: DreamRouter  # where each scope's proposals and digests are posted
+    dream_cog: DreamCog | None = None  # set by the DreamCog while it is loaded: the proposal buttons vote through it
     command_prefix_text = PREFIX
 
     def _init_hippo(self, app: App, settings: Settings) -> None:

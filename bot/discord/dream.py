@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import discord
 from discord.ext import commands, tasks
@@ -61,9 +61,10 @@ class ProposalButton(discord.ui.DynamicItem[discord.ui.Button], template=r"hippo
         return cls(match["action"], int(match["pid"]))
 
     async def callback(self, interaction: discord.Interaction) -> None:
-        # the client that dispatches a DynamicItem is the bot (HippoBotBase, a commands.Bot); discord.py types it
-        # as a plain Client
-        cog = cast("commands.Bot", interaction.client).get_cog("DreamCog")
+        # The client that dispatches a DynamicItem is the bot (HippoBotBase, typed by discord.py as a plain Client);
+        # its DreamCog, while loaded, is its ``dream_cog`` (no cog is looked up by name). Any other client, or a bot
+        # whose DreamCog is not loaded, has none.
+        cog = getattr(interaction.client, "dream_cog", None)
         if not isinstance(cog, DreamCog):
             await interaction.response.send_message("The dream channel is not running.", ephemeral=True)
             return
@@ -224,8 +225,13 @@ class DreamCog(commands.Cog):
         if not self.outbox_loop.is_running():
             self.outbox_loop.start()  # its first run is now: what waited while the bot was off goes out
 
+    async def cog_load(self) -> None:
+        self.bot.dream_cog = self  # what the proposal buttons vote through (ProposalButton.callback)
+
     async def cog_unload(self) -> None:
         self.outbox_loop.cancel()
+        if self.bot.dream_cog is self:
+            self.bot.dream_cog = None
 
     @commands.Cog.listener()
     async def on_guild_channel_delete(self, channel: discord.abc.GuildChannel) -> None:
