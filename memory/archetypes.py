@@ -417,7 +417,7 @@ class ArchetypeRouter:
                             one_line(exc), len(self._cache.archetypes))
             except Exception as exc:  # a broken refresh keeps the last good cache; one line says why
                 log.error("archetype refresh failed (%s); keeping %d cached", one_line(exc),
-                          len(self._cache.archetypes), exc_info=log.isEnabledFor(logging.DEBUG))
+                          len(self._cache.archetypes), exc_info=True)  # unexpected: a bug, its traceback helps
 
     async def refresh(self) -> None:
         """Reload every archetype and override, computing and caching any missing centroid."""

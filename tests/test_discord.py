@@ -22,7 +22,7 @@ from bot.discord.sources import GONE, NOT_YOURS, ForgetSourceButton, forget_sour
 from memory.embed import MiniLMEmbedder
 from tests.conftest import close_or_explain
 from tests.fakes import ScriptedLLM
-from tests.simcord_support import HeldGeneration, SimBase, buttons, hippobot_for, said, without_typing
+from tests.simcord_support import HeldGeneration, SimBase, bot_member, buttons, hippobot_for, said, without_typing
 
 
 @dataclass
@@ -37,7 +37,7 @@ class Sim(SimBase):
     approvers: simcord.RoleHandle
 
     def mention(self) -> str:
-        return self.bot.user.mention
+        return self.me.mention
 
     @property
     def cog(self) -> DreamCog:
@@ -179,7 +179,7 @@ async def test_a_dm_is_answered_and_remembered_in_that_persons_dm_scope(sim: Sim
     await sim.ana.send_dm("my favourite tea is genmaicha")
     await sim.settle()
     dm = sim.ana.user.dm_channel
-    assert [m.content for m in dm.history() if m.author.id == sim.bot.user.id] == [llm.reply], "no mention needed"
+    assert [m.content for m in dm.history() if m.author.id == sim.me.id] == [llm.reply], "no mention needed"
     row = await sim.pool.fetchrow("SELECT scope, visible_in FROM messages WHERE content LIKE '%genmaicha%'")
     assert row["scope"] == f"dm:{sim.ana.id}"
     public = await sim.app.brain.context("what tea do people like?", str(sim.guild.id),
@@ -191,7 +191,7 @@ async def test_a_restricted_channels_messages_are_visible_only_there(sim: Sim) -
     secret = sim.guild.create_text_channel("secret", overwrites={
         sim.guild.default_role: discord.PermissionOverwrite(view_channel=False),
         sim.ana: discord.PermissionOverwrite(view_channel=True),
-        sim.guild.me: discord.PermissionOverwrite(view_channel=True)})
+        bot_member(sim.guild): discord.PermissionOverwrite(view_channel=True)})
     await sim.ana.send(secret, f"{sim.mention()} the launch code is 0000")
     await sim.ben.send(sim.general, f"{sim.mention()} hello everyone")
     await sim.settle()
@@ -205,7 +205,7 @@ async def test_a_restricted_channels_memory_never_answers_in_a_public_one(sim: S
     secret = sim.guild.create_text_channel("secret", overwrites={
         sim.guild.default_role: discord.PermissionOverwrite(view_channel=False),
         sim.ana: discord.PermissionOverwrite(view_channel=True),
-        sim.guild.me: discord.PermissionOverwrite(view_channel=True)})
+        bot_member(sim.guild): discord.PermissionOverwrite(view_channel=True)})
     await sim.ana.send(secret, f"{sim.mention()} the launch code is 0000")
     await sim.settle()
     await sim.ana.send(sim.general, f"{sim.mention()} what is the launch code?")
@@ -222,7 +222,7 @@ async def test_a_failed_edit_while_streaming_cancels_the_generation_and_keeps_th
     sim.bot.settings = sim.bot.settings.model_copy(update={"discord_edit_interval": 0})
     held: list[HeldGeneration] = []
 
-    def generate(prompt, **_):  # type: ignore[no-untyped-def]
+    def generate(prompt, **_):
         held.append(HeldGeneration(sim.env, ["Once ", "upon ", "a ", "time"]))
         return held[-1]
 
@@ -230,7 +230,7 @@ async def test_a_failed_edit_while_streaming_cancels_the_generation_and_keeps_th
     replies = []
     respond = sim.app.brain.respond
 
-    async def keep(turn):  # type: ignore[no-untyped-def]
+    async def keep(turn):
         replies.append(await respond(turn))
         return replies[-1]
 
@@ -249,7 +249,7 @@ async def test_a_failed_edit_while_streaming_cancels_the_generation_and_keeps_th
 
 async def test_a_channel_the_bot_cannot_post_in_gets_no_reply_and_keeps_the_turn(sim: Sim) -> None:
     muted = sim.guild.create_text_channel("muted", overwrites={
-        sim.guild.me: discord.PermissionOverwrite(send_messages=False)})
+        bot_member(sim.guild): discord.PermissionOverwrite(send_messages=False)})
     await sim.ana.send(muted, f"{sim.mention()} can you hear me?")
     await sim.settle()
     assert sim.bot_messages(muted) == []
@@ -441,7 +441,7 @@ async def test_an_approvers_reaction_applies_the_proposal(sim: Sim) -> None:
 
 async def test_the_bots_own_reactions_are_ignored_even_with_the_role(sim: Sim) -> None:
     # Discord holds the role on the bot (its cache may not: the bot runs without the members intent)
-    sim.env.backend.add_member_role(sim.guild.id, sim.bot.user.id, sim.approvers.id)
+    sim.env.backend.add_member_role(sim.guild.id, sim.me.id, sim.approvers.id)
     await sim.settle()
     pid, message = await posted_proposal(sim)  # posting adds the bot's own three reactions
     assert {str(r.emoji) for r in message.reactions} >= {"✅", "❌"}, "the bot did react (nobody else has)"
@@ -527,7 +527,7 @@ async def test_a_proposal_made_with_the_bot_off_is_posted_when_it_starts(
 
 async def test_a_dream_channel_without_reactions_gets_each_proposal_once_with_its_buttons(sim: Sim) -> None:
     dream = sim.guild.create_text_channel("dreams", overwrites={
-        sim.guild.me: discord.PermissionOverwrite(add_reactions=False)})
+        bot_member(sim.guild): discord.PermissionOverwrite(add_reactions=False)})
     sim.bot.settings = sim.bot.settings.model_copy(update={"dream_channel_id": dream.id})
     pid = await make_proposal(sim)
     await sim.cog.flush_outbox()
@@ -559,7 +559,7 @@ async def test_the_owners_stats_cover_every_scope_by_dm(sim: Sim) -> None:
         await sim.app.brain.receive(IncomingTurn(scope, "discord", "1", "7", "x", "hello", external_id=f"s{scope}"))
     await sim.ana.send(sim.general, "!hippobot stats")
     await sim.settle()
-    dm = [m.content for m in sim.ana.user.dm_channel.history() if m.author.id == sim.bot.user.id]
+    dm = [m.content for m in sim.ana.user.dm_channel.history() if m.author.id == sim.me.id]
     assert len(dm) == 1 and "111: 1 message(s)" in dm[0] and "dm:7: 1 message(s)" in dm[0]
     assert "by DM" in sim.only_message(sim.general).content, "the server's channel sees no other server's counts"
 
@@ -572,5 +572,5 @@ async def test_the_owners_stats_are_refused_to_others(sim: Sim) -> None:
     await sim.settle()
     assert [type(e) for e in sim.env.errors] == [commands.NotOwner], "refused (acknowledged: no teardown failure)"
     assert sim.bot_messages(sim.general) == []
-    assert [m for m in sim.ben.user.dm_channel.history() if m.author.id == sim.bot.user.id] == []
+    assert [m for m in sim.ben.user.dm_channel.history() if m.author.id == sim.me.id] == []
 

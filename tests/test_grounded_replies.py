@@ -231,6 +231,7 @@ def test_ask_reads_every_field(tmp_path: Path) -> None:
     path.write_text(json.dumps({"text": "where?", "scope": "g9", "user": "bo", "channel": "gen",
                                 "now": "2026-01-02T03:04:05Z"}) + "\n", encoding="utf-8")
     [line] = ask_cli.read_lines(path, make_settings("postgresql://unused", tmp_path))
+    assert line.now is not None
     assert (line.text, line.scope, line.user, line.channel, line.now.year) == ("where?", "g9", "bo", "gen", 2026)
 
 

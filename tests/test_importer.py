@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -18,7 +20,7 @@ from memory.importer import parse_import_file
 from memory.layers.base import AbsorbedTurn, BaseLayer
 from memory.layers.episodes import EpisodesLayer
 
-LINES = [
+LINES: list[dict[str, Any]] = [
     {"id": "1", "channel": "general", "author": "ana", "timestamp": "2026-10-01T10:00:00Z", "text": "I moved to Porto last year"},
     {"id": "2", "channel": "general", "author": {"id": "77", "name": "ben"}, "timestamp": "2026-10-01T10:01:00+00:00",
      "text": "nice, how do you like it?", "reply_to": "1"},
@@ -26,7 +28,7 @@ LINES = [
 ]
 
 
-def write_jsonl(path: Path, rows: list[object]) -> Path:
+def write_jsonl(path: Path, rows: Sequence[object]) -> Path:
     path.write_text("\n".join(r if isinstance(r, str) else json.dumps(r) for r in rows) + "\n", encoding="utf-8")
     return path
 
