@@ -51,7 +51,7 @@ def test_chat_answers_piped_input_and_a_new_process_recalls_it(env: dict[str, st
     # (the same person's, and the hit asks nothing) is not shown, so it is no source; the bot's reply never is
     assert len(ids) == 2 and sources == ids[:1]
     facts = [i["text"] for i in result["items"] if i["kind"] == "fact"]
-    assert any("named Miso" in f for f in facts) and any("ana adopt cat" in f for f in facts), facts
+    assert any("named Miso" in f for f in facts) and any("ana adopts cat" in f for f in facts), facts
     other = run_cli(["recall", "what is my cat called?", "--scope", "someone-else", "--json"], env)
     assert json.loads(other.stdout)["items"] == []
 
