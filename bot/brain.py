@@ -27,7 +27,7 @@ from datetime import datetime
 import numpy as np
 
 from bot.grounding import (BARE_YES, NO_GUARD, Grounding, Guard, SourceLine, ground, grounded_or_not_told, guard, is_question,
-                           held_words, own_items)
+                           held_words, in_askers_words, own_items, says_mine)
 from bot.llm import Generation, LanguageModel
 from bot.prompt import Prompt, PromptBuilder
 from memory.absorption import AbsorbHints, Absorber
@@ -168,6 +168,7 @@ class Reply:
         self._record = record  # False: a read-only answer (`hippobot ask`): nothing stored or absorbed
         self.guard = guard  # a question about memory: its reply is held back until it can be checked
         self._final: str | None = None  # what the bot says instead of the model's text, when that failed the check
+        self._verdict: str | None = None  # the check's word on the model's text (before "my" is reworded)
         self._streamed: list[str] = []  # what was shown so far (an engine fills its text only once it stops)
 
     @property
@@ -192,7 +193,7 @@ class Reply:
     @property
     def replaced(self) -> bool:
         """The model's reply was not shown: it answered a question about memory from no memory."""
-        return self._final is not None and self._final != self._generation.text
+        return self._verdict is not None and self._verdict != self._generation.text
 
     @property
     def mean_surprise(self) -> float | None:
@@ -217,10 +218,12 @@ class Reply:
                 # Held back: a reply to a question about memory is shown only once it is known to draw on a memory.
                 async for _ in self._generation:
                     pass
-                self._final = grounded_or_not_told(self._generation.text, self.message.content, self.evidence(),
-                                                   ignore=self._ignored(), dates=self.guard.dates_ground,
-                                                   whether=self.guard.whether, own=self.guard.own,
-                                                   claim=self.guard.claim, named=self.guard.named)
+                self._final = self._verdict = grounded_or_not_told(
+                    self._generation.text, self.message.content, self.evidence(), ignore=self._ignored(),
+                    dates=self.guard.dates_ground, whether=self.guard.whether, own=self.guard.own,
+                    claim=self.guard.claim, named=self.guard.named)
+                if self._final == self._generation.text:
+                    self._final = await self._in_askers_words(self._final)
                 if self._final:
                     yield self._final
             else:
@@ -234,6 +237,16 @@ class Reply:
             self.trace.tokens = stats.tokens
             self.trace.tokens_per_s = stats.tokens_per_second
             self._finish()
+
+    async def _in_askers_words(self, text: str) -> str:
+        """``text`` with "my" of the one person whose memory it drew on said from the asker's side
+        (``bot.grounding.in_askers_words``)."""
+        if not says_mine(text):
+            return text
+        speakers = {s.author for s in await self._brain.source_lines(self.message.scope, self.grounding())}
+        if len(speakers) != 1:
+            return text
+        return in_askers_words(text, speakers.pop(), self.message.author_name)
 
     async def complete(self) -> str:
         async for _ in self:

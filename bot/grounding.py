@@ -439,6 +439,26 @@ def grounded_or_not_told(reply: str, question: str, items: Sequence[MemoryItem],
         BARE_YES if yes else not_told
 
 
+_MY = re.compile(r"\b(my|mine)\b", re.I)
+
+
+def says_mine(text: str) -> bool:
+    """Whether ``text`` uses "my" or "mine" (``in_askers_words`` has something to say from the asker's side)."""
+    return bool(_MY.search(text))
+
+
+def in_askers_words(reply: str, speaker: str, asker: str) -> str:
+    """``reply`` with the possessives it copied from ``speaker``'s memory said from the asker's side: alex's "the
+    party is at my place" answers newbie's "where is the party?" as "At alex's place.", not "At my place." (which
+    says the bot's), and answers alex as "At your place."."""
+    def person(m: re.Match[str]) -> str:
+        mine = m.group(1).lower() == "mine"
+        said = ("yours" if mine else "your") if speaker == asker else f"{speaker}'s"
+        return said[0].upper() + said[1:] if m.group(1)[0].isupper() and speaker == asker else said
+
+    return _MY.sub(person, reply)
+
+
 def _opens_sentence(text: str, at: int) -> bool:
     """Whether the word at ``at`` starts ``text`` or a sentence in it (looking back over spaces only: a long
     message is not re-scanned for each capitalised word)."""

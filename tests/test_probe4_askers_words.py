@@ -1,0 +1,35 @@
+"""A reply copied from someone's memory says their "my" from the asker's side (tried as a new user: alex said "the
+party is on Saturday at 8pm at my place"; newbie's "where is the party?" got "At my place.", which says the bot's)."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.app import App
+from bot.grounding import in_askers_words
+from tests.fakes import ScriptedLLM
+from tests.test_brain import say
+
+
+@pytest.mark.parametrize(("reply", "asker", "said"), [
+    ("At my place.", "newbie", "At alex's place."),
+    ("At my place.", "alex", "At your place."),
+    ("My dog, Biscuit.", "alex", "Your dog, Biscuit."),
+    ("It's mine.", "bo", "It's alex's."),
+    ("Myself? No.", "bo", "Myself? No."),  # only the possessives
+])
+def test_possessives_are_said_from_the_askers_side(reply: str, asker: str, said: str) -> None:
+    assert in_askers_words(reply, "alex", asker) == said
+
+
+async def test_a_reply_from_alexs_memory_says_alexs(app: App, llm: ScriptedLLM) -> None:
+    llm.reply = "Fun!"
+    await say(app, "the party is on Saturday at 8pm at my place", author="alex")
+    await app.brain.drain()
+    llm.reply = "At my place."
+    reply = await app.brain.ask("where is the party?", "g1", author_id="u-newbie", author_name="newbie")
+    assert await reply.complete() == "At alex's place."
+    assert not reply.replaced, "reworded, not replaced"
+    assert [s.author for s in await app.brain.source_lines("g1", reply.grounding())] == ["alex"]
+    reply = await app.brain.ask("where is the party?", "g1", author_id="u-alex", author_name="alex")
+    assert await reply.complete() == "At your place."
