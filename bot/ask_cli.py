@@ -142,6 +142,8 @@ async def answer(app: Any, line: AskLine, *, conversation: bool = False, prompt:
     result = {
         "text": line.text,
         "scope": line.scope,
+        "user": line.user,  # each line's asker and time, so an output line is read without its input (P5)
+        "now": (line.now or app.brain.clock.now()).isoformat(),
         "reply": text,
         "archetype": reply.plan.archetype,
         "memory": [{"kind": i.kind, "text": i.text, "sources": [s.external_id for s in i.sources]}

@@ -74,9 +74,15 @@ BARE_YES = "Yes."  # a yes that memory holds, without what the model added to it
 # scikit-learn's English stop words (imported here, at start-up: imported lazily from the event loop while a
 # dream step imported scikit-learn in a worker thread, Python's import lock reported a deadlock), the words
 # of not knowing, which carry no answer, and greetings.
-_STOP = frozenset(ENGLISH_STOP_WORDS) | {"don't", "i'm", "it's", "that's", "yes", "yeah", "ok", "okay", "sure",
-                                         "remember", "know", "think", "said", "told", "mentioned", "s",
-                                         "hi", "hello", "hey", "thanks", "thank"}  # greetings answer nothing
+# scikit-learn's list also holds words that answer questions: numbers ("how many cats?" "Two.") and a few nouns
+# and verbs ("fire", "bill", "move"); those stay content.
+_ANSWERING = frozenset({"one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
+                        "twelve", "fifteen", "twenty", "forty", "fifty", "sixty", "hundred", "first", "third",
+                        "fire", "bill", "move", "system", "interest", "thin", "thick", "front", "back", "side", "top",
+                        "bottom", "full", "amount", "call", "cry", "find", "found", "show", "mill"})
+_STOP = (frozenset(ENGLISH_STOP_WORDS) - _ANSWERING) | {
+    "don't", "i'm", "it's", "that's", "yes", "yeah", "ok", "okay", "sure", "remember", "know", "think", "said", "told",
+    "mentioned", "s", "hi", "hello", "hey", "thanks", "thank"}  # greetings answer nothing
 
 
 def content_words(text: str) -> set[str]:
@@ -315,6 +321,7 @@ class Claim:
     subject: str  # "": the asker
     names: frozenset[str]
     rest: frozenset[str]
+    last: str = ""  # what it asks of the subject, said last ("a poodle"): a memory must hold it
 
     def held_in(self, items: Iterable[MemoryItem], *, dates: bool = True) -> bool:
         return self.holder(items, dates=dates) is not None
@@ -324,25 +331,32 @@ class Claim:
         need = (len(self.rest) + 1) // 2
         for item in items:
             held = held_words(item.text, item.created_at if dates else None)
-            if (not self.subject or self.subject in held) and self.names <= held and len(self.rest & held) >= need:
+            if ((not self.subject or self.subject in held) and self.names <= held and len(self.rest & held) >= need
+                    and (not self.last or self.last in held)):
                 return item
         return None
 
 
 def claim_of(question: str, *, skip: Iterable[str] = ()) -> Claim | None:
     """The Claim a yes/no question makes (``asks_whether``), unless it asks for a judgement (``_HEDGES``). A
-    question about the asker ("is my dog called Biscuit?") has no subject word to find: the memories it is
-    checked against are the asker's own (``own_items``)."""
+    question about the asker's thing ("is my dog a poodle?") has that thing as its subject ("dog"); one about the
+    asker ("do I live in Lisbon?") has no subject word to find: the memories it is checked against are the
+    asker's own (``own_items``). Its last content word is what it asks of the subject, which English puts last
+    ("a poodle", "a doctor", "Lisbon"): a memory must hold it."""
     words = _WORD.findall(question.strip().lower().replace("’", "'"))
     asker = len(words) >= 2 and words[0] in _AUXILIARIES and words[1] in _ASKER and question.strip().endswith("?")
-    subject = "" if asker else asks_whether(question)
+    subject = asks_whether(question)
+    if asker:
+        subject = words[2] if words[1] == "my" and len(words) > 2 and content_words(words[2]) else ""
     if subject is None or set(words) & _HEDGES:
         return None
-    ignored = set(skip)
+    ignored = set(skip) | {stem(w) for w in _AUXILIARIES}
     head = stem(subject.removesuffix("'s"))
     names = {stem(w) for n in names_in(question) for w in content_words(n)} - ignored - {head}
-    rest = stems(question) - ignored - {head} - {stem(w) for w in _AUXILIARIES}
-    return Claim(head, frozenset(names), frozenset(rest))
+    rest = stems(question) - ignored - {head}
+    last = next((stem(w.removesuffix("'s")) for w in reversed(words) if content_words(w)
+                 and stem(w.removesuffix("'s")) in rest), "")
+    return Claim(head, frozenset(names), frozenset(rest), last)
 
 
 NO_GUARD = Guard(False)  # not a question about memory: the reply streams as the model writes it
@@ -370,16 +384,27 @@ def guard(question: str, items: Sequence[MemoryItem], *, ignore: Iterable[str] =
         if not words:
             continue
         person = any(w.lower().removesuffix("'s").removesuffix("’s") in person_words for w in capitals)
-        if person or not person_words:
-            persons.append(name)  # a person (or, with no parse to say, maybe one)
+        if person:
+            persons.append(name)
         if words <= held:
             known.append(name)
-            if person or not person_words:
+            if person or not person_words:  # with no parse to say who is a person, any remembered name
                 named |= words
         elif person:
             missing.append(name)
         else:
             unmentioned.append(name)
+    # People the parse found that the capitals did not ("what is ben's phone number?", typed in lower case)
+    seen = {w.lower().removesuffix("'s") for n in names_in(question) for w in n.split()}
+    for person_name in dict.fromkeys(people):
+        if person_name.lower() in seen or not (words := {stem(w) for w in content_words(person_name)} - skip):
+            continue
+        persons.append(person_name)
+        if words <= held:
+            known.append(person_name)
+            named |= words
+        else:
+            missing.append(person_name)
     said = set(_WORD.findall(question.lower().replace("’", "'")))
     # A question about oneself asks about memory, unless it asks for advice ("what should I cook tonight?")
     advice = bool(said & _ADVICE) or bool(_HOW_TO.search(question.replace("’", "'")))

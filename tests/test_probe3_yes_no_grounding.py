@@ -8,11 +8,16 @@ from __future__ import annotations
 import pytest
 
 from bot.app import App
-from bot.grounding import NOT_TOLD, asks_whether, guard
+from bot.grounding import NOT_MENTIONED, NOT_TOLD, asks_whether, guard
 from memory.layers.base import MemoryItem
 from memory.sources import SourceRef
 from tests.fakes import ScriptedLLM
 from tests.test_brain import say
+
+
+# What the bot says to "is ben on probation?" with ben never mentioned: the parse takes ben for a person, so the
+# bot says nobody mentioned him without asking the model; where it does not, the model's yes is replaced.
+HONEST = {NOT_TOLD, NOT_MENTIONED.format(names="ben")}
 
 
 def _item(text: str, rid: int) -> MemoryItem:
@@ -52,12 +57,12 @@ async def test_an_invented_yes_to_a_yes_no_question_about_someone_never_mentione
         app: App, llm: ScriptedLLM) -> None:
     llm.reply = "Yes, he's been there for 2 years."
     reply = await app.brain.ask("is ben on probation?", "g1", author_id="u-bo", author_name="bo")
-    assert await reply.complete() == NOT_TOLD
+    assert await reply.complete() in HONEST
 
 
 async def test_an_invented_answer_in_a_chat_is_not_shown_either(app: App, llm: ScriptedLLM) -> None:
     llm.reply = "Yes, he's been there for 2 years."
-    assert await say(app, "is ben on probation?") == NOT_TOLD
+    assert await say(app, "is ben on probation?") in HONEST
 
 
 @pytest.mark.parametrize("invented", ["Yes.", "No.", "Nope, never."])
@@ -65,7 +70,7 @@ async def test_a_bare_yes_or_no_about_someone_never_mentioned_answers_it_all_the
         app: App, llm: ScriptedLLM, invented: str) -> None:
     llm.reply = invented  # "is ben on probation?" "Yes." says ben is on probation: nobody said so
     reply = await app.brain.ask("is ben on probation?", "g1", author_id="u-bo", author_name="bo")
-    assert await reply.complete() == NOT_TOLD
+    assert await reply.complete() in HONEST
 
 
 @pytest.mark.parametrize("answer", ["Yes.", "Yes, for three months at the warehouse."])

@@ -23,7 +23,7 @@ def _item(text: str, rid: int, author: str) -> MemoryItem:
 @pytest.mark.parametrize("question", ["what is my dog called?", "What's my dog's name?", "where did I park?",
                                       "is my dog called Biscuit?"])
 def test_a_question_about_the_askers_own_things_is_theirs(question: str) -> None:
-    assert guard(question, [_item("alex: my dog is called Biscuit", 1, "u-alex")], people=["alex"]).own
+    assert guard(question, [_item("alex: my dog is called Biscuit", 1, "u-alex")]).own
 
 
 @pytest.mark.parametrize("question", ["can you tell me what alex's dog is called?", "what is Tom's dog called?",
@@ -31,7 +31,8 @@ def test_a_question_about_the_askers_own_things_is_theirs(question: str) -> None
                                       "what is the capital of France?"])
 def test_a_question_about_someone_else_or_a_group_is_not(question: str) -> None:
     """"me" is the asker as the one told, not the one asked about; a named person is someone else; "we" a group."""
-    assert not guard(question, [_item("alex: my dog is called Biscuit", 1, "u-alex")], people=["alex", "Tom"]).own
+    people = [p for p in ("alex", "Tom") if p in question]  # the parse's people: those the question names
+    assert not guard(question, [_item("alex: my dog is called Biscuit", 1, "u-alex")], people=people).own
 
 
 def test_only_the_askers_words_or_a_memory_naming_them_answer_it() -> None:

@@ -94,3 +94,20 @@ async def test_a_bare_yes_shows_the_memory_that_holds_it(app: App, llm: Scripted
     assert await reply.complete() == "Yes."
     lines = await app.brain.source_lines("g1", reply.grounding())
     assert [s.author for s in lines] == ["ana"]
+
+
+BEAGLE = _item("alex: My dog is called Biscuit, he is a beagle.", 7, "u-alex")
+PILOT = _item("carl: My wife Julia is a pilot.", 8, "u-carl")
+
+
+@pytest.mark.parametrize(("question", "memory", "held"), [
+    ("is my dog a poodle?", BEAGLE, False),  # P5: "Yes." citing the beagle message, 3/3
+    ("is my dog a beagle?", BEAGLE, True),
+    ("Is my wife a doctor?", PILOT, False),  # P5: "Yes, she is!", 2/3
+    ("Is my wife a pilot?", PILOT, True),
+    ("Is Tom's wife a doctor?", _item("ana: Tom's wife is a pilot", 9), False),
+])
+def test_what_a_yes_no_question_asks_of_its_subject_is_its_last_word(question: str, memory: MemoryItem,
+                                                                     held: bool) -> None:
+    claim = claim_of(question)
+    assert claim is not None and claim.held_in([memory]) is held, claim

@@ -1,0 +1,47 @@
+"""Defects a black-box probe (P5) found in replies: a number answer passed as no answer at all, a place in a
+question about one's own things made it someone else's, and a person typed in lower case who was forgotten (or never
+named) got an invented phone number."""
+
+from __future__ import annotations
+
+from bot.app import App
+from bot.grounding import NOT_MENTIONED, NOT_TOLD_YOU, answer_words, guard
+from memory.layers.base import MemoryItem
+from memory.sources import SourceRef
+from tests.fakes import ScriptedLLM
+from tests.test_brain import say
+
+
+def _item(text: str, rid: int, author: str) -> MemoryItem:
+    return MemoryItem("episode", 0.9, text, text, (rid,), sources=(SourceRef(rid, f"x{rid}", "c1", "console", author),))
+
+
+def test_a_number_is_an_answer() -> None:
+    """scikit-learn's stop words hold "two": "how many cats do I have?" "Two." carried no answer words and passed."""
+    assert answer_words("Two.", "how many cats do I have?") == {"two"}
+
+
+async def test_another_persons_cats_are_not_the_askers(app: App, llm: ScriptedLLM) -> None:
+    llm.reply = "Nice!"
+    await say(app, "I have two cats, Pepper and Salt.", author="bea")
+    await say(app, "My dog is called Biscuit, he is a beagle.", author="alex")
+    await app.brain.drain()
+    llm.reply = "Two."
+    reply = await app.brain.ask("how many cats do I have?", "g1", author_id="u-alex", author_name="alex")
+    assert await reply.complete() == NOT_TOLD_YOU
+
+
+def test_a_place_in_a_question_about_ones_own_things_leaves_them_ones_own() -> None:
+    """"when is my flight to Paris?" by bea was answered from carl's Tokyo flight: Paris is no person."""
+    carl = _item("carl: We are flying to Tokyo on December 20.", 1, "u-carl")
+    g = guard("when is my flight to Paris?", [carl], people=[])
+    assert g.own
+
+
+def test_a_person_typed_in_lower_case_whom_no_memory_mentions_is_missing() -> None:
+    """"what is ben's phone number?" after ben was forgotten got "8974325623.": the parse takes ben for a person,
+    the capitals did not."""
+    g = guard("what is ben's phone number?", [_item("ana: the bike is red", 1, "u-ana")], people=["ben"])
+    assert g.refusal == NOT_MENTIONED.format(names="ben")
+    mentioned = guard("what is ben's phone number?", [_item("ana: ben plays trumpet", 1, "u-ana")], people=["ben"])
+    assert mentioned.about_memory and mentioned.refusal is None and mentioned.named == {"ben"}
