@@ -93,7 +93,7 @@ async def test_mine_lists_the_askers_own_memory_and_nobody_elses(sim: Sim) -> No
     result = await sim.ana.slash(sim.general, "memory mine")
     text = said(result)
     assert result.ephemeral and "trumpet" in text and "cello" not in text
-    assert "fact: ana play trumpet" in text and "memory: ana:" in text
+    assert "fact: ana plays trumpet" in text and "memory: ana:" in text
     link = f"https://discord.com/channels/{sim.guild.id}/{sim.general.id}/"
     assert link in text, "each item links to the message it came from"
     assert "2 item(s) (1 fact(s), 1 memory(ies), 0 other message(s))" in text, "the total, by kind"
