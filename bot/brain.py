@@ -26,8 +26,8 @@ from datetime import datetime
 
 import numpy as np
 
-from bot.grounding import (BARE_YES, NO_GUARD, Grounding, Guard, SourceLine, ground, grounded_or_not_told, guard, is_question,
-                           held_words, in_askers_words, own_items, says_mine)
+from bot.grounding import (NO_GUARD, Grounding, Guard, SourceLine, ground, grounded_or_not_told, guard, is_question,
+                           held_words, in_askers_words, own_items, says_mine, says_yes)
 from bot.llm import Generation, LanguageModel
 from bot.prompt import Prompt, PromptBuilder
 from memory.absorption import AbsorbHints, Absorber
@@ -288,7 +288,7 @@ class Reply:
         found = ground(self.text, self.message.content, self.evidence(), ignore=self._ignored(),
                        dates=self.guard.dates_ground, named=self.guard.named)
         claim = self.guard.claim
-        if not found.items and claim is not None and self.text == BARE_YES:  # the memory that holds the yes
+        if not found.items and claim is not None and says_yes(self.text):  # the memory that holds the yes
             holder = claim.holder(self.evidence(), dates=self.guard.dates_ground)
             if holder is not None:
                 return Grounding((holder,), frozenset({claim.subject, *claim.names, *claim.rest} - {""}))

@@ -467,6 +467,11 @@ def grounded_or_not_told(reply: str, question: str, items: Sequence[MemoryItem],
 _MY = re.compile(r"\b(my|mine)\b", re.I)
 
 
+def says_yes(text: str) -> bool:
+    """Whether ``text`` opens with a yes ("Yes, he is a beagle.", "Yeah.")."""
+    return bool(_YES.match(text.strip()))
+
+
 def says_mine(text: str) -> bool:
     """Whether ``text`` uses "my" or "mine" (``in_askers_words`` has something to say from the asker's side)."""
     return bool(_MY.search(text))

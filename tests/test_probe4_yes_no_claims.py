@@ -111,3 +111,15 @@ def test_what_a_yes_no_question_asks_of_its_subject_is_its_last_word(question: s
                                                                      held: bool) -> None:
     claim = claim_of(question)
     assert claim is not None and claim.held_in([memory]) is held, claim
+
+
+async def test_a_yes_that_repeats_the_question_shows_the_memory_that_holds_it(app: App, llm: ScriptedLLM) -> None:
+    """"is my dog a beagle?" "Yes, he is a beagle." carries no answer words (beagle is the question's), so no
+    source was shown under a yes the memory holds."""
+    llm.reply = "Cute!"
+    await say(app, "My dog is called Biscuit, he is a beagle.", author="alex")
+    await app.brain.drain()
+    llm.reply = "Yes, he is a beagle."
+    reply = await app.brain.ask("is my dog a beagle?", "g1", author_id="u-alex", author_name="alex")
+    assert await reply.complete() == "Yes, he is a beagle."
+    assert [s.author for s in await app.brain.source_lines("g1", reply.grounding())] == ["alex"]
