@@ -8,7 +8,7 @@ import pytest
 from bot.app import App
 from bot.grounding import in_askers_words
 from tests.fakes import ScriptedLLM
-from tests.test_brain import say
+from tests.grounding_support import ask_as, tell
 
 
 @pytest.mark.parametrize(("reply", "asker", "said"), [
@@ -23,13 +23,10 @@ def test_possessives_are_said_from_the_askers_side(reply: str, asker: str, said:
 
 
 async def test_a_reply_from_alexs_memory_says_alexs(app: App, llm: ScriptedLLM) -> None:
-    llm.reply = "Fun!"
-    await say(app, "the party is on Saturday at 8pm at my place", author="alex")
-    await app.brain.drain()
-    llm.reply = "At my place."
-    reply = await app.brain.ask("where is the party?", "g1", author_id="u-newbie", author_name="newbie")
-    assert await reply.complete() == "At alex's place."
+    await tell(app, llm, ("alex", "the party is on Saturday at 8pm at my place"))
+    reply = await ask_as(app, llm, "newbie", "where is the party?", "At my place.")
+    assert reply.text == "At alex's place."
     assert not reply.replaced, "reworded, not replaced"
     assert [s.author for s in await app.brain.source_lines("g1", reply.grounding())] == ["alex"]
-    reply = await app.brain.ask("where is the party?", "g1", author_id="u-alex", author_name="alex")
-    assert await reply.complete() == "At your place."
+    reply = await ask_as(app, llm, "alex", "where is the party?", llm.reply)
+    assert reply.text == "At your place."

@@ -14,7 +14,7 @@ from memory.layers.base import MemoryItem
 from memory.sources import SourceRef
 from tests.fakes import ScriptedLLM
 from tests.test_archetypes import router_for
-from tests.test_brain import say
+from tests.grounding_support import ask_as, tell
 
 PARTY = MemoryItem("episode", 0.9, "alex: the party is on Saturday at 8pm at my place",
                    "alex: the party is on Saturday at 8pm at my place", (1,),
@@ -38,13 +38,9 @@ def test_a_nameless_question_whose_words_one_memory_holds_is_about_memory() -> N
 
 
 async def test_an_invented_date_for_a_remembered_party_is_not_shown(app: App, llm: ScriptedLLM) -> None:
-    llm.reply = "Sounds fun!"
-    await say(app, "the party is on Saturday at 8pm at my place", author="alex")
-    await app.brain.drain()
-    llm.reply = "20 October 1987."
-    reply = await app.brain.ask("when is the party?", "g1", author_id="u-bo", author_name="bo")
-    assert await reply.complete() == NOT_TOLD
+    await tell(app, llm, ("alex", "the party is on Saturday at 8pm at my place"))
+    reply = await ask_as(app, llm, "bo", "when is the party?", "20 October 1987.")
+    assert reply.text == NOT_TOLD
     assert reply.plan.vectors > 0 and any("party" in i.text for i in reply.memories_in_prompt())
-    llm.reply = "Saturday at 8pm."
-    reply = await app.brain.ask("when is the party?", "g1", author_id="u-bo", author_name="bo")
-    assert await reply.complete() == "Saturday at 8pm."
+    reply = await ask_as(app, llm, "bo", "when is the party?", "Saturday at 8pm.")
+    assert reply.text == "Saturday at 8pm."

@@ -12,12 +12,10 @@ from bot.grounding import NOT_TOLD_YOU, guard, own_items
 from memory.layers.base import MemoryItem
 from memory.sources import SourceRef
 from tests.fakes import ScriptedLLM
+from tests.grounding_support import ask_as, memory, tell
 from tests.test_brain import say
 
-
-def _item(text: str, rid: int, author: str) -> MemoryItem:
-    return MemoryItem("episode", 0.9, text, text, (rid,),
-                      sources=(SourceRef(rid, f"x{rid}", "c1", "console", author),))
+_item = memory
 
 
 @pytest.mark.parametrize("question", ["what is my dog called?", "What's my dog's name?", "where did I park?",
@@ -45,34 +43,24 @@ def test_only_the_askers_words_or_a_memory_naming_them_answer_it() -> None:
 
 
 async def test_a_newcomer_is_not_told_another_persons_dog_as_their_own(app: App, llm: ScriptedLLM) -> None:
-    llm.reply = "Nice!"
-    await say(app, "my dog is called Biscuit", author="alex")
-    await app.brain.drain()
-    llm.reply = "Biscuit."  # what the model read in alex's memory
-    reply = await app.brain.ask("what is my dog called?", "g1", author_id="u-newbie", author_name="newbie")
-    assert await reply.complete() == NOT_TOLD_YOU
+    await tell(app, llm, ("alex", "my dog is called Biscuit"))
+    reply = await ask_as(app, llm, "newbie", "what is my dog called?", "Biscuit.")  # read in alex's memory
+    assert reply.text == NOT_TOLD_YOU
     assert not reply.grounding().items, "no source line under the refusal"
 
 
 async def test_the_asker_is_answered_from_their_own_words_with_their_source(app: App, llm: ScriptedLLM) -> None:
-    llm.reply = "Nice!"
-    await say(app, "my dog is called Biscuit", author="alex")
-    await say(app, "my dog is called Pico", author="sam")
-    await app.brain.drain()
-    llm.reply = "Pico."
-    reply = await app.brain.ask("what is my dog called?", "g1", author_id="u-sam", author_name="sam")
-    assert await reply.complete() == "Pico."
+    await tell(app, llm, ("alex", "my dog is called Biscuit"), ("sam", "my dog is called Pico"))
+    reply = await ask_as(app, llm, "sam", "what is my dog called?", "Pico.")
+    assert reply.text == "Pico."
     lines = await app.brain.source_lines("g1", reply.grounding())
     assert [s.author for s in lines] == ["sam"]
-    llm.reply = "Biscuit."  # the other dog, to the same asker: not theirs
-    reply = await app.brain.ask("what is my dog called?", "g1", author_id="u-sam", author_name="sam")
-    assert await reply.complete() == NOT_TOLD_YOU
+    reply = await ask_as(app, llm, "sam", "what is my dog called?", "Biscuit.")  # the other dog: not theirs
+    assert reply.text == NOT_TOLD_YOU
 
 
 async def test_in_a_chat_too(app: App, llm: ScriptedLLM) -> None:
-    llm.reply = "Nice!"
-    await say(app, "my dog is called Biscuit", author="alex")
-    await app.brain.drain()
+    await tell(app, llm, ("alex", "my dog is called Biscuit"))
     llm.reply = "Biscuit."
     assert await say(app, "what is my dog called?", author="newbie") == NOT_TOLD_YOU
 

@@ -9,13 +9,11 @@ import pytest
 from bot.app import App
 from bot.grounding import NOT_TOLD, NOT_TOLD_YOU, claim_of, grounded_or_not_told, guard
 from memory.layers.base import MemoryItem
-from memory.sources import SourceRef
 from tests.fakes import ScriptedLLM
-from tests.test_brain import say
+from tests.grounding_support import ask_as, memory, tell
 
 
-def _item(text: str, rid: int = 1, author: str = "u-ana") -> MemoryItem:
-    return MemoryItem("episode", 0.9, text, text, (rid,), sources=(SourceRef(rid, f"x{rid}", "c1", "console", author),))
+_item = memory
 
 
 NURSE = _item("ana: Tom works as a nurse at St Mary's")
@@ -57,25 +55,19 @@ def test_a_lower_case_question_about_someone_remembered_is_checked_too() -> None
 
 
 async def test_an_invented_yes_about_someone_remembered_is_not_shown(app: App, llm: ScriptedLLM) -> None:
-    llm.reply = "Good to know."
-    await say(app, "Tom works as a nurse at St Mary's")
-    await app.brain.drain()
-    llm.reply = "Yes, he is."
-    reply = await app.brain.ask("Is Tom a doctor?", "g1", author_id="u-bo", author_name="bo")
-    assert await reply.complete() == NOT_TOLD
-    reply = await app.brain.ask("Is Tom a nurse?", "g1", author_id="u-bo", author_name="bo")
-    assert await reply.complete() == "Yes, he is."
+    await tell(app, llm, ("ana", "Tom works as a nurse at St Mary's"))
+    reply = await ask_as(app, llm, "bo", "Is Tom a doctor?", "Yes, he is.")
+    assert reply.text == NOT_TOLD
+    reply = await ask_as(app, llm, "bo", "Is Tom a nurse?", llm.reply)
+    assert reply.text == "Yes, he is."
 
 
 async def test_a_yes_about_the_askers_own_things_must_be_theirs(app: App, llm: ScriptedLLM) -> None:
-    llm.reply = "Cute!"
-    await say(app, "my dog is called Biscuit", author="alex")
-    await app.brain.drain()
-    llm.reply = "Yes."
-    reply = await app.brain.ask("is my dog called Biscuit?", "g1", author_id="u-newbie", author_name="newbie")
-    assert await reply.complete() == NOT_TOLD_YOU
-    reply = await app.brain.ask("is my dog called Biscuit?", "g1", author_id="u-alex", author_name="alex")
-    assert await reply.complete() == "Yes."
+    await tell(app, llm, ("alex", "my dog is called Biscuit"))
+    reply = await ask_as(app, llm, "newbie", "is my dog called Biscuit?", "Yes.")
+    assert reply.text == NOT_TOLD_YOU
+    reply = await ask_as(app, llm, "alex", "is my dog called Biscuit?", llm.reply)
+    assert reply.text == "Yes."
 
 
 def test_a_held_yes_loses_what_no_memory_holds() -> None:
@@ -86,12 +78,9 @@ def test_a_held_yes_loses_what_no_memory_holds() -> None:
 
 
 async def test_a_bare_yes_shows_the_memory_that_holds_it(app: App, llm: ScriptedLLM) -> None:
-    llm.reply = "Good to know."
-    await say(app, "Tom works as a nurse at St Mary's")
-    await app.brain.drain()
-    llm.reply = "Yes, she's an RN."
-    reply = await app.brain.ask("Is Tom a nurse?", "g1", author_id="u-bo", author_name="bo")
-    assert await reply.complete() == "Yes."
+    await tell(app, llm, ("ana", "Tom works as a nurse at St Mary's"))
+    reply = await ask_as(app, llm, "bo", "Is Tom a nurse?", "Yes, she's an RN.")
+    assert reply.text == "Yes."
     lines = await app.brain.source_lines("g1", reply.grounding())
     assert [s.author for s in lines] == ["ana"]
 
@@ -116,10 +105,7 @@ def test_what_a_yes_no_question_asks_of_its_subject_is_its_last_word(question: s
 async def test_a_yes_that_repeats_the_question_shows_the_memory_that_holds_it(app: App, llm: ScriptedLLM) -> None:
     """"is my dog a beagle?" "Yes, he is a beagle." carries no answer words (beagle is the question's), so no
     source was shown under a yes the memory holds."""
-    llm.reply = "Cute!"
-    await say(app, "My dog is called Biscuit, he is a beagle.", author="alex")
-    await app.brain.drain()
-    llm.reply = "Yes, he is a beagle."
-    reply = await app.brain.ask("is my dog a beagle?", "g1", author_id="u-alex", author_name="alex")
-    assert await reply.complete() == "Yes, he is a beagle."
+    await tell(app, llm, ("alex", "My dog is called Biscuit, he is a beagle."))
+    reply = await ask_as(app, llm, "alex", "is my dog a beagle?", "Yes, he is a beagle.")
+    assert reply.text == "Yes, he is a beagle."
     assert [s.author for s in await app.brain.source_lines("g1", reply.grounding())] == ["alex"]

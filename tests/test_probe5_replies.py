@@ -6,14 +6,11 @@ from __future__ import annotations
 
 from bot.app import App
 from bot.grounding import NOT_MENTIONED, NOT_TOLD_YOU, answer_words, guard
-from memory.layers.base import MemoryItem
-from memory.sources import SourceRef
 from tests.fakes import ScriptedLLM
-from tests.test_brain import say
+from tests.grounding_support import ask_as, memory, tell
 
 
-def _item(text: str, rid: int, author: str) -> MemoryItem:
-    return MemoryItem("episode", 0.9, text, text, (rid,), sources=(SourceRef(rid, f"x{rid}", "c1", "console", author),))
+_item = memory
 
 
 def test_a_number_is_an_answer() -> None:
@@ -22,13 +19,9 @@ def test_a_number_is_an_answer() -> None:
 
 
 async def test_another_persons_cats_are_not_the_askers(app: App, llm: ScriptedLLM) -> None:
-    llm.reply = "Nice!"
-    await say(app, "I have two cats, Pepper and Salt.", author="bea")
-    await say(app, "My dog is called Biscuit, he is a beagle.", author="alex")
-    await app.brain.drain()
-    llm.reply = "Two."
-    reply = await app.brain.ask("how many cats do I have?", "g1", author_id="u-alex", author_name="alex")
-    assert await reply.complete() == NOT_TOLD_YOU
+    await tell(app, llm, ("bea", "I have two cats, Pepper and Salt."), ("alex", "My dog is called Biscuit, he is a beagle."))
+    reply = await ask_as(app, llm, "alex", "how many cats do I have?", "Two.")
+    assert reply.text == NOT_TOLD_YOU
 
 
 def test_a_place_in_a_question_about_ones_own_things_leaves_them_ones_own() -> None:

@@ -1,0 +1,32 @@
+"""What the grounding tests share: a recalled memory item with its source, and telling the bot facts then asking
+as someone, with the model's reply scripted (the check under test decides what is shown)."""
+
+from __future__ import annotations
+
+from bot.app import App
+from bot.brain import Reply
+from memory.layers.base import MemoryItem
+from memory.sources import SourceRef
+from tests.fakes import ScriptedLLM
+from tests.test_brain import say
+
+
+def memory(text: str, rid: int = 1, author: str | None = "u-ana") -> MemoryItem:
+    """An episode as recall gives it: ``text`` with one source message ``rid`` said by ``author``."""
+    return MemoryItem("episode", 0.9, text, text, (rid,), sources=(SourceRef(rid, f"x{rid}", "c1", "console", author),))
+
+
+async def tell(app: App, llm: ScriptedLLM, *lines: tuple[str, str]) -> None:
+    """Each (author, text) said in scope g1, and every memory write done."""
+    llm.reply = "Nice!"
+    for author, text in lines:
+        await say(app, text, author=author)
+    await app.brain.drain()
+
+
+async def ask_as(app: App, llm: ScriptedLLM, asker: str, question: str, model_says: str) -> Reply:
+    """``question`` asked fresh by ``asker`` in g1 while the model would say ``model_says``; complete."""
+    llm.reply = model_says
+    reply = await app.brain.ask(question, "g1", author_id=f"u-{asker}", author_name=asker)
+    await reply.complete()
+    return reply
