@@ -54,13 +54,13 @@ _YES = re.compile(r"(?:yes|yeah|yep|yup|yea|sure|definitely|absolutely|certainly
                   re.I)
 # Words that make a yes/no question ask for a judgement from what is known ("would Julia enjoy an open mic
 # night?", "is Priya likely to run again?"), not whether a fact was told: a "yes" there is the model's inference.
-_HEDGES = frozenset({"would", "could", "might", "may", "should", "likely", "probably", "possibly", "maybe",
-                     "perhaps", "wouldn't", "couldn't", "shouldn't", "think", "reckon", "guess", "suppose"})
+_MODALS = frozenset({"would", "could", "might", "may", "should", "shall", "wouldn't", "couldn't", "shouldn't"})
+_HEDGES = _MODALS | {"likely", "probably", "possibly", "maybe", "perhaps", "think", "reckon", "guess", "suppose"}
 # Words by which a question about oneself asks for advice or ideas, not for what was said ("what should I cook
 # tonight?", "any ideas for my weekend?", "can you recommend a book for me?"): English's modals of advice and
 # possibility and the nouns and verbs of asking for suggestions. "how do I ...?" asks how a thing is done.
-_ADVICE = frozenset({"should", "shall", "could", "would", "might", "recommend", "recommendation", "recommendations",
-                     "suggest", "suggestion", "suggestions", "idea", "ideas", "advice", "tip", "tips"})
+_ADVICE = _MODALS | {"recommend", "recommendation", "recommendations", "suggest", "suggestion", "suggestions", "idea",
+                     "ideas", "advice", "tip", "tips"}
 _HOW_TO = re.compile(r"\bhow (?:do|can|should|could|would|shall) i\b", re.I)
 _SECOND_PERSON = frozenset({"you", "your", "yours", "yourself", "u", "ya", "y'all"})  # the bot, asked about itself
 _SAID_DAY = frozenset({"today", "tonight"})  # the day a memory was said (held_words)
