@@ -224,6 +224,9 @@ class Reply:
                     claim=self.guard.claim, named=self.guard.named)
                 if self._final == self._generation.text:
                     self._final = await self._in_askers_words(self._final)
+                elif self.replaced:  # why a person saw "I don't remember ..." instead of the model's words
+                    log.info("message %s: the model's reply %r drew on no memory; said %r instead",
+                             self.message.id, self._generation.text[:200], self._final)
                 if self._final:
                     yield self._final
             else:
