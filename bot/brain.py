@@ -514,8 +514,10 @@ class Brain:
         if checks.about_memory and self.abstain_bias:
             for token in self._abstain_tokens():
                 boosts[token] = boosts.get(token, 0.0) + self.abstain_bias
+        # An answer read from memory is decoded greedily, as bench/memory_eval.py measures it: sampled, a name
+        # in the prompt comes out as a near miss ("Milo." for Miso) that the grounding check must then refuse.
         return self.llm.generate(prompt.text, stop=prompt.stop, stop_pattern=prompt.stop_pattern,
-                                 boosts=boosts or None, adapter=bundle.adapter)
+                                 boosts=boosts or None, adapter=bundle.adapter, greedy=checks.about_memory)
 
     def _abstain_tokens(self) -> tuple[int, ...]:
         """The engine's token for " don" (the reader says it does not know as "I don't know..." or "I don't

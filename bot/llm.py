@@ -140,7 +140,11 @@ class LanguageModel(Protocol):
         max_new_tokens: int | None = None,
         boosts: Mapping[int, float] | None = None,
         adapter: Any = None,
-    ) -> Generation: ...
+        greedy: bool = False,
+    ) -> Generation:
+        """``greedy``: pick the most likely token each step instead of sampling at the configured temperature
+        (an answer read from memory is wanted as the model reads it, not a paraphrase drawn at random)."""
+        ...
 
     def close(self) -> None: ...
 
@@ -342,6 +346,7 @@ class _Job:
     boosts: Mapping[int, float] | None
     generation: Generation
     adapter: Any = None  # AdapterRef or None
+    greedy: bool = False  # decode greedily whatever the configured temperature
 
 
 class WorkerEngine:
@@ -367,15 +372,16 @@ class WorkerEngine:
         max_new_tokens: int | None = None,
         boosts: Mapping[int, float] | None = None,
         adapter: Any = None,
+        greedy: bool = False,
     ) -> Generation:
         """Queue a generation; iterate the result for text deltas. Must be called on the event loop.
 
         ``adapter``: the scope's LoRA adapter (``memory.layers.weights.AdapterRef``: ``key`` and ``path``),
-        or None for the model as loaded; the worker switches between jobs."""
+        or None for the model as loaded; the worker switches between jobs. ``greedy``: no sampling."""
         generation = Generation(asyncio.get_running_loop())
         scanner = StopScanner(stop=tuple(stop), pattern=stop_pattern)
         self._jobs.put(_Job(prompt, scanner, max_new_tokens or self._config.max_new_tokens, boosts, generation,
-                            adapter))
+                            adapter, greedy))
         return generation
 
     def close(self) -> None:
@@ -655,7 +661,7 @@ class TransformersLLM(WorkerEngine):
         if job.boosts:
             processors.append(boost_processor(job.boosts, device))
         cfg = self._config
-        sampling = cfg.temperature > 0
+        sampling = cfg.temperature > 0 and not job.greedy
         if cfg.seed is not None:
             torch.manual_seed(cfg.seed)
         with torch.inference_mode():

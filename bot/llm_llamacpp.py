@@ -280,7 +280,7 @@ class LlamaCppLLM(WorkerEngine):
         boost_ids = np.fromiter(job.boosts.keys(), dtype=np.int64) if job.boosts else None
         boost_values = np.fromiter(job.boosts.values(), dtype=np.float32) if job.boosts else None
         cfg = self._config
-        sampling = cfg.temperature > 0
+        sampling = cfg.temperature > 0 and not job.greedy
         rng = self._rng
 
         def observe(input_ids: np.ndarray, scores: np.ndarray) -> np.ndarray:

@@ -188,26 +188,29 @@ class OpenAICompatibleLLM:
         max_new_tokens: int | None = None,
         boosts: Mapping[int, float] | None = None,
         adapter: Any = None,
+        greedy: bool = False,
     ) -> Generation:
         """Start a streamed generation on the server; iterate the result for text deltas. A scope's LoRA
-        ``adapter`` cannot be applied to a remote server: it is logged once and the server's model answers."""
+        ``adapter`` cannot be applied to a remote server: it is logged once and the server's model answers.
+        ``greedy`` asks for temperature 0."""
         if adapter is not None and not self._warned_adapter:
             log.warning("the OpenAI-compatible engine cannot apply LoRA adapters; the server's model answers")
             self._warned_adapter = True
         generation = Generation(asyncio.get_running_loop())
         scanner = StopScanner(stop=tuple(stop), pattern=stop_pattern)
-        task = asyncio.create_task(self._generate(generation, prompt, scanner, tuple(stop), max_new_tokens, boosts))
+        task = asyncio.create_task(self._generate(generation, prompt, scanner, tuple(stop), max_new_tokens, boosts,
+                                                   greedy))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return generation
 
     async def _generate(self, gen: Generation, prompt: str, scanner: StopScanner, stop: tuple[str, ...],
-                        max_new_tokens: int | None, boosts: Mapping[int, float] | None) -> None:
+                        max_new_tokens: int | None, boosts: Mapping[int, float] | None, greedy: bool) -> None:
         try:
             if self._slots is None:
                 self._slots = asyncio.Semaphore(self._concurrency)
             async with self._slots:
-                await self._attempts(gen, prompt, scanner, stop, max_new_tokens, boosts)
+                await self._attempts(gen, prompt, scanner, stop, max_new_tokens, boosts, greedy)
         except asyncio.CancelledError:
             gen._push("error", LLMError("generation cancelled at shutdown"))
             raise
@@ -220,8 +223,10 @@ class OpenAICompatibleLLM:
             gen._push("done")
 
     def _body(self, prompt: str, stop: tuple[str, ...], max_new_tokens: int | None,
-              boosts: Mapping[int, float] | None) -> tuple[str, dict[str, Any]]:
+              boosts: Mapping[int, float] | None, greedy: bool = False) -> tuple[str, dict[str, Any]]:
         body: dict[str, Any] = dict(self._defaults, stream=True)
+        if greedy:
+            body["temperature"] = 0.0
         if max_new_tokens:
             body["max_tokens"] = max_new_tokens
         if self.model:
@@ -241,13 +246,13 @@ class OpenAICompatibleLLM:
         return f"{self.base_url}/completions", body
 
     async def _attempts(self, gen: Generation, prompt: str, scanner: StopScanner, stop: tuple[str, ...],
-                        max_new_tokens: int | None, boosts: Mapping[int, float] | None) -> None:
+                        max_new_tokens: int | None, boosts: Mapping[int, float] | None, greedy: bool) -> None:
         stream = TextStream(scanner)
         state: dict[str, Any] = {"raw": "", "tokens": 0, "surprise": [], "finish": None}
         last: Exception | None = None
         attempt = 0
         while True:
-            url, body = self._body(prompt, stop, max_new_tokens, boosts)
+            url, body = self._body(prompt, stop, max_new_tokens, boosts, greedy)
             try:
                 await self._stream(gen, url, body, stream, state)
                 break

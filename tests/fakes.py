@@ -25,6 +25,7 @@ class ScriptedLLM:
         self.prompts: list[str] = []
         self.boosts: list[dict[int, float]] = []  # per generation
         self.adapters: list[object] = []  # the adapter each generation was asked to run with
+        self.greedy: list[bool] = []  # whether each generation was asked to decode greedily
 
     def count_tokens(self, text: str) -> int:
         return len(text.split()) + text.count("\n")
@@ -53,8 +54,10 @@ class ScriptedLLM:
         max_new_tokens: int | None = None,
         boosts: Mapping[int, float] | None = None,
         adapter: object = None,
+        greedy: bool = False,
     ) -> Generation:
         self.prompts.append(prompt)
+        self.greedy.append(greedy)
         self.boosts.append(dict(boosts or {}))
         self.adapters.append(adapter)
         generation = Generation(asyncio.get_running_loop())

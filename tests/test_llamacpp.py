@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -139,6 +140,18 @@ async def test_greedy_text_streams_and_stops_at_a_stop_string(gemma: LlamaCppLLM
     assert stats.prompt_tokens > 10 and stats.first_token_s is not None
     assert stats.mean_surprise is not None and stats.mean_surprise >= 0
     assert stats.mean_entropy is not None and stats.mean_entropy > 0
+
+
+async def test_greedy_decoding_ignores_the_configured_temperature(
+        gemma: LlamaCppLLM, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reply read from memory is decoded greedily even when chat samples (Brain passes ``greedy``): at a
+    temperature that scrambles every sampled text, the greedy text is the same every time."""
+    monkeypatch.setattr(gemma, "_config", replace(gemma._config, temperature=5.0, top_p=1.0))
+    prompt = "ana: what is my cat called?\nhippobot:"
+    greedy = [await gemma.generate(prompt, stop=["\n"], max_new_tokens=8, greedy=True).complete() for _ in range(3)]
+    sampled = [await gemma.generate(prompt, stop=["\n"], max_new_tokens=8).complete() for _ in range(3)]
+    assert greedy[0] and len(set(greedy)) == 1
+    assert set(sampled) != {greedy[0]}, "without greedy the configured temperature samples"
 
 
 async def test_a_speaker_label_is_never_streamed(gemma: LlamaCppLLM) -> None:

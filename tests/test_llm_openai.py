@@ -87,6 +87,12 @@ async def test_a_completion_streams_stops_and_reports_surprise(server: str) -> N
         await llm.aclose()
 
 
+def test_greedy_asks_the_server_for_temperature_zero() -> None:
+    llm = OpenAICompatibleLLM("http://127.0.0.1:9/v1", api="completions", temperature=0.8)
+    assert llm._body("hi", (), None, None)[1]["temperature"] == 0.8
+    assert llm._body("hi", (), None, None, greedy=True)[1]["temperature"] == 0.0
+
+
 async def test_boosts_reach_the_server_as_logit_bias(server: str) -> None:
     llm = OpenAICompatibleLLM(server, model="gemma", api="completions", temperature=0.0)
     try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -94,3 +95,14 @@ async def test_the_abstain_bias_lands_on_the_word_that_opens_i_dont_know(
         assert gemma.token_ids(" Don")[0] not in app.brain._abstain_tokens()
     finally:
         await app.close()
+
+
+async def test_greedy_decoding_ignores_the_configured_temperature(
+        gemma: TransformersLLM, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The transformers engine decodes greedily when asked, whatever its temperature and seed."""
+    monkeypatch.setattr(gemma, "_config", replace(gemma._config, temperature=5.0, top_p=1.0, seed=None))
+    prompt = "ana: what is my cat called?\nhippobot:"
+    greedy = [await gemma.generate(prompt, max_new_tokens=4, greedy=True).complete() for _ in range(2)]
+    sampled = [await gemma.generate(prompt, max_new_tokens=4).complete() for _ in range(2)]
+    assert greedy[0] and len(set(greedy)) == 1
+    assert set(sampled) != {greedy[0]}, "without greedy the configured temperature samples"
