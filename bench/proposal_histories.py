@@ -42,6 +42,13 @@ voice parts and concert, with a rehearsal also called a 'practice', 'session' or
 'plan', 'calendar', 'term card' or 'rota'; the same mics, interfaces, speakers, headphones and plugins, with a mix
 also called a 'mixdown', 'bounce', 'track' or 'tune'), and mixdown's served need is debugging the members' DAWs,
 drivers and plugins.
+``nightsky`` (an amateur astronomy society: when and where to look for a target, and how to find and see it through
+a telescope) and ``overhang`` (a bouldering gym's community: how to climb a particular problem, and how to train to
+climb better) are held out, written blind on 2026-11-27 (round 9) by a writer who never saw the proposal rules or
+their outputs; each pairs two needs about the same things (the same planets, nebulae and clusters and the same
+telescopes, a telescope also a 'scope', 'dob', 'frac', 'reflector' or 'Newt'; the same problems, holds, walls and
+moves, a problem also a 'boulder', 'route', 'climb' or 'line'), the first a 'when' and a 'how' need, the second two
+'how' needs; nightsky's served need is debugging the members' astronomy software and drivers.
 
 Every message carries a label (``need:route_planning``, ``served:debugging``, ``hobby``,
 ``restricted:...``, ``chatter``, ``greeting``, ``thanks``) kept beside the import file, never in it:
@@ -62,7 +69,7 @@ DEV = ("cycling", "study")
 SPENT = ("raids",)  # held out once, then run for the report after rules were changed: no longer held out
 HELD_OUT = ("garden", "language", "kitchen", "indiedev", "photo", "homeowners", "tabletop",
             "brewing", "apiary", "joggers", "yarn", "fishkeeping", "voices",
-            "mixdown")  # the last twelve: written blind
+            "mixdown", "nightsky", "overhang")  # the last fourteen: written blind
 
 
 @dataclass(frozen=True)
@@ -2219,9 +2226,279 @@ MIXDOWN = History(
 )
 
 
+# --- amateur astronomy society server (held out, written blind on 2026-11-27, round 9) -------------------------
+# Both needs are about the same planets, nebulae and clusters and the same telescopes: when and where in the sky a
+# target can be seen (a 'when' need), and how to get it into the eyepiece and see it well (a 'how' need). A
+# telescope is also a 'scope', a 'dob', a 'frac', a 'reflector' or 'the Newt'; a target is also an 'object', a
+# 'planet', a 'nebula', a 'cluster' or 'it'; a session is also a 'night out', 'observing' or 'a look'.
+
+_TARGETS_N = ("Saturn", "Jupiter", "the Orion Nebula", "M42", "Andromeda", "M31", "the Pleiades", "Mars",
+              "the Ring Nebula", "M13", "the Double Cluster", "the Whirlpool", "Uranus", "the Beehive")
+_PLANETS_N = ("Saturn", "Jupiter", "Mars", "Uranus", "Neptune")
+_SCOPES_N = ("8 inch dob", "130mm reflector", "little refractor", "Skymax 127", "102mm frac", "Heritage 150",
+             "10 inch Newt", "old Tasco")  # all read after 'my' or 'the'
+_EYEPIECES_N = ("25mm", "10mm", "6mm", "32mm", "zoom eyepiece", "2x barlow", "15mm")
+_WHEN_N = ("tonight", "Friday night", "this weekend", "tomorrow night", "the 12th", "Saturday", "next Tuesday")
+_SITES_N = ("the dark site", "the country park", "Beacon Hill", "my back garden", "the reservoir car park",
+            "the observatory field", "the allotments")
+_APPS_N = ("Stellarium", "SynScan", "KStars", "NINA", "SkySafari", "SharpCap", "the ASCOM driver")
+OBSERVING_TIMES_N = (  # when and where in the sky a target can be seen, and whether a night is any good for it
+    "what time does {target} come up over the trees {when}? the east side of my garden is all hedge",
+    "is {target} even up in the evenings at the moment or is it a 4am job",
+    "when's the best night this month to catch {target}, with the moon out of the way?",
+    "how late do I have to stay up for {target} to clear the rooftops",
+    "which direction am I facing for {target} around 10pm",
+    "anyone know when the Geminids peak this year? and is it better before or after midnight",
+    "forecast says clear {when}. good night for {target} or is it still too low",
+    "when is {planet} at opposition? want to plan a proper session round it",
+    "will the moon wash out {target} {when} or is it set by then",
+    "what's actually up {when} from {site}? first time taking the {scope} out there",
+    "how long after sunset before it's properly dark enough for {target}",
+    "when does the space station go over next? the kids want to wave at it",
+    "{target} and {planet} look really close in the app this week, which night are they closest",
+    "missed {target} completely last winter, when does it come back round to the evening sky",
+    "what time is {target} due south {when}? that's the only gap between the houses",
+    "is there a window {when} between the cloud clearing and moonrise? thinking of {site}",
+    "when's the next new moon, want to get out to {site} for the faint stuff",
+    "how high does {target} get this time of year from here, is it worth dragging the {scope} out for",
+    "eclipse next month: what time does it actually start for us, and which side of the sky",
+    "is {planet} a morning planet right now or can I catch it after tea",
+    "seeing forecast for {when} looks steady, go for {target} or wait for a better night",
+    "what hour does {target} set these days? lost it behind the church by 11 last time",
+    "when do nights get dark enough again for {target}? it's twilight till nearly midnight",
+    "Best month to observe {target} from up here? we're pretty far north",
+    "is {target} visible from a city garden at all, and when would be my best shot",
+)
+TELESCOPE_USE_N = (  # how to find a target, get it in the eyepiece and see it well with the scope in hand
+    "can't get {target} in the eyepiece at all with the {scope}, how do you line the finder up",
+    "{target} is just a grey smudge in my {scope}, is that focus or is that all you get",
+    "which eyepiece for {target}, the {eyepiece} or the {eyepiece2}",
+    "how do I collimate the {scope}? stars look like little comets",
+    "star hopping to {target}: where do you start from? I get lost after the second star",
+    "the eyepiece keeps dewing up halfway through a session, how do people stop that",
+    "how long should the {scope} cool down outside before I bother looking at {target}",
+    "is averted vision a real thing? someone said it helps with {target}",
+    "how do you keep {target} in view at high power, it drifts out of the field in seconds",
+    "the moon is blinding through the {scope}, do I need a filter or just an aperture mask",
+    "how do you aim a red dot finder at {target} when it's too faint to see with your eyes",
+    "barlow or a shorter eyepiece for more magnification on {target}",
+    "what magnification should I actually be using on {target} with my {scope}",
+    "{target} shimmers like it's underwater, is that my telescope or the air",
+    "how do you balance an equatorial mount? no idea which way the weights go",
+    "how do I get the finderscope lined up with the main tube, do it in daylight?",
+    "stars won't come to a sharp point no matter which way I turn the focuser, what am I missing",
+    "how do you see any colour in {target}? it's just grey for me",
+    "my dob keeps sagging back down when I point it high up, how do I stop it",
+    "OIII or UHC for {target}? and does the filter go on the eyepiece or the diagonal",
+    "first night out with the new {scope}: what order do you do things in, setup, cool down, align?",
+    "two-star alignment on the GoTo: which stars do you pick so it actually lands on {target}",
+    "everything in the {scope} is upside down and back to front, how do you find your way to {target} like that",
+    "what's the trick to spotting the gap in the rings? I can see Saturn but it's just a blob with ears",
+    "how do you split a close double star, more power or just wait for steady air",
+)
+_OBSERVING_SLOTS_N = {"target": _TARGETS_N, "planet": _PLANETS_N, "scope": _SCOPES_N, "eyepiece": _EYEPIECES_N,
+                      "eyepiece2": _EYEPIECES_N, "when": _WHEN_N, "site": _SITES_N}
+SKY_TALK_N = (  # showing off and grumbling: chatter, not requests
+    "saw a massive fireball over the house last night!!", "cloudy for the 12th night running, I give up",
+    "first proper look at {target} through the club dob, I'm hooked", "new moon weekend and it's raining. classic",
+    "forgot my red torch and blinded everyone at {site}, sorry again", "frost on the tube at 2am, worth it",
+    "the milky way from {site} on saturday was unreal", "my partner finally came out to look at {target}, converted",
+    "dew shield arrived, looks like a giant toilet roll", "neighbour's new security light is my nemesis",
+)
+SKY_TALK_SLOTS_N = {"target": _TARGETS_N, "site": _SITES_N}
+DEBUG_N = (  # served by technical_debugging: the members' astronomy software, drivers and cables failing
+    "{app} won't connect to the mount, says 'COM port not found' even though the cable's in",
+    "{app} crashes the moment I click connect, just closes with no error",
+    "plate solving fails every time in {app}, 'no stars detected' on a frame full of stars",
+    "the USB-serial cable shows up in device manager with a yellow triangle, driver or cable?",
+    "{app} says the mount is parked and refuses to slew, but it isn't parked",
+    "after the update {app} can't see the camera any more, error 'device not responding'",
+    "wifi dongle on the mount keeps dropping and {app} loses the connection mid-session",
+    "{app} shows the mount pointing at the ground when it's clearly level, time zone bug?",
+    "python script for my dew heater controller throws 'serial.SerialException: could not open port'",
+    "raspberry pi running the mount won't boot since I changed the power supply, just a red light",
+)
+DEBUG_SLOTS_N = {"app": _APPS_N}
+RECALL_N = (  # served by memory_recall
+    "what did I say my first telescope was?", "remember what I told you about my eyes and glasses at the eyepiece?",
+    "what was the star chart app I told you about?", "didn't I mention which dark site my brother goes to?",
+    "what did I say I wanted for christmas, the filter or the eyepiece?", "what did I tell you about my neck last month?",
+    "remind me what I said about my grandad's old binoculars", "you remember the comet I said I saw as a kid?",
+)
+HOBBY_N = (  # one person's running chatter
+    "the hens laid five eggs today, a new record", "Marigold has gone broody again, sitting on a golf ball",
+    "built a new perch for the run, they ignore it", "fox sniffing round the coop last night, reinforcing the wire",
+    "the new bantam is tiny and bossy, already in charge", "mucked out the coop, I need a shower",
+    "first blue egg from the cream legbar!!", "chickens have discovered the strawberries. war",
+    "dust bath in the flower bed again, so much for the tulips", "gave the neighbours a dozen eggs, they gave me jam",
+)
+COMMITTEE_N = (  # restricted: the committee's recurring business
+    "outreach night at the primary school on {day} needs {n} volunteers and scopes",
+    "loan scope {n} came back with a cracked finder, do we charge the member",
+    "subs: {n} members still haven't renewed", "public liability insurance for the star party needs renewing",
+    "complaint about {who} using a white torch at the dark site again", "who's holding the observatory keys over winter",
+    "{who} wants to borrow the big dob for a month, do we allow loans that long",
+    "speaker for the {day} meeting cancelled, any backups", "the landowner wants the gate locked by 1am from now on",
+)
+COMMITTEE_SLOTS_N = {"n": ("2", "3", "4", "7", "11", "16"), "day": ("Monday", "Thursday", "Friday", "the 20th"),
+                     "who": ("a new member", "one of the imagers", "a visitor", "the chap with the big refractor")}
+
+NIGHTSKY = History(
+    name="nightsky", scope="910000000000000018", start=datetime(2026, 10, 5, 18, 0, tzinfo=UTC), days=71,
+    channels=("general", "observing", "scope-help", "software", "clear-skies", "committee"), restricted="committee",
+    people={
+        "18001": ("Ayesha", "ayesha_k"), "18002": ("Bryn", "bryn_obs"), "18003": ("Colm", "colm.f"),
+        "18004": ("Delphine", "delphine_m"), "18005": ("Eamon", "eamon_w"), "18006": ("Fatima", "fatima_z"),
+        "18007": ("Gideon", "gideon_s"), "18008": ("Hollie", "hollie_p"), "18009": ("Ivo", "ivo_n"),
+        "18010": ("Jyoti", "jyoti_r"), "18011": ("Kasper", "kasper_l"), "18012": ("Lorna", "lorna_stars"),
+        "18013": ("Mustafa", "mustafa_a"), "18014": ("Nell", "nell_b"),
+    },
+    kinds=(
+        *_chatter(("general", "clear-skies", "observing")),
+        Kind("chatter", SKY_TALK_N, 1.2, ("clear-skies", "observing", "general"), slots=SKY_TALK_SLOTS_N,
+             dressed=False),
+        Kind("need:observing_times", OBSERVING_TIMES_N, 0.9, ("observing", "observing", "clear-skies", "general"),
+             slots=_OBSERVING_SLOTS_N),
+        Kind("need:telescope_use", TELESCOPE_USE_N, 0.9, ("scope-help", "scope-help", "observing", "general"),
+             slots=_OBSERVING_SLOTS_N),
+        Kind("served:debugging", DEBUG_N, 0.5, ("software", "software", "scope-help"), slots=DEBUG_SLOTS_N),
+        Kind("served:memory_recall", RECALL_N, 0.3, ("general", "clear-skies")),
+        Kind("hobby", HOBBY_N, 0.8, ("general", "clear-skies"), people=("18009",), dressed=False),
+        Kind("restricted:committee", COMMITTEE_N, 0.8, ("committee",), people=("18002", "18006", "18012"),
+             slots=COMMITTEE_SLOTS_N),
+    ),
+)
+
+
+# --- bouldering gym community server (held out, written blind on 2026-11-27, round 9) ------------------------
+# Both needs are about the same problems, holds, walls and moves, and both are 'how' requests: how to climb one
+# particular problem (its moves and sequence) and how to train to get better at that kind of climbing. A problem
+# is also a 'boulder', a 'route', a 'climb', a 'line' or 'the pink one'; the moves are also the 'sequence' or the
+# 'beta'; the steep wall is also 'the cave', 'the overhang' or 'the board'.
+
+_PROBLEMS_O = ("the pink V4 in the cave", "the purple one on the slab", "the new yellow on the comp wall",
+               "the black 6c in the overhang", "the white V2 by the door", "the orange dyno problem",
+               "the green circuit on the board", "the blue 6a+ on the arete", "that red traverse",
+               "the teal boulder on the roof", "the grey route by the fire exit", "the new mint green climb")
+_HOLDS_O = ("crimps", "slopers", "pinches", "pockets", "underclings", "side pulls", "tiny feet", "volumes")
+_WALLS_O = ("the cave", "the slab", "the 45 board", "the overhang", "the comp wall", "the roof", "the Moonboard",
+            "the spray wall")
+_MOVES_O = ("heel hook", "toe hook", "dyno", "drop knee", "mantle", "deadpoint", "flag", "knee bar")
+_GRADES_O = ("V3", "V4", "V5", "6b", "6c", "7a", "V6")
+PROBLEM_BETA_O = (  # how to climb one particular problem: its start, crux, moves and top-out
+    "what's the beta for {problem}? I can stick every move except the last one",
+    "how do you get off the start of {problem}, my feet keep cutting the second I pull on",
+    "is there a {move} on {problem} or am I imagining it",
+    "anyone sent {problem}? which hand goes on the top hold",
+    "stuck on the crux of {problem} all week. left hand up, or match first?",
+    "is {problem} meant to be a dyno or can a short person static it",
+    "I'm 5'2 and can't reach the third hold on {problem}, is there a short person's sequence",
+    "how do you stand up on {problem}? the feet are basically glass",
+    "the top-out on {problem} is terrifying, how do you mantle it without kneeing",
+    "which way do you face for the big move on {problem}, left or right",
+    "which foot goes on the volume at the start of {problem}",
+    "has anyone filmed {problem}? can't work out the sequence after the undercling",
+    "those {hold} on {problem} feel impossible, is there a particular way you're meant to grab them",
+    "are you allowed the arete on {problem} or is it off",
+    "how do you do the {move} on {problem} without swinging off",
+    "what comes after the pinch on {problem}? I just hang there like a sack of potatoes",
+    "is the knee bar on {problem} the intended way up or a cheeky bit of beta",
+    "did I miss a foothold on {problem}? everyone else floats up it",
+    "drop knee or heel hook for the second move on {problem}",
+    "how are people getting round the corner on {problem} without barn-dooring off",
+    "seen three people do {problem} three different ways, which is easiest with a dodgy shoulder",
+    "where do your feet go for the cross-through on {problem}? I end up totally twisted",
+    "Got to the last move of {problem} six times tonight. What am I doing wrong on that last reach",
+)
+CLIMBING_TRAINING_O = (  # how to train: strength, technique, sessions and plans for getting better overall
+    "how do you get stronger on {hold}? can't hold a single one in {wall}",
+    "six months in, is it too early to start hangboarding",
+    "how many sessions a week is sensible if I want to be climbing {grade} by summer",
+    "what's a good warm-up before a hard session in {wall}",
+    "any drills for footwork? my feet are so sloppy on steep stuff",
+    "been stuck at {grade} for a year now, what do I actually change in my training",
+    "core exercises that help keep your feet on in {wall}?",
+    "how do people train for {move}s, do you just keep throwing yourself at them",
+    "pull ups, or is climbing on its own enough to get better",
+    "I only ever climb slab, how do I get better on the steep walls",
+    "finger strength plan for someone who can only get to the wall twice a week?",
+    "is training on {wall} a good idea or does it just wreck your fingers",
+    "how do you train power endurance? fine for four moves then completely pumped",
+    "what's a sensible first hangboard routine, the internet has about forty of them",
+    "does antagonist training actually help with {hold} or is that a myth",
+    "how do I get flexible enough for high feet and {move}s",
+    "climbing three times a week and not improving. add a strength day or rest more?",
+    "how long should a session actually be? I'm done after an hour",
+    "best way to get better on {hold}: hangboard, board sessions, or just climb more of them",
+    "how do I get less scared of falling off the top of problems? it's holding me back",
+    "how do you learn to read a sequence from the ground before you get on",
+    "what should a 4 week plan look like going into the bouldering comp",
+    "Should I be climbing at my limit every session or mixing in easier days? Feels like I'm just getting tired",
+    "how do I stop overgripping everything, forearms are toast by the third problem",
+)
+_CLIMB_SLOTS_O = {"problem": _PROBLEMS_O, "hold": _HOLDS_O, "wall": _WALLS_O, "move": _MOVES_O, "grade": _GRADES_O}
+SEND_TALK_O = (  # showing off and grumbling: chatter, not requests
+    "FINALLY sent {problem}!!!", "skin is absolutely shredded, rest day tomorrow",
+    "new set in {wall} looks so good", "chalk in my car, chalk in my bed, chalk in my tea",
+    "flashed my first {grade} tonight, buzzing", "whoever was blasting ABBA in the cave, respect",
+    "three weeks on {problem} and still nothing, it's personal now", "new shoes, feet in agony, worth it",
+    "the comp wall reset is brutal this time", "my forearms have their own heartbeat",
+)
+SEND_TALK_SLOTS_O = {"problem": _PROBLEMS_O, "wall": _WALLS_O, "grade": _GRADES_O}
+RECALL_O = (  # served by memory_recall
+    "what did I say my project was last month?", "remember what I told you about my finger pulley?",
+    "what grade did I tell you I'd sent in the summer?", "what was the shoe brand I said I wanted to try?",
+    "didn't I mention which outdoor crag my sister took me to?", "what did I tell you about my shoulder surgery?",
+    "remind me what I said my goal for the year was", "what did I say about the comp results?",
+    "what was that podcast I told you about?", "you remember what I said my physio told me?",
+)
+HOBBY_O = (  # one person's running chatter
+    "the monstera has a new leaf unfurling!!", "repotted the calathea, it's sulking already",
+    "fungus gnats everywhere, sending help", "propagating pothos cuttings on every windowsill",
+    "bought another fern, I have a problem", "the fiddle leaf fig dropped three leaves, dramatic as ever",
+    "moss pole for the philodendron, she's climbing better than me", "watered everything, took an hour",
+    "my string of pearls finally looks alive", "plant swap this saturday, bringing a bag of spider plant babies",
+)
+SETTERS_O = (  # restricted: the setters' and staff's recurring business
+    "{wall} reset on {day}, who's in for the early shift", "need to order {n} more sets of the grey macro holds",
+    "incident form for the fall off {wall} on {day}, has anyone filled it in",
+    "bolt on the big volume in {wall} spun, taping it off", "comp problems need forerunning on {day}, who can test",
+    "{who} is coaching people for money on the mats again, do we say something",
+    "hold washing: {n} crates still waiting", "{who} asked to set a guest circuit, yes or no",
+    "the matting by {wall} has a split, get a quote for repair",
+)
+SETTERS_SLOTS_O = {"wall": _WALLS_O, "day": ("Monday", "Tuesday", "Wednesday", "Friday"), "n": ("4", "6", "10", "15"),
+                   "who": ("a regular", "the guy with the youtube channel", "a member from the other gym",
+                           "a new member")}
+
+OVERHANG = History(
+    name="overhang", scope="910000000000000019", start=datetime(2026, 2, 23, 11, 0, tzinfo=UTC), days=69,
+    channels=("general", "beta", "training", "send-log", "off-topic", "setters"), restricted="setters",
+    people={
+        "19001": ("Rowan", "rowan_sends"), "19002": ("Amara", "amara_j"), "19003": ("Bjorn", "bjorn.k"),
+        "19004": ("Cleo", "cleo_climbs"), "19005": ("Dev", "dev_crimps"), "19006": ("Esme", "esme_t"),
+        "19007": ("Finn", "finn_o"), "19008": ("Greta", "greta_h"), "19009": ("Hamza", "hamza_r"),
+        "19010": ("Isla", "isla_m"), "19011": ("Jonah", "jonah_w"),
+    },
+    kinds=(
+        *_chatter(("general", "off-topic", "send-log")),
+        Kind("chatter", SEND_TALK_O, 1.2, ("send-log", "send-log", "general"), slots=SEND_TALK_SLOTS_O,
+             dressed=False),
+        Kind("need:problem_beta", PROBLEM_BETA_O, 0.9, ("beta", "beta", "send-log", "general"), slots=_CLIMB_SLOTS_O),
+        Kind("need:climbing_training", CLIMBING_TRAINING_O, 0.9, ("training", "training", "beta", "general"),
+             slots=_CLIMB_SLOTS_O),
+        Kind("served:memory_recall", RECALL_O, 0.5, ("general", "off-topic")),
+        Kind("hobby", HOBBY_O, 0.8, ("off-topic", "general"), people=("19006",), dressed=False),
+        Kind("restricted:setters", SETTERS_O, 0.8, ("setters",), people=("19001", "19004", "19010"),
+             slots=SETTERS_SLOTS_O),
+    ),
+)
+
+
 HISTORIES: dict[str, History] = {h.name: h for h in (CYCLING, STUDY, RAIDS_HISTORY, GARDEN, LANGUAGE, KITCHEN,
                                                       INDIEDEV, PHOTO, HOMEOWNERS, TABLETOP, BREWING,
-                                                      APIARY, JOGGERS, YARN, FISHKEEPING, VOICES, MIXDOWN)}
+                                                      APIARY, JOGGERS, YARN, FISHKEEPING, VOICES, MIXDOWN,
+                                                      NIGHTSKY, OVERHANG)}
 
 
 def generate(history: History, *, seed: int = 0, scale: float = 1.0) -> list[Message]:
