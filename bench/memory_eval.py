@@ -672,7 +672,7 @@ def print_llm(result: dict) -> dict:
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--split", choices=["dev", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "all"], default="heldout")
+    p.add_argument("--split", choices=["dev", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "all"], default="heldout")
     p.add_argument("--data", type=Path, default=DATA_DIR,
                    help="a data set: conv-*.jsonl and questions*.jsonl (default: the generated chats; "
                         "bench/data/memory_eval_natural: long hand-written ones)")
