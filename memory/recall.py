@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -139,8 +139,39 @@ class Recall:
         results = await asyncio.gather(*(self._one(layer, query, limit) for layer in self.layers))
         sections = [s for s in results if isinstance(s, Section)]
         skipped = tuple(layer.name for layer, s in zip(self.layers, results) if s is _SKIPPED)
-        return ContextBundle(query.scope, query.plan, tuple(_tidy(sections)), query.author_id, skipped,
+        kept = await self._current(query.scope, _tidy(sections), limit)
+        return ContextBundle(query.scope, query.plan, tuple(kept), query.author_id, skipped,
                              recalled=tuple(sections))
+
+    async def _current(self, scope: str, sections: list[Section], limit: float) -> list[Section]:
+        """The sections without the memories a newer memory beside them corrected ("I live in Lisbon" beside "I
+        moved from Lisbon to Porto": the reader answered "Lisbon."), as the layers know them (``superseded``).
+        An item that holds its own correction stays; a layer that fails or is slow here removes nothing."""
+        ids = sorted({i for s in sections if s.placement == MEMORY for item in s.items for i in item.message_ids})
+        if len(ids) < 2:
+            return sections
+
+        async def one(layer: MemoryLayer) -> Mapping[int, frozenset[int]]:
+            try:
+                async with asyncio.timeout(limit):
+                    return await layer.superseded(scope, ids)
+            except Exception:
+                log.warning("memory layer %s could not tell superseded memories; none left out", layer.name,
+                            exc_info=True)
+                return {}
+
+        corrected: dict[int, frozenset[int]] = {}
+        for found in await asyncio.gather(*(one(layer) for layer in self.layers)):
+            corrected.update(found)
+        if not corrected:
+            return sections
+
+        def stale(item: MemoryItem) -> bool:
+            own = set(item.message_ids)
+            return any(m in corrected and not corrected[m] & own for m in own)
+
+        return [replace(s, items=tuple(i for i in s.items if not stale(i))) if s.placement == MEMORY else s
+                for s in sections]
 
     async def prepare(self, texts: Sequence[str], *, timeout: float | None = None) -> None:
         """Let every layer that can do batch work for many recalls do it (a failure only costs speed)."""

@@ -57,6 +57,25 @@ COMMON_RELATIONS = {"has", "is", "like", "love", "hate", "named", "live_in", "wo
 _CARD_COLUMNS = "fsrs_state, fsrs_step, stability, difficulty, due, last_review, reps"
 # Relations a thing has one value of at a time: a new value contradicts the old one.
 ONE_VALUED_RELATIONS = frozenset({"live_in", "work_at", "work_as", "named"})
+# Where someone lives, said either way ("I live in Porto", "I moved to Porto"): one value across the group.
+LIVING = frozenset({"live_in", "move_to", "relocate_to", "move_into"})
+# Where someone no longer lives ("I moved from Lisbon", "I moved out of Lisbon"): contradicts living there.
+LEFT = frozenset({"move_from", "move_out_of", "relocate_from"})
+
+
+def rivals(relation: str) -> tuple[list[str], list[str]]:
+    """The relations a new ``relation`` edge contradicts: (those that contradict it with another target, those
+    that contradict it with the same target). "not_like jazz" / "like jazz"; "live_in Porto" / "live_in Lisbon"
+    and "move_to Lisbon"; "move_from Lisbon" / "live_in Lisbon" (and the other way round)."""
+    same = [relation.removeprefix("not_") if relation.startswith("not_") else "not_" + relation]
+    other: list[str] = []
+    if relation in LIVING:
+        other, same = sorted(LIVING), same + sorted(LEFT)
+    elif relation in LEFT:
+        same = same + sorted(LIVING)
+    elif relation in ONE_VALUED_RELATIONS:
+        other = [relation]
+    return other, same
 CONTRADICTED_CONFIDENCE = 0.5  # a contradicted edge's confidence is multiplied by this
 REHEARSAL_WINDOW = timedelta(hours=12)  # an episode replayed this long before consolidation was replayed tonight
 _MESSAGE_FIELDS = ("id", "scope", "source", "external_id", "channel_id", "author_id", "author_name", "is_bot",
@@ -76,6 +95,7 @@ def _fact_rows(with_clause: str, edges: str, hop: str = "0") -> str:
     ``edges`` and ``hop`` read."""
     cards = _CARD_COLUMNS.split(", ")
     return f"""{with_clause}SELECT e.id, e.relation, e.sentiment, e.confidence, e.evidence_count, e.embedding,
+                   e.contradicted_at IS NOT NULL AS contradicted,
                    {', '.join('e.' + c for c in cards)},
                    s.display AS s_display, s.name AS s_name, s.owner AS s_owner, so.display AS s_owner_name,
                    t.display AS t_display, t.name AS t_name, t.owner AS t_owner, tod.display AS t_owner_name,
@@ -135,6 +155,7 @@ class Fact:
     object_owner_name: str = ""
     vector: np.ndarray | None = field(default=None, compare=False, repr=False)  # sentence()'s, when stored
     node_retrievability: float = 1.0  # the mean of its two nodes' FSRS cards (GhostKG's node cards)
+    contradicted: bool = False  # a newer claim won over it (``SemanticMemory._contradict``): no longer current
 
     def view(self, author_id: str | None) -> str:
         """GhostKG's views: what the bot holds, what this user said of themselves (and their things),
@@ -162,6 +183,30 @@ class Fact:
             obj = "me"
         elif self.object_owner and self.object_owner == self.subject_name and not self.subject_owner:
             obj = self.object  # "ana has sister", not "ana has ana's sister"
+        else:
+            obj = _owned(self.object, self.object_owner, self.object_owner_name)
+        return f"{subject} {relation} {obj}"
+
+    def said_by(self, person: str) -> str:
+        """The fact as ``person`` (a node key, 'user:<id>') would say it: "I live in Lisbon", "my dog named
+        Biscuit". A question in the first person ("where do I live?") is compared with this, like with like: the
+        stored sentence's name ("alex live in Lisbon") is no word of the question."""
+        if person not in (self.subject_name, self.subject_owner, self.object_name, self.object_owner):
+            return self.sentence()
+        if self.subject_name == person:
+            subject = "I"
+        elif self.subject_owner == person:
+            subject = f"my {self.subject}"
+        else:  # the asker speaks: the bot is "you"
+            subject = "you" if self.subject_name == "bot" else _owned(self.subject, self.subject_owner,
+                                                                     self.subject_owner_name)
+        relation = self.relation.replace("not_", "not ").replace("_", " ")
+        if self.object_name == person:
+            obj = "me"
+        elif self.object_owner == person:
+            obj = self.object if self.subject_name == person else f"my {self.object}"
+        elif self.object_name == "bot":
+            obj = "you"
         else:
             obj = _owned(self.object, self.object_owner, self.object_owner_name)
         return f"{subject} {relation} {obj}"
@@ -387,7 +432,7 @@ class SemanticMemory:
         source = await self._node(conn, scope, t.subject, t.subject_display, t.subject_owner, message, vectors, now)
         target = await self._node(conn, scope, t.object, t.object_display, t.object_owner, message, vectors, now)
         edge = await conn.fetchrow(
-            f"SELECT id, confidence, sentiment, evidence_count, {_CARD_COLUMNS} FROM kg_edges "
+            f"SELECT id, confidence, sentiment, evidence_count, contradicted_at, {_CARD_COLUMNS} FROM kg_edges "
             "WHERE scope = $1 AND source_id = $2 AND relation = $3 AND target_id = $4",
             scope, source, t.relation, target,
         )
@@ -409,6 +454,10 @@ class SemanticMemory:
                     WHERE id = $1""",
                 edge["id"], now, t.confidence, n, t.sentiment, *_card_values(card),
             )
+            if edge["contradicted_at"] is not None:  # said again after it lost ("I live in Lisbon again"): current
+                await conn.execute("UPDATE kg_edges SET contradicted_at = NULL, contradicted_by = NULL WHERE id = $1",
+                                   edge["id"])
+                await self._contradict(conn, scope, source, t.relation, target, edge["id"], now)
             return await self._log(conn, message, GateDecision("aggregate", "edge exists", None, t), payload, now)
         score, parts = await self._score(conn, scope, source, t, message, now)
         if self.gate.enabled and (score < self.gate.threshold or t.confidence < self.gate.min_confidence):
@@ -431,29 +480,61 @@ class SemanticMemory:
     async def _contradict(self, conn: asyncpg.Connection, scope: str, source: int, relation: str, target: int,
                           edge_id: int, now: datetime) -> int:
         """Settle what a new edge contradicts: the same claim negated ("likes jazz" / "not_like jazz"), or
-        another value of a one-valued relation ("lives in Porto" / "lives in Lisbon"). By recency and
+        another value of a one-valued relation ("lives in Porto" / "lives in Lisbon", "moved to Porto"; see
+        ``rivals``), never a claim of the same message ("I live in Lisbon, in a flat"). By recency and
         evidence: the older claim loses unless it has more than twice the newer one's evidence. The loser
-        keeps its edge and history, with its confidence halved and ``contradicted_at`` set. Returns how
-        many contradictions were settled."""
-        opposite = relation.removeprefix("not_") if relation.startswith("not_") else "not_" + relation
+        keeps its edge and history, with its confidence halved, ``contradicted_at`` set and the winner in
+        ``contradicted_by`` (sql/029: the winner's removal undoes it). Only a current claim is contradicted.
+        Returns how many contradictions were settled."""
+        other, same = rivals(relation)
         rows = await conn.fetch(
             """SELECT id, evidence_count, last_seen FROM kg_edges
-               WHERE scope = $1 AND source_id = $2 AND id <> $3
-                 AND ((relation = $4 AND target_id = $5) OR ($6 AND relation = $7 AND target_id <> $5))""",
-            scope, source, edge_id, opposite, target, relation in ONE_VALUED_RELATIONS, relation)
+               WHERE scope = $1 AND source_id = $2 AND id <> $3 AND contradicted_at IS NULL
+                 AND ((relation = ANY($4::text[]) AND target_id = $5)
+                      OR (relation = ANY($6::text[]) AND target_id <> $5))
+                 AND NOT EXISTS (SELECT 1 FROM kg_edge_sources mine JOIN kg_edge_sources theirs
+                                     ON theirs.message_id = mine.message_id
+                                 WHERE mine.edge_id = $3 AND theirs.edge_id = kg_edges.id)""",
+            scope, source, edge_id, same, target, other)
         if not rows:
             return 0
         new = await conn.fetchrow("SELECT evidence_count, last_seen FROM kg_edges WHERE id = $1", edge_id)
         for old in rows:
             newer_wins = old["last_seen"] <= new["last_seen"] and old["evidence_count"] <= 2 * new["evidence_count"]
-            loser = await conn.fetchrow(f"SELECT id, {_CARD_COLUMNS} FROM kg_edges WHERE id = $1",
-                                        old["id"] if newer_wins else edge_id)
-            card, _ = self.fsrs.review_card(_card(loser, loser["id"]), Rating.Again, now)  # a lapse
+            loser, winner = (old["id"], edge_id) if newer_wins else (edge_id, old["id"])
+            row = await conn.fetchrow(f"SELECT id, {_CARD_COLUMNS} FROM kg_edges WHERE id = $1", loser)
+            card, _ = self.fsrs.review_card(_card(row, loser), Rating.Again, now)  # a lapse
             await conn.execute(
-                f"""UPDATE kg_edges SET confidence = confidence * $2, contradicted_at = $3,
-                        ({_CARD_COLUMNS}) = ($4, $5, $6, $7, $8, $9, reps + 1) WHERE id = $1""",
-                loser["id"], CONTRADICTED_CONFIDENCE, now, *_card_values(card))
+                f"""UPDATE kg_edges SET confidence = confidence * $2, contradicted_at = $3, contradicted_by = $4,
+                        ({_CARD_COLUMNS}) = ($5, $6, $7, $8, $9, $10, reps + 1) WHERE id = $1""",
+                loser, CONTRADICTED_CONFIDENCE, now, winner, *_card_values(card))
+            if not newer_wins:
+                break  # the new claim lost: it is contradicted once, by the claim that outweighs it
         return len(rows)
+
+    async def superseded(self, scope: str, message_ids: Sequence[int]) -> dict[int, frozenset[int]]:
+        """Of ``message_ids``, those whose every fact lost to a newer claim made by another of them ("I live in
+        Lisbon" beside "I moved from Lisbon to Porto"), each with the messages that won. A message with no fact
+        is never superseded."""
+        require_scope(scope)
+        if len(message_ids) < 2:
+            return {}
+        rows = await self.pool.fetch(
+            """SELECT s.message_id AS m,
+                      ARRAY(SELECT w.message_id FROM kg_edge_sources w
+                            WHERE w.edge_id = e.contradicted_by AND w.message_id = ANY($2::bigint[])
+                              AND w.message_id <> s.message_id) AS winners
+               FROM kg_edge_sources s JOIN kg_edges e ON e.id = s.edge_id
+               WHERE s.message_id = ANY($2::bigint[]) AND e.scope = $1""",
+            scope, list(message_ids))
+        lost: dict[int, set[int]] = {}
+        kept: set[int] = set()
+        for r in rows:
+            if r["winners"]:
+                lost.setdefault(r["m"], set()).update(r["winners"])
+            else:
+                kept.add(r["m"])
+        return {m: frozenset(w) for m, w in lost.items() if m not in kept}
 
     async def pin(self, scope: str, message_id: int, now: datetime, *, pinned: bool = True) -> int:
         """Pin (or unpin) the facts a message supports: a pinned edge is never pruned, and pinning is an
@@ -833,7 +914,8 @@ class SemanticMemory:
                     subject_owner_name=r["s_owner_name"] or "", object_owner_name=r["t_owner_name"] or "",
                     vector=None if r["embedding"] is None else vec(r["embedding"]),
                     node_retrievability=(self._node_retrievability(r, "s", now)
-                                         + self._node_retrievability(r, "t", now)) / 2)
+                                         + self._node_retrievability(r, "t", now)) / 2,
+                    contradicted=r["contradicted"])
 
     def _node_retrievability(self, row: asyncpg.Record, end: str, now: datetime) -> float:
         """An end's node card (GhostKG): a thing talked about again and again stays familiar."""

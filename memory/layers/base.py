@@ -229,6 +229,8 @@ class MemoryLayer(Protocol):
 
     def people_in(self, text: str) -> Sequence[str]: ...
 
+    async def superseded(self, scope: str, message_ids: Sequence[int]) -> Mapping[int, frozenset[int]]: ...
+
 
 # Registering a layer: a factory the composition root calls once with the shared services.
 LayerFactory = Callable[[LayerContext], MemoryLayer]
@@ -295,3 +297,9 @@ class BaseLayer:
         """The names ``text`` uses for people, as this layer's parse finds them ("Where does Aoife live?" ->
         Aoife); the reply guard refuses a question about a person no memory mentions. Most layers parse none."""
         return ()
+
+    async def superseded(self, scope: str, message_ids: Sequence[int]) -> Mapping[int, frozenset[int]]:
+        """Of the messages in a prompt's memory, those this layer knows were corrected by others of them (every
+        fact one states lost to a newer claim: "I live in Lisbon" beside "I moved to Porto"), each with the
+        messages that corrected it; recall leaves such a memory out. Most layers know of none."""
+        return {}

@@ -11,6 +11,7 @@ faded facts and merges near-duplicate nodes.
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -29,6 +30,7 @@ from memory.sources import SourceRef
 # After the episodes (20), in the prompt and in a ranking: on the hand-written dev split any fact ahead of
 # them cost recall_any@10 (0.787 -> 0.777 with the two most similar), on the generated one it gained 0.017.
 FACTS_PRIORITY = 30
+_FIRST_PERSON = re.compile(r"\b(?:i|me|my|mine|myself)\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,7 @@ class FactsLayer(BaseLayer):
         facts = await self.semantic.facts_for(
             query.scope, query.text, author_id=query.author_id, depth=query.plan.triple_depth, now=query.now,
             visible_channel=query.audience.visible_channel, limit=cfg.candidates)
+        facts = [f for f in facts if not f.contradicted]  # a newer claim won: the old one is no longer so
         scored = [(f.retrievability, f) for f in facts]
         if cfg.min_similarity > 0 and facts:
             # The walk finds what is linked to the question's things; only what is about the question stays.
@@ -78,12 +81,29 @@ class FactsLayer(BaseLayer):
             fresh = iter(await self.semantic.embedder.embed_many(missing) if missing else ())
             vectors = np.stack([f.vector if f.vector is not None else next(fresh) for f in facts])
             sims = similarity(vectors @ np.asarray(query.vector, dtype=np.float32))
+            sims = np.maximum(sims, await self._first_person(query, facts))
             scored = sorted(((float(s), f) for s, f in zip(sims, facts) if s >= cfg.min_similarity),
                             key=lambda p: -p[0])
         scored = scored[: cfg.limit]
         refs = await sources_of(self.semantic.pool, sorted({i for _, f in scored for i in f.message_ids}))
         items = tuple(_item(f, query.author_id, refs, score) for score, f in scored)
         return Section(self.name, "What {bot} knows", items, placement=MEMORY, priority=FACTS_PRIORITY)
+
+    async def _first_person(self, query: RecallQuery, facts: Sequence[Fact]) -> np.ndarray:
+        """For a question in the first person, each of the asker's own facts compared as the asker would say it
+        ("where do I live?" with "I live in Lisbon", 0.73 on the (1 + cos) / 2 scale; with the stored "alex live in
+        Lisbon", 0.60, under every threshold), like with like; 0 for the rest. One embedding batch, of the asker's
+        facts only, and only when the question says I, me or my."""
+        out = np.zeros(len(facts), dtype=np.float32)
+        if query.author_id is None or not _FIRST_PERSON.search(query.text):
+            return out
+        person = f"user:{query.author_id}"
+        mine = [i for i, f in enumerate(facts) if person in (f.subject_name, f.subject_owner)]
+        if not mine:
+            return out
+        vectors = np.asarray(await self.semantic.embedder.embed_many([facts[i].said_by(person) for i in mine]))
+        out[mine] = similarity(vectors @ np.asarray(query.vector, dtype=np.float32))
+        return out
 
     async def prepare(self, texts: Sequence[str]) -> None:
         """The queries' mentions in one spaCy batch (recall parses each query otherwise)."""
@@ -92,6 +112,9 @@ class FactsLayer(BaseLayer):
     async def prepare_absorb(self, texts: Sequence[str]) -> None:
         """A batch of messages parsed ahead of their absorption (an import)."""
         await asyncio.to_thread(self.semantic.extractor.parse_many, texts)
+
+    async def superseded(self, scope: str, message_ids: Sequence[int]) -> Mapping[int, frozenset[int]]:
+        return await self.semantic.superseded(scope, message_ids)
 
     def people_in(self, text: str) -> Sequence[str]:
         return self.semantic.extractor.people(text)  # the parse recall made of the message, cached

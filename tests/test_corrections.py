@@ -1,0 +1,90 @@
+"""A correction wins (P5: "I moved from Lisbon to Porto", then "where do I live?" answered "Lisbon."): the move
+contradicts where one lived, the claim that won is kept on the one that lost, recall leaves out a memory a newer one
+beside it corrected, and forgetting the correction makes the old claim current again."""
+
+from __future__ import annotations
+
+from bot.app import App
+from memory.semantic import Fact, rivals
+from tests.fakes import ScriptedLLM
+from tests.test_brain import say
+
+
+async def _told(app: App, llm: ScriptedLLM, *lines: str) -> list[int]:
+    llm.reply = "Nice!"
+    ids = []
+    for text in lines:
+        await say(app, text, author="alex")
+        ids.append(await app.db.pool.fetchval("SELECT max(id) FROM messages WHERE NOT is_bot"))
+    await app.brain.drain()
+    return ids
+
+
+async def _memories(app: App, question: str) -> list[str]:
+    bundle = await app.brain.context(question, "g1", author_id="u-alex")
+    return [i.text for i in bundle.items(preamble=False) if i.kind in ("episode", "message", "fact")]
+
+
+async def _lisbon(app: App) -> tuple[bool, float]:
+    row = await app.db.pool.fetchrow(
+        """SELECT e.contradicted_at IS NOT NULL AS lost, e.confidence FROM kg_edges e
+           JOIN kg_nodes t ON t.id = e.target_id WHERE e.relation = 'live_in' AND t.name = 'lisbon'""")
+    return row["lost"], row["confidence"]
+
+
+def test_a_move_rivals_where_one_lives() -> None:
+    other, same = rivals("move_to")
+    assert "live_in" in other and "move_to" in other, "moving to Porto: living anywhere else is over"
+    assert "move_from" in rivals("live_in")[1] and "live_in" in rivals("move_from")[1]
+    assert rivals("like") == ([], ["not_like"]) and rivals("work_as") == (["work_as"], ["not_work_as"])
+
+
+async def test_a_move_wins_over_where_one_lived_and_recall_shows_the_newer(app: App, llm: ScriptedLLM) -> None:
+    old, move = await _told(app, llm, "I live in Lisbon, in a flat near the river.",
+                            "Big news: I moved from Lisbon to Porto last week.")
+    lost, confidence = await _lisbon(app)
+    assert lost
+    winner = await app.db.pool.fetchval(
+        """SELECT s.message_id FROM kg_edges e JOIN kg_edges w ON w.id = e.contradicted_by
+           JOIN kg_edge_sources s ON s.edge_id = w.id JOIN kg_nodes t ON t.id = e.target_id
+           WHERE e.relation = 'live_in' AND t.name = 'lisbon'""")
+    assert winner == move, "the claim that won is kept, with its message as provenance"
+    texts = await _memories(app, "where do I live?")
+    assert any("Porto" in t for t in texts), texts
+    assert not any("I live in Lisbon" in t for t in texts), "the corrected memory is left out beside its correction"
+    assert not any(t.endswith("lives in Lisbon") for t in texts), "a lost fact is not recalled as current"
+    # Forgetting the correction makes the old claim current again, at the confidence it had.
+    await app.provenance.forget_message("g1", move)
+    lost_after, restored = await _lisbon(app)
+    assert not lost_after and restored == 2 * confidence
+    assert any("I live in Lisbon" in t for t in await _memories(app, "where do I live?"))
+
+
+async def test_two_places_in_one_message_do_not_contradict_each_other(app: App, llm: ScriptedLLM) -> None:
+    await _told(app, llm, "I live in Lisbon, in a flat near the river.")
+    assert not (await _lisbon(app))[0]
+    assert await app.db.pool.fetchval("SELECT count(*) FROM kg_edges WHERE contradicted_at IS NOT NULL") == 0
+
+
+async def test_said_again_after_it_lost_a_claim_is_current_again(app: App, llm: ScriptedLLM) -> None:
+    await _told(app, llm, "I live in Lisbon.", "I moved to Porto.", "I live in Lisbon again, Porto was too rainy.")
+    assert not (await _lisbon(app))[0]
+    porto = await app.db.pool.fetchval(
+        """SELECT e.contradicted_at IS NOT NULL FROM kg_edges e JOIN kg_nodes t ON t.id = e.target_id
+           WHERE e.relation = 'move_to' AND t.name = 'porto'""")
+    assert porto, "the move to Porto lost to living in Lisbon again"
+
+
+def test_a_fact_as_the_asker_would_say_it() -> None:
+    """"where do I live?" is compared with "I live in Lisbon" (0.73), not "alex live in Lisbon" (0.60)."""
+    mine = Fact(1, "alex", "user:u1", "live_in", "Lisbon", "lisbon", 0.0, 0.9, 1, 1.0, (1,), ("u1",))
+    dog = Fact(2, "dog", "dog", "named", "Biscuit", "biscuit", 0.0, 0.9, 1, 1.0, (1,), ("u1",),
+               subject_owner="user:u1", subject_owner_name="alex")
+    assert mine.said_by("user:u1") == "I live in Lisbon"
+    assert dog.said_by("user:u1") == "my dog named Biscuit"
+    assert mine.said_by("user:u2") == mine.sentence() == "alex live in Lisbon"
+
+
+async def test_a_first_person_question_recalls_the_askers_fact(app: App, llm: ScriptedLLM) -> None:
+    await _told(app, llm, "I work as a nurse at the city hospital.")
+    assert any("alex work as nurse" in t or "alex works as nurse" in t for t in await _memories(app, "what do I do for work?"))
