@@ -17,7 +17,7 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import asyncpg
 import pytest
@@ -126,10 +126,12 @@ def embedder() -> MiniLMEmbedder:
     return e
 
 
-def make_settings(db_url: str, data_dir: Path, **overrides: object) -> Settings:
-    values: dict[str, object] = {"database_url": db_url, "data_dir": data_dir, "archetype_refresh_seconds": 3600}
+def make_settings(db_url: str, data_dir: Path, **overrides: Any) -> Settings:
+    """The test settings on ``db_url`` and ``data_dir``, no .env file read; ``overrides`` are any settings' values,
+    as loosely typed as pydantic takes them (a str for a Path, a str for a SecretStr)."""
+    values: dict[str, Any] = {"database_url": db_url, "data_dir": data_dir, "archetype_refresh_seconds": 3600}
     values.update(overrides)
-    return Settings(_env_file=None, **values)  # type: ignore[arg-type]
+    return Settings(_env_file=None, **values)
 
 
 def layer_of(app: App, name: str, kind: type[LayerT]) -> LayerT:

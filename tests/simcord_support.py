@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from typing import TypeVar
 
 import asyncpg
 import discord
+from discord.ext import commands
 import pytest
 import simcord
 
@@ -16,12 +18,22 @@ from bot.discord.client import HippoBotBase, SingleShardHippoBot
 from bot.discord.dream import DreamCog
 from bot.llm import Generation
 
+CogT = TypeVar("CogT", bound=commands.Cog)
+
 
 def hippobot_for(app: App) -> SingleShardHippoBot:
     """The bot `hippobot run` starts (its cogs, its scheduler), on the test app: real database, scripted LLM;
     edits streamed quickly, no rate limit (tests that need one set it)."""
     return SingleShardHippoBot(app, app.settings.model_copy(update={"discord_edit_interval": 0.2,
                                                                     "discord_rate_limit": 0}))
+
+
+def cog_of(bot: HippoBotBase, kind: type[CogT]) -> CogT:
+    """The bot's loaded cog of class ``kind`` (discord.py names a cog after its class; ``get_cog`` types it as
+    any cog, or None when none of that name is loaded)."""
+    cog = bot.get_cog(kind.__name__)
+    assert isinstance(cog, kind), f"the bot's {kind.__name__} is {cog!r}"
+    return cog
 
 
 def dream_cog_of(bot: HippoBotBase) -> DreamCog:

@@ -19,9 +19,9 @@ def turn(text: str, *, channel: str = "c1", visible_in: str | None = None) -> In
                         text=text, visible_in=visible_in)
 
 
-async def say(app: App, *texts: str, **kw: object) -> None:
+async def say(app: App, *texts: str, **kw: str) -> None:
     for text in texts:
-        reply = await app.brain.respond(turn(text, **kw))  # type: ignore[arg-type]
+        reply = await app.brain.respond(turn(text, **kw))
         await reply.complete()
     await app.brain.drain()
 

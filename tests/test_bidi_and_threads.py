@@ -7,9 +7,10 @@ import io
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from datetime import UTC, datetime
-from types import SimpleNamespace
 from typing import Any
+from unittest.mock import AsyncMock, MagicMock
 
+import discord
 import pytest
 import simcord
 
@@ -19,7 +20,7 @@ from bot.discord.common import reply
 from bot.discord.client import SingleShardHippoBot
 from bot.discord.dream import proposal_content
 from bot.discord.rules import MessageFacts, should_answer
-from bot.discord.sources import sources_text, sources_view
+from bot.discord.sources import ForgetSourceButton, sources_text, sources_view
 from bot.grounding import SourceLine
 from dream.cycle import StepReport
 from dream.digest import digest
@@ -103,7 +104,13 @@ def test_names_under_a_reply_carry_no_bidi_controls() -> None:
     text = sources_text([line], 1)
     assert "ana" in text and not bidi_in(text)
     view = sources_view([line])
-    assert view is not None and not any(bidi_in(item.item.label or "") for item in view.children)  # type: ignore[attr-defined]
+    assert view is not None
+    # discord.py types a View's children as items of a View and a DynamicItem as an item of any view: checked as
+    # items of any view, so that a forget button is one of them
+    children: list[discord.ui.Item[Any]] = list(view.children)
+    buttons = [item for item in children if isinstance(item, ForgetSourceButton)]
+    assert len(buttons) == len(children) == 1
+    assert not any(bidi_in(button.item.label or "") for button in buttons)
 
 
 async def test_slash_command_answers_carry_no_bidi_controls() -> None:
@@ -112,8 +119,11 @@ async def test_slash_command_answers_carry_no_bidi_controls() -> None:
     async def send_message(text: str, **_: Any) -> None:
         sent.append(text)
 
-    interaction = SimpleNamespace(response=SimpleNamespace(is_done=lambda: False, send_message=send_message))
-    await reply(interaction, f"{SPOOF}: forgotten")  # type: ignore[arg-type]
+    interaction = MagicMock(spec=discord.Interaction)
+    interaction.response = MagicMock(spec=discord.InteractionResponse)
+    interaction.response.is_done.return_value = False
+    interaction.response.send_message = AsyncMock(side_effect=send_message)
+    await reply(interaction, f"{SPOOF}: forgotten")
     assert sent == ["invoicefdp.exe: forgotten"]
 
 

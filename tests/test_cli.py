@@ -101,7 +101,8 @@ def test_a_reader_that_goes_away_ends_the_command_quietly(env: dict[str, str]) -
     """`hippobot places --stats | head -0`: the pipe closes before anything is written."""
     proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "places", "--stats", "--scope", "g1"], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    proc.stdout.close()  # type: ignore[union-attr]
+    assert proc.stdout is not None  # stdout=PIPE
+    proc.stdout.close()
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 141, err
     assert "Traceback" not in err and "Exception ignored" not in err and "Broken pipe" not in err

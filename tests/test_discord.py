@@ -22,7 +22,8 @@ from bot.discord.sources import GONE, NOT_YOURS, ForgetSourceButton, forget_sour
 from memory.embed import MiniLMEmbedder
 from tests.conftest import close_or_explain
 from tests.fakes import ScriptedLLM
-from tests.simcord_support import HeldGeneration, SimBase, bot_member, buttons, hippobot_for, said, without_typing
+from tests.simcord_support import (HeldGeneration, SimBase, bot_member, buttons, cog_of, hippobot_for, said,
+                                   without_typing)
 
 
 @dataclass
@@ -41,7 +42,7 @@ class Sim(SimBase):
 
     @property
     def cog(self) -> DreamCog:
-        return self.bot.get_cog("DreamCog")  # type: ignore[return-value]
+        return cog_of(self.bot, DreamCog)
 
     def only_message(self, channel: simcord.ChannelHandle) -> discord.Message:
         [message] = self.bot_messages(channel)

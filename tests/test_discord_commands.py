@@ -11,7 +11,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 from unittest.mock import AsyncMock, MagicMock
 
 import discord
@@ -24,6 +24,7 @@ from bot.app import App
 from bot.brain import IncomingTurn
 from bot.discord.admin import AdminCog
 from bot.discord.chat import read_text_attachments
+from bot.discord.client import HippoBotBase
 from bot.discord.common import DreamPosting
 from bot.discord.dream import DreamCog, ProposalButton
 from bot.discord.services import Services
@@ -88,11 +89,18 @@ def said(i: MagicMock) -> str:
     return text + ("\n" + attached.fp.getvalue().decode() if attached is not None else "")
 
 
-def fake_bot(app: App, **settings: object) -> SimpleNamespace:
-    return SimpleNamespace(settings=app.settings.model_copy(update=settings), user=None, get_cog=lambda name: None)
+def bot_double(**attributes: object) -> HippoBotBase:
+    """A stand-in for the bot a cog is given, with only ``attributes`` (the cogs under test read their bot's
+    settings and user, nothing of its Discord client), typed as the bot the cogs take."""
+    return cast(HippoBotBase, SimpleNamespace(**attributes))
 
 
-def cog_args(app: App, **settings: object) -> tuple[SimpleNamespace, Services]:
+def fake_bot(app: App, **settings: object) -> HippoBotBase:
+    """The bot with the app's settings (``settings`` changed), not logged in (no user), no cog loaded."""
+    return bot_double(settings=app.settings.model_copy(update=settings), user=None, get_cog=lambda name: None)
+
+
+def cog_args(app: App, **settings: object) -> tuple[HippoBotBase, Services]:
     """A cog's constructor arguments without a client: a fake bot and the services the real bot builds."""
     bot = fake_bot(app, **settings)
     return bot, Services.of(app)
@@ -115,7 +123,7 @@ async def two_speakers(app: App) -> App:
 
 async def test_forget_me_asks_first_then_removes_only_that_user(two_speakers: App) -> None:
     app = two_speakers
-    cog = AdminCog(*cog_args(app))  # type: ignore[arg-type]
+    cog = AdminCog(*cog_args(app))
     ask = interaction(member(111))
     await run_command(cog, cog.forget_me, ask)
     view = ask.response.send_message.call_args.kwargs["view"]
@@ -135,7 +143,7 @@ async def test_forget_me_asks_first_then_removes_only_that_user(two_speakers: Ap
 
 async def test_config_show_never_prints_secrets(app: App) -> None:
     settings = app.settings.model_copy(update={"discord_token": SecretStr("very-secret")})
-    cog = AdminCog(SimpleNamespace(settings=settings, user=None), Services.of(app))  # type: ignore[arg-type]
+    cog = AdminCog(bot_double(settings=settings, user=None), Services.of(app))
     i = interaction(member(2, manage=True))
     await run_command(cog, cog.config_show, i)
     assert "very-secret" not in said(i) and "********" in said(i)
@@ -143,7 +151,7 @@ async def test_config_show_never_prints_secrets(app: App) -> None:
 
 async def test_whatdoyouknow_lists_only_the_askers_memories(two_speakers: App) -> None:
     app = two_speakers
-    cog = AdminCog(*cog_args(app))  # type: ignore[arg-type]
+    cog = AdminCog(*cog_args(app))
     i = interaction(member(111))
     await run_command(cog, cog.whatdoyouknow, i)
     assert "peanuts" in said(i) and "trumpet" not in said(i)
@@ -156,7 +164,7 @@ async def test_whatdoyouknow_shows_a_restricted_channels_memories_only_there(app
     await reply.complete()
     await talk(app, 111, "I am allergic to peanuts")
     await app.brain.drain()
-    cog = AdminCog(*cog_args(app))  # type: ignore[arg-type]
+    cog = AdminCog(*cog_args(app))
     public = interaction(member(111))  # asked in channel 42, which everyone sees
     await run_command(cog, cog.whatdoyouknow, public)
     assert "peanuts" in said(public) and "salary" not in said(public)
@@ -344,7 +352,7 @@ async def test_memory_stats_show_only_this_server(app: App) -> None:
         await talk(app, 222, f"elsewhere {text}", scope=str(OTHER))
     await app.brain.drain()
     await propose(app, str(OTHER), "their_idea")
-    cog = AdminCog(*cog_args(app))  # type: ignore[arg-type]
+    cog = AdminCog(*cog_args(app))
     i = interaction(member(2, manage=True))
     await run_command(cog, cog.memory_stats, i)
     assert "messages: 2" in said(i) and "people: 1" in said(i) and "pending proposals: 0" in said(i)
@@ -371,7 +379,7 @@ async def test_dream_status_shows_this_servers_runs_and_the_nightly_ones_only(ap
             scope)
     await propose(app, str(OTHER), "their_idea")
     await propose(app, str(GUILD), "our_idea")
-    cog = AdminCog(*cog_args(app))  # type: ignore[arg-type]
+    cog = AdminCog(*cog_args(app))
     i = interaction(member(2, manage=True))
     await run_command(cog, cog.dream_status, i)
     lines = said(i).splitlines()
@@ -387,7 +395,7 @@ async def test_a_cogs_now_is_the_apps_clock(app: App) -> None:
     await propose(app, str(GUILD), "our_idea")
     bot, services = cog_args(app)
     later = SimulatedClock(datetime.now(UTC) + timedelta(days=30))
-    cog = AdminCog(bot, replace(services, clock=later))  # type: ignore[arg-type]
+    cog = AdminCog(bot, replace(services, clock=later))
     i = interaction(member(2, manage=True))
     await run_command(cog, cog.dream_status, i)
     assert "pending proposals: 0" in said(i)
@@ -396,7 +404,7 @@ async def test_a_cogs_now_is_the_apps_clock(app: App) -> None:
 
 
 async def test_dream_run_dreams_only_this_server(app: App) -> None:
-    cog = AdminCog(*cog_args(app))  # type: ignore[arg-type]
+    cog = AdminCog(*cog_args(app))
     i = interaction(member(2, manage=True))
     await run_command(cog, cog.dream_run, i)
     assert i.response.defer.await_count == 1
@@ -419,15 +427,15 @@ async def test_an_admin_command_posts_the_outbox_through_the_shared_posting_not_
 
     services = Services.of(app)
     services = replace(services, posting=DreamPosting(services.outbox, Router(), app.clock))
-    bot = SimpleNamespace(settings=app.settings, user=None)
-    cog = AdminCog(bot, services)  # type: ignore[arg-type]
+    bot = bot_double(settings=app.settings, user=None)
+    cog = AdminCog(bot, services)
     i = interaction(member(2, manage=True))
     await run_command(cog, cog.dream_channel_clear, i)
     assert posted == [pid]
 
 
 async def test_config_show_names_only_this_servers_channels(app: App) -> None:
-    cog = AdminCog(*cog_args(app, discord_allowed_channels=[42, 9191], dream_channel_id=9292))  # type: ignore[arg-type]
+    cog = AdminCog(*cog_args(app, discord_allowed_channels=[42, 9191], dream_channel_id=9292))
     i = interaction(member(2, manage=True), channels=(42, 43))
     await run_command(cog, cog.config_show, i)
     assert "42" in said(i) and "9191" not in said(i) and "9292" not in said(i)
@@ -435,7 +443,7 @@ async def test_config_show_names_only_this_servers_channels(app: App) -> None:
 
 
 async def test_archetype_disable_is_this_servers_override_with_who_did_it(app: App) -> None:
-    cog = AdminCog(*cog_args(app))  # type: ignore[arg-type]
+    cog = AdminCog(*cog_args(app))
     i = interaction(member(2, manage=True))
     await run_command(cog, cog.archetype_disable, i, "technical_debugging")
     assert "disabled in this server" in said(i)
@@ -459,7 +467,7 @@ async def test_admin_and_votes_use_one_approver_rule(app: App) -> None:
     from dream.governance import ApproverPolicy
 
     app.governance.policy = ApproverPolicy(frozenset({"council"}))
-    cog = AdminCog(*cog_args(app))  # type: ignore[arg-type]
+    cog = AdminCog(*cog_args(app))
     old_role = interaction(member(3, roles=("hippobot-approver",)))
     await run_command(cog, cog.memory_stats, old_role)
     assert "needs Manage Server or the approver role" in said(old_role)
@@ -468,7 +476,7 @@ async def test_admin_and_votes_use_one_approver_rule(app: App) -> None:
     assert "messages: 0" in said(council)
 
 
-async def test_a_vote_button_defers_before_the_vote(app: App) -> None:
+async def test_a_vote_button_defers_before_the_vote(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
     pid = await propose(app, str(GUILD), "tea_talk")
     order: list[str] = []
     vote = app.governance.vote
@@ -477,8 +485,8 @@ async def test_a_vote_button_defers_before_the_vote(app: App) -> None:
         order.append("vote")
         return await vote(*args, **kwargs)
 
-    app.governance.vote = recording_vote  # type: ignore[method-assign]
-    cog = DreamCog(*cog_args(app))  # type: ignore[arg-type]
+    monkeypatch.setattr(app.governance, "vote", recording_vote)
+    cog = DreamCog(*cog_args(app))
     client = SimpleNamespace(dream_cog=cog)  # the bot's DreamCog, as DreamCog.cog_load sets it
     i = interaction(member(3, roles=("hippobot-approver",)), client)
     i.response.defer.side_effect = lambda **kw: order.append("defer")
@@ -503,7 +511,7 @@ async def test_a_vote_button_without_a_dream_cog_says_the_dream_channel_is_not_r
     assert (await app.governance.get(pid)).status == PENDING
 
 
-async def test_forget_me_answers_before_forgetting(two_speakers: App) -> None:
+async def test_forget_me_answers_before_forgetting(two_speakers: App, monkeypatch: pytest.MonkeyPatch) -> None:
     app = two_speakers
     order: list[str] = []
     forget_author = app.provenance.forget_author
@@ -512,8 +520,8 @@ async def test_forget_me_answers_before_forgetting(two_speakers: App) -> None:
         order.append("forget")
         return await forget_author(*args, **kwargs)
 
-    app.provenance.forget_author = recording  # type: ignore[method-assign]
-    cog = AdminCog(*cog_args(app))  # type: ignore[arg-type]
+    monkeypatch.setattr(app.provenance, "forget_author", recording)
+    cog = AdminCog(*cog_args(app))
     ask = interaction(member(111))
     await run_command(cog, cog.forget_me, ask)
     confirm = interaction(member(111))
@@ -525,7 +533,7 @@ async def test_forget_me_answers_before_forgetting(two_speakers: App) -> None:
 async def test_memory_recall_links_its_sources(app: App) -> None:
     await talk(app, 111, "my cat Miso loves tuna", external_id="987654321")
     await app.brain.drain()
-    cog = AdminCog(*cog_args(app))  # type: ignore[arg-type]
+    cog = AdminCog(*cog_args(app))
     i = interaction(member(2, manage=True))
     await run_command(cog, cog.memory_recall, i, "what does Miso eat?")
     assert f"<https://discord.com/channels/{GUILD}/42/987654321>" in said(i)
@@ -556,7 +564,7 @@ async def test_dream_adapter_status_and_rollback_are_this_servers(app: App, tmp_
            VALUES ($1, 'active', $2, 'x', $3, $4) RETURNING id""", scope, str(second_path), datetime.now(UTC), first)
     await pool.execute("INSERT INTO adapters (scope, status, path, base_model, created_at) "
                        "VALUES ('999', 'active', $1, 'x', now())", str(tmp_path))
-    cog = AdminCog(*cog_args(app))  # type: ignore[arg-type]
+    cog = AdminCog(*cog_args(app))
     nobody = interaction(member(1))
     await run_command(cog, cog.adapter_rollback, nobody)
     assert "needs Manage Server" in said(nobody)

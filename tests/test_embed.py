@@ -41,7 +41,7 @@ def test_onnx_vectors_match_sentence_transformers(embedder: MiniLMEmbedder, torc
 
 def test_an_unknown_backend_is_refused() -> None:
     with pytest.raises(ValueError, match="backend"):
-        MiniLMEmbedder(backend="tpu")  # type: ignore[arg-type]
+        MiniLMEmbedder(backend="tpu")  # type: ignore[arg-type]  # a backend it does not know, on purpose
 
 
 def test_without_a_usable_onnx_file_auto_falls_back_and_onnx_says_why(tmp_path: Path,

@@ -15,6 +15,7 @@ import pytest
 from bot.app import App
 from tests.conftest import admit_every_import
 from tests.fakes import ScriptedLLM
+from memory.absorption import AbsorbHints
 from memory.errors import ImportFileError
 from memory.importer import parse_import_file
 from memory.layers.base import AbsorbedTurn, BaseLayer
@@ -315,12 +316,12 @@ async def test_a_re_run_after_a_crash_mid_import_absorbs_what_the_crash_left(
     absorb = absorber.absorb
     calls = 0
 
-    async def crash_on_the_second(message_id: int, hints: object = None) -> bool:
+    async def crash_on_the_second(message_id: int, hints: AbsorbHints | None = None) -> bool:
         nonlocal calls
         calls += 1
         if calls == 2:
             raise Killed  # the process dies here
-        return await absorb(message_id, hints)  # type: ignore[arg-type]
+        return await absorb(message_id, hints)
 
     monkeypatch.setattr(absorber, "absorb", crash_on_the_second)
     with pytest.raises(Killed):

@@ -11,6 +11,7 @@ import pytest
 
 from bot.app import App
 from bot.brain import Busy, IncomingTurn
+from memory.absorption import AbsorbHints
 from memory.conversation import StoredMessage
 from memory.layers.base import PREAMBLE, AbsorbedTurn, BaseLayer, MemoryItem, RecallQuery, Section, StepResult
 from tests.fakes import ScriptedLLM
@@ -126,9 +127,9 @@ async def test_an_edit_before_the_queued_write_wins(app: App, llm: ScriptedLLM, 
     gate = asyncio.Event()
     original = app.brain.absorber.absorb
 
-    async def held(*args: object, **kw: object) -> bool:
+    async def held(message_id: int, hints: AbsorbHints | None = None) -> bool:
         await gate.wait()
-        return await original(*args, **kw)  # type: ignore[arg-type]
+        return await original(message_id, hints)
 
     monkeypatch.setattr(app.brain.absorber, "absorb", held)
     reply = await app.brain.respond(turn("My cat is called Miso"))

@@ -5,11 +5,26 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import asyncpg
+import numpy as np
 
 from memory.conversation import ConversationStore, NewMessage
+from memory.embed import DIMENSIONS
 from memory.lexical import LexicalSearch, candidate_terms
 
 T0 = datetime(2026, 5, 1, 18, 0, tzinfo=UTC)
+
+
+class NoEmbedder:
+    """The embedder of a layer whose test only searches words and forgets: nothing is embedded, and an attempt
+    fails the test."""
+
+    dimensions = DIMENSIONS
+
+    async def embed(self, text: str) -> np.ndarray:
+        raise AssertionError(f"nothing is embedded in this test, yet {text!r} was")
+
+    async def embed_many(self, texts: list[str]) -> np.ndarray:
+        raise AssertionError(f"nothing is embedded in this test, yet {len(texts)} text(s) were")
 
 
 async def store(pool: asyncpg.Pool, scope: str, lines: list[tuple[str, str]], *, visible_in: str | None = None,
@@ -75,7 +90,7 @@ async def test_forgetting_drops_the_cached_word_statistics(pool: asyncpg.Pool) -
     from tests.test_match_stats import provenance_on
 
     ids = await store(pool, "g1", CHAT)
-    layer = EpisodesLayer(EpisodicStore(pool), WriteGate(), embedder=None)  # type: ignore[arg-type]
+    layer = EpisodesLayer(EpisodicStore(pool), WriteGate(), embedder=NoEmbedder())
     assert await layer.lexical.search("g1", "Rotterdam", 5)
     assert any("rotterdam" in s.df for s in layer.lexical._stats.values())
     await provenance_on(pool, (layer,)).forget_message("g1", ids[4])

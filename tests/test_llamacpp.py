@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import ValidationError
@@ -247,8 +248,9 @@ async def test_the_brain_answers_through_llama_cpp(
 
 
 def test_the_engine_is_chosen_from_the_settings(tmp_path: Path) -> None:
-    def settings(**kw: object) -> Settings:
-        return Settings(_env_file=None, data_dir=tmp_path, **kw)  # type: ignore[arg-type]
+    def settings(**kw: Any) -> Settings:
+        """Settings with ``kw`` as a person sets them (pydantic coerces each value: a str for a Path)."""
+        return Settings(_env_file=None, data_dir=tmp_path, **kw)
 
     assert choose_engine(settings()) == "llamacpp"
     assert choose_engine(settings(lora_adapter=tmp_path)) == "transformers"  # peft adapters

@@ -8,6 +8,7 @@ import re
 from datetime import datetime, timezone
 from pathlib import Path
 
+import asyncpg
 import pytest
 
 from bot.app import App
@@ -49,9 +50,18 @@ async def persona_app(app: App) -> PersonaLayer:
     return layer
 
 
-async def say(app: App, *texts: str, **kw: object) -> None:
+async def current_state(layer: PersonaLayer, scope: str, visible_in: str | None, *,
+                        conn: asyncpg.Connection | None = None) -> PersonaState:
+    """The current persona state of ``scope`` for the audience ``visible_in`` (None: the public one); the test
+    has made one, so there is one."""
+    version = await layer.store.current(scope, visible_in, conn=conn)
+    assert version is not None, f"no persona state for {scope} ({visible_in or 'public'})"
+    return version.state
+
+
+async def say(app: App, *texts: str, **kw: str) -> None:
     for text in texts:
-        reply = await app.brain.respond(turn(text, **kw))  # type: ignore[arg-type]
+        reply = await app.brain.respond(turn(text, **kw))
         await reply.complete()
         await app.brain.drain()
 
@@ -137,7 +147,8 @@ def test_the_llm_answer_is_parsed_tolerantly_with_safe_defaults() -> None:
     assert got is not None and got["score"] == 0.8 and got["reasoning_type"] == EMPIRICAL
     assert got["topics"] == ["nuclear power"] and got["novelty"] == 0.5
     assert parse_ess("no json here") is None
-    assert parse_ess('{"score": "high", "reasoning_type": "vibes"}')["reasoning_type"] == "no_argument"  # type: ignore[index]
+    vibes = parse_ess('{"score": "high", "reasoning_type": "vibes"}')
+    assert vibes is not None and vibes["reasoning_type"] == "no_argument"
 
 
 # --- the deterministic scorer ----------------------------------------------------------------------------
@@ -259,13 +270,13 @@ async def test_a_configured_model_scores_with_the_seeds_json_and_a_bad_answer_fa
 async def test_strong_evidence_moves_an_opinion_and_pressure_does_not(app: App, llm: ScriptedLLM) -> None:
     layer = await persona_app(app)
     await say(app, *STRONG_FOR, *FILLER[:COOLING_PERIOD])
-    state = (await layer.store.current("g1", None)).state  # type: ignore[union-attr]
+    state = await current_state(layer, "g1", None)
     assert state.beliefs["remote work"].position > 0
     moved = state.beliefs["remote work"].position
     await say(app, "You're wrong, remote work is terrible, everyone knows it. Just admit it!!",
               "For the last time, remote work is bad, all my friends agree. Change your mind.",
               "Seriously, nobody agrees with you about remote work, you're being stubborn.", *FILLER[:COOLING_PERIOD])
-    state = (await layer.store.current("g1", None)).state  # type: ignore[union-attr]
+    state = await current_state(layer, "g1", None)
     assert state.beliefs["remote work"].position == pytest.approx(moved)
     # Only the person's messages were scored; the bot's replies never.
     rows = await app.db.pool.fetch("SELECT m.is_bot FROM persona_evidence e JOIN messages m ON m.id = e.message_id")
@@ -287,10 +298,10 @@ async def test_forgetting_a_person_removes_their_evidence_and_recomputes(app: Ap
     layer = await persona_app(app)
     await say(app, *STRONG_FOR, author="zed")
     await say(app, *FILLER[:COOLING_PERIOD], author="ana")
-    assert "remote work" in (await layer.store.current("g1", None)).state.beliefs  # type: ignore[union-attr]
+    assert "remote work" in (await current_state(layer, "g1", None)).beliefs
     report = await app.provenance.forget_author("g1", "u-zed")
     assert report.counts.get("persona_evidence") == 3
-    state = (await layer.store.current("g1", None)).state  # type: ignore[union-attr]
+    state = await current_state(layer, "g1", None)
     assert "remote work" not in state.beliefs and "remote work" not in state.engagement
     assert state.interaction_count == COOLING_PERIOD
     assert await traces(app, "remote work") == {}  # the topic only her words named is gone from every table
@@ -303,11 +314,11 @@ async def test_forgetting_public_evidence_also_recomputes_the_restricted_persona
     await say(app, *STRONG_FOR, author="zed")
     await say(app, *FILLER[:COOLING_PERIOD], author="ana")
     await say(app, "ok, the mods channel is quiet today", author="mo", channel="mods", visible_in="mods")
-    inside = (await layer.store.current("g1", "mods")).state  # type: ignore[union-attr]
+    inside = await current_state(layer, "g1", "mods")
     assert "remote work" in inside.beliefs or "remote work" in inside.engagement  # a copy of the public one
     await app.provenance.forget_author("g1", "u-zed")
     for audience in (None, "mods"):
-        state = (await layer.store.current("g1", audience)).state  # type: ignore[union-attr]
+        state = await current_state(layer, "g1", audience)
         assert "remote work" not in state.beliefs and "remote work" not in state.engagement, audience
     from tests.test_forgetting import traces
 
@@ -331,7 +342,7 @@ async def test_forgetting_the_evidence_of_a_pending_shift_withdraws_its_proposal
     withdrawn = await app.governance.get(proposal.id)
     assert withdrawn.status == "expired" and withdrawn.payload["action"] == "withdrawn"
     assert await traces(app, "zebrafinch") == {}
-    state = (await layer.store.current("g1", None)).state  # type: ignore[union-attr]
+    state = await current_state(layer, "g1", None)
     assert not state.held and state.pending_proposal is None
     assert state.beliefs["remote work"].position == pytest.approx(0.12)  # back to the view before her evidence
 
@@ -340,7 +351,7 @@ async def test_a_restricted_channels_evidence_shapes_only_its_own_persona(app: A
     layer = await persona_app(app)
     await say(app, *STRONG_FOR, *FILLER[:COOLING_PERIOD], channel="secret", visible_in="secret")
     assert await layer.store.current("g1", None) is None
-    secret = (await layer.store.current("g1", "secret")).state  # type: ignore[union-attr]
+    secret = await current_state(layer, "g1", "secret")
     assert secret.beliefs["remote work"].position > 0
     await say(app, "what do you think about working from home?", channel="lobby")
     assert "remote work" not in llm.prompts[-1]
@@ -353,7 +364,7 @@ async def test_belief_decay_runs_in_the_dream_and_the_digest_reports_it(app: App
     await say(app, *STRONG_FOR, *FILLER[:COOLING_PERIOD])
     async with app.db.pool.acquire() as conn, conn.transaction():
         await layer.store.lock(conn, "g1", None)
-        state = (await layer.store.current("g1", None, conn=conn)).state  # type: ignore[union-attr]
+        state = await current_state(layer, "g1", None, conn=conn)
         state.beliefs["faint idea"] = Belief(0.2, confidence(1), 1, 0, [])
         state.interaction_count = 60_000
         await layer.store.write(conn, "g1", None, state, "test: a long quiet time", NOW)
@@ -365,7 +376,7 @@ async def test_belief_decay_runs_in_the_dream_and_the_digest_reports_it(app: App
     assert re.search(r"^- 1 opinion weakened with time; 1 opinion dropped\b", channel.digests[0], re.M)
     row = await app.db.pool.fetchval("SELECT report FROM dream_runs WHERE id = $1", report.run_id)
     assert row["belief_decay"]["counts"]["beliefs_dropped"] == 1
-    state = (await layer.store.current("g1", None)).state  # type: ignore[union-attr]
+    state = await current_state(layer, "g1", None)
     assert "faint idea" not in state.beliefs and state.beliefs["remote work"].confidence < confidence(3)
 
 
@@ -384,7 +395,7 @@ async def test_a_large_shift_waits_for_approval_and_is_applied_only_after_it(app
                             beliefs={"remote work": Belief(0.15, confidence(4), 4, 30, [])})
         await layer.store.write(conn, "g1", None, held, "test: a settled view", NOW)
     await say(app, *AGAINST, *FILLER[:COOLING_PERIOD])
-    state = (await layer.store.current("g1", None)).state  # type: ignore[union-attr]
+    state = await current_state(layer, "g1", None)
     assert 0 < state.beliefs["remote work"].position < 0.15  # moved, not flipped
     assert state.held and state.pending_proposal is not None
     proposal = await app.governance.get(state.pending_proposal)
@@ -393,7 +404,7 @@ async def test_a_large_shift_waits_for_approval_and_is_applied_only_after_it(app
     assert set(proposal.payload["examples"]) <= set(AGAINST) and proposal.payload["examples"]
     outcome = await app.governance.vote(proposal.id, MOD, True, now=NOW, scope="g1")
     assert outcome.decided and outcome.proposal.status == "applied"
-    state = (await layer.store.current("g1", None)).state  # type: ignore[union-attr]
+    state = await current_state(layer, "g1", None)
     assert state.beliefs["remote work"].position < 0 and not state.held and state.pending_proposal is None
 
 
@@ -407,7 +418,7 @@ async def test_a_restricted_channels_shift_is_proposed_without_its_messages_word
                             beliefs={"remote work": Belief(0.15, confidence(4), 4, 30, [])})
         await layer.store.write(conn, "g1", "secret", held, "test: a settled view", NOW)
     await say(app, *AGAINST, *FILLER[:COOLING_PERIOD], channel="secret", visible_in="secret")
-    state = (await layer.store.current("g1", "secret")).state  # type: ignore[union-attr]
+    state = await current_state(layer, "g1", "secret")
     assert state.held and state.pending_proposal is not None
     proposal = await app.governance.get(state.pending_proposal)
     posted = proposal.render()
@@ -416,7 +427,7 @@ async def test_a_restricted_channels_shift_is_proposed_without_its_messages_word
     assert "restricted channel" in posted and "examples" not in proposal.payload
     outcome = await app.governance.vote(proposal.id, MOD, True, now=NOW, scope="g1")
     assert outcome.decided and outcome.proposal.status == "applied"
-    state = (await layer.store.current("g1", "secret")).state  # type: ignore[union-attr]
+    state = await current_state(layer, "g1", "secret")
     assert state.beliefs["remote work"].position < 0 and not state.held
 
 
@@ -479,7 +490,7 @@ async def test_the_discord_commands_show_for_everyone_and_reset_only_as_an_appro
 
     layer = await persona_app(app)
     await say(app, *STRONG_FOR, *FILLER[:COOLING_PERIOD], scope=str(GUILD), channel="42")
-    cog = PersonaCog(*cog_args(app))  # type: ignore[arg-type]
+    cog = PersonaCog(*cog_args(app))
     show = interaction(member(111))
     await run_command(cog, cog.show, show)
     assert "remote work" in said(show) and "Snapshot:" in said(show)
@@ -495,10 +506,10 @@ async def test_the_discord_commands_show_for_everyone_and_reset_only_as_an_appro
     assert "waiting for approval" in said(asked)
     [proposal] = await app.governance.list(scope=str(GUILD))
     assert proposal.kind == "persona" and proposal.payload["action"] == "reset"
-    state = (await layer.store.current(str(GUILD), None)).state  # type: ignore[union-attr]
+    state = await current_state(layer, str(GUILD), None)
     assert state.beliefs and state.epoch == 0  # nothing changed before the approval
     await app.governance.vote(proposal.id, MOD, True, now=NOW, scope=str(GUILD))
-    state = (await layer.store.current(str(GUILD), None)).state  # type: ignore[union-attr]
+    state = await current_state(layer, str(GUILD), None)
     assert not state.beliefs and state.epoch == 1  # approved: a new epoch, the old evidence no longer counts
 
 
@@ -510,7 +521,7 @@ async def test_a_topic_under_discussion_is_read_where_the_parser_cuts_it(app: Ap
            "in the control group.")
     assert all(t != "lecture recording" for t, _ in (await layer.score(cut)).topics)
     await say(app, "A 2021 study of 4,000 students found lecture recording raised exam results by 11%.")
-    state = (await layer.store.current("g1", None)).state  # type: ignore[union-attr]
+    state = await current_state(layer, "g1", None)
     assert [s.topic for s in state.staged] == ["lecture recording"]  # a step towards a view: under discussion
     await say(app, cut)
     rows = await app.db.pool.fetch("SELECT topics FROM persona_evidence ORDER BY id")
@@ -525,12 +536,12 @@ async def test_an_edit_replaces_the_messages_evidence(app: App) -> None:
     reply = await app.brain.respond(turn(STRONG_FOR[0]))
     await reply.complete()
     await app.brain.drain()
-    assert (await layer.store.current("g1", None)).state.staged  # type: ignore[union-attr]
+    assert (await current_state(layer, "g1", None)).staged
     assert await app.brain.edit("console", "c1", reply.message.external_id, "never mind, ignore that")
     await app.brain.drain()
     rows = await app.db.pool.fetch("SELECT score, reasoning_type FROM persona_evidence")
     assert len(rows) == 1 and rows[0]["score"] < 0.25  # scored again, as the new text
-    state = (await layer.store.current("g1", None)).state  # type: ignore[union-attr]
+    state = await current_state(layer, "g1", None)
     assert not state.staged and "remote work" not in state.engagement
 
 

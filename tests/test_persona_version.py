@@ -30,7 +30,8 @@ async def test_forgetting_rebuilds_the_persona_as_a_later_version_and_says_so(ap
     assert [v.version for v in await layer.store.history("g1", None)] == [7, 1]
 
     await say(app, FILLER[2], author="ana")
-    assert (await layer.store.current("g1", None)).version == 8  # type: ignore[union-attr]
+    latest = await layer.store.current("g1", None)
+    assert latest is not None and latest.version == 8
 
 
 async def test_a_restricted_persona_rebuilt_from_the_public_one_keeps_counting_up(app: App) -> None:

@@ -31,7 +31,7 @@ from memory.places.codes import channel_label, label, name_text
 from memory.places.graph import PlaceGraph, PlaceNode, Transition
 from memory.places.planner import Route
 from tests.conftest import layer_of
-from tests.test_discord_commands import run_command
+from tests.test_discord_commands import bot_double, run_command
 
 SCOPE = "g1"
 T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
@@ -268,7 +268,8 @@ async def test_a_channel_model_learns_from_its_audience_and_unlearns_what_is_for
     relearned = await places._model(SCOPE, "mods", wait=True)
     assert relearned is not None and relearned is not inside
     await app.provenance.forget_channel("import", "mods")
-    assert (await places._model(SCOPE, "mods", wait=True)).channels == ("baking", "devops")  # type: ignore[union-attr]
+    without_mods = await places._model(SCOPE, "mods", wait=True)
+    assert without_mods is not None and without_mods.channels == ("baking", "devops")
 
 
 async def test_a_restricted_channel_is_a_place_only_its_audience_sees(pool: asyncpg.Pool, embedder: MiniLMEmbedder, layers: Layers) -> None:
@@ -499,7 +500,7 @@ async def test_recall_adds_where_and_what_worked_when_the_plan_asks(app: App, em
     assert "spatial gate attempts" in out.getvalue()
     args.stats, args.text = False, ""
     assert await places_cli.run(app.settings, args, io.StringIO(), embedder=embedder) == 2
-    cog = PlacesCog(SimpleNamespace(), Services.of(app))  # type: ignore[arg-type]
+    cog = PlacesCog(bot_double(), Services.of(app))
     i = MagicMock(spec=discord.Interaction)
     i.user = SimpleNamespace(id=7)
     i.guild_id, i.channel_id, i.channel = int("1"), 42, None
@@ -549,7 +550,7 @@ async def test_whereto_in_a_server_keeps_a_restricted_channels_places_and_proced
     ok = await h.say("ana", "200", "thanks, that worked!", visible_in="200")
     for m in (q, tip, ok):
         await absorb((places, macros), embedder, m)
-    cog = PlacesCog(SimpleNamespace(), Services.of(app))  # type: ignore[arg-type]
+    cog = PlacesCog(bot_double(), Services.of(app))
     outside = interaction(77, 100)  # the public channel of the same server
     await run_command(cog, PlacesCog.whereto, outside, "banning spam accounts")
     answer = said(outside)
@@ -607,7 +608,7 @@ async def test_a_check_mark_on_a_question_resolves_its_place_in_that_server_only
     h = History(app.db.pool, scope="77", source="discord")
     q = await h.say("ana", "100", DOCKER[0])
     await absorb((places, macros), embedder, q)
-    cog = ReactionsCog(SimpleNamespace(user=None), Services.of(app))  # type: ignore[arg-type]
+    cog = ReactionsCog(bot_double(user=None), Services.of(app))
 
     def check(guild: int) -> SimpleNamespace:
         return SimpleNamespace(emoji="✅", channel_id=100, message_id=q.external_id, user_id=5, guild_id=guild,
@@ -638,7 +639,7 @@ async def test_the_askers_cross_on_a_reply_is_a_failure_of_the_procedures_it_sug
     reply = await app.conversations.add(NewMessage(
         "77", "discord", "r1", "100", "bot", "hippobot", "Open the member list, right-click it and choose Ban.",
         later.created_at + timedelta(seconds=5), is_bot=True, derived_from_id=later.id))
-    cog = ReactionsCog(SimpleNamespace(user=None), Services.of(app))  # type: ignore[arg-type]
+    cog = ReactionsCog(bot_double(user=None), Services.of(app))
 
     def react(emoji: str, user: str, guild: int = 77) -> SimpleNamespace:
         return SimpleNamespace(emoji=emoji, channel_id=100, message_id=reply.external_id, user_id=user,

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from bot.app import App
+from memory.absorption import AbsorbHints
 
 LINES = [
     "the bakery on Elm sells rye bread now", "we watched the match at the pub last night",
@@ -55,12 +56,12 @@ async def killed_part_way(app: App, path: Path, scope: str, monkeypatch: pytest.
     absorb = absorber.absorb
     calls = 0
 
-    async def absorb_until_killed(message_id: int, hints: object = None) -> bool:
+    async def absorb_until_killed(message_id: int, hints: AbsorbHints | None = None) -> bool:
         nonlocal calls
         calls += 1
         if calls > after:
             raise Killed
-        return await absorb(message_id, hints)  # type: ignore[arg-type]
+        return await absorb(message_id, hints)
 
     monkeypatch.setattr(absorber, "absorb", absorb_until_killed)
     with pytest.raises(Killed):

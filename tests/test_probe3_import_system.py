@@ -9,19 +9,16 @@ from pathlib import Path
 from bot.app import App
 from memory.importer import read_import_file
 
-EXPORT = {
-    "guild": {"id": "500", "name": "Friends"},
-    "channel": {"id": "600", "name": "general"},
-    "messages": [
-        {"id": "1001", "type": "Default", "timestamp": "2026-09-01T08:00:00+00:00",
-         "content": "the flat viewing is on Tuesday at 6", "author": {"id": "11", "name": "ana", "isBot": False}},
-        {"id": "1002", "type": "ChannelPinnedMessage", "timestamp": "2026-09-01T08:01:00+00:00",
-         "content": "Pinned a message.", "author": {"id": "11", "name": "ana", "isBot": False},
-         "reference": {"messageId": "1001"}},
-        {"id": "1003", "type": "Default", "timestamp": "2026-09-01T08:02:00+00:00", "content": "",
-         "author": {"id": "12", "name": "ben", "isBot": False}},  # an attachment only: no text
-    ],
-}
+MESSAGES: list[dict[str, object]] = [
+    {"id": "1001", "type": "Default", "timestamp": "2026-09-01T08:00:00+00:00",
+     "content": "the flat viewing is on Tuesday at 6", "author": {"id": "11", "name": "ana", "isBot": False}},
+    {"id": "1002", "type": "ChannelPinnedMessage", "timestamp": "2026-09-01T08:01:00+00:00",
+     "content": "Pinned a message.", "author": {"id": "11", "name": "ana", "isBot": False},
+     "reference": {"messageId": "1001"}},
+    {"id": "1003", "type": "Default", "timestamp": "2026-09-01T08:02:00+00:00", "content": "",
+     "author": {"id": "12", "name": "ben", "isBot": False}},  # an attachment only: no text
+]
+EXPORT = {"guild": {"id": "500", "name": "Friends"}, "channel": {"id": "600", "name": "general"}, "messages": MESSAGES}
 
 
 def export_file(tmp_path: Path) -> Path:
@@ -46,8 +43,7 @@ async def test_the_import_report_names_the_system_message_apart_from_the_one_wit
 
 def test_a_system_kind_the_exporter_writes_as_its_number_is_a_system_message(tmp_path: Path) -> None:
     """DiscordChatExporter writes a kind it has no name for as its number; Discord's system kinds are 1-18."""
-    export = {**EXPORT, "messages": [EXPORT["messages"][0],  # type: ignore[index]
-                                     {**EXPORT["messages"][1], "type": "8"}]}  # type: ignore[index]
+    export = {**EXPORT, "messages": [MESSAGES[0], {**MESSAGES[1], "type": "8"}]}
     path = tmp_path / "export.json"
     path.write_text(json.dumps(export), encoding="utf-8")
     parsed = read_import_file(path, max_chars=8000)

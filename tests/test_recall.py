@@ -96,7 +96,7 @@ async def test_a_missing_scope_is_an_error_not_all_scopes(pool: asyncpg.Pool, em
     recall = recaller(pool, embedder)
     for scope in ("", "   ", None):
         with pytest.raises(ScopeError):
-            await gather(recall, scope, await embedder.embed("x"), plan())  # type: ignore[arg-type]
+            await gather(recall, scope, await embedder.embed("x"), plan())  # type: ignore[arg-type]  # None on purpose
 
 
 async def test_recent_turns_are_the_plans_window_oldest_first_and_not_repeated_as_episodes(

@@ -7,8 +7,10 @@ import math
 import random
 from datetime import UTC, datetime
 from types import SimpleNamespace
+from typing import cast
 
 import asyncpg
+import discord
 import pytest
 
 from bot.app import App
@@ -28,6 +30,13 @@ def turn(text: str, *, author: str = "ana", channel: str = "c1", visible_in: str
                         author_name=author, text=text, visible_in=visible_in)
 
 
+def raw_reaction(**fields: object) -> discord.RawReactionActionEvent:
+    """A raw reaction event with only ``fields`` (what the reactions cog reads: user, channel, message, guild,
+    emoji, member), typed as the event the cog takes: a real one carries a numeric guild id, and this test's
+    server is "g1"."""
+    return cast(discord.RawReactionActionEvent, SimpleNamespace(**fields))
+
+
 @pytest.fixture
 async def resonance(app: App, llm: ScriptedLLM) -> ResonanceLayer:
     layer = app.brain.layer("resonance")
@@ -37,10 +46,10 @@ async def resonance(app: App, llm: ScriptedLLM) -> ResonanceLayer:
     return layer
 
 
-async def say(app: App, llm: ScriptedLLM, text: str, reply: str, **kw: object) -> int:
+async def say(app: App, llm: ScriptedLLM, text: str, reply: str, **kw: str) -> int:
     """One turn through the Brain with ``reply`` as the bot's words; the message id."""
     llm.reply = reply
-    r = await app.brain.respond(turn(text, **kw))  # type: ignore[arg-type]
+    r = await app.brain.respond(turn(text, **kw))
     await r.complete()
     await app.brain.drain()
     return r.message.id
@@ -211,6 +220,7 @@ async def test_reactions_replies_and_deletes_change_quality(app: App, resonance:
                                                             llm: ScriptedLLM) -> None:
     from bot.discord.reactions import ReactionsCog
     from bot.discord.services import Services
+    from tests.test_discord_commands import bot_double
 
     now = datetime.now(UTC)
     await say(app, llm, "What did you get for Christmas?", GOOD_REPLY)
@@ -228,19 +238,19 @@ async def test_reactions_replies_and_deletes_change_quality(app: App, resonance:
     assert (await resonance.replied_to("console", "c1", ext, "u-cy", now=now) or 0) > up
 
     # the Discord cog: a raw reaction event on the reply, the bot's own reactions ignored
-    bot = SimpleNamespace(user=SimpleNamespace(id=99))
-    cog = ReactionsCog(bot, Services.of(app))  # type: ignore[arg-type]
+    bot = bot_double(user=SimpleNamespace(id=99))
+    cog = ReactionsCog(bot, Services.of(app))
     await app.db.pool.execute("UPDATE messages SET source = 'discord', channel_id = '5', external_id = '77' "
                               "WHERE is_bot")
     before = await app.db.pool.fetchval("SELECT quality FROM resonance_moments")
-    payload = SimpleNamespace(user_id=99, channel_id=5, message_id=77, guild_id=SCOPE, emoji="😂", member=None)
-    await cog.on_raw_reaction_add(payload)  # type: ignore[arg-type]
+    payload = raw_reaction(user_id=99, channel_id=5, message_id=77, guild_id=SCOPE, emoji="😂", member=None)
+    await cog.on_raw_reaction_add(payload)
     assert await app.db.pool.fetchval("SELECT quality FROM resonance_moments") == before
     payload.user_id = 12
-    await cog.on_raw_reaction_add(payload)  # type: ignore[arg-type]
+    await cog.on_raw_reaction_add(payload)
     after = await app.db.pool.fetchval("SELECT quality FROM resonance_moments")
     assert after > before
-    await cog.on_raw_reaction_remove(payload)  # type: ignore[arg-type]
+    await cog.on_raw_reaction_remove(payload)
     assert await app.db.pool.fetchval("SELECT quality FROM resonance_moments") == pytest.approx(before)
 
     # the reply deleted: forgotten as a message, its moment stays without words, marked down

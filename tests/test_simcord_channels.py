@@ -18,7 +18,7 @@ from bot.discord.client import SingleShardHippoBot
 from bot.discord.ratelimit import RateLimiter
 from memory.provenance import forgotten_digest
 from tests.fakes import ScriptedLLM
-from tests.simcord_support import HeldGeneration, NoTyping, SimBase, bot_member
+from tests.simcord_support import HeldGeneration, NoTyping, SimBase, bot_member, cog_of
 
 
 @dataclass
@@ -296,7 +296,7 @@ async def test_stop_ends_a_reply_being_streamed(sim: Sim, llm: ScriptedLLM, monk
     # discord.py's typing indicator re-sends every 5 s from a task SimCord's settling does not count as idle, so
     # with a reply held open on purpose every action would wait out the settle timeout: no typing here
     monkeypatch.setattr(discord.abc.Messageable, "typing", lambda self: NoTyping())
-    cog: ChatCog = sim.bot.get_cog("ChatCog")  # type: ignore[assignment]
+    cog = cog_of(sim.bot, ChatCog)
     await sim.ana.send(sim.general, f"{sim.mention()} tell me everything")
     assert cog.streaming, "the reply is still being written"
     refused = await sim.ben.slash(sim.general, "stop")
@@ -314,7 +314,7 @@ async def test_stop_ends_a_reply_being_streamed(sim: Sim, llm: ScriptedLLM, monk
 
 
 async def test_the_rate_limit_answers_politely_once(sim: Sim, llm: ScriptedLLM) -> None:
-    cog: ChatCog = sim.bot.get_cog("ChatCog")  # type: ignore[assignment]
+    cog = cog_of(sim.bot, ChatCog)
     now = [0.0]
     cog.limiter = RateLimiter(2, 60.0, clock=lambda: now[0])
     for i in range(4):

@@ -57,9 +57,9 @@ REPLY_0, REPLY_1 = "Shard zero here.", "Shard one here."
 
 def shard_settings(**env: str) -> Settings | str:
     """Settings from HIPPOBOT_* values as a person sets them, or what ``hippobot`` would say is wrong."""
-    values = {name.lower(): value for name, value in env.items()}
+    values: dict[str, Any] = {name.lower(): value for name, value in env.items()}  # each a str pydantic coerces
     try:
-        return Settings(_env_file=None, **values)  # type: ignore[arg-type]
+        return Settings(_env_file=None, **values)
     except ValidationError as exc:
         return settings_problems(exc)
 

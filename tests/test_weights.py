@@ -238,7 +238,8 @@ async def test_forgetting_a_person_taints_every_adapter_trained_on_their_words(a
     assert not any("Brightwave" in t.text for t in texts), "the next distillation trains without them"
 
 
-async def test_a_candidate_whose_sources_were_forgotten_while_it_trained_is_never_proposed(app: App) -> None:
+async def test_a_candidate_whose_sources_were_forgotten_while_it_trained_is_never_proposed(
+        app: App, monkeypatch: pytest.MonkeyPatch) -> None:
     layer = weights_of(app)
     await history(app)
     trainer = stand_in(layer)
@@ -254,7 +255,7 @@ async def test_a_candidate_whose_sources_were_forgotten_while_it_trained_is_neve
     import asyncio
 
     loop = asyncio.get_running_loop()
-    trainer.distill = forgetful  # type: ignore[method-assign]
+    monkeypatch.setattr(trainer, "distill", forgetful)
     assert await step(layer, datetime.now(UTC)) is None
     row = await app.db.pool.fetchrow("SELECT status, path FROM adapters")
     assert row["status"] == "tainted" and not Path(row["path"]).exists()
