@@ -26,8 +26,8 @@ from datetime import datetime
 
 import numpy as np
 
-from bot.grounding import (NO_GUARD, Grounding, Guard, SourceLine, ground, grounded_or_not_told, guard, is_question,
-                           held_words, in_askers_words, own_items, says_mine, says_yes)
+from bot.grounding import (NO_GUARD, Grounding, Guard, SourceLine, declines, echoes, ground, grounded_or_not_told, guard,
+                           held_words, in_askers_words, is_question, own_items, quote, says_mine, says_yes)
 from bot.llm import Generation, LanguageModel
 from bot.prompt import Prompt, PromptBuilder
 from memory.absorption import AbsorbHints, Absorber
@@ -170,6 +170,7 @@ class Reply:
         self._final: str | None = None  # what the bot says instead of the model's text, when that failed the check
         self._verdict: str | None = None  # the check's word on the model's text (before "my" is reworded)
         self._streamed: list[str] = []  # what was shown so far (an engine fills its text only once it stops)
+        self._quoted: MemoryItem | None = None  # the memory the reply quotes, when the model gave no answer
 
     @property
     def plan(self) -> ContextPlan:
@@ -227,6 +228,14 @@ class Reply:
                 elif self.replaced:  # why a person saw "I don't remember ..." instead of the model's words
                     log.info("message %s: the model's reply %r drew on no memory; said %r instead",
                              self.message.id, self._generation.text[:200], self._final)
+                if declines(self._final) or echoes(self._final, self.message.content, ignore=self._ignored()):
+                    # No answer, but a memory holds every word of the question: show what was said, in its words.
+                    found = quote(self.message.content, self.evidence(), asker=self.message.author_name,
+                                  ignore=self._ignored(), named=self.guard.named)
+                    if found is not None:
+                        log.info("message %s: %r was no answer; quoted memory instead", self.message.id,
+                                 self._final[:200])
+                        self._final, self._quoted = found
                 if self._final:
                     yield self._final
             else:
@@ -288,6 +297,8 @@ class Reply:
     def grounding(self) -> Grounding:
         """Which of the memories in the prompt, or of people's recent turns in it, the reply drew on
         (bot.grounding's rule); call once it is done."""
+        if self._quoted is not None:
+            return Grounding((self._quoted,), frozenset(held_words(self._quoted.text, self._quoted.created_at)))
         found = ground(self.text, self.message.content, self.evidence(), ignore=self._ignored(),
                        dates=self.guard.dates_ground, named=self.guard.named)
         claim = self.guard.claim

@@ -169,9 +169,11 @@ def ground(reply: str, question: str, items: Sequence[MemoryItem], *, ignore: It
         shared = wanted & held
         if len(shared) >= need and (not about or about & held):
             scored.append((-len(shared), -len(asked & held), rank, item, shared))
-    if any(t[1] for t in scored):
-        # Of the memories holding the answer, those about what was asked: "12 March 2026." to "when did Ana
-        # adopt Pico?" is held by the date of every memory of that day, and only one of them is about Pico.
+    if asked:
+        # Of the memories holding the answer, only those about what was asked: "12 March 2026." to "when did Ana
+        # adopt Pico?" is held by the date of every memory of that day, and only one of them is about Pico; and
+        # "Julia." to "who is getting married?" is held by "My wife Julia is a pilot.", which says nothing of a
+        # wedding (P5), so it answers nothing.
         scored = [t for t in scored if t[1]]
     scored.sort(key=lambda t: t[:3])
     chosen = scored[:MAX_SOURCES]
@@ -413,7 +415,7 @@ def guard(question: str, items: Sequence[MemoryItem], *, ignore: Iterable[str] =
     own = bool(said & _ASKER) and not persons or (claim is not None and not claim.subject)
     # Every word the question asks with, in one memory: it asks about that ("when is the party?" with "the party
     # is on Saturday" remembered), and an answer from elsewhere ("20 October 1987.") is an invention.
-    topic = stems(question) - skip - {stem(w) for w in _AUXILIARIES | _WH}
+    topic = topic_of(question, skip)
     covered = bool(topic) and any(topic <= held_words(item.text, item.created_at) for item in items)
     if not (known or first_person or missing or covered):
         # A yes/no question about someone or something no memory and no recent turn mentions ("is ben on
@@ -429,6 +431,59 @@ def guard(question: str, items: Sequence[MemoryItem], *, ignore: Iterable[str] =
         return NO_GUARD
     return Guard(True, tuple(dict.fromkeys(missing)), tuple(dict.fromkeys(unmentioned)), own=own, claim=claim,
                  named=frozenset(named))
+
+
+def topic_of(question: str, skip: Iterable[str] = ()) -> set[str]:
+    """The stems a question asks with, less its question and auxiliary words and ``skip`` ("when is the party?":
+    party)."""
+    return stems(question) - set(skip) - {stem(w) for w in _AUXILIARIES | _WH}
+
+
+# How the reader (and the check) say they do not know: "I don't know ...", "I don't remember ...".
+_DECLINES = re.compile(r"\s*i (?:do not|don't|dont) (?:know|remember|recall)\b|\s*i'm not sure\b", re.I)
+_SAID = re.compile(r"^([^:\n]{1,60}): (.+)$")
+
+
+def declines(reply: str) -> bool:
+    """Whether a reply opens by saying the bot does not know or remember."""
+    return bool(_DECLINES.match(reply.replace("’", "'")))
+
+
+def echoes(reply: str, question: str, *, ignore: Iterable[str] = ()) -> bool:
+    """Whether a reply to a wh-question only repeats what the question said ("who is Julia?" "Julia."): no
+    answer at all. A yes/no question's "Yes." answers it, and is not an echo."""
+    words = _WORD.findall(question.strip().lower().replace("’", "'"))
+    return bool(words) and words[0] in _WH and bool(reply.strip()) and not answer_words(reply, question, ignore=ignore)
+
+
+def quote(question: str, items: Sequence[MemoryItem], *, asker: str, ignore: Iterable[str] = (),
+          named: Iterable[str] = ()) -> tuple[str, MemoryItem] | None:
+    """What a person said that holds every word the question asks with (``topic_of``), in their words, for a
+    reply the model could not give ("who is Julia?", with carl's "My wife Julia is a pilot." in memory, answered
+    "Julia." or "I don't remember ..."): 'I remember carl saying: "My wife Julia is a pilot."' ('You told me:
+    "..."' when the asker said it), with the memory it quotes. The first such line in recall's order, only from
+    what people said (a memory's line "name: words"; never a derived fact), and, when the question asks about
+    remembered people (``named``), only a memory that mentions one of them. None when no line holds them all:
+    a near miss ("what colour is Julia's plane?") is still not an answer."""
+    skip = {stem(w) for n in ignore for w in content_words(n)}
+    topic = topic_of(question, skip)
+    about = frozenset(named)
+    if not topic:
+        return None
+    for item in items:
+        if item.kind == "fact" or not item.sources:
+            continue
+        for line in item.text.split("\n"):
+            said = _SAID.match(line.strip())
+            if said is None:
+                continue
+            held = held_words(line, item.created_at)
+            if topic <= held and (not about or about & held):
+                speaker, words = said.group(1).strip(), said.group(2).strip()
+                if speaker.lower() == asker.lower():
+                    return f'You told me: "{words}"', item
+                return f'I remember {speaker} saying: "{words}"', item
+    return None
 
 
 def own_items(items: Iterable[MemoryItem], author_id: str, author_name: str) -> list[MemoryItem]:

@@ -24,10 +24,15 @@ def test_a_date_answer_is_sourced_to_the_memory_about_what_was_asked() -> None:
     assert [i.message_ids for i in g.items] == [(2,)]
 
 
-def test_with_no_memory_about_the_question_every_holder_of_the_answer_still_counts() -> None:
+def test_with_no_memory_about_the_question_no_holder_of_the_answer_counts() -> None:
+    """A memory that holds the answer's words but none of the question's is not what the answer came from: the
+    day of a bakery's closing does not say when Pico was adopted (P5: "who is getting married?" "Julia.", from
+    "My wife Julia is a pilot.")."""
     items = [_item("ana: the bakery on Rua Direita closed", 1), _item("bo: rain all day here", 3)]
-    g = ground("On 12 March 2026.", "When did I adopt Pico?", items)
-    assert [i.message_ids for i in g.items] == [(1,), (3,)], "grounded as before: the rule only picks among them"
+    assert ground("On 12 March 2026.", "When did I adopt Pico?", items).items == ()
+    julia = _item("carl: My wife Julia is a pilot.", 4)
+    assert ground("Julia.", "who is getting married?", [julia]).items == ()
+    assert ground("Julia.", "who is a pilot?", [julia]).items == (julia,)
 
 
 def test_a_day_counted_from_now_is_not_grounded_by_a_memorys_same_word() -> None:

@@ -56,7 +56,7 @@ async def test_the_asker_is_answered_from_their_own_words_with_their_source(app:
     lines = await app.brain.source_lines("g1", reply.grounding())
     assert [s.author for s in lines] == ["sam"]
     reply = await ask_as(app, llm, "sam", "what is my dog called?", "Biscuit.")  # the other dog: not theirs
-    assert reply.text == NOT_TOLD_YOU
+    assert reply.text == 'You told me: "my dog is called Pico"', "not alex's dog: sam's own words instead"
 
 
 async def test_in_a_chat_too(app: App, llm: ScriptedLLM) -> None:

@@ -1,0 +1,48 @@
+"""Who-questions and answers the reader cannot give (P5 §7: "who is Maria?" got "I don't remember anyone telling me
+that." with alex's "My sister Maria is getting married next Friday" in its prompt; carl's "who is julia?" got
+"Julia."; "who is getting married?" got "Julia." from "My wife Julia is a pilot."). When the model gives no answer
+and one remembered line holds every word the question asks with, the bot shows that line, in its speaker's words,
+with its source; an answer from a memory about something else is no answer."""
+
+from __future__ import annotations
+
+from bot.app import App
+from bot.grounding import NOT_TOLD, declines, echoes, quote
+from tests.fakes import ScriptedLLM
+from tests.grounding_support import ask_as, memory, tell
+
+MARIA = memory("alex: My sister Maria is getting married next Friday at 3pm.", 1, "u-alex")
+JULIA = memory("carl: My wife Julia is a pilot.", 2, "u-carl")
+
+
+def test_what_counts_as_no_answer() -> None:
+    assert declines("I don't remember anyone telling me that.") and declines("I don’t know, nobody has told me.")
+    assert not declines("Maria, alex's sister.")
+    assert echoes("Julia.", "who is julia?") and not echoes("His wife, a pilot.", "who is julia?")
+    assert not echoes("Yes.", "is Julia a pilot?"), "a yes/no question's yes is an answer"
+
+
+def test_a_line_holding_every_word_of_the_question_is_quoted() -> None:
+    assert quote("who is Maria?", [JULIA, MARIA], asker="bea") == (
+        'I remember alex saying: "My sister Maria is getting married next Friday at 3pm."', MARIA)
+    assert quote("who is getting married?", [JULIA, MARIA], asker="alex") == (
+        'You told me: "My sister Maria is getting married next Friday at 3pm."', MARIA)
+    assert quote("what colour is Julia's plane?", [JULIA, MARIA], asker="bea") is None, "a near miss is no answer"
+    assert quote("who is Maria?", [JULIA, MARIA], asker="bea", named={"julia"}) is None, \
+        "asked about someone, only a memory that mentions them"
+
+
+async def test_who_questions_are_answered_with_what_was_said(app: App, llm: ScriptedLLM) -> None:
+    await tell(app, llm, ("alex", "My sister Maria is getting married next Friday at 3pm."),
+               ("carl", "My wife Julia is a pilot."), ("alex", "My dog is called Biscuit, he is a beagle."))
+    reply = await ask_as(app, llm, "bea", "who is Maria?", "I don't remember anyone telling me that.")
+    assert reply.text == 'I remember alex saying: "My sister Maria is getting married next Friday at 3pm."'
+    assert [s.author for s in await app.brain.source_lines("g1", reply.grounding())] == ["alex"]
+    reply = await ask_as(app, llm, "carl", "who is julia?", "Julia.")
+    assert reply.text == 'You told me: "My wife Julia is a pilot."'
+    reply = await ask_as(app, llm, "alex", "who is getting married?", "Julia.")  # carl's wife: about a pilot
+    assert reply.text == 'You told me: "My sister Maria is getting married next Friday at 3pm."'
+    reply = await ask_as(app, llm, "bea", "who has a dog?", "I have two cats, Pepper and Salt.")
+    assert reply.text == 'I remember alex saying: "My dog is called Biscuit, he is a beagle."'
+    reply = await ask_as(app, llm, "bea", "who is Maria's husband?", "Julia.")
+    assert reply.text == NOT_TOLD, "no line holds a husband of Maria's: the refusal stays"
