@@ -131,7 +131,19 @@ _DATED = re.compile(
     r"\b(?:(?P<dby>the day before yesterday)|(?P<dat>the day after tomorrow)|(?P<yday>yesterday|last night)"
     r"|(?P<tmrw>tomorrow)"
     r"|(?P<n>" + _NUM[1:-1] + r")\s+(?P<unit>day|week|month|year)s?\s+(?P<dir>ago|from now|later)"
-    r"|(?P<rel>last|next)\s+(?P<what>week|weekend|month|year|" + "|".join(WEEKDAYS) + r"))\b", re.I)
+    r"|(?P<rel>last|next)\s+(?P<what>week|weekend|month|year|" + "|".join(WEEKDAYS) + r")"
+    r"|(?P<on>on|this)\s+(?P<wd>" + "|".join(WEEKDAYS) + r"))\b", re.I)
+
+# What makes a bare weekday ("on Saturday") a day gone by or a habit rather than the next one: the verbs of its
+# sentence. English marks the past on the verb (regular -ed, the common irregular forms, was/did/had); a habit by
+# a frequency word. Neither: a weekday named with a present or future verb is the next one ("I have a match on
+# Saturday", "we're going on Saturday").
+_PAST = re.compile(
+    r"\b(?:was|were|did|didn't|had|went|got|came|saw|ran|made|took|said|told|met|left|bought|found|gave|felt|"
+    r"thought|brought|sent|spent|won|lost|ate|drove|flew|rode|wrote|began|paid|sat|slept|swam|wore|kept|heard|"
+    r"[a-z]{2,}ed)\b", re.I)
+_HABIT = re.compile(r"\b(?:always|usually|normally|often|sometimes|never|every|each|most)\b", re.I)
+_CLAUSE = re.compile(r"[.!?;\n]")
 
 
 _OWNED = re.compile(r"\b(?:my|your|his|her|its|our|their|the|a|that|this|every)\s+$", re.I)
@@ -170,6 +182,8 @@ def _named(m: re.Match[str], said: datetime) -> str | None:
             return f"{_months(day, sign * n):%B %Y}"
         year = day.year + sign * n
         return str(year) if EARLIEST_YEAR <= year <= LATEST_YEAR else None
+    if g["on"]:
+        return None  # a bare weekday: its direction is the sentence's (``_bare_weekday``)
     back = g["rel"].lower() == "last"
     what = g["what"].lower()
     if what in WEEKDAYS:
@@ -190,8 +204,8 @@ def _named(m: re.Match[str], said: datetime) -> str | None:
 def dated(text: str, said: datetime | None) -> str:
     """``text`` with the day each relative phrase names written after it, in brackets, counted from ``said``
     (the day it was said): "we got him last Sunday" said on 6 April 2024 -> "we got him last Sunday (31 March
-    2024)". Phrases that name no one day or stretch ("this Friday", "on Tuesday", "recently") are left as they
-    are; so is everything without a date to count from, or counting out of the calendar, and a capitalised
+    2024)"; a bare weekday ("on Saturday") by its sentence's tense (``_bare_weekday``). Phrases that name no one
+    day or stretch ("recently", "on Saturdays", "I always run on Saturday") are left as they are; so is everything without a date to count from, or counting out of the calendar, and a capitalised
     word inside a sentence, which is a title or a name ("reading Tomorrow, and Tomorrow, and Tomorrow")."""
     if said is None:
         return text
@@ -203,6 +217,9 @@ def resolved(text: str, said: datetime | None) -> str:
     said on 12 March 2026 -> "back from Porto 11 March 2026"), and with no date to count from, left out: what
     the words say, wherever they are read from (a reply's "yesterday" is another day)."""
     def day(m: re.Match[str]) -> str:
+        if m.group("on"):  # a weekday's name says the same wherever it is read: kept, with its day when known
+            named = _day_of(text, m, said) if said is not None else None
+            return f"{m.group(0)} {named}" if named else m.group(0)
         if said is None:
             return "" if _names_a_day(text, m) else m.group(0)
         return _day_of(text, m, said) or m.group(0)
@@ -228,6 +245,25 @@ def _day_of(text: str, m: re.Match[str], said: datetime) -> str | None:
     if not _names_a_day(text, m):
         return None
     try:
+        if m.group("on"):
+            return _bare_weekday(text, m, said)
         return _named(m, said)
     except (OverflowError, ValueError):
         return None
+
+
+def _bare_weekday(text: str, m: re.Match[str], said: datetime) -> str | None:
+    """The day "on Saturday" or "this Saturday" names, read from its sentence's verbs: the one before the day it was
+    said in a sentence in the past ("we went hiking on Saturday"), the next one otherwise ("I'm going hiking on
+    Saturday", said on Wednesday 25 November 2026: 28 November); none in a sentence about a habit ("I always run
+    on Saturday"). The day it was said is neither: "on Saturday" said on a Saturday names a week away or back."""
+    start = max((c.end() for c in _CLAUSE.finditer(text, 0, m.start())), default=0)
+    end = next((c.start() for c in _CLAUSE.finditer(text, m.end())), len(text))
+    sentence = text[start:end]
+    if _HABIT.search(sentence):
+        return None
+    day = datetime(said.year, said.month, said.day, tzinfo=UTC)
+    weekday = WEEKDAYS[m.group("wd").lower()]
+    if _PAST.search(sentence):
+        return _day(day - timedelta(days=(day.weekday() - weekday) % 7 or 7))
+    return _day(day + timedelta(days=(weekday - day.weekday()) % 7 or 7))

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from memory.timeparse import dated, time_range
+from memory.timeparse import dated, resolved, time_range
 
 NOW = datetime(2026, 6, 17, 15, 0, tzinfo=UTC)  # a Wednesday
 
@@ -73,8 +73,8 @@ def test_a_remembered_relative_phrase_shows_the_day_it_names_from_the_day_it_was
     assert dated(text, SAID) == shown
 
 
-@pytest.mark.parametrize("text", ["see you on Tuesday", "this Friday works", "I moved recently", "today was long",
-                                  "my last weekend job", "next to the station"])
+@pytest.mark.parametrize("text", ["I moved recently", "today was long", "my last weekend job", "next to the station",
+                                  "I always run on Saturday", "we meet on saturdays"])
 def test_a_phrase_that_names_no_one_day_is_left_as_it_was_said(text: str) -> None:
     assert dated(text, SAID) == text
 
@@ -82,3 +82,22 @@ def test_a_phrase_that_names_no_one_day_is_left_as_it_was_said(text: str) -> Non
 def test_without_a_day_said_or_out_of_the_calendar_nothing_is_added() -> None:
     assert dated("yesterday", None) == "yesterday"
     assert dated("9999 years ago", SAID) == "9999 years ago"
+
+
+@pytest.mark.parametrize(("text", "shown"), [
+    ("see you on Tuesday", "see you on Tuesday (9 April 2024)"),
+    ("this Friday works", "this Friday (12 April 2024) works"),
+    ("On Saturday I am going hiking with Sam.", "On Saturday (13 April 2024) I am going hiking with Sam."),
+    ("We went hiking on Saturday, it rained.", "We went hiking on Saturday (30 March 2024), it rained."),
+    ("Call me on Monday. I was out on Sunday.", "Call me on Monday (8 April 2024). I was out on Sunday (31 March 2024)."),
+])
+def test_a_bare_weekday_is_the_next_one_or_by_a_past_verb_the_last_one(text: str, shown: str) -> None:
+    """P5: "On Saturday I am going hiking with Sam." said on a Wednesday was answered "the Saturday before ...": a
+    weekday named with a present or future verb is the next one, with a past verb the one before, and the day it
+    was said (a Saturday, here) is neither."""
+    assert dated(text, SAID) == shown
+
+
+def test_a_weekday_stays_a_word_of_its_memory_when_resolved() -> None:
+    """"the party is on Saturday" still holds "Saturday" for matching (a reply "Saturday at 8pm." draws on it)."""
+    assert resolved("the party is on Saturday at 8pm", SAID) == "the party is on Saturday 13 April 2024 at 8pm"
