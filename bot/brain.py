@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import re
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -26,7 +27,7 @@ from datetime import datetime
 
 import numpy as np
 
-from bot.grounding import (NO_GUARD, Grounding, Guard, SourceLine, declines, echoes, ground, grounded_or_not_told, guard,
+from bot.grounding import (MAX_SOURCES, NO_GUARD, Grounding, Guard, SourceLine, declines, echoes, ground, grounded_or_not_told, guard,
                            held_words, in_askers_words, is_question, own_items, quote, says_mine, says_yes)
 from bot.llm import Generation, LanguageModel
 from bot.prompt import Prompt, PromptBuilder
@@ -38,10 +39,16 @@ from memory.db import database_unreachable
 from memory.embed import Embedder
 from memory.errors import InvalidInput
 from memory.episodic import novelty
-from memory.layers.base import MemoryItem, MemoryLayer
+from memory.layers.base import MemoryItem, MemoryLayer, sources_of
 from memory.recall import ContextBundle, Recall, recall_query
+from memory.timeparse import dated
 
 log = logging.getLogger(__name__)
+# "What do you know about me?": answered with what the asker told the bot (Brain.about_asker), never by the model,
+# which read it as a question about a memory and said it remembered nothing (P5).
+_ABOUT_ASKER = re.compile(
+    r"^\W*(?:(?:so|and|hey|ok|okay),?\s+)?(?:what (?:else )?(?:do|did) you (?:know|remember|recall) (?:about|of) me"
+    r"|what (?:have|did) i (?:tell|told|say|said) (?:to )?you(?: so far| about me| about myself)?)\W*$", re.I)
 
 CONTEXTS_IN_FLIGHT = 16  # recall --queries: recalls at once (more than the pool's 8 connections: one waits on the
 # database while another uses the cores; 360 dev queries took 8.9 s with 4, 7.4 s with 16, before the batch parse)
@@ -153,6 +160,7 @@ class Reply:
         *,
         record: bool = True,
         guard: Guard = NO_GUARD,
+        drawn: Sequence[MemoryItem] = (),
     ) -> None:
         self.turn = turn
         self.message = message
@@ -171,6 +179,7 @@ class Reply:
         self._verdict: str | None = None  # the check's word on the model's text (before "my" is reworded)
         self._streamed: list[str] = []  # what was shown so far (an engine fills its text only once it stops)
         self._quoted: MemoryItem | None = None  # the memory the reply quotes, when the model gave no answer
+        self._drawn = tuple(drawn)  # what a reply the bot wrote without the model was made from (its sources)
 
     @property
     def plan(self) -> ContextPlan:
@@ -299,6 +308,9 @@ class Reply:
         (bot.grounding's rule); call once it is done."""
         if self._quoted is not None:
             return Grounding((self._quoted,), frozenset(held_words(self._quoted.text, self._quoted.created_at)))
+        if self._drawn:
+            drawn = self._drawn[:MAX_SOURCES]
+            return Grounding(drawn, frozenset(w for item in drawn for w in held_words(item.text, None)))
         found = ground(self.text, self.message.content, self.evidence(), ignore=self._ignored(),
                        dates=self.guard.dates_ground, named=self.guard.named)
         claim = self.guard.claim
@@ -464,8 +476,9 @@ class Brain:
             fresh_checks = self._guard(message, fresh, fresh_prompt)
             if fresh_checks.about_memory:
                 bundle, prompt, checks = fresh, fresh_prompt, fresh_checks
-        generation = self._generate(bundle, prompt, checks)
-        reply = Reply(self, turn, message, vector, bundle, prompt, generation, trace, guard=checks)
+        generation, checks, drawn = await self._answer(message, bundle, prompt, checks,
+                                                       turn.thread_parent_id or turn.channel_id)
+        reply = Reply(self, turn, message, vector, bundle, prompt, generation, trace, guard=checks, drawn=drawn)
         self._active.add(reply)
         return reply
 
@@ -499,12 +512,45 @@ class Brain:
             channel_id=channel_id or "ask", author_id=author_id, author_name=author_name, is_bot=False, content=text,
             derived_from_id=None, created_at=when, visible_in=visible_channel)
         checks = self._guard(message, bundle, prompt)
-        generation = self._generate(bundle, prompt, checks)
+        generation, checks, drawn = await self._answer(message, bundle, prompt, checks, visible_channel or channel_id)
         turn = IncomingTurn(scope=scope, source="ask", channel_id=message.channel_id, author_id=author_id,
                             author_name=author_name, text=text, created_at=when)
-        reply = Reply(self, turn, message, vector, bundle, prompt, generation, trace, record=False, guard=checks)
+        reply = Reply(self, turn, message, vector, bundle, prompt, generation, trace, record=False, guard=checks,
+                      drawn=drawn)
         self._active.add(reply)
         return reply
+
+    async def _answer(self, message: StoredMessage, bundle: ContextBundle, prompt: Prompt, checks: Guard,
+                      visible_channel: str | None) -> tuple[Generation, Guard, tuple[MemoryItem, ...]]:
+        """The reply's generation, its guard and what it was made from when the bot writes it without the model:
+        "what do you know about me?" is answered with what the asker told the bot (``about_asker``)."""
+        if _ABOUT_ASKER.search(message.content.replace("’", "'")):
+            text, drawn = await self.about_asker(message.scope, message.author_id, visible_channel)
+            return Generation.fixed(text, reason="what the asker told"), NO_GUARD, drawn
+        return self._generate(bundle, prompt, checks), checks, ()
+
+    async def about_asker(self, scope: str, author_id: str, visible_channel: str | None,
+                          limit: int = 5) -> tuple[str, tuple[MemoryItem, ...]]:
+        """What the bot holds from what a person said, told to them in their own words: the messages of theirs
+        that the current facts it holds come from (a message whose every fact a newer one corrected is not among
+        them), most recent first, those this audience may see (a restricted channel's only there), each a memory
+        with its source. In their words, not the facts' ("your sister marries at pm" is what the parse made of
+        "My sister Maria is getting married next Friday at 3pm"). With no facts layer, or nothing held, it says so."""
+        semantic = self.semantic
+        facts = [] if semantic is None else [
+            f for f in await semantic.about_author(scope, author_id, self.clock.now(), visible_channel=visible_channel)
+            if not f.contradicted]
+        found = await self.conversations.many(scope, sorted({i for f in facts for i in f.message_ids}))
+        said = sorted((m for m in found.values() if m.author_id == author_id and not m.is_bot),
+                      key=lambda m: (m.created_at, m.id), reverse=True)
+        if not said:
+            return "You haven't told me anything about yourself that I remember.", ()
+        refs = await sources_of(semantic.pool, [m.id for m in said[:limit]])
+        drawn = tuple(MemoryItem("message", None, m.content, m.content, (m.id,), m.created_at,
+                                 sources=(refs[m.id],) if m.id in refs else ()) for m in said[:limit])
+        more = f" (and {len(said) - limit} more)" if len(said) > limit else ""
+        quoted = " ".join(f'"{dated(m.content.strip(), m.created_at)}"' for m in said[:limit])
+        return f"You told me: {quoted}{more}", drawn
 
     def _guard(self, message: StoredMessage, bundle: ContextBundle, prompt: Prompt) -> Guard:
         return guard(message.content, evidence_in(bundle, prompt), ignore=(self.bot_name, message.author_name),

@@ -23,7 +23,7 @@ from datetime import datetime
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 from memory.layers.base import MemoryItem
-from memory.timeparse import resolved
+from memory.timeparse import dated, resolved
 from memory.sources import SourceRef
 
 MAX_SOURCES = 3
@@ -479,7 +479,7 @@ def quote(question: str, items: Sequence[MemoryItem], *, asker: str, ignore: Ite
                 continue
             held = held_words(line, item.created_at)
             if topic <= held and (not about or about & held):
-                speaker, words = said.group(1).strip(), said.group(2).strip()
+                speaker, words = said.group(1).strip(), dated(said.group(2).strip(), item.created_at)
                 if speaker.lower() == asker.lower():
                     return f'You told me: "{words}"', item
                 return f'I remember {speaker} saying: "{words}"', item

@@ -191,22 +191,26 @@ class Fact:
         """The fact as ``person`` (a node key, 'user:<id>') would say it: "I live in Lisbon", "my dog named
         Biscuit". A question in the first person ("where do I live?") is compared with this, like with like: the
         stored sentence's name ("alex live in Lisbon") is no word of the question."""
+        return self._spoken(person, "I", "my", "me", bot="you")
+
+    def _spoken(self, person: str, i: str, my: str, me: str, *, bot: str) -> str:
+        """The fact with ``person`` as ``i``/``my``/``me`` and the bot as ``bot``."""
         if person not in (self.subject_name, self.subject_owner, self.object_name, self.object_owner):
             return self.sentence()
         if self.subject_name == person:
-            subject = "I"
+            subject = i
         elif self.subject_owner == person:
-            subject = f"my {self.subject}"
-        else:  # the asker speaks: the bot is "you"
-            subject = "you" if self.subject_name == "bot" else _owned(self.subject, self.subject_owner,
-                                                                     self.subject_owner_name)
+            subject = f"{my} {self.subject}"
+        else:
+            subject = bot if self.subject_name == "bot" else _owned(self.subject, self.subject_owner,
+                                                                   self.subject_owner_name)
         relation = self.relation.replace("not_", "not ").replace("_", " ")
         if self.object_name == person:
-            obj = "me"
+            obj = me
         elif self.object_owner == person:
-            obj = self.object if self.subject_name == person else f"my {self.object}"
+            obj = self.object if self.subject_name == person else f"{my} {self.object}"
         elif self.object_name == "bot":
-            obj = "you"
+            obj = "me" if bot == "I" else bot
         else:
             obj = _owned(self.object, self.object_owner, self.object_owner_name)
         return f"{subject} {relation} {obj}"

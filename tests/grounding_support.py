@@ -3,6 +3,8 @@ as someone, with the model's reply scripted (the check under test decides what i
 
 from __future__ import annotations
 
+import re
+
 from bot.app import App
 from bot.brain import Reply
 from memory.layers.base import MemoryItem
@@ -30,3 +32,9 @@ async def ask_as(app: App, llm: ScriptedLLM, asker: str, question: str, model_sa
     reply = await app.brain.ask(question, "g1", author_id=f"u-{asker}", author_name=asker)
     await reply.complete()
     return reply
+
+
+def undated(text: str) -> str:
+    """``text`` without the days a reply writes after relative phrases ("next Friday (4 December 2026)"): they
+    depend on the day a test runs."""
+    return re.sub(r" \([^()]*\d{4}\)", "", text)

@@ -1,0 +1,39 @@
+""""What do you know about me?" (P5 §7: "I don't remember anyone telling me that." after six facts told): the bot
+tells the asker what their messages taught it, with the messages as sources, current facts only, and never a
+restricted channel's outside it."""
+
+from __future__ import annotations
+
+from bot.app import App
+from bot.brain import IncomingTurn
+from tests.fakes import ScriptedLLM
+from tests.grounding_support import ask_as, tell
+
+
+async def test_what_do_you_know_about_me_lists_the_askers_facts_with_sources(app: App, llm: ScriptedLLM) -> None:
+    await tell(app, llm, ("alex", "My dog is called Biscuit, he is a beagle."), ("alex", "I live in Lisbon."),
+               ("bea", "I have two cats, Pepper and Salt."), ("alex", "I moved to Porto."))
+    llm.prompts.clear()
+    reply = await ask_as(app, llm, "alex", "what do you know about me?", "I don't remember anyone telling me that.")
+    assert not llm.prompts, "written without the model"
+    assert reply.text.startswith("You told me: ") and "Biscuit" in reply.text and "Porto" in reply.text
+    assert "Lisbon" not in reply.text, "a fact a newer one corrected is not told as current"
+    assert "cats" not in reply.text and "Pepper" not in reply.text, "only the asker's"
+    assert {s.author for s in await app.brain.source_lines("g1", reply.grounding())} == {"alex"}
+    reply = await ask_as(app, llm, "dana", "what do you know about me?", "Nice.")
+    assert reply.text == "You haven't told me anything about yourself that I remember."
+    reply = await ask_as(app, llm, "alex", "what did I tell you about my dog?", "Biscuit.")
+    assert reply.text == "Biscuit.", "a question about one thing is a question about memory as before"
+
+
+async def test_a_restricted_channels_facts_are_told_only_there(app: App, llm: ScriptedLLM) -> None:
+    llm.reply = "Noted."
+    said = await app.brain.respond(IncomingTurn(scope="g1", source="console", channel_id="staff", author_id="u-alex",
+                                                author_name="alex", text="I work as a locksmith.", visible_in="staff"))
+    await said.complete()
+    await app.brain.drain()
+    public = await app.brain.ask("what do you know about me?", "g1", author_id="u-alex", author_name="alex")
+    assert await public.complete() == "You haven't told me anything about yourself that I remember."
+    there = await app.brain.ask("what do you know about me?", "g1", author_id="u-alex", author_name="alex",
+                                channel_id="staff", visible_channel="staff")
+    assert "locksmith" in await there.complete()
