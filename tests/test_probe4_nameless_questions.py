@@ -13,8 +13,8 @@ from memory.embed import MiniLMEmbedder
 from memory.layers.base import MemoryItem
 from memory.sources import SourceRef
 from tests.fakes import ScriptedLLM
+from tests.grounding_support import ask_as, tell, undated
 from tests.test_archetypes import router_for
-from tests.grounding_support import undated, ask_as, tell
 
 PARTY = MemoryItem("episode", 0.9, "alex: the party is on Saturday at 8pm at my place",
                    "alex: the party is on Saturday at 8pm at my place", (1,),
