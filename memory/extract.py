@@ -417,7 +417,7 @@ def _triples_of(verb: Any, antecedents: list[Any], owners: dict[int, str], polar
             objects.append((lemma, child))
         elif child.dep_ == "prep":
             for pobj in child.children:
-                if pobj.dep_ == "pobj":
+                if pobj.dep_ == "pobj" and not _when_or_how_much(pobj):
                     objects.append((f"{lemma}_{child.lower_}", pobj))
         elif child.dep_ == "xcomp" and child.pos_ == "VERB":
             # "I love playing chess" -> (user, love_play, chess); "I enjoy hiking" -> (user, enjoy, hiking)
@@ -441,6 +441,18 @@ def _triples_of(verb: Any, antecedents: list[Any], owners: dict[int, str], polar
                 rel = "is"
             out.append(_triple(subject, prefix + rel, resolved, polarity, confidence))
     return out
+
+
+# A preposition's object that is a number's unit: a clock time, an amount or a day of a month ("at 3pm", "in 1
+# hour 52 minutes", "at 9:30", "on December 20") made the facts "marry at pm", "run in hour", "fly on december",
+# the number lost. A bare year stays ("born in 1990"), and so does a time with no number ("on Friday", "at night").
+_AMOUNTS = frozenset({"TIME", "DATE", "QUANTITY", "CARDINAL", "PERCENT", "MONEY", "ORDINAL"})
+
+
+def _when_or_how_much(token: Any) -> bool:
+    if token.ent_type_ not in _AMOUNTS or (token.like_num and len(token.text) == 4):
+        return False
+    return any(c.dep_ == "nummod" for c in token.children) or any(ch.isdigit() for ch in token.text)
 
 
 def _named(sent: Any, owners: dict[int, str], polarity: float, confidence: float) -> list[Triple]:
