@@ -152,6 +152,15 @@ _KINDS = (
     ("advice", re.compile(r"\b(which|best|recommend\w*|suggest\w*|tips|worth|should (i|we)|how (do|can|should|would) "
                           r"(i|you|we)|how to|where (do|can|should) (i|you|we|people)|what's the \w+est)\b", re.I)),
 )
+# A request that takes none of those forms but names a day, a date or a time to come ("is practice still on the
+# 14th", "where's the sectional on Wednesday", "are we doing the carols this week", "how late will it go on") asks
+# when or where something is on: arrangements, "scheduling". Checked last, so that a named day never turns "how do I
+# ..." or "what's wrong with ..." into scheduling (round 8: 20 of 24 rehearsal-logistics requests took no form that
+# says an act, so the act split had nothing to cut on). General English words of the calendar and the clock only.
+_NAMES_A_TIME = re.compile(r"\b(mon|tues|wednes|thurs|fri|satur|sun)days?\b|\b(the|on|by|until|till|from) "
+                           r"(\d{1,2})(st|nd|rd|th)\b|\b(this|next|that) (week|weekend|month|term|evening|morning|"
+                           r"afternoon)\b|\bwhen'?s\b|\bhow late\b|\b(cancell?ed|postponed|rescheduled|called off)\b",
+                           re.I)
 KIND_SEEN = 0.25  # a kind is named when at least this share of the messages take one of the forms,
 KIND_SHARE = 0.6  # and this share of those take the same one
 
@@ -167,7 +176,8 @@ def message_kinds(texts: Sequence[str]) -> list[str | None]:
     for text, doc in zip(texts, _nlp().pipe(list(texts), batch_size=64)):
         buys = _BUYING.search(text) or any(t.pos_ == "VERB" and t.lemma_.lower() in _BUY_VERBS for t in doc)
         found: str | None = "buying" if buys else None
-        out.append(found or next((kind for kind, pattern in _KINDS if pattern.search(text)), None))
+        found = found or next((kind for kind, pattern in _KINDS if pattern.search(text)), None)
+        out.append(found or ("scheduling" if _NAMES_A_TIME.search(text) else None))
     return out
 
 
