@@ -208,6 +208,28 @@ def request_kind(texts: Sequence[str]) -> str | None:
     return kind if n >= KIND_SHARE * seen else None
 
 
+# The kind a theme is named for when its forms are mixed but ask for one act (round 9: one pattern-help need asked as
+# troubleshooting, as explanations and as how-to advice, 3, 3 and 2 of 16, named ``mixed_requests`` once its two
+# pieces were one theme): "how to do it, what went wrong, what it means" is asking for help with doing something.
+_ACT_KINDS = {"get": "buying", "do": "help", "when": "scheduling"}
+
+
+def naming_kind(texts: Sequence[str]) -> str | None:
+    """The kind of request a theme's name says: ``request_kind``, or, when no form leads, the act most of those with
+    an act ask for (``request_acts``; "help" for "do": how to do something, what went wrong, what it means), with the
+    same shares (``KIND_SEEN`` of the texts have one, ``KIND_SHARE`` of those the same). For names only: merging
+    and splitting go by the forms themselves (``request_kind``, ``request_acts``)."""
+    kind = request_kind(texts)
+    if kind is not None or not texts:
+        return kind
+    counts = Counter(a for a in request_acts(texts) if a)
+    seen = sum(counts.values())
+    if seen < KIND_SEEN * len(texts):
+        return None
+    act, n = counts.most_common(1)[0]
+    return _ACT_KINDS[act] if n >= KIND_SHARE * seen else None
+
+
 # Asking the bot to recall an earlier conversation: what someone in the conversation (I, we, you) said, told,
 # decided... in the past ("what did I tell you", "didn't we talk about", "you mentioned earlier"), or the bot asked
 # to remember ("do you remember", "remember what", "remind me what"). "how do you say ..." (present) and "someone

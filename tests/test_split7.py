@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 
-from dream.requests import request_acts, request_kind
+from dream.requests import naming_kind, request_acts, request_kind
 from dream.themes import PoorMatch, Recurrence, find_themes, screen, split_by_act, theme_words
 from memory.embed import MiniLMEmbedder
 
@@ -171,3 +171,15 @@ def test_arrangements_and_how_to_requests_about_the_same_books_are_split_by_what
     assert split[2] in ("when and do", "do and when"), split[2]
     assert all(Counter(m.channel_id for m in p).most_common(1)[0][1] >= 0.9 * len(p) for p in split[:2]), [
         Counter(m.channel_id for m in p) for p in split[:2]]
+
+
+def test_a_need_asked_in_mixed_forms_of_one_act_is_named_for_help_not_mixed() -> None:
+    # troubleshooting, explanations and how-to advice, none leading: no kind of request, but one act (do)
+    texts = ["my sourdough keeps collapsing in the oven, what's wrong?", "the loaf won't rise past the rim of the tin",
+             "the crust gets stuck to the tin every time", "can someone explain the stretch and fold step in this recipe",
+             "what does autolyse mean?", "why does my starter smell of nail polish",
+             "how do I shape a batard without it spreading", "how do you score the top so it opens properly"]
+    assert request_kind(texts) is None, Counter(request_acts(texts))
+    assert naming_kind(texts) == "help"
+    assert naming_kind(BUY_TENT) == request_kind(BUY_TENT) == "buying"
+    assert naming_kind(["lovely weather today", "had soup for lunch"]) is None
