@@ -29,7 +29,9 @@ serves that kind already, so it is never a new need (``dream.themes.screen`` lea
 ``request_kind`` names what a group of requests asks for (buying, troubleshooting, scheduling, explanations,
 advice) from the same general forms (``request_acts`` folds them into the act asked for: get, do, when, so that
 ``dream.themes.split_by_act`` can tell where-to-buy from how-to about one object), so a theme's name says the kind of request ("exam_scheduling"),
-not two of its nouns ("way_path").
+not two of its nouns ("way_path"). A request that takes none of those forms but names a day, a date or a time to
+come asks when (scheduling: "is practice still on the 14th"); and a theme whose forms are mixed but ask for one act
+is named for the act (``naming_kind``: "help" for how to do something, what went wrong, what it means).
 
 Only grammatical categories and a few general English request words are used; no word comes from a
 particular server's messages. Pure CPU work (spaCy's tagger), called from a thread.

@@ -43,7 +43,10 @@ so each group, or part, is also split by the act its requests ask for
 (``split_by_act``: get, do, when, from ``dream.requests.request_acts``). Two needs that ask the same act about one
 topic (round 7: which fish to keep, what the water readings mean) pass both, and are only seen in the name: a theme
 that can be named by neither an object nor a kind is replaced by its two 2-means parts when each can be named with
-more (``_named_parts``, ``name_says``).
+more (``_named_parts``, ``name_says``), unless each part serves the other's messages about as well as its own
+(``serve_gap``): then they are one need. And one need is one proposal: a small piece of a need that merging or a split
+kept apart (by the form of its requests, or by a sub-template) is folded into the theme whose centroid serves it about
+as well as that theme's own messages (``fold_duplicates``).
 
 A theme's name says what its members ask for, as a moderator reads it: the
 object its requests ask about (the head of their questions and orders in
@@ -99,9 +102,9 @@ SPLIT_SHARE = 0.25
 SPLIT_CLARITY = 2.8
 # One need, one proposal (``fold_duplicates``): a candidate at most FOLD_SHARE the size of another joins it when the
 # other's centroid serves its messages about as well as the other's own (``serve_gap`` at most FOLD_GAP). Measured on
-# the passing candidates of the dev and spent histories (all 15 that had pairs; a piece at most two thirds the size of
-# the other): the 7 pieces of one need beside its main theme sit 0.058-0.117 (yarn's pattern help, mixdown's gear
-# buying, homeowners' plumbing, voices' part learning, garden's pest diagnosis twice, cycling's bike repair), the 17
+# the passing candidates of the dev and spent histories (the ten that have pairs of a candidate and one at most two
+# thirds its size): the 7 pieces of one need beside its main theme sit 0.058-0.117 (yarn's pattern help, mixdown's gear
+# buying, homeowners' plumbing, voices' part learning, garden's pest diagnosis twice, cycling's bike repair), the 18
 # pairs of two needs 0.124-0.278 (the nearest: homeowners' 5 tradesperson requests beside a theme of 6 plumbing and
 # 4 tradesperson ones, 0.124; garden's planting timing beside a pest piece, 0.136), except one: voices' 8 bar-counting
 # requests sit 0.111 from rehearsal logistics, but 0.090 from the rest of part learning, and a piece goes to the theme
@@ -346,9 +349,10 @@ def fold_duplicates(candidates: Sequence[Candidate], said: list[str] | None = No
     candidate at most ``share`` the size of another passing one joins it when the larger one's centroid serves its
     messages about as well as its own (``serve_gap`` at most ``gap``): the two would be one archetype's requests.
     Smallest first, each into the candidate that serves it best; the folded candidate is its parts' union,
-    screened again by ``fails`` (the rules, ``Recurrence.fails``; None: it passes as its larger part did). Merging and the splits keep such pieces apart by the form
-    of their requests ("advice" beside "buying") or by a sub-template of one need; this checks what a proposal is
-    for, the messages an archetype made from it would serve."""
+    screened again by ``fails`` (the rules, ``Recurrence.fails``; None: it passes as its larger part did). Merging
+    and the splits keep such pieces apart by the form of their requests ("advice" beside "buying") or by a
+    sub-template of one need; this checks what a proposal is for, the messages an archetype made from it would
+    serve."""
     live = list(candidates)
     while True:
         passing = sorted((c for c in live if c.refused is None), key=lambda c: len(c.members))
@@ -410,7 +414,8 @@ def find_themes(
             continue
         whole = named(list(candidate.members), candidate.siblings, candidate.merged_from)
         parts = _named_parts(whole, candidate.siblings, named, min_size=min_size, recurrence=recurrence)
-        if not parts and name_says(whole.name_words) == 0 and (act := naming_kind([m.text for m in whole.members])) is not None:
+        act = naming_kind([m.text for m in whole.members]) if not parts and name_says(whole.name_words) == 0 else None
+        if act is not None:
             # kept whole, one need whose forms are mixed: its name says the act they ask for ("help_requests"); the
             # split above was judged on the forms' names, so that the halves of two needs are still told apart
             whole = named(list(candidate.members), candidate.siblings, candidate.merged_from, kind=act)

@@ -176,7 +176,8 @@ def test_arrangements_and_how_to_requests_about_the_same_books_are_split_by_what
 def test_a_need_asked_in_mixed_forms_of_one_act_is_named_for_help_not_mixed() -> None:
     # troubleshooting, explanations and how-to advice, none leading: no kind of request, but one act (do)
     texts = ["my sourdough keeps collapsing in the oven, what's wrong?", "the loaf won't rise past the rim of the tin",
-             "the crust gets stuck to the tin every time", "can someone explain the stretch and fold step in this recipe",
+             "the crust gets stuck to the tin every time",
+             "can someone explain the stretch and fold step in this recipe",
              "what does autolyse mean?", "why does my starter smell of nail polish",
              "how do I shape a batard without it spreading", "how do you score the top so it opens properly"]
     assert request_kind(texts) is None, Counter(request_acts(texts))

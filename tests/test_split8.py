@@ -1,6 +1,7 @@
 """A theme that only a fallback name fits is shown as the two groups it holds when each can be named (issue 30.2,
 round 7's rejected ``mixed_requests``: stocking and water-chemistry requests about one tank), and a small piece of a
-need is folded into the need's main theme (round 9: rounds 7-8 proposed one need twice). Hand-made examples only; the namer is a fake (the rule is about names, not about how they are made); pure CPU."""
+need is folded into the need's main theme (round 9: rounds 7-8 proposed one need twice). Hand-made examples only;
+the namer is a fake (the rule is about names, not about how they are made); pure CPU."""
 
 from __future__ import annotations
 
