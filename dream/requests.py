@@ -29,7 +29,9 @@ serves that kind already, so it is never a new need (``dream.themes.screen`` lea
 ``request_kind`` names what a group of requests asks for (buying, troubleshooting, scheduling, explanations,
 advice) from the same general forms (``request_acts`` folds them into the act asked for: get, do, when, so that
 ``dream.themes.split_by_act`` can tell where-to-buy from how-to about one object), so a theme's name says the kind of request ("exam_scheduling"),
-not two of its nouns ("way_path").
+not two of its nouns ("way_path"). A request that takes none of those forms but names a day, a date or a time to
+come asks when (scheduling: "is practice still on the 14th"); and a theme whose forms are mixed but ask for one act
+is named for the act (``naming_kind``: "help" for how to do something, what went wrong, what it means).
 
 Only grammatical categories and a few general English request words are used; no word comes from a
 particular server's messages. Pure CPU work (spaCy's tagger), called from a thread.
@@ -152,6 +154,15 @@ _KINDS = (
     ("advice", re.compile(r"\b(which|best|recommend\w*|suggest\w*|tips|worth|should (i|we)|how (do|can|should|would) "
                           r"(i|you|we)|how to|where (do|can|should) (i|you|we|people)|what's the \w+est)\b", re.I)),
 )
+# A request that takes none of those forms but names a day, a date or a time to come ("is practice still on the
+# 14th", "where's the sectional on Wednesday", "are we doing the carols this week", "how late will it go on") asks
+# when or where something is on: arrangements, "scheduling". Checked last, so that a named day never turns "how do I
+# ..." or "what's wrong with ..." into scheduling (round 8: 20 of 24 rehearsal-logistics requests took no form that
+# says an act, so the act split had nothing to cut on). General English words of the calendar and the clock only.
+_NAMES_A_TIME = re.compile(r"\b(mon|tues|wednes|thurs|fri|satur|sun)days?\b|\b(the|on|by|until|till|from) "
+                           r"(\d{1,2})(st|nd|rd|th)\b|\b(this|next|that) (week|weekend|month|term|evening|morning|"
+                           r"afternoon)\b|\bwhen'?s\b|\bhow late\b|\b(cancell?ed|postponed|rescheduled|called off)\b",
+                           re.I)
 KIND_SEEN = 0.25  # a kind is named when at least this share of the messages take one of the forms,
 KIND_SHARE = 0.6  # and this share of those take the same one
 
@@ -167,7 +178,8 @@ def message_kinds(texts: Sequence[str]) -> list[str | None]:
     for text, doc in zip(texts, _nlp().pipe(list(texts), batch_size=64)):
         buys = _BUYING.search(text) or any(t.pos_ == "VERB" and t.lemma_.lower() in _BUY_VERBS for t in doc)
         found: str | None = "buying" if buys else None
-        out.append(found or next((kind for kind, pattern in _KINDS if pattern.search(text)), None))
+        found = found or next((kind for kind, pattern in _KINDS if pattern.search(text)), None)
+        out.append(found or ("scheduling" if _NAMES_A_TIME.search(text) else None))
     return out
 
 
@@ -196,6 +208,28 @@ def request_kind(texts: Sequence[str]) -> str | None:
         return None
     kind, n = counts.most_common(1)[0]
     return kind if n >= KIND_SHARE * seen else None
+
+
+# The kind a theme is named for when its forms are mixed but ask for one act (round 9: one pattern-help need asked as
+# troubleshooting, as explanations and as how-to advice, 3, 3 and 2 of 16, named ``mixed_requests`` once its two
+# pieces were one theme): "how to do it, what went wrong, what it means" is asking for help with doing something.
+_ACT_KINDS = {"get": "buying", "do": "help", "when": "scheduling"}
+
+
+def naming_kind(texts: Sequence[str]) -> str | None:
+    """The kind of request a theme's name says: ``request_kind``, or, when no form leads, the act most of those with
+    an act ask for (``request_acts``; "help" for "do": how to do something, what went wrong, what it means), with the
+    same shares (``KIND_SEEN`` of the texts have one, ``KIND_SHARE`` of those the same). For names only: merging
+    and splitting go by the forms themselves (``request_kind``, ``request_acts``)."""
+    kind = request_kind(texts)
+    if kind is not None or not texts:
+        return kind
+    counts = Counter(a for a in request_acts(texts) if a)
+    seen = sum(counts.values())
+    if seen < KIND_SEEN * len(texts):
+        return None
+    act, n = counts.most_common(1)[0]
+    return _ACT_KINDS[act] if n >= KIND_SHARE * seen else None
 
 
 # Asking the bot to recall an earlier conversation: what someone in the conversation (I, we, you) said, told,
