@@ -161,13 +161,19 @@ def ground(reply: str, question: str, items: Sequence[MemoryItem], *, ignore: It
         return Grounding((), frozenset())
     need = max(1, (len(wanted) + 1) // 2)
     asked = stems(question) - {stem(w.lower()) for w in ignore}
+    beyond = (asked - about) or asked  # what it asks about beyond whom
     scored = []
     for rank, item in enumerate(items):
         if not item.sources:
             continue
-        held = held_words(item.text, item.created_at if dates else None)
+        when = item.created_at if dates else None
+        held = held_words(item.text, when)
         shared = wanted & held
-        if len(shared) >= need and (not about or about & held):
+        # An answer held only by a memory's date ("December 18." by any message said in December) must come from a
+        # memory about what was asked, beyond whom: P6's "when is finn's flight to Cairo?" was answered with eli's
+        # date under three of finn's messages that say nothing of a flight.
+        by_date = not (shared & held_words(item.text, None))
+        if len(shared) >= need and (not about or about & held) and (not by_date or beyond & held):
             scored.append((-len(shared), -len(asked & held), rank, item, shared))
     if asked:
         # Of the memories holding the answer, only those about what was asked: "12 March 2026." to "when did Ana

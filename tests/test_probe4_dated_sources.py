@@ -58,3 +58,12 @@ def test_a_title_with_a_relative_day_in_it_is_not_dated() -> None:
     assert resolved("back from Porto yesterday", said) == "back from Porto 23 March 2024"
     assert resolved("back from Porto yesterday", None) == "back from Porto "
     assert "tomorrow" in __import__("bot.grounding", fromlist=["held_words"]).held_words(text, said)
+
+
+def test_a_memory_that_shares_only_the_name_asked_about_grounds_nothing() -> None:
+    """P6: "when is finn's flight to Cairo?" got eli's "December 18.", its sources three of finn's messages of 1
+    December that say nothing of a flight: each held finn (its speaker) and December (its date)."""
+    finn = [_item("finn: I live at 12 Baker Street", 1), _item("finn: I moved from Dublin to Cork last month", 2)]
+    assert ground("December 18.", "when is finn's flight to Cairo?", finn, named={"finn"}).items == ()
+    flight = _item("finn: my flight to Cairo is on December 18", 3)
+    assert ground("December 18.", "when is finn's flight to Cairo?", [*finn, flight], named={"finn"}).items == (flight,)
