@@ -448,6 +448,7 @@ def topic_of(question: str, skip: Iterable[str] = ()) -> set[str]:
 # How the reader (and the check) say they do not know: "I don't know ...", "I don't remember ...".
 _DECLINES = re.compile(r"\s*i (?:do not|don't|dont) (?:know|remember|recall)\b|\s*i'm not sure\b", re.I)
 _SAID = re.compile(r"^([^:\n]{1,60}): (.+)$")
+_SENTENCE = re.compile(r"[^.!?]+(?:[.!?]+|$)")  # a sentence with its closing marks ("Does he like cats?")
 
 
 def declines(reply: str) -> bool:
@@ -469,8 +470,10 @@ def quote(question: str, items: Sequence[MemoryItem], *, asker: str, ignore: Ite
     "Julia." or "I don't remember ..."): 'I remember carl saying: "My wife Julia is a pilot."' ('You told me:
     "..."' when the asker said it), with the memory it quotes. The first such line in recall's order, only from
     what people said (a memory's line "name: words"; never a derived fact), and, when the question asks about
-    remembered people (``named``), only a memory that mentions one of them. None when no line holds them all:
-    a near miss ("what colour is Julia's plane?") is still not an answer."""
+    remembered people (``named``), only a memory that mentions one of them. One sentence is quoted, the first
+    that holds them all with its speaker's name, and never a question: someone asking "does he get on with
+    cats?" said nothing of a cat. None when no sentence holds them all: a near miss ("what colour is Julia's
+    plane?") is still not an answer."""
     skip = {stem(w) for n in ignore for w in content_words(n)}
     topic = topic_of(question, skip)
     about = frozenset(named)
@@ -483,12 +486,17 @@ def quote(question: str, items: Sequence[MemoryItem], *, asker: str, ignore: Ite
             said = _SAID.match(line.strip())
             if said is None:
                 continue
-            held = held_words(line, item.created_at)
-            if topic <= held and (not about or about & held):
-                speaker, words = said.group(1).strip(), dated(said.group(2).strip(), item.created_at)
-                if speaker.lower() == asker.lower():
-                    return f'You told me: "{words}"', item
-                return f'I remember {speaker} saying: "{words}"', item
+            speaker = said.group(1).strip()
+            for sentence in _SENTENCE.findall(said.group(2).strip()):
+                sentence = sentence.strip()
+                if not sentence or sentence.endswith("?"):
+                    continue
+                held = held_words(f"{speaker}: {sentence}", item.created_at)
+                if topic <= held and (not about or about & held):
+                    words = dated(sentence, item.created_at)
+                    if speaker.lower() == asker.lower():
+                        return f'You told me: "{words}"', item
+                    return f'I remember {speaker} saying: "{words}"', item
     return None
 
 

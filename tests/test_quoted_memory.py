@@ -46,3 +46,13 @@ async def test_who_questions_are_answered_with_what_was_said(app: App, llm: Scri
     assert reply.text == 'I remember alex saying: "My dog is called Biscuit, he is a beagle."'
     reply = await ask_as(app, llm, "bea", "who is Maria's husband?", "Julia.")
     assert reply.text == NOT_TOLD, "no line holds a husband of Maria's: the refusal stays"
+
+
+def test_one_sentence_is_quoted_and_never_a_question() -> None:
+    """A near miss was quoted whole because a question in the same message held its words ("Does he get on with
+    cats?" for "what is the name of Osian's cat?"): a question says nothing of what it asks about."""
+    osian = memory("Osian: Classic greyhound. Does he get on with cats? Your neighbour has one.", 3, "u-osian")
+    assert quote("What is the name of Osian's cat?", [osian], asker="bea") is None
+    nell = memory("Nell: Good. My news: I did my first Friday off! I took Mum out.", 4, "u-nell")
+    assert quote("When did Nell take her first Friday off?", [nell], asker="bea") == (
+        'I remember Nell saying: "My news: I did my first Friday off!"', nell)
