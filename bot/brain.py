@@ -44,6 +44,7 @@ from memory.recall import ContextBundle, Recall, recall_query
 from memory.timeparse import dated
 
 log = logging.getLogger(__name__)
+NOTHING_TO_SAY = "I'm not sure what to say to that."  # when the model wrote nothing at all: never an empty reply
 # "What do you know about me?": answered with what the asker told the bot (Brain.about_asker), never by the model,
 # which read it as a question about a memory and said it remembered nothing (P5).
 _ABOUT_ASKER = re.compile(
@@ -245,12 +246,17 @@ class Reply:
                         log.info("message %s: %r was no answer; quoted memory instead", self.message.id,
                                  self._final[:200])
                         self._final, self._quoted = found
+                if not self._final.strip() and not self._generation.cancelled.is_set():
+                    self._final = NOTHING_TO_SAY
                 if self._final:
                     yield self._final
             else:
                 async for delta in self._generation:
                     self._streamed.append(delta)
                     yield delta
+                if not "".join(self._streamed).strip() and not self._generation.cancelled.is_set():
+                    self._final = NOTHING_TO_SAY  # the model wrote nothing (P6: "hippobot: " to a long message)
+                    yield self._final
         finally:
             stats = self._generation.stats
             self.trace.first_token_s = stats.first_token_s

@@ -48,3 +48,18 @@ async def test_an_answer_from_memory_is_decoded_greedily_and_chat_is_sampled(app
     await ask_as(app, llm, "alex", "what is my cat called?", "Miso.")
     await ask_as(app, llm, "alex", "tell me a joke about penguins", "Why did the penguin cross the ice?")
     assert llm.greedy == [True, False]
+
+
+async def test_a_reply_the_model_left_empty_says_so(app: App, llm: ScriptedLLM) -> None:
+    """P6: a long message in chat got "hippobot: " with nothing after it, 2 of 3 times."""
+    from bot.brain import NOTHING_TO_SAY
+    from tests.test_brain import turn
+
+    llm.reply = ""
+    reply = await app.brain.respond(turn("word " * 1599 + "endx"))
+    assert "".join([d async for d in reply]) == NOTHING_TO_SAY and reply.text == NOTHING_TO_SAY
+    await app.brain.drain()
+    stored = await app.db.pool.fetchval("SELECT content FROM messages WHERE is_bot ORDER BY id DESC LIMIT 1")
+    assert stored == NOTHING_TO_SAY
+    asked = await ask_as(app, llm, "alex", "what is my cat called?", "")
+    assert asked.text == NOTHING_TO_SAY
