@@ -302,9 +302,14 @@ class Reply:
     def evidence(self) -> list[MemoryItem]:
         """What a reply may draw on: the memories in the prompt and people's recent turns in it; never a bot's
         turn, never a moment of the bot's own. For a question about the asker's own things (``Guard.own``),
-        only what the asker said or what names them."""
+        only what the asker said or what names them, and of those, for "what is my horse called?", only what
+        mentions the horse (``Guard.thing``)."""
         items = evidence_in(self.bundle, self.prompt)
-        return own_items(items, self.message.author_id, self.message.author_name) if self.guard.own else items
+        if not self.guard.own:
+            return items
+        mine = own_items(items, self.message.author_id, self.message.author_name)
+        thing = self.guard.thing  # "what is my horse called?": only a memory of the asker's that mentions a horse
+        return [i for i in mine if thing in held_words(i.text, i.created_at)] if thing else mine
 
     def _ignored(self) -> tuple[str, str]:
         return self._brain.bot_name, self.message.author_name

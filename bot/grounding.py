@@ -307,6 +307,7 @@ class Guard:
     own: bool = False  # asks about the asker's own things and names no one else: only what they said answers it
     claim: Claim | None = None  # a yes/no question about a fact: what a "yes" must find in one memory
     named: frozenset[str] = frozenset()  # the remembered people it asks about (stems): a source mentions one
+    thing: str = ""  # of an own wh-question, the thing of the asker's it asks about ("my horse"): a source holds it
 
     @property
     def dates_ground(self) -> bool:
@@ -436,7 +437,17 @@ def guard(question: str, items: Sequence[MemoryItem], *, ignore: Iterable[str] =
             return Guard(True, (), tuple(dict.fromkeys(unmentioned)), claim=claim)
         return NO_GUARD
     return Guard(True, tuple(dict.fromkeys(missing)), tuple(dict.fromkeys(unmentioned)), own=own, claim=claim,
-                 named=frozenset(named))
+                 named=frozenset(named), thing=owned_thing(question) if own and claim is None else "")
+
+
+def owned_thing(question: str) -> str:
+    """The stem of the thing of the asker's a wh-question asks about, the first content word after "my" ("what is
+    my horse called?": horse), or "". Only a memory that mentions it can answer: dana's "My parrot is called Kiwi"
+    says nothing of a horse (P6: "Kiwi.")."""
+    words = _WORD.findall(question.strip().lower().replace("’", "'"))
+    if not words or words[0] not in _WH or "my" not in words:
+        return ""
+    return next((stem(w) for w in words[words.index("my") + 1:] if content_words(w)), "")
 
 
 def topic_of(question: str, skip: Iterable[str] = ()) -> set[str]:

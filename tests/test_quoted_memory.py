@@ -7,7 +7,7 @@ with its source; an answer from a memory about something else is no answer."""
 from __future__ import annotations
 
 from bot.app import App
-from bot.grounding import NOT_TOLD, declines, echoes, quote
+from bot.grounding import NOT_TOLD, NOT_TOLD_YOU, declines, echoes, owned_thing, quote
 from tests.fakes import ScriptedLLM
 from tests.grounding_support import ask_as, memory, tell, undated
 
@@ -56,3 +56,19 @@ def test_one_sentence_is_quoted_and_never_a_question() -> None:
     nell = memory("Nell: Good. My news: I did my first Friday off! I took Mum out.", 4, "u-nell")
     assert quote("When did Nell take her first Friday off?", [nell], asker="bea") == (
         'I remember Nell saying: "My news: I did my first Friday off!"', nell)
+
+
+async def test_a_question_about_ones_thing_is_answered_only_from_memories_of_it(app: App, llm: ScriptedLLM) -> None:
+    """P6: dana's "what is my horse called?" got "Kiwi.", her parrot's name (eli has the horse)."""
+    await tell(app, llm, ("dana", "My parrot is called Kiwi, she is green."), ("eli", "I have a horse named Thunder."))
+    reply = await ask_as(app, llm, "dana", "what is my horse called?", "Kiwi.")
+    assert reply.text == NOT_TOLD_YOU
+    reply = await ask_as(app, llm, "dana", "what is my parrot called?", "Kiwi.")
+    assert reply.text == "Kiwi."
+
+
+def test_the_thing_an_own_question_asks_about() -> None:
+    assert owned_thing("what is my horse called?") == "horse"
+    assert owned_thing("when is my favourite band playing?") == "favourite"
+    assert owned_thing("is my parrot blue?") == "", "a yes/no question has its claim"
+    assert owned_thing("where does Maya's brother live?") == ""
