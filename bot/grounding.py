@@ -162,6 +162,9 @@ def ground(reply: str, question: str, items: Sequence[MemoryItem], *, ignore: It
     need = max(1, (len(wanted) + 1) // 2)
     asked = stems(question) - {stem(w.lower()) for w in ignore}
     beyond = (asked - about) or asked  # what it asks about beyond whom
+    # Another memory in the prompt holds all of that (eli's "My flight to Cairo leaves on December 18"): an answer
+    # held only by a date then needs a memory about it too.
+    elsewhere = any(beyond <= held_words(item.text, item.created_at) for item in items if item.sources)
     scored = []
     for rank, item in enumerate(items):
         if not item.sources:
@@ -169,11 +172,13 @@ def ground(reply: str, question: str, items: Sequence[MemoryItem], *, ignore: It
         when = item.created_at if dates else None
         held = held_words(item.text, when)
         shared = wanted & held
-        # An answer held only by a memory's date ("December 18." by any message said in December) must come from a
-        # memory about what was asked, beyond whom: P6's "when is finn's flight to Cairo?" was answered with eli's
-        # date under three of finn's messages that say nothing of a flight.
+        # An answer held only by a memory's date ("December 18." by any message said in December), when another
+        # memory holds what was asked, must come from a memory about that, beyond whom: P6's "when is finn's flight
+        # to Cairo?" was answered with eli's date under three of finn's messages that say nothing of a flight. (Not
+        # whenever: "When did Omar buy the vehicle?" is answered from "I got a car on Sunday", which shares only
+        # Omar, and the dev split lost two right dated answers that way.)
         by_date = not (shared & held_words(item.text, None))
-        if len(shared) >= need and (not about or about & held) and (not by_date or beyond & held):
+        if len(shared) >= need and (not about or about & held) and (not by_date or not elsewhere or beyond & held):
             scored.append((-len(shared), -len(asked & held), rank, item, shared))
     if asked:
         # Of the memories holding the answer, only those about what was asked: "12 March 2026." to "when did Ana

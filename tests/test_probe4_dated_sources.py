@@ -64,6 +64,9 @@ def test_a_memory_that_shares_only_the_name_asked_about_grounds_nothing() -> Non
     """P6: "when is finn's flight to Cairo?" got eli's "December 18.", its sources three of finn's messages of 1
     December that say nothing of a flight: each held finn (its speaker) and December (its date)."""
     finn = [_item("finn: I live at 12 Baker Street", 1), _item("finn: I moved from Dublin to Cork last month", 2)]
-    assert ground("December 18.", "when is finn's flight to Cairo?", finn, named={"finn"}).items == ()
+    eli = _item("eli: My flight to Cairo leaves on December 18 at 7am.", 4)
+    assert ground("December 18.", "when is finn's flight to Cairo?", [*finn, eli], named={"finn"}).items == ()
+    assert ground("12 March 2026.", "when did finn get a car?", finn, named={"finn"}).items != (), \
+        "no memory holds a car: a date of finn's may still answer (a paraphrase: he said 'a Golf')"
     flight = _item("finn: my flight to Cairo is on December 18", 3)
     assert ground("December 18.", "when is finn's flight to Cairo?", [*finn, flight], named={"finn"}).items == (flight,)
