@@ -27,8 +27,8 @@ from datetime import datetime
 
 import numpy as np
 
-from bot.grounding import (MAX_SOURCES, NO_GUARD, Grounding, Guard, SourceLine, declines, echoes, ground, grounded_or_not_told, guard,
-                           held_words, in_askers_words, is_question, own_items, quote, says_mine, says_yes)
+from bot.grounding import (BARE_NO, MAX_SOURCES, NO_GUARD, Grounding, Guard, SourceLine, declines, echoes, ground, grounded_or_not_told, guard,
+                           held_words, in_askers_words, is_question, own_items, quote, says_mine, says_yes, stem)
 from bot.llm import Generation, LanguageModel
 from bot.prompt import Prompt, PromptBuilder
 from memory.absorption import AbsorbHints, Absorber
@@ -238,7 +238,9 @@ class Reply:
                 elif self.replaced:  # why a person saw "I don't remember ..." instead of the model's words
                     log.info("message %s: the model's reply %r drew on no memory; said %r instead",
                              self.message.id, self._generation.text[:200], self._final)
-                if declines(self._final) or echoes(self._final, self.message.content, ignore=self._ignored()):
+                if await self._denied_yes():
+                    self._final = BARE_NO  # their own words say otherwise ("I moved from Lisbon to Porto")
+                elif declines(self._final) or echoes(self._final, self.message.content, ignore=self._ignored()):
                     # No answer, but a memory holds every word of the question: show what was said, in its words.
                     found = quote(self.message.content, self.evidence(), asker=self.message.author_name,
                                   ignore=self._ignored(), named=self.guard.named)
@@ -264,6 +266,24 @@ class Reply:
             self.trace.tokens = stats.tokens
             self.trace.tokens_per_s = stats.tokens_per_second
             self._finish()
+
+    async def _denied_yes(self) -> bool:
+        """Whether a "yes" to a question about the asker ("do I live in Lisbon?") stands on a memory whose own facts
+        deny it: P6 got "Yes, I do." to both cities after "I moved from Lisbon to Porto", which holds the word
+        Lisbon. The memory then stands for a "No." (``SemanticMemory.denied``: negated claims, where one moved
+        from)."""
+        claim = self.guard.claim
+        if claim is None or claim.subject or not claim.last or not self._final or not says_yes(self._final):
+            return False
+        holder = claim.holder(self.evidence(), dates=self.guard.dates_ground)
+        semantic = self._brain.semantic
+        if holder is None or semantic is None:
+            return False
+        denied = await semantic.denied(self.message.scope, holder.message_ids, self.message.author_id)
+        if claim.last not in {stem(w) for name in denied for w in name.split()}:
+            return False
+        self._quoted = holder
+        return True
 
     async def _in_askers_words(self, text: str) -> str:
         """``text`` with "my" of the one person whose memory it drew on said from the asker's side

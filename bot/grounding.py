@@ -69,6 +69,7 @@ NOT_MENTIONED = "I don't remember anyone mentioning {names}."
 NOT_TOLD = "I don't remember anyone telling me that."
 NOT_TOLD_YOU = "I don't remember you telling me that."
 BARE_YES = "Yes."  # a yes that memory holds, without what the model added to it
+BARE_NO = "No."  # a yes that the asker's own words deny ("do I live in Lisbon?" after "I moved from Lisbon")
 
 
 # scikit-learn's English stop words (imported here, at start-up: imported lazily from the event loop while a

@@ -88,3 +88,18 @@ def test_a_fact_as_the_asker_would_say_it() -> None:
 async def test_a_first_person_question_recalls_the_askers_fact(app: App, llm: ScriptedLLM) -> None:
     await _told(app, llm, "I work as a nurse at the city hospital.")
     assert any("alex work as nurse" in t or "alex works as nurse" in t for t in await _memories(app, "what do I do for work?"))
+
+
+async def test_a_yes_their_own_words_deny_is_a_no(app: App, llm: ScriptedLLM) -> None:
+    """P6: "do I live in Lisbon?" and "do I live in Porto?" both got "Yes, I do." after "I moved from Lisbon to
+    Porto", the move message holding the word Lisbon."""
+    from bot.grounding import BARE_NO
+    from tests.grounding_support import ask_as
+
+    _, move = await _told(app, llm, "I live in Lisbon.", "Big news: I moved from Lisbon to Porto last week.")
+    reply = await ask_as(app, llm, "alex", "do I live in Lisbon?", "Yes, I do.")
+    assert reply.text == BARE_NO
+    assert [s.ref.id for s in await app.brain.source_lines("g1", reply.grounding())] == [move]
+    assert (await ask_as(app, llm, "alex", "do I live in Porto?", "Yes, I do.")).text.startswith("Yes")
+    await _told(app, llm, "I don't like jazz at all.")
+    assert (await ask_as(app, llm, "alex", "do I like jazz?", "Yes, you do.")).text == BARE_NO
