@@ -45,6 +45,8 @@ from memory.timeparse import dated
 
 log = logging.getLogger(__name__)
 NOTHING_TO_SAY = "I'm not sure what to say to that."  # when the model wrote nothing at all: never an empty reply
+# Where a person sees everything the bot holds of them, by where they asked (P6: "(and 4 more)" said not where).
+_LISTING = {"discord": "/memory mine lists them all", "console": "`hippobot mine --person <you>` lists them all"}
 # "What do you know about me?": answered with what the asker told the bot (Brain.about_asker), never by the model,
 # which read it as a question about a memory and said it remembered nothing (P5).
 _ABOUT_ASKER = re.compile(
@@ -556,12 +558,13 @@ class Brain:
         """The reply's generation, its guard and what it was made from when the bot writes it without the model:
         "what do you know about me?" is answered with what the asker told the bot (``about_asker``)."""
         if _ABOUT_ASKER.search(message.content.replace("’", "'")):
-            text, drawn = await self.about_asker(message.scope, message.author_id, visible_channel)
+            text, drawn = await self.about_asker(message.scope, message.author_id, visible_channel,
+                                                 listing=_LISTING.get(message.source, _LISTING["console"]))
             return Generation.fixed(text, reason="what the asker told"), NO_GUARD, drawn
         return self._generate(bundle, prompt, checks), checks, ()
 
     async def about_asker(self, scope: str, author_id: str, visible_channel: str | None,
-                          limit: int = 5) -> tuple[str, tuple[MemoryItem, ...]]:
+                          limit: int = 5, listing: str = "") -> tuple[str, tuple[MemoryItem, ...]]:
         """What the bot holds from what a person said, told to them in their own words: the messages of theirs
         that the current facts it holds come from (a message whose every fact a newer one corrected is not among
         them), most recent first, those this audience may see (a restricted channel's only there), each a memory
@@ -579,7 +582,7 @@ class Brain:
         refs = await sources_of(semantic.pool, [m.id for m in said[:limit]])
         drawn = tuple(MemoryItem("message", None, m.content, m.content, (m.id,), m.created_at,
                                  sources=(refs[m.id],) if m.id in refs else ()) for m in said[:limit])
-        more = f" (and {len(said) - limit} more)" if len(said) > limit else ""
+        more = f" (and {len(said) - limit} more{'; ' + listing if listing else ''})" if len(said) > limit else ""
         quoted = " ".join(f'"{dated(m.content.strip(), m.created_at)}"' for m in said[:limit])
         return f"You told me: {quoted}{more}", drawn
 

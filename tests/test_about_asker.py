@@ -17,6 +17,7 @@ async def test_what_do_you_know_about_me_lists_the_askers_facts_with_sources(app
     reply = await ask_as(app, llm, "alex", "what do you know about me?", "I don't remember anyone telling me that.")
     assert not llm.prompts, "written without the model"
     assert reply.text.startswith("You told me: ") and "Biscuit" in reply.text and "Porto" in reply.text
+    assert "more" not in reply.text, "three messages, all shown"
     assert "Lisbon" not in reply.text, "a fact a newer one corrected is not told as current"
     assert "cats" not in reply.text and "Pepper" not in reply.text, "only the asker's"
     assert {s.author for s in await app.brain.source_lines("g1", reply.grounding())} == {"alex"}
@@ -37,3 +38,11 @@ async def test_a_restricted_channels_facts_are_told_only_there(app: App, llm: Sc
     there = await app.brain.ask("what do you know about me?", "g1", author_id="u-alex", author_name="alex",
                                 channel_id="staff", visible_channel="staff")
     assert "locksmith" in await there.complete()
+
+
+async def test_more_than_fit_say_where_the_rest_is(app: App, llm: ScriptedLLM) -> None:
+    await tell(app, llm, *[("alex", line) for line in (
+        "My dog is called Biscuit.", "I live in Lisbon.", "I work as a nurse.", "My sister Maria is a pilot.",
+        "I play the cello.", "My favourite food is ramen.", "I drive a blue Vespa.")])
+    reply = await ask_as(app, llm, "alex", "what do you know about me?", "Nice.")
+    assert "more; `hippobot mine --person <you>` lists them all)" in reply.text
