@@ -181,11 +181,12 @@ def ground(reply: str, question: str, items: Sequence[MemoryItem], *, ignore: It
         by_date = not (shared & held_words(item.text, None))
         if len(shared) >= need and (not about or about & held) and (not by_date or not elsewhere or beyond & held):
             scored.append((-len(shared), -len(asked & held), rank, item, shared))
-    if asked:
-        # Of the memories holding the answer, only those about what was asked: "12 March 2026." to "when did Ana
-        # adopt Pico?" is held by the date of every memory of that day, and only one of them is about Pico; and
-        # "Julia." to "who is getting married?" is held by "My wife Julia is a pilot.", which says nothing of a
-        # wedding (P5), so it answers nothing.
+    if any(asked & held_words(item.text, item.created_at) for item in items if item.sources):
+        # When the prompt holds memories about what was asked, only those can hold the answer: "12 March 2026." to
+        # "when did Ana adopt Pico?" is held by the date of every memory of that day, and only one of them is about
+        # Pico; "Julia." to "who is getting married?" is held by "My wife Julia is a pilot.", which says nothing of
+        # a wedding, beside alex's "my sister Maria is getting married" (P5). When none is ("where do I live?" with
+        # only "I moved from Lisbon to Porto" left), any memory holding the answer counts.
         scored = [t for t in scored if t[1]]
     scored.sort(key=lambda t: t[:3])
     chosen = scored[:MAX_SOURCES]

@@ -103,3 +103,11 @@ async def test_a_yes_their_own_words_deny_is_a_no(app: App, llm: ScriptedLLM) ->
     assert (await ask_as(app, llm, "alex", "do I live in Porto?", "Yes, I do.")).text.startswith("Yes")
     await _told(app, llm, "I don't like jazz at all.")
     assert (await ask_as(app, llm, "alex", "do I like jazz?", "Yes, you do.")).text == BARE_NO
+
+
+async def test_the_correction_alone_answers_where_one_lives(app: App, llm: ScriptedLLM) -> None:
+    """With "I live in Lisbon" left out beside its correction, no memory holds "live": the move answers."""
+    from tests.grounding_support import ask_as
+
+    await _told(app, llm, "I live in Lisbon.", "Big news: I moved from Lisbon to Porto last week.")
+    assert (await ask_as(app, llm, "alex", "where do I live?", "Porto.")).text == "Porto."

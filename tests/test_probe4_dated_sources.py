@@ -24,15 +24,19 @@ def test_a_date_answer_is_sourced_to_the_memory_about_what_was_asked() -> None:
     assert [i.message_ids for i in g.items] == [(2,)]
 
 
-def test_with_no_memory_about_the_question_no_holder_of_the_answer_counts() -> None:
-    """A memory that holds the answer's words but none of the question's is not what the answer came from: the
-    day of a bakery's closing does not say when Pico was adopted (P5: "who is getting married?" "Julia.", from
-    "My wife Julia is a pilot.")."""
+def test_with_no_memory_about_the_question_every_holder_of_the_answer_still_counts() -> None:
     items = [_item("ana: the bakery on Rua Direita closed", 1), _item("bo: rain all day here", 3)]
-    assert ground("On 12 March 2026.", "When did I adopt Pico?", items).items == ()
+    g = ground("On 12 March 2026.", "When did I adopt Pico?", items)
+    assert [i.message_ids for i in g.items] == [(1,), (3,)], "grounded as before: the rule only picks among them"
+
+
+def test_beside_a_memory_about_the_question_one_about_something_else_grounds_nothing() -> None:
+    """P5: "who is getting married?" got "Julia." from "My wife Julia is a pilot.", beside alex's line about his
+    sister's wedding."""
     julia = _item("carl: My wife Julia is a pilot.", 4)
-    assert ground("Julia.", "who is getting married?", [julia]).items == ()
-    assert ground("Julia.", "who is a pilot?", [julia]).items == (julia,)
+    maria = _item("alex: My sister Maria is getting married next Friday.", 5)
+    assert ground("Julia.", "who is getting married?", [julia, maria]).items == ()
+    assert ground("Julia.", "who is a pilot?", [julia, maria]).items == (julia,)
 
 
 def test_a_day_counted_from_now_is_not_grounded_by_a_memorys_same_word() -> None:
