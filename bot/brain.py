@@ -23,7 +23,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
-from datetime import datetime
+from datetime import UTC, datetime
 
 import numpy as np
 
@@ -270,21 +270,26 @@ class Reply:
             self._finish()
 
     async def _denied_yes(self) -> bool:
-        """Whether a "yes" to a question about the asker ("do I live in Lisbon?") stands on a memory whose own facts
-        deny it: P6 got "Yes, I do." to both cities after "I moved from Lisbon to Porto", which holds the word
-        Lisbon. The memory then stands for a "No." (``SemanticMemory.denied``: negated claims, where one moved
-        from)."""
+        """Whether a "yes" to a question about the asker ("do I live in Lisbon?") is denied by the newest of the
+        asker's memories that hold what it asks last: P6 got "Yes, I do." to both cities after "I moved from
+        Lisbon to Porto", which holds the word Lisbon, and to "do I still live in Dublin?" from "I drive a taxi in
+        Dublin" beside "I moved from Dublin to Cork". That memory then stands for a "No." (``SemanticMemory.denied``:
+        negated claims, where one moved from)."""
         claim = self.guard.claim
         if claim is None or claim.subject or not claim.last or not self._final or not says_yes(self._final):
             return False
-        holder = claim.holder(self.evidence(), dates=self.guard.dates_ground)
         semantic = self._brain.semantic
-        if holder is None or semantic is None:
+        dates = self.guard.dates_ground
+        holding = [i for i in self.evidence() if i.sources and claim.last in held_words(
+            i.text, i.created_at if dates else None)]
+        if semantic is None or not holding:
             return False
-        denied = await semantic.denied(self.message.scope, holder.message_ids, self.message.author_id)
-        if claim.last not in {stem(w) for name in denied for w in name.split()}:
+        newest = max(holding, key=lambda i: (i.created_at or datetime.min.replace(tzinfo=UTC),
+                                             max(i.message_ids, default=0)))
+        denied = await semantic.denied(self.message.scope, newest.message_ids, self.message.author_id)
+        if claim.last not in {stem(w) for names in denied.values() for name in names for w in name.split()}:
             return False
-        self._quoted = holder
+        self._quoted = newest
         return True
 
     async def _in_askers_words(self, text: str) -> str:

@@ -516,20 +516,23 @@ class SemanticMemory:
                 break  # the new claim lost: it is contradicted once, by the claim that outweighs it
         return len(rows)
 
-    async def denied(self, scope: str, message_ids: Sequence[int], author_id: str) -> set[str]:
-        """What ``author_id``'s own facts from ``message_ids`` say they are not, or no longer, related to: the
-        objects of their negated claims and of where they moved from ("I moved from Lisbon to Porto": lisbon; "I
-        don't like jazz": jazz). A yes to "do I live in Lisbon?" held by that message is a no."""
+    async def denied(self, scope: str, message_ids: Sequence[int], author_id: str) -> dict[int, set[str]]:
+        """What ``author_id``'s own facts from each of ``message_ids`` say they are not, or no longer, related to:
+        the objects of their negated claims and of where they moved from ("I moved from Lisbon to Porto": lisbon;
+        "I don't like jazz": jazz), by message. A yes to "do I live in Lisbon?" that message holds is a no."""
         require_scope(scope)
         if not message_ids:
-            return set()
+            return {}
         rows = await self.pool.fetch(
-            """SELECT DISTINCT t.name FROM kg_edge_sources s JOIN kg_edges e ON e.id = s.edge_id
+            """SELECT DISTINCT s.message_id, t.name FROM kg_edge_sources s JOIN kg_edges e ON e.id = s.edge_id
                    JOIN kg_nodes t ON t.id = e.target_id JOIN kg_nodes n ON n.id = e.source_id
                WHERE e.scope = $1 AND s.message_id = ANY($2::bigint[]) AND n.name = $3
                  AND (e.relation LIKE 'not\\_%' OR e.relation = ANY($4::text[]))""",
             scope, list(message_ids), f"user:{author_id}", sorted(LEFT))
-        return {r["name"] for r in rows}
+        out: dict[int, set[str]] = {}
+        for r in rows:
+            out.setdefault(r["message_id"], set()).add(r["name"])
+        return out
 
     async def superseded(self, scope: str, message_ids: Sequence[int]) -> dict[int, frozenset[int]]:
         """Of ``message_ids``, those whose every fact lost to a newer claim made by another of them ("I live in

@@ -111,3 +111,14 @@ async def test_the_correction_alone_answers_where_one_lives(app: App, llm: Scrip
 
     await _told(app, llm, "I live in Lisbon.", "Big news: I moved from Lisbon to Porto last week.")
     assert (await ask_as(app, llm, "alex", "where do I live?", "Porto.")).text == "Porto."
+
+
+async def test_the_newest_memory_of_a_place_decides_a_yes(app: App, llm: ScriptedLLM) -> None:
+    """P6: "do I still live in Dublin?" got "Yes, I do." from "I drive a taxi in Dublin", beside "I moved from
+    Dublin to Cork"; moving back makes it a yes again."""
+    from tests.grounding_support import ask_as
+
+    await _told(app, llm, "I drive a taxi in Dublin.", "I moved from Dublin to Cork last month.")
+    assert (await ask_as(app, llm, "alex", "do I still live in Dublin?", "Yes, I do.")).text == "No."
+    await _told(app, llm, "I moved back to Dublin, Cork was too quiet.")
+    assert (await ask_as(app, llm, "alex", "do I still live in Dublin?", "Yes, I do.")).text == "Yes, I do."
