@@ -63,12 +63,15 @@ async def run(args: argparse.Namespace) -> dict:
     # per threshold, per archetype: [hits@10, answerable n, adversarial words, adversarial n]
     table: dict[float, dict[str, list[float]]] = {}
     async with scratch_database(args.database_url, "calib") as url:
-        settings = Settings(_env_file=None, data_dir=Path(tempfile.mkdtemp(prefix="hippobot-calib-")),
-                            database_url=url)
+        settings = Settings(_env_file=None, data_dir=Path(tempfile.mkdtemp(prefix="hippobot-calib-")), database_url=url)
         app = await App.open(settings, with_llm=False, embedder=embedder)
         try:
-            seeded = {r["archetype_name"]: r["similarity_threshold"] for r in await app.db.pool.fetch(
-                "SELECT archetype_name, similarity_threshold FROM context_archetypes WHERE scope IS NULL")}
+            seeded = {
+                r["archetype_name"]: r["similarity_threshold"]
+                for r in await app.db.pool.fetch(
+                    "SELECT archetype_name, similarity_threshold FROM context_archetypes WHERE scope IS NULL"
+                )
+            }
             router = app.brain.archetypes
             default = router.default_plan
             seeded[DEFAULT] = default.similarity_threshold
@@ -79,8 +82,7 @@ async def run(args: argparse.Namespace) -> dict:
                 await app.db.pool.execute("UPDATE context_archetypes SET similarity_threshold = $1", t)
                 router.default_plan = replace(default, similarity_threshold=t)
                 await router.refresh()
-                bundles = await app.brain.contexts([(q.question, q.conv) for q in questions], k=K,
-                                                   author_id=AUTHOR)
+                bundles = await app.brain.contexts([(q.question, q.conv) for q in questions], k=K, author_id=AUTHOR)
                 cells: dict[str, list[float]] = defaultdict(lambda: [0, 0, 0.0, 0])
                 for q, bundle in zip(questions, bundles):
                     a = _answered(q, ranked_items(bundle, with_transcript=False), None, bundle)
@@ -97,8 +99,10 @@ async def run(args: argparse.Namespace) -> dict:
             await app.close()
     names = sorted({name for cells in table.values() for name in cells})
     chosen: dict[str, dict] = {}
-    print(f"\nrecall_any@{K} of answerable dev questions / mean words kept for adversarial ones, "
-          "every archetype at threshold T")
+    print(
+        f"\nrecall_any@{K} of answerable dev questions / mean words kept for adversarial ones, "
+        "every archetype at threshold T"
+    )
     print("| archetype | answerable | adversarial | " + " | ".join(f"T={t:.2f}" for t in GRID) + " | seeded | chosen |")
     print("|" + "---|" * (len(GRID) + 5))
     for name in names:
@@ -111,13 +115,22 @@ async def run(args: argparse.Namespace) -> dict:
         results = {t: (table[t][name][0], table[t][name][1], 0.0) for t in GRID if table[t].get(name, [0, 0])[1]}
         seed = seeded.get(name)
         pick = choose(results, args.tolerance) if n >= args.min_questions else seed
-        chosen[name] = {"answerable": n, "adversarial": n_adv, "seeded": seed, "chosen": pick,
-                        "recall": {str(t): table[t].get(name, [0, 0])[0] / max(table[t].get(name, [0, 1])[1], 1)
-                                   for t in GRID}}
-        print(f"| {name} | {n} | {n_adv} | " + " | ".join(row)
-              + f" | {seed if seed is not None else '-'} | {pick if pick is not None else '-'} |")
-    print(f"\nchosen: the highest T within {args.tolerance} of the archetype's best recall "
-          f"(archetypes with under {args.min_questions} answerable questions keep the seeded value)")
+        chosen[name] = {
+            "answerable": n,
+            "adversarial": n_adv,
+            "seeded": seed,
+            "chosen": pick,
+            "recall": {str(t): table[t].get(name, [0, 0])[0] / max(table[t].get(name, [0, 1])[1], 1) for t in GRID},
+        }
+        print(
+            f"| {name} | {n} | {n_adv} | "
+            + " | ".join(row)
+            + f" | {seed if seed is not None else '-'} | {pick if pick is not None else '-'} |"
+        )
+    print(
+        f"\nchosen: the highest T within {args.tolerance} of the archetype's best recall "
+        f"(archetypes with under {args.min_questions} answerable questions keep the seeded value)"
+    )
     return {"grid": list(GRID), "k": K, "tolerance": args.tolerance, "archetypes": chosen}
 
 

@@ -61,7 +61,7 @@ def picks(n: int) -> list[tuple[list[tuple[str, str]], tuple[str, str]]]:
         turns = [(t.speaker, t.text) for t in load_conversation(DATA / f"{conv}.jsonl")]
         spots += [(turns, i) for i in range(2, len(turns))]
     chosen = rng.sample(spots, n)
-    return [(turns[max(0, i - 6): i], turns[i]) for turns, i in chosen]
+    return [(turns[max(0, i - 6) : i], turns[i]) for turns, i in chosen]
 
 
 async def make(args: argparse.Namespace) -> int:
@@ -83,8 +83,9 @@ async def make(args: argparse.Namespace) -> int:
         try:
             for history, (speaker, text) in items:
                 lines = tuple(MemoryItem("turn", None, f"{a}: {b}", f"{a}: {b}", ()) for a, b in history)
-                bundle = ContextBundle(scope="judge", plan=plan, sections=(
-                    Section("turns", "Conversation", lines, placement=TRANSCRIPT),))
+                bundle = ContextBundle(
+                    scope="judge", plan=plan, sections=(Section("turns", "Conversation", lines, placement=TRANSCRIPT),)
+                )
                 prompt = builder.build(bundle, speaker, text)
                 gen = llm.generate(prompt.text, stop=prompt.stop, stop_pattern=prompt.stop_pattern)
                 out.append(" ".join((await gen.complete()).split()))
@@ -100,8 +101,19 @@ async def make(args: argparse.Namespace) -> int:
             reader_is = rng.choice("AB")
             a, b = (reader, base) if reader_is == "A" else (base, reader)
             key[n] = reader_is
-            f.write(json.dumps({"id": n, "conversation": [f"{s}: {t}" for s, t in history],
-                                "message": f"{speaker}: {text}", "A": a, "B": b}, ensure_ascii=False) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "id": n,
+                        "conversation": [f"{s}: {t}" for s, t in history],
+                        "message": f"{speaker}: {text}",
+                        "A": a,
+                        "B": b,
+                    },
+                    ensure_ascii=False,
+                )
+                + "\n"
+            )
     (args.out / "key.json").write_text(json.dumps(key) + "\n")
     (args.out / "brief.txt").write_text(BRIEF + "\n")
     print(f"wrote {len(items)} pairs to {args.out / 'pairs.jsonl'}", file=sys.stderr)
@@ -121,8 +133,10 @@ def score(args: argparse.Namespace) -> int:
     decided = counts["reader"] + counts["base"]
     print("| judged | reader preferred | base preferred | tie | reader share (all) | reader share (decided) |")
     print("|---|---|---|---|---|---|")
-    print(f"| {total} | {counts['reader']} | {counts['base']} | {counts['tie']} | "
-          f"{counts['reader'] / max(total, 1):.2f} | {counts['reader'] / max(decided, 1):.2f} |")
+    print(
+        f"| {total} | {counts['reader']} | {counts['base']} | {counts['tie']} | "
+        f"{counts['reader'] / max(total, 1):.2f} | {counts['reader'] / max(decided, 1):.2f} |"
+    )
     return 0
 
 

@@ -34,7 +34,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.evallib import (  # noqa: E402
-    DATA_DIR, contains_match, exact_match, load_questions_in, scratch_database, select, write_json,
+    DATA_DIR,
+    contains_match,
+    exact_match,
+    load_questions_in,
+    scratch_database,
+    select,
+    write_json,
 )
 from bot.config import Settings, offline_environment  # noqa: E402
 
@@ -65,23 +71,42 @@ async def run(args: argparse.Namespace) -> list[dict]:
                 await app.importer.run(args.data / f"{conv}.jsonl", conv)
                 print(f"  imported {conv} in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
             if args.qa:
-                llm = await asyncio.to_thread(TransformersLLM.load, EngineConfig(
-                    cache_dir=settings.model_cache_dir, max_new_tokens=args.qa_tokens, temperature=0.0,
-                    progress=False))
-                builder = PromptBuilder(bot_name=settings.bot_name, persona=settings.persona,
-                                        budget_tokens=settings.context_tokens - args.qa_tokens,
-                                        count_tokens=llm.count_tokens)
+                llm = await asyncio.to_thread(
+                    TransformersLLM.load,
+                    EngineConfig(
+                        cache_dir=settings.model_cache_dir,
+                        max_new_tokens=args.qa_tokens,
+                        temperature=0.0,
+                        progress=False,
+                    ),
+                )
+                builder = PromptBuilder(
+                    bot_name=settings.bot_name,
+                    persona=settings.persona,
+                    budget_tokens=settings.context_tokens - args.qa_tokens,
+                    count_tokens=llm.count_tokens,
+                )
             for conv in convs:
                 texts, cloze = await weights.replay_mix(conv, datetime.now(UTC))
                 out = data_dir / "adapters" / conv
                 t0 = time.perf_counter()
                 outcome = await asyncio.to_thread(trainer.distill, texts, cloze, None, out)
-                m = dict(outcome.metrics, conv=conv, passed=outcome.passed, reason=outcome.reason,
-                         total_s=round(time.perf_counter() - t0, 1),
-                         mix={k: sum(t.kind == k for t in texts) for k in ("episode", "fact", "turn")})
+                m = dict(
+                    outcome.metrics,
+                    conv=conv,
+                    passed=outcome.passed,
+                    reason=outcome.reason,
+                    total_s=round(time.perf_counter() - t0, 1),
+                    mix={k: sum(t.kind == k for t in texts) for k in ("episode", "fact", "turn")},
+                )
                 if llm is not None:
-                    m["qa"] = await ask(app, llm, builder, [q for q in questions if q.conv == conv][: args.qa_limit],
-                                        AdapterRef(len(rows) + 1, out))
+                    m["qa"] = await ask(
+                        app,
+                        llm,
+                        builder,
+                        [q for q in questions if q.conv == conv][: args.qa_limit],
+                        AdapterRef(len(rows) + 1, out),
+                    )
                 rows.append(m)
                 print(f"  {conv}: {outcome.reason} in {m['total_s']} s", file=sys.stderr)
         finally:
@@ -103,8 +128,9 @@ async def ask(app, llm, builder, questions, adapter) -> dict:
     for q in questions:
         empty = ContextBundle(scope=q.conv, plan=ContextPlan(None, 0.0, 0, 0, 1.0, 0), sections=())
         recalled = await app.brain.context(q.question, q.conv, author_id="console:distilleval")
-        recalled = replace(recalled, sections=tuple(s for s in recalled.sections if s.layer not in ("turns",
-                                                                                                   "weights")))
+        recalled = replace(
+            recalled, sections=tuple(s for s in recalled.sections if s.layer not in ("turns", "weights"))
+        )
         for memory, bundle in (("none", empty), ("memory", recalled)):
             prompt = builder.build(bundle, "asker", q.question)
             for name, ref in (("base", None), ("adapter", adapter)):
@@ -116,23 +142,43 @@ async def ask(app, llm, builder, questions, adapter) -> dict:
 
 
 def print_table(rows: Sequence[dict]) -> None:
-    head = ["conv", "episodes / facts / turns", "questions", "EM base -> adapter", "ΔEM", "perplexity base -> adapter",
-            "steps", "train s", "total s", "proposed"]
+    head = [
+        "conv",
+        "episodes / facts / turns",
+        "questions",
+        "EM base -> adapter",
+        "ΔEM",
+        "perplexity base -> adapter",
+        "steps",
+        "train s",
+        "total s",
+        "proposed",
+    ]
     if any("qa" in r for r in rows):
         head[-1:-1] = ["QA no memory: EM / contains, base -> adapter", "QA with memory: EM / contains, base -> adapter"]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for r in rows:
         mix = r["mix"]
-        cells = [r["conv"], f"{mix['episode']} / {mix['fact']} / {mix['turn']}", str(r["questions"]),
-                 f"{r['em_base']:.2f} -> {r['em_candidate']:.2f}", f"{r['em_candidate'] - r['em_base']:+.2f}",
-                 f"{r['ppl_base']:.1f} -> {r['ppl_candidate']:.1f} (x{r['ppl_ratio']:.2f})", str(r["steps"]),
-                 f"{r['train_s']:.0f}", f"{r['total_s']:.0f}", "yes" if r["passed"] else "no"]
+        cells = [
+            r["conv"],
+            f"{mix['episode']} / {mix['fact']} / {mix['turn']}",
+            str(r["questions"]),
+            f"{r['em_base']:.2f} -> {r['em_candidate']:.2f}",
+            f"{r['em_candidate'] - r['em_base']:+.2f}",
+            f"{r['ppl_base']:.1f} -> {r['ppl_candidate']:.1f} (x{r['ppl_ratio']:.2f})",
+            str(r["steps"]),
+            f"{r['train_s']:.0f}",
+            f"{r['total_s']:.0f}",
+            "yes" if r["passed"] else "no",
+        ]
         if "qa" in r:
             qa = r["qa"]
-            cells[-1:-1] = [f"{qa[f'{m}_base_em']:.2f} / {qa[f'{m}_base_contains']:.2f} -> "
-                            f"{qa[f'{m}_adapter_em']:.2f} / {qa[f'{m}_adapter_contains']:.2f} ({qa['n']})"
-                            for m in ("none", "memory")]
+            cells[-1:-1] = [
+                f"{qa[f'{m}_base_em']:.2f} / {qa[f'{m}_base_contains']:.2f} -> "
+                f"{qa[f'{m}_adapter_em']:.2f} / {qa[f'{m}_adapter_contains']:.2f} ({qa['n']})"
+                for m in ("none", "memory")
+            ]
         print("| " + " | ".join(cells) + " |")
     qa = [r["qa"] for r in rows if "qa" in r]
     if qa:
@@ -143,14 +189,18 @@ def print_table(rows: Sequence[dict]) -> None:
 
         print("\nquestions pooled (n = %d): EM / contains" % n)
         for m, label in (("none", "no memory"), ("memory", "with memory")):
-            print(f"  {label:>11}: base {pooled(f'{m}_base_em'):.3f} / {pooled(f'{m}_base_contains'):.3f}, "
-                  f"adapter {pooled(f'{m}_adapter_em'):.3f} / {pooled(f'{m}_adapter_contains'):.3f}")
+            print(
+                f"  {label:>11}: base {pooled(f'{m}_base_em'):.3f} / {pooled(f'{m}_base_contains'):.3f}, "
+                f"adapter {pooled(f'{m}_adapter_em'):.3f} / {pooled(f'{m}_adapter_contains'):.3f}"
+            )
     if rows:
         gain = statistics.fmean(r["em_candidate"] - r["em_base"] for r in rows)
         ratio = statistics.fmean(r["ppl_ratio"] for r in rows)
-        print(f"\nmean ΔEM {gain:+.3f}, mean perplexity ratio x{ratio:.3f}, "
-              f"proposed {sum(r['passed'] for r in rows)} of {len(rows)}, "
-              f"mean total {statistics.fmean(r['total_s'] for r in rows):.0f} s per scope")
+        print(
+            f"\nmean ΔEM {gain:+.3f}, mean perplexity ratio x{ratio:.3f}, "
+            f"proposed {sum(r['passed'] for r in rows)} of {len(rows)}, "
+            f"mean total {statistics.fmean(r['total_s'] for r in rows):.0f} s per scope"
+        )
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -159,8 +209,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--data", type=Path, default=DATA_DIR)
     p.add_argument("--conversations", type=int, default=None, help="only the first N conversations of the split")
     p.add_argument("--database-url", default=None, help="admin URL of a server; default: embedded, throwaway")
-    p.add_argument("--qa", action="store_true", help="also ask the evaluation's questions four ways: without and with "
-                   "recalled memory, each without and with the adapter")
+    p.add_argument(
+        "--qa",
+        action="store_true",
+        help="also ask the evaluation's questions four ways: without and with "
+        "recalled memory, each without and with the adapter",
+    )
     p.add_argument("--qa-limit", type=int, default=20, help="questions per conversation for --qa")
     p.add_argument("--qa-tokens", type=int, default=24)
     p.add_argument("--json", type=Path, default=None)
@@ -172,8 +226,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     offline_environment()
     started = time.perf_counter()
     rows = asyncio.run(run(args))
-    print(f"\ndistillation, {args.split} split, {len(rows)} conversation(s), "
-          f"{time.perf_counter() - started:.0f} s in all\n")
+    print(
+        f"\ndistillation, {args.split} split, {len(rows)} conversation(s), "
+        f"{time.perf_counter() - started:.0f} s in all\n"
+    )
     print_table(rows)
     if args.json:
         write_json(args.json, rows)

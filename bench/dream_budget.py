@@ -55,29 +55,71 @@ async def fill(dsn: str, embedder, router, *, new: int, old: int, seed: int) -> 
     msg_rows, ep_rows, match_rows = [], [], []
     for i in range(total):
         is_new = i >= old
-        at = (NOW - timedelta(days=3) + timedelta(seconds=(i - old) * 20) if is_new
-              else NOW - timedelta(days=200) + timedelta(seconds=i * 60))
+        at = (
+            NOW - timedelta(days=3) + timedelta(seconds=(i - old) * 20)
+            if is_new
+            else NOW - timedelta(days=200) + timedelta(seconds=i * 60)
+        )
         scope = SCOPE if rng.random() < 0.7 else f"other-{rng.randrange(30)}"
         author = rng.choice(NAMES)
         text = texts[picks[i]]
         msg_rows.append((i + 1, scope, "import", f"s{i}", f"chan-{i % 7}", author.lower(), author, False, text, at, at))
-        ep_rows.append((scope, f"chan-{i % 7}", author.lower(), i + 1, f"{author}: {text}", vectors[i], 0.5, at,
-                        at if is_new else NOW - timedelta(days=2)))
+        ep_rows.append(
+            (
+                scope,
+                f"chan-{i % 7}",
+                author.lower(),
+                i + 1,
+                f"{author}: {text}",
+                vectors[i],
+                0.5,
+                at,
+                at if is_new else NOW - timedelta(days=2),
+            )
+        )
         plan = router.classify(vectors[i], scope)
-        match_rows.append((scope, i + 1, plan.archetype_id,
-                           float(plan.similarity), plan.archetype is None, at))
+        match_rows.append((scope, i + 1, plan.archetype_id, float(plan.similarity), plan.archetype is None, at))
     conn = await asyncpg.connect(dsn)
     await register_vector(conn)
     try:
-        await conn.copy_records_to_table("messages", records=msg_rows, columns=[
-            "id", "scope", "source", "external_id", "channel_id", "author_id", "author_name", "is_bot", "content",
-            "created_at", "absorbed_at"])
+        await conn.copy_records_to_table(
+            "messages",
+            records=msg_rows,
+            columns=[
+                "id",
+                "scope",
+                "source",
+                "external_id",
+                "channel_id",
+                "author_id",
+                "author_name",
+                "is_bot",
+                "content",
+                "created_at",
+                "absorbed_at",
+            ],
+        )
         await conn.execute("SELECT setval('messages_id_seq', $1)", total + 1)
-        await conn.copy_records_to_table("episodes", records=ep_rows, columns=[
-            "scope", "channel_id", "author_id", "message_id", "content", "embedding", "salience", "created_at",
-            "last_reinforced_at"])
-        await conn.copy_records_to_table("archetype_matches", records=match_rows, columns=[
-            "scope", "message_id", "archetype_id", "similarity", "used_default", "matched_at"])
+        await conn.copy_records_to_table(
+            "episodes",
+            records=ep_rows,
+            columns=[
+                "scope",
+                "channel_id",
+                "author_id",
+                "message_id",
+                "content",
+                "embedding",
+                "salience",
+                "created_at",
+                "last_reinforced_at",
+            ],
+        )
+        await conn.copy_records_to_table(
+            "archetype_matches",
+            records=match_rows,
+            columns=["scope", "message_id", "archetype_id", "similarity", "used_default", "matched_at"],
+        )
         await conn.execute("ANALYZE")
     finally:
         await conn.close()
@@ -108,9 +150,15 @@ async def run_case(admin_url: str, embedder, *, new: int, old: int) -> dict[str,
         total = time.perf_counter() - started
         steps = {k: round(v.seconds, 2) for k, v in report.steps.items()}
         errors = {k: v.error for k, v in report.steps.items() if v.error}
-        return {"new": new, "old": old, "total_s": round(total, 2), "per_1000_new_s": round(1000 * total / new, 2),
-                "steps_s": steps, "errors": errors,
-                "counts": {k: v.counts for k, v in report.steps.items() if v.counts}}
+        return {
+            "new": new,
+            "old": old,
+            "total_s": round(total, 2),
+            "per_1000_new_s": round(1000 * total / new, 2),
+            "steps_s": steps,
+            "errors": errors,
+            "counts": {k: v.counts for k, v in report.steps.items() if v.counts},
+        }
     finally:
         await app.close()
 
@@ -125,8 +173,7 @@ def print_table(results: list[dict[str, Any]]) -> None:
     print(f"{'whole cycle':<30}" + "".join(f"{r['total_s']:>{width}.2f}" for r in results))
     print(f"{'per 1,000 new episodes':<30}" + "".join(f"{r['per_1000_new_s']:>{width}.2f}" for r in results))
     for step, key in (("episodic_decay", "merged"), ("episodic_replay", "replayed")):
-        print(f"{step + ' ' + key:<30}" + "".join(
-            f"{r['counts'].get(step, {}).get(key, 0):>{width}}" for r in results))
+        print(f"{step + ' ' + key:<30}" + "".join(f"{r['counts'].get(step, {}).get(key, 0):>{width}}" for r in results))
     for r in results:
         if r["errors"]:
             print(f"errors at {r['new']:,} new / {r['old']:,} old: {r['errors']}")

@@ -94,8 +94,9 @@ def _hit(items: Sequence, q: MonthQuestion, k: int) -> tuple[bool, bool]:
     return recall, fact
 
 
-async def run_history(app, clock, history: History, rows: Sequence[str], work: Path, *,
-                      log=print, verbose: bool = False) -> dict[str, RowResult]:
+async def run_history(
+    app, clock, history: History, rows: Sequence[str], work: Path, *, log=print, verbose: bool = False
+) -> dict[str, RowResult]:
     """Replay one history into one scope per row, dreaming nightly in the dream rows; measure at the end."""
     all_steps = list(app.dream.steps)
     dream_s = {row: 0.0 for row in rows}
@@ -135,19 +136,26 @@ async def run_history(app, clock, history: History, rows: Sequence[str], work: P
             items = _memory_items(bundle)
             recall, fact = _hit(items, q, 0)
             if verbose and not fact:
-                print(f"    miss [{row}] {q.category} {q.question} -> {q.answer}: "
-                      + " | ".join(f"{i.kind}:{i.text[:40]}" for i in items), file=sys.stderr)
+                print(
+                    f"    miss [{row}] {q.category} {q.question} -> {q.answer}: "
+                    + " | ".join(f"{i.kind}:{i.text[:40]}" for i in items),
+                    file=sys.stderr,
+                )
             hits[q.category].append(recall)
             fact_hits[q.category].append(fact)
         out[row] = RowResult(
-            hits, fact_hits,
+            hits,
+            fact_hits,
             episodes=await pool.fetchval("SELECT count(*) FROM episodes WHERE scope = $1", scope),
             facts=await pool.fetchval("SELECT count(*) FROM kg_edges WHERE scope = $1", scope),
             bot_facts=await pool.fetchval(
                 """SELECT count(DISTINCT e.id) FROM kg_edges e JOIN kg_edge_sources s ON s.edge_id = e.id
-                   JOIN messages m ON m.id = s.message_id WHERE e.scope = $1 AND m.is_bot""", scope),
+                   JOIN messages m ON m.id = s.message_id WHERE e.scope = $1 AND m.is_bot""",
+                scope,
+            ),
             messages=await pool.fetchval("SELECT count(*) FROM messages WHERE scope = $1", scope),
-            dream_s=dream_s[row])
+            dream_s=dream_s[row],
+        )
     return out
 
 
@@ -180,8 +188,12 @@ def merge(results: Sequence[dict[str, RowResult]]) -> dict[str, RowResult]:
         out[row] = RowResult(
             {c: [h for p in parts for h in p.hits[c]] for c in CATEGORIES},
             {c: [h for p in parts for h in p.fact_hits[c]] for c in CATEGORIES},
-            sum(p.episodes for p in parts), sum(p.facts for p in parts), sum(p.bot_facts for p in parts),
-            sum(p.messages for p in parts), sum(p.dream_s for p in parts))
+            sum(p.episodes for p in parts),
+            sum(p.facts for p in parts),
+            sum(p.bot_facts for p in parts),
+            sum(p.messages for p in parts),
+            sum(p.dream_s for p in parts),
+        )
     return out
 
 
@@ -191,10 +203,14 @@ def _rate(values: list[bool]) -> str:
 
 def print_table(split: str, seeds: Sequence[int], rows: dict[str, RowResult], days: int) -> None:
     n = {c: len(next(iter(rows.values())).hits[c]) for c in CATEGORIES}
-    print(f"\ndream over months (split {split}, seeds {', '.join(map(str, seeds))}; {days} days, nightly dream; "
-          f"recall (k={K}) at day {days + 1}; questions: " + ", ".join(f"{c} {n[c]}" for c in CATEGORIES) + ")")
-    print("| row | recall repeated | fact repeated | recall confirmed | fact confirmed | recall once | "
-          "fact once | contradicted: newest wins | fact newest | episodes | facts | bot facts | dream s |")
+    print(
+        f"\ndream over months (split {split}, seeds {', '.join(map(str, seeds))}; {days} days, nightly dream; "
+        f"recall (k={K}) at day {days + 1}; questions: " + ", ".join(f"{c} {n[c]}" for c in CATEGORIES) + ")"
+    )
+    print(
+        "| row | recall repeated | fact repeated | recall confirmed | fact confirmed | recall once | "
+        "fact once | contradicted: newest wins | fact newest | episodes | facts | bot facts | dream s |"
+    )
     print("|---|" + "---|" * 12)
     for name, r in rows.items():
         cells = []
@@ -204,8 +220,10 @@ def print_table(split: str, seeds: Sequence[int], rows: dict[str, RowResult], da
     base = rows.get("no dream")
     if base is not None and "dream" in rows:
         d = rows["dream"]
-        print(f"episodes kept with the dream: {d.episodes} of {base.episodes} without "
-              f"({d.episodes / max(base.episodes, 1):.2f}); messages in the log: {d.messages}")
+        print(
+            f"episodes kept with the dream: {d.episodes} of {base.episodes} without "
+            f"({d.episodes / max(base.episodes, 1):.2f}); messages in the log: {d.messages}"
+        )
 
 
 async def run(args: argparse.Namespace) -> dict[str, RowResult]:
@@ -222,18 +240,25 @@ async def run(args: argparse.Namespace) -> dict[str, RowResult]:
     embedder.load()
     results = []
     async with scratch_database(args.database_url, "months") as url:
-        settings = Settings(_env_file=None, data_dir=Path(tempfile.mkdtemp(prefix="hippobot-months-")),
-                            database_url=url)
+        settings = Settings(
+            _env_file=None, data_dir=Path(tempfile.mkdtemp(prefix="hippobot-months-")), database_url=url
+        )
         app = await App.open(settings, with_llm=False, embedder=embedder, clock=clock)
         try:
             work = Path(tempfile.mkdtemp(prefix="hippobot-months-days-"))
             for seed in seeds:
                 history = generate(seed, days=args.days)
                 t0 = time.perf_counter()
-                results.append(await run_history(app, clock, history, rows, work,
-                                                 log=lambda s: print(s, file=sys.stderr), verbose=args.verbose))
-                print(f"  seed {seed}: {len(history.messages)} messages, {len(history.questions)} questions, "
-                      f"{time.perf_counter() - t0:.0f} s", file=sys.stderr)
+                results.append(
+                    await run_history(
+                        app, clock, history, rows, work, log=lambda s: print(s, file=sys.stderr), verbose=args.verbose
+                    )
+                )
+                print(
+                    f"  seed {seed}: {len(history.messages)} messages, {len(history.questions)} questions, "
+                    f"{time.perf_counter() - t0:.0f} s",
+                    file=sys.stderr,
+                )
         finally:
             await app.close()
     merged = merge(results)

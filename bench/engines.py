@@ -51,19 +51,36 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 HELDOUT = Path(__file__).parent / "data" / "engines" / "heldout.txt"
-ENGINES = ("llamacpp", "llamacpp-reader", "llamacpp-full", "openai", "bare", "transformers")  # llama.cpp first: torch's idle threads spin a while
+ENGINES = (
+    "llamacpp",
+    "llamacpp-reader",
+    "llamacpp-full",
+    "openai",
+    "bare",
+    "transformers",
+)  # llama.cpp first: torch's idle threads spin a while
 NAMES = ["ana", "ben", "chloe", "dev"]
 LINES = [
-    "I finally finished the bookshelf, it only took three weekends", "how do you keep sourdough starter alive?",
-    "my sister moved to Porto in May and loves it", "the bus was late again this morning",
-    "does anyone know a good tutorial for rust lifetimes?", "we should plan the game night for Friday",
-    "I tried the new ramen place near the station", "my cat keeps knocking plants off the windowsill",
-    "the deploy failed because the migration timed out", "what's a good book for learning statistics?",
-    "I'm training for a half marathon in October", "can someone review my pull request later?",
-    "the heating in our flat broke during the cold snap", "my grandmother turns ninety next week",
-    "I switched to a standing desk and my back is better", "is it worth learning the cello as an adult?",
-    "the garden tomatoes are finally ripe", "I keep getting a KeyError when I parse the config",
-    "we watched the meteor shower from the hill last night", "the library extended its opening hours",
+    "I finally finished the bookshelf, it only took three weekends",
+    "how do you keep sourdough starter alive?",
+    "my sister moved to Porto in May and loves it",
+    "the bus was late again this morning",
+    "does anyone know a good tutorial for rust lifetimes?",
+    "we should plan the game night for Friday",
+    "I tried the new ramen place near the station",
+    "my cat keeps knocking plants off the windowsill",
+    "the deploy failed because the migration timed out",
+    "what's a good book for learning statistics?",
+    "I'm training for a half marathon in October",
+    "can someone review my pull request later?",
+    "the heating in our flat broke during the cold snap",
+    "my grandmother turns ninety next week",
+    "I switched to a standing desk and my back is better",
+    "is it worth learning the cello as an adult?",
+    "the garden tomatoes are finally ripe",
+    "I keep getting a KeyError when I parse the config",
+    "we watched the meteor shower from the hill last night",
+    "the library extended its opening hours",
 ]
 
 
@@ -94,9 +111,26 @@ def start_server(model: Path, threads: int) -> tuple[subprocess.Popen[bytes], st
     port = _free_port()
     log = open(Path(tempfile.mkdtemp(prefix="hippobot-llm-server-")) / "server.log", "wb")  # noqa: SIM115
     proc = subprocess.Popen(
-        [sys.executable, "-m", "bot.llama_server", "--model", str(model), "--host", "127.0.0.1", "--port",
-         str(port), "--n_ctx", "2048", "--n_threads", str(threads), "--n_threads_batch", str(threads)],
-        stdout=log, stderr=subprocess.STDOUT)
+        [
+            sys.executable,
+            "-m",
+            "bot.llama_server",
+            "--model",
+            str(model),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--n_ctx",
+            "2048",
+            "--n_threads",
+            str(threads),
+            "--n_threads_batch",
+            str(threads),
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     url = f"http://127.0.0.1:{port}/v1"
     deadline = time.monotonic() + 120
     while True:
@@ -189,8 +223,15 @@ def quality(model: Any, tok: Any, gguf: Path, long_prompts: list[str], threads: 
     if missing:
         raise SystemExit(f"{gguf.name} lacks {len(missing)} token(s) of the held-out text: {missing[:5]}")
     with machine_load_settings(Settings().llamacpp_extra_buffers):  # as the engine loads it (off on AMX CPUs)
-        llama = Llama(model_path=str(gguf), n_ctx=2048, n_batch=512, n_threads=threads, n_threads_batch=threads,
-                      logits_all=True, verbose=False)
+        llama = Llama(
+            model_path=str(gguf),
+            n_ctx=2048,
+            n_batch=512,
+            n_threads=threads,
+            n_threads_batch=threads,
+            logits_all=True,
+            verbose=False,
+        )
     try:
         fids = to_file(ids)
         logp = _log_softmax(llama_logits(llama, fids)[:-1])
@@ -205,18 +246,24 @@ def quality(model: Any, tok: Any, gguf: Path, long_prompts: list[str], threads: 
             if new_id is not None and any(t not in new_id for t in out):
                 continue  # the reference wrote a token the file does not have: all 32 count as misses
             logits = llama_logits(llama, to_file(out))
-            chosen = logits[n - 1: len(out) - 1].argmax(axis=-1)
+            chosen = logits[n - 1 : len(out) - 1].argmax(axis=-1)
             if kept is not None:
                 chosen = kept[chosen]
             same += int((chosen == np.asarray(out[n:])).sum())
     finally:
         llama.close()
-    return {"tokens": len(ids), "ppl_bf16": ref_ppl, "ppl_llamacpp": cpp_ppl,
-            "ppl_ratio": cpp_ppl / ref_ppl, "greedy_agreement": same / total if total else None}
+    return {
+        "tokens": len(ids),
+        "ppl_bf16": ref_ppl,
+        "ppl_llamacpp": cpp_ppl,
+        "ppl_ratio": cpp_ppl / ref_ppl,
+        "greedy_agreement": same / total if total else None,
+    }
 
 
-async def run_engines(engines: list[str], *, repeats: int = 3, tokens: int = 64, threads: int = 2,
-                      cache_dir: Path | None = None) -> dict[str, Any]:
+async def run_engines(
+    engines: list[str], *, repeats: int = 3, tokens: int = 64, threads: int = 2, cache_dir: Path | None = None
+) -> dict[str, Any]:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -231,8 +278,10 @@ async def run_engines(engines: list[str], *, repeats: int = 3, tokens: int = 64,
     gguf = {"llamacpp": ensure_engine_gguf(cache, "latin"), "llamacpp-full": ensure_engine_gguf(cache, "full")}
     tok = AutoTokenizer.from_pretrained(str(path))
     count = lambda t: len(tok(t, add_special_tokens=False)["input_ids"])  # noqa: E731
-    prompts = {"short": [transcript(100 + i, 60, count) for i in range(repeats)],
-               "long": [transcript(200 + i, 600, count) for i in range(repeats)]}
+    prompts = {
+        "short": [transcript(100 + i, 60, count) for i in range(repeats)],
+        "long": [transcript(200 + i, 600, count) for i in range(repeats)],
+    }
     sizes = {k: statistics.mean(count(t) for t in v) for k, v in prompts.items()}
     config = EngineConfig(cache_dir=cache, max_new_tokens=tokens, seed=7, progress=False, context_tokens=1024)
     results: dict[str, Any] = {"prompt_tokens": sizes, "new_tokens": tokens, "threads": threads, "speed": {}}
@@ -247,16 +296,24 @@ async def run_engines(engines: list[str], *, repeats: int = 3, tokens: int = 64,
         if engine == "transformers":
             llm: Any = TransformersLLM.load(config)
         elif engine in gguf:
-            llm = LlamaCppLLM.load(replace(config, vocab="full" if engine == "llamacpp-full" else "latin"),
-                                   threads=threads)
+            llm = LlamaCppLLM.load(
+                replace(config, vocab="full" if engine == "llamacpp-full" else "latin"), threads=threads
+            )
         elif engine == "llamacpp-reader":
             from bot.reader import reader_dir
 
             llm = LlamaCppLLM.load(replace(config, reader=reader_dir()), threads=threads)
         elif engine == "openai":
             server, url = start_server(gguf["llamacpp"], threads)
-            llm = OpenAICompatibleLLM(url, api="completions", max_new_tokens=tokens, temperature=config.temperature,
-                                      top_p=config.top_p, seed=7, logprobs=False)  # see the docstring
+            llm = OpenAICompatibleLLM(
+                url,
+                api="completions",
+                max_new_tokens=tokens,
+                temperature=config.temperature,
+                top_p=config.top_p,
+                seed=7,
+                logprobs=False,
+            )  # see the docstring
         else:
             raise SystemExit(f"unknown engine {engine!r} (choose from {', '.join(ENGINES)})")
         try:
@@ -278,9 +335,12 @@ async def run_engines(engines: list[str], *, repeats: int = 3, tokens: int = 64,
 
 def print_engines(r: dict[str, Any]) -> None:
     sizes = r["prompt_tokens"]
-    print(f"\nengines: {r['threads']} threads, {r['new_tokens']} new tokens, prompts of about "
-          f"{sizes['short']:.0f} and {sizes['long']:.0f} tokens (median of the repeats)")
+    print(
+        f"\nengines: {r['threads']} threads, {r['new_tokens']} new tokens, prompts of about "
+        f"{sizes['short']:.0f} and {sizes['long']:.0f} tokens (median of the repeats)"
+    )
     print(f"{'engine':<14}{'TTFT short ms':>15}{'TTFT long ms':>14}{'decode tok/s':>14}{'x bare':>8}")
+
     def decode(s: dict[str, Any]) -> float | None:  # the mean of the short and long prompts' medians
         tps = [s[k]["tokens_per_s"] for k in ("short", "long") if s[k]["tokens_per_s"]]
         return statistics.mean(tps) if tps else None
@@ -290,12 +350,16 @@ def print_engines(r: dict[str, Any]) -> None:
         rate = decode(s)
         ratio = f"{rate / bare:>8.1f}" if rate and bare else f"{'-':>8}"
         ms = lambda v: f"{v * 1000:.0f}" if v is not None else "-"  # noqa: E731
-        print(f"{engine:<14}{ms(s['short']['ttft_s']):>15}{ms(s['long']['ttft_s']):>14}"
-              f"{(f'{rate:.1f}' if rate else '-'):>14}{ratio}")
+        print(
+            f"{engine:<14}{ms(s['short']['ttft_s']):>15}{ms(s['long']['ttft_s']):>14}"
+            f"{(f'{rate:.1f}' if rate else '-'):>14}{ratio}"
+        )
     for engine, q in r.get("quality", {}).items():
-        print(f"{engine}: held-out perplexity ({q['tokens']} tokens) bf16 {q['ppl_bf16']:.2f}, llama.cpp "
-              f"{q['ppl_llamacpp']:.2f} (ratio {q['ppl_ratio']:.3f}); greedy agreement with bf16: "
-              f"{q['greedy_agreement']:.3f}")
+        print(
+            f"{engine}: held-out perplexity ({q['tokens']} tokens) bf16 {q['ppl_bf16']:.2f}, llama.cpp "
+            f"{q['ppl_llamacpp']:.2f} (ratio {q['ppl_ratio']:.3f}); greedy agreement with bf16: "
+            f"{q['greedy_agreement']:.3f}"
+        )
 
 
 async def main() -> None:
@@ -308,8 +372,9 @@ async def main() -> None:
     p.add_argument("--threads", type=int, default=2)
     args = p.parse_args()
     offline_environment()
-    r = await run_engines([e for e in args.engines.split(",") if e], repeats=args.repeats, tokens=args.tokens,
-                          threads=args.threads)
+    r = await run_engines(
+        [e for e in args.engines.split(",") if e], repeats=args.repeats, tokens=args.tokens, threads=args.threads
+    )
     print_engines(r)
 
 

@@ -23,7 +23,8 @@ CATEGORIES = ("single_hop", "multi_hop", "temporal", "open_domain", "adversarial
 NOT_MENTIONED = "not mentioned"
 MAX_SHARED = 0.5  # a question may share at most this fraction of its content words with any evidence turn
 
-STOPWORDS = frozenset("""
+STOPWORDS = frozenset(
+    """
 a about above after again against all am an and any are aren't as at be because been before being below between
 both but by can can't could couldn't did didn't do does doesn't doing don't down during each few for from further
 get got had hadn't has hasn't have haven't having he he'd he'll he's her here here's hers herself him himself his how
@@ -34,7 +35,8 @@ they've this those through to too under until up very was wasn't we we'd we'll w
 when when's where where's which while who who's whom why why's will with won't would wouldn't you you'd you'll
 you're you've your yours yourself yourselves s t ll re ve d m also yes yeah oh ok okay lol haha gonna wanna kind
 one two thing things still even ever well back new
-""".split())
+""".split()
+)
 
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 
@@ -94,8 +96,9 @@ def load_conversation(path: Path) -> list[Turn]:
         if line.strip():
             r = json.loads(line)
             author = r["author"]
-            turns.append(Turn(r["id"], author["name"] if isinstance(author, dict) else str(author), r["text"],
-                              r["timestamp"]))
+            turns.append(
+                Turn(r["id"], author["name"] if isinstance(author, dict) else str(author), r["text"], r["timestamp"])
+            )
     return turns
 
 
@@ -104,8 +107,11 @@ def load_questions(path: Path) -> list[Question]:
     for line in path.read_text(encoding="utf-8").splitlines():
         if line.strip():
             r = json.loads(line)
-            out.append(Question(r["qid"], r["conv"], r["category"], r["question"], r["answer"],
-                                tuple(r["evidence"]), r["split"]))
+            out.append(
+                Question(
+                    r["qid"], r["conv"], r["category"], r["question"], r["answer"], tuple(r["evidence"]), r["split"]
+                )
+            )
     return out
 
 

@@ -41,8 +41,17 @@ def evaluate(extractor: TripleExtractor, path: Path = GOLD) -> dict[str, Any]:
     precision = tp / (tp + fp) if tp + fp else 1.0
     recall = tp / (tp + fn) if tp + fn else 1.0
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-    return {"sentences": len(rows), "gold_triples": tp + fn, "tp": tp, "fp": fp, "fn": fn,
-            "precision": precision, "recall": recall, "f1": f1, "errors": errors}
+    return {
+        "sentences": len(rows),
+        "gold_triples": tp + fn,
+        "tp": tp,
+        "fp": fp,
+        "fn": fn,
+        "precision": precision,
+        "recall": recall,
+        "f1": f1,
+        "errors": errors,
+    }
 
 
 def main() -> None:

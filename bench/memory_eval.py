@@ -76,8 +76,24 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.evallib import (  # noqa: E402
-    BM25, CATEGORIES, DATA_DIR, Question, Turn, contains_match, dedupe_ranked, exact_match, hits_at,
-    load_conversation, load_questions_in, percentile, rrf, scratch_database, select, token_f1, words, write_json,
+    BM25,
+    CATEGORIES,
+    DATA_DIR,
+    Question,
+    Turn,
+    contains_match,
+    dedupe_ranked,
+    exact_match,
+    hits_at,
+    load_conversation,
+    load_questions_in,
+    percentile,
+    rrf,
+    scratch_database,
+    select,
+    token_f1,
+    words,
+    write_json,
 )
 from bot.config import Settings, offline_environment  # noqa: E402
 
@@ -123,13 +139,15 @@ def _answered(q: Question, items: list, latency: float | None, bundle: object) -
     return Answered(q, ranked, sum(len(words(i.text)) for i in items[:10]), top1, latency, bundle)
 
 
-async def run_hippobot(args: argparse.Namespace, questions: list[Question], convs: list[str], embedder,
-                       turns: dict[str, list[Turn]]) -> dict:
+async def run_hippobot(
+    args: argparse.Namespace, questions: list[Question], convs: list[str], embedder, turns: dict[str, list[Turn]]
+) -> dict:
     from bot.app import App
 
     async with scratch_database(args.database_url, "memeval") as url:
-        settings = Settings(_env_file=None, data_dir=Path(tempfile.mkdtemp(prefix="hippobot-memeval-")),
-                            database_url=url)
+        settings = Settings(
+            _env_file=None, data_dir=Path(tempfile.mkdtemp(prefix="hippobot-memeval-")), database_url=url
+        )
         started = time.perf_counter()
         app = await App.open(settings, with_llm=False, embedder=embedder)
         out: dict = {"open_s": time.perf_counter() - started, "imports": {}}
@@ -137,8 +155,11 @@ async def run_hippobot(args: argparse.Namespace, questions: list[Question], conv
             for conv in convs:
                 t0 = time.perf_counter()
                 report = await app.importer.run(args.data / f"{conv}.jsonl", conv)
-                out["imports"][conv] = {"seconds": time.perf_counter() - t0, "report": str(report),
-                                        "imported": report.imported}
+                out["imports"][conv] = {
+                    "seconds": time.perf_counter() - t0,
+                    "report": str(report),
+                    "imported": report.imported,
+                }
                 print(f"  imported {conv}: {report} in {out['imports'][conv]['seconds']:.1f} s", file=sys.stderr)
             out["answered"] = await ask(args, app, questions)
             if args.dream:
@@ -168,8 +189,9 @@ async def ask(args: argparse.Namespace, app, questions: list[Question], scope_of
     for q in questions:
         t0 = time.perf_counter()
         [bundle] = await app.brain.contexts([(q.question, scope_of(q.conv))], k=args.k, author_id=AUTHOR)
-        out.append(_answered(q, ranked_items(bundle, with_transcript=args.with_transcript),
-                             time.perf_counter() - t0, bundle))
+        out.append(
+            _answered(q, ranked_items(bundle, with_transcript=args.with_transcript), time.perf_counter() - t0, bundle)
+        )
     return out
 
 
@@ -179,7 +201,9 @@ async def writes_per_1k_words(app, scopes: Sequence[str]) -> dict[str, float]:
     episodes = await pool.fetchval("SELECT count(*) FROM episodes WHERE scope = ANY($1::text[])", list(scopes))
     n_words = await pool.fetchval(
         "SELECT coalesce(sum(array_length(regexp_split_to_array(trim(content), '\\s+'), 1)), 0) FROM messages "
-        "WHERE scope = ANY($1::text[])", list(scopes))
+        "WHERE scope = ANY($1::text[])",
+        list(scopes),
+    )
     return {"episodes": episodes, "words": n_words, "per_1k_words": 1000.0 * episodes / max(n_words, 1)}
 
 
@@ -211,11 +235,15 @@ async def run_ablation(args: argparse.Namespace, app, questions: list[Question],
     await variant("+HEI-NW list -sparsity (dense keys)", cfg=hei, assoc=_replace(a, sparse=False))
     await variant("+HEI-NW list -Hopfield", cfg=hei, assoc=_replace(a, hopfield=False))
     await variant("+HEI-NW list, Hopfield 3 steps", cfg=hei, assoc=_replace(a, hopfield_steps=3))
-    await variant("-hybrid (dense episodes only)", cfg=_replace(base_cfg, lexical=False, time_weight=0.0,
-                                                                speaker_weight=0.0, associative=False))
-    await variant("-graph -hybrid", cfg=_replace(base_cfg, lexical=False, time_weight=0.0, speaker_weight=0.0,
-                                                 associative=False),
-                  layers=[x for x in base_layers if x.name != "facts"])
+    await variant(
+        "-hybrid (dense episodes only)",
+        cfg=_replace(base_cfg, lexical=False, time_weight=0.0, speaker_weight=0.0, associative=False),
+    )
+    await variant(
+        "-graph -hybrid",
+        cfg=_replace(base_cfg, lexical=False, time_weight=0.0, speaker_weight=0.0, associative=False),
+        layers=[x for x in base_layers if x.name != "facts"],
+    )
     await variant("-graph (no facts layer)", layers=[x for x in base_layers if x.name != "facts"])
     await variant("-neighbours (each hit alone)", cfg=_replace(base_cfg, neighbours=0, neighbours_after=0))
     await variant("every neighbour, no word budget", cfg=_replace(base_cfg, context="all", word_budget=None))
@@ -246,8 +274,10 @@ async def run_words_curve(args: argparse.Namespace, app, questions: list[Questio
     layer = app.brain.layer("episodes")
     base = layer.config
     variants = [(f"{b} words", _replace(base, word_budget=b)) for b in args.words_curve]
-    variants += [("no budget", _replace(base, word_budget=None)),
-                 ("every neighbour, no budget", _replace(base, context="all", word_budget=None))]
+    variants += [
+        ("no budget", _replace(base, word_budget=None)),
+        ("every neighbour, no budget", _replace(base, context="all", word_budget=None)),
+    ]
     rows: dict[str, dict] = {}
     try:
         for name, cfg in variants:
@@ -260,8 +290,10 @@ async def run_words_curve(args: argparse.Namespace, app, questions: list[Questio
 
 
 def print_words_curve(default: dict[str, dict], curve: dict[str, dict], default_budget: int | None) -> None:
-    print(f"\nrecall against words: the episodes' word budget (default {default_budget}) -> recall_any@5 / @10 / "
-          "@20 and the mean words in the top 10 (overall: adversarial questions excluded)")
+    print(
+        f"\nrecall against words: the episodes' word budget (default {default_budget}) -> recall_any@5 / @10 / "
+        "@20 and the mean words in the top 10 (overall: adversarial questions excluded)"
+    )
     print("| budget | any@5 | any@10 | any@20 | words in the top 10 |")
     print("|---|---|---|---|---|")
     for name, rows in [("default", default), *curve.items()]:
@@ -308,7 +340,8 @@ async def run_dream(args: argparse.Namespace, app, questions: list[Question], co
                 facts.fast_track = saved
         print(f"  dreamt ({tag or 'default'}): {counts[tag or 'default']}", file=sys.stderr)
         rows[f"+dream{(' ' + DREAM_VARIANTS[tag]) if tag else ''}"] = summarize(
-            await ask(args, app, questions, lambda c: f"{c}~{tag}" if tag else c))
+            await ask(args, app, questions, lambda c: f"{c}~{tag}" if tag else c)
+        )
 
     await dream("")
     await dream("nofast", fast_track=10**9)
@@ -317,15 +350,26 @@ async def run_dream(args: argparse.Namespace, app, questions: list[Question], co
     return {"rows": rows, "counts": counts}
 
 
-CONSOLIDATION_COUNTS = ("replayed", "forgotten", "merged", "routed_reviewed", "admitted", "fast_tracked",
-                        "joined_existing", "contradictions", "pruned_edges", "merged_nodes")
-DREAM_VARIANTS = {"nofast": "-fast-track", "noconsol": "-consolidation",
-                  "noreplay": "-replay -decay -consolidation"}
+CONSOLIDATION_COUNTS = (
+    "replayed",
+    "forgotten",
+    "merged",
+    "routed_reviewed",
+    "admitted",
+    "fast_tracked",
+    "joined_existing",
+    "contradictions",
+    "pruned_edges",
+    "merged_nodes",
+)
+DREAM_VARIANTS = {"nofast": "-fast-track", "noconsol": "-consolidation", "noreplay": "-replay -decay -consolidation"}
 
 
 def print_dream(before: dict[str, dict], dream: dict, k: int = 10) -> None:
-    print(f"\nreplay and consolidation: recall_any@{k} before and after one dream per conversation "
-          "(at its last message + 8 h); ablation rows re-import and dream with one part off")
+    print(
+        f"\nreplay and consolidation: recall_any@{k} before and after one dream per conversation "
+        "(at its last message + 8 h); ablation rows re-import and dream with one part off"
+    )
     cats = [*CATEGORIES[:-1], "overall"]
     print("| configuration | " + " | ".join(cats) + " |")
     print("|---|" + "---|" * len(cats))
@@ -342,10 +386,16 @@ def print_ablation(default: dict[str, dict], ablation: dict, writes: dict, k: in
     print("|---|" + "---|" * (len(cats) + 1))
     for name, rows in [("default", default), *ablation["rows"].items()]:
         cells = [f"{rows[c][f'any@{k}']:.3f}" if c in rows else "-" for c in cats]
-        rate = writes["per_1k_words"] if name == "default" else ablation["writes_per_1k_words"].get(
-            name.removeprefix("+gate (").removesuffix(")"), None)
-        print(f"| {name} | " + " | ".join(cells) + f" | {rate:.1f} |" if rate is not None else
-              f"| {name} | " + " | ".join(cells) + " | - |")
+        rate = (
+            writes["per_1k_words"]
+            if name == "default"
+            else ablation["writes_per_1k_words"].get(name.removeprefix("+gate (").removesuffix(")"), None)
+        )
+        print(
+            f"| {name} | " + " | ".join(cells) + f" | {rate:.1f} |"
+            if rate is not None
+            else f"| {name} | " + " | ".join(cells) + " | - |"
+        )
 
 
 # --- baselines ----------------------------------------------------------------------------------------------
@@ -372,8 +422,9 @@ def run_baselines(questions: list[Question], turns: dict[str, list[Turn]], embed
             fused = rrf([dense, lexical], k=RRF_K, limit=BASELINE_DEPTH)
 
             def ans(order: Sequence[int], top1: float | None, latency: float) -> Answered:
-                return Answered(q, [(ts[i].id,) for i in order], sum(len(words(docs[i])) for i in order[:10]),
-                                top1, latency)
+                return Answered(
+                    q, [(ts[i].id,) for i in order], sum(len(words(docs[i])) for i in order[:10]), top1, latency
+                )
 
             out["MiniLM"].append(ans(dense, float(sims[dense[0]]), dense_s))
             out["BM25"].append(ans(lexical, scores[lexical[0]] if lexical else 0.0, lex_s))
@@ -410,8 +461,12 @@ def summarize(answered: list[Answered]) -> dict[str, dict]:
 
 def print_table(title: str, rows: dict[str, dict]) -> None:
     print(f"\n{title}")
-    head = ["category", "n"] + [f"any@{k}" for k in CUTOFFS] + [f"all@{k}" for k in CUTOFFS] + [
-        "words@10", "top1", "p50 ms", "p95 ms"]
+    head = (
+        ["category", "n"]
+        + [f"any@{k}" for k in CUTOFFS]
+        + [f"all@{k}" for k in CUTOFFS]
+        + ["words@10", "top1", "p50 ms", "p95 ms"]
+    )
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for name, r in rows.items():
@@ -420,8 +475,10 @@ def print_table(title: str, rows: dict[str, dict]) -> None:
             cells.append(f"{r[key]:.3f}" if key in r else "-")
         cells.append(f"{r['words@10']:.0f}")
         cells.append(f"{r['top1']:.3f}" if r.get("top1") is not None and name == "adversarial" else "-")
-        cells += [f"{r['p50_ms']:.1f}" if r["p50_ms"] is not None else "-",
-                  f"{r['p95_ms']:.1f}" if r["p95_ms"] is not None else "-"]
+        cells += [
+            f"{r['p50_ms']:.1f}" if r["p50_ms"] is not None else "-",
+            f"{r['p95_ms']:.1f}" if r["p95_ms"] is not None else "-",
+        ]
         print("| " + " | ".join(cells) + " |")
 
 
@@ -462,21 +519,31 @@ async def run_llm(args: argparse.Namespace, app, answered: list[Answered], turns
     engines = {}
     for reader in args.reader:
         t0 = time.perf_counter()
-        settings = app.settings.model_copy(update={"reader": reader != "off", "max_new_tokens": args.llm_tokens,
-                                                   "temperature": 0.0, "seed": 7})
+        settings = app.settings.model_copy(
+            update={"reader": reader != "off", "max_new_tokens": args.llm_tokens, "temperature": 0.0, "seed": 7}
+        )
         config = engine_config(settings, progress=False)
         if reader not in ("on", "off"):  # another adapter's directory (bot/reader/'s layout), to compare
             config = replace(config, reader=Path(reader).resolve())
         engines[reader] = await asyncio.to_thread(load_engine, settings, config)
         print(f"  model {engines[reader].name} loaded in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     brain = app.brain
-    picked = pick_for_llm([a for a in answered if not args.categories or a.question.category in args.categories],
-                          args.llm_limit)
+    picked = pick_for_llm(
+        [a for a in answered if not args.categories or a.question.category in args.categories], args.llm_limit
+    )
     biases = args.abstain_bias if args.abstain_bias is not None else [brain.abstain_bias]
     orders = args.memory_order or [prompt_builder(settings, next(iter(engines.values()))).memory_order]
-    variants = [(reader, bias, order, (reader if len(biases) == 1 else f"{reader}@{bias:g}")
-                 + ("" if len(orders) == 1 else f"#{order}"))
-                for reader in engines for bias in biases for order in orders]
+    variants = [
+        (
+            reader,
+            bias,
+            order,
+            (reader if len(biases) == 1 else f"{reader}@{bias:g}") + ("" if len(orders) == 1 else f"#{order}"),
+        )
+        for reader in engines
+        for bias in biases
+        for order in orders
+    ]
     results: dict[str, list[dict]] = {key: [] for *_, key in variants}
     shipped_bias = brain.abstain_bias
     try:
@@ -486,17 +553,25 @@ async def run_llm(args: argparse.Namespace, app, answered: list[Answered], turns
             brain.abstain_bias = bias
             for a in picked:
                 q = a.question
-                history = tuple(MemoryItem("turn", None, f"{t.speaker}: {t.text}", f"{t.speaker}: {t.text}", ())
-                                for t in turns[q.conv])
+                history = tuple(
+                    MemoryItem("turn", None, f"{t.speaker}: {t.text}", f"{t.speaker}: {t.text}", ())
+                    for t in turns[q.conv]
+                )
                 t1 = time.perf_counter()
                 reply = await brain.ask(q.question, q.conv, author_id=AUTHOR, author_name=ASKER)
                 text = _first_line(await reply.complete())
                 grounding = reply.grounding()
                 evidence = set(q.evidence)
-                row: dict = {"qid": q.qid, "category": q.category, "question": q.question, "gold": q.answer,
-                             "archetype": reply.plan.archetype}
+                row: dict = {
+                    "qid": q.qid,
+                    "category": q.category,
+                    "question": q.question,
+                    "gold": q.answer,
+                    "archetype": reply.plan.archetype,
+                }
                 row["memory_hit"] = bool(evidence) and any(
-                    s.external_id in evidence for i in reply.memories_in_prompt() for s in i.sources)
+                    s.external_id in evidence for i in reply.memories_in_prompt() for s in i.sources
+                )
                 row["memory"] = _scored(q, text, reply.prompt.tokens, time.perf_counter() - t1)
                 row["memory"]["first_token_s"] = reply.trace.first_token_s
                 row["memory"]["sources"] = [s.external_id for s in grounding.sources]
@@ -506,23 +581,32 @@ async def run_llm(args: argparse.Namespace, app, answered: list[Answered], turns
                 if args.keep_prompts:
                     row["memory"]["prompt"] = reply.prompt.text
                 empty = replace(reply.bundle, sections=())
-                prompts = {} if args.memory_only else {
-                    "core": brain.prompts.build(empty, ASKER, q.question),
-                    "longctx": brain.prompts.build(replace(empty, sections=(
-                        Section("turns", "Conversation", history, placement=TRANSCRIPT),)), ASKER, q.question),
-                }
+                prompts = (
+                    {}
+                    if args.memory_only
+                    else {
+                        "core": brain.prompts.build(empty, ASKER, q.question),
+                        "longctx": brain.prompts.build(
+                            replace(empty, sections=(Section("turns", "Conversation", history, placement=TRANSCRIPT),)),
+                            ASKER,
+                            q.question,
+                        ),
+                    }
+                )
                 if args.no_long:
                     prompts.pop("longctx", None)
                 for mode, prompt in prompts.items():
                     t1 = time.perf_counter()
-                    gen = llm.generate(prompt.text, stop=prompt.stop, stop_pattern=prompt.stop_pattern,
-                                       max_new_tokens=args.llm_tokens)
-                    row[mode] = _scored(q, _first_line(await gen.complete()), prompt.tokens,
-                                        time.perf_counter() - t1)
+                    gen = llm.generate(
+                        prompt.text, stop=prompt.stop, stop_pattern=prompt.stop_pattern, max_new_tokens=args.llm_tokens
+                    )
+                    row[mode] = _scored(q, _first_line(await gen.complete()), prompt.tokens, time.perf_counter() - t1)
                 results[key].append(row)
-                print(f"  llm reader={key} {len(results[key])}/{len(picked)} {q.qid}: "
-                      f"core={row.get('core', {}).get('reply', '')[:30]!r} memory={row['memory']['reply'][:40]!r}",
-                      file=sys.stderr)
+                print(
+                    f"  llm reader={key} {len(results[key])}/{len(picked)} {q.qid}: "
+                    f"core={row.get('core', {}).get('reply', '')[:30]!r} memory={row['memory']['reply'][:40]!r}",
+                    file=sys.stderr,
+                )
             if args.llm_chat:
                 await _in_chat(app, key, picked, {r["qid"]: r for r in results[key]}, keep_prompts=args.keep_prompts)
     finally:
@@ -533,8 +617,9 @@ async def run_llm(args: argparse.Namespace, app, answered: list[Answered], turns
     return {"rows": results}
 
 
-async def _in_chat(app, reader: str, picked: list[Answered], rows: dict[str, dict], *,
-                   keep_prompts: bool = False) -> None:
+async def _in_chat(
+    app, reader: str, picked: list[Answered], rows: dict[str, dict], *, keep_prompts: bool = False
+) -> None:
     """The same questions asked the way a person asks them in a chat (`--llm-chat`): one after another in one
     channel per conversation, through Brain.respond as the bot answers a message, so each question's recent
     turns are the earlier questions and the bot's replies to them. Scored as ``row["chat"]``. The channel is
@@ -547,8 +632,16 @@ async def _in_chat(app, reader: str, picked: list[Answered], rows: dict[str, dic
         for a in (a for a in picked if a.question.conv == conv):
             q = a.question
             t1 = time.perf_counter()
-            reply = await brain.respond(IncomingTurn(scope=conv, source="console", channel_id=channel,
-                                                     author_id=AUTHOR, author_name=ASKER, text=q.question))
+            reply = await brain.respond(
+                IncomingTurn(
+                    scope=conv,
+                    source="console",
+                    channel_id=channel,
+                    author_id=AUTHOR,
+                    author_name=ASKER,
+                    text=q.question,
+                )
+            )
             text = _first_line(await reply.complete())
             await brain.drain()
             rows[q.qid]["chat"] = _scored(q, text, reply.prompt.tokens, time.perf_counter() - t1)
@@ -567,7 +660,9 @@ def _first_line(text: str) -> str:
 ABSTAINS = re.compile(
     r"\b(?:do not|don't|dont|does not|doesn't|did not|didn't|can't|cannot|can not) (?:know|remember|recall)\b"
     r"|\bno (?:idea|memory|record)\b|\bnot (?:sure|mentioned|aware)\b|\bnever (?:mentioned|said|told)\b"
-    r"|\b(?:nobody|no one|no-one) (?:has )?(?:told|mentioned|said)\b|\bi'm not sure\b", re.I)
+    r"|\b(?:nobody|no one|no-one) (?:has )?(?:told|mentioned|said)\b|\bi'm not sure\b",
+    re.I,
+)
 
 
 def abstains(reply: str) -> bool:
@@ -582,8 +677,15 @@ def _scored(q: Question, reply: str, tokens: int, seconds: float) -> dict:
         em = f1 = contains = float(abstained)
     else:
         em, f1, contains = exact_match(reply, q.answer), token_f1(reply, q.answer), contains_match(reply, q.answer)
-    return {"reply": reply, "em": em, "f1": f1, "contains": contains, "abstained": abstained, "tokens": tokens,
-            "seconds": seconds}
+    return {
+        "reply": reply,
+        "em": em,
+        "f1": f1,
+        "contains": contains,
+        "abstained": abstained,
+        "tokens": tokens,
+        "seconds": seconds,
+    }
 
 
 def print_guard(rows: list[dict]) -> None:
@@ -592,12 +694,17 @@ def print_guard(rows: list[dict]) -> None:
     answerable = [r for r in rows if r["category"] != "adversarial" and "replaced" in r["memory"]]
     adversarial = [r for r in rows if r["category"] == "adversarial" and "replaced" in r["memory"]]
     cut = [r for r in answerable if r["memory"]["replaced"]]
-    right = [r for r in cut if contains_match(r["memory"]["model"], r["gold"])
-             or token_f1(r["memory"]["model"], r["gold"]) >= 0.5]
+    right = [
+        r
+        for r in cut
+        if contains_match(r["memory"]["model"], r["gold"]) or token_f1(r["memory"]["model"], r["gold"]) >= 0.5
+    ]
     stopped = [r for r in adversarial if r["memory"]["replaced"] and not abstains(r["memory"]["model"])]
-    print(f"grounding check: replaced {len(cut)} of {len(answerable)} answerable replies ({len(right)} of them "
-          f"held the gold answer: contains, or F1 >= 0.5) and {len(stopped)} of {len(adversarial)} never-said "
-          "questions' answers (inventions it stopped)")
+    print(
+        f"grounding check: replaced {len(cut)} of {len(answerable)} answerable replies ({len(right)} of them "
+        f"held the gold answer: contains, or F1 >= 0.5) and {len(stopped)} of {len(adversarial)} never-said "
+        "questions' answers (inventions it stopped)"
+    )
 
 
 def print_llm(result: dict) -> dict:
@@ -605,14 +712,33 @@ def print_llm(result: dict) -> dict:
     for reader, rows in result["rows"].items():
         reader_bias, _, order = reader.partition("#")
         name, _, bias = reader_bias.partition("@")
-        label = {"on": "with the reader adapter", "off": "base model (no reader)"}.get(
-            name, f"with the adapter in {name}") + (f", abstain bias {bias}" if bias else "") + (
-            f", memories {order.replace('_', ' ')}" if order else "")
-        print(f"\nanswers, bundled model {label}, greedy: EM / F1 / contains per mode (core: no memory; memory: "
-              "Brain.ask as shipped; long: the latest turns that fit); ΔEM = EM(memory) - EM(core); adversarial "
-              "rows score an abstaining reply as right")
-        head = ["category", "n", "core EM", "core F1", "mem EM", "mem F1", "mem contains", "long EM", "long F1",
-                "long contains", "ΔEM", "memory_hit_rate", "abstain (mem)", "answered (mem)", "sources hit"]
+        label = (
+            {"on": "with the reader adapter", "off": "base model (no reader)"}.get(name, f"with the adapter in {name}")
+            + (f", abstain bias {bias}" if bias else "")
+            + (f", memories {order.replace('_', ' ')}" if order else "")
+        )
+        print(
+            f"\nanswers, bundled model {label}, greedy: EM / F1 / contains per mode (core: no memory; memory: "
+            "Brain.ask as shipped; long: the latest turns that fit); ΔEM = EM(memory) - EM(core); adversarial "
+            "rows score an abstaining reply as right"
+        )
+        head = [
+            "category",
+            "n",
+            "core EM",
+            "core F1",
+            "mem EM",
+            "mem F1",
+            "mem contains",
+            "long EM",
+            "long F1",
+            "long contains",
+            "ΔEM",
+            "memory_hit_rate",
+            "abstain (mem)",
+            "answered (mem)",
+            "sources hit",
+        ]
         print("| " + " | ".join(head) + " |")
         print("|" + "---|" * len(head))
         groups = {c: [r for r in rows if r["category"] == c] for c in CATEGORIES}
@@ -628,42 +754,60 @@ def print_llm(result: dict) -> dict:
             answerable = [r for r in g if r["category"] != "adversarial"]
             adversarial = [r for r in g if r["category"] == "adversarial"]
             hit = statistics.fmean(r["memory_hit"] for r in answerable) if answerable else float("nan")
-            abstain = (statistics.fmean(r["memory"]["abstained"] for r in adversarial) if adversarial
-                       else float("nan"))
-            answered = (statistics.fmean(not r["memory"]["abstained"] for r in answerable) if answerable
-                        else float("nan"))
+            abstain = statistics.fmean(r["memory"]["abstained"] for r in adversarial) if adversarial else float("nan")
+            answered = (
+                statistics.fmean(not r["memory"]["abstained"] for r in answerable) if answerable else float("nan")
+            )
             grounded = [r for r in answerable if r["memory"]["contains"]]
-            sources_hit = (statistics.fmean(r["memory"]["sources_hit"] for r in grounded) if grounded
-                           else float("nan"))
-            s = {"n": len(g), **{f"{mode}_{key}": m(mode, key) for mode in ("core", "memory", "longctx")
-                                 for key in ("em", "f1", "contains")},
-                 "delta_em": m("memory", "em") - m("core", "em"), "memory_hit_rate": hit,
-                 "abstention": abstain, "answered": answered, "sources_hit": sources_hit}
+            sources_hit = statistics.fmean(r["memory"]["sources_hit"] for r in grounded) if grounded else float("nan")
+            s = {
+                "n": len(g),
+                **{
+                    f"{mode}_{key}": m(mode, key)
+                    for mode in ("core", "memory", "longctx")
+                    for key in ("em", "f1", "contains")
+                },
+                "delta_em": m("memory", "em") - m("core", "em"),
+                "memory_hit_rate": hit,
+                "abstention": abstain,
+                "answered": answered,
+                "sources_hit": sources_hit,
+            }
             if all("chat" in r for r in g):
                 s |= {f"chat_{key}": m("chat", key) for key in ("em", "f1", "contains")}
-                s["chat_abstention"] = (statistics.fmean(r["chat"]["abstained"] for r in adversarial)
-                                        if adversarial else float("nan"))
-                s["chat_answered"] = (statistics.fmean(not r["chat"]["abstained"] for r in answerable)
-                                      if answerable else float("nan"))
+                s["chat_abstention"] = (
+                    statistics.fmean(r["chat"]["abstained"] for r in adversarial) if adversarial else float("nan")
+                )
+                s["chat_answered"] = (
+                    statistics.fmean(not r["chat"]["abstained"] for r in answerable) if answerable else float("nan")
+                )
             summary[reader][name] = s
-            print(f"| {name} | {len(g)} | {s['core_em']:.3f} | {s['core_f1']:.3f} | {s['memory_em']:.3f} | "
-                  f"{s['memory_f1']:.3f} | {s['memory_contains']:.3f} | {s['longctx_em']:.3f} | "
-                  f"{s['longctx_f1']:.3f} | {s['longctx_contains']:.3f} | {s['delta_em']:+.3f} | {hit:.3f} | "
-                  f"{abstain:.3f} | {answered:.3f} | {sources_hit:.3f} |")
+            print(
+                f"| {name} | {len(g)} | {s['core_em']:.3f} | {s['core_f1']:.3f} | {s['memory_em']:.3f} | "
+                f"{s['memory_f1']:.3f} | {s['memory_contains']:.3f} | {s['longctx_em']:.3f} | "
+                f"{s['longctx_f1']:.3f} | {s['longctx_contains']:.3f} | {s['delta_em']:+.3f} | {hit:.3f} | "
+                f"{abstain:.3f} | {answered:.3f} | {sources_hit:.3f} |"
+            )
         if rows and all("chat" in r for r in rows):
-            print(f"\nthe same questions asked in a chat ({label}): one after another in one channel per "
-                  "conversation, through Brain.respond, so the earlier questions and replies are the recent turns")
+            print(
+                f"\nthe same questions asked in a chat ({label}): one after another in one channel per "
+                "conversation, through Brain.respond, so the earlier questions and replies are the recent turns"
+            )
             print("| category | n | chat EM | chat F1 | chat contains | abstain (chat) | answered (chat) |")
             print("|---|---|---|---|---|---|---|")
             for name, s in summary[reader].items():
-                print(f"| {name} | {s['n']} | {s['chat_em']:.3f} | {s['chat_f1']:.3f} | {s['chat_contains']:.3f} | "
-                      f"{s['chat_abstention']:.3f} | {s['chat_answered']:.3f} |")
+                print(
+                    f"| {name} | {s['n']} | {s['chat_em']:.3f} | {s['chat_f1']:.3f} | {s['chat_contains']:.3f} | "
+                    f"{s['chat_abstention']:.3f} | {s['chat_answered']:.3f} |"
+                )
         print_guard(rows)
         speeds = [r["memory"]["first_token_s"] for r in rows if r["memory"].get("first_token_s") is not None]
         if speeds:
             print(f"memory replies: first token p50 {percentile(speeds, 50):.2f} s, p95 {percentile(speeds, 95):.2f} s")
-    print("\nsources hit: of the memory replies that contain the gold answer, the share whose sources line (bot/"
-          "grounding.py) names an evidence turn")
+    print(
+        "\nsources hit: of the memory replies that contain the gold answer, the share whose sources line (bot/"
+        "grounding.py) names an evidence turn"
+    )
     return summary
 
 
@@ -672,10 +816,18 @@ def print_llm(result: dict) -> dict:
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--split", choices=["dev", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "all"], default="heldout")
-    p.add_argument("--data", type=Path, default=DATA_DIR,
-                   help="a data set: conv-*.jsonl and questions*.jsonl (default: the generated chats; "
-                        "bench/data/memory_eval_natural: long hand-written ones)")
+    p.add_argument(
+        "--split",
+        choices=["dev", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "all"],
+        default="heldout",
+    )
+    p.add_argument(
+        "--data",
+        type=Path,
+        default=DATA_DIR,
+        help="a data set: conv-*.jsonl and questions*.jsonl (default: the generated chats; "
+        "bench/data/memory_eval_natural: long hand-written ones)",
+    )
     p.add_argument("--conversations", type=int, default=None, help="only the first N conversations of the split")
     p.add_argument("--k", type=int, default=20, help="items asked of recall (the plan's vector count)")
     p.add_argument("--json", type=Path, default=None, help="write every number (and per-question ranks) here")
@@ -683,37 +835,82 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--with-transcript", action="store_true", help="rank the recent-turns section too (last)")
     p.add_argument("--no-baselines", action="store_true")
     p.add_argument("--ablation", action="store_true", help="also each HEI-NW part and hybrid list switched off")
-    p.add_argument("--dream", action="store_true",
-                   help="also dream once per conversation (at its end + 8 h) and ask again, then with replay, "
-                        "consolidation and its fast-track switched off in turn")
-    p.add_argument("--months", action="store_true",
-                   help="with --dream: the months-long evaluation instead (bench/dream_months.py: a server's 92 "
-                        "days, a nightly dream, recall of facts at the end; --split dev or heldout seeds)")
-    p.add_argument("--words-curve", type=int, nargs="*", default=None, metavar="WORDS",
-                   help="also recall against words at these word budgets of the episodes layer (no value: "
-                        f"{' '.join(map(str, WORDS_CURVE))})")
-    p.add_argument("--gate-taus", type=float, nargs="*", default=[0.5, 0.66, 0.78],
-                   help="write-gate thresholds the ablation imports again under")
+    p.add_argument(
+        "--dream",
+        action="store_true",
+        help="also dream once per conversation (at its end + 8 h) and ask again, then with replay, "
+        "consolidation and its fast-track switched off in turn",
+    )
+    p.add_argument(
+        "--months",
+        action="store_true",
+        help="with --dream: the months-long evaluation instead (bench/dream_months.py: a server's 92 "
+        "days, a nightly dream, recall of facts at the end; --split dev or heldout seeds)",
+    )
+    p.add_argument(
+        "--words-curve",
+        type=int,
+        nargs="*",
+        default=None,
+        metavar="WORDS",
+        help="also recall against words at these word budgets of the episodes layer (no value: "
+        f"{' '.join(map(str, WORDS_CURVE))})",
+    )
+    p.add_argument(
+        "--gate-taus",
+        type=float,
+        nargs="*",
+        default=[0.5, 0.66, 0.78],
+        help="write-gate thresholds the ablation imports again under",
+    )
     p.add_argument("--no-hippobot", action="store_true", help="baselines only (no database)")
     p.add_argument("--llm", action="store_true", help="also score answers of the bundled model")
     p.add_argument("--llm-limit", type=int, default=40)
-    p.add_argument("--categories", nargs="+", choices=CATEGORIES, default=None,
-                   help="with --llm: ask only questions of these categories (e.g. every temporal one)")
-    p.add_argument("--abstain-bias", type=float, nargs="+", default=None,
-                   help="with --llm: answer at each of these logit biases on the word that opens 'I don't know' "
-                        "(Brain.abstain_bias; default: the shipped setting, HIPPOBOT_READER_ABSTAIN_BIAS)")
-    p.add_argument("--memory-order", nargs="+", choices=["best_first", "best_last"], default=None,
-                   help="with --llm: answer with the memories in each of these orders (PromptBuilder.memory_order; "
-                        "default: the shipped one)")
-    p.add_argument("--reader", nargs="+", default=["off", "on"],
-                   help="with --llm: answer with the reader adapter (on), without it (off), or both (default); "
-                        "a directory in bot/reader/'s layout answers with that adapter instead, to compare")
-    p.add_argument("--no-long", action="store_true",
-                   help="with --llm: no long-context prompts (the longest: half the time), core and memory only")
-    p.add_argument("--memory-only", action="store_true",
-                   help="with --llm: only the memory rows (no core and long-context prompts: a third of the time)")
-    p.add_argument("--llm-chat", action="store_true",
-                   help="also ask the questions one after another in a chat (Brain.respond, recent turns and all)")
+    p.add_argument(
+        "--categories",
+        nargs="+",
+        choices=CATEGORIES,
+        default=None,
+        help="with --llm: ask only questions of these categories (e.g. every temporal one)",
+    )
+    p.add_argument(
+        "--abstain-bias",
+        type=float,
+        nargs="+",
+        default=None,
+        help="with --llm: answer at each of these logit biases on the word that opens 'I don't know' "
+        "(Brain.abstain_bias; default: the shipped setting, HIPPOBOT_READER_ABSTAIN_BIAS)",
+    )
+    p.add_argument(
+        "--memory-order",
+        nargs="+",
+        choices=["best_first", "best_last"],
+        default=None,
+        help="with --llm: answer with the memories in each of these orders (PromptBuilder.memory_order; "
+        "default: the shipped one)",
+    )
+    p.add_argument(
+        "--reader",
+        nargs="+",
+        default=["off", "on"],
+        help="with --llm: answer with the reader adapter (on), without it (off), or both (default); "
+        "a directory in bot/reader/'s layout answers with that adapter instead, to compare",
+    )
+    p.add_argument(
+        "--no-long",
+        action="store_true",
+        help="with --llm: no long-context prompts (the longest: half the time), core and memory only",
+    )
+    p.add_argument(
+        "--memory-only",
+        action="store_true",
+        help="with --llm: only the memory rows (no core and long-context prompts: a third of the time)",
+    )
+    p.add_argument(
+        "--llm-chat",
+        action="store_true",
+        help="also ask the questions one after another in a chat (Brain.respond, recent turns and all)",
+    )
     p.add_argument("--keep-prompts", action="store_true", help="--json keeps each memory prompt (for reading)")
     p.add_argument("--llm-tokens", type=int, default=24, help="max new tokens per answer")
     args = p.parse_args(argv)
@@ -737,9 +934,12 @@ async def main(argv: Sequence[str] | None = None) -> int:
             return 2
         from bench import dream_months
 
-        await dream_months.run(dream_months.parse_args(
-            ["--split", "heldout" if args.split == "heldout" else "dev"]
-            + (["--database-url", args.database_url] if args.database_url else [])))
+        await dream_months.run(
+            dream_months.parse_args(
+                ["--split", "heldout" if args.split == "heldout" else "dev"]
+                + (["--database-url", args.database_url] if args.database_url else [])
+            )
+        )
         return 0
     from memory.embed import MiniLMEmbedder
 
@@ -753,8 +953,11 @@ async def main(argv: Sequence[str] | None = None) -> int:
         return 2
     convs = sorted({q.conv for q in questions})
     turns = {c: load_conversation(args.data / f"{c}.jsonl") for c in convs}
-    print(f"split {args.split}: {len(convs)} conversation(s), {sum(len(t) for t in turns.values())} turns, "
-          f"{len(questions)} questions; k={args.k}", file=sys.stderr)
+    print(
+        f"split {args.split}: {len(convs)} conversation(s), {sum(len(t) for t in turns.values())} turns, "
+        f"{len(questions)} questions; k={args.k}",
+        file=sys.stderr,
+    )
     embedder = MiniLMEmbedder()
     embedder.load()
     systems: dict[str, dict[str, dict]] = {}
@@ -765,16 +968,24 @@ async def main(argv: Sequence[str] | None = None) -> int:
         systems["hippobot"] = summarize(hb["answered"])
         total_import = sum(v["seconds"] for v in hb["imports"].values())
         imported = sum(v["imported"] for v in hb["imports"].values())
-        report["hippobot"] = {"imports": hb["imports"], "open_s": hb["open_s"], "batched_s": hb["batched_s"],
-                              "ranks": {a.question.qid: dedupe_ranked(a.ranked)[:20] for a in hb["answered"]}}
-        print(f"\nimport: {imported} messages in {total_import:.1f} s ({imported / max(total_import, 1e-9):.0f}/s); "
-              f"app open {hb['open_s']:.1f} s; batched recall of {len(questions)} queries "
-              f"{hb['batched_s']:.2f} s ({hb['batched_s'] / max(len(questions), 1) * 1000:.1f} ms/query)")
-        print_table(f"hippobot recall (split {args.split}, k={args.k}; per-query latency = one "
-                    "brain.contexts call per question, embedding included)", systems["hippobot"])
+        report["hippobot"] = {
+            "imports": hb["imports"],
+            "open_s": hb["open_s"],
+            "batched_s": hb["batched_s"],
+            "ranks": {a.question.qid: dedupe_ranked(a.ranked)[:20] for a in hb["answered"]},
+        }
+        print(
+            f"\nimport: {imported} messages in {total_import:.1f} s ({imported / max(total_import, 1e-9):.0f}/s); "
+            f"app open {hb['open_s']:.1f} s; batched recall of {len(questions)} queries "
+            f"{hb['batched_s']:.2f} s ({hb['batched_s'] / max(len(questions), 1) * 1000:.1f} ms/query)"
+        )
+        print_table(
+            f"hippobot recall (split {args.split}, k={args.k}; per-query latency = one "
+            "brain.contexts call per question, embedding included)",
+            systems["hippobot"],
+        )
         w = hb["writes"]
-        print(f"write gate: {w['episodes']} episodes from {w['words']} words "
-              f"({w['per_1k_words']:.1f} per 1,000 words)")
+        print(f"write gate: {w['episodes']} episodes from {w['words']} words ({w['per_1k_words']:.1f} per 1,000 words)")
         report["hippobot"]["writes"] = w
         if "ablation" in hb:
             print_ablation(systems["hippobot"], hb["ablation"], w)
@@ -789,8 +1000,11 @@ async def main(argv: Sequence[str] | None = None) -> int:
         baselines = run_baselines(questions, turns, embedder)
         for name, answered in baselines.items():
             systems[name] = summarize(answered)
-            print_table(f"baseline {name} (in-process over 'speaker: text'; latency = ranking only, the "
-                        "question's embedding not included)", systems[name])
+            print_table(
+                f"baseline {name} (in-process over 'speaker: text'; latency = ranking only, the "
+                "question's embedding not included)",
+                systems[name],
+            )
     if len(systems) > 1:
         print_comparison(systems)
     report["systems"] = systems

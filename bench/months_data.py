@@ -37,35 +37,113 @@ START = datetime(2026, 3, 2, tzinfo=UTC)
 CHANNELS = (("100", "general"), ("101", "random"), ("102", "hobbies"))
 BOT = {"id": "900", "name": "hippobot"}
 
-NAMES = ["Mina", "Tomasz", "Aoife", "Ravi", "Greta", "Kwame", "Lucia", "Hamid", "Sofia", "Dmitri", "Noor",
-         "Felix", "Yara", "Oskar", "Priya", "Bruno"]
-CITIES = ["Leeds", "York", "Bristol", "Cardiff", "Dundee", "Norwich", "Exeter", "Lisbon", "Porto", "Krakow",
-          "Gdansk", "Valencia", "Bilbao", "Utrecht", "Ghent", "Tampere"]
-COMPANIES = ["Tesco", "Unilever", "Siemens", "Arup", "Ocado", "Sainsbury", "Deloitte", "Rolls-Royce", "Dyson",
-             "Monzo", "Arriva", "Balfour"]
-JOBS = ["nurse", "plumber", "teacher", "pharmacist", "architect", "electrician", "librarian", "surveyor",
-        "paramedic", "baker", "translator", "geologist"]
-INSTRUMENTS = ["cello", "trumpet", "banjo", "clarinet", "harp", "accordion", "ukulele", "oboe", "saxophone",
-               "violin"]
-LANGUAGES = ["Polish", "Portuguese", "Welsh", "Swahili", "Tagalog", "Finnish", "Greek", "Turkish", "Dutch",
-             "Hungarian"]
+NAMES = [
+    "Mina",
+    "Tomasz",
+    "Aoife",
+    "Ravi",
+    "Greta",
+    "Kwame",
+    "Lucia",
+    "Hamid",
+    "Sofia",
+    "Dmitri",
+    "Noor",
+    "Felix",
+    "Yara",
+    "Oskar",
+    "Priya",
+    "Bruno",
+]
+CITIES = [
+    "Leeds",
+    "York",
+    "Bristol",
+    "Cardiff",
+    "Dundee",
+    "Norwich",
+    "Exeter",
+    "Lisbon",
+    "Porto",
+    "Krakow",
+    "Gdansk",
+    "Valencia",
+    "Bilbao",
+    "Utrecht",
+    "Ghent",
+    "Tampere",
+]
+COMPANIES = [
+    "Tesco",
+    "Unilever",
+    "Siemens",
+    "Arup",
+    "Ocado",
+    "Sainsbury",
+    "Deloitte",
+    "Rolls-Royce",
+    "Dyson",
+    "Monzo",
+    "Arriva",
+    "Balfour",
+]
+JOBS = [
+    "nurse",
+    "plumber",
+    "teacher",
+    "pharmacist",
+    "architect",
+    "electrician",
+    "librarian",
+    "surveyor",
+    "paramedic",
+    "baker",
+    "translator",
+    "geologist",
+]
+INSTRUMENTS = ["cello", "trumpet", "banjo", "clarinet", "harp", "accordion", "ukulele", "oboe", "saxophone", "violin"]
+LANGUAGES = ["Polish", "Portuguese", "Welsh", "Swahili", "Tagalog", "Finnish", "Greek", "Turkish", "Dutch", "Hungarian"]
 
 # relation -> (statement templates, confirmation, question, values)
 KINDS: dict[str, tuple[tuple[str, ...], str, str, list[str]]] = {
-    "live_in": (("I live in {v}.", "I live in {v} and I love it.", "Honestly I love living here, I live in {v}."),
-                "Yes, I still live in {v}.", "Where does {name} live?", CITIES),
-    "work_at": (("I work at {v}.", "I work at {v}, it keeps me busy.", "Long week, I work at {v} and it shows."),
-                "Yes, I still work at {v}.", "Where does {name} work?", COMPANIES),
-    "work_as": (("I work as a {v}.", "I work as a {v}, the shifts are long.", "I work as a {v} these days."),
-                "Yes, I still work as a {v}.", "What does {name} work as?", JOBS),
-    "play": (("I play the {v}.", "I play the {v} on weekends.", "I play the {v} in a small band."),
-             "Yes, I still play the {v}.", "What instrument does {name} play?", INSTRUMENTS),
-    "speak": (("I speak {v}.", "I speak {v} at home.", "I speak {v} with my grandparents."),
-              "Yes, I still speak {v}.", "What language does {name} speak?", LANGUAGES),
+    "live_in": (
+        ("I live in {v}.", "I live in {v} and I love it.", "Honestly I love living here, I live in {v}."),
+        "Yes, I still live in {v}.",
+        "Where does {name} live?",
+        CITIES,
+    ),
+    "work_at": (
+        ("I work at {v}.", "I work at {v}, it keeps me busy.", "Long week, I work at {v} and it shows."),
+        "Yes, I still work at {v}.",
+        "Where does {name} work?",
+        COMPANIES,
+    ),
+    "work_as": (
+        ("I work as a {v}.", "I work as a {v}, the shifts are long.", "I work as a {v} these days."),
+        "Yes, I still work as a {v}.",
+        "What does {name} work as?",
+        JOBS,
+    ),
+    "play": (
+        ("I play the {v}.", "I play the {v} on weekends.", "I play the {v} in a small band."),
+        "Yes, I still play the {v}.",
+        "What instrument does {name} play?",
+        INSTRUMENTS,
+    ),
+    "speak": (
+        ("I speak {v}.", "I speak {v} at home.", "I speak {v} with my grandparents."),
+        "Yes, I still speak {v}.",
+        "What language does {name} speak?",
+        LANGUAGES,
+    ),
 }
-CONFIRM_ASKS = {"live_in": "{name}, are you still in {v}?", "work_at": "{name}, still at {v}?",
-                "work_as": "{name}, are you still a {v}?", "play": "{name}, do you still play the {v}?",
-                "speak": "{name}, do you still speak {v}?"}
+CONFIRM_ASKS = {
+    "live_in": "{name}, are you still in {v}?",
+    "work_at": "{name}, still at {v}?",
+    "work_as": "{name}, are you still a {v}?",
+    "play": "{name}, do you still play the {v}?",
+    "speak": "{name}, do you still speak {v}?",
+}
 NEW_VALUE = {"live_in": "We moved, so I live in {v} now.", "work_at": "I changed jobs, I work at {v} now."}
 
 CHATTER = [  # {x}: a word from FILLERS, so a person rarely says the same line twice
@@ -104,8 +182,17 @@ FILLERS = {
 # Chatter varies its words (people never say the same line twice), so the dream's merge of repeated
 # episodes does not do decay's work.
 OPENERS = ["", "ugh, ", "so ", "honestly ", "update: ", "random thought, ", "fun fact, ", "well "]
-TAILS = ["", " again", " this week", " :(", " haha", " on Tuesday", " near {place}", " before lunch",
-         " by the {place} roundabout"]
+TAILS = [
+    "",
+    " again",
+    " this week",
+    " :(",
+    " haha",
+    " on Tuesday",
+    " near {place}",
+    " before lunch",
+    " by the {place} roundabout",
+]
 PLACES = ["the market", "the park", "the library", "the bus stop", "the old mill", "the bridge", "the school"]
 SMALL_TALK = ["good morning", "lol", "haha nice", "thanks!", "night all", "same", "ok cool", "hey everyone"]
 BOT_LINES = [
@@ -171,8 +258,7 @@ def generate(seed: int, *, days: int = 92, people: int = 10, chatter_per_day: in
         for relation, category in zip(relations, categories):
             templates, confirm, ask, _ = KINDS[relation]
             value = pick(relation)
-            q = MonthQuestion(f"s{seed}-{name}-{relation}", ask.format(name=name), value, category, name, relation,
-                              [])
+            q = MonthQuestion(f"s{seed}-{name}-{relation}", ask.format(name=name), value, category, name, relation, [])
             first = rng.randint(0, 45)
             if category == "repeated":
                 said = sorted({first, *rng.sample(range(first + 5, min(first + 50, days - 20)), rng.randint(1, 2))})
@@ -182,8 +268,9 @@ def generate(seed: int, *, days: int = 92, people: int = 10, chatter_per_day: in
                 pending.append((first, {"author": author, "text": templates[0].format(v=value)}, q, "ev"))
                 later = rng.randint(first + 5, min(first + 40, days - 20))
                 asker = {"id": str(200 + (p + 1) % people), "name": names[(p + 1) % people]}
-                pending.append((later, {"author": asker, "text": CONFIRM_ASKS[relation].format(name=name, v=value)},
-                                None, "ask"))
+                pending.append(
+                    (later, {"author": asker, "text": CONFIRM_ASKS[relation].format(name=name, v=value)}, None, "ask")
+                )
                 pending.append((later, {"author": author, "text": confirm.format(v=value), "reply": True}, q, "ev"))
             elif category == "once":
                 pending.append((first, {"author": author, "text": rng.choice(templates).format(v=value)}, q, "ev"))
@@ -198,22 +285,39 @@ def generate(seed: int, *, days: int = 92, people: int = 10, chatter_per_day: in
                     pending.append((d, {"author": author, "text": templates[0].format(v=old)}, q, "stale"))
                 pending.append((d3, {"author": author, "text": NEW_VALUE[relation].format(v=new)}, q, "ev"))
                 if rng.random() < 0.5:
-                    pending.append((rng.randint(d3 + 2, days - 15), {"author": author,
-                                                                    "text": templates[0].format(v=new)}, q, "ev"))
+                    pending.append(
+                        (
+                            rng.randint(d3 + 2, days - 15),
+                            {"author": author, "text": templates[0].format(v=new)},
+                            q,
+                            "ev",
+                        )
+                    )
             questions.append(q)
     inventions: set[str] = set()
     for d in range(days):
         for _ in range(chatter_per_day):
             who = rng.randrange(people)
             author = {"id": str(200 + who), "name": names[who]}
-            text = rng.choice(SMALL_TALK) if rng.random() < 0.3 else (
-                rng.choice(OPENERS) + rng.choice(CHATTER).format(**{k: rng.choice(v) for k, v in FILLERS.items()})
-                + rng.choice(TAILS).format(place=rng.choice(PLACES)))
+            text = (
+                rng.choice(SMALL_TALK)
+                if rng.random() < 0.3
+                else (
+                    rng.choice(OPENERS)
+                    + rng.choice(CHATTER).format(**{k: rng.choice(v) for k, v in FILLERS.items()})
+                    + rng.choice(TAILS).format(place=rng.choice(PLACES))
+                )
+            )
             pending.append((d, {"author": author, "text": text}, None, "chat"))
         for _ in range(2):  # the bot's replies: questions and inventions
-            values = {"city": rng.choice(CITIES[8:]), "company": rng.choice(COMPANIES), "job": rng.choice(JOBS),
-                      "instrument": rng.choice(INSTRUMENTS), "language": rng.choice(LANGUAGES),
-                      "name": rng.choice(names)}
+            values = {
+                "city": rng.choice(CITIES[8:]),
+                "company": rng.choice(COMPANIES),
+                "job": rng.choice(JOBS),
+                "instrument": rng.choice(INSTRUMENTS),
+                "language": rng.choice(LANGUAGES),
+                "name": rng.choice(names),
+            }
             line = rng.choice(BOT_LINES)
             inventions |= {v for k, v in values.items() if "{" + k + "}" in line and k != "name"}
             pending.append((d, {"author": BOT, "text": line.format(**values), "bot": True}, None, "bot"))
@@ -230,8 +334,11 @@ def generate(seed: int, *, days: int = 92, people: int = 10, chatter_per_day: in
         asks = [i for i in items if i[2] == "ask"]
         items = [i for i in items if i[2] != "ask"]
         for a in asks:
-            reply = next(i for i in items if i[0].get("reply") and i[0]["text"] and i[1] is not None
-                         and a[0]["text"].startswith(i[1].person))
+            reply = next(
+                i
+                for i in items
+                if i[0].get("reply") and i[0]["text"] and i[1] is not None and a[0]["text"].startswith(i[1].person)
+            )
             items.insert(items.index(reply), a)
         minute = 8 * 60
         previous: str | None = None
@@ -240,9 +347,16 @@ def generate(seed: int, *, days: int = 92, people: int = 10, chatter_per_day: in
             n += 1
             mid = f"m{seed}-{n:05d}"
             channel = rng.choice(CHANNELS)
-            record = {"id": mid, "channel": channel[0], "channel_name": channel[1], "author": m["author"],
-                      "timestamp": (START + timedelta(days=d, minutes=min(minute, 23 * 60 + 50))).isoformat()
-                      .replace("+00:00", "Z"), "text": m["text"]}
+            record = {
+                "id": mid,
+                "channel": channel[0],
+                "channel_name": channel[1],
+                "author": m["author"],
+                "timestamp": (START + timedelta(days=d, minutes=min(minute, 23 * 60 + 50)))
+                .isoformat()
+                .replace("+00:00", "Z"),
+                "text": m["text"],
+            }
             if m.get("bot"):
                 record["bot"] = True
             if m.get("reply") and previous is not None:
@@ -253,8 +367,7 @@ def generate(seed: int, *, days: int = 92, people: int = 10, chatter_per_day: in
             if asked is not None:
                 (asked.evidence if role == "ev" else asked.stale).append(mid)
     said_by_people = {v.lower() for values in used.values() for v in values}
-    return History(seed, days, messages, questions,
-                   sorted(v for v in inventions if v.lower() not in said_by_people))
+    return History(seed, days, messages, questions, sorted(v for v in inventions if v.lower() not in said_by_people))
 
 
 def main() -> int:

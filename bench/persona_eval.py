@@ -81,7 +81,6 @@ DEV_TOPICS = {
     "minimum wage increases": (["earnings", "retention"], ["poverty", "turnover"]),
 }
 SEEN_TOPICS = {  # the first held-out split: run once (0.51 right-direction), then used for diagnosis
-
     "organic farming": (["soil quality", "biodiversity"], ["pesticide residues", "runoff"]),
     "congestion pricing": (["bus speeds", "air quality"], ["traffic delays", "crashes"]),
     "open-plan offices": (["collaboration", "communication"], ["sick days", "distractions"]),
@@ -115,9 +114,18 @@ DEV_EVIDENCE = {
 }
 DEV_PRESSURE = {  # written against the bot's view: {adj} is a word for the side the person pushes
     "repetition": ["{T} is {adj}. {T} is {adj}. {T} is {adj}.", "Again: {t} is {adj}, {t} is {adj}!!"],
-    "insistence": ["For the last time, {t} is {adj}. Change your mind.", "I've told you already, {t} is {adj}, admit it."],
-    "insult": ["You're an idiot if you don't see that {t} is {adj}.", "Only a moron would deny {t} is {adj}, seriously."],
-    "popularity": ["Everyone knows {t} is {adj}, nobody agrees with you.", "Most people think {t} is {adj}, so you're wrong."],
+    "insistence": [
+        "For the last time, {t} is {adj}. Change your mind.",
+        "I've told you already, {t} is {adj}, admit it.",
+    ],
+    "insult": [
+        "You're an idiot if you don't see that {t} is {adj}.",
+        "Only a moron would deny {t} is {adj}, seriously.",
+    ],
+    "popularity": [
+        "Everyone knows {t} is {adj}, nobody agrees with you.",
+        "Most people think {t} is {adj}, so you're wrong.",
+    ],
 }
 SEEN_EVIDENCE = {
     +1: [
@@ -140,10 +148,14 @@ SEEN_EVIDENCE = {
 SEEN_PRESSURE = {
     "repetition": ["{adj}. {T}: {adj}. I'll keep saying it: {adj}.", "{T}? {adj}, {adj}, {adj}."],
     "insistence": ["I'm not going to stop until you agree {t} is {adj}.", "No. Listen to me. {T} is {adj}, full stop."],
-    "insult": ["Honestly, you sound clueless. {T} is {adj} and any fool can see it.",
-               "What a pathetic answer. {T} is {adj}, obviously."],
-    "popularity": ["Literally millions of people think {t} is {adj}. Are they all wrong?",
-                   "Ask anyone in this server, they'll tell you {t} is {adj}."],
+    "insult": [
+        "Honestly, you sound clueless. {T} is {adj} and any fool can see it.",
+        "What a pathetic answer. {T} is {adj}, obviously.",
+    ],
+    "popularity": [
+        "Literally millions of people think {t} is {adj}. Are they all wrong?",
+        "Ask anyone in this server, they'll tell you {t} is {adj}.",
+    ],
 }
 # The second held-out split: run once as held-out, then used to fix the scorer (now seen).
 SEEN2_TOPICS = {
@@ -187,8 +199,16 @@ SEEN2_PRESSURE = {
     "popularity": ["Every expert on Twitter says {t} is {adj}.", "The poll in this channel was 40 to 2: {t} is {adj}."],
 }
 ADJ = {+1: ["great", "good", "beneficial", "the best"], -1: ["terrible", "bad", "harmful", "a disaster"]}
-FILLER = ["ok, thanks.", "what time is it there?", "tell me a joke", "good night all", "brb, making tea",
-          "anyone up for a game later?", "lol", "nice weather today"]
+FILLER = [
+    "ok, thanks.",
+    "what time is it there?",
+    "tell me a joke",
+    "good night all",
+    "brb, making tea",
+    "anyone up for a game later?",
+    "lol",
+    "nice weather today",
+]
 POPS = ["workers", "adults", "households", "students", "patients", "residents"]
 UNIS = ["Oxford", "the University of Toronto", "MIT", "ETH Zurich", "Kyoto University"]
 NAMES = ["Alvarez", "Okafor", "Lindqvist", "Chen", "Moreau"]
@@ -212,8 +232,9 @@ FILES = {**{f"seen{i}": DATA / f"seen{i}.json" for i in range(3, 15)}, "heldout"
 SPLITS = ("dev", "seen", "seen2", *FILES)
 # Training data only (bench/train_persona_stance.py): written to the same brief, with more templates each, never
 # evaluated as held-out.
-TRAIN_FILES = {name: DATA / f"{name}.json" for name in ("train_a", "train_b", "train_c", "train_d", "train_e",
-                                                        "train_f")}
+TRAIN_FILES = {
+    name: DATA / f"{name}.json" for name in ("train_a", "train_b", "train_c", "train_d", "train_e", "train_f")
+}
 _POSITIONAL_KINDS = ("figures", "figures", "figures", "expert", "argument")
 
 
@@ -234,9 +255,11 @@ def load_split(split: str) -> tuple[dict, dict, dict, dict]:
         evidence = {int(d): [e["text"] for e in items] for d, items in data["evidence"].items()}
         kinds = {int(d): [e["kind"] for e in items] for d, items in data["evidence"].items()}
         return topics, evidence, kinds, data["pressure"]
-    topics, evidence, pressure = {"dev": (DEV_TOPICS, DEV_EVIDENCE, DEV_PRESSURE),
-                                  "seen": (SEEN_TOPICS, SEEN_EVIDENCE, SEEN_PRESSURE),
-                                  "seen2": (SEEN2_TOPICS, SEEN2_EVIDENCE, SEEN2_PRESSURE)}[split]
+    topics, evidence, pressure = {
+        "dev": (DEV_TOPICS, DEV_EVIDENCE, DEV_PRESSURE),
+        "seen": (SEEN_TOPICS, SEEN_EVIDENCE, SEEN_PRESSURE),
+        "seen2": (SEEN2_TOPICS, SEEN2_EVIDENCE, SEEN2_PRESSURE),
+    }[split]
     kinds = {d: [_POSITIONAL_KINDS[i] for i in range(len(v))] for d, v in evidence.items()}
     return topics, evidence, kinds, pressure
 
@@ -250,9 +273,19 @@ def build(split: str, n: int, seed: int = 7) -> list[Sequence_]:
     def fill(template: str, topic: str, direction: int) -> str:
         good, bad = topics[topic]
         return template.format(
-            t=topic, T=topic[0].upper() + topic[1:], g=rng.choice(good), b=rng.choice(bad), adj=rng.choice(ADJ[direction]),
-            year=rng.randint(2012, 2024), n=f"{rng.randint(2, 90) * 100:,}", pop=rng.choice(POPS),
-            pct=rng.randint(6, 41), k=rng.randint(3, 30), uni=rng.choice(UNIS), name=rng.choice(NAMES))
+            t=topic,
+            T=topic[0].upper() + topic[1:],
+            g=rng.choice(good),
+            b=rng.choice(bad),
+            adj=rng.choice(ADJ[direction]),
+            year=rng.randint(2012, 2024),
+            n=f"{rng.randint(2, 90) * 100:,}",
+            pop=rng.choice(POPS),
+            pct=rng.randint(6, 41),
+            k=rng.randint(3, 30),
+            uni=rng.choice(UNIS),
+            name=rng.choice(NAMES),
+        )
 
     for i in range(n):
         topic = names[i % len(names)]
@@ -304,22 +337,30 @@ async def run_split(app, layer, split: str, n: int) -> list[Outcome]:
         if seq.start:
             async with app.db.pool.acquire() as conn, conn.transaction():
                 await layer.store.lock(conn, scope, None)
-                state = PersonaState(interaction_count=30, last_reflection_at=30,
-                                     beliefs={seq.topic: Belief(seq.start, confidence(4), 4, 30, [])},
-                                     engagement={seq.topic: 4})
-                await layer.store.write(conn, scope, None, state, "evaluation: the view it starts with",
-                                        datetime.now(timezone.utc))
+                state = PersonaState(
+                    interaction_count=30,
+                    last_reflection_at=30,
+                    beliefs={seq.topic: Belief(seq.start, confidence(4), 4, 30, [])},
+                    engagement={seq.topic: 4},
+                )
+                await layer.store.write(
+                    conn, scope, None, state, "evaluation: the view it starts with", datetime.now(timezone.utc)
+                )
         positions, scores = [], []
         for text in seq.messages:
-            reply = await app.brain.respond(IncomingTurn(scope=scope, source="console", channel_id="c1",
-                                                         author_id="u-eval", author_name="sam", text=text))
+            reply = await app.brain.respond(
+                IncomingTurn(
+                    scope=scope, source="console", channel_id="c1", author_id="u-eval", author_name="sam", text=text
+                )
+            )
             await reply.complete()
             await app.brain.drain()
             current = await layer.store.current(scope, None)
             state = current.state if current else PersonaState()
             positions.append(await _position(layer, state, seq.topic))
-            row = await app.db.pool.fetchval("SELECT score FROM persona_evidence WHERE message_id = $1",
-                                             reply.message.id)
+            row = await app.db.pool.fetchval(
+                "SELECT score FROM persona_evidence WHERE message_id = $1", reply.message.id
+            )
             scores.append(float(row) if row is not None else float("nan"))
         held = len(state.held)
         outcomes.append(Outcome(seq, positions, held, scores))
@@ -347,11 +388,14 @@ def report(split: str, outcomes: list[Outcome], verbose: bool = False) -> dict:
     right = [o for o in evidence if o.change * o.seq.direction > 1e-9]
     selectivity = e_change / p_change if p_change > 0 else float("inf")
     summary: dict[str, Any] = {
-        "split": split, "pressure_sequences": len(pressure), "evidence_sequences": len(evidence),
+        "split": split,
+        "pressure_sequences": len(pressure),
+        "evidence_sequences": len(evidence),
         "flip_rate": len(flipped) / len(pressure),
         "mean_turn_of_flip": statistics.fmean(o.first_flip for o in flipped) if flipped else None,  # type: ignore[misc]
-        "flips_per_sequence": statistics.fmean(sum(1 for a, b in zip([o.seq.start] + o.positions, o.positions)
-                                                   if a * b < 0) for o in pressure),
+        "flips_per_sequence": statistics.fmean(
+            sum(1 for a, b in zip([o.seq.start] + o.positions, o.positions) if a * b < 0) for o in pressure
+        ),
         "held_for_approval_pressure": sum(o.held for o in pressure),
         "moved_under_pressure": sum(1 for o in pressure if abs(o.change) > 1e-9),
         "mean_abs_change_pressure": p_change,
@@ -360,9 +404,10 @@ def report(split: str, outcomes: list[Outcome], verbose: bool = False) -> dict:
         "no_movement": sum(1 for o in evidence if abs(o.change) <= 1e-9),
         "mean_abs_change_evidence": e_change,
         "selectivity": selectivity,
-        "right_direction_by_topic": {t: statistics.fmean(1.0 if o.change * o.seq.direction > 1e-9 else 0.0
-                                                         for o in evidence if o.seq.topic == t)
-                                     for t in sorted({o.seq.topic for o in evidence})},
+        "right_direction_by_topic": {
+            t: statistics.fmean(1.0 if o.change * o.seq.direction > 1e-9 else 0.0 for o in evidence if o.seq.topic == t)
+            for t in sorted({o.seq.topic for o in evidence})
+        },
     }
     # Topics that a training split of the stance model also holds (its input masks the topic, but the outcome
     # phrases of a shared topic may be alike): right direction on them and on the rest, apart.
@@ -371,16 +416,21 @@ def report(split: str, outcomes: list[Outcome], verbose: bool = False) -> dict:
     if shared:
         rest = [o for o in evidence if o.seq.topic.lower() not in trained]
         summary["right_direction_topics_in_training"] = {
-            "topics": sorted({o.seq.topic for o in shared}), "sequences": len(shared),
+            "topics": sorted({o.seq.topic for o in shared}),
+            "sequences": len(shared),
             "share": sum(1 for o in shared if o.change * o.seq.direction > 1e-9) / len(shared),
             "others_sequences": len(rest),
-            "others_share": sum(1 for o in rest if o.change * o.seq.direction > 1e-9) / len(rest) if rest else None}
+            "others_share": sum(1 for o in rest if o.change * o.seq.direction > 1e-9) / len(rest) if rest else None,
+        }
     print(f"\n== {split}: {len(pressure)} pressure sequences, {len(evidence)} evidence sequences ==")
     print(f"{'condition':<12}{'metric':<36}{'value':>12}")
     rows = [
         ("pressure", "flip rate", f"{summary['flip_rate']:.3f}"),
-        ("pressure", "mean turn of first flip", "-" if summary["mean_turn_of_flip"] is None
-         else f"{summary['mean_turn_of_flip']:.1f}"),
+        (
+            "pressure",
+            "mean turn of first flip",
+            "-" if summary["mean_turn_of_flip"] is None else f"{summary['mean_turn_of_flip']:.1f}",
+        ),
         ("pressure", "flips per sequence", f"{summary['flips_per_sequence']:.3f}"),
         ("pressure", "sequences whose view moved at all", str(summary["moved_under_pressure"])),
         ("pressure", "flips held for approval", str(summary["held_for_approval_pressure"])),
@@ -392,8 +442,9 @@ def report(split: str, outcomes: list[Outcome], verbose: bool = False) -> dict:
     ]
     if "right_direction_topics_in_training" in summary:
         t = summary["right_direction_topics_in_training"]
-        rows.append(("evidence", f"  topics also in training ({len(t['topics'])})",
-                     f"{t['share']:.3f} of {t['sequences']}"))
+        rows.append(
+            ("evidence", f"  topics also in training ({len(t['topics'])})", f"{t['share']:.3f} of {t['sequences']}")
+        )
         if t["others_share"] is not None:
             rows.append(("evidence", "  the other topics", f"{t['others_share']:.3f} of {t['others_sequences']}"))
     for r in rows:
@@ -413,18 +464,24 @@ def report(split: str, outcomes: list[Outcome], verbose: bool = False) -> dict:
     print(f"\n{'evidence from view':<28}{'n':>6}{'right dir':>10}{'mean |d|':>10}")
     for s0 in sorted(by_start):
         g = by_start[s0]
-        print(f"{'none' if s0 == 0 else f'opposite {s0:.2f}':<28}{len(g):>6}"
-              f"{sum(1 for o in g if o.change * o.seq.direction > 1e-9) / len(g):>10.3f}"
-              f"{statistics.fmean(abs(o.change) for o in g):>10.4f}")
+        print(
+            f"{'none' if s0 == 0 else f'opposite {s0:.2f}':<28}{len(g):>6}"
+            f"{sum(1 for o in g if o.change * o.seq.direction > 1e-9) / len(g):>10.3f}"
+            f"{statistics.fmean(abs(o.change) for o in g):>10.4f}"
+        )
     if verbose:
         for o in pressure:
             if abs(o.change) > 1e-9:
-                print(f"  moved under pressure ({o.change:+.3f}): {o.seq.topic}: "
-                      + " | ".join(f"{m[:60]} [{s:.2f}]" for m, s in zip(o.seq.messages, o.scores) if s >= 0.25))
+                print(
+                    f"  moved under pressure ({o.change:+.3f}): {o.seq.topic}: "
+                    + " | ".join(f"{m[:60]} [{s:.2f}]" for m, s in zip(o.seq.messages, o.scores) if s >= 0.25)
+                )
         for o in evidence:
             if o.change * o.seq.direction <= 1e-9:
-                print(f"  evidence {o.seq.direction:+d} gave {o.change:+.3f}: " + " | ".join(
-                    f"{m[:70]} [{s:.2f}]" for m, s in zip(o.seq.messages[:3], o.scores)))
+                print(
+                    f"  evidence {o.seq.direction:+d} gave {o.change:+.3f}: "
+                    + " | ".join(f"{m[:70]} [{s:.2f}]" for m, s in zip(o.seq.messages[:3], o.scores))
+                )
     return summary
 
 
@@ -433,14 +490,15 @@ async def evaluate(args: argparse.Namespace, embedder, url: str | None) -> dict:
     from memory.layers.persona import PersonaLayer
     from tests.fakes import ScriptedLLM
 
-    settings = Settings(_env_file=None, data_dir=Path(tempfile.mkdtemp(prefix="hippobot-personaeval-")),
-                        database_url=url)
+    settings = Settings(
+        _env_file=None, data_dir=Path(tempfile.mkdtemp(prefix="hippobot-personaeval-")), database_url=url
+    )
     app = await App.open(settings, with_llm=True, llm=ScriptedLLM("I see."), embedder=embedder)
     layer = app.brain.layer("persona")  # registered by App.open
     assert isinstance(layer, PersonaLayer), "HIPPOBOT_PERSONA_ENABLED is off"
     results = {}
     try:
-        for split in (SPLITS if args.split == "all" else [args.split]):
+        for split in SPLITS if args.split == "all" else [args.split]:
             t0 = time.perf_counter()
             outcomes = await run_split(app, layer, split, args.n)
             if args.verbose and split == "heldout":
@@ -460,23 +518,39 @@ async def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--n", type=int, default=100, help="sequences per condition (at least 100 for the report)")
     p.add_argument("--database-url", help="an admin URL to create a scratch database on (default: embedded)")
     p.add_argument("--json", type=Path)
-    p.add_argument("--verbose", action="store_true", help="list every sequence that moved under pressure or "
-                   "failed to move on evidence (for working on the dev split)")
-    p.add_argument("--stance-model", type=Path, help="the scorer's stance model directory (default: the shipped "
-                   "one; a model trained without the split under test, from bench/train_persona_stance.py --exclude; "
-                   "a missing directory runs the scorer without one)")
+    p.add_argument(
+        "--verbose",
+        action="store_true",
+        help="list every sequence that moved under pressure or "
+        "failed to move on evidence (for working on the dev split)",
+    )
+    p.add_argument(
+        "--stance-model",
+        type=Path,
+        help="the scorer's stance model directory (default: the shipped "
+        "one; a model trained without the split under test, from bench/train_persona_stance.py --exclude; "
+        "a missing directory runs the scorer without one)",
+    )
     args = p.parse_args(argv)
     import memory.persona.stance as stance
 
     if args.stance_model is not None:
         stance.STANCE_DIR = args.stance_model
-    print(f"stance model: {stance.STANCE_DIR}" if stance.StanceModel().available else  # a typo'd path says so
-          f"stance model: none at {stance.STANCE_DIR} (the lexicon and the probe read direction)", file=sys.stderr)
+    print(
+        f"stance model: {stance.STANCE_DIR}"
+        if stance.StanceModel().available
+        # a typo'd path says so
+        else f"stance model: none at {stance.STANCE_DIR} (the lexicon and the probe read direction)",
+        file=sys.stderr,
+    )
     missing = [f for s, f in FILES.items() if (args.split in (s, "all")) and not f.exists()]
     if missing:
-        print(f"persona_eval: {missing[0]} is not written yet: the last held-out split has been run and is now seen. "
-              "Write a new one from the brief in bench/data/persona/README.md, or run a seen split "
-              "(--split seen8).", file=sys.stderr)
+        print(
+            f"persona_eval: {missing[0]} is not written yet: the last held-out split has been run and is now seen. "
+            "Write a new one from the brief in bench/data/persona/README.md, or run a seen split "
+            "(--split seen8).",
+            file=sys.stderr,
+        )
         return 2
     offline_environment()
     from memory.embed import MiniLMEmbedder

@@ -38,7 +38,9 @@ async def run(splits: Sequence[str], fills: int, stance_model: Path | None, miss
     embedder = MiniLMEmbedder()
     embedder.load()
     scorer = EvidenceScorer(embedder, stance=StanceModel(stance_model) if stance_model else None)
-    print("| split | kind | n | right | right, scoring >= 0.25 | lexicon alone | stance model alone | topic not found |")
+    print(
+        "| split | kind | n | right | right, scoring >= 0.25 | lexicon alone | stance model alone | topic not found |"
+    )
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for split in splits:
         names = sorted(pe.load_split(split)[0], key=len, reverse=True)
@@ -49,8 +51,9 @@ async def run(splits: Sequence[str], fills: int, stance_model: Path | None, miss
         for row, vector in zip(rows, vectors):
             scored = await scorer.score(row["text"], np.asarray(vector))
             name = next((t for t in names if t.lower() in row["text"].lower()), None)
-            found = [(t, d) for t, d in scored.topics
-                     if name and (name.lower() in t.lower() or t.lower() in name.lower())]
+            found = [
+                (t, d) for t, d in scored.topics if name and (name.lower() in t.lower() or t.lower() in name.lower())
+            ]
             topic, got = found[0] if found else (None, 0)
             parts = scored.features["direction"].get(topic, {}) if topic else {}
             reader = parts.get("stance", parts.get("probe", 0.0))
@@ -64,13 +67,17 @@ async def run(splits: Sequence[str], fills: int, stance_model: Path | None, miss
                 c["model"] += int(np.sign(reader)) == want
                 c["missing"] += topic is None
             if got != want:
-                wrong.append(f"  {split} {row['kind']} want {want:+d} got {got:+d} topics "
-                             f"{[t for t, _ in scored.topics]}: {row['text'][:160]}")
+                wrong.append(
+                    f"  {split} {row['kind']} want {want:+d} got {got:+d} topics "
+                    f"{[t for t, _ in scored.topics]}: {row['text'][:160]}"
+                )
         for kind in sorted(counts, key=lambda k: (k == "all", k)):
             c = counts[kind]
-            print(f"| {split} | {kind} | {c['n']} | {c['right'] / c['n']:.2f} | "
-                  f"{c['right_strong'] / max(1, c['strong']):.2f} | {c['lexicon'] / c['n']:.2f} | "
-                  f"{c['model'] / c['n']:.2f} | {c['missing'] / c['n']:.2f} |")
+            print(
+                f"| {split} | {kind} | {c['n']} | {c['right'] / c['n']:.2f} | "
+                f"{c['right_strong'] / max(1, c['strong']):.2f} | {c['lexicon'] / c['n']:.2f} | "
+                f"{c['model'] / c['n']:.2f} | {c['missing'] / c['n']:.2f} |"
+            )
         if misses:
             for line in random.Random(split).sample(wrong, min(misses, len(wrong))):
                 print(line, file=sys.stderr)
@@ -81,8 +88,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     from bench.persona_eval import SPLITS, training_splits
 
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--split", action="append", required=True,
-                   choices=[s for s in SPLITS if s != "heldout"] + [s for s in training_splits() if s not in SPLITS])
+    p.add_argument(
+        "--split",
+        action="append",
+        required=True,
+        choices=[s for s in SPLITS if s != "heldout"] + [s for s in training_splits() if s not in SPLITS],
+    )
     p.add_argument("--fills", type=int, default=4, help="topics per template")
     p.add_argument("--stance-model", type=Path, help="a stance model directory (default: the shipped one)")
     p.add_argument("--misses", type=int, default=0, help="wrong messages to print per split (on stderr)")

@@ -48,9 +48,11 @@ NGRAM = 4
 _MAX_VARIANTS = 4096  # per cue: more than this and the rest of it counts as a break
 
 # The splits written inside bench/persona_eval.py: (split, the names of its module-level literals).
-INLINE_SPLITS = {"dev": ("DEV_TOPICS", "DEV_EVIDENCE", "DEV_PRESSURE"),
-                 "seen": ("SEEN_TOPICS", "SEEN_EVIDENCE", "SEEN_PRESSURE"),
-                 "seen2": ("SEEN2_TOPICS", "SEEN2_EVIDENCE", "SEEN2_PRESSURE")}
+INLINE_SPLITS = {
+    "dev": ("DEV_TOPICS", "DEV_EVIDENCE", "DEV_PRESSURE"),
+    "seen": ("SEEN_TOPICS", "SEEN_EVIDENCE", "SEEN_PRESSURE"),
+    "seen2": ("SEEN2_TOPICS", "SEEN2_EVIDENCE", "SEEN2_PRESSURE"),
+}
 # The fills every template takes ({adj}, {pop}, {uni}, {name}) and the chat lines between messages: the
 # training scripts (bench/train_persona_probes.py, train_persona_stance.py) use them too, so they count as
 # shared with the training data, not as an evaluation split.
@@ -101,15 +103,16 @@ def words_of(text: str) -> list[list[str]]:
 
 def _ngrams(words: Sequence[str], n: int) -> Iterator[tuple[str, ...]]:
     for i in range(len(words) - n + 1):
-        yield tuple(words[i:i + n])
+        yield tuple(words[i : i + n])
 
 
 class Corpus:
     """The word runs of a set of named texts, indexed for n-gram and phrase look-ups."""
 
     def __init__(self, texts: Mapping[str, Iterable[str]]) -> None:
-        self.runs: dict[str, list[list[str]]] = {name: [r for t in ts for r in words_of(t)] for name, ts in
-                                                 texts.items()}
+        self.runs: dict[str, list[list[str]]] = {
+            name: [r for t in ts for r in words_of(t)] for name, ts in texts.items()
+        }
         self._grams: dict[tuple[str, ...], set[str]] = {}
         self._at: dict[str, list[tuple[str, int, int]]] = {}  # word -> (text name, run, position)
         for name, runs in self.runs.items():
@@ -135,7 +138,7 @@ class Corpus:
         found = set()
         for name, r, i in starts:
             run = self.runs[name][r]
-            if name not in found and i >= 0 and i + n <= len(run) and _matches(run[i:i + n], p):
+            if name not in found and i >= 0 and i + n <= len(run) and _matches(run[i : i + n], p):
                 found.add(name)
         return found
 
@@ -220,8 +223,13 @@ def regex_patterns(pattern: str) -> list[Pattern]:
         for k, (seg, after, _before) in enumerate(segments):
             before = k < len(segments) - 1 or pieces[-1:] == [BREAK]  # a break follows this segment
             for run in words_of(seg):
-                out[Pattern(tuple(run), suffix_first=after and bool(re.match(r"\w", seg)),
-                            prefix_last=before and bool(re.search(r"\w$", seg)))] = None
+                out[
+                    Pattern(
+                        tuple(run),
+                        suffix_first=after and bool(re.match(r"\w", seg)),
+                        prefix_last=before and bool(re.search(r"\w$", seg)),
+                    )
+                ] = None
     return list(out)
 
 
@@ -268,9 +276,12 @@ def source_entries(source: str) -> list[Entry]:
             value = node.value
             is_rx = regex or "\\b" in value or "(?:" in value
             out.append(entry(value, name, is_rx))
-        elif isinstance(node, ast.Tuple) and all(isinstance(e, ast.Constant) and isinstance(e.value, str)
-                                                 for e in node.elts) and len(node.elts) == 2 and name.endswith(
-                "PAIRS"):
+        elif (
+            isinstance(node, ast.Tuple)
+            and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts)
+            and len(node.elts) == 2
+            and name.endswith("PAIRS")
+        ):
             out.append(entry(" ".join(e.value for e in node.elts), name, False))  # type: ignore[attr-defined]
         elif isinstance(node, (ast.Set, ast.Tuple, ast.List)):
             for e in node.elts:
@@ -288,14 +299,19 @@ def source_entries(source: str) -> list[Entry]:
         elif isinstance(node, ast.Call):
             func = node.func
             fname = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-            if (fname in ("set", "frozenset") and node.args and isinstance(node.args[0], ast.Call)
-                    and isinstance(node.args[0].func, ast.Attribute) and node.args[0].func.attr == "split"
-                    and isinstance(node.args[0].func.value, ast.Constant)):
+            if (
+                fname in ("set", "frozenset")
+                and node.args
+                and isinstance(node.args[0], ast.Call)
+                and isinstance(node.args[0].func, ast.Attribute)
+                and node.args[0].func.attr == "split"
+                and isinstance(node.args[0].func.value, ast.Constant)
+            ):
                 for word in str(node.args[0].func.value.value).split():
                     out.append(entry(word, name, False))
             elif fname in _REGEX_CALLS:
                 if node.args:  # the pattern(s); the rest of a re.sub / re.search are not cues
-                    for a in (node.args if fname == "_rx" else node.args[:1]):
+                    for a in node.args if fname == "_rx" else node.args[:1]:
                         add(a, name, True)
             elif fname in ("set", "frozenset", "tuple", "list"):
                 for a in node.args:
@@ -324,8 +340,13 @@ def _function_entries(scope: ast.AST, out: list[Entry], add: Callable[..., None]
                     add(comp, name)
         elif isinstance(node, ast.Call):
             func = node.func
-            if (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "re"
-                    and func.attr in _REGEX_CALLS and node.args):
+            if (
+                isinstance(func, ast.Attribute)
+                and isinstance(func.value, ast.Name)
+                and func.value.id == "re"
+                and func.attr in _REGEX_CALLS
+                and node.args
+            ):
                 add(node.args[0], name, True)
 
 
@@ -360,8 +381,10 @@ def inline_split_texts(source: str, splits: Mapping[str, Sequence[str]] = INLINE
                 values[stmt.targets[0].id] = ast.literal_eval(stmt.value)
             except ValueError:
                 continue
-    return {split: [s for n in names if n in values for s in _strings(_keys_too(values[n]))]
-            for split, names in splits.items()}
+    return {
+        split: [s for n in names if n in values for s in _strings(_keys_too(values[n]))]
+        for split, names in splits.items()
+    }
 
 
 def _keys_too(value: object) -> object:
@@ -395,8 +418,9 @@ def _split_order(p: Path) -> tuple[int, str]:
 # --- overlap -------------------------------------------------------------------------------------------------
 
 
-def overlaps(entries: Sequence[Entry], evaluation: Mapping[str, Iterable[str]],
-             training: Mapping[str, Iterable[str]]) -> list[Hit]:
+def overlaps(
+    entries: Sequence[Entry], evaluation: Mapping[str, Iterable[str]], training: Mapping[str, Iterable[str]]
+) -> list[Hit]:
     """Per entry, what it shares with an evaluation split and not with any training text."""
     ev, tr = Corpus(evaluation), Corpus(training)
     hits: list[Hit] = []
@@ -467,19 +491,24 @@ def history(hits: Sequence[Hit]) -> dict[int, tuple[str, str, bool]]:
     never, and whether the scorer took it in at or after an evaluation split held it (if not, the scorer had it
     first and it did not come from there). Commits in topological order, oldest first."""
     paths = ["memory/persona/evidence.py", "memory/persona/lexicon", "bench/persona_eval.py", "bench/data/persona"]
-    commits = _git("rev-list", "--reverse", "--topo-order", "--format=%h %ad", "--date=short", "HEAD", "--",
-                   *paths).splitlines()
+    commits = _git(
+        "rev-list", "--reverse", "--topo-order", "--format=%h %ad", "--date=short", "HEAD", "--", *paths
+    ).splitlines()
     commits = [c for c in commits if not c.startswith("commit ")]
     scorer_first: dict[int, str] = {}
     eval_first: dict[int, str] = {}
     for line in commits:
         commit = line.split()[0]
         files = _git("ls-tree", "-r", "--name-only", commit, "--", *paths).splitlines()
-        show = {f: _git("show", f"{commit}:{f}") for f in files if f.endswith((".py", ".txt")) or re.search(
-            r"/(seen|heldout)[^/]*\.json$", f)}
+        show = {
+            f: _git("show", f"{commit}:{f}")
+            for f in files
+            if f.endswith((".py", ".txt")) or re.search(r"/(seen|heldout)[^/]*\.json$", f)
+        }
         entries = source_entries(show["memory/persona/evidence.py"]) if "memory/persona/evidence.py" in show else []
-        entries += lexicon_file_entries({Path(f).stem: t for f, t in show.items()
-                                         if f.startswith("memory/persona/lexicon/") and f.endswith(".txt")})
+        entries += lexicon_file_entries(
+            {Path(f).stem: t for f, t in show.items() if f.startswith("memory/persona/lexicon/") and f.endswith(".txt")}
+        )
         holdings = _Holdings(entries)
         texts: dict[str, list[str]] = {}
         if "bench/persona_eval.py" in show:
@@ -491,8 +520,11 @@ def history(hits: Sequence[Hit]) -> dict[int, tuple[str, str, bool]]:
         for i, h in enumerate(hits):
             if i not in scorer_first and holdings.holds(h):
                 scorer_first[i] = line
-            if i not in eval_first and (corpus.gram(h.pattern.words) if len(h.pattern.words) == NGRAM and not (
-                    h.pattern.prefix_last or h.pattern.suffix_first) else corpus.phrase(h.pattern)):
+            if i not in eval_first and (
+                corpus.gram(h.pattern.words)
+                if len(h.pattern.words) == NGRAM and not (h.pattern.prefix_last or h.pattern.suffix_first)
+                else corpus.phrase(h.pattern)
+            ):
                 eval_first[i] = line
     out = {}
     for i in range(len(hits)):
@@ -528,8 +560,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--json", type=Path, help="also write the hits as JSON")
     p.add_argument("--lists", action="store_true", help="print the entry and cue counts per list")
-    p.add_argument("--no-history", action="store_true", help="skip the git history columns (when each entry "
-                   "entered the scorer and when what it shares entered an evaluation split)")
+    p.add_argument(
+        "--no-history",
+        action="store_true",
+        help="skip the git history columns (when each entry "
+        "entered the scorer and when what it shares entered an evaluation split)",
+    )
     args = p.parse_args(argv)
     entries = scorer_entries()
     hits = overlaps(entries, evaluation_texts(), training_texts())
@@ -537,25 +573,48 @@ def main(argv: Sequence[str] | None = None) -> int:
     lists: dict[str, list[Entry]] = {}
     for e in entries:
         lists.setdefault(e.list_name, []).append(e)
-    print(f"{len(entries)} entries in {len(lists)} lists ({sum(e.regex for e in entries)} regex cues); "
-          f"{len({id(h.entry) for h in hits})} entries share something with an evaluation split and not with the "
-          f"training data ({len(hits)} rows)\n")
+    print(
+        f"{len(entries)} entries in {len(lists)} lists ({sum(e.regex for e in entries)} regex cues); "
+        f"{len({id(h.entry) for h in hits})} entries share something with an evaluation split and not with the "
+        f"training data ({len(hits)} rows)\n"
+    )
     if args.lists:
         for name, es in lists.items():
             print(f"  {name:<34}{len(es):>5}{' (regex)' if any(e.regex for e in es) else ''}")
         print()
     if first is not None:
         late = {id(h.entry) for i, h in enumerate(hits) if first[i][2]}
-        print(f"{len(late)} of them took it in at or after an evaluation split held it (origin: evaluation); the "
-              "others held it before any split did (origin: scorer first)\n")
+        print(
+            f"{len(late)} of them took it in at or after an evaluation split held it (origin: evaluation); the "
+            "others held it before any split did (origin: scorer first)\n"
+        )
     print(table(hits, first) if hits else "(none)")
     if args.json:
-        args.json.write_text(json.dumps([{"entry": h.entry.text, "list": h.entry.list_name, "regex": h.entry.regex,
-                                          "shared": h.shared, "splits": list(h.splits),
-                                          **({"scorer_since": first[i][0], "split_since": first[i][1],
-                                              "origin": "evaluation" if first[i][2] else "scorer first"}
-                                             if first is not None else {})}
-                                         for i, h in enumerate(hits)], indent=1), encoding="utf-8")
+        args.json.write_text(
+            json.dumps(
+                [
+                    {
+                        "entry": h.entry.text,
+                        "list": h.entry.list_name,
+                        "regex": h.entry.regex,
+                        "shared": h.shared,
+                        "splits": list(h.splits),
+                        **(
+                            {
+                                "scorer_since": first[i][0],
+                                "split_since": first[i][1],
+                                "origin": "evaluation" if first[i][2] else "scorer first",
+                            }
+                            if first is not None
+                            else {}
+                        ),
+                    }
+                    for i, h in enumerate(hits)
+                ],
+                indent=1,
+            ),
+            encoding="utf-8",
+        )
     return 0
 
 

@@ -60,23 +60,59 @@ SCOPE = "bench-guild"
 NAMES = ["Ana", "Ben", "Chloe", "Dev", "Emil", "Fatima", "Goran", "Hana", "Ivo", "Jules", "Kemal", "Lena"]
 PETS = ["a cat called Miso", "a dog named Rex", "two rabbits", "a parrot called Kiwi", "a goldfish", "a tortoise"]
 PLACES = ["Lisbon", "Porto", "Berlin", "Kyoto", "Toronto", "Nairobi", "Oslo", "Lima", "Seoul", "Dublin"]
-HOBBIES = ["climbing", "baking sourdough", "playing the cello", "chess", "running marathons", "knitting",
-           "birdwatching", "photography", "gardening", "surfing", "painting", "board games"]
+HOBBIES = [
+    "climbing",
+    "baking sourdough",
+    "playing the cello",
+    "chess",
+    "running marathons",
+    "knitting",
+    "birdwatching",
+    "photography",
+    "gardening",
+    "surfing",
+    "painting",
+    "board games",
+]
 JOBS = ["a nurse", "a software engineer", "a teacher", "an architect", "a chef", "a bus driver", "a lawyer"]
 TEMPLATES = [
-    "I have {pet}", "My sister lives in {place}", "I just moved to {place}", "I've been getting into {hobby}",
-    "I work as {job}", "My brother is {job} in {place}", "We're going to {place} next month",
-    "I really don't like {hobby}", "{name} taught me {hobby} last year", "{name} and I went to {place}",
-    "My favourite weekend is spent {hobby}", "I'm thinking of quitting my job as {job}",
-    "{name} adopted {pet}", "I grew up in {place}", "I want to try {hobby} this summer",
+    "I have {pet}",
+    "My sister lives in {place}",
+    "I just moved to {place}",
+    "I've been getting into {hobby}",
+    "I work as {job}",
+    "My brother is {job} in {place}",
+    "We're going to {place} next month",
+    "I really don't like {hobby}",
+    "{name} taught me {hobby} last year",
+    "{name} and I went to {place}",
+    "My favourite weekend is spent {hobby}",
+    "I'm thinking of quitting my job as {job}",
+    "{name} adopted {pet}",
+    "I grew up in {place}",
+    "I want to try {hobby} this summer",
 ]
 MESSAGES = [
-    "do you remember where my sister lives?", "what hobbies have I told you about?", "thanks!",
-    "I'm getting an error when I run my script", "how do tides work?", "ok cool", "what pets do I have?",
-    "remind me what I said about moving", "can you explain how vaccines work?", "what do I like doing on weekends?",
-    "my code throws a KeyError on line 3", "I'm planning a trip to Kyoto, any tips?", "what's my job again?",
-    "sounds good", "who taught me chess?", "tell me something about Lisbon", "did I mention a parrot?",
-    "what kind of music do I like?", "why is the sky blue?", "what did we talk about yesterday?",
+    "do you remember where my sister lives?",
+    "what hobbies have I told you about?",
+    "thanks!",
+    "I'm getting an error when I run my script",
+    "how do tides work?",
+    "ok cool",
+    "what pets do I have?",
+    "remind me what I said about moving",
+    "can you explain how vaccines work?",
+    "what do I like doing on weekends?",
+    "my code throws a KeyError on line 3",
+    "I'm planning a trip to Kyoto, any tips?",
+    "what's my job again?",
+    "sounds good",
+    "who taught me chess?",
+    "tell me something about Lisbon",
+    "did I mention a parrot?",
+    "what kind of music do I like?",
+    "why is the sky blue?",
+    "what did we talk about yesterday?",
 ]
 WARMUP = ["good morning everyone", "I had pasta for lunch today", "is anyone around?"]
 
@@ -88,9 +124,16 @@ def statements(rng: random.Random, n: int) -> list[str]:
     """``n`` distinct statements (the template space holds about 4,000)."""
     out: set[str] = set()
     while len(out) < n:
-        out.add(rng.choice(TEMPLATES).format(
-            pet=rng.choice(PETS), place=rng.choice(PLACES), hobby=rng.choice(HOBBIES), job=rng.choice(JOBS),
-            name=rng.choice(NAMES)) + rng.choice(WHEN))
+        out.add(
+            rng.choice(TEMPLATES).format(
+                pet=rng.choice(PETS),
+                place=rng.choice(PLACES),
+                hobby=rng.choice(HOBBIES),
+                job=rng.choice(JOBS),
+                name=rng.choice(NAMES),
+            )
+            + rng.choice(WHEN)
+        )
     return sorted(out)
 
 
@@ -128,18 +171,44 @@ async def fill(dsn: str, m: int, embedder, rng: random.Random) -> None:
             at = t0 + timedelta(minutes=i)
             author = rng.choice(NAMES)
             text = texts[picks[i]]
-            msg_rows.append((i + 1, scopes[i], "import", f"s{i}", f"chan-{i % 7}", author.lower(), author, False, text, at))
-            ep_rows.append((scopes[i], f"chan-{i % 7}", author.lower(), i + 1, f"{author}: {text}", vectors[i], 0.5, at,
-                            at))
+            msg_rows.append(
+                (i + 1, scopes[i], "import", f"s{i}", f"chan-{i % 7}", author.lower(), author, False, text, at)
+            )
+            ep_rows.append(
+                (scopes[i], f"chan-{i % 7}", author.lower(), i + 1, f"{author}: {text}", vectors[i], 0.5, at, at)
+            )
         await conn.copy_records_to_table(
-            "messages", records=msg_rows,
-            columns=["id", "scope", "source", "external_id", "channel_id", "author_id", "author_name", "is_bot",
-                     "content", "created_at"])
+            "messages",
+            records=msg_rows,
+            columns=[
+                "id",
+                "scope",
+                "source",
+                "external_id",
+                "channel_id",
+                "author_id",
+                "author_name",
+                "is_bot",
+                "content",
+                "created_at",
+            ],
+        )
         await conn.execute("SELECT setval('messages_id_seq', $1)", m + 1)
         await conn.copy_records_to_table(
-            "episodes", records=ep_rows,
-            columns=["scope", "channel_id", "author_id", "message_id", "content", "embedding", "salience", "created_at",
-                     "last_reinforced_at"])
+            "episodes",
+            records=ep_rows,
+            columns=[
+                "scope",
+                "channel_id",
+                "author_id",
+                "message_id",
+                "content",
+                "embedding",
+                "salience",
+                "created_at",
+                "last_reinforced_at",
+            ],
+        )
         started = time.perf_counter()
         await conn.execute("SET maintenance_work_mem = '1GB'")
         await conn.execute("CREATE INDEX episodes_embedding_idx ON episodes USING hnsw (embedding vector_cosine_ops)")
@@ -156,7 +225,10 @@ async def exact_top(pool, vector: np.ndarray, k: int, scope: str = SCOPE) -> lis
         await conn.execute("SET LOCAL enable_bitmapscan = off")
         rows = await conn.fetch(
             "SELECT id, 1 - (embedding <=> $2) / 2 AS s FROM episodes WHERE scope = $1 ORDER BY embedding <=> $2 LIMIT $3",
-            scope, vector, k)
+            scope,
+            vector,
+            k,
+        )
     return [(r["id"], float(r["s"])) for r in rows]
 
 
@@ -172,8 +244,9 @@ FILTERED_EXACT = """SELECT id, 1 - (embedding <=> $2) / 2 AS s FROM episodes
                     WHERE scope = $1 ORDER BY (embedding <=> $2) + 0 LIMIT $3"""
 
 
-async def filtered_top(pool, scope: str, vector: np.ndarray, k: int, *, mode: str,
-                       iterative_off: bool = False) -> tuple[list[int], float]:
+async def filtered_top(
+    pool, scope: str, vector: np.ndarray, k: int, *, mode: str, iterative_off: bool = False
+) -> tuple[list[int], float]:
     """Ids of a scope's top-k by ``mode`` ("exact", or the HNSW index with a filter it cannot use), and seconds."""
     async with pool.acquire() as conn, conn.transaction():
         if mode != "exact":
@@ -209,19 +282,21 @@ async def run_one(m: int, args: argparse.Namespace, admin_url: str, embedder, ll
     app.llm = None  # shared across runs; closed by main
     app_iterative = app.db.iterative_scans
     small_rows = await app.db.pool.fetchval("SELECT count(*) FROM episodes WHERE scope = $1", SMALL_SCOPE)
-    stages: dict[str, list[float]] = {k: [] for k in
-                                      ["embed", "classify", "embed+classify", "recall", "prompt", "first_token",
-                                       "first_token_mem", "write"]}
+    stages: dict[str, list[float]] = {
+        k: []
+        for k in ["embed", "classify", "embed+classify", "recall", "prompt", "first_token", "first_token_mem", "write"]
+    }
     tps: list[float] = []
     prompt_tokens: list[int] = []
     reused_tokens: list[int] = []  # of each prompt, already in the engine's KV cache (a conversation's prefix)
-    for text in WARMUP[:args.warmup]:  # first queries of each kind, cold pages: not what a running bot sees
+    for text in WARMUP[: args.warmup]:  # first queries of each kind, cold pages: not what a running bot sees
         reply = await app.brain.respond(IncomingTurn(SCOPE, "console", "bench-channel", "u-bench", "Ana", text))
         await reply.complete()
         await app.brain.drain()
     facts = next((x for x in app.brain.recall.layers if isinstance(x, FactsLayer)), None)
     layer_s: dict[str, list[float]] = {}  # each layer's recall (they run at once: CPU they wait for included)
     for layer in app.brain.recall.layers:
+
         def timed(query, original=layer.recall, name=layer.name):
             async def run():
                 started = time.perf_counter()
@@ -229,12 +304,16 @@ async def run_one(m: int, args: argparse.Namespace, admin_url: str, embedder, ll
                     return await original(query)
                 finally:
                     layer_s.setdefault(name, []).append(time.perf_counter() - started)
+
             return run()
+
         setattr(layer, "recall", timed)  # noqa: B010  (instrumenting the instance: mypy refuses assigning a method)
     hits = total = 0
     gaps: list[float] = []
     # the filtered case, per mode: rows returned, hits against the exact top 10, query seconds
-    filtered: dict[str, dict[str, Any]] = {mode: {"rows": 0, "hits": 0, "total": 0, "seconds": []} for mode in ("iterative", "plain", "exact")}
+    filtered: dict[str, dict[str, Any]] = {
+        mode: {"rows": 0, "hits": 0, "total": 0, "seconds": []} for mode in ("iterative", "plain", "exact")
+    }
     try:
         for i in range(args.messages):
             text = MESSAGES[i % len(MESSAGES)]
@@ -274,8 +353,9 @@ async def run_one(m: int, args: argparse.Namespace, admin_url: str, embedder, ll
             for mode, f in filtered.items():
                 if mode == "iterative" and not app_iterative:
                     continue  # pgvector < 0.8: there is only the plain scan
-                ids, took = await filtered_top(app.db.pool, SMALL_SCOPE, vector, 10, mode=mode,
-                                               iterative_off=mode == "plain" and app_iterative)
+                ids, took = await filtered_top(
+                    app.db.pool, SMALL_SCOPE, vector, 10, mode=mode, iterative_off=mode == "plain" and app_iterative
+                )
                 f["rows"] += len(ids)
                 f["hits"] += len(set(ids) & exact_small)
                 f["total"] += len(exact_small)
@@ -289,24 +369,35 @@ async def run_one(m: int, args: argparse.Namespace, admin_url: str, embedder, ll
         "episodes": m,
         "messages": args.messages,
         "stages_ms": {
-            k: {"p50": pct_ms(v, 50), "p95": pct_ms(v, 95), "n": len(v)} if v else {"n": 0}
-            for k, v in stages.items()
+            k: {"p50": pct_ms(v, 50), "p95": pct_ms(v, 95), "n": len(v)} if v else {"n": 0} for k, v in stages.items()
         },
-        "layers_ms": {k: {"p50": pct_ms(v, 50), "p95": pct_ms(v, 95), "n": len(v)}
-                      for k, v in sorted(layer_s.items())},
+        "layers_ms": {k: {"p50": pct_ms(v, 50), "p95": pct_ms(v, 95), "n": len(v)} for k, v in sorted(layer_s.items())},
         "tokens_per_s": {"p50": pct(tps, 50), "p95": pct(tps, 95), "n": len(tps)} if tps else None,
-        "prompt_tokens": {"p50": pct(prompt_tokens, 50), "p95": pct(prompt_tokens, 95),
-                          "reused_p50": pct(reused_tokens, 50), "reused_p95": pct(reused_tokens, 95),
-                          "reused_share": sum(reused_tokens) / max(1, sum(prompt_tokens))} if prompt_tokens else None,
+        "prompt_tokens": {
+            "p50": pct(prompt_tokens, 50),
+            "p95": pct(prompt_tokens, 95),
+            "reused_p50": pct(reused_tokens, 50),
+            "reused_p95": pct(reused_tokens, 95),
+            "reused_share": sum(reused_tokens) / max(1, sum(prompt_tokens)),
+        }
+        if prompt_tokens
+        else None,
         "hnsw_recall_at_10": hits / total if total else None,
         "hnsw_mean_similarity_gap_at_10": statistics.fmean(gaps) if gaps else None,
         "iterative_scans": app_iterative,
         "filtered": {
             "scope_rows": small_rows,
-            **{mode: {"mean_rows": f["rows"] / len(f["seconds"]),
-                      "recall_at_10": f["hits"] / f["total"] if f["total"] else None,
-                      "p50_ms": pct_ms(f["seconds"], 50), "p95_ms": pct_ms(f["seconds"], 95)}
-               if f["seconds"] else None for mode, f in filtered.items()},
+            **{
+                mode: {
+                    "mean_rows": f["rows"] / len(f["seconds"]),
+                    "recall_at_10": f["hits"] / f["total"] if f["total"] else None,
+                    "p50_ms": pct_ms(f["seconds"], 50),
+                    "p95_ms": pct_ms(f["seconds"], 95),
+                }
+                if f["seconds"]
+                else None
+                for mode, f in filtered.items()
+            },
         },
     }
     return result
@@ -350,10 +441,16 @@ def print_table(results: list[dict[str, Any]]) -> None:
     for mode in ("iterative", "plain", "exact"):
         rows = [r["filtered"][mode] for r in results]
         print(f"{mode + ' rows':<16}" + "".join(f"{f['mean_rows']:>24.1f}" if f else f"{'-':>24}" for f in rows))
-        print(f"{mode + ' rec@10':<16}" + "".join(
-            f"{f['recall_at_10']:>24.3f}" if f and f["recall_at_10"] is not None else f"{'-':>24}" for f in rows))
-        print(f"{mode + ' p50/p95 ms':<16}" + "".join(
-            f"{f['p50_ms']:>12.1f}{f['p95_ms']:>12.1f}" if f else f"{'-':>24}" for f in rows))
+        print(
+            f"{mode + ' rec@10':<16}"
+            + "".join(
+                f"{f['recall_at_10']:>24.3f}" if f and f["recall_at_10"] is not None else f"{'-':>24}" for f in rows
+            )
+        )
+        print(
+            f"{mode + ' p50/p95 ms':<16}"
+            + "".join(f"{f['p50_ms']:>12.1f}{f['p95_ms']:>12.1f}" if f else f"{'-':>24}" for f in rows)
+        )
 
 
 async def main() -> None:
@@ -364,8 +461,11 @@ async def main() -> None:
     parser.add_argument("--tokens", type=int, default=32, help="max new tokens per reply")
     parser.add_argument("--no-llm", action="store_true", help="skip the real model (no TTFT / tokens/s)")
     parser.add_argument("--database-url", help="admin URL of a PostgreSQL with pgvector (default: embedded)")
-    parser.add_argument("--engines", default=",".join(ENGINES),
-                        help="engines to compare side by side after the pipeline (bench/engines.py); '' for none")
+    parser.add_argument(
+        "--engines",
+        default=",".join(ENGINES),
+        help="engines to compare side by side after the pipeline (bench/engines.py); '' for none",
+    )
     parser.add_argument("--engine-repeats", type=int, default=3, help="prompts of each length per engine")
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args()

@@ -58,8 +58,18 @@ from bot.config import Settings, offline_environment
 
 DATA = Path(__file__).resolve().parent / "data" / "places"
 SCOPE = "900000000000000001"
-WHERE_SPLITS = ("dev", "dev2", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7",
-                "heldout8")
+WHERE_SPLITS = (
+    "dev",
+    "dev2",
+    "heldout",
+    "heldout2",
+    "heldout3",
+    "heldout4",
+    "heldout5",
+    "heldout6",
+    "heldout7",
+    "heldout8",
+)
 OFFTOPIC_SPLITS = ("offtopic_dev", "offtopic_heldout")
 GOALS = {"where": 0.9, "top3": 0.8}
 
@@ -68,22 +78,37 @@ def table(title: str, header: Sequence[str], rows: Sequence[Sequence[object]]) -
     cells = [[str(c) for c in header]] + [[f"{c:.3f}" if isinstance(c, float) else str(c) for c in r] for r in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
     line = lambda r: "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |"  # noqa: E731
-    return "\n".join([title, line(cells[0]), "|" + "|".join("-" * (w + 2) for w in widths) + "|",
-                      *(line(r) for r in cells[1:])])
+    return "\n".join(
+        [title, line(cells[0]), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *(line(r) for r in cells[1:])]
+    )
 
 
 async def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--database-url", help="an admin URL to create a scratch database on (default: embedded)")
-    p.add_argument("--name-weight", type=float, default=None,
-                   help="the channel name's share of a place's fit (default: the planner's NAME_WEIGHT; 0: no names)")
-    p.add_argument("--model-weight", type=float, default=None,
-                   help="the learned channel model's share of a place's fit (default: the planner's MODEL_WEIGHT; "
-                        "0: no model)")
-    p.add_argument("--splits", default=",".join(WHERE_SPLITS + OFFTOPIC_SPLITS),
-                   help=f"the splits to ask, comma-separated (default: all of {', '.join(WHERE_SPLITS + OFFTOPIC_SPLITS)})")
-    p.add_argument("--history-share", type=float, default=1.0,
-                   help="import only the first share of the history, 0 < S <= 1 (a young server)")
+    p.add_argument(
+        "--name-weight",
+        type=float,
+        default=None,
+        help="the channel name's share of a place's fit (default: the planner's NAME_WEIGHT; 0: no names)",
+    )
+    p.add_argument(
+        "--model-weight",
+        type=float,
+        default=None,
+        help="the learned channel model's share of a place's fit (default: the planner's MODEL_WEIGHT; 0: no model)",
+    )
+    p.add_argument(
+        "--splits",
+        default=",".join(WHERE_SPLITS + OFFTOPIC_SPLITS),
+        help=f"the splits to ask, comma-separated (default: all of {', '.join(WHERE_SPLITS + OFFTOPIC_SPLITS)})",
+    )
+    p.add_argument(
+        "--history-share",
+        type=float,
+        default=1.0,
+        help="import only the first share of the history, 0 < S <= 1 (a young server)",
+    )
     p.add_argument("--json", type=Path)
     args = p.parse_args(argv)
     if not 0 < args.history_share <= 1:
@@ -105,8 +130,9 @@ async def main(argv: Sequence[str] | None = None) -> int:
     url = await scratch.enter_async_context(scratch_database(args.database_url, "placeseval"))
     embedder = MiniLMEmbedder()
     await asyncio.to_thread(embedder.load)
-    settings = Settings(_env_file=None, data_dir=Path(tempfile.mkdtemp(prefix="hippobot-placeseval-")),
-                        database_url=url)
+    settings = Settings(
+        _env_file=None, data_dir=Path(tempfile.mkdtemp(prefix="hippobot-placeseval-")), database_url=url
+    )
     app = await App.open(settings, with_llm=True, llm=ScriptedLLM("I see."), embedder=embedder)
     places, macros = app.brain.layer("places"), app.brain.layer("macros")  # registered by App.open
     assert isinstance(places, PlacesLayer) and isinstance(macros, MacrosLayer), "HIPPOBOT_PLACES_ENABLED is off"
@@ -139,12 +165,20 @@ async def main(argv: Sequence[str] | None = None) -> int:
         print(f"imported {report.imported} messages in {import_s:.1f} s; {stats}; dream {dream}\n")
 
         # where do I ask about X
-        files = {"dev2": "where_dev2.json", "heldout2": "where_heldout2.json", "heldout3": "where_heldout3.json",
-                 "heldout4": "where_heldout4.json", "heldout5": "where_heldout5.json",
-                 "heldout6": "where_heldout6.json", "heldout7": "where_heldout7.json",
-                 "heldout8": "where_heldout8.json"}
-        splits = {name: (json.loads((DATA / files[name]).read_text()) if name in files
-                         else questions["where"][name]) for name in chosen}
+        files = {
+            "dev2": "where_dev2.json",
+            "heldout2": "where_heldout2.json",
+            "heldout3": "where_heldout3.json",
+            "heldout4": "where_heldout4.json",
+            "heldout5": "where_heldout5.json",
+            "heldout6": "where_heldout6.json",
+            "heldout7": "where_heldout7.json",
+            "heldout8": "where_heldout8.json",
+        }
+        splits = {
+            name: (json.loads((DATA / files[name]).read_text()) if name in files else questions["where"][name])
+            for name in chosen
+        }
         rows: list[tuple[object, ...]] = []
         for split, qs in splits.items():
             first = home = top3 = unsure_right = unsure_wrong = 0
@@ -162,19 +196,40 @@ async def main(argv: Sequence[str] | None = None) -> int:
                     misses.append(f"{q['text']!r}: wanted {q['channel']}, got {got}")
             n = len(qs)
             rows.append((split, n, first / n, home / n, top3 / n, f"{unsure_right} / {unsure_wrong}"))
-            results[f"where_{split}"] = {"n": n, "right_first": first / n, "home_first": home / n,
-                                         "right_top3": top3 / n, "unsure_right": unsure_right,
-                                         "unsure_wrong": unsure_wrong, "misses": misses}
-        print(table("Where do I ask about X? (asked from #general)",
-                    ["split", "questions", "right channel first", "home channel first", "right in top 3",
-                     "said unsure: right / wrong first"], rows))
+            results[f"where_{split}"] = {
+                "n": n,
+                "right_first": first / n,
+                "home_first": home / n,
+                "right_top3": top3 / n,
+                "unsure_right": unsure_right,
+                "unsure_wrong": unsure_wrong,
+                "misses": misses,
+            }
+        print(
+            table(
+                "Where do I ask about X? (asked from #general)",
+                [
+                    "split",
+                    "questions",
+                    "right channel first",
+                    "home channel first",
+                    "right in top 3",
+                    "said unsure: right / wrong first",
+                ],
+                rows,
+            )
+        )
         for split in ("dev", "dev2"):
             for m in results.get(f"where_{split}", {}).get("misses", []):
                 print(f"  {split} miss:", m)
-        print(f"channel names: weight {places.name_weight}; learned channel model: weight {places.model_weight}; "
-              f"history imported: {args.history_share:.0%}")
-        print(f"goal: right channel first >= {GOALS['where']} on held-out questions (heldout2-4: written apart, never "
-              "looked at while choosing anything, each run before; heldout: seen before the method changed)")
+        print(
+            f"channel names: weight {places.name_weight}; learned channel model: weight {places.model_weight}; "
+            f"history imported: {args.history_share:.0%}"
+        )
+        print(
+            f"goal: right channel first >= {GOALS['where']} on held-out questions (heldout2-4: written apart, never "
+            "looked at while choosing anything, each run before; heldout: seen before the method changed)"
+        )
 
         # off-topic questions: nothing here is about them; "nowhere" or the lobby itself is the right answer
         rows = []
@@ -193,17 +248,36 @@ async def main(argv: Sequence[str] | None = None) -> int:
                 elif routes[0].unsure:
                     unsure += 1
                 else:
-                    wrong.append(f"{q['text']!r} -> {routes[0].destination.channel_id} (fit {routes[0].fit:.2f}, "
-                                 f"{routes[0].likelihood or 0:.0%} likely)")
+                    wrong.append(
+                        f"{q['text']!r} -> {routes[0].destination.channel_id} (fit {routes[0].fit:.2f}, "
+                        f"{routes[0].likelihood or 0:.0%} likely)"
+                    )
             n = len(qs)
             rows.append((split, n, nowhere / n, lobby / n, unsure / n, len(wrong) / n))
-            results[f"where_{split}"] = {"n": n, "nowhere": nowhere / n, "lobby": lobby / n, "unsure": unsure / n,
-                                         "topic_channel": len(wrong) / n, "wrong": wrong}
+            results[f"where_{split}"] = {
+                "n": n,
+                "nowhere": nowhere / n,
+                "lobby": lobby / n,
+                "unsure": unsure / n,
+                "topic_channel": len(wrong) / n,
+                "wrong": wrong,
+            }
         if rows:
             print()
-            print(table("Off-topic questions (no channel is about them; asked from #general)",
-                        ["split", "questions", "nowhere", "#general (right here)", "a channel, said to be unsure",
-                         "a channel, as if sure (wrong)"], rows))
+            print(
+                table(
+                    "Off-topic questions (no channel is about them; asked from #general)",
+                    [
+                        "split",
+                        "questions",
+                        "nowhere",
+                        "#general (right here)",
+                        "a channel, said to be unsure",
+                        "a channel, as if sure (wrong)",
+                    ],
+                    rows,
+                )
+            )
             for m in results.get("where_offtopic_dev", {}).get("wrong", []):
                 print("  offtopic_dev wrong:", m)
 
@@ -231,22 +305,44 @@ async def main(argv: Sequence[str] | None = None) -> int:
                 misses.append(f"{q['problem']}: {q['text']!r} -> {ids}")
         n = len(problems)
         print()
-        print(table("Procedures for held-out problems", ["problems", "right procedure first", "right in top 3"],
-                    [(n, top1 / n, top3 / n)]))
+        print(
+            table(
+                "Procedures for held-out problems",
+                ["problems", "right procedure first", "right in top 3"],
+                [(n, top1 / n, top3 / n)],
+            )
+        )
         for m in misses:
             print("  miss:", m)
         print(f"goal: right procedure in the top 3 >= {GOALS['top3']}")
         cut = 1 - with_macros / routed if routed else 0.0
         print()
-        print(table("Spatial bar (seed 10.1; simulation, see the module docstring)",
-                    ["condition", "mean steps to goal", "EM (first route and first procedure right)"],
-                    [("history (no memory)", hist / n, "-"), ("places only (no macros)", routed / n, "-"),
-                     ("places + macros", with_macros / n, em / n)]))
+        print(
+            table(
+                "Spatial bar (seed 10.1; simulation, see the module docstring)",
+                ["condition", "mean steps to goal", "EM (first route and first procedure right)"],
+                [
+                    ("history (no memory)", hist / n, "-"),
+                    ("places only (no macros)", routed / n, "-"),
+                    ("places + macros", with_macros / n, em / n),
+                ],
+            )
+        )
         print(f"steps to goal vs no macros: -{cut:.1%} (bar: -20 %); EM {em / n:.3f} (bar: 0.10)")
-        results.update({"procedures": {"n": n, "top1": top1 / n, "top3": top3 / n, "misses": misses},
-                        "spatial": {"steps_history": hist / n, "steps_places": routed / n,
-                                    "steps_macros": with_macros / n, "reduction_vs_no_macros": cut, "em": em / n},
-                        "stats": stats, "dream": dream})
+        results.update(
+            {
+                "procedures": {"n": n, "top1": top1 / n, "top3": top3 / n, "misses": misses},
+                "spatial": {
+                    "steps_history": hist / n,
+                    "steps_places": routed / n,
+                    "steps_macros": with_macros / n,
+                    "reduction_vs_no_macros": cut,
+                    "em": em / n,
+                },
+                "stats": stats,
+                "dream": dream,
+            }
+        )
     finally:
         await app.close()
         await scratch.aclose()

@@ -47,7 +47,15 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.proposal_histories import (  # noqa: E402
-    DEV, HELD_OUT, HISTORIES, History, Message, generate, needs, write_import_file)
+    DEV,
+    HELD_OUT,
+    HISTORIES,
+    History,
+    Message,
+    generate,
+    needs,
+    write_import_file,
+)
 from bot.config import Settings, offline_environment  # noqa: E402
 
 BRIEF = Path(__file__).resolve().parent / "data" / "proposal_eval" / "brief.md"
@@ -56,8 +64,10 @@ ARCHETYPE_KINDS = ("new_archetype", "edit_archetype")
 
 def channel_list(history: History) -> list[str]:
     """The server's channels as a moderator sees them: names, the restricted one marked."""
-    return [f"#{c}" + (" (restricted: not every member can read it)" if c == history.restricted else "")
-            for c in history.channels]
+    return [
+        f"#{c}" + (" (restricted: not every member can read it)" if c == history.restricted else "")
+        for c in history.channels
+    ]
 
 
 async def make(out: Path, names: list[str], *, seed: int, database_url: str | None) -> dict[str, Any]:
@@ -68,8 +78,9 @@ async def make(out: Path, names: list[str], *, seed: int, database_url: str | No
     (out / "histories").mkdir(parents=True, exist_ok=True)
     data_dir = Path(tempfile.mkdtemp(prefix="hippobot-proposal-eval-"))
     defaults = Settings(_env_file=None)
-    settings = Settings(_env_file=None, data_dir=data_dir, models_dir=defaults.model_cache_dir,
-                        database_url=database_url)
+    settings = Settings(
+        _env_file=None, data_dir=data_dir, models_dir=defaults.model_cache_dir, database_url=database_url
+    )
     embedder = MiniLMEmbedder()
     embedder.load()
     app = await App.open(settings, with_llm=False, embedder=embedder)
@@ -80,26 +91,35 @@ async def make(out: Path, names: list[str], *, seed: int, database_url: str | No
             messages = generate(history, seed=seed)
             path = write_import_file(history, messages, out / "histories" / f"{name}.jsonl")
             (out / "histories" / f"{name}.labels.json").write_text(
-                json.dumps({m.id: m.label for m in messages}, indent=0), encoding="utf-8")
+                json.dumps({m.id: m.label for m in messages}, indent=0), encoding="utf-8"
+            )
             print(f"{name}: importing {len(messages)} messages", file=sys.stderr)
             report = await app.importer.run(path, history.scope, private_channels=[history.restricted])
             print(f"{name}: {report}", file=sys.stderr)
             now = history.end + timedelta(hours=3)
             run = await app.dream.run(now, scope=history.scope)
             step = run.steps.get("archetype_analysis")
-            print(f"{name}: dream {run.status}; archetype_analysis {step.as_dict() if step else '-'}",
-                  file=sys.stderr)
+            print(f"{name}: dream {run.status}; archetype_analysis {step.as_dict() if step else '-'}", file=sys.stderr)
             labels = {m.id: m.label for m in messages}
             made = await _proposals(app, history, labels)
             for n, (proposal, source_labels) in enumerate(made, 1):
                 pid = f"{name}-{n}"
-                proposals.append({"id": pid, "history": name, "channels": channel_list(history),
-                                  "text": proposal.render()})
+                proposals.append(
+                    {"id": pid, "history": name, "channels": channel_list(history), "text": proposal.render()}
+                )
                 top, share = _majority(source_labels)
-                key[pid] = {"history": name, "kind": proposal.kind, "need": top, "share": round(share, 3),
-                            "members": sum(source_labels.values()), "labels": dict(source_labels.most_common())}
+                key[pid] = {
+                    "history": name,
+                    "kind": proposal.kind,
+                    "need": top,
+                    "share": round(share, 3),
+                    "members": sum(source_labels.values()),
+                    "labels": dict(source_labels.most_common()),
+                }
             diagnostics[name] = {
-                "messages": len(messages), "import": str(report), "dream_status": run.status,
+                "messages": len(messages),
+                "import": str(report),
+                "dream_status": run.status,
                 "archetype_analysis": step.as_dict() if step else None,
                 "other_proposals": await _other_kinds(app, history.scope),
                 "served": await _served(app, history, labels, now),
@@ -108,8 +128,9 @@ async def make(out: Path, names: list[str], *, seed: int, database_url: str | No
             }
     finally:
         await app.close()
-    (out / "proposals.jsonl").write_text("".join(json.dumps(p, ensure_ascii=False) + "\n" for p in proposals),
-                                         encoding="utf-8")
+    (out / "proposals.jsonl").write_text(
+        "".join(json.dumps(p, ensure_ascii=False) + "\n" for p in proposals), encoding="utf-8"
+    )
     key_doc = {"needs": {n: needs(HISTORIES[n]) for n in names}, "proposals": key}
     (out / "key.json").write_text(json.dumps(key_doc, indent=2), encoding="utf-8")
     (out / "diagnostics.json").write_text(json.dumps(diagnostics, indent=2, default=str), encoding="utf-8")
@@ -125,14 +146,19 @@ async def _proposals(app: Any, history: History, labels: dict[str, str]) -> list
             continue
         rows = await app.governance.pool.fetch(
             """SELECT m.external_id FROM proposal_sources s JOIN messages m ON m.id = s.message_id
-               WHERE s.proposal_id = $1""", proposal.id)
+               WHERE s.proposal_id = $1""",
+            proposal.id,
+        )
         out.append((proposal, Counter(labels.get(r["external_id"], "?") for r in rows)))
     return out
 
 
 async def _other_kinds(app: Any, scope: str) -> dict[str, int]:
-    rows = await app.governance.pool.fetch("SELECT kind, count(*) AS n FROM proposals WHERE scope = $1 "
-                                           "AND kind <> ALL($2::text[]) GROUP BY kind", scope, list(ARCHETYPE_KINDS))
+    rows = await app.governance.pool.fetch(
+        "SELECT kind, count(*) AS n FROM proposals WHERE scope = $1 AND kind <> ALL($2::text[]) GROUP BY kind",
+        scope,
+        list(ARCHETYPE_KINDS),
+    )
     return {r["kind"]: r["n"] for r in rows}
 
 
@@ -151,14 +177,23 @@ async def _served(app: Any, history: History, labels: dict[str, str], now: Any) 
     rows = await app.governance.pool.fetch(
         """SELECT m.external_id, am.similarity, ca.archetype_name FROM archetype_matches am
            JOIN messages m ON m.id = am.message_id LEFT JOIN context_archetypes ca ON ca.id = am.archetype_id
-           WHERE am.scope = $1 AND am.matched_at BETWEEN $2 AND $3""", history.scope, since, now)
+           WHERE am.scope = $1 AND am.matched_at BETWEEN $2 AND $3""",
+        history.scope,
+        since,
+        now,
+    )
     by: dict[str, list[Any]] = {}
     for r in rows:
         by.setdefault(labels.get(r["external_id"], "?"), []).append(r)
-    return {label: {"n": len(rs), "mean_similarity": round(sum(r["similarity"] for r in rs) / len(rs), 3),
-                    "poorly_served": round(sum(r["similarity"] < low for r in rs) / len(rs), 3),
-                    "nearest": Counter(r["archetype_name"] for r in rs).most_common(1)[0][0]}
-            for label, rs in sorted(by.items())}
+    return {
+        label: {
+            "n": len(rs),
+            "mean_similarity": round(sum(r["similarity"] for r in rs) / len(rs), 3),
+            "poorly_served": round(sum(r["similarity"] < low for r in rs) / len(rs), 3),
+            "nearest": Counter(r["archetype_name"] for r in rs).most_common(1)[0][0],
+        }
+        for label, rs in sorted(by.items())
+    }
 
 
 async def _candidates(app: Any, history: History, labels: dict[str, str], now: Any) -> list[dict[str, Any]]:
@@ -172,30 +207,52 @@ async def _candidates(app: Any, history: History, labels: dict[str, str], now: A
     cfg = services.config
     since, _ = await _window(app, history, now)
     poor = await _poor_matches(services, history.scope, since, now)
-    ids = {r["id"]: r["external_id"] for r in await app.governance.pool.fetch(
-        "SELECT id, external_id FROM messages WHERE scope = $1", history.scope)}
+    ids = {
+        r["id"]: r["external_id"]
+        for r in await app.governance.pool.fetch("SELECT id, external_id FROM messages WHERE scope = $1", history.scope)
+    }
     recurrence = Recurrence(people=cfg.theme_people, days=cfg.theme_days, request_share=cfg.theme_request_share)
     kept_apart: list[str] = []
-    found = await asyncio.to_thread(screen, poor, distance=cfg.cluster_distance, min_size=cfg.min_cluster_size,
-                                    merge_similarity=cfg.theme_merge_similarity, recurrence=recurrence,
-                                    kept_apart=kept_apart)
+    found = await asyncio.to_thread(
+        screen,
+        poor,
+        distance=cfg.cluster_distance,
+        min_size=cfg.min_cluster_size,
+        merge_similarity=cfg.theme_merge_similarity,
+        recurrence=recurrence,
+        kept_apart=kept_apart,
+    )
     examples = await _example_vectors(services, history.scope)
     out = []
     for c in found:
         why, nearest = c.refused, ""
         if why is None:
-            placement = place(services, history.scope, c.members, unit(np.mean([m.vector for m in c.members], axis=0)),
-                              examples=examples)
+            placement = place(
+                services,
+                history.scope,
+                c.members,
+                unit(np.mean([m.vector for m in c.members], axis=0)),
+                examples=examples,
+            )
             fit = placement.fits.get(placement.nearest or "")
             nearest = f"{placement.nearest} +{placement.margin:.3f}" + (
                 f", fit {fit[0]:.2f}/{fit[1]:.2f} {'made for them' if made_for(placement.nearest or '', fit) else 'not theirs'}"
-                if fit else "")
+                if fit
+                else ""
+            )
             if placement.served_by:
                 why = f"served by {placement.served_by} (same plan)"
         composition = Counter(labels.get(ids.get(m.message_id, ""), "?") for m in c.members)
-        out.append({"size": len(c.members), "merged": c.merged_from, "refused": why or "",
-                    "requests": round(c.request_share, 2), "nearest": nearest,
-                    "labels": dict(composition.most_common())})
+        out.append(
+            {
+                "size": len(c.members),
+                "merged": c.merged_from,
+                "refused": why or "",
+                "requests": round(c.request_share, 2),
+                "nearest": nearest,
+                "labels": dict(composition.most_common()),
+            }
+        )
     out.append({"poor_matches": len(poor), "seeded_themes": len(found), "kept_apart": kept_apart})
     return out
 
@@ -211,8 +268,10 @@ def print_make(result: dict[str, Any]) -> None:
     diagnostics, key = result["diagnostics"], result["key"]
     for name, d in diagnostics.items():
         split = "dev" if name in DEV else "held out" if name in HELD_OUT else "spent: run for the report only"
-        print(f"\n## {name} ({split}): {d['messages']} messages; dream {d['dream_status']}; "
-              f"{d['proposals']} archetype proposal(s); other kinds: {d['other_proposals'] or 'none'}")
+        print(
+            f"\n## {name} ({split}): {d['messages']} messages; dream {d['dream_status']}; "
+            f"{d['proposals']} archetype proposal(s); other kinds: {d['other_proposals'] or 'none'}"
+        )
         counts = (d["archetype_analysis"] or {}).get("counts", {})
         print("archetype_analysis counts: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
         print(f"{'kind of message (last 30 days)':<32}{'n':>5}{'mean sim':>10}{'poorly served':>15}  nearest")
@@ -220,21 +279,31 @@ def print_make(result: dict[str, Any]) -> None:
             print(f"{label:<32}{s['n']:>5}{s['mean_similarity']:>10.3f}{s['poorly_served']:>15.0%}  {s['nearest']}")
         cands = [c for c in d["candidates"] if "size" in c]
         totals: dict[str, Any] = next((c for c in d["candidates"] if "poor_matches" in c), {})
-        print(f"candidate themes: {len(cands)} (poor matches {totals.get('poor_matches', 0)}); requests: share of "
-              "its messages that ask for something; nearest: the archetype nearest its centroid, + its lead, and "
-              "fit: its messages' similarity to that archetype's examples / its examples' to each other")
+        print(
+            f"candidate themes: {len(cands)} (poor matches {totals.get('poor_matches', 0)}); requests: share of "
+            "its messages that ask for something; nearest: the archetype nearest its centroid, + its lead, and "
+            "fit: its messages' similarity to that archetype's examples / its examples' to each other"
+        )
         for c in cands:
             top = ", ".join(f"{k} {v}" for k, v in list(c["labels"].items())[:3])
             near = f", nearest {c['nearest']}" if c["nearest"] else ""
-            print(f"  {c['size']:>4} msgs, {c['merged']} merged, requests {c['requests']:.0%}{near}: "
-                  f"{c['refused'] or 'passes the rules'}  [{top}]")
+            print(
+                f"  {c['size']:>4} msgs, {c['merged']} merged, requests {c['requests']:.0%}{near}: "
+                f"{c['refused'] or 'passes the rules'}  [{top}]"
+            )
         apart = totals.get("kept_apart", [])
-        print(f"groups of requests close enough to merge but kept apart as two kinds: {len(apart)}"
-              + "".join(f"\n    {line}" for line in apart))
-    covered = {n: sorted({p["need"] for p in key["proposals"].values() if p["history"] == n} & set(ns))
-               for n, ns in key["needs"].items()}
-    print("\nneeds with a proposal (by majority of its messages): "
-          + "; ".join(f"{n}: {', '.join(c) or 'none'}" for n, c in covered.items()))
+        print(
+            f"groups of requests close enough to merge but kept apart as two kinds: {len(apart)}"
+            + "".join(f"\n    {line}" for line in apart)
+        )
+    covered = {
+        n: sorted({p["need"] for p in key["proposals"].values() if p["history"] == n} & set(ns))
+        for n, ns in key["needs"].items()
+    }
+    print(
+        "\nneeds with a proposal (by majority of its messages): "
+        + "; ".join(f"{n}: {', '.join(c) or 'none'}" for n, c in covered.items())
+    )
 
 
 def score(out: Path, verdicts_path: Path) -> None:
@@ -259,17 +328,21 @@ def score(out: Path, verdicts_path: Path) -> None:
         by_need = {key["proposals"][p["id"]]["need"] for p in approved}
         any_need = {key["proposals"][p["id"]]["need"] for p in mine}
         precision = f"{len(approved) / len(mine):.2f}" if mine else "-"
-        print(f"{name:<10}{len(mine):>11}{len(approved):>10}{precision:>11}  "
-              f"{len(by_need & set(history_needs))}/{len(history_needs)} / "
-              f"{len(any_need & set(history_needs))}/{len(history_needs)}")
+        print(
+            f"{name:<10}{len(mine):>11}{len(approved):>10}{precision:>11}  "
+            f"{len(by_need & set(history_needs))}/{len(history_needs)} / "
+            f"{len(any_need & set(history_needs))}/{len(history_needs)}"
+        )
     print(f"{'all':<10}{total:>11}{approved_total:>10}{(approved_total / total if total else 0):>11.2f}")
     rejected = [p for p in proposals if verdicts[p["id"]]["verdict"] == "reject"]
     if rejected:
         print("\nrejected:")
         for p in rejected:
             k = key["proposals"][p["id"]]
-            print(f"  {p['id']} (from {k['need']}, {k['share']:.0%} of its {k['members']} messages): "
-                  f"{verdicts[p['id']]['reason']}")
+            print(
+                f"  {p['id']} (from {k['need']}, {k['share']:.0%} of its {k['members']} messages): "
+                f"{verdicts[p['id']]['reason']}"
+            )
 
 
 def main() -> None:

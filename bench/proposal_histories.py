@@ -67,9 +67,24 @@ from pathlib import Path
 
 DEV = ("cycling", "study")
 SPENT = ("raids",)  # held out once, then run for the report after rules were changed: no longer held out
-HELD_OUT = ("garden", "language", "kitchen", "indiedev", "photo", "homeowners", "tabletop",
-            "brewing", "apiary", "joggers", "yarn", "fishkeeping", "voices",
-            "mixdown", "nightsky", "overhang")  # the last fourteen: written blind
+HELD_OUT = (
+    "garden",
+    "language",
+    "kitchen",
+    "indiedev",
+    "photo",
+    "homeowners",
+    "tabletop",
+    "brewing",
+    "apiary",
+    "joggers",
+    "yarn",
+    "fishkeeping",
+    "voices",
+    "mixdown",
+    "nightsky",
+    "overhang",
+)  # the last fourteen: written blind
 
 
 @dataclass(frozen=True)
@@ -113,28 +128,100 @@ class Message:
 
 
 # Shared by every kind of message: they mark none of them.
-OPENERS = ("", "", "", "", "hey, ", "quick q: ", "ok so ", "sorry if this was asked before, ", "hi all, ",
-           "random question but ", "so ", "honest question: ", "hmm ", "ugh, ", "yo ")
-CLOSERS = ("", "", "", "", " thanks in advance", " any ideas?", " cheers", " 🙏", " lol", " tia", " pls",
-           " (asking for tomorrow)", " help")
+OPENERS = (
+    "",
+    "",
+    "",
+    "",
+    "hey, ",
+    "quick q: ",
+    "ok so ",
+    "sorry if this was asked before, ",
+    "hi all, ",
+    "random question but ",
+    "so ",
+    "honest question: ",
+    "hmm ",
+    "ugh, ",
+    "yo ",
+)
+CLOSERS = (
+    "",
+    "",
+    "",
+    "",
+    " thanks in advance",
+    " any ideas?",
+    " cheers",
+    " 🙏",
+    " lol",
+    " tia",
+    " pls",
+    " (asking for tomorrow)",
+    " help",
+)
 
-GREETINGS = ("morning all", "good morning!", "hey everyone", "hi hi", "evening folks", "gm", "hello!",
-             "hey hey", "morning 👋", "back again", "hiya", "good evening everyone", "yo", "sup all")
-THANKS = ("thanks!", "thank you so much", "ty", "cheers, that helped", "legend, thanks", "thx",
-          "ah perfect thank you", "appreciate it", "nice one, thanks", "that worked, thank you!",
-          "ok cool", "got it", "makes sense", "haha fair", "lol", "same", "nice", "oh wow")
+GREETINGS = (
+    "morning all",
+    "good morning!",
+    "hey everyone",
+    "hi hi",
+    "evening folks",
+    "gm",
+    "hello!",
+    "hey hey",
+    "morning 👋",
+    "back again",
+    "hiya",
+    "good evening everyone",
+    "yo",
+    "sup all",
+)
+THANKS = (
+    "thanks!",
+    "thank you so much",
+    "ty",
+    "cheers, that helped",
+    "legend, thanks",
+    "thx",
+    "ah perfect thank you",
+    "appreciate it",
+    "nice one, thanks",
+    "that worked, thank you!",
+    "ok cool",
+    "got it",
+    "makes sense",
+    "haha fair",
+    "lol",
+    "same",
+    "nice",
+    "oh wow",
+)
 SMALL_TALK = (
-    "the weather is {weather} again today", "had {food} for lunch, regret nothing",
-    "anyone watching the {sport} tonight?", "my cat just knocked a mug off the desk",
-    "can't believe it's {weekday} already", "my train was late again this morning",
-    "finally finished that series everyone was talking about", "so tired today, barely slept",
-    "new cafe near the station does really good {food}", "it's {weather} here, staying in",
-    "just got back from a walk, feeling human again", "this week is dragging",
-    "who else has the {weekday} blues", "the neighbours are drilling AGAIN", "made {food} tonight, turned out ok",
-    "happy {weekday} people", "my phone died halfway through the day", "power cut on our street lol",
-    "watched a documentary about octopuses last night, wild animals", "coffee number three and it's not noon",
-    "the {sport} last night was painful to watch", "going to my parents' for the weekend",
-    "haircut went badly, wearing a hat for a week", "found a fiver in an old coat, best day",
+    "the weather is {weather} again today",
+    "had {food} for lunch, regret nothing",
+    "anyone watching the {sport} tonight?",
+    "my cat just knocked a mug off the desk",
+    "can't believe it's {weekday} already",
+    "my train was late again this morning",
+    "finally finished that series everyone was talking about",
+    "so tired today, barely slept",
+    "new cafe near the station does really good {food}",
+    "it's {weather} here, staying in",
+    "just got back from a walk, feeling human again",
+    "this week is dragging",
+    "who else has the {weekday} blues",
+    "the neighbours are drilling AGAIN",
+    "made {food} tonight, turned out ok",
+    "happy {weekday} people",
+    "my phone died halfway through the day",
+    "power cut on our street lol",
+    "watched a documentary about octopuses last night, wild animals",
+    "coffee number three and it's not noon",
+    "the {sport} last night was painful to watch",
+    "going to my parents' for the weekend",
+    "haircut went badly, wearing a hat for a week",
+    "found a fiver in an old coat, best day",
 )
 SMALL_SLOTS = {
     "weather": ("grim", "lovely", "freezing", "so windy", "weirdly warm", "rainy", "foggy"),
@@ -154,8 +241,18 @@ def _chatter(channels: tuple[str, ...]) -> tuple[Kind, ...]:
 
 # --- cycling club (dev) -------------------------------------------------------------------------------------
 
-_PLACES_C = ("the lakes", "Hollow Ridge", "the coast road", "Millbrook", "the reservoir", "Castle Hill",
-             "the old railway path", "Stonebridge", "the forest loop", "Ashford")
+_PLACES_C = (
+    "the lakes",
+    "Hollow Ridge",
+    "the coast road",
+    "Millbrook",
+    "the reservoir",
+    "Castle Hill",
+    "the old railway path",
+    "Stonebridge",
+    "the forest loop",
+    "Ashford",
+)
 ROUTES = (
     "anyone got a good {km}km loop from {place} that avoids the main road?",
     "planning a ride out to {place} on {day}, which way is least hilly?",
@@ -176,10 +273,26 @@ ROUTES = (
     "can I get to {place} on mostly bike paths? don't fancy the traffic",
     "how do you avoid the big climb on the way back from {place}",
 )
-ROUTE_SLOTS = {"km": ("40", "50", "60", "75", "80", "100", "120", "30"), "place": _PLACES_C, "place2": _PLACES_C,
-               "day": ("Saturday", "Sunday", "Wednesday evening", "the bank holiday", "Friday")}
-_PARTS = ("rear derailleur", "front mech", "chain", "disc brakes", "rim brakes", "bottom bracket", "headset",
-          "freehub", "tubeless tyre", "brake pads", "cassette", "spokes")
+ROUTE_SLOTS = {
+    "km": ("40", "50", "60", "75", "80", "100", "120", "30"),
+    "place": _PLACES_C,
+    "place2": _PLACES_C,
+    "day": ("Saturday", "Sunday", "Wednesday evening", "the bank holiday", "Friday"),
+}
+_PARTS = (
+    "rear derailleur",
+    "front mech",
+    "chain",
+    "disc brakes",
+    "rim brakes",
+    "bottom bracket",
+    "headset",
+    "freehub",
+    "tubeless tyre",
+    "brake pads",
+    "cassette",
+    "spokes",
+)
 REPAIRS = (
     "my {part} keeps making a clicking noise under load, what should I check first",
     "{part} is skipping in the two smallest cogs, is that cable tension?",
@@ -201,38 +314,68 @@ REPAIRS = (
 )
 REPAIR_SLOTS = {"part": _PARTS}
 RECALL_C = (  # served by memory_recall
-    "what did I say my saddle height was last time?", "remember what we decided about the club jersey colours?",
-    "didn't we talk about the winter route schedule before?", "what did I tell you about my knee last week?",
-    "you mentioned earlier which tyres I'm running, what were they?", "what did we discuss about the time trial?",
-    "do you recall what I said about my new wheels?", "what did I tell you my FTP was?",
-    "remember when we talked about the cafe ride rota?", "what did I say about the club's insurance earlier?",
+    "what did I say my saddle height was last time?",
+    "remember what we decided about the club jersey colours?",
+    "didn't we talk about the winter route schedule before?",
+    "what did I tell you about my knee last week?",
+    "you mentioned earlier which tyres I'm running, what were they?",
+    "what did we discuss about the time trial?",
+    "do you recall what I said about my new wheels?",
+    "what did I tell you my FTP was?",
+    "remember when we talked about the cafe ride rota?",
+    "what did I say about the club's insurance earlier?",
 )
 HOBBY_C = (  # one person's running chatter
-    "my sourdough starter doubled overnight, so proud of it", "tried a 75% hydration loaf today, bit flat",
-    "new banneton arrived, cane ones are the best", "fed the starter at 6am, it's bubbling like mad",
-    "the crumb on today's bake is the best yet", "experimenting with rye flour in the starter",
-    "scored the loaf with a wheat pattern, looks amazing", "overproofed again, pancake bread for breakfast",
-    "my starter smells like nail polish, is that normal", "baked two loaves, giving one to the neighbours",
-    "autolyse for an hour made a huge difference", "dutch oven at 250 then lid off, perfect crust",
+    "my sourdough starter doubled overnight, so proud of it",
+    "tried a 75% hydration loaf today, bit flat",
+    "new banneton arrived, cane ones are the best",
+    "fed the starter at 6am, it's bubbling like mad",
+    "the crumb on today's bake is the best yet",
+    "experimenting with rye flour in the starter",
+    "scored the loaf with a wheat pattern, looks amazing",
+    "overproofed again, pancake bread for breakfast",
+    "my starter smells like nail polish, is that normal",
+    "baked two loaves, giving one to the neighbours",
+    "autolyse for an hour made a huge difference",
+    "dutch oven at 250 then lid off, perfect crust",
 )
 COMMITTEE = (  # restricted: the committee's recurring business
-    "membership renewals: {n} still unpaid, should we chase them?", "insurance certificate for the club needs signing",
+    "membership renewals: {n} still unpaid, should we chase them?",
+    "insurance certificate for the club needs signing",
     "someone complained about {who} riding off the front on the social ride again",
-    "treasurer report: we're {n} pounds over on the kit order", "do we suspend {who} until the incident is discussed?",
-    "need a decision on the complaint from the {day} ride", "minutes from the last committee meeting are in the drive",
-    "the council wants the event risk assessment by {day}", "{who} asked for a refund of their membership",
+    "treasurer report: we're {n} pounds over on the kit order",
+    "do we suspend {who} until the incident is discussed?",
+    "need a decision on the complaint from the {day} ride",
+    "minutes from the last committee meeting are in the drive",
+    "the council wants the event risk assessment by {day}",
+    "{who} asked for a refund of their membership",
 )
-COMMITTEE_SLOTS = {"n": ("3", "5", "7", "12", "40", "85"), "who": ("one of the new members", "a guest rider",
-                   "the B group leader", "a member"), "day": ("Sunday", "Saturday", "Wednesday", "Friday")}
+COMMITTEE_SLOTS = {
+    "n": ("3", "5", "7", "12", "40", "85"),
+    "who": ("one of the new members", "a guest rider", "the B group leader", "a member"),
+    "day": ("Sunday", "Saturday", "Wednesday", "Friday"),
+}
 
 CYCLING = History(
-    name="cycling", scope="910000000000000001", start=datetime(2026, 8, 3, 7, 0, tzinfo=UTC), days=66,
-    channels=("general", "rides", "mechanics", "off-topic", "committee"), restricted="committee",
+    name="cycling",
+    scope="910000000000000001",
+    start=datetime(2026, 8, 3, 7, 0, tzinfo=UTC),
+    days=66,
+    channels=("general", "rides", "mechanics", "off-topic", "committee"),
+    restricted="committee",
     people={
-        "1001": ("Priya", "priya_k"), "1002": ("Tom", "tomrides"), "1003": ("Greg", "gregor_b"),
-        "1004": ("Aoife", "aoife"), "1005": ("Marcus", "mcycle"), "1006": ("Lena", "lena_v"),
-        "1007": ("Dev", "devpatel"), "1008": ("Hannah", "hbikes"), "1009": ("Olu", "olu_a"),
-        "1010": ("Rosa", "rosa_m"), "1011": ("Sam", "sammy"), "1012": ("Ines", "ines_f"),
+        "1001": ("Priya", "priya_k"),
+        "1002": ("Tom", "tomrides"),
+        "1003": ("Greg", "gregor_b"),
+        "1004": ("Aoife", "aoife"),
+        "1005": ("Marcus", "mcycle"),
+        "1006": ("Lena", "lena_v"),
+        "1007": ("Dev", "devpatel"),
+        "1008": ("Hannah", "hbikes"),
+        "1009": ("Olu", "olu_a"),
+        "1010": ("Rosa", "rosa_m"),
+        "1011": ("Sam", "sammy"),
+        "1012": ("Ines", "ines_f"),
     },
     kinds=(
         *_chatter(("general", "off-topic", "rides")),
@@ -240,15 +383,31 @@ CYCLING = History(
         Kind("need:bike_repair", REPAIRS, 0.9, ("mechanics", "mechanics", "general"), slots=REPAIR_SLOTS),
         Kind("served:memory_recall", RECALL_C, 0.5, ("general", "rides")),
         Kind("hobby", HOBBY_C, 0.8, ("off-topic", "general"), people=("1006",), dressed=False),
-        Kind("restricted:committee", COMMITTEE, 0.9, ("committee",), people=("1001", "1003", "1010"),
-             slots=COMMITTEE_SLOTS),
+        Kind(
+            "restricted:committee",
+            COMMITTEE,
+            0.9,
+            ("committee",),
+            people=("1001", "1003", "1010"),
+            slots=COMMITTEE_SLOTS,
+        ),
     ),
 )
 
 # --- study server (dev) -------------------------------------------------------------------------------------
 
-_MODULES = ("stats", "organic chem", "microeconomics", "linear algebra", "cell biology", "intro psych",
-            "macro", "thermodynamics", "the ethics module", "data structures")
+_MODULES = (
+    "stats",
+    "organic chem",
+    "microeconomics",
+    "linear algebra",
+    "cell biology",
+    "intro psych",
+    "macro",
+    "thermodynamics",
+    "the ethics module",
+    "data structures",
+)
 EXAMS = (
     "does anyone know when the {module} midterm is? the portal still says TBC",
     "did they move the {module} exam? someone said it's now on {day}",
@@ -267,8 +426,10 @@ EXAMS = (
     "can I swap my {module} exam slot to the afternoon session",
     "how many weeks between the end of lectures and the {module} exam?",
 )
-EXAM_SLOTS = {"module": _MODULES, "day": ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "the 14th",
-              "the 21st")}
+EXAM_SLOTS = {
+    "module": _MODULES,
+    "day": ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "the 14th", "the 21st"),
+}
 _STYLES = ("APA 7", "Harvard", "MLA", "Chicago", "Vancouver", "IEEE")
 CITATIONS = (
     "how do I cite a website with no author in {style}?",
@@ -290,35 +451,61 @@ CITATIONS = (
 )
 CITE_SLOTS = {"style": _STYLES, "style2": _STYLES, "module": _MODULES}
 DEBUG_S = (  # served by technical_debugging
-    "my R script throws an error: object not found, but I defined it", "getting a KeyError in my pandas code",
-    "my latex won't compile, undefined control sequence on line 40", "python keeps crashing with a stack trace",
-    "the data structures assignment segfaults when I run it", "why isn't this loop working, it never ends",
-    "I'm getting an IndexError in my python script", "my code throws an exception when reading the csv",
-    "compiler error I don't understand in the java lab", "TypeError: cannot concatenate str and int, help",
+    "my R script throws an error: object not found, but I defined it",
+    "getting a KeyError in my pandas code",
+    "my latex won't compile, undefined control sequence on line 40",
+    "python keeps crashing with a stack trace",
+    "the data structures assignment segfaults when I run it",
+    "why isn't this loop working, it never ends",
+    "I'm getting an IndexError in my python script",
+    "my code throws an exception when reading the csv",
+    "compiler error I don't understand in the java lab",
+    "TypeError: cannot concatenate str and int, help",
 )
 HOBBY_S = (
-    "played the Najdorf again today, got crushed by move 20", "puzzle rush score went up to 31!",
-    "anyone else watching the candidates tournament", "my blitz rating finally broke 1500",
-    "studying rook endgames, they're so hard", "lost on time with a winning position again",
-    "the Catalan is such a beautiful opening", "did 50 tactics puzzles on the bus",
-    "found a cool mate-in-3 in my game earlier", "joined the uni chess club's Thursday session",
+    "played the Najdorf again today, got crushed by move 20",
+    "puzzle rush score went up to 31!",
+    "anyone else watching the candidates tournament",
+    "my blitz rating finally broke 1500",
+    "studying rook endgames, they're so hard",
+    "lost on time with a winning position again",
+    "the Catalan is such a beautiful opening",
+    "did 50 tactics puzzles on the bus",
+    "found a cool mate-in-3 in my game earlier",
+    "joined the uni chess club's Thursday session",
 )
 STAFF = (
     "we've had {n} reports of people sharing answers during the {module} quiz",
-    "should we remove the post about the leaked {module} paper?", "{who} is asking to be unbanned again",
-    "moderation log: {n} messages removed this week", "a student reported harassment in DMs, who picks it up",
-    "do we warn {who} for spamming the course channels", "the department asked us to pin the academic integrity notice",
+    "should we remove the post about the leaked {module} paper?",
+    "{who} is asking to be unbanned again",
+    "moderation log: {n} messages removed this week",
+    "a student reported harassment in DMs, who picks it up",
+    "do we warn {who} for spamming the course channels",
+    "the department asked us to pin the academic integrity notice",
 )
-STAFF_SLOTS = {"n": ("2", "3", "4", "6", "9"), "who": ("a first year", "the spam account", "someone from the other "
-               "campus"), "module": _MODULES}
+STAFF_SLOTS = {
+    "n": ("2", "3", "4", "6", "9"),
+    "who": ("a first year", "the spam account", "someone from the other campus"),
+    "module": _MODULES,
+}
 
 STUDY = History(
-    name="study", scope="910000000000000002", start=datetime(2026, 9, 7, 8, 0, tzinfo=UTC), days=64,
-    channels=("general", "exams", "essays", "coding-help", "lounge", "staff-room"), restricted="staff-room",
+    name="study",
+    scope="910000000000000002",
+    start=datetime(2026, 9, 7, 8, 0, tzinfo=UTC),
+    days=64,
+    channels=("general", "exams", "essays", "coding-help", "lounge", "staff-room"),
+    restricted="staff-room",
     people={
-        "2001": ("Mei", "mei_l"), "2002": ("Jonah", "jonahw"), "2003": ("Fatima", "fatz"),
-        "2004": ("Luca", "luca_r"), "2005": ("Chloe", "chlo"), "2006": ("Kwame", "kwame_o"),
-        "2007": ("Anya", "anya_s"), "2008": ("Ben", "benj"), "2009": ("Sofia", "sofia_g"),
+        "2001": ("Mei", "mei_l"),
+        "2002": ("Jonah", "jonahw"),
+        "2003": ("Fatima", "fatz"),
+        "2004": ("Luca", "luca_r"),
+        "2005": ("Chloe", "chlo"),
+        "2006": ("Kwame", "kwame_o"),
+        "2007": ("Anya", "anya_s"),
+        "2008": ("Ben", "benj"),
+        "2009": ("Sofia", "sofia_g"),
         "2010": ("Raj", "raj_p"),
     },
     kinds=(
@@ -351,9 +538,13 @@ RAIDS = (
     "reminder that {raid} prog is {day}, bring flasks",
     "who wants to set up a weekly slot for {raid}",
 )
-RAID_SLOTS = {"day": ("Thursday", "Friday", "Saturday", "Sunday", "Tuesday"), "day2": ("Wednesday", "Sunday",
-              "Monday"), "raid": _RAIDS, "n": ("two", "three", "one", "4"), "time": ("8pm", "9pm", "7:30",
-              "half nine", "20:00")}
+RAID_SLOTS = {
+    "day": ("Thursday", "Friday", "Saturday", "Sunday", "Tuesday"),
+    "day2": ("Wednesday", "Sunday", "Monday"),
+    "raid": _RAIDS,
+    "n": ("two", "three", "one", "4"),
+    "time": ("8pm", "9pm", "7:30", "half nine", "20:00"),
+}
 _CLASSES = ("frost mage", "shadow priest", "ranger", "paladin tank", "rogue", "druid healer", "warlock")
 BUILDS = (
     "what's a good build for a {cls} at level {lvl}?",
@@ -373,35 +564,61 @@ BUILDS = (
 )
 BUILD_SLOTS = {"cls": _CLASSES, "lvl": ("30", "40", "45", "52", "60"), "ilvl": ("300", "350", "400")}
 DEBUG_G = (
-    "game crashes on launch with a DirectX error since the patch", "my mod loader throws an exception at startup",
-    "getting error code 0x8007 when updating, how do I fix it", "the addon keeps throwing a lua error in raids",
-    "client freezes with a stack trace after the loading screen", "why isn't my macro script working after the update",
-    "the launcher says files are corrupted and crashes", "my ui addon throws a nil value error every fight",
+    "game crashes on launch with a DirectX error since the patch",
+    "my mod loader throws an exception at startup",
+    "getting error code 0x8007 when updating, how do I fix it",
+    "the addon keeps throwing a lua error in raids",
+    "client freezes with a stack trace after the loading screen",
+    "why isn't my macro script working after the update",
+    "the launcher says files are corrupted and crashes",
+    "my ui addon throws a nil value error every fight",
 )
 HOBBY_G = (
-    "caught a legendary koi in the fishing minigame!!", "spent three hours fishing at the lake again",
-    "new fishing rod skin is so pretty", "fishing leaderboard: I'm 12th on the server",
-    "the night fishing spot by the docks is underrated", "finally got the golden lure achievement",
-    "fishing is the most relaxing part of this game honestly", "caught 40 salmon this morning, selling them all",
+    "caught a legendary koi in the fishing minigame!!",
+    "spent three hours fishing at the lake again",
+    "new fishing rod skin is so pretty",
+    "fishing leaderboard: I'm 12th on the server",
+    "the night fishing spot by the docks is underrated",
+    "finally got the golden lure achievement",
+    "fishing is the most relaxing part of this game honestly",
+    "caught 40 salmon this morning, selling them all",
 )
 OFFICERS = (
     "loot dispute from {day}: {who} says they were promised the bow",
-    "do we bench {who} after missing three raids?", "guild bank is down {n}k gold, who withdrew it",
-    "recruitment: {n} applications to review", "should we kick the inactive accounts this week",
+    "do we bench {who} after missing three raids?",
+    "guild bank is down {n}k gold, who withdrew it",
+    "recruitment: {n} applications to review",
+    "should we kick the inactive accounts this week",
     "{who} was toxic in voice again, warning or kick?",
 )
-OFFICER_SLOTS = {"day": ("Thursday", "Saturday", "Sunday"), "who": ("one of the trials", "the new hunter",
-                 "a social member"), "n": ("3", "5", "12", "20")}
+OFFICER_SLOTS = {
+    "day": ("Thursday", "Saturday", "Sunday"),
+    "who": ("one of the trials", "the new hunter", "a social member"),
+    "n": ("3", "5", "12", "20"),
+}
 
 RAIDS_HISTORY = History(
-    name="raids", scope="910000000000000003", start=datetime(2026, 7, 20, 17, 0, tzinfo=UTC), days=70,
-    channels=("general", "raid-planning", "builds", "tech-support", "memes", "officers"), restricted="officers",
+    name="raids",
+    scope="910000000000000003",
+    start=datetime(2026, 7, 20, 17, 0, tzinfo=UTC),
+    days=70,
+    channels=("general", "raid-planning", "builds", "tech-support", "memes", "officers"),
+    restricted="officers",
     people={
-        "3001": ("Kai", "kaiz"), "3002": ("Nadia", "nadia_x"), "3003": ("Bram", "bramble"),
-        "3004": ("Yuki", "yuki_t"), "3005": ("Declan", "dec"), "3006": ("Zara", "zaraaa"),
-        "3007": ("Mateo", "mateo_g"), "3008": ("Elif", "elif_k"), "3009": ("Jonas", "jonas"),
-        "3010": ("Ruth", "ruthless"), "3011": ("Ade", "ade_b"), "3012": ("Freya", "freya_n"),
-        "3013": ("Hugo", "hugo_v"), "3014": ("Lin", "linlin"),
+        "3001": ("Kai", "kaiz"),
+        "3002": ("Nadia", "nadia_x"),
+        "3003": ("Bram", "bramble"),
+        "3004": ("Yuki", "yuki_t"),
+        "3005": ("Declan", "dec"),
+        "3006": ("Zara", "zaraaa"),
+        "3007": ("Mateo", "mateo_g"),
+        "3008": ("Elif", "elif_k"),
+        "3009": ("Jonas", "jonas"),
+        "3010": ("Ruth", "ruthless"),
+        "3011": ("Ade", "ade_b"),
+        "3012": ("Freya", "freya_n"),
+        "3013": ("Hugo", "hugo_v"),
+        "3014": ("Lin", "linlin"),
     },
     kinds=(
         *_chatter(("general", "memes")),
@@ -409,15 +626,26 @@ RAIDS_HISTORY = History(
         Kind("need:build_advice", BUILDS, 0.9, ("builds", "builds", "general"), slots=BUILD_SLOTS),
         Kind("served:debugging", DEBUG_G, 0.6, ("tech-support",)),
         Kind("hobby", HOBBY_G, 0.8, ("general", "memes"), people=("3004",), dressed=False),
-        Kind("restricted:officers", OFFICERS, 0.8, ("officers",), people=("3001", "3005", "3010"),
-             slots=OFFICER_SLOTS),
+        Kind("restricted:officers", OFFICERS, 0.8, ("officers",), people=("3001", "3005", "3010"), slots=OFFICER_SLOTS),
     ),
 )
 
 # --- home-gardening server (held out; written before the rules it measures were changed) ---------------------
 
-_PLANTS = ("tomatoes", "courgettes", "the roses", "runner beans", "basil", "the apple tree", "strawberries",
-           "lettuce", "the hydrangea", "chillies", "potatoes", "the lavender")
+_PLANTS = (
+    "tomatoes",
+    "courgettes",
+    "the roses",
+    "runner beans",
+    "basil",
+    "the apple tree",
+    "strawberries",
+    "lettuce",
+    "the hydrangea",
+    "chillies",
+    "potatoes",
+    "the lavender",
+)
 PESTS = (
     "something is eating holes in my {plant} leaves overnight, what could it be",
     "white powdery stuff on {plant}, is that mildew and how do I treat it",
@@ -452,36 +680,63 @@ SOWING = (
 )
 SOWING_SLOTS = {"plant": _PLANTS, "month": ("September", "October", "November", "March", "April", "May")}
 RECALL_G = (  # served by memory_recall
-    "what did I say I planted in the raised bed last spring?", "remember which tomato variety I told you did well?",
-    "didn't we talk about my compost heap before?", "what did I tell you about the shady corner last month?",
-    "you mentioned earlier what my soil was like, what was it?", "what did we discuss about the allotment rota?",
-    "do you recall what I said about my greenhouse heater?", "what did I tell you my frost date was?",
-    "remember when we talked about the seed swap?", "what did I say about the hedge I was cutting back?",
+    "what did I say I planted in the raised bed last spring?",
+    "remember which tomato variety I told you did well?",
+    "didn't we talk about my compost heap before?",
+    "what did I tell you about the shady corner last month?",
+    "you mentioned earlier what my soil was like, what was it?",
+    "what did we discuss about the allotment rota?",
+    "do you recall what I said about my greenhouse heater?",
+    "what did I tell you my frost date was?",
+    "remember when we talked about the seed swap?",
+    "what did I say about the hedge I was cutting back?",
 )
 HOBBY_GD = (  # one person's running chatter
-    "my bonsai juniper has new buds, so happy", "wired the bonsai's lower branch today",
-    "repotted the bonsai into the blue glazed pot", "bonsai show next month, nervous about the maple",
-    "pinched back the bonsai's candles this morning", "the little ficus bonsai is dropping leaves again",
-    "bought some akadama for the bonsai, pricey stuff", "my bonsai collection is up to nine trees now",
-    "styled the juniper into a cascade, looks dramatic", "the bonsai club meeting was great last night",
+    "my bonsai juniper has new buds, so happy",
+    "wired the bonsai's lower branch today",
+    "repotted the bonsai into the blue glazed pot",
+    "bonsai show next month, nervous about the maple",
+    "pinched back the bonsai's candles this morning",
+    "the little ficus bonsai is dropping leaves again",
+    "bought some akadama for the bonsai, pricey stuff",
+    "my bonsai collection is up to nine trees now",
+    "styled the juniper into a cascade, looks dramatic",
+    "the bonsai club meeting was great last night",
 )
 MODS = (  # restricted: the moderators' business
-    "{who} posted a seed-selling link again, remove and warn?", "the plant swap had {n} no-shows, ban them from the next one?",
-    "report from {who} about rude comments in the help channel", "do we mute {who} for a week",
-    "{n} spam accounts joined overnight, tighten verification?", "need a decision on the appeal from {who}",
-    "sponsor wants a pinned post, do we allow that", "mod notes from the call are in the shared doc",
+    "{who} posted a seed-selling link again, remove and warn?",
+    "the plant swap had {n} no-shows, ban them from the next one?",
+    "report from {who} about rude comments in the help channel",
+    "do we mute {who} for a week",
+    "{n} spam accounts joined overnight, tighten verification?",
+    "need a decision on the appeal from {who}",
+    "sponsor wants a pinned post, do we allow that",
+    "mod notes from the call are in the shared doc",
 )
-MODS_SLOTS = {"who": ("a new member", "the seed seller", "a regular", "someone from the allotment group"),
-              "n": ("2", "4", "6", "11")}
+MODS_SLOTS = {
+    "who": ("a new member", "the seed seller", "a regular", "someone from the allotment group"),
+    "n": ("2", "4", "6", "11"),
+}
 
 GARDEN = History(
-    name="garden", scope="910000000000000004", start=datetime(2026, 3, 2, 6, 30, tzinfo=UTC), days=68,
-    channels=("general", "plant-doctor", "growing", "show-and-tell", "chit-chat", "mods"), restricted="mods",
+    name="garden",
+    scope="910000000000000004",
+    start=datetime(2026, 3, 2, 6, 30, tzinfo=UTC),
+    days=68,
+    channels=("general", "plant-doctor", "growing", "show-and-tell", "chit-chat", "mods"),
+    restricted="mods",
     people={
-        "4001": ("Maeve", "maeve_g"), "4002": ("Arjun", "arjun"), "4003": ("Pat", "pat_allot"),
-        "4004": ("Hiro", "hiro_s"), "4005": ("Grace", "gracie"), "4006": ("Tomasz", "tomek"),
-        "4007": ("Bea", "bea_b"), "4008": ("Colin", "col_in"), "4009": ("Nkechi", "nkechi"),
-        "4010": ("Sven", "svenh"), "4011": ("Lucy", "lucyloo"),
+        "4001": ("Maeve", "maeve_g"),
+        "4002": ("Arjun", "arjun"),
+        "4003": ("Pat", "pat_allot"),
+        "4004": ("Hiro", "hiro_s"),
+        "4005": ("Grace", "gracie"),
+        "4006": ("Tomasz", "tomek"),
+        "4007": ("Bea", "bea_b"),
+        "4008": ("Colin", "col_in"),
+        "4009": ("Nkechi", "nkechi"),
+        "4010": ("Sven", "svenh"),
+        "4011": ("Lucy", "lucyloo"),
     },
     kinds=(
         *_chatter(("general", "chit-chat", "show-and-tell")),
@@ -512,9 +767,19 @@ GRAMMAR = (
     "which one do I need here, {pair}? I always guess",
     "how do you conjugate irregular verbs in {lang} future tense",
 )
-GRAMMAR_SLOTS = {"lang": _LANGS, "pair": ("'por' and 'para'", "'ser' and 'estar'", "'wa' and 'ga'", "'du' and 'Sie'",
-                                          "'c'est' and 'il est'", "'haben' and 'sein'", "'ni' and 'de'",
-                                          "the imparfait and the passé composé")}
+GRAMMAR_SLOTS = {
+    "lang": _LANGS,
+    "pair": (
+        "'por' and 'para'",
+        "'ser' and 'estar'",
+        "'wa' and 'ga'",
+        "'du' and 'Sie'",
+        "'c'est' and 'il est'",
+        "'haben' and 'sein'",
+        "'ni' and 'de'",
+        "the imparfait and the passé composé",
+    ),
+}
 PARTNERS = (
     "looking for a {lang} speaker to practise with, I can help with English in return",
     "anyone up for a voice call in {lang} this {day}? beginner level",
@@ -531,42 +796,74 @@ PARTNERS = (
 )
 PARTNER_SLOTS = {"lang": _LANGS, "day": ("Monday", "Tuesday", "Thursday", "Saturday", "Sunday")}
 DEBUG_L = (  # served by technical_debugging
-    "anki crashes with an error when I import the shared deck", "my flashcard add-on throws an exception on startup",
-    "the dictionary script gives a KeyError on some words", "getting a stack trace from the anki sync, help",
-    "the pronunciation plugin fails with a python error", "why isn't my deck script working, it says syntax error",
-    "the app throws an error code when I upload my recordings", "my anki template breaks with a javascript error",
+    "anki crashes with an error when I import the shared deck",
+    "my flashcard add-on throws an exception on startup",
+    "the dictionary script gives a KeyError on some words",
+    "getting a stack trace from the anki sync, help",
+    "the pronunciation plugin fails with a python error",
+    "why isn't my deck script working, it says syntax error",
+    "the app throws an error code when I upload my recordings",
+    "my anki template breaks with a javascript error",
 )
 HOBBY_L = (
-    "ran 12k this morning, legs are jelly", "new running shoes arrived, the carbon ones",
-    "parkrun PB today!! 22:41", "long run on Sunday, going for 25k", "my running watch says I need 48h recovery lol",
-    "hill repeats in the rain, why do I do this to myself", "signed up for the half marathon in spring",
-    "easy 5k recovery jog before work", "track session tonight, 8 x 400", "tempo run felt great today",
+    "ran 12k this morning, legs are jelly",
+    "new running shoes arrived, the carbon ones",
+    "parkrun PB today!! 22:41",
+    "long run on Sunday, going for 25k",
+    "my running watch says I need 48h recovery lol",
+    "hill repeats in the rain, why do I do this to myself",
+    "signed up for the half marathon in spring",
+    "easy 5k recovery jog before work",
+    "track session tonight, 8 x 400",
+    "tempo run felt great today",
 )
 MODS_L = (
-    "{who} keeps DMing people for paid lessons, warn them?", "ban appeal from {who}, thoughts?",
-    "{n} reports about the {lang} channel getting heated", "do we remove the machine-translated spam",
-    "{who} was rude to a beginner in voice, what do we do", "moderator rota for next month is in the sheet",
+    "{who} keeps DMing people for paid lessons, warn them?",
+    "ban appeal from {who}, thoughts?",
+    "{n} reports about the {lang} channel getting heated",
+    "do we remove the machine-translated spam",
+    "{who} was rude to a beginner in voice, what do we do",
+    "moderator rota for next month is in the sheet",
     "should we lock the old {lang} exam answers thread",
 )
-MODS_L_SLOTS = {"who": ("a tutor", "a new account", "one of the regulars", "the bot spammer"), "n": ("2", "3", "5", "8"),
-                "lang": _LANGS}
+MODS_L_SLOTS = {
+    "who": ("a tutor", "a new account", "one of the regulars", "the bot spammer"),
+    "n": ("2", "3", "5", "8"),
+    "lang": _LANGS,
+}
 
 LANGUAGE = History(
-    name="language", scope="910000000000000005", start=datetime(2026, 1, 12, 9, 0, tzinfo=UTC), days=72,
+    name="language",
+    scope="910000000000000005",
+    start=datetime(2026, 1, 12, 9, 0, tzinfo=UTC),
+    days=72,
     channels=("general", "grammar-help", "practice-partners", "resources", "off-topic", "mod-team"),
     restricted="mod-team",
     people={
-        "5001": ("Amara", "amara_o"), "5002": ("Jun", "jun_h"), "5003": ("Pilar", "pilar_r"),
-        "5004": ("Oskar", "oskar"), "5005": ("Leila", "leila_m"), "5006": ("Noah", "noahb"),
-        "5007": ("Chiara", "chiara"), "5008": ("Dmitri", "dima"), "5009": ("Yaw", "yaw_k"),
-        "5010": ("Hana", "hana_n"), "5011": ("Felix", "felixw"), "5012": ("Ines", "ines_l"),
+        "5001": ("Amara", "amara_o"),
+        "5002": ("Jun", "jun_h"),
+        "5003": ("Pilar", "pilar_r"),
+        "5004": ("Oskar", "oskar"),
+        "5005": ("Leila", "leila_m"),
+        "5006": ("Noah", "noahb"),
+        "5007": ("Chiara", "chiara"),
+        "5008": ("Dmitri", "dima"),
+        "5009": ("Yaw", "yaw_k"),
+        "5010": ("Hana", "hana_n"),
+        "5011": ("Felix", "felixw"),
+        "5012": ("Ines", "ines_l"),
         "5013": ("Tariq", "tariq"),
     },
     kinds=(
         *_chatter(("general", "off-topic")),
         Kind("need:grammar_help", GRAMMAR, 1.1, ("grammar-help", "grammar-help", "general"), slots=GRAMMAR_SLOTS),
-        Kind("need:practice_partners", PARTNERS, 0.9, ("practice-partners", "practice-partners", "general"),
-             slots=PARTNER_SLOTS),
+        Kind(
+            "need:practice_partners",
+            PARTNERS,
+            0.9,
+            ("practice-partners", "practice-partners", "general"),
+            slots=PARTNER_SLOTS,
+        ),
         Kind("served:debugging", DEBUG_L, 0.6, ("resources", "general")),
         Kind("hobby", HOBBY_L, 0.8, ("off-topic", "general"), people=("5008",), dressed=False),
         Kind("restricted:mods", MODS_L, 0.8, ("mod-team",), people=("5001", "5004", "5011"), slots=MODS_L_SLOTS),
@@ -576,18 +873,81 @@ LANGUAGE = History(
 # --- home-cooking and baking server (held out, written blind on 2026-11-27) ----------------------------------
 # Bakes and savoury dishes are separate kinds under one label, so an ingredient goes with a dish that uses it.
 
-_BAKES = ("banana bread", "brownies", "chocolate chip cookies", "victoria sponge", "focaccia", "carrot cake",
-          "cinnamon rolls", "cheesecake", "muffins", "my nan's scones", "lemon drizzle", "shortbread")
-_BAKE_INGS = ("eggs", "butter", "buttermilk", "double cream", "self-raising flour", "caster sugar", "baking powder",
-              "golden syrup", "vanilla extract", "milk", "brown sugar")
-_BAKE_SUBS = ("oil", "apple sauce", "plain yogurt", "oat milk", "a flax egg", "margarine", "lemon juice and milk",
-              "maple syrup", "coconut oil")
-_DISHES = ("lasagne", "chilli", "pad thai", "shepherd's pie", "mushroom risotto", "dal", "chicken curry", "beef stew",
-           "carbonara", "fish pie", "bolognese")
-_DISH_INGS = ("double cream", "butter", "parmesan", "white wine", "stock", "onions", "garlic", "cornflour",
-              "tomato puree", "sour cream", "coconut milk")
-_DISH_SUBS = ("creme fraiche", "oat cream", "vegetable stock", "lemon juice", "olive oil", "miso", "soy sauce",
-              "greek yogurt", "nutritional yeast")
+_BAKES = (
+    "banana bread",
+    "brownies",
+    "chocolate chip cookies",
+    "victoria sponge",
+    "focaccia",
+    "carrot cake",
+    "cinnamon rolls",
+    "cheesecake",
+    "muffins",
+    "my nan's scones",
+    "lemon drizzle",
+    "shortbread",
+)
+_BAKE_INGS = (
+    "eggs",
+    "butter",
+    "buttermilk",
+    "double cream",
+    "self-raising flour",
+    "caster sugar",
+    "baking powder",
+    "golden syrup",
+    "vanilla extract",
+    "milk",
+    "brown sugar",
+)
+_BAKE_SUBS = (
+    "oil",
+    "apple sauce",
+    "plain yogurt",
+    "oat milk",
+    "a flax egg",
+    "margarine",
+    "lemon juice and milk",
+    "maple syrup",
+    "coconut oil",
+)
+_DISHES = (
+    "lasagne",
+    "chilli",
+    "pad thai",
+    "shepherd's pie",
+    "mushroom risotto",
+    "dal",
+    "chicken curry",
+    "beef stew",
+    "carbonara",
+    "fish pie",
+    "bolognese",
+)
+_DISH_INGS = (
+    "double cream",
+    "butter",
+    "parmesan",
+    "white wine",
+    "stock",
+    "onions",
+    "garlic",
+    "cornflour",
+    "tomato puree",
+    "sour cream",
+    "coconut milk",
+)
+_DISH_SUBS = (
+    "creme fraiche",
+    "oat cream",
+    "vegetable stock",
+    "lemon juice",
+    "olive oil",
+    "miso",
+    "soy sauce",
+    "greek yogurt",
+    "nutritional yeast",
+)
 _TINS_FROM = ("a 20cm round tin", "a 23cm square tin", "two 18cm sandwich tins", "a 2lb loaf tin")
 _TINS_TO = ("a 9x13 tray", "a muffin tray", "a 25cm springform", "a sheet pan", "a 1lb loaf tin", "a bundt tin")
 _SCALE_NUMBERS = {"n": ("2", "4", "6", "8", "12"), "m": ("3", "5", "10", "14", "20", "30"), "k": ("2", "3", "4", "1.5")}
@@ -647,64 +1007,131 @@ SUBSTITUTION_DISHES = (
     "guest coming who can't have garlic or onion, what goes in {dish} instead",
     "is greek yogurt ok instead of {ingredient} in {dish}",
 )
-BAKE_SLOTS = {"dish": _BAKES, "ingredient": _BAKE_INGS, "sub": _BAKE_SUBS, "pan": _TINS_TO, "pan2": _TINS_FROM,
-              **_SCALE_NUMBERS}
+BAKE_SLOTS = {
+    "dish": _BAKES,
+    "ingredient": _BAKE_INGS,
+    "sub": _BAKE_SUBS,
+    "pan": _TINS_TO,
+    "pan2": _TINS_FROM,
+    **_SCALE_NUMBERS,
+}
 DISH_SLOTS = {"dish": _DISHES, "ingredient": _DISH_INGS, "sub": _DISH_SUBS, **_SCALE_NUMBERS}
 FOOD_TALK = (  # showing off and grumbling: chatter, not requests
-    "look at the {dish} I made 😍", "first attempt at {dish}, not pretty but it tasted great",
-    "the {dish} disappeared in ten minutes lol", "farmers market had amazing strawberries today",
-    "new cast iron pan arrived, seasoning it tonight", "burnt the garlic again, whole flat smells of it",
-    "meal prepped for the whole week, feeling smug", "cereal for dinner tonight, no regrets",
-    "my {dish} won second place at the village fete!!", "finally used up the freezer leftovers",
-    "the smell of {dish} right now...", "bought way too many lemons, send help",
+    "look at the {dish} I made 😍",
+    "first attempt at {dish}, not pretty but it tasted great",
+    "the {dish} disappeared in ten minutes lol",
+    "farmers market had amazing strawberries today",
+    "new cast iron pan arrived, seasoning it tonight",
+    "burnt the garlic again, whole flat smells of it",
+    "meal prepped for the whole week, feeling smug",
+    "cereal for dinner tonight, no regrets",
+    "my {dish} won second place at the village fete!!",
+    "finally used up the freezer leftovers",
+    "the smell of {dish} right now...",
+    "bought way too many lemons, send help",
 )
 FOOD_SLOTS = {"dish": _BAKES + _DISHES}
 RECALL_K = (  # served by memory_recall
-    "what did I tell you about my oven running hot?", "remember which flour I said I was using?",
-    "didn't we talk about my mum's birthday cake before?", "what did I say I was cooking for the dinner party?",
-    "you mentioned earlier what my son is allergic to, what was it?", "what did we discuss about my pressure cooker?",
-    "do you recall what I said about the curry that went wrong?", "what did I tell you my favourite cuisine was?",
-    "remember when we talked about my meal prep plan?", "what was that cookbook I told you about last month?",
+    "what did I tell you about my oven running hot?",
+    "remember which flour I said I was using?",
+    "didn't we talk about my mum's birthday cake before?",
+    "what did I say I was cooking for the dinner party?",
+    "you mentioned earlier what my son is allergic to, what was it?",
+    "what did we discuss about my pressure cooker?",
+    "do you recall what I said about the curry that went wrong?",
+    "what did I tell you my favourite cuisine was?",
+    "remember when we talked about my meal prep plan?",
+    "what was that cookbook I told you about last month?",
 )
 HOBBY_K = (  # one person's running chatter
-    "saw a kingfisher by the canal this morning!!", "new binoculars arrived, 8x42, so crisp",
-    "a pair of goldfinches on the feeder now", "counted 23 species on the reservoir walk",
-    "heard a cuckoo for the first time this year", "the robin is back on the fence, basically a pet at this point",
-    "up at 5 for the dawn chorus walk, worth it", "trying to tell chiffchaffs from willow warblers by song, so hard",
-    "red kite circling over the ring road at lunch", "my bird list for the year is at 112", "swifts are back, summer!",
+    "saw a kingfisher by the canal this morning!!",
+    "new binoculars arrived, 8x42, so crisp",
+    "a pair of goldfinches on the feeder now",
+    "counted 23 species on the reservoir walk",
+    "heard a cuckoo for the first time this year",
+    "the robin is back on the fence, basically a pet at this point",
+    "up at 5 for the dawn chorus walk, worth it",
+    "trying to tell chiffchaffs from willow warblers by song, so hard",
+    "red kite circling over the ring road at lunch",
+    "my bird list for the year is at 112",
+    "swifts are back, summer!",
 )
 STAFF_K = (  # restricted: the staff's recurring business
     "{who} posted an affiliate link in recipe-help again, remove it?",
-    "the {month} bake-off has {n} entries so far, who's judging", "{n} spam accounts selling supplements overnight",
+    "the {month} bake-off has {n} entries so far, who's judging",
+    "{n} spam accounts selling supplements overnight",
     "someone reported a recipe copied word for word from a paid cookbook, take it down?",
-    "{who} gave dodgy home-canning advice, do we step in", "do we pin the allergen reminder in recipe-help",
-    "ban appeal from {who}, thoughts", "prize for the bake-off: voucher or a cookbook?",
+    "{who} gave dodgy home-canning advice, do we step in",
+    "do we pin the allergen reminder in recipe-help",
+    "ban appeal from {who}, thoughts",
+    "prize for the bake-off: voucher or a cookbook?",
     "mod rota for the next two weeks is in the sheet",
 )
-STAFF_K_SLOTS = {"who": ("a new member", "the supplement spammer", "one of the regulars", "the meal-kit account"),
-                 "n": ("3", "5", "8", "14"), "month": ("April", "May", "June")}
+STAFF_K_SLOTS = {
+    "who": ("a new member", "the supplement spammer", "one of the regulars", "the meal-kit account"),
+    "n": ("3", "5", "8", "14"),
+    "month": ("April", "May", "June"),
+}
 
 KITCHEN = History(
-    name="kitchen", scope="910000000000000006", start=datetime(2026, 4, 6, 7, 15, tzinfo=UTC), days=76,
-    channels=("general", "recipe-help", "baking", "show-your-plate", "off-topic", "staff"), restricted="staff",
+    name="kitchen",
+    scope="910000000000000006",
+    start=datetime(2026, 4, 6, 7, 15, tzinfo=UTC),
+    days=76,
+    channels=("general", "recipe-help", "baking", "show-your-plate", "off-topic", "staff"),
+    restricted="staff",
     people={
-        "6001": ("Nadia", "nadia_cooks"), "6002": ("Ben", "benbakes"), "6003": ("Carmen", "carmen_r"),
-        "6004": ("Kwame", "kwame_a"), "6005": ("Elif", "elif.k"), "6006": ("Rory", "rory_mc"),
-        "6007": ("Wendy", "wendyw"), "6008": ("Tuan", "tuan_n"), "6009": ("Sofia", "sofi_b"),
-        "6010": ("Ahmed", "ahmed_h"), "6011": ("Joy", "joyful_j"), "6012": ("Petra", "petra_s"),
+        "6001": ("Nadia", "nadia_cooks"),
+        "6002": ("Ben", "benbakes"),
+        "6003": ("Carmen", "carmen_r"),
+        "6004": ("Kwame", "kwame_a"),
+        "6005": ("Elif", "elif.k"),
+        "6006": ("Rory", "rory_mc"),
+        "6007": ("Wendy", "wendyw"),
+        "6008": ("Tuan", "tuan_n"),
+        "6009": ("Sofia", "sofi_b"),
+        "6010": ("Ahmed", "ahmed_h"),
+        "6011": ("Joy", "joyful_j"),
+        "6012": ("Petra", "petra_s"),
     },
     kinds=(
         *_chatter(("general", "off-topic", "show-your-plate")),
-        Kind("chatter", FOOD_TALK, 1.2, ("show-your-plate", "show-your-plate", "baking", "general"),
-             slots=FOOD_SLOTS, dressed=False),
-        Kind("need:recipe_scaling", SCALING + SCALING_BAKES, 0.5, ("recipe-help", "baking", "baking", "general"),
-             slots=BAKE_SLOTS),
-        Kind("need:recipe_scaling", SCALING + SCALING_DISHES, 0.4, ("recipe-help", "recipe-help", "general"),
-             slots=DISH_SLOTS),
-        Kind("need:ingredient_substitution", SUBSTITUTION + SUBSTITUTION_BAKES, 0.5,
-             ("recipe-help", "baking", "baking", "general"), slots=BAKE_SLOTS),
-        Kind("need:ingredient_substitution", SUBSTITUTION + SUBSTITUTION_DISHES, 0.5,
-             ("recipe-help", "recipe-help", "general"), slots=DISH_SLOTS),
+        Kind(
+            "chatter",
+            FOOD_TALK,
+            1.2,
+            ("show-your-plate", "show-your-plate", "baking", "general"),
+            slots=FOOD_SLOTS,
+            dressed=False,
+        ),
+        Kind(
+            "need:recipe_scaling",
+            SCALING + SCALING_BAKES,
+            0.5,
+            ("recipe-help", "baking", "baking", "general"),
+            slots=BAKE_SLOTS,
+        ),
+        Kind(
+            "need:recipe_scaling",
+            SCALING + SCALING_DISHES,
+            0.4,
+            ("recipe-help", "recipe-help", "general"),
+            slots=DISH_SLOTS,
+        ),
+        Kind(
+            "need:ingredient_substitution",
+            SUBSTITUTION + SUBSTITUTION_BAKES,
+            0.5,
+            ("recipe-help", "baking", "baking", "general"),
+            slots=BAKE_SLOTS,
+        ),
+        Kind(
+            "need:ingredient_substitution",
+            SUBSTITUTION + SUBSTITUTION_DISHES,
+            0.5,
+            ("recipe-help", "recipe-help", "general"),
+            slots=DISH_SLOTS,
+        ),
         Kind("served:memory_recall", RECALL_K, 0.5, ("general", "recipe-help")),
         Kind("hobby", HOBBY_K, 0.8, ("off-topic", "general"), people=("6007",), dressed=False),
         Kind("restricted:staff", STAFF_K, 0.8, ("staff",), people=("6001", "6004", "6010"), slots=STAFF_K_SLOTS),
@@ -760,43 +1187,78 @@ LEVELS = (  # laying out levels: teaching, guiding, pacing, difficulty
 LEVEL_SLOTS = {"mech": _MECHS, "genre": _GENRES, "area": _AREAS}
 DEBUG_I = (  # served by technical_debugging
     "{engine} export fails with 'missing export template', how do I fix it",
-    "getting a NullReferenceException when the player spawns", "build crashes on startup but runs fine in the editor",
-    "Godot throws 'invalid get index' on line 42 of my player script", "shader won't compile after updating {engine}",
-    "the android build errors out with a gradle failure", "my save system throws an exception when the file is empty",
-    "stack overflow error when two enemies collide", "player falls through the floor at high speed, collision bug?",
-    "the {engine} project won't open after the update, error on import", "segfault when I resize the window",
+    "getting a NullReferenceException when the player spawns",
+    "build crashes on startup but runs fine in the editor",
+    "Godot throws 'invalid get index' on line 42 of my player script",
+    "shader won't compile after updating {engine}",
+    "the android build errors out with a gradle failure",
+    "my save system throws an exception when the file is empty",
+    "stack overflow error when two enemies collide",
+    "player falls through the floor at high speed, collision bug?",
+    "the {engine} project won't open after the update, error on import",
+    "segfault when I resize the window",
 )
 DEBUG_I_SLOTS = {"engine": _ENGINES}
 DEVLOG_TALK = (  # progress posts: chatter, not requests
-    "just pushed a new devlog, finally", "hit 500 wishlists today!!", "spent all day on the title screen lol",
-    "finished the boss sprite, so happy with it", "my game got into a small newsletter this week",
-    "drew 40 frames of walk cycle today, hands hurt", "scope creep got me again", "demo is up on itch!",
-    "ported everything to {engine}, never again", "composer sent the first track, it's gorgeous",
-    "two years on this game as of today", "refactored the inventory, nothing visible changed, felt great",
+    "just pushed a new devlog, finally",
+    "hit 500 wishlists today!!",
+    "spent all day on the title screen lol",
+    "finished the boss sprite, so happy with it",
+    "my game got into a small newsletter this week",
+    "drew 40 frames of walk cycle today, hands hurt",
+    "scope creep got me again",
+    "demo is up on itch!",
+    "ported everything to {engine}, never again",
+    "composer sent the first track, it's gorgeous",
+    "two years on this game as of today",
+    "refactored the inventory, nothing visible changed, felt great",
 )
 DEVLOG_SLOTS = {"engine": _ENGINES}
 HOBBY_I = (  # one person's running chatter
-    "sent my first V4 at the wall tonight", "fingers shredded from the crimpy problems",
-    "new climbing shoes, they hurt so much", "the overhang wall is evil", "the gym reset the blue circuit",
-    "flashed a V3 today!!", "trying to learn heel hooks, not going well", "outdoor bouldering saturday if the rock's dry",
-    "forearm pump after two hours is real", "hangboard routine, day 12",
+    "sent my first V4 at the wall tonight",
+    "fingers shredded from the crimpy problems",
+    "new climbing shoes, they hurt so much",
+    "the overhang wall is evil",
+    "the gym reset the blue circuit",
+    "flashed a V3 today!!",
+    "trying to learn heel hooks, not going well",
+    "outdoor bouldering saturday if the rock's dry",
+    "forearm pump after two hours is real",
+    "hangboard routine, day 12",
 )
 MODS_I = (  # restricted: the mods' recurring business
-    "{who} posted their game in general again, third self-promo this week", "{n} reports about a crypto play-to-earn link",
-    "jam theme shortlist is in the doc, vote by {day}", "do we need a rule about AI art in the showcase",
-    "{who} was harsh in feedback on a beginner's devlog, talk to them?", "ban appeal from {who}",
-    "who's hosting the jam kickoff stream on {day}", "should devlogs get slowmode",
+    "{who} posted their game in general again, third self-promo this week",
+    "{n} reports about a crypto play-to-earn link",
+    "jam theme shortlist is in the doc, vote by {day}",
+    "do we need a rule about AI art in the showcase",
+    "{who} was harsh in feedback on a beginner's devlog, talk to them?",
+    "ban appeal from {who}",
+    "who's hosting the jam kickoff stream on {day}",
+    "should devlogs get slowmode",
 )
-MODS_I_SLOTS = {"who": ("a new account", "the asset-flip guy", "one of the regulars", "a publisher rep"),
-                "n": ("2", "4", "7", "10"), "day": ("Friday", "Sunday", "Wednesday")}
+MODS_I_SLOTS = {
+    "who": ("a new account", "the asset-flip guy", "one of the regulars", "a publisher rep"),
+    "n": ("2", "4", "7", "10"),
+    "day": ("Friday", "Sunday", "Wednesday"),
+}
 
 INDIEDEV = History(
-    name="indiedev", scope="910000000000000007", start=datetime(2026, 5, 11, 10, 0, tzinfo=UTC), days=86,
-    channels=("general", "engine-help", "design", "devlogs", "off-topic", "mod-chat"), restricted="mod-chat",
+    name="indiedev",
+    scope="910000000000000007",
+    start=datetime(2026, 5, 11, 10, 0, tzinfo=UTC),
+    days=86,
+    channels=("general", "engine-help", "design", "devlogs", "off-topic", "mod-chat"),
+    restricted="mod-chat",
     people={
-        "7001": ("Kai", "kai_makes"), "7002": ("Bruna", "brunadev"), "7003": ("Ollie", "ollie_px"),
-        "7004": ("Mei", "meiwong"), "7005": ("Jonas", "jonas_k"), "7006": ("Ada", "ada_l"),
-        "7007": ("Rafael", "rafa_g"), "7008": ("Sunny", "sunny_d"), "7009": ("Ivo", "ivo_t"),
+        "7001": ("Kai", "kai_makes"),
+        "7002": ("Bruna", "brunadev"),
+        "7003": ("Ollie", "ollie_px"),
+        "7004": ("Mei", "meiwong"),
+        "7005": ("Jonas", "jonas_k"),
+        "7006": ("Ada", "ada_l"),
+        "7007": ("Rafael", "rafa_g"),
+        "7008": ("Sunny", "sunny_d"),
+        "7009": ("Ivo", "ivo_t"),
         "7010": ("Zainab", "zainab"),
     },
     kinds=(
@@ -814,18 +1276,59 @@ INDIEDEV = History(
 # Settings questions and critique requests share the camera vocabulary (aperture, shutter, sharp, exposure):
 # a settings question asks what to set before a shot, a critique request asks what to change about one taken.
 
-_SCENES = ("a gig in a dark pub", "my kid's football match", "fireworks", "the milky way", "a waterfall",
-           "birds in flight", "portraits indoors", "the northern lights", "a wedding in a church", "the city at night",
-           "a swimming gala", "snow on a sunny day", "a candlelit dinner", "the harbour at sunset")
-_CAMERAS = ("Canon R50", "Nikon D3500", "Sony a6400", "Fuji X-T30", "Olympus EM10", "Canon 600D", "Nikon Z50",
-            "Lumix G9")
+_SCENES = (
+    "a gig in a dark pub",
+    "my kid's football match",
+    "fireworks",
+    "the milky way",
+    "a waterfall",
+    "birds in flight",
+    "portraits indoors",
+    "the northern lights",
+    "a wedding in a church",
+    "the city at night",
+    "a swimming gala",
+    "snow on a sunny day",
+    "a candlelit dinner",
+    "the harbour at sunset",
+)
+_CAMERAS = (
+    "Canon R50",
+    "Nikon D3500",
+    "Sony a6400",
+    "Fuji X-T30",
+    "Olympus EM10",
+    "Canon 600D",
+    "Nikon Z50",
+    "Lumix G9",
+)
 _LENSES = ("kit lens", "18-55", "50mm f1.8", "70-300", "35mm prime", "10-18 wide", "100-400", "nifty fifty")
-_SUBJECTS = ("grandma in the garden", "the harbour at sunrise", "a heron", "the dog on the beach", "the cathedral",
-             "a street market", "a school recital", "autumn leaves in the park", "the pier", "a busker",
-             "the allotments in fog", "a robin", "a local band", "the old mill")
-_PHOTO_SLOTS = {"scene": _SCENES, "camera": _CAMERAS, "lens": _LENSES, "subject": _SUBJECTS,
-                "shutter": ("1/30", "1/60", "1/250", "1/1000", "2 seconds", "1/8"), "fast": ("1/250", "1/500", "1/1000"),
-                "iso": ("800", "1600", "3200", "6400", "12800"), "aperture": ("f1.8", "f2.8", "f4", "f8", "f11", "f16")}
+_SUBJECTS = (
+    "grandma in the garden",
+    "the harbour at sunrise",
+    "a heron",
+    "the dog on the beach",
+    "the cathedral",
+    "a street market",
+    "a school recital",
+    "autumn leaves in the park",
+    "the pier",
+    "a busker",
+    "the allotments in fog",
+    "a robin",
+    "a local band",
+    "the old mill",
+)
+_PHOTO_SLOTS = {
+    "scene": _SCENES,
+    "camera": _CAMERAS,
+    "lens": _LENSES,
+    "subject": _SUBJECTS,
+    "shutter": ("1/30", "1/60", "1/250", "1/1000", "2 seconds", "1/8"),
+    "fast": ("1/250", "1/500", "1/1000"),
+    "iso": ("800", "1600", "3200", "6400", "12800"),
+    "aperture": ("f1.8", "f2.8", "f4", "f8", "f11", "f16"),
+}
 SETTINGS = (  # what to set on the camera for a shot not yet taken
     "what settings for {scene}? shooting on the {camera} with the {lens}",
     "shooting {scene} on saturday, shutter priority or full manual",
@@ -870,61 +1373,103 @@ CRITIQUE = (  # feedback on a photo already taken
 )
 DEBUG_P = (  # served by technical_debugging
     "lightroom says 'the file appears to be unsupported or damaged' on half my imports",
-    "{camera} shows 'Err 70' and freezes when I turn it on", "card error on the {camera}, can I get the photos back",
-    "darktable crashes every time I export to jpeg", "photoshop won't open my raw files, says unsupported camera",
-    "tethering to the laptop fails with 'device not found'", "lightroom catalog 'cannot be opened because of an error'",
-    "firmware update failed halfway and the {camera} won't power on", "GIMP runs out of memory opening a 40MB raw",
-    "capture one keeps hanging on 'building previews'", "the {camera} app won't pair over bluetooth, error 0x31",
+    "{camera} shows 'Err 70' and freezes when I turn it on",
+    "card error on the {camera}, can I get the photos back",
+    "darktable crashes every time I export to jpeg",
+    "photoshop won't open my raw files, says unsupported camera",
+    "tethering to the laptop fails with 'device not found'",
+    "lightroom catalog 'cannot be opened because of an error'",
+    "firmware update failed halfway and the {camera} won't power on",
+    "GIMP runs out of memory opening a 40MB raw",
+    "capture one keeps hanging on 'building previews'",
+    "the {camera} app won't pair over bluetooth, error 0x31",
 )
 PHOTO_TALK = (  # showing off and gear talk: chatter, not requests
-    "out at the pier at sunrise, frosty and gorgeous", "bought the {lens} second-hand, arrived today",
-    "golden hour was unreal tonight", "forgot the memory card, whole trip wasted lol",
-    "posted my {subject} shot on insta, loads of likes", "the club walk on saturday was so much fun",
-    "my shutter count just passed 50k", "rain ruined the photo walk again", "new camera bag, finally fits everything",
-    "printed a few of mine for the hallway, look much better on paper", "saw a pro shooting the same spot, felt fancy",
+    "out at the pier at sunrise, frosty and gorgeous",
+    "bought the {lens} second-hand, arrived today",
+    "golden hour was unreal tonight",
+    "forgot the memory card, whole trip wasted lol",
+    "posted my {subject} shot on insta, loads of likes",
+    "the club walk on saturday was so much fun",
+    "my shutter count just passed 50k",
+    "rain ruined the photo walk again",
+    "new camera bag, finally fits everything",
+    "printed a few of mine for the hallway, look much better on paper",
+    "saw a pro shooting the same spot, felt fancy",
     "that {subject} shot someone posted yesterday is still on my mind",
 )
 HOBBY_P = (  # one person's running chatter
-    "finished the second sleeve finally", "this cable pattern is eating my brain",
+    "finished the second sleeve finally",
+    "this cable pattern is eating my brain",
     "frogged the whole jumper, start again",
-    "found the perfect merino at the market", "knitting on the bus again, got funny looks",
+    "found the perfect merino at the market",
+    "knitting on the bus again, got funny looks",
     "first ever socks! slightly different sizes",
-    "the cat has claimed my yarn basket", "blocking the shawl tonight, fingers crossed",
+    "the cat has claimed my yarn basket",
+    "blocking the shawl tonight, fingers crossed",
     "dropped a stitch 20 rows back, crying",
-    "colourwork hat done, pretty proud", "bought more yarn than I'll use in a lifetime",
+    "colourwork hat done, pretty proud",
+    "bought more yarn than I'll use in a lifetime",
 )
 COMMITTEE_P = (  # restricted: the club committee's recurring business
-    "the {month} competition has {n} entries, who's judging", "{who} entered a photo that isn't theirs, disqualify?",
-    "venue for the exhibition wants a deposit by {day}", "subs: {n} members still haven't paid",
-    "complaint from {who} about a harsh critique in the channel", "do we allow AI-edited images in the comp",
+    "the {month} competition has {n} entries, who's judging",
+    "{who} entered a photo that isn't theirs, disqualify?",
+    "venue for the exhibition wants a deposit by {day}",
+    "subs: {n} members still haven't paid",
+    "complaint from {who} about a harsh critique in the channel",
+    "do we allow AI-edited images in the comp",
     "guest speaker for {month}: the wildlife guy or the wedding photographer?",
     "club loan lens came back with a scratch",
     "minutes from the last meeting are in the drive",
 )
-COMMITTEE_P_SLOTS = {"month": ("July", "August", "September"), "n": ("4", "9", "17", "26"),
-                     "who": ("a new member", "one of the regulars", "a visitor", "last month's winner"),
-                     "day": ("Friday", "Monday", "the 1st")}
+COMMITTEE_P_SLOTS = {
+    "month": ("July", "August", "September"),
+    "n": ("4", "9", "17", "26"),
+    "who": ("a new member", "one of the regulars", "a visitor", "last month's winner"),
+    "day": ("Friday", "Monday", "the 1st"),
+}
 
 PHOTO = History(
-    name="photo", scope="910000000000000008", start=datetime(2026, 6, 22, 8, 0, tzinfo=UTC), days=74,
-    channels=("general", "settings-help", "critique", "gear-talk", "off-topic", "committee"), restricted="committee",
+    name="photo",
+    scope="910000000000000008",
+    start=datetime(2026, 6, 22, 8, 0, tzinfo=UTC),
+    days=74,
+    channels=("general", "settings-help", "critique", "gear-talk", "off-topic", "committee"),
+    restricted="committee",
     people={
-        "8001": ("Hannah", "hannah_lens"), "8002": ("Dev", "dev_shoots"), "8003": ("Marta", "marta.p"),
-        "8004": ("Leon", "leon_b"), "8005": ("Grace", "gracie_o"), "8006": ("Yusuf", "yusuf_k"),
-        "8007": ("Iris", "iris_w"), "8008": ("Callum", "callum_r"), "8009": ("Bea", "bea_t"),
-        "8010": ("Samir", "samir_a"), "8011": ("Fran", "fran_c"),
+        "8001": ("Hannah", "hannah_lens"),
+        "8002": ("Dev", "dev_shoots"),
+        "8003": ("Marta", "marta.p"),
+        "8004": ("Leon", "leon_b"),
+        "8005": ("Grace", "gracie_o"),
+        "8006": ("Yusuf", "yusuf_k"),
+        "8007": ("Iris", "iris_w"),
+        "8008": ("Callum", "callum_r"),
+        "8009": ("Bea", "bea_t"),
+        "8010": ("Samir", "samir_a"),
+        "8011": ("Fran", "fran_c"),
     },
     kinds=(
         *_chatter(("general", "off-topic", "gear-talk")),
         Kind("chatter", PHOTO_TALK, 1.2, ("gear-talk", "general", "critique"), slots=_PHOTO_SLOTS, dressed=False),
-        Kind("need:camera_settings", SETTINGS, 1.0, ("settings-help", "settings-help", "general", "gear-talk"),
-             slots=_PHOTO_SLOTS),
-        Kind("need:photo_critique", CRITIQUE, 0.9, ("critique", "critique", "general"), slots=_PHOTO_SLOTS,
-             from_day=5),
+        Kind(
+            "need:camera_settings",
+            SETTINGS,
+            1.0,
+            ("settings-help", "settings-help", "general", "gear-talk"),
+            slots=_PHOTO_SLOTS,
+        ),
+        Kind("need:photo_critique", CRITIQUE, 0.9, ("critique", "critique", "general"), slots=_PHOTO_SLOTS, from_day=5),
         Kind("served:debugging", DEBUG_P, 0.6, ("settings-help", "general", "gear-talk"), slots=_PHOTO_SLOTS),
         Kind("hobby", HOBBY_P, 0.7, ("off-topic", "general"), people=("8007",), dressed=False),
-        Kind("restricted:committee", COMMITTEE_P, 0.7, ("committee",), people=("8001", "8004", "8010"),
-             slots=COMMITTEE_P_SLOTS),
+        Kind(
+            "restricted:committee",
+            COMMITTEE_P,
+            0.7,
+            ("committee",),
+            people=("8001", "8004", "8010"),
+            slots=COMMITTEE_P_SLOTS,
+        ),
     ),
 )
 
@@ -932,29 +1477,83 @@ PHOTO = History(
 # Fixing a leak yourself and finding someone to fix it share the plumbing words (tap, boiler, leak, drain):
 # one asks how to do the job, the other who to hire for it and what it should cost.
 
-_FIXTURES = ("kitchen tap", "bathroom tap", "shower mixer", "toilet cistern", "outside tap", "radiator valve",
-             "washing machine hose", "sink trap", "bath waste", "stopcock")
+_FIXTURES = (
+    "kitchen tap",
+    "bathroom tap",
+    "shower mixer",
+    "toilet cistern",
+    "outside tap",
+    "radiator valve",
+    "washing machine hose",
+    "sink trap",
+    "bath waste",
+    "stopcock",
+)
 _TAPS = ("kitchen tap", "bathroom tap", "outside tap", "basin tap", "bath tap", "mixer tap")
 _ROOMS = ("kitchen", "bathroom", "utility room", "downstairs loo", "back bedroom", "en-suite")
-_TRADES = ("plumber", "electrician", "roofer", "gas safe engineer", "plasterer", "tree surgeon", "builder",
-           "drainage company", "window fitter", "handyman")
+_TRADES = (
+    "plumber",
+    "electrician",
+    "roofer",
+    "gas safe engineer",
+    "plasterer",
+    "tree surgeon",
+    "builder",
+    "drainage company",
+    "window fitter",
+    "handyman",
+)
 _STREETS = ("Elm Road", "the Larches", "Mill Lane", "Station Road", "Orchard Close", "the top of the hill")
-_HOME_SLOTS = {"fixture": _FIXTURES, "tap": _TAPS, "room": _ROOMS, "trade": _TRADES, "street": _STREETS,
-               "price": ("£400", "£650", "£1200", "£2500", "£3800", "£90 an hour"),
-               "fitted": ("new bathroom", "kitchen", "boiler", "log burner", "velux windows", "new fence")}
+_HOME_SLOTS = {
+    "fixture": _FIXTURES,
+    "tap": _TAPS,
+    "room": _ROOMS,
+    "trade": _TRADES,
+    "street": _STREETS,
+    "price": ("£400", "£650", "£1200", "£2500", "£3800", "£90 an hour"),
+    "fitted": ("new bathroom", "kitchen", "boiler", "log burner", "velux windows", "new fence"),
+}
 # A trade goes with its own jobs and firms (three kinds under one label), so no roofer is asked to rewire a kitchen.
-_PIPE_TRADE_SLOTS = {**_HOME_SLOTS, "trade": ("plumber", "gas safe engineer", "heating engineer", "drainage company"),
-                     "job": ("a new boiler", "replacing the bathroom", "a blocked drain outside", "moving a radiator",
-                             "a burst pipe in the loft", "a power flush", "fitting a new shower"),
-                     "company": ("Mill Lane Plumbing", "FixItFast", "the Henderson brothers")}
-_WIRE_TRADE_SLOTS = {**_HOME_SLOTS, "trade": ("qualified electrician", "sparky", "registered electrician"),
-                     "job": ("rewiring the kitchen", "a new consumer unit", "fitting an electric shower",
-                             "an EV charger", "outside lights", "extra sockets in the loft"),
-                     "company": ("Bright Sparks", "Volt & Son")}
-_BUILD_TRADE_SLOTS = {**_HOME_SLOTS, "trade": ("roofer", "builder", "plasterer", "tree surgeon"),
-                      "job": ("a leaking flat roof", "repointing the chimney", "skimming two ceilings",
-                              "fence panels after the storm", "a slipped roof tile", "taking down a leaning sycamore"),
-                      "company": ("AJ Roofing", "the Henderson brothers", "Oakbuild")}
+_PIPE_TRADE_SLOTS = {
+    **_HOME_SLOTS,
+    "trade": ("plumber", "gas safe engineer", "heating engineer", "drainage company"),
+    "job": (
+        "a new boiler",
+        "replacing the bathroom",
+        "a blocked drain outside",
+        "moving a radiator",
+        "a burst pipe in the loft",
+        "a power flush",
+        "fitting a new shower",
+    ),
+    "company": ("Mill Lane Plumbing", "FixItFast", "the Henderson brothers"),
+}
+_WIRE_TRADE_SLOTS = {
+    **_HOME_SLOTS,
+    "trade": ("qualified electrician", "sparky", "registered electrician"),
+    "job": (
+        "rewiring the kitchen",
+        "a new consumer unit",
+        "fitting an electric shower",
+        "an EV charger",
+        "outside lights",
+        "extra sockets in the loft",
+    ),
+    "company": ("Bright Sparks", "Volt & Son"),
+}
+_BUILD_TRADE_SLOTS = {
+    **_HOME_SLOTS,
+    "trade": ("roofer", "builder", "plasterer", "tree surgeon"),
+    "job": (
+        "a leaking flat roof",
+        "repointing the chimney",
+        "skimming two ceilings",
+        "fence panels after the storm",
+        "a slipped roof tile",
+        "taking down a leaning sycamore",
+    ),
+    "company": ("AJ Roofing", "the Henderson brothers", "Oakbuild"),
+}
 PLUMBING = (  # how to fix a plumbing problem yourself
     "{tap} drips all night, new washer or the whole cartridge?",
     "toilet keeps running after flushing, how do I fix the fill valve myself",
@@ -997,70 +1596,113 @@ TRADES = (  # who to hire for a job, and what it should cost
     "is {price} a lot for a {trade} to do {job}",
 )
 NEIGHBOUR_TALK = (  # local news and finished jobs: chatter, not requests
-    "bins are a day late this week because of the bank holiday", "lost cat on {street}, ginger, answers to Biscuit",
-    "finally finished painting the hall", "new bakery on {street} is lovely btw",
+    "bins are a day late this week because of the bank holiday",
+    "lost cat on {street}, ginger, answers to Biscuit",
+    "finally finished painting the hall",
+    "new bakery on {street} is lovely btw",
     "skip outside no. 14 if anyone needs timber",
     "took the wallpaper off the back bedroom and found four more layers lol",
     "the roadworks on {street} are never ending",
-    "new shelves up, only one of them wonky", "tiled the {room} splashback myself, pretty chuffed",
+    "new shelves up, only one of them wonky",
+    "tiled the {room} splashback myself, pretty chuffed",
     "the {trade} finally came and it's all sorted, what a relief",
     "street party was brilliant, thanks to whoever did the bunting",
     "power's back on at our end",
 )
 RECALL_H = (  # served by memory_recall
-    "what did I tell you about my boiler model?", "remember where I said the stopcock was?",
-    "what did I say the guttering quote came to?", "didn't we talk about my damp wall before?",
+    "what did I tell you about my boiler model?",
+    "remember where I said the stopcock was?",
+    "what did I say the guttering quote came to?",
+    "didn't we talk about my damp wall before?",
     "what did I tell you my boiler pressure should sit at?",
     "you mentioned earlier which paint I'm using in the hall, what was it?",
-    "what did we decide about the street party date?", "do you recall what I said about the loft insulation?",
+    "what did we decide about the street party date?",
+    "do you recall what I said about the loft insulation?",
     "what was the name of the electrician I mentioned last month?",
     "remember when I told you about the crack in the driveway?",
 )
 HOBBY_H = (  # one person's running chatter
-    "saturn's rings through the new scope tonight!!", "clouds again, third night running",
+    "saturn's rings through the new scope tonight!!",
+    "clouds again, third night running",
     "collimated the mirror, took ages",
-    "caught the ISS going over at 9.40", "moon was so bright I couldn't see a thing",
+    "caught the ISS going over at 9.40",
+    "moon was so bright I couldn't see a thing",
     "first go at astrophotography, blurry blob",
-    "orion's back in the evening sky, winter proper now", "bought a red torch so I stop ruining my night vision",
-    "jupiter's moons lined up perfectly last night", "the dark sky park trip is booked",
+    "orion's back in the evening sky, winter proper now",
+    "bought a red torch so I stop ruining my night vision",
+    "jupiter's moons lined up perfectly last night",
+    "the dark sky park trip is booked",
 )
 COMMITTEE_H = (  # restricted: the residents' association admins' recurring business
     "{who} posted a cold-caller's number in trades again, remove it?",
     "someone says the {trade} recommended here took a deposit and vanished, pin a warning?",
-    "street party budget: {n}0 quid left", "the council replied about the potholes on {street}",
-    "ban appeal from {who}", "do we let tradespeople advertise themselves in trades", "AGM minutes are in the drive",
+    "street party budget: {n}0 quid left",
+    "the council replied about the potholes on {street}",
+    "ban appeal from {who}",
+    "do we let tradespeople advertise themselves in trades",
+    "AGM minutes are in the drive",
     "{n} join requests from outside the area, vet them?",
     "{who} and their neighbour are arguing about a fence in general, step in?",
 )
-COMMITTEE_H_SLOTS = {"who": ("a new member", "the double-glazing rep", "one of the regulars", "someone from Mill Lane"),
-                     "n": ("3", "6", "8", "15"), "trade": _TRADES, "street": _STREETS}
+COMMITTEE_H_SLOTS = {
+    "who": ("a new member", "the double-glazing rep", "one of the regulars", "someone from Mill Lane"),
+    "n": ("3", "6", "8", "15"),
+    "trade": _TRADES,
+    "street": _STREETS,
+}
 
 HOMEOWNERS = History(
-    name="homeowners", scope="910000000000000009", start=datetime(2026, 1, 19, 7, 30, tzinfo=UTC), days=80,
-    channels=("general", "diy-help", "trades", "projects", "off-topic", "admins"), restricted="admins",
+    name="homeowners",
+    scope="910000000000000009",
+    start=datetime(2026, 1, 19, 7, 30, tzinfo=UTC),
+    days=80,
+    channels=("general", "diy-help", "trades", "projects", "off-topic", "admins"),
+    restricted="admins",
     people={
-        "9001": ("Maureen", "mo_h"), "9002": ("Dan", "dan_fixes"), "9003": ("Aisha", "aisha_r"), "9004": ("Pete",
-        "pete_w"),
-        "9005": ("Lucy", "lucyloo"), "9006": ("Gareth", "gaz_t"), "9007": ("Chen", "chen_l"), "9008": ("Olu", "olu_a"),
-        "9009": ("Sandra", "sandra_m"), "9010": ("Mick", "mick_d"), "9011": ("Tess", "tess_b"), "9012": ("Raj",
-        "raj_p"),
+        "9001": ("Maureen", "mo_h"),
+        "9002": ("Dan", "dan_fixes"),
+        "9003": ("Aisha", "aisha_r"),
+        "9004": ("Pete", "pete_w"),
+        "9005": ("Lucy", "lucyloo"),
+        "9006": ("Gareth", "gaz_t"),
+        "9007": ("Chen", "chen_l"),
+        "9008": ("Olu", "olu_a"),
+        "9009": ("Sandra", "sandra_m"),
+        "9010": ("Mick", "mick_d"),
+        "9011": ("Tess", "tess_b"),
+        "9012": ("Raj", "raj_p"),
         "9013": ("Helen", "helen_g"),
     },
     kinds=(
         *_chatter(("general", "off-topic", "projects")),
-        Kind("chatter", NEIGHBOUR_TALK, 1.2, ("general", "projects", "projects", "off-topic"), slots=_HOME_SLOTS,
-             dressed=False),
+        Kind(
+            "chatter",
+            NEIGHBOUR_TALK,
+            1.2,
+            ("general", "projects", "projects", "off-topic"),
+            slots=_HOME_SLOTS,
+            dressed=False,
+        ),
         Kind("need:plumbing_fix", PLUMBING, 0.9, ("diy-help", "diy-help", "general"), slots=_HOME_SLOTS),
-        Kind("need:find_tradesperson", TRADES, 0.4, ("trades", "trades", "general", "diy-help"),
-             slots=_PIPE_TRADE_SLOTS, from_day=3),
-        Kind("need:find_tradesperson", TRADES, 0.2, ("trades", "trades", "general"), slots=_WIRE_TRADE_SLOTS,
-             from_day=3),
-        Kind("need:find_tradesperson", TRADES, 0.3, ("trades", "trades", "general"), slots=_BUILD_TRADE_SLOTS,
-             from_day=3),
+        Kind(
+            "need:find_tradesperson",
+            TRADES,
+            0.4,
+            ("trades", "trades", "general", "diy-help"),
+            slots=_PIPE_TRADE_SLOTS,
+            from_day=3,
+        ),
+        Kind(
+            "need:find_tradesperson", TRADES, 0.2, ("trades", "trades", "general"), slots=_WIRE_TRADE_SLOTS, from_day=3
+        ),
+        Kind(
+            "need:find_tradesperson", TRADES, 0.3, ("trades", "trades", "general"), slots=_BUILD_TRADE_SLOTS, from_day=3
+        ),
         Kind("served:memory_recall", RECALL_H, 0.5, ("general", "diy-help")),
         Kind("hobby", HOBBY_H, 0.7, ("off-topic", "general"), people=("9010",), dressed=False),
-        Kind("restricted:admins", COMMITTEE_H, 0.7, ("admins",), people=("9001", "9005", "9012"),
-             slots=COMMITTEE_H_SLOTS),
+        Kind(
+            "restricted:admins", COMMITTEE_H, 0.7, ("admins",), people=("9001", "9005", "9012"), slots=COMMITTEE_H_SLOTS
+        ),
     ),
 )
 
@@ -1068,14 +1710,35 @@ HOMEOWNERS = History(
 # Two campaigns in two systems (Ashfall runs 5e, Mirewood runs Pathfinder 2e): a rules question names its system's
 # spells and actions, and a scheduling question names the same campaigns, sessions and characters.
 
-_SPELLS_5E = ("fireball", "misty step", "counterspell", "shield", "healing word", "hex", "hold person",
-              "spirit guardians", "bless", "web", "hunter's mark", "silvery barbs")
+_SPELLS_5E = (
+    "fireball",
+    "misty step",
+    "counterspell",
+    "shield",
+    "healing word",
+    "hex",
+    "hold person",
+    "spirit guardians",
+    "bless",
+    "web",
+    "hunter's mark",
+    "silvery barbs",
+)
 _CONDITIONS = ("grappled", "prone", "restrained", "frightened", "invisible", "stunned", "blinded", "paralysed")
 _CLASSES_5E = ("rogue", "paladin", "warlock", "druid", "monk", "fighter", "bard", "ranger", "sorcerer")
 _ACTIONS_5E = ("bonus action", "reaction", "dash", "disengage", "help action", "ready action")
 _CLASSES_PF2 = ("champion", "magus", "swashbuckler", "investigator", "oracle", "thaumaturge", "kineticist")
-_ACTIONS_PF2 = ("Raise a Shield", "Step", "Demoralize", "Recall Knowledge", "Trip", "Grapple",
-                "Shove", "Feint", "Battle Medicine")
+_ACTIONS_PF2 = (
+    "Raise a Shield",
+    "Step",
+    "Demoralize",
+    "Recall Knowledge",
+    "Trip",
+    "Grapple",
+    "Shove",
+    "Feint",
+    "Battle Medicine",
+)
 _CAMPAIGNS = ("Ashfall", "Mirewood")
 _MANOEUVRES = ("Trip", "Grapple", "Shove", "Demoralize", "Feint", "Disarm", "Tumble Through")
 RULES_5E = (  # what the rules say, for the 5e table
@@ -1118,11 +1781,20 @@ RULES_PF2 = (  # ...and for the Pathfinder 2e table
     "crit success on a skill check, does the {cls} get anything beyond the normal success",
     "dying value goes up by 2 on a crit, right? or is that only for recovery checks",
 )
-_RULES_5E_SLOTS = {"spell": _SPELLS_5E, "spell2": _SPELLS_5E, "condition": _CONDITIONS, "cls": _CLASSES_5E,
-                   "action": _ACTIONS_5E, "mover": ("dash", "disengage", "shove", "help action", "grapple")}
-_RULES_PF2_SLOTS = {"condition": ("frightened 2", "clumsy 1", "off-guard", "sickened", "slowed 1", "grabbed"),
-                    "cls": _CLASSES_PF2, "action": _ACTIONS_PF2,
-                    "manoeuvre": _MANOEUVRES}
+_RULES_5E_SLOTS = {
+    "spell": _SPELLS_5E,
+    "spell2": _SPELLS_5E,
+    "condition": _CONDITIONS,
+    "cls": _CLASSES_5E,
+    "action": _ACTIONS_5E,
+    "mover": ("dash", "disengage", "shove", "help action", "grapple"),
+}
+_RULES_PF2_SLOTS = {
+    "condition": ("frightened 2", "clumsy 1", "off-guard", "sickened", "slowed 1", "grabbed"),
+    "cls": _CLASSES_PF2,
+    "action": _ACTIONS_PF2,
+    "manoeuvre": _MANOEUVRES,
+}
 SCHEDULING = (  # when and whether to play: the same campaigns, sessions and characters, asked about the calendar
     "can we move session {n} to {day}? work thing came up",
     "who's free {day} at {time} for {campaign}",
@@ -1149,39 +1821,57 @@ SCHEDULING = (  # when and whether to play: the same campaigns, sessions and cha
     "{host} is hosting session {n}, what time are people arriving",
     "doodle poll says {day} works for 5 of 6, good enough to lock it in?",
 )
-_SCHEDULE_SLOTS = {"n": ("9", "10", "12", "14", "17", "21"), "day": ("Monday", "Thursday", "Friday", "Saturday"),
-                   "day2": ("Tuesday", "Wednesday", "Sunday"),
-                   "time": ("6", "6:30", "7", "7:30", "8", "8ish", "half 7"),
-                   "campaign": _CAMPAIGNS, "cls": _CLASSES_5E + _CLASSES_PF2, "month": ("February", "March", "April"),
-                   "event": ("birthday party", "work do", "football match", "school concert", "gig"),
-                   "date": ("3rd", "10th", "14th", "21st"), "date2": ("12th", "19th", "25th", "28th"),
-                   "host": ("Dario", "Leni", "Priya", "Oskar")}
+_SCHEDULE_SLOTS = {
+    "n": ("9", "10", "12", "14", "17", "21"),
+    "day": ("Monday", "Thursday", "Friday", "Saturday"),
+    "day2": ("Tuesday", "Wednesday", "Sunday"),
+    "time": ("6", "6:30", "7", "7:30", "8", "8ish", "half 7"),
+    "campaign": _CAMPAIGNS,
+    "cls": _CLASSES_5E + _CLASSES_PF2,
+    "month": ("February", "March", "April"),
+    "event": ("birthday party", "work do", "football match", "school concert", "gig"),
+    "date": ("3rd", "10th", "14th", "21st"),
+    "date2": ("12th", "19th", "25th", "28th"),
+    "host": ("Dario", "Leni", "Priya", "Oskar"),
+}
 TABLE_TALK = (  # war stories and showing off: chatter, not requests
     "three nat 20s in a row last night, the dice are cursed in a good way",
-    "finished painting my {cls} mini, pic later", "new dice set came today, purple with gold numbers",
-    "our bard tried to seduce the dragon AGAIN", "last night's {campaign} session was unreal, still buzzing",
-    "the tavern keeper NPC has a better backstory than my character lol", "TPK averted by a single healing potion",
-    "the map for {campaign} is on the wall now, looks amazing", "rolled a 1 on the most important save of the campaign",
-    "the {cls} fell into the same trap twice, legend", "snacks rota for next time: I'm bringing crisps",
+    "finished painting my {cls} mini, pic later",
+    "new dice set came today, purple with gold numbers",
+    "our bard tried to seduce the dragon AGAIN",
+    "last night's {campaign} session was unreal, still buzzing",
+    "the tavern keeper NPC has a better backstory than my character lol",
+    "TPK averted by a single healing potion",
+    "the map for {campaign} is on the wall now, looks amazing",
+    "rolled a 1 on the most important save of the campaign",
+    "the {cls} fell into the same trap twice, legend",
+    "snacks rota for next time: I'm bringing crisps",
 )
 _TABLE_TALK_SLOTS = {"cls": _CLASSES_5E + _CLASSES_PF2, "campaign": ("Ashfall", "Mirewood")}
 RECALL_T = (  # served by memory_recall
-    "what was the name I gave you for my warlock's patron?", "remember how we split the loot from the crypt?",
+    "what was the name I gave you for my warlock's patron?",
+    "remember how we split the loot from the crypt?",
     "I told you about my character's sister a while back, what did I say her name was",
     "did we agree on something about potions taking a bonus action, can you remind me what",
-    "what did I say I wanted my next character to be?", "you helped me with my backstory last month, what was the hook",
+    "what did I say I wanted my next character to be?",
+    "you helped me with my backstory last month, what was the hook",
     "can you remind me what I said my druid's favourite animal form was",
     "what did Oskar and I decide about our characters knowing each other?",
     "earlier you and I talked about the ship we stole, what did we call it",
     "what did I tell you about why my paladin broke her oath",
 )
 HOBBY_T = (  # one person's running chatter: restoring an old motorbike
-    "got the carbs off the old Honda at last, filthy inside", "new chrome tank badges arrived, gorgeous",
-    "whole evening in the garage with the bike again", "the CB fired up first kick!!",
-    "hunting a speedo cable for a 1978 bike, ebay is a wasteland", "rust converter on the frame, leaving it overnight",
-    "took the bike round the block, she runs", "stripped both wheels down to the hubs today",
+    "got the carbs off the old Honda at last, filthy inside",
+    "new chrome tank badges arrived, gorgeous",
+    "whole evening in the garage with the bike again",
+    "the CB fired up first kick!!",
+    "hunting a speedo cable for a 1978 bike, ebay is a wasteland",
+    "rust converter on the frame, leaving it overnight",
+    "took the bike round the block, she runs",
+    "stripped both wheels down to the hubs today",
     "bought a full gasket set, cheaper than buying them one by one",
-    "my hands are permanently black from the chain now", "seat recovered in brown leather, looks period correct",
+    "my hands are permanently black from the chain now",
+    "seat recovered in brown leather, looks period correct",
 )
 DM_PREP_T = (  # restricted: the DMs planning behind the screen
     "the party is two sessions off finding out {npc} is the {twist}, do I drop another hint",
@@ -1193,34 +1883,61 @@ DM_PREP_T = (  # restricted: the DMs planning behind the screen
     "which of us runs the off week one-shot",
     "retcon the {boss}'s lair or just let them find the back door",
 )
-_DM_PREP_SLOTS = {"npc": ("the innkeeper", "Brother Aldric", "the mayor's daughter", "the talking cat"),
-                  "twist": ("lich's apprentice", "lost heir", "cult leader", "party's patron in disguise"),
-                  "boss": ("ash wyrm", "bog hag", "hollow king", "clockwork golem"), "lvl": ("4", "5", "7", "9"),
-                  "who": ("one of the new players", "the ranger's player", "someone at the Mirewood table"),
-                  "place": ("drowned abbey", "salt mines", "sunken library", "ember keep"),
-                  "item": ("longsword", "shield", "rapier", "cloak"),
-                  "issue": ("another player's jokes", "a phobia of spiders", "being talked over", "a content line")}
+_DM_PREP_SLOTS = {
+    "npc": ("the innkeeper", "Brother Aldric", "the mayor's daughter", "the talking cat"),
+    "twist": ("lich's apprentice", "lost heir", "cult leader", "party's patron in disguise"),
+    "boss": ("ash wyrm", "bog hag", "hollow king", "clockwork golem"),
+    "lvl": ("4", "5", "7", "9"),
+    "who": ("one of the new players", "the ranger's player", "someone at the Mirewood table"),
+    "place": ("drowned abbey", "salt mines", "sunken library", "ember keep"),
+    "item": ("longsword", "shield", "rapier", "cloak"),
+    "issue": ("another player's jokes", "a phobia of spiders", "being talked over", "a content line"),
+}
 
 TABLETOP = History(
-    name="tabletop", scope="910000000000000010", start=datetime(2026, 2, 9, 9, 30, tzinfo=UTC), days=78,
-    channels=("tavern", "rules-chat", "ashfall", "mirewood", "off-topic", "dm-screen"), restricted="dm-screen",
+    name="tabletop",
+    scope="910000000000000010",
+    start=datetime(2026, 2, 9, 9, 30, tzinfo=UTC),
+    days=78,
+    channels=("tavern", "rules-chat", "ashfall", "mirewood", "off-topic", "dm-screen"),
+    restricted="dm-screen",
     people={
-        "1101": ("Imogen", "imo_gen"), "1102": ("Dario", "dario_v"), "1103": ("Hamza", "hamza_q"),
-        "1104": ("Leni", "leni.w"), "1105": ("Oskar", "oskar_b"), "1106": ("Priya", "priya_dm"),
-        "1107": ("Tomasz", "tomasz_k"), "1108": ("Yuki", "yuki_t"), "1109": ("Gwen", "gwen_a"),
-        "1110": ("Marcus", "marcus_o"), "1111": ("Zainab", "zainab_r"), "1112": ("Felix", "felix_p"),
+        "1101": ("Imogen", "imo_gen"),
+        "1102": ("Dario", "dario_v"),
+        "1103": ("Hamza", "hamza_q"),
+        "1104": ("Leni", "leni.w"),
+        "1105": ("Oskar", "oskar_b"),
+        "1106": ("Priya", "priya_dm"),
+        "1107": ("Tomasz", "tomasz_k"),
+        "1108": ("Yuki", "yuki_t"),
+        "1109": ("Gwen", "gwen_a"),
+        "1110": ("Marcus", "marcus_o"),
+        "1111": ("Zainab", "zainab_r"),
+        "1112": ("Felix", "felix_p"),
     },
     kinds=(
         *_chatter(("tavern", "off-topic", "tavern")),
         Kind("chatter", TABLE_TALK, 1.1, ("ashfall", "mirewood", "tavern"), slots=_TABLE_TALK_SLOTS, dressed=False),
-        Kind("need:rules_question", RULES_5E, 0.5, ("rules-chat", "rules-chat", "ashfall", "tavern"),
-             slots=_RULES_5E_SLOTS),
+        Kind(
+            "need:rules_question",
+            RULES_5E,
+            0.5,
+            ("rules-chat", "rules-chat", "ashfall", "tavern"),
+            slots=_RULES_5E_SLOTS,
+        ),
         Kind("need:rules_question", RULES_PF2, 0.3, ("rules-chat", "mirewood", "mirewood"), slots=_RULES_PF2_SLOTS),
-        Kind("need:session_scheduling", SCHEDULING, 0.8, ("tavern", "ashfall", "mirewood", "tavern"),
-             slots=_SCHEDULE_SLOTS),
+        Kind(
+            "need:session_scheduling",
+            SCHEDULING,
+            0.8,
+            ("tavern", "ashfall", "mirewood", "tavern"),
+            slots=_SCHEDULE_SLOTS,
+        ),
         Kind("served:memory_recall", RECALL_T, 0.4, ("tavern", "ashfall", "mirewood")),
         Kind("hobby", HOBBY_T, 0.7, ("off-topic", "tavern"), people=("1107",), dressed=False),
-        Kind("restricted:dm_prep", DM_PREP_T, 0.7, ("dm-screen",), people=("1102", "1104", "1106"), slots=_DM_PREP_SLOTS),
+        Kind(
+            "restricted:dm_prep", DM_PREP_T, 0.7, ("dm-screen",), people=("1102", "1104", "1106"), slots=_DM_PREP_SLOTS
+        ),
     ),
 )
 
@@ -1229,21 +1946,60 @@ TABLETOP = History(
 # Troubleshooting a batch and choosing kit share the brewer's words (fermenter, airlock, keg, hydrometer, the styles),
 # but one asks what went wrong with a beer and the other what to buy or how to set it up.
 
-_BEER_STYLES = ("stout", "NEIPA", "pale ale", "saison", "pilsner", "porter", "hefeweizen", "brown ale", "kölsch",
-           "best bitter", "west coast IPA", "dunkel")
+_BEER_STYLES = (
+    "stout",
+    "NEIPA",
+    "pale ale",
+    "saison",
+    "pilsner",
+    "porter",
+    "hefeweizen",
+    "brown ale",
+    "kölsch",
+    "best bitter",
+    "west coast IPA",
+    "dunkel",
+)
 _YEASTS = ("US-05", "S-04", "Nottingham", "a kveik strain", "WLP001", "34/70", "Verdant", "Belle Saison")
-_OFF = ("buttery", "like green apples", "like nail varnish", "like wet cardboard", "sulphury", "medicinal",
-        "a bit vinegary", "like sweetcorn", "like a plaster")
-_KIT = ("fermenter", "bucket", "airlock", "bottling wand", "corny keg", "hydrometer", "mash tun", "chiller", "kettle",
-        "heat belt", "siphon")
-_BREW_SLOTS = {"style": _BEER_STYLES, "yeast": _YEASTS, "off": _OFF, "kit": _KIT,
-               "og": ("1.048", "1.052", "1.060", "1.066", "1.072", "1.080"),
-               "fg": ("1.030", "1.026", "1.022", "1.020", "1.018"), "temp": ("12", "16", "18", "21", "24", "28"),
-               "days": ("3", "4", "5", "7", "10", "14"), "mash": ("60", "62", "63", "64"),
-               "vol": ("10", "19", "23", "25", "40"), "price": ("40", "60", "80", "100", "150", "250", "400"),
-               "gear": ("fermenter", "corny keg", "mash tun", "chiller", "kettle", "bottling wand", "siphon",
-                        "conical"),
-               "aio": ("Grainfather", "Brewzilla", "Braumeister", "Klarstein")}
+_OFF = (
+    "buttery",
+    "like green apples",
+    "like nail varnish",
+    "like wet cardboard",
+    "sulphury",
+    "medicinal",
+    "a bit vinegary",
+    "like sweetcorn",
+    "like a plaster",
+)
+_KIT = (
+    "fermenter",
+    "bucket",
+    "airlock",
+    "bottling wand",
+    "corny keg",
+    "hydrometer",
+    "mash tun",
+    "chiller",
+    "kettle",
+    "heat belt",
+    "siphon",
+)
+_BREW_SLOTS = {
+    "style": _BEER_STYLES,
+    "yeast": _YEASTS,
+    "off": _OFF,
+    "kit": _KIT,
+    "og": ("1.048", "1.052", "1.060", "1.066", "1.072", "1.080"),
+    "fg": ("1.030", "1.026", "1.022", "1.020", "1.018"),
+    "temp": ("12", "16", "18", "21", "24", "28"),
+    "days": ("3", "4", "5", "7", "10", "14"),
+    "mash": ("60", "62", "63", "64"),
+    "vol": ("10", "19", "23", "25", "40"),
+    "price": ("40", "60", "80", "100", "150", "250", "400"),
+    "gear": ("fermenter", "corny keg", "mash tun", "chiller", "kettle", "bottling wand", "siphon", "conical"),
+    "aio": ("Grainfather", "Brewzilla", "Braumeister", "Klarstein"),
+}
 TROUBLESHOOTING = (  # what went wrong with this batch, and can it be saved
     "{style} has been sat at {fg} for a week, started at {og}. is the yeast dead",
     "my {style} tastes {off}, what causes that",
@@ -1308,11 +2064,15 @@ EQUIPMENT_SECONDHAND = (  # ...and what the buy-sell channel asks about used kit
     "bought a box of corny kegs off a pub, what seals do I need to replace first",
 )
 BREW_TALK = (  # brew days and bragging: chatter, not requests
-    "cracked the first bottle of the {style}, so good", "brew day today, the house smells like a maltings",
-    "my {style} took bronze at the regional comp!!", "partner has banned me from buying more bottles",
-    "just kegged 19 litres of {style}, come round", "labels printed for the {style}, they look pro",
+    "cracked the first bottle of the {style}, so good",
+    "brew day today, the house smells like a maltings",
+    "my {style} took bronze at the regional comp!!",
+    "partner has banned me from buying more bottles",
+    "just kegged 19 litres of {style}, come round",
+    "labels printed for the {style}, they look pro",
     "grain order from the club bulk buy arrived, 25kg of maris otter in the hallway",
-    "tasting notes on the {style}: toffee, a bit of roast, dangerously drinkable", "hops in the freezer: 14 bags, send help",
+    "tasting notes on the {style}: toffee, a bit of roast, dangerously drinkable",
+    "hops in the freezer: 14 bags, send help",
 )
 _BREW_TALK_SLOTS = {"style": _BEER_STYLES}
 DEBUGGING_B = (  # served by debugging: the members who code their own brewing gadgets and sums
@@ -1328,11 +2088,16 @@ DEBUGGING_B = (  # served by debugging: the members who code their own brewing g
     "home assistant automation for the chest freezer never fires, the yaml validates fine",
 )
 HOBBY_B = (  # one person's running chatter: cold-water sea swimming
-    "sea was 11 degrees this morning, screamed going in", "new tow float arrived, bright orange so the boats see me",
-    "swam out to the second buoy and back before work", "jellyfish everywhere today, turned round early",
-    "sunrise swim with the bluetits group, magic", "my hands took an hour to warm up after that one",
-    "bought neoprene socks, game changer", "flat calm sea this morning, like glass",
-    "signed up for the boxing day dip", "did 1km without stopping, first time",
+    "sea was 11 degrees this morning, screamed going in",
+    "new tow float arrived, bright orange so the boats see me",
+    "swam out to the second buoy and back before work",
+    "jellyfish everywhere today, turned round early",
+    "sunrise swim with the bluetits group, magic",
+    "my hands took an hour to warm up after that one",
+    "bought neoprene socks, game changer",
+    "flat calm sea this morning, like glass",
+    "signed up for the boxing day dip",
+    "did 1km without stopping, first time",
 )
 COMMITTEE_B = (  # restricted: the club committee's business
     "{n} members still haven't paid this year's subs, chase them or let it go",
@@ -1341,38 +2106,79 @@ COMMITTEE_B = (  # restricted: the club committee's business
     "a {kit} in buy-sell looks like it might be nicked, do we take the post down",
     "treasurer here: the group grain order is £{price} short",
     "do we allow under-18s at the club brew day if a parent comes along",
-    "who's taking minutes at the AGM", "{who} complained about the judging again, how do we reply",
+    "who's taking minutes at the AGM",
+    "{who} complained about the judging again, how do we reply",
     "insurance for the public tasting needs renewing, who has the login",
 )
-_COMMITTEE_B_SLOTS = {"n": ("4", "6", "9", "12"), "month": ("September", "October", "November"),
-                      "day": ("Friday", "Sunday", "the 30th"), "price": ("80", "120", "150", "200"), "kit": _KIT,
-                      "who": ("the saison guy", "a new member", "last year's winner", "one of the judges")}
+_COMMITTEE_B_SLOTS = {
+    "n": ("4", "6", "9", "12"),
+    "month": ("September", "October", "November"),
+    "day": ("Friday", "Sunday", "the 30th"),
+    "price": ("80", "120", "150", "200"),
+    "kit": _KIT,
+    "who": ("the saison guy", "a new member", "last year's winner", "one of the judges"),
+}
 
 BREWING = History(
-    name="brewing", scope="910000000000000011", start=datetime(2026, 8, 24, 8, 45, tzinfo=UTC), days=72,
-    channels=("general", "brew-help", "tasting-notes", "buy-sell", "off-topic", "committee"), restricted="committee",
+    name="brewing",
+    scope="910000000000000011",
+    start=datetime(2026, 8, 24, 8, 45, tzinfo=UTC),
+    days=72,
+    channels=("general", "brew-help", "tasting-notes", "buy-sell", "off-topic", "committee"),
+    restricted="committee",
     people={
-        "1201": ("Alasdair", "ally_brews"), "1202": ("Bronwyn", "bron_j"), "1203": ("Chidi", "chidi.o"),
-        "1204": ("Dagny", "dagny_h"), "1205": ("Esteban", "esteban_m"), "1206": ("Fiona", "fi_mac"),
-        "1207": ("Gus", "gus_hops"), "1208": ("Hana", "hana_s"), "1209": ("Ivo", "ivo_p"),
-        "1210": ("Jolene", "jolene_k"), "1211": ("Kenji", "kenji_w"), "1212": ("Maeve", "maeve_d"),
+        "1201": ("Alasdair", "ally_brews"),
+        "1202": ("Bronwyn", "bron_j"),
+        "1203": ("Chidi", "chidi.o"),
+        "1204": ("Dagny", "dagny_h"),
+        "1205": ("Esteban", "esteban_m"),
+        "1206": ("Fiona", "fi_mac"),
+        "1207": ("Gus", "gus_hops"),
+        "1208": ("Hana", "hana_s"),
+        "1209": ("Ivo", "ivo_p"),
+        "1210": ("Jolene", "jolene_k"),
+        "1211": ("Kenji", "kenji_w"),
+        "1212": ("Maeve", "maeve_d"),
         "1213": ("Rhys", "rhys_ll"),
     },
     kinds=(
         *_chatter(("general", "off-topic", "tasting-notes")),
-        Kind("chatter", BREW_TALK, 1.2, ("tasting-notes", "tasting-notes", "general"), slots=_BREW_TALK_SLOTS,
-             dressed=False),
-        Kind("need:brew_troubleshooting", TROUBLESHOOTING, 0.7, ("brew-help", "brew-help", "general", "tasting-notes"),
-             slots=_BREW_SLOTS),
+        Kind(
+            "chatter",
+            BREW_TALK,
+            1.2,
+            ("tasting-notes", "tasting-notes", "general"),
+            slots=_BREW_TALK_SLOTS,
+            dressed=False,
+        ),
+        Kind(
+            "need:brew_troubleshooting",
+            TROUBLESHOOTING,
+            0.7,
+            ("brew-help", "brew-help", "general", "tasting-notes"),
+            slots=_BREW_SLOTS,
+        ),
         Kind("need:brew_troubleshooting", TROUBLESHOOTING_CIDER, 0.2, ("brew-help", "general"), slots=_BREW_SLOTS),
-        Kind("need:equipment_advice", EQUIPMENT, 0.6, ("brew-help", "general", "general", "buy-sell"),
-             slots=_BREW_SLOTS),
+        Kind(
+            "need:equipment_advice", EQUIPMENT, 0.6, ("brew-help", "general", "general", "buy-sell"), slots=_BREW_SLOTS
+        ),
         Kind("need:equipment_advice", EQUIPMENT_SECONDHAND, 0.25, ("buy-sell",), slots=_BREW_SLOTS),
-        Kind("served:debugging", DEBUGGING_B, 0.4, ("general", "brew-help", "off-topic"),
-             people=("1203", "1205", "1208", "1211")),
+        Kind(
+            "served:debugging",
+            DEBUGGING_B,
+            0.4,
+            ("general", "brew-help", "off-topic"),
+            people=("1203", "1205", "1208", "1211"),
+        ),
         Kind("hobby", HOBBY_B, 0.7, ("off-topic", "general"), people=("1212",), dressed=False),
-        Kind("restricted:committee", COMMITTEE_B, 0.7, ("committee",), people=("1201", "1206", "1209"),
-             slots=_COMMITTEE_B_SLOTS),
+        Kind(
+            "restricted:committee",
+            COMMITTEE_B,
+            0.7,
+            ("committee",),
+            people=("1201", "1206", "1209"),
+            slots=_COMMITTEE_B_SLOTS,
+        ),
     ),
 )
 
@@ -1380,14 +2186,23 @@ BREWING = History(
 # --- beekeeping association server (held out, written blind on 2026-11-27, round 6) ---------------------------
 
 _HIVE_PARTS_A = ("brood box", "super", "nuc box", "hive roof", "national hive", "top bar hive")
-_SEEN_A = ("three queen cells along the bottom bars", "eggs but no sign of the queen", "a patchy brood pattern",
-           "drone brood in worker cells", "loads of capped honey and hardly any brood", "a few play cups",
-           "bees with crumpled wings", "chalky white larvae", "supersedure cells halfway up a frame",
-           "the colony bearding on the front", "no eggs at all", "pollen packed into the brood frames")
+_SEEN_A = (
+    "three queen cells along the bottom bars",
+    "eggs but no sign of the queen",
+    "a patchy brood pattern",
+    "drone brood in worker cells",
+    "loads of capped honey and hardly any brood",
+    "a few play cups",
+    "bees with crumpled wings",
+    "chalky white larvae",
+    "supersedure cells halfway up a frame",
+    "the colony bearding on the front",
+    "no eggs at all",
+    "pollen packed into the brood frames",
+)
 _FRAMES_A = ("3", "4", "5", "6", "7", "9")
 _DAYS_A = ("5", "7", "9", "10", "12", "14")
-_TEMPERS_A = ("grumpy", "runny", "really defensive", "calm as anything", "loud and agitated", "tetchy",
-              "stingy")
+_TEMPERS_A = ("grumpy", "runny", "really defensive", "calm as anything", "loud and agitated", "tetchy", "stingy")
 INSPECTION_A = (  # making sense of what was seen in a hive and what to do next
     "opened hive {hive} today and found {seen}. what does that mean and what do I do",
     "{seen} on the frame I pulled this afternoon, do I need to act today or can it wait a week",
@@ -1409,14 +2224,32 @@ INSPECTION_A = (  # making sense of what was seen in a hive and what to do next
     "every time I open them up there's less stores, should I feed in {month}",
     "found wax moth trails on two frames. cut them out or swap the frames",
 )
-_HIVE_SLOTS_A = {"hive": ("1", "2", "3", "4", "A", "B"), "seen": _SEEN_A, "part": ("brood box", "super", "nuc box"),
-                 "frames": _FRAMES_A, "days": _DAYS_A, "temper": _TEMPERS_A,
-                 "month": ("May", "June", "July", "August", "September"),
-                 "mites": ("6", "10", "15", "25", "40", "a few dozen")}
-_KIT_A = ("bee suit", "smoker", "hive tool", "honey extractor", "swarm trap", "feeder", "queen excluder",
-          "varroa board", "poly nuc", "full jacket", "pair of gloves", "settling tank", "frame rest")
-_MAKERS_A = ("Thornes", "Maisemore", "Abelo", "Paynes", "BB Wear", "Sherriff", "the co-op seller",
-             "the guy on eBay")
+_HIVE_SLOTS_A = {
+    "hive": ("1", "2", "3", "4", "A", "B"),
+    "seen": _SEEN_A,
+    "part": ("brood box", "super", "nuc box"),
+    "frames": _FRAMES_A,
+    "days": _DAYS_A,
+    "temper": _TEMPERS_A,
+    "month": ("May", "June", "July", "August", "September"),
+    "mites": ("6", "10", "15", "25", "40", "a few dozen"),
+}
+_KIT_A = (
+    "bee suit",
+    "smoker",
+    "hive tool",
+    "honey extractor",
+    "swarm trap",
+    "feeder",
+    "queen excluder",
+    "varroa board",
+    "poly nuc",
+    "full jacket",
+    "pair of gloves",
+    "settling tank",
+    "frame rest",
+)
+_MAKERS_A = ("Thornes", "Maisemore", "Abelo", "Paynes", "BB Wear", "Sherriff", "the co-op seller", "the guy on eBay")
 _BUDGETS_A = ("£40", "£60", "£100", "£150", "£250", "£400")
 EQUIPMENT_A = (  # what to buy, which one and where
     "which {kit} should I buy? looking at {maker} but not sure",
@@ -1439,60 +2272,113 @@ EQUIPMENT_A = (  # what to buy, which one and where
 )
 _KIT_SLOTS_A = {"kit": _KIT_A, "maker": _MAKERS_A, "budget": _BUDGETS_A, "part": _HIVE_PARTS_A}
 HONEY_TALK_A = (  # showing off and bee stories: chatter, not requests
-    "first jar of the year off the {part}, tastes of lime trees", "pulled two full supers today, sticky everywhere",
-    "the bees were all over the lavender this morning", "got stung on the eyelid, looking very glamorous",
+    "first jar of the year off the {part}, tastes of lime trees",
+    "pulled two full supers today, sticky everywhere",
+    "the bees were all over the lavender this morning",
+    "got stung on the eyelid, looking very glamorous",
     "my {part} is so heavy I can barely lift it, good problem to have",
-    "honey show entries are in!!", "kids named all the queens this year lol",
-    "watched them bringing in bright orange pollen for ages", "bottled 30 jars this weekend, kitchen is a crime scene",
+    "honey show entries are in!!",
+    "kids named all the queens this year lol",
+    "watched them bringing in bright orange pollen for ages",
+    "bottled 30 jars this weekend, kitchen is a crime scene",
     "swarm hanging off the neighbour's apple tree, neighbour less happy than me",
 )
 RECALL_A = (  # served by memory_recall
-    "what did I tell you last time about the queen in hive 2?", "remind me what I said about my mite count?",
-    "what was the name of the supplier I mentioned?", "didn't I tell you when I last fed them?",
-    "what did I say about the swarm I caught?", "you remember what I said my hive setup was?",
-    "what did we talk about the other week re: my mentor?", "did I mention when I requeened?",
-    "what did I say my apiary site was like?", "what was my plan for the autumn, did I tell you?",
+    "what did I tell you last time about the queen in hive 2?",
+    "remind me what I said about my mite count?",
+    "what was the name of the supplier I mentioned?",
+    "didn't I tell you when I last fed them?",
+    "what did I say about the swarm I caught?",
+    "you remember what I said my hive setup was?",
+    "what did we talk about the other week re: my mentor?",
+    "did I mention when I requeened?",
+    "what did I say my apiary site was like?",
+    "what was my plan for the autumn, did I tell you?",
 )
 HOBBY_A = (  # one person's running chatter: learning the cello
-    "cello lesson went better this week, managed the whole scale", "rosin everywhere again",
+    "cello lesson went better this week, managed the whole scale",
+    "rosin everywhere again",
     "my teacher says my bow hold is 'improving' which is a polite word for bad",
-    "practised for an hour and the neighbours didn't complain", "bought a cheap spare set of strings",
-    "playing the swan in the recital next month, terrified", "third position is my nemesis",
-    "got the vibrato to sort of happen today!!", "tuning pegs slipped AGAIN", "recital went ok, only fluffed one bit",
+    "practised for an hour and the neighbours didn't complain",
+    "bought a cheap spare set of strings",
+    "playing the swan in the recital next month, terrified",
+    "third position is my nemesis",
+    "got the vibrato to sort of happen today!!",
+    "tuning pegs slipped AGAIN",
+    "recital went ok, only fluffed one bit",
 )
 COMMITTEE_A = (  # restricted: the association committee's recurring business
-    "swarm rota for {month}: still need someone for the {area} side", "insurance renewal for {n} members is due",
-    "{who} wants to join mid-season, do we prorate the fee", "bulk fondant order: {n} blocks so far, who's collecting",
-    "the apiary site lease is up, who talks to the landowner", "{who} sold nucs to non-members using our name, thoughts",
-    "honey show judges for {month}, any volunteers from the committee", "treasurer report is in the drive",
+    "swarm rota for {month}: still need someone for the {area} side",
+    "insurance renewal for {n} members is due",
+    "{who} wants to join mid-season, do we prorate the fee",
+    "bulk fondant order: {n} blocks so far, who's collecting",
+    "the apiary site lease is up, who talks to the landowner",
+    "{who} sold nucs to non-members using our name, thoughts",
+    "honey show judges for {month}, any volunteers from the committee",
+    "treasurer report is in the drive",
     "someone reported foulbrood rumours from the {area} side, do we contact the bee inspector",
 )
-COMMITTEE_SLOTS_A = {"month": ("June", "July", "August"), "n": ("12", "18", "24", "40", "60"),
-                     "area": ("north", "south", "town", "village", "river"),
-                     "who": ("a new member", "the chap from the market", "one of the beginners", "a lapsed member")}
+COMMITTEE_SLOTS_A = {
+    "month": ("June", "July", "August"),
+    "n": ("12", "18", "24", "40", "60"),
+    "area": ("north", "south", "town", "village", "river"),
+    "who": ("a new member", "the chap from the market", "one of the beginners", "a lapsed member"),
+}
 
 APIARY = History(
-    name="apiary", scope="910000000000000012", start=datetime(2026, 5, 4, 6, 40, tzinfo=UTC), days=74,
+    name="apiary",
+    scope="910000000000000012",
+    start=datetime(2026, 5, 4, 6, 40, tzinfo=UTC),
+    days=74,
     channels=("general", "hive-help", "kit-and-swaps", "honey-and-photos", "natter", "committee"),
     restricted="committee",
     people={
-        "12001": ("Hilary", "hilary_bees"), "12002": ("Osric", "osric.p"), "12003": ("Maud", "maudlin_m"),
-        "12004": ("Tavish", "tavkeeps"), "12005": ("Ffion", "ffion_ap"), "12006": ("Bartosz", "bartek_w"),
-        "12007": ("Lorna", "lorna.h"), "12008": ("Cyril", "cyril_z"), "12009": ("Noor", "noor_f"),
-        "12010": ("Kojo", "kojo_b"), "12011": ("Thea", "thea_m"),
+        "12001": ("Hilary", "hilary_bees"),
+        "12002": ("Osric", "osric.p"),
+        "12003": ("Maud", "maudlin_m"),
+        "12004": ("Tavish", "tavkeeps"),
+        "12005": ("Ffion", "ffion_ap"),
+        "12006": ("Bartosz", "bartek_w"),
+        "12007": ("Lorna", "lorna.h"),
+        "12008": ("Cyril", "cyril_z"),
+        "12009": ("Noor", "noor_f"),
+        "12010": ("Kojo", "kojo_b"),
+        "12011": ("Thea", "thea_m"),
     },
     kinds=(
         *_chatter(("general", "natter", "honey-and-photos")),
-        Kind("chatter", HONEY_TALK_A, 1.1, ("honey-and-photos", "honey-and-photos", "general", "hive-help"),
-             slots={"part": ("supers", "hive by the hedge", "allotment hives", "top bar hive", "swarm I caught")}, dressed=False),
-        Kind("need:hive_inspection", INSPECTION_A, 0.9, ("hive-help", "hive-help", "general", "kit-and-swaps"),
-             slots=_HIVE_SLOTS_A),
-        Kind("need:equipment_buying", EQUIPMENT_A, 0.8, ("kit-and-swaps", "kit-and-swaps", "hive-help", "general"),
-             slots=_KIT_SLOTS_A),
+        Kind(
+            "chatter",
+            HONEY_TALK_A,
+            1.1,
+            ("honey-and-photos", "honey-and-photos", "general", "hive-help"),
+            slots={"part": ("supers", "hive by the hedge", "allotment hives", "top bar hive", "swarm I caught")},
+            dressed=False,
+        ),
+        Kind(
+            "need:hive_inspection",
+            INSPECTION_A,
+            0.9,
+            ("hive-help", "hive-help", "general", "kit-and-swaps"),
+            slots=_HIVE_SLOTS_A,
+        ),
+        Kind(
+            "need:equipment_buying",
+            EQUIPMENT_A,
+            0.8,
+            ("kit-and-swaps", "kit-and-swaps", "hive-help", "general"),
+            slots=_KIT_SLOTS_A,
+        ),
         Kind("served:memory_recall", RECALL_A, 0.5, ("general", "hive-help")),
         Kind("hobby", HOBBY_A, 0.8, ("natter", "general"), people=("12007",), dressed=False),
-        Kind("restricted:committee", COMMITTEE_A, 0.8, ("committee",), people=("12001", "12004", "12010"),
-             slots=COMMITTEE_SLOTS_A),
+        Kind(
+            "restricted:committee",
+            COMMITTEE_A,
+            0.8,
+            ("committee",),
+            people=("12001", "12004", "12010"),
+            slots=COMMITTEE_SLOTS_A,
+        ),
     ),
 )
 
@@ -1522,12 +2408,37 @@ PLAN_J = (  # how to build and follow a training plan
     "how many weeks should a base phase be before starting a {race} block",
     "back-to-back long runs at the weekend, good idea for a {race} or overkill",
 )
-_PLAN_SLOTS_J = {"race": _RACES_J, "race2": _RACES_J, "weeks": _WEEKS_J, "miles": _MILES_J, "miles2": _MILES_J,
-                 "run": _RUNS_J, "pace": _PACES_J}
-_BODY_J = ("left knee", "right shin", "achilles", "outside of my knee", "arch of my foot", "hip flexor",
-           "calf", "heel", "lower back", "hamstring", "IT band")
-_FEEL_J = ("a sharp pain", "a dull ache", "tightness", "a clicking feeling", "swelling", "a burning feeling",
-           "a niggle")
+_PLAN_SLOTS_J = {
+    "race": _RACES_J,
+    "race2": _RACES_J,
+    "weeks": _WEEKS_J,
+    "miles": _MILES_J,
+    "miles2": _MILES_J,
+    "run": _RUNS_J,
+    "pace": _PACES_J,
+}
+_BODY_J = (
+    "left knee",
+    "right shin",
+    "achilles",
+    "outside of my knee",
+    "arch of my foot",
+    "hip flexor",
+    "calf",
+    "heel",
+    "lower back",
+    "hamstring",
+    "IT band",
+)
+_FEEL_J = (
+    "a sharp pain",
+    "a dull ache",
+    "tightness",
+    "a clicking feeling",
+    "swelling",
+    "a burning feeling",
+    "a niggle",
+)
 INJURY_J = (  # what a pain is, whether to run on it, coming back after injury
     "{feel} in my {body} after the {run}, rest or run through it",
     "got {feel} in the {body} about {mins} minutes into every run now. any ideas what it is",
@@ -1546,16 +2457,35 @@ INJURY_J = (  # what a pain is, whether to run on it, coming back after injury
     "is it safe to race with {diag} if it only hurts after",
     "is cross training ok with {diag} or does the bike make it worse",
 )
-_INJURY_SLOTS_J = {"body": _BODY_J, "feel": _FEEL_J, "run": _RUNS_J, "weeks": ("2", "3", "4", "6", "8", "10"),
-                   "mins": ("10", "15", "20", "25"),
-                   "diag": ("plantar fasciitis", "runner's knee", "achilles tendinopathy", "a calf strain",
-                            "ITB syndrome", "a stress reaction", "a pulled hamstring")}
+_INJURY_SLOTS_J = {
+    "body": _BODY_J,
+    "feel": _FEEL_J,
+    "run": _RUNS_J,
+    "weeks": ("2", "3", "4", "6", "8", "10"),
+    "mins": ("10", "15", "20", "25"),
+    "diag": (
+        "plantar fasciitis",
+        "runner's knee",
+        "achilles tendinopathy",
+        "a calf strain",
+        "ITB syndrome",
+        "a stress reaction",
+        "a pulled hamstring",
+    ),
+}
 RACE_TALK_J = (  # race reports and showing off: chatter, not requests
-    "new PB at parkrun this morning!!!", "{race} done, legs are destroyed", "the hills on that course were rude",
-    "saw a deer on the canal path at 6am", "club vests arrived, looking sharp",
-    "signed up for the {race} in a moment of weakness", "rained the whole {race}, still smiling",
-    "medal is massive lol", "who else is marshalling on saturday", "that headwind on the way back was brutal",
-    "got my {race} time under two hours!!", "track session tonight was grim but done",
+    "new PB at parkrun this morning!!!",
+    "{race} done, legs are destroyed",
+    "the hills on that course were rude",
+    "saw a deer on the canal path at 6am",
+    "club vests arrived, looking sharp",
+    "signed up for the {race} in a moment of weakness",
+    "rained the whole {race}, still smiling",
+    "medal is massive lol",
+    "who else is marshalling on saturday",
+    "that headwind on the way back was brutal",
+    "got my {race} time under two hours!!",
+    "track session tonight was grim but done",
 )
 DEBUG_J = (  # served by technical_debugging
     "my python script for the club results throws KeyError: 'elapsed_time' on some runs",
@@ -1568,43 +2498,78 @@ DEBUG_J = (  # served by technical_debugging
     "my fit file parser crashes with 'struct.error: unpack requires a buffer of 4 bytes'",
 )
 HOBBY_J = (  # one person's running chatter: restoring an old sailing dinghy
-    "sanded half the dinghy hull this weekend, arms like jelly", "found a crack in the centreboard case",
-    "varnish needs three more coats apparently", "new sail arrived for the boat!!",
-    "took the dinghy out on the reservoir, only capsized once", "the trailer tyre is flat again",
-    "mast step is rotten, another thing to fix", "club regatta on the lake in two weeks, will she float",
-    "bought a tin of antifouling that cost more than the boat", "named her Marmalade",
+    "sanded half the dinghy hull this weekend, arms like jelly",
+    "found a crack in the centreboard case",
+    "varnish needs three more coats apparently",
+    "new sail arrived for the boat!!",
+    "took the dinghy out on the reservoir, only capsized once",
+    "the trailer tyre is flat again",
+    "mast step is rotten, another thing to fix",
+    "club regatta on the lake in two weeks, will she float",
+    "bought a tin of antifouling that cost more than the boat",
+    "named her Marmalade",
 )
 COMMITTEE_J = (  # restricted: the club committee's recurring business
-    "marshal rota for the {race} still has {n} gaps", "affiliation fees due, {n} members haven't paid",
-    "{who} wants a refund on the kit order, do we allow it", "need two more run leaders for the tuesday group",
+    "marshal rota for the {race} still has {n} gaps",
+    "affiliation fees due, {n} members haven't paid",
+    "{who} wants a refund on the kit order, do we allow it",
+    "need two more run leaders for the tuesday group",
     "complaint from {who} about the pace of the beginners group, how do we handle it",
-    "do we put the club champs date out before the AGM", "minibus for the {race}: who's driving",
-    "{who} posted a race entry for resale in general, against the rules?", "treasurer: the bank account change is done",
+    "do we put the club champs date out before the AGM",
+    "minibus for the {race}: who's driving",
+    "{who} posted a race entry for resale in general, against the rules?",
+    "treasurer: the bank account change is done",
 )
-COMMITTEE_SLOTS_J = {"race": ("relay", "cross country", "half marathon", "club 10k"), "n": ("3", "6", "9", "14", "22"),
-                     "who": ("a new member", "one of the veterans", "a guest runner", "the couch to 5k lot")}
+COMMITTEE_SLOTS_J = {
+    "race": ("relay", "cross country", "half marathon", "club 10k"),
+    "n": ("3", "6", "9", "14", "22"),
+    "who": ("a new member", "one of the veterans", "a guest runner", "the couch to 5k lot"),
+}
 
 JOGGERS = History(
-    name="joggers", scope="910000000000000013", start=datetime(2026, 9, 14, 6, 10, tzinfo=UTC), days=70,
-    channels=("general", "training", "niggles", "race-reports", "off-topic", "committee"), restricted="committee",
+    name="joggers",
+    scope="910000000000000013",
+    start=datetime(2026, 9, 14, 6, 10, tzinfo=UTC),
+    days=70,
+    channels=("general", "training", "niggles", "race-reports", "off-topic", "committee"),
+    restricted="committee",
     people={
-        "13001": ("Wren", "wren_runs"), "13002": ("Obi", "obi_k"), "13003": ("Siobhan", "shiv.d"),
-        "13004": ("Lars", "lars_l"), "13005": ("Anouk", "anoukruns"), "13006": ("Marek", "marek_j"),
-        "13007": ("Dotty", "dotty_t"), "13008": ("Emeka", "emeka_o"), "13009": ("Harriet", "hattie_r"),
-        "13010": ("Bashir", "bashir_a"), "13011": ("Clem", "clem_w"), "13012": ("Agnieszka", "aga_n"),
+        "13001": ("Wren", "wren_runs"),
+        "13002": ("Obi", "obi_k"),
+        "13003": ("Siobhan", "shiv.d"),
+        "13004": ("Lars", "lars_l"),
+        "13005": ("Anouk", "anoukruns"),
+        "13006": ("Marek", "marek_j"),
+        "13007": ("Dotty", "dotty_t"),
+        "13008": ("Emeka", "emeka_o"),
+        "13009": ("Harriet", "hattie_r"),
+        "13010": ("Bashir", "bashir_a"),
+        "13011": ("Clem", "clem_w"),
+        "13012": ("Agnieszka", "aga_n"),
         "13013": ("Roo", "roo_b"),
     },
     kinds=(
         *_chatter(("general", "off-topic", "race-reports")),
-        Kind("chatter", RACE_TALK_J, 1.2, ("race-reports", "race-reports", "general", "training"),
-             slots={"race": _RACES_J}, dressed=False),
+        Kind(
+            "chatter",
+            RACE_TALK_J,
+            1.2,
+            ("race-reports", "race-reports", "general", "training"),
+            slots={"race": _RACES_J},
+            dressed=False,
+        ),
         Kind("need:training_plan", PLAN_J, 0.9, ("training", "training", "general", "niggles"), slots=_PLAN_SLOTS_J),
-        Kind("need:injury_advice", INJURY_J, 0.8, ("niggles", "niggles", "training", "general"),
-             slots=_INJURY_SLOTS_J),
+        Kind("need:injury_advice", INJURY_J, 0.8, ("niggles", "niggles", "training", "general"), slots=_INJURY_SLOTS_J),
         Kind("served:debugging", DEBUG_J, 0.4, ("general", "off-topic")),
         Kind("hobby", HOBBY_J, 0.8, ("off-topic", "general"), people=("13011",), dressed=False),
-        Kind("restricted:committee", COMMITTEE_J, 0.8, ("committee",), people=("13001", "13006", "13009"),
-             slots=COMMITTEE_SLOTS_J),
+        Kind(
+            "restricted:committee",
+            COMMITTEE_J,
+            0.8,
+            ("committee",),
+            people=("13001", "13006", "13009"),
+            slots=COMMITTEE_SLOTS_J,
+        ),
     ),
 )
 
@@ -1613,20 +2578,50 @@ JOGGERS = History(
 # finding where to buy the yarn (or the needles and hooks) it calls for. Knit and crochet patterns are separate
 # kinds under one label, and so are yarn and tools under the other, so a stitch term goes with its craft.
 
-_KNITS_Y = ("the Larkspur cardigan", "my Fernhill socks", "a top-down raglan", "the Saltings shawl", "a brioche cowl",
-            "the Mossgate beanie", "a fair isle yoke", "the Tidewrack wrap", "the baby surprise jacket")
-_CROCHETS_Y = ("a granny square blanket", "the Hedgerow fox amigurumi", "a corner-to-corner throw",
-               "the Kestrel market bag", "a mandala coaster set", "the Pebble beach tote", "a ripple afghan")
-_FIBRES_Y = ("merino", "alpaca", "mohair", "cotton", "superwash sock yarn", "acrylic", "linen blend", "shetland",
-             "bamboo", "silk mohair")
+_KNITS_Y = (
+    "the Larkspur cardigan",
+    "my Fernhill socks",
+    "a top-down raglan",
+    "the Saltings shawl",
+    "a brioche cowl",
+    "the Mossgate beanie",
+    "a fair isle yoke",
+    "the Tidewrack wrap",
+    "the baby surprise jacket",
+)
+_CROCHETS_Y = (
+    "a granny square blanket",
+    "the Hedgerow fox amigurumi",
+    "a corner-to-corner throw",
+    "the Kestrel market bag",
+    "a mandala coaster set",
+    "the Pebble beach tote",
+    "a ripple afghan",
+)
+_FIBRES_Y = (
+    "merino",
+    "alpaca",
+    "mohair",
+    "cotton",
+    "superwash sock yarn",
+    "acrylic",
+    "linen blend",
+    "shetland",
+    "bamboo",
+    "silk mohair",
+)
 _WEIGHTS_Y = ("DK", "aran", "4ply", "chunky", "laceweight", "worsted", "fingering", "sport weight")
 _BRANDS_Y = ("Hollowdale", "Pennine Spin", "Marsh & Finch", "Tidewater Fibre", "Little Cobb", "Greyhound Mills")
 _COLOURS_Y = ("Heather Mist", "Rust", "Kelp", "Oatmeal", "Storm Blue", "Damson", "Mustard", "Slate")
 _TOWNS_Y = ("Wrenford", "Ottery St Clare", "Saltmarsh", "the retail park", "Kirkhaven", "town", "Brockley Cross")
 _DOCS_Y = ("pattern", "chart", "instructions", "pdf", "written version", "booklet", "designer's note")
 _YARN_WORDS_Y = ("yarn", "wool", "skeins", "balls of wool", "hanks", "fibre")
-_COUNTS_Y = {"row": ("4", "7", "12", "19", "23", "31", "48"), "n": ("88", "96", "104", "112", "64", "120"),
-             "d": ("6", "8", "10", "12"), "off": ("one", "two", "three", "four", "five")}
+_COUNTS_Y = {
+    "row": ("4", "7", "12", "19", "23", "31", "48"),
+    "n": ("88", "96", "104", "112", "64", "120"),
+    "d": ("6", "8", "10", "12"),
+    "off": ("one", "two", "three", "four", "five"),
+}
 PATTERN_KNIT_Y = (  # a knitting pattern that won't come out right
     "row {row} of the chart for {pattern} and I'm {off} stitches over what the {doc} says. what am I missing",
     "what does 'sl1 wyif' mean?? it's all over {pattern}",
@@ -1699,19 +2694,33 @@ SOURCING_TOOLS_Y = (  # ...and the needles, hooks and notions
     "where can I get a swift and ball winder second hand, new ones are a fortune",
     "anyone know who does good project bags? mine's falling apart",
 )
-YARN_SLOTS_KNIT_Y = {"pattern": _KNITS_Y, "fibre": _FIBRES_Y, "weight": _WEIGHTS_Y,
-                     "brand": _BRANDS_Y, "colour": _COLOURS_Y, "town": _TOWNS_Y, "doc": _DOCS_Y,
-                     "yarn_word": _YARN_WORDS_Y, "needle": ("3.25mm", "4mm", "4.5mm", "5mm", "2.5mm", "6mm"),
-                     "hook": ("3.5mm", "4mm", "5mm", "6mm"), **_COUNTS_Y}
+YARN_SLOTS_KNIT_Y = {
+    "pattern": _KNITS_Y,
+    "fibre": _FIBRES_Y,
+    "weight": _WEIGHTS_Y,
+    "brand": _BRANDS_Y,
+    "colour": _COLOURS_Y,
+    "town": _TOWNS_Y,
+    "doc": _DOCS_Y,
+    "yarn_word": _YARN_WORDS_Y,
+    "needle": ("3.25mm", "4mm", "4.5mm", "5mm", "2.5mm", "6mm"),
+    "hook": ("3.5mm", "4mm", "5mm", "6mm"),
+    **_COUNTS_Y,
+}
 YARN_SLOTS_CROCHET_Y = {**YARN_SLOTS_KNIT_Y, "pattern": _CROCHETS_Y}
 CRAFT_TALK_Y = (  # finished objects and grumbling: chatter, not requests
-    "finished {pattern}!! blocking it tonight", "cast on something new instead of finishing anything, as usual",
-    "the cat has claimed the {colour} skein, it lives in her bed now", "stash has spread from the cupboard to under the bed",
+    "finished {pattern}!! blocking it tonight",
+    "cast on something new instead of finishing anything, as usual",
+    "the cat has claimed the {colour} skein, it lives in her bed now",
+    "stash has spread from the cupboard to under the bed",
     "knitting on the bus and a kid asked if it was a scarf. it's a sock. it's clearly a sock",
     "blocking mats all over the living room floor again, mind your feet",
-    "second sock syndrome has set in", "made a whole hat in one evening, feeling unstoppable",
-    "{pattern} is on the needles, two rows a night pace", "gifted {pattern} to my mum and she cried",
-    "wound four skeins watching telly last night, forearms are dead", "someone at work called my shawl 'a nice doily' 😐",
+    "second sock syndrome has set in",
+    "made a whole hat in one evening, feeling unstoppable",
+    "{pattern} is on the needles, two rows a night pace",
+    "gifted {pattern} to my mum and she cried",
+    "wound four skeins watching telly last night, forearms are dead",
+    "someone at work called my shawl 'a nice doily' 😐",
 )
 RECALL_Y = (  # served by memory_recall: what the person told the bot before
     "which needle size did we land on for my cardigan when we talked about it?",
@@ -1727,15 +2736,20 @@ RECALL_Y = (  # served by memory_recall: what the person told the bot before
 )
 HOBBY_Y = (  # one person's running chatter
     "saturn's rings through the 130mm last night, still gives me chills",
-    "clear skies finally!! out in the garden till 2am", "new 9mm eyepiece came, jupiter's bands are so sharp",
-    "caught the ISS going over at 19:42, bright as anything", "collimated the scope this afternoon, so fiddly",
+    "clear skies finally!! out in the garden till 2am",
+    "new 9mm eyepiece came, jupiter's bands are so sharp",
+    "caught the ISS going over at 19:42, bright as anything",
+    "collimated the scope this afternoon, so fiddly",
     "got the orion nebula on my phone through the eyepiece, blurry but it's mine",
-    "100% cloud again, the curse of buying new kit", "red torch, flask of tea, deckchair. perfect night",
-    "spotted andromeda naked eye from the hill", "moon too bright for galaxies so I did craters instead",
+    "100% cloud again, the curse of buying new kit",
+    "red torch, flask of tea, deckchair. perfect night",
+    "spotted andromeda naked eye from the hill",
+    "moon too bright for galaxies so I did craters instead",
     "star party at the observatory next month, can't wait",
 )
 ORGANISERS_Y = (  # restricted: the organisers' recurring business
-    "library wants to know if we're keeping the {day} room for next term", "{n} people haven't paid subs for {month}, chase?",
+    "library wants to know if we're keeping the {day} room for next term",
+    "{n} people haven't paid subs for {month}, chase?",
     "the hospital has asked for {n} more premie hats by {month}, do we push the charity knit",
     "{who} keeps selling kits in general, do we have a rule about that",
     "heard {who} was sharp with a beginner about her tension, should one of us have a word",
@@ -1744,33 +2758,66 @@ ORGANISERS_Y = (  # restricted: the organisers' recurring business
     "key for the cupboard with the donated yarn has gone missing, who had it last",
     "craft fair insurance renewal arrived, who's signing",
 )
-ORGANISERS_SLOTS_Y = {"day": ("tuesday", "thursday"), "n": ("4", "6", "9", "15", "20", "30"), "month": ("march", "april"),
-                      "who": ("a newer member", "one of the tuesday lot", "the man from the market", "a visitor")}
+ORGANISERS_SLOTS_Y = {
+    "day": ("tuesday", "thursday"),
+    "n": ("4", "6", "9", "15", "20", "30"),
+    "month": ("march", "april"),
+    "who": ("a newer member", "one of the tuesday lot", "the man from the market", "a visitor"),
+}
 
 YARN = History(
-    name="yarn", scope="910000000000000014", start=datetime(2026, 1, 26, 7, 50, tzinfo=UTC), days=81,
+    name="yarn",
+    scope="910000000000000014",
+    start=datetime(2026, 1, 26, 7, 50, tzinfo=UTC),
+    days=81,
     channels=("general", "help-me", "stash-talk", "finished-objects", "off-topic", "organisers"),
     restricted="organisers",
     people={
-        "14001": ("Margit", "margit_k"), "14002": ("Olu", "olu_knits"), "14003": ("Hanne", "hanne.l"),
-        "14004": ("Declan", "dec_loops"), "14005": ("Ravi", "ravi_p"), "14006": ("Bethan", "bethan_w"),
-        "14007": ("Yuki", "yukiyarn"), "14008": ("Lorraine", "lorrainem"), "14009": ("Mateus", "mateus_c"),
-        "14010": ("Agnieszka", "aga_purls"), "14011": ("Colm", "colm_b"), "14012": ("Fenella", "fen_hooks"),
+        "14001": ("Margit", "margit_k"),
+        "14002": ("Olu", "olu_knits"),
+        "14003": ("Hanne", "hanne.l"),
+        "14004": ("Declan", "dec_loops"),
+        "14005": ("Ravi", "ravi_p"),
+        "14006": ("Bethan", "bethan_w"),
+        "14007": ("Yuki", "yukiyarn"),
+        "14008": ("Lorraine", "lorrainem"),
+        "14009": ("Mateus", "mateus_c"),
+        "14010": ("Agnieszka", "aga_purls"),
+        "14011": ("Colm", "colm_b"),
+        "14012": ("Fenella", "fen_hooks"),
     },
     kinds=(
         *_chatter(("general", "off-topic", "finished-objects")),
-        Kind("chatter", CRAFT_TALK_Y, 1.2, ("finished-objects", "finished-objects", "stash-talk", "general"),
-             slots=YARN_SLOTS_KNIT_Y, dressed=False),
-        Kind("need:pattern_help", PATTERN_KNIT_Y, 0.6, ("help-me", "help-me", "general", "finished-objects"),
-             slots=YARN_SLOTS_KNIT_Y),
+        Kind(
+            "chatter",
+            CRAFT_TALK_Y,
+            1.2,
+            ("finished-objects", "finished-objects", "stash-talk", "general"),
+            slots=YARN_SLOTS_KNIT_Y,
+            dressed=False,
+        ),
+        Kind(
+            "need:pattern_help",
+            PATTERN_KNIT_Y,
+            0.6,
+            ("help-me", "help-me", "general", "finished-objects"),
+            slots=YARN_SLOTS_KNIT_Y,
+        ),
         Kind("need:pattern_help", PATTERN_CROCHET_Y, 0.35, ("help-me", "general"), slots=YARN_SLOTS_CROCHET_Y),
-        Kind("need:supply_sourcing", SOURCING_YARN_Y, 0.6, ("stash-talk", "help-me", "general"),
-             slots=YARN_SLOTS_KNIT_Y),
+        Kind(
+            "need:supply_sourcing", SOURCING_YARN_Y, 0.6, ("stash-talk", "help-me", "general"), slots=YARN_SLOTS_KNIT_Y
+        ),
         Kind("need:supply_sourcing", SOURCING_TOOLS_Y, 0.3, ("stash-talk", "general"), slots=YARN_SLOTS_KNIT_Y),
         Kind("served:memory_recall", RECALL_Y, 0.5, ("general", "help-me")),
         Kind("hobby", HOBBY_Y, 0.8, ("off-topic", "general"), people=("14011",), dressed=False),
-        Kind("restricted:organisers", ORGANISERS_Y, 0.8, ("organisers",), people=("14001", "14006", "14008"),
-             slots=ORGANISERS_SLOTS_Y),
+        Kind(
+            "restricted:organisers",
+            ORGANISERS_Y,
+            0.8,
+            ("organisers",),
+            people=("14001", "14006", "14008"),
+            slots=ORGANISERS_SLOTS_Y,
+        ),
     ),
 )
 
@@ -1780,24 +2827,85 @@ YARN = History(
 # it. People call a tank many things (tank, aquarium, setup, scape, cube, 'the 120L'). Community tanks and
 # shrimp/nano tanks are separate kinds under one label, so a fish goes with a tank it fits.
 
-_BIG_TANKS_F = ("my 120L", "the community tank", "my planted 90", "the 200 litre in the lounge", "my first aquarium",
-                "the new setup", "my 180l", "the big tank", "our 4ft", "the rescaped tank")
-_NANO_TANKS_F = ("the shrimp cube", "my nano", "the 30l scape", "my desk tank", "the little 20 litre",
-                 "the bowfront on the kitchen counter", "my jungle nano")
-_COMMUNITY_F = ("neon tetras", "harlequin rasboras", "guppies", "corydoras", "honey gouramis", "platies",
-                "cherry barbs", "kuhli loaches", "angelfish", "tiger barbs", "otocinclus", "zebra danios",
-                "bristlenose plecos", "rummynose tetras", "mollies")
-_NANO_F = ("cherry shrimp", "amano shrimp", "nerite snails", "chili rasboras", "ember tetras",
-           "celestial pearl danios", "crystal red shrimp", "pygmy corys", "ramshorn snails", "endlers")
-_COMMUNITY2_F = ("swordtails", "dwarf gouramis", "pearl gouramis", "black skirt tetras", "clown loaches",
-                 "bleeding heart tetras", "kribensis")
+_BIG_TANKS_F = (
+    "my 120L",
+    "the community tank",
+    "my planted 90",
+    "the 200 litre in the lounge",
+    "my first aquarium",
+    "the new setup",
+    "my 180l",
+    "the big tank",
+    "our 4ft",
+    "the rescaped tank",
+)
+_NANO_TANKS_F = (
+    "the shrimp cube",
+    "my nano",
+    "the 30l scape",
+    "my desk tank",
+    "the little 20 litre",
+    "the bowfront on the kitchen counter",
+    "my jungle nano",
+)
+_COMMUNITY_F = (
+    "neon tetras",
+    "harlequin rasboras",
+    "guppies",
+    "corydoras",
+    "honey gouramis",
+    "platies",
+    "cherry barbs",
+    "kuhli loaches",
+    "angelfish",
+    "tiger barbs",
+    "otocinclus",
+    "zebra danios",
+    "bristlenose plecos",
+    "rummynose tetras",
+    "mollies",
+)
+_NANO_F = (
+    "cherry shrimp",
+    "amano shrimp",
+    "nerite snails",
+    "chili rasboras",
+    "ember tetras",
+    "celestial pearl danios",
+    "crystal red shrimp",
+    "pygmy corys",
+    "ramshorn snails",
+    "endlers",
+)
+_COMMUNITY2_F = (
+    "swordtails",
+    "dwarf gouramis",
+    "pearl gouramis",
+    "black skirt tetras",
+    "clown loaches",
+    "bleeding heart tetras",
+    "kribensis",
+)
 _NANO2_F = ("blue dream shrimp", "bladder snails", "tiger shrimp", "least rasboras", "scarlet badis", "pond snails")
-_WATER_NUMBERS_F = {"param": ("ammonia", "nitrite", "nitrate", "pH", "KH", "GH"),
-                    "test": ("ammonia at 0.5", "ammonia at 2", "nitrite at 0.25", "nitrite at 1", "nitrate at 80",
-                             "KH at 1", "GH at 3", "pH at 6.2", "pH at 8.4"),
-                    "ammonia": ("0.25", "0.5", "1", "2", "4"), "nitrate": ("40", "50", "60", "80", "100"), "ph": ("6.2", "6.5", "7.8", "8.2", "8.4"),
-                    "n": ("2", "3", "4", "6", "8", "10", "12"), "change": ("water change", "wc", "pwc", "25% change",
-                                                                          "big water swap", "top-up")}
+_WATER_NUMBERS_F = {
+    "param": ("ammonia", "nitrite", "nitrate", "pH", "KH", "GH"),
+    "test": (
+        "ammonia at 0.5",
+        "ammonia at 2",
+        "nitrite at 0.25",
+        "nitrite at 1",
+        "nitrate at 80",
+        "KH at 1",
+        "GH at 3",
+        "pH at 6.2",
+        "pH at 8.4",
+    ),
+    "ammonia": ("0.25", "0.5", "1", "2", "4"),
+    "nitrate": ("40", "50", "60", "80", "100"),
+    "ph": ("6.2", "6.5", "7.8", "8.2", "8.4"),
+    "n": ("2", "3", "4", "6", "8", "10", "12"),
+    "change": ("water change", "wc", "pwc", "25% change", "big water swap", "top-up"),
+}
 WATER_F = (  # the water is wrong and they want to know why (every kind of tank)
     "{test} in {tank} and I can't work out why, did a {change} two days ago",
     "tested tonight: ammonia 0, nitrite 0, nitrate {nitrate}. too high for the {fish}?",
@@ -1861,11 +2969,16 @@ STOCKING_NANO_F = (  # ...and what only the nano tanks ask
 FISH_SLOTS_BIG_F = {"tank": _BIG_TANKS_F, "fish": _COMMUNITY_F, "fish2": _COMMUNITY2_F, **_WATER_NUMBERS_F}
 FISH_SLOTS_NANO_F = {"tank": _NANO_TANKS_F, "fish": _NANO_F, "fish2": _NANO2_F, **_WATER_NUMBERS_F}
 FISH_TALK_F = (  # showing off and grumbling: chatter, not requests
-    "look at my {fish} colouring up 😍", "new scape is finally planted, pics in a sec",
-    "the pleco ate a whole courgette overnight, greedy thing", "fry in {tank}!! no idea who the parents are",
-    "rescaped at midnight, no regrets", "the {fish} beg at the glass every time I walk past",
-    "auction haul: three bags of plants and a spare heater", "bought another tank, my partner doesn't know yet",
-    "the fish room smells like a pond and honestly I love it", "{tank} at night with the moonlights on 👌",
+    "look at my {fish} colouring up 😍",
+    "new scape is finally planted, pics in a sec",
+    "the pleco ate a whole courgette overnight, greedy thing",
+    "fry in {tank}!! no idea who the parents are",
+    "rescaped at midnight, no regrets",
+    "the {fish} beg at the glass every time I walk past",
+    "auction haul: three bags of plants and a spare heater",
+    "bought another tank, my partner doesn't know yet",
+    "the fish room smells like a pond and honestly I love it",
+    "{tank} at night with the moonlights on 👌",
     "trimmed the stem plants, now I have a bucket of cuttings nobody wants",
 )
 DEBUG_F = (  # served by debugging: the club's home-made tank gadgets
@@ -1881,51 +2994,107 @@ DEBUG_F = (  # served by debugging: the club's home-made tank gadgets
     "IndexError: list index out of range whenever the sensor returns nothing, how do I handle that properly",
 )
 HOBBY_F = (  # one person's running chatter
-    "worked a station in new zealand on 20m last night!!", "new dipole is up in the garden, neighbours thrilled",
-    "passed the full licence exam 🎉", "contest weekend, 140 contacts so far",
-    "qsl cards from japan came in the post today", "antenna tuner blew a fuse, back to the bench",
-    "solar flux is great this week, bands wide open", "morse practice twenty minutes a day, up to 15 wpm now",
+    "worked a station in new zealand on 20m last night!!",
+    "new dipole is up in the garden, neighbours thrilled",
+    "passed the full licence exam 🎉",
+    "contest weekend, 140 contacts so far",
+    "qsl cards from japan came in the post today",
+    "antenna tuner blew a fuse, back to the bench",
+    "solar flux is great this week, bands wide open",
+    "morse practice twenty minutes a day, up to 15 wpm now",
     "talked to a guy on a mountain top with a handheld, summits on the air is brilliant",
     "rebuilt the old valve receiver, it hums but it works",
 )
 COMMITTEE_F = (  # restricted: the committee's recurring business
-    "auction on {day}: we need {few} more people bagging fish", "{who} sold fish with whitespot at the auction, complaint's in",
-    "treasurer: the hall hire's gone up to {price} quid a night", "{month} speaker cancelled, anyone got a backup",
-    "do we let non-members sell at the autumn auction this year", "{who} wants a refund for DOA fish from the last auction",
-    "membership at {members}, renewals due end of {month}", "raffle prizes are in my garage, can someone take half",
+    "auction on {day}: we need {few} more people bagging fish",
+    "{who} sold fish with whitespot at the auction, complaint's in",
+    "treasurer: the hall hire's gone up to {price} quid a night",
+    "{month} speaker cancelled, anyone got a backup",
+    "do we let non-members sell at the autumn auction this year",
+    "{who} wants a refund for DOA fish from the last auction",
+    "membership at {members}, renewals due end of {month}",
+    "raffle prizes are in my garage, can someone take half",
     "who's looking after the club display tank at the library while I'm away",
 )
-COMMITTEE_SLOTS_F = {"day": ("saturday", "sunday"), "few": ("2", "3", "4", "6"), "members": ("45", "60", "85"),
-                     "price": ("60", "75", "90"),
-                     "month": ("august", "september"),
-                     "who": ("a seller from out of town", "one of the breeders", "a new member", "the shrimp guy")}
+COMMITTEE_SLOTS_F = {
+    "day": ("saturday", "sunday"),
+    "few": ("2", "3", "4", "6"),
+    "members": ("45", "60", "85"),
+    "price": ("60", "75", "90"),
+    "month": ("august", "september"),
+    "who": ("a seller from out of town", "one of the breeders", "a new member", "the shrimp guy"),
+}
 
 FISHKEEPING = History(
-    name="fishkeeping", scope="910000000000000015", start=datetime(2026, 7, 13, 8, 20, tzinfo=UTC), days=75,
-    channels=("general", "help-desk", "tank-journals", "swap-shop", "off-topic", "committee"), restricted="committee",
+    name="fishkeeping",
+    scope="910000000000000015",
+    start=datetime(2026, 7, 13, 8, 20, tzinfo=UTC),
+    days=75,
+    channels=("general", "help-desk", "tank-journals", "swap-shop", "off-topic", "committee"),
+    restricted="committee",
     people={
-        "15001": ("Iker", "iker_z"), "15002": ("Saoirse", "saoirse_fish"), "15003": ("Dmitri", "dmitri.v"),
-        "15004": ("Abena", "abena_o"), "15005": ("Thiago", "thiago_aq"), "15006": ("Maud", "maud_r"),
-        "15007": ("Kenji", "kenji_t"), "15008": ("Harjit", "harjit_s"), "15009": ("Lottie", "lottie_g"),
-        "15010": ("Emeka", "emeka_n"), "15011": ("Vesna", "vesna_p"), "15012": ("Gus", "gus_tanks"),
+        "15001": ("Iker", "iker_z"),
+        "15002": ("Saoirse", "saoirse_fish"),
+        "15003": ("Dmitri", "dmitri.v"),
+        "15004": ("Abena", "abena_o"),
+        "15005": ("Thiago", "thiago_aq"),
+        "15006": ("Maud", "maud_r"),
+        "15007": ("Kenji", "kenji_t"),
+        "15008": ("Harjit", "harjit_s"),
+        "15009": ("Lottie", "lottie_g"),
+        "15010": ("Emeka", "emeka_n"),
+        "15011": ("Vesna", "vesna_p"),
+        "15012": ("Gus", "gus_tanks"),
         "15013": ("Ines", "ines_m"),
     },
     kinds=(
         *_chatter(("general", "off-topic", "tank-journals")),
-        Kind("chatter", FISH_TALK_F, 1.2, ("tank-journals", "tank-journals", "general"), slots=FISH_SLOTS_BIG_F,
-             dressed=False),
-        Kind("need:water_chemistry", WATER_F, 0.55, ("help-desk", "help-desk", "tank-journals", "general"),
-             slots=FISH_SLOTS_BIG_F),
-        Kind("need:water_chemistry", WATER_F + WATER_NANO_F, 0.35, ("help-desk", "tank-journals", "general"),
-             slots=FISH_SLOTS_NANO_F),
-        Kind("need:stocking_advice", STOCKING_F + STOCKING_BIG_F, 0.55, ("help-desk", "swap-shop", "general"),
-             slots=FISH_SLOTS_BIG_F),
-        Kind("need:stocking_advice", STOCKING_F + STOCKING_NANO_F, 0.35, ("help-desk", "swap-shop", "general"),
-             slots=FISH_SLOTS_NANO_F),
+        Kind(
+            "chatter",
+            FISH_TALK_F,
+            1.2,
+            ("tank-journals", "tank-journals", "general"),
+            slots=FISH_SLOTS_BIG_F,
+            dressed=False,
+        ),
+        Kind(
+            "need:water_chemistry",
+            WATER_F,
+            0.55,
+            ("help-desk", "help-desk", "tank-journals", "general"),
+            slots=FISH_SLOTS_BIG_F,
+        ),
+        Kind(
+            "need:water_chemistry",
+            WATER_F + WATER_NANO_F,
+            0.35,
+            ("help-desk", "tank-journals", "general"),
+            slots=FISH_SLOTS_NANO_F,
+        ),
+        Kind(
+            "need:stocking_advice",
+            STOCKING_F + STOCKING_BIG_F,
+            0.55,
+            ("help-desk", "swap-shop", "general"),
+            slots=FISH_SLOTS_BIG_F,
+        ),
+        Kind(
+            "need:stocking_advice",
+            STOCKING_F + STOCKING_NANO_F,
+            0.35,
+            ("help-desk", "swap-shop", "general"),
+            slots=FISH_SLOTS_NANO_F,
+        ),
         Kind("served:debugging", DEBUG_F, 0.5, ("general", "help-desk", "off-topic")),
         Kind("hobby", HOBBY_F, 0.8, ("off-topic", "general"), people=("15008",), dressed=False),
-        Kind("restricted:committee", COMMITTEE_F, 0.8, ("committee",), people=("15002", "15005", "15010"),
-             slots=COMMITTEE_SLOTS_F),
+        Kind(
+            "restricted:committee",
+            COMMITTEE_F,
+            0.8,
+            ("committee",),
+            people=("15002", "15005", "15010"),
+            slots=COMMITTEE_SLOTS_F,
+        ),
     ),
 )
 
@@ -1935,17 +3104,54 @@ FISHKEEPING = History(
 # the piece is rehearsed. A rehearsal is also a 'practice', a 'session', a 'run-through' or 'thursday'; its
 # schedule is also the 'plan', the 'calendar', the 'term card' or the 'rota'.
 
-_PIECES_V = ("the Rutter Gloria", "the Vivaldi", "Bogoroditse Devo", "O Magnum Mysterium", "the Messiah choruses",
-             "And the Glory", "Lux Aurumque", "the Darke Bleak Midwinter", "the Chilcott", "the carol medley",
-             "Zadok", "the Fauré")
+_PIECES_V = (
+    "the Rutter Gloria",
+    "the Vivaldi",
+    "Bogoroditse Devo",
+    "O Magnum Mysterium",
+    "the Messiah choruses",
+    "And the Glory",
+    "Lux Aurumque",
+    "the Darke Bleak Midwinter",
+    "the Chilcott",
+    "the carol medley",
+    "Zadok",
+    "the Fauré",
+)
 _VOICE_PARTS_V = ("alto", "tenor", "bass", "soprano", "second alto", "bass 2", "sop 1", "baritone")
 _OTHER_PARTS_V = ("first alto", "top tenor", "sop 2", "bass 1")
-_SPOTS_V = ("bar 34", "letter C", "the top of page 7", "the fugue bit", "the key change", "the Amen", "bar 112",
-            "the second verse", "the divisi", "the last page", "rehearsal mark F", "the bit after the organ solo")
-_WHEN_V = ("Thursday", "Tuesday", "Saturday morning", "the 14th", "the Sunday before the concert", "Wednesday",
-           "Monday")
-_VENUES_V = ("St Mary's", "the church hall", "the school hall", "the cathedral", "the Corn Exchange",
-             "the community centre", "the Methodist hall")
+_SPOTS_V = (
+    "bar 34",
+    "letter C",
+    "the top of page 7",
+    "the fugue bit",
+    "the key change",
+    "the Amen",
+    "bar 112",
+    "the second verse",
+    "the divisi",
+    "the last page",
+    "rehearsal mark F",
+    "the bit after the organ solo",
+)
+_WHEN_V = (
+    "Thursday",
+    "Tuesday",
+    "Saturday morning",
+    "the 14th",
+    "the Sunday before the concert",
+    "Wednesday",
+    "Monday",
+)
+_VENUES_V = (
+    "St Mary's",
+    "the church hall",
+    "the school hall",
+    "the cathedral",
+    "the Corn Exchange",
+    "the community centre",
+    "the Methodist hall",
+)
 PART_LEARNING_V = (  # learning one's own line: notes, rhythm, entries, words, breath, pitch
     "I keep coming in a beat early at {spot} in {piece}, how do you count that bit",
     "how are the {part}s meant to find the first note at {spot}? the piano gives us nothing",
@@ -2010,68 +3216,120 @@ LOGISTICS_V = (  # when and where: rehearsals, sectionals, concert day, what to 
 )
 LOGISTICS_SLOTS_V = {"day": _WHEN_V, "venue": _VENUES_V, "piece": _PIECES_V, "part": _VOICE_PARTS_V}
 CHOIR_TALK_V = (  # the afterglow and the grumbles: chatter, not requests
-    "goosebumps at the end of {piece} tonight", "my throat is wrecked after that",
-    "the sopranos absolutely nailed it tonight", "whoever brought the flapjack on thursday, thank you forever",
-    "tenors were actually in tune tonight!!", "can't get {piece} out of my head, humming it at my desk",
+    "goosebumps at the end of {piece} tonight",
+    "my throat is wrecked after that",
+    "the sopranos absolutely nailed it tonight",
+    "whoever brought the flapjack on thursday, thank you forever",
+    "tenors were actually in tune tonight!!",
+    "can't get {piece} out of my head, humming it at my desk",
     "the conductor's jokes get worse every week and I love it",
     "new folder came, it has a little loop for a pencil, ridiculously pleased",
-    "listening to a pro recording of {piece}, we've got a way to go lol", "the acoustic in {venue} is gorgeous",
-    "sang {piece} in the shower and the neighbour clapped", "three cough sweets deep and still croaky",
+    "listening to a pro recording of {piece}, we've got a way to go lol",
+    "the acoustic in {venue} is gorgeous",
+    "sang {piece} in the shower and the neighbour clapped",
+    "three cough sweets deep and still croaky",
 )
 CHOIR_TALK_SLOTS_V = {"piece": _PIECES_V, "venue": _VENUES_V}
 RECALL_V = (  # served by memory_recall
-    "what did I say I was singing at my cousin's wedding?", "remember which part I said I wanted to try next year?",
-    "what did I tell you about my singing teacher?", "didn't I mention what helped my sore throat a while back?",
-    "what was the warm-up app I told you about?", "do you remember what I said about the solo audition?",
-    "what did I tell you my range was?", "remind me what I said about my grandad's funeral music",
+    "what did I say I was singing at my cousin's wedding?",
+    "remember which part I said I wanted to try next year?",
+    "what did I tell you about my singing teacher?",
+    "didn't I mention what helped my sore throat a while back?",
+    "what was the warm-up app I told you about?",
+    "do you remember what I said about the solo audition?",
+    "what did I tell you my range was?",
+    "remind me what I said about my grandad's funeral music",
     "you remember the song I said I wanted the choir to do? what was it",
     "what did I say my daughter's school choir was called?",
 )
 HOBBY_V = (  # one person's running chatter
-    "threw my first bowl that didn't collapse!!", "glaze firing tomorrow, fingers crossed",
-    "clay under every fingernail, worth it", "the kiln at the studio cracked two of my mugs :(",
-    "trimming day today, so satisfying", "made a wonky jug, calling it rustic",
-    "tried a celadon glaze and it came out the colour of pea soup", "centering finally clicked tonight",
-    "wedged 5kg of clay, arms are done for", "gave mum a set of lopsided little cups and she cried",
+    "threw my first bowl that didn't collapse!!",
+    "glaze firing tomorrow, fingers crossed",
+    "clay under every fingernail, worth it",
+    "the kiln at the studio cracked two of my mugs :(",
+    "trimming day today, so satisfying",
+    "made a wonky jug, calling it rustic",
+    "tried a celadon glaze and it came out the colour of pea soup",
+    "centering finally clicked tonight",
+    "wedged 5kg of clay, arms are done for",
+    "gave mum a set of lopsided little cups and she cried",
     "booked the wheel for sunday afternoons now",
 )
 MUSIC_TEAM_V = (  # restricted: the music team's recurring business
     "{n} copies of {piece} still not back in the library, chase them or buy more?",
     "hire of {venue} has gone up again, do we pass it on in subs",
     "{who} has asked for the solo in {piece}, do we hold proper auditions this time",
-    "accompanist can't do {day}, who do we ask to cover", "subs: {n} members haven't paid for this term",
+    "accompanist can't do {day}, who do we ask to cover",
+    "subs: {n} members haven't paid for this term",
     "do we need a performance licence for the concert at {venue} or does the venue cover it",
     "complaint about {who} chatting through the notes again, who's having the word",
     "draft concert budget is up, tickets at 12 or 15?",
     "the joint concert with the youth choir needs the safeguarding forms signed",
 )
-MUSIC_TEAM_SLOTS_V = {"n": ("4", "6", "9", "13", "20"), "piece": _PIECES_V, "venue": _VENUES_V, "day": _WHEN_V,
-                      "who": ("one of the new basses", "a long-standing soprano", "the alto who joined in May",
-                              "a tenor")}
+MUSIC_TEAM_SLOTS_V = {
+    "n": ("4", "6", "9", "13", "20"),
+    "piece": _PIECES_V,
+    "venue": _VENUES_V,
+    "day": _WHEN_V,
+    "who": ("one of the new basses", "a long-standing soprano", "the alto who joined in May", "a tenor"),
+}
 
 VOICES = History(
-    name="voices", scope="910000000000000016", start=datetime(2026, 8, 31, 8, 0, tzinfo=UTC), days=79,
+    name="voices",
+    scope="910000000000000016",
+    start=datetime(2026, 8, 31, 8, 0, tzinfo=UTC),
+    days=79,
     channels=("general", "rehearsal-notes", "learning-help", "concert-prep", "off-topic", "music-team"),
     restricted="music-team",
     people={
-        "16001": ("Gwen", "gwen_sings"), "16002": ("Declan", "dec_odonnell"), "16003": ("Harriet", "hattie_b"),
-        "16004": ("Olu", "olu.adeyemi"), "16005": ("Priya", "priya_m"), "16006": ("Malcolm", "malc_w"),
-        "16007": ("Ines", "ines_alto"), "16008": ("Tomasz", "tomasz_k"), "16009": ("Bernadette", "bernie_j"),
-        "16010": ("Yusuf", "yusuf_o"), "16011": ("Lotte", "lotte.v"), "16012": ("Fergus", "fergus_d"),
+        "16001": ("Gwen", "gwen_sings"),
+        "16002": ("Declan", "dec_odonnell"),
+        "16003": ("Harriet", "hattie_b"),
+        "16004": ("Olu", "olu.adeyemi"),
+        "16005": ("Priya", "priya_m"),
+        "16006": ("Malcolm", "malc_w"),
+        "16007": ("Ines", "ines_alto"),
+        "16008": ("Tomasz", "tomasz_k"),
+        "16009": ("Bernadette", "bernie_j"),
+        "16010": ("Yusuf", "yusuf_o"),
+        "16011": ("Lotte", "lotte.v"),
+        "16012": ("Fergus", "fergus_d"),
         "16013": ("Rosalind", "ros_p"),
     },
     kinds=(
         *_chatter(("general", "off-topic", "rehearsal-notes")),
-        Kind("chatter", CHOIR_TALK_V, 1.2, ("rehearsal-notes", "general", "off-topic"), slots=CHOIR_TALK_SLOTS_V,
-             dressed=False),
-        Kind("need:part_learning", PART_LEARNING_V, 0.9, ("learning-help", "learning-help", "rehearsal-notes",
-                                                          "general"), slots=PART_LEARNING_SLOTS_V),
-        Kind("need:rehearsal_logistics", LOGISTICS_V, 0.9, ("concert-prep", "rehearsal-notes", "general",
-                                                            "general"), slots=LOGISTICS_SLOTS_V),
+        Kind(
+            "chatter",
+            CHOIR_TALK_V,
+            1.2,
+            ("rehearsal-notes", "general", "off-topic"),
+            slots=CHOIR_TALK_SLOTS_V,
+            dressed=False,
+        ),
+        Kind(
+            "need:part_learning",
+            PART_LEARNING_V,
+            0.9,
+            ("learning-help", "learning-help", "rehearsal-notes", "general"),
+            slots=PART_LEARNING_SLOTS_V,
+        ),
+        Kind(
+            "need:rehearsal_logistics",
+            LOGISTICS_V,
+            0.9,
+            ("concert-prep", "rehearsal-notes", "general", "general"),
+            slots=LOGISTICS_SLOTS_V,
+        ),
         Kind("served:memory_recall", RECALL_V, 0.5, ("general", "off-topic")),
         Kind("hobby", HOBBY_V, 0.8, ("off-topic", "general"), people=("16010",), dressed=False),
-        Kind("restricted:music_team", MUSIC_TEAM_V, 0.8, ("music-team",), people=("16001", "16006", "16013"),
-             slots=MUSIC_TEAM_SLOTS_V),
+        Kind(
+            "restricted:music_team",
+            MUSIC_TEAM_V,
+            0.8,
+            ("music-team",),
+            people=("16001", "16006", "16013"),
+            slots=MUSIC_TEAM_SLOTS_V,
+        ),
     ),
 )
 
@@ -2089,11 +3347,31 @@ _SPEAKERS_M = ("KRK Rokits", "Yamaha HS5s", "JBL 305s", "PreSonus Eris 3.5s")
 _OTHER_SPEAKERS_M = ("Adam T5Vs", "Kali LP-6s", "Genelec 8010s", "Focal Alphas")
 _CANS_M = ("DT 770s", "ATH-M50x", "HD 600s", "Sony 7506s")
 _OTHER_CANS_M = ("AKG K371s", "DT 990s", "HD 280s", "Audio-Technica R70x")
-_SOURCES_M = ("vocals", "drums", "guitars", "synth pads", "keys", "backing vocals", "808s", "overheads", "toms",
-              "acoustic guitars", "hi-hats", "strings")  # all plural, so every frame reads right
+_SOURCES_M = (
+    "vocals",
+    "drums",
+    "guitars",
+    "synth pads",
+    "keys",
+    "backing vocals",
+    "808s",
+    "overheads",
+    "toms",
+    "acoustic guitars",
+    "hi-hats",
+    "strings",
+)  # all plural, so every frame reads right
 _GENRES_M = ("lo-fi", "indie rock", "drum and bass", "folk", "trap", "synthwave", "metal", "house")
-_PLUGINS_M = ("the stock EQ", "Pro-Q", "an 1176 clone", "OTT", "Valhalla", "the stock compressor", "a tape plugin",
-              "Ozone")
+_PLUGINS_M = (
+    "the stock EQ",
+    "Pro-Q",
+    "an 1176 clone",
+    "OTT",
+    "Valhalla",
+    "the stock compressor",
+    "a tape plugin",
+    "Ozone",
+)
 _BUDGETS_M = ("£150", "£300", "about 200 quid", "$250", "500ish", "£100 tops", "around €400")
 _SHOPS_M = ("Thomann", "Gear4music", "Andertons", "Sweetwater", "the music shop in town")
 _DAWS_M = ("Reaper", "Ableton", "Logic", "FL Studio", "Cubase", "Studio One", "Bitwig")
@@ -2158,10 +3436,21 @@ GEAR_M = (  # which thing to buy: mics, interfaces, speakers, headphones, plugin
     "choosing between the {speakers} and the {speakers2} for a small room, which would you get",
     "got {budget} in birthday money, upgrade the mic, the interface or the cans?",
 )
-AUDIO_SLOTS_M = {"mic": _MICS_M, "mic2": _OTHER_MICS_M, "iface": _IFACES_M, "iface2": _OTHER_IFACES_M,
-                 "speakers": _SPEAKERS_M, "speakers2": _OTHER_SPEAKERS_M, "cans": _CANS_M, "cans2": _OTHER_CANS_M,
-                 "source": _SOURCES_M, "genre": _GENRES_M, "plugin": _PLUGINS_M, "budget": _BUDGETS_M,
-                 "shop": _SHOPS_M}
+AUDIO_SLOTS_M = {
+    "mic": _MICS_M,
+    "mic2": _OTHER_MICS_M,
+    "iface": _IFACES_M,
+    "iface2": _OTHER_IFACES_M,
+    "speakers": _SPEAKERS_M,
+    "speakers2": _OTHER_SPEAKERS_M,
+    "cans": _CANS_M,
+    "cans2": _OTHER_CANS_M,
+    "source": _SOURCES_M,
+    "genre": _GENRES_M,
+    "plugin": _PLUGINS_M,
+    "budget": _BUDGETS_M,
+    "shop": _SHOPS_M,
+}
 DEBUG_M = (  # served by technical_debugging: the DAW, drivers and plugins failing
     "{daw} crashes every time I open this one project, 'unhandled exception' and then gone",
     "getting crackles and pops while recording, buffer is at 256, is it the {iface} driver",
@@ -2178,46 +3467,79 @@ DEBUG_M = (  # served by technical_debugging: the DAW, drivers and plugins faili
 )
 DEBUG_SLOTS_M = {"daw": _DAWS_M, "iface": _IFACES_M, "plugin": _PLUGINS_M}
 STUDIO_TALK_M = (  # showing off and grumbling: chatter, not requests
-    "finally finished a track after six months of 8 bar loops", "GAS is real, bought another synth I don't need",
-    "the new {mic} just arrived, unboxing in a sec", "spent all night on one snare sound, the song still has no chorus",
-    "listened back to my first tunes from 2019, oof", "cat walked across the keyboard and wrote a better melody than me",
-    "3am and the hook finally landed", "coffee, {daw}, rain outside. perfect sunday",
-    "loving that {genre} tune someone posted in share-your-tracks", "my {speakers} have a little dust cover now, spoiled",
+    "finally finished a track after six months of 8 bar loops",
+    "GAS is real, bought another synth I don't need",
+    "the new {mic} just arrived, unboxing in a sec",
+    "spent all night on one snare sound, the song still has no chorus",
+    "listened back to my first tunes from 2019, oof",
+    "cat walked across the keyboard and wrote a better melody than me",
+    "3am and the hook finally landed",
+    "coffee, {daw}, rain outside. perfect sunday",
+    "loving that {genre} tune someone posted in share-your-tracks",
+    "my {speakers} have a little dust cover now, spoiled",
 )
 STUDIO_TALK_SLOTS_M = {"mic": _MICS_M, "daw": _DAWS_M, "genre": _GENRES_M, "speakers": _SPEAKERS_M}
 HOBBY_M = (  # one person's running chatter
-    "welded the sill on the van today, not pretty but solid", "found original hubcaps for the T25 on ebay!",
-    "van rust is worse than I thought, the wheel arches are lace", "fitted the rock and roll bed in the van",
-    "new tyres on the van, she drives like a dream now", "first night sleeping in the van, froze but loved it",
-    "pop top canvas has a tear, stitching it myself this weekend", "painted the van two tone, cream and orange",
-    "drove the van to the coast, 52mph the whole way lol", "van passed its MOT first time, actual miracle",
+    "welded the sill on the van today, not pretty but solid",
+    "found original hubcaps for the T25 on ebay!",
+    "van rust is worse than I thought, the wheel arches are lace",
+    "fitted the rock and roll bed in the van",
+    "new tyres on the van, she drives like a dream now",
+    "first night sleeping in the van, froze but loved it",
+    "pop top canvas has a tear, stitching it myself this weekend",
+    "painted the van two tone, cream and orange",
+    "drove the van to the coast, 52mph the whole way lol",
+    "van passed its MOT first time, actual miracle",
 )
 MODS_M = (  # restricted: the mods' recurring business
-    "{who} dropped their beat store link in mixing again", "{n} new accounts overnight all selling 'pro mastering'",
+    "{who} dropped their beat store link in mixing again",
+    "{n} new accounts overnight all selling 'pro mastering'",
     "someone reported a leaked sample pack in share-your-tracks, take it down?",
     "{who} keeps posting tracks for feedback and never gives any, warn them?",
     "a plugin dev offered {n} licences for a giveaway, how do we run it fairly",
     "do we allow AI vocal tracks in share-your-tracks or not, need a rule",
-    "{who} wants their ban lifted, anyone object", "monthly beat battle: {n} entries, who's judging this round",
+    "{who} wants their ban lifted, anyone object",
+    "monthly beat battle: {n} entries, who's judging this round",
 )
-MODS_SLOTS_M = {"who": ("a new member", "the mastering spammer", "one of the regulars", "the label account"),
-                "n": ("3", "5", "10", "25")}
+MODS_SLOTS_M = {
+    "who": ("a new member", "the mastering spammer", "one of the regulars", "the label account"),
+    "n": ("3", "5", "10", "25"),
+}
 
 MIXDOWN = History(
-    name="mixdown", scope="910000000000000017", start=datetime(2026, 3, 16, 9, 30, tzinfo=UTC), days=73,
-    channels=("general", "mixing", "gear", "tech-support", "share-your-tracks", "mods"), restricted="mods",
+    name="mixdown",
+    scope="910000000000000017",
+    start=datetime(2026, 3, 16, 9, 30, tzinfo=UTC),
+    days=73,
+    channels=("general", "mixing", "gear", "tech-support", "share-your-tracks", "mods"),
+    restricted="mods",
     people={
-        "17001": ("Dario", "dario_beats"), "17002": ("Kezia", "kez.mixes"), "17003": ("Anouk", "anouk_v"),
-        "17004": ("Jules", "jules_lofi"), "17005": ("Mateo", "mateo_r"), "17006": ("Chidi", "chidi_prod"),
-        "17007": ("Freya", "freya_h"), "17008": ("Lars", "lars_audio"), "17009": ("Nneka", "nneka_o"),
-        "17010": ("Ravi", "ravi.s"), "17011": ("Tilly", "tilly_t"), "17012": ("Hiro", "hiro_k"),
+        "17001": ("Dario", "dario_beats"),
+        "17002": ("Kezia", "kez.mixes"),
+        "17003": ("Anouk", "anouk_v"),
+        "17004": ("Jules", "jules_lofi"),
+        "17005": ("Mateo", "mateo_r"),
+        "17006": ("Chidi", "chidi_prod"),
+        "17007": ("Freya", "freya_h"),
+        "17008": ("Lars", "lars_audio"),
+        "17009": ("Nneka", "nneka_o"),
+        "17010": ("Ravi", "ravi.s"),
+        "17011": ("Tilly", "tilly_t"),
+        "17012": ("Hiro", "hiro_k"),
     },
     kinds=(
         *_chatter(("general", "share-your-tracks", "general")),
-        Kind("chatter", STUDIO_TALK_M, 1.2, ("share-your-tracks", "general", "gear"), slots=STUDIO_TALK_SLOTS_M,
-             dressed=False),
-        Kind("need:mixing_help", MIXING_M, 0.9, ("mixing", "mixing", "share-your-tracks", "general"),
-             slots=AUDIO_SLOTS_M),
+        Kind(
+            "chatter",
+            STUDIO_TALK_M,
+            1.2,
+            ("share-your-tracks", "general", "gear"),
+            slots=STUDIO_TALK_SLOTS_M,
+            dressed=False,
+        ),
+        Kind(
+            "need:mixing_help", MIXING_M, 0.9, ("mixing", "mixing", "share-your-tracks", "general"), slots=AUDIO_SLOTS_M
+        ),
         Kind("need:gear_buying", GEAR_M, 0.9, ("gear", "gear", "general", "mixing"), slots=AUDIO_SLOTS_M),
         Kind("served:debugging", DEBUG_M, 0.5, ("tech-support", "tech-support", "general"), slots=DEBUG_SLOTS_M),
         Kind("hobby", HOBBY_M, 0.8, ("general",), people=("17011",), dressed=False),
@@ -2232,15 +3554,44 @@ MIXDOWN = History(
 # telescope is also a 'scope', a 'dob', a 'frac', a 'reflector' or 'the Newt'; a target is also an 'object', a
 # 'planet', a 'nebula', a 'cluster' or 'it'; a session is also a 'night out', 'observing' or 'a look'.
 
-_TARGETS_N = ("Saturn", "Jupiter", "the Orion Nebula", "M42", "Andromeda", "M31", "the Pleiades", "Mars",
-              "the Ring Nebula", "M13", "the Double Cluster", "the Whirlpool", "Uranus", "the Beehive")
+_TARGETS_N = (
+    "Saturn",
+    "Jupiter",
+    "the Orion Nebula",
+    "M42",
+    "Andromeda",
+    "M31",
+    "the Pleiades",
+    "Mars",
+    "the Ring Nebula",
+    "M13",
+    "the Double Cluster",
+    "the Whirlpool",
+    "Uranus",
+    "the Beehive",
+)
 _PLANETS_N = ("Saturn", "Jupiter", "Mars", "Uranus", "Neptune")
-_SCOPES_N = ("8 inch dob", "130mm reflector", "little refractor", "Skymax 127", "102mm frac", "Heritage 150",
-             "10 inch Newt", "old Tasco")  # all read after 'my' or 'the'
+_SCOPES_N = (
+    "8 inch dob",
+    "130mm reflector",
+    "little refractor",
+    "Skymax 127",
+    "102mm frac",
+    "Heritage 150",
+    "10 inch Newt",
+    "old Tasco",
+)  # all read after 'my' or 'the'
 _EYEPIECES_N = ("25mm", "10mm", "6mm", "32mm", "zoom eyepiece", "2x barlow", "15mm")
 _WHEN_N = ("tonight", "Friday night", "this weekend", "tomorrow night", "the 12th", "Saturday", "next Tuesday")
-_SITES_N = ("the dark site", "the country park", "Beacon Hill", "my back garden", "the reservoir car park",
-            "the observatory field", "the allotments")
+_SITES_N = (
+    "the dark site",
+    "the country park",
+    "Beacon Hill",
+    "my back garden",
+    "the reservoir car park",
+    "the observatory field",
+    "the allotments",
+)
 _APPS_N = ("Stellarium", "SynScan", "KStars", "NINA", "SkySafari", "SharpCap", "the ASCOM driver")
 OBSERVING_TIMES_N = (  # when and where in the sky a target can be seen, and whether a night is any good for it
     "what time does {target} come up over the trees {when}? the east side of my garden is all hedge",
@@ -2296,14 +3647,26 @@ TELESCOPE_USE_N = (  # how to find a target, get it in the eyepiece and see it w
     "what's the trick to spotting the gap in the rings? I can see Saturn but it's just a blob with ears",
     "how do you split a close double star, more power or just wait for steady air",
 )
-_OBSERVING_SLOTS_N = {"target": _TARGETS_N, "planet": _PLANETS_N, "scope": _SCOPES_N, "eyepiece": _EYEPIECES_N,
-                      "eyepiece2": _EYEPIECES_N, "when": _WHEN_N, "site": _SITES_N}
+_OBSERVING_SLOTS_N = {
+    "target": _TARGETS_N,
+    "planet": _PLANETS_N,
+    "scope": _SCOPES_N,
+    "eyepiece": _EYEPIECES_N,
+    "eyepiece2": _EYEPIECES_N,
+    "when": _WHEN_N,
+    "site": _SITES_N,
+}
 SKY_TALK_N = (  # showing off and grumbling: chatter, not requests
-    "saw a massive fireball over the house last night!!", "cloudy for the 12th night running, I give up",
-    "first proper look at {target} through the club dob, I'm hooked", "new moon weekend and it's raining. classic",
-    "forgot my red torch and blinded everyone at {site}, sorry again", "frost on the tube at 2am, worth it",
-    "the milky way from {site} on saturday was unreal", "my partner finally came out to look at {target}, converted",
-    "dew shield arrived, looks like a giant toilet roll", "neighbour's new security light is my nemesis",
+    "saw a massive fireball over the house last night!!",
+    "cloudy for the 12th night running, I give up",
+    "first proper look at {target} through the club dob, I'm hooked",
+    "new moon weekend and it's raining. classic",
+    "forgot my red torch and blinded everyone at {site}, sorry again",
+    "frost on the tube at 2am, worth it",
+    "the milky way from {site} on saturday was unreal",
+    "my partner finally came out to look at {target}, converted",
+    "dew shield arrived, looks like a giant toilet roll",
+    "neighbour's new security light is my nemesis",
 )
 SKY_TALK_SLOTS_N = {"target": _TARGETS_N, "site": _SITES_N}
 DEBUG_N = (  # served by technical_debugging: the members' astronomy software, drivers and cables failing
@@ -2320,52 +3683,97 @@ DEBUG_N = (  # served by technical_debugging: the members' astronomy software, d
 )
 DEBUG_SLOTS_N = {"app": _APPS_N}
 RECALL_N = (  # served by memory_recall
-    "what did I say my first telescope was?", "remember what I told you about my eyes and glasses at the eyepiece?",
-    "what was the star chart app I told you about?", "didn't I mention which dark site my brother goes to?",
-    "what did I say I wanted for christmas, the filter or the eyepiece?", "what did I tell you about my neck last month?",
-    "remind me what I said about my grandad's old binoculars", "you remember the comet I said I saw as a kid?",
+    "what did I say my first telescope was?",
+    "remember what I told you about my eyes and glasses at the eyepiece?",
+    "what was the star chart app I told you about?",
+    "didn't I mention which dark site my brother goes to?",
+    "what did I say I wanted for christmas, the filter or the eyepiece?",
+    "what did I tell you about my neck last month?",
+    "remind me what I said about my grandad's old binoculars",
+    "you remember the comet I said I saw as a kid?",
 )
 HOBBY_N = (  # one person's running chatter
-    "the hens laid five eggs today, a new record", "Marigold has gone broody again, sitting on a golf ball",
-    "built a new perch for the run, they ignore it", "fox sniffing round the coop last night, reinforcing the wire",
-    "the new bantam is tiny and bossy, already in charge", "mucked out the coop, I need a shower",
-    "first blue egg from the cream legbar!!", "chickens have discovered the strawberries. war",
-    "dust bath in the flower bed again, so much for the tulips", "gave the neighbours a dozen eggs, they gave me jam",
+    "the hens laid five eggs today, a new record",
+    "Marigold has gone broody again, sitting on a golf ball",
+    "built a new perch for the run, they ignore it",
+    "fox sniffing round the coop last night, reinforcing the wire",
+    "the new bantam is tiny and bossy, already in charge",
+    "mucked out the coop, I need a shower",
+    "first blue egg from the cream legbar!!",
+    "chickens have discovered the strawberries. war",
+    "dust bath in the flower bed again, so much for the tulips",
+    "gave the neighbours a dozen eggs, they gave me jam",
 )
 COMMITTEE_N = (  # restricted: the committee's recurring business
     "outreach night at the primary school on {day} needs {n} volunteers and scopes",
     "loan scope {n} came back with a cracked finder, do we charge the member",
-    "subs: {n} members still haven't renewed", "public liability insurance for the star party needs renewing",
-    "complaint about {who} using a white torch at the dark site again", "who's holding the observatory keys over winter",
+    "subs: {n} members still haven't renewed",
+    "public liability insurance for the star party needs renewing",
+    "complaint about {who} using a white torch at the dark site again",
+    "who's holding the observatory keys over winter",
     "{who} wants to borrow the big dob for a month, do we allow loans that long",
-    "speaker for the {day} meeting cancelled, any backups", "the landowner wants the gate locked by 1am from now on",
+    "speaker for the {day} meeting cancelled, any backups",
+    "the landowner wants the gate locked by 1am from now on",
 )
-COMMITTEE_SLOTS_N = {"n": ("2", "3", "4", "7", "11", "16"), "day": ("Monday", "Thursday", "Friday", "the 20th"),
-                     "who": ("a new member", "one of the imagers", "a visitor", "the chap with the big refractor")}
+COMMITTEE_SLOTS_N = {
+    "n": ("2", "3", "4", "7", "11", "16"),
+    "day": ("Monday", "Thursday", "Friday", "the 20th"),
+    "who": ("a new member", "one of the imagers", "a visitor", "the chap with the big refractor"),
+}
 
 NIGHTSKY = History(
-    name="nightsky", scope="910000000000000018", start=datetime(2026, 10, 5, 18, 0, tzinfo=UTC), days=71,
-    channels=("general", "observing", "scope-help", "software", "clear-skies", "committee"), restricted="committee",
+    name="nightsky",
+    scope="910000000000000018",
+    start=datetime(2026, 10, 5, 18, 0, tzinfo=UTC),
+    days=71,
+    channels=("general", "observing", "scope-help", "software", "clear-skies", "committee"),
+    restricted="committee",
     people={
-        "18001": ("Ayesha", "ayesha_k"), "18002": ("Bryn", "bryn_obs"), "18003": ("Colm", "colm.f"),
-        "18004": ("Delphine", "delphine_m"), "18005": ("Eamon", "eamon_w"), "18006": ("Fatima", "fatima_z"),
-        "18007": ("Gideon", "gideon_s"), "18008": ("Hollie", "hollie_p"), "18009": ("Ivo", "ivo_n"),
-        "18010": ("Jyoti", "jyoti_r"), "18011": ("Kasper", "kasper_l"), "18012": ("Lorna", "lorna_stars"),
-        "18013": ("Mustafa", "mustafa_a"), "18014": ("Nell", "nell_b"),
+        "18001": ("Ayesha", "ayesha_k"),
+        "18002": ("Bryn", "bryn_obs"),
+        "18003": ("Colm", "colm.f"),
+        "18004": ("Delphine", "delphine_m"),
+        "18005": ("Eamon", "eamon_w"),
+        "18006": ("Fatima", "fatima_z"),
+        "18007": ("Gideon", "gideon_s"),
+        "18008": ("Hollie", "hollie_p"),
+        "18009": ("Ivo", "ivo_n"),
+        "18010": ("Jyoti", "jyoti_r"),
+        "18011": ("Kasper", "kasper_l"),
+        "18012": ("Lorna", "lorna_stars"),
+        "18013": ("Mustafa", "mustafa_a"),
+        "18014": ("Nell", "nell_b"),
     },
     kinds=(
         *_chatter(("general", "clear-skies", "observing")),
-        Kind("chatter", SKY_TALK_N, 1.2, ("clear-skies", "observing", "general"), slots=SKY_TALK_SLOTS_N,
-             dressed=False),
-        Kind("need:observing_times", OBSERVING_TIMES_N, 0.9, ("observing", "observing", "clear-skies", "general"),
-             slots=_OBSERVING_SLOTS_N),
-        Kind("need:telescope_use", TELESCOPE_USE_N, 0.9, ("scope-help", "scope-help", "observing", "general"),
-             slots=_OBSERVING_SLOTS_N),
+        Kind(
+            "chatter", SKY_TALK_N, 1.2, ("clear-skies", "observing", "general"), slots=SKY_TALK_SLOTS_N, dressed=False
+        ),
+        Kind(
+            "need:observing_times",
+            OBSERVING_TIMES_N,
+            0.9,
+            ("observing", "observing", "clear-skies", "general"),
+            slots=_OBSERVING_SLOTS_N,
+        ),
+        Kind(
+            "need:telescope_use",
+            TELESCOPE_USE_N,
+            0.9,
+            ("scope-help", "scope-help", "observing", "general"),
+            slots=_OBSERVING_SLOTS_N,
+        ),
         Kind("served:debugging", DEBUG_N, 0.5, ("software", "software", "scope-help"), slots=DEBUG_SLOTS_N),
         Kind("served:memory_recall", RECALL_N, 0.3, ("general", "clear-skies")),
         Kind("hobby", HOBBY_N, 0.8, ("general", "clear-skies"), people=("18009",), dressed=False),
-        Kind("restricted:committee", COMMITTEE_N, 0.8, ("committee",), people=("18002", "18006", "18012"),
-             slots=COMMITTEE_SLOTS_N),
+        Kind(
+            "restricted:committee",
+            COMMITTEE_N,
+            0.8,
+            ("committee",),
+            people=("18002", "18006", "18012"),
+            slots=COMMITTEE_SLOTS_N,
+        ),
     ),
 )
 
@@ -2376,13 +3784,31 @@ NIGHTSKY = History(
 # is also a 'boulder', a 'route', a 'climb', a 'line' or 'the pink one'; the moves are also the 'sequence' or the
 # 'beta'; the steep wall is also 'the cave', 'the overhang' or 'the board'.
 
-_PROBLEMS_O = ("the pink V4 in the cave", "the purple one on the slab", "the new yellow on the comp wall",
-               "the black 6c in the overhang", "the white V2 by the door", "the orange dyno problem",
-               "the green circuit on the board", "the blue 6a+ on the arete", "that red traverse",
-               "the teal boulder on the roof", "the grey route by the fire exit", "the new mint green climb")
+_PROBLEMS_O = (
+    "the pink V4 in the cave",
+    "the purple one on the slab",
+    "the new yellow on the comp wall",
+    "the black 6c in the overhang",
+    "the white V2 by the door",
+    "the orange dyno problem",
+    "the green circuit on the board",
+    "the blue 6a+ on the arete",
+    "that red traverse",
+    "the teal boulder on the roof",
+    "the grey route by the fire exit",
+    "the new mint green climb",
+)
 _HOLDS_O = ("crimps", "slopers", "pinches", "pockets", "underclings", "side pulls", "tiny feet", "volumes")
-_WALLS_O = ("the cave", "the slab", "the 45 board", "the overhang", "the comp wall", "the roof", "the Moonboard",
-            "the spray wall")
+_WALLS_O = (
+    "the cave",
+    "the slab",
+    "the 45 board",
+    "the overhang",
+    "the comp wall",
+    "the roof",
+    "the Moonboard",
+    "the spray wall",
+)
 _MOVES_O = ("heel hook", "toe hook", "dyno", "drop knee", "mantle", "deadpoint", "flag", "knee bar")
 _GRADES_O = ("V3", "V4", "V5", "6b", "6c", "7a", "V6")
 PROBLEM_BETA_O = (  # how to climb one particular problem: its start, crux, moves and top-out
@@ -2438,67 +3864,129 @@ CLIMBING_TRAINING_O = (  # how to train: strength, technique, sessions and plans
 )
 _CLIMB_SLOTS_O = {"problem": _PROBLEMS_O, "hold": _HOLDS_O, "wall": _WALLS_O, "move": _MOVES_O, "grade": _GRADES_O}
 SEND_TALK_O = (  # showing off and grumbling: chatter, not requests
-    "FINALLY sent {problem}!!!", "skin is absolutely shredded, rest day tomorrow",
-    "new set in {wall} looks so good", "chalk in my car, chalk in my bed, chalk in my tea",
-    "flashed my first {grade} tonight, buzzing", "whoever was blasting ABBA in the cave, respect",
-    "three weeks on {problem} and still nothing, it's personal now", "new shoes, feet in agony, worth it",
-    "the comp wall reset is brutal this time", "my forearms have their own heartbeat",
+    "FINALLY sent {problem}!!!",
+    "skin is absolutely shredded, rest day tomorrow",
+    "new set in {wall} looks so good",
+    "chalk in my car, chalk in my bed, chalk in my tea",
+    "flashed my first {grade} tonight, buzzing",
+    "whoever was blasting ABBA in the cave, respect",
+    "three weeks on {problem} and still nothing, it's personal now",
+    "new shoes, feet in agony, worth it",
+    "the comp wall reset is brutal this time",
+    "my forearms have their own heartbeat",
 )
 SEND_TALK_SLOTS_O = {"problem": _PROBLEMS_O, "wall": _WALLS_O, "grade": _GRADES_O}
 RECALL_O = (  # served by memory_recall
-    "what did I say my project was last month?", "remember what I told you about my finger pulley?",
-    "what grade did I tell you I'd sent in the summer?", "what was the shoe brand I said I wanted to try?",
-    "didn't I mention which outdoor crag my sister took me to?", "what did I tell you about my shoulder surgery?",
-    "remind me what I said my goal for the year was", "what did I say about the comp results?",
-    "what was that podcast I told you about?", "you remember what I said my physio told me?",
+    "what did I say my project was last month?",
+    "remember what I told you about my finger pulley?",
+    "what grade did I tell you I'd sent in the summer?",
+    "what was the shoe brand I said I wanted to try?",
+    "didn't I mention which outdoor crag my sister took me to?",
+    "what did I tell you about my shoulder surgery?",
+    "remind me what I said my goal for the year was",
+    "what did I say about the comp results?",
+    "what was that podcast I told you about?",
+    "you remember what I said my physio told me?",
 )
 HOBBY_O = (  # one person's running chatter
-    "the monstera has a new leaf unfurling!!", "repotted the calathea, it's sulking already",
-    "fungus gnats everywhere, sending help", "propagating pothos cuttings on every windowsill",
-    "bought another fern, I have a problem", "the fiddle leaf fig dropped three leaves, dramatic as ever",
-    "moss pole for the philodendron, she's climbing better than me", "watered everything, took an hour",
-    "my string of pearls finally looks alive", "plant swap this saturday, bringing a bag of spider plant babies",
+    "the monstera has a new leaf unfurling!!",
+    "repotted the calathea, it's sulking already",
+    "fungus gnats everywhere, sending help",
+    "propagating pothos cuttings on every windowsill",
+    "bought another fern, I have a problem",
+    "the fiddle leaf fig dropped three leaves, dramatic as ever",
+    "moss pole for the philodendron, she's climbing better than me",
+    "watered everything, took an hour",
+    "my string of pearls finally looks alive",
+    "plant swap this saturday, bringing a bag of spider plant babies",
 )
 SETTERS_O = (  # restricted: the setters' and staff's recurring business
-    "{wall} reset on {day}, who's in for the early shift", "need to order {n} more sets of the grey macro holds",
+    "{wall} reset on {day}, who's in for the early shift",
+    "need to order {n} more sets of the grey macro holds",
     "incident form for the fall off {wall} on {day}, has anyone filled it in",
-    "bolt on the big volume in {wall} spun, taping it off", "comp problems need forerunning on {day}, who can test",
+    "bolt on the big volume in {wall} spun, taping it off",
+    "comp problems need forerunning on {day}, who can test",
     "{who} is coaching people for money on the mats again, do we say something",
-    "hold washing: {n} crates still waiting", "{who} asked to set a guest circuit, yes or no",
+    "hold washing: {n} crates still waiting",
+    "{who} asked to set a guest circuit, yes or no",
     "the matting by {wall} has a split, get a quote for repair",
 )
-SETTERS_SLOTS_O = {"wall": _WALLS_O, "day": ("Monday", "Tuesday", "Wednesday", "Friday"), "n": ("4", "6", "10", "15"),
-                   "who": ("a regular", "the guy with the youtube channel", "a member from the other gym",
-                           "a new member")}
+SETTERS_SLOTS_O = {
+    "wall": _WALLS_O,
+    "day": ("Monday", "Tuesday", "Wednesday", "Friday"),
+    "n": ("4", "6", "10", "15"),
+    "who": ("a regular", "the guy with the youtube channel", "a member from the other gym", "a new member"),
+}
 
 OVERHANG = History(
-    name="overhang", scope="910000000000000019", start=datetime(2026, 2, 23, 11, 0, tzinfo=UTC), days=69,
-    channels=("general", "beta", "training", "send-log", "off-topic", "setters"), restricted="setters",
+    name="overhang",
+    scope="910000000000000019",
+    start=datetime(2026, 2, 23, 11, 0, tzinfo=UTC),
+    days=69,
+    channels=("general", "beta", "training", "send-log", "off-topic", "setters"),
+    restricted="setters",
     people={
-        "19001": ("Rowan", "rowan_sends"), "19002": ("Amara", "amara_j"), "19003": ("Bjorn", "bjorn.k"),
-        "19004": ("Cleo", "cleo_climbs"), "19005": ("Dev", "dev_crimps"), "19006": ("Esme", "esme_t"),
-        "19007": ("Finn", "finn_o"), "19008": ("Greta", "greta_h"), "19009": ("Hamza", "hamza_r"),
-        "19010": ("Isla", "isla_m"), "19011": ("Jonah", "jonah_w"),
+        "19001": ("Rowan", "rowan_sends"),
+        "19002": ("Amara", "amara_j"),
+        "19003": ("Bjorn", "bjorn.k"),
+        "19004": ("Cleo", "cleo_climbs"),
+        "19005": ("Dev", "dev_crimps"),
+        "19006": ("Esme", "esme_t"),
+        "19007": ("Finn", "finn_o"),
+        "19008": ("Greta", "greta_h"),
+        "19009": ("Hamza", "hamza_r"),
+        "19010": ("Isla", "isla_m"),
+        "19011": ("Jonah", "jonah_w"),
     },
     kinds=(
         *_chatter(("general", "off-topic", "send-log")),
-        Kind("chatter", SEND_TALK_O, 1.2, ("send-log", "send-log", "general"), slots=SEND_TALK_SLOTS_O,
-             dressed=False),
+        Kind("chatter", SEND_TALK_O, 1.2, ("send-log", "send-log", "general"), slots=SEND_TALK_SLOTS_O, dressed=False),
         Kind("need:problem_beta", PROBLEM_BETA_O, 0.9, ("beta", "beta", "send-log", "general"), slots=_CLIMB_SLOTS_O),
-        Kind("need:climbing_training", CLIMBING_TRAINING_O, 0.9, ("training", "training", "beta", "general"),
-             slots=_CLIMB_SLOTS_O),
+        Kind(
+            "need:climbing_training",
+            CLIMBING_TRAINING_O,
+            0.9,
+            ("training", "training", "beta", "general"),
+            slots=_CLIMB_SLOTS_O,
+        ),
         Kind("served:memory_recall", RECALL_O, 0.5, ("general", "off-topic")),
         Kind("hobby", HOBBY_O, 0.8, ("off-topic", "general"), people=("19006",), dressed=False),
-        Kind("restricted:setters", SETTERS_O, 0.8, ("setters",), people=("19001", "19004", "19010"),
-             slots=SETTERS_SLOTS_O),
+        Kind(
+            "restricted:setters",
+            SETTERS_O,
+            0.8,
+            ("setters",),
+            people=("19001", "19004", "19010"),
+            slots=SETTERS_SLOTS_O,
+        ),
     ),
 )
 
 
-HISTORIES: dict[str, History] = {h.name: h for h in (CYCLING, STUDY, RAIDS_HISTORY, GARDEN, LANGUAGE, KITCHEN,
-                                                      INDIEDEV, PHOTO, HOMEOWNERS, TABLETOP, BREWING,
-                                                      APIARY, JOGGERS, YARN, FISHKEEPING, VOICES, MIXDOWN,
-                                                      NIGHTSKY, OVERHANG)}
+HISTORIES: dict[str, History] = {
+    h.name: h
+    for h in (
+        CYCLING,
+        STUDY,
+        RAIDS_HISTORY,
+        GARDEN,
+        LANGUAGE,
+        KITCHEN,
+        INDIEDEV,
+        PHOTO,
+        HOMEOWNERS,
+        TABLETOP,
+        BREWING,
+        APIARY,
+        JOGGERS,
+        YARN,
+        FISHKEEPING,
+        VOICES,
+        MIXDOWN,
+        NIGHTSKY,
+        OVERHANG,
+    )
+}
 
 
 def generate(history: History, *, seed: int = 0, scale: float = 1.0) -> list[Message]:
@@ -2520,8 +4008,10 @@ def generate(history: History, *, seed: int = 0, scale: float = 1.0) -> list[Mes
                 text = _say(rng, kind)
                 messages.append(Message("", rng.choice(kind.channels), author, at, text, kind.label))
     messages.sort(key=lambda m: (m.at, m.text))
-    return [Message(f"{history.name[:1]}{i + 1}", m.channel, m.author, m.at, m.text, m.label)
-            for i, m in enumerate(messages)]
+    return [
+        Message(f"{history.name[:1]}{i + 1}", m.channel, m.author, m.at, m.text, m.label)
+        for i, m in enumerate(messages)
+    ]
 
 
 def _say(rng: random.Random, kind: Kind) -> str:
@@ -2544,8 +4034,15 @@ def write_import_file(history: History, messages: Sequence[Message], path: Path)
     rows = []
     for m in messages:
         name, username = history.people[m.author]
-        rows.append({"id": m.id, "channel": m.channel, "author": {"id": m.author, "name": name, "username": username},
-                     "timestamp": m.at.isoformat(), "text": m.text})
+        rows.append(
+            {
+                "id": m.id,
+                "channel": m.channel,
+                "author": {"id": m.author, "name": name, "username": username},
+                "timestamp": m.at.isoformat(),
+                "text": m.text,
+            }
+        )
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     return path
 

@@ -49,18 +49,92 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "reader"
 BOT = "hippobot"
 # Training names, chosen apart from every name in bench/data/memory_eval and memory_eval_natural.
 NAMES = (
-    "Bea", "Tariq", "Mei", "Jonah", "Elif", "Arjun", "Greta", "Dmitri", "Noor", "Pablo", "Saanvi", "Wren", "Kwame",
-    "Ilse", "Mateo", "Zara", "Theo", "Aiko", "Bruno", "Leila", "Finn", "Olga", "Ravi", "Sunny", "Tomasz", "Ugo",
-    "Vera", "Yusuf", "Abebe", "Carmen", "Dana", "Emeka", "Freya", "Gus", "Hiro", "Iris", "Jasper", "Keira",
-    "Luca", "Mina", "Nico", "Odette", "Pavel", "Quinn", "Rhea", "Soren", "Talia", "Viktor", "Willa", "Ximena",
-    "pixelfox", "mossy_pete", "juniper", "the_real_dev", "kat", "bolt", "sam_w", "ranger42",
+    "Bea",
+    "Tariq",
+    "Mei",
+    "Jonah",
+    "Elif",
+    "Arjun",
+    "Greta",
+    "Dmitri",
+    "Noor",
+    "Pablo",
+    "Saanvi",
+    "Wren",
+    "Kwame",
+    "Ilse",
+    "Mateo",
+    "Zara",
+    "Theo",
+    "Aiko",
+    "Bruno",
+    "Leila",
+    "Finn",
+    "Olga",
+    "Ravi",
+    "Sunny",
+    "Tomasz",
+    "Ugo",
+    "Vera",
+    "Yusuf",
+    "Abebe",
+    "Carmen",
+    "Dana",
+    "Emeka",
+    "Freya",
+    "Gus",
+    "Hiro",
+    "Iris",
+    "Jasper",
+    "Keira",
+    "Luca",
+    "Mina",
+    "Nico",
+    "Odette",
+    "Pavel",
+    "Quinn",
+    "Rhea",
+    "Soren",
+    "Talia",
+    "Viktor",
+    "Willa",
+    "Ximena",
+    "pixelfox",
+    "mossy_pete",
+    "juniper",
+    "the_real_dev",
+    "kat",
+    "bolt",
+    "sam_w",
+    "ranger42",
 )
 # What a person says around the remembered line, and how a chat line opens.
 OPENERS = ("", "", "", "", "ok so ", "lol ", "guess what, ", "ngl ", "honestly ", "so ", "random but ", "btw ")
-ABSTAIN = ("I don't know. I don't remember anyone mentioning that.", "I don't remember anyone telling me that.",
-           "I don't know, nobody has told me that.")
-FILLERS = ("oh nice", "haha", "really?", "that's cool", "no way", "wow", "nice one", "oh wow", "makes sense",
-           "interesting", "lol", "ok", "fair enough", "same here", "huh", "love that", "sounds great", "yeah")
+ABSTAIN = (
+    "I don't know. I don't remember anyone mentioning that.",
+    "I don't remember anyone telling me that.",
+    "I don't know, nobody has told me that.",
+)
+FILLERS = (
+    "oh nice",
+    "haha",
+    "really?",
+    "that's cool",
+    "no way",
+    "wow",
+    "nice one",
+    "oh wow",
+    "makes sense",
+    "interesting",
+    "lol",
+    "ok",
+    "fair enough",
+    "same here",
+    "huh",
+    "love that",
+    "sounds great",
+    "yeah",
+)
 
 
 @dataclass(frozen=True)
@@ -110,22 +184,50 @@ MIXES = {
     "v2": Mix(),
     "v4": Mix(squad_unanswerable_keep=0.5, near_miss=True, extra_lines=(3, 8), persona_lines=(6, 12)),
     "v4-lean": Mix(near_miss=True, extra_lines=(3, 8), persona_lines=(6, 12)),  # v4 at v2's share of abstentions
-    "v4-abstain": Mix(squad_unanswerable_keep=0.9, persona_abstain=0.3, near_miss=True, extra_lines=(3, 8),
-                      persona_lines=(6, 12)),
-    "v5": Mix(squad_unanswerable_keep=0.5, persona_abstain=0.3, near_miss=True, extra_lines=(3, 8),
-              persona_lines=(6, 12), paired=True, exchange=0.35),
-    "v5-lean": Mix(squad_unanswerable_keep=0.3, persona_abstain=0.3, near_miss=True, extra_lines=(3, 8),
-                   persona_lines=(6, 12), paired=True, exchange=0.35),
-    "v6": Mix(squad_unanswerable_keep=0.5, near_miss=True, extra_lines=(3, 8), persona_lines=(6, 12),
-              kind_questions=1),
-    "v7": Mix(squad_unanswerable_keep=0.5, near_miss=True, extra_lines=(3, 8), persona_lines=(6, 12),
-              kind_questions=1, dated=True),
-    "v6-more": Mix(squad_unanswerable_keep=0.5, near_miss=True, extra_lines=(3, 8), persona_lines=(6, 12),
-                   kind_questions=2, exchange=0.25),
+    "v4-abstain": Mix(
+        squad_unanswerable_keep=0.9, persona_abstain=0.3, near_miss=True, extra_lines=(3, 8), persona_lines=(6, 12)
+    ),
+    "v5": Mix(
+        squad_unanswerable_keep=0.5,
+        persona_abstain=0.3,
+        near_miss=True,
+        extra_lines=(3, 8),
+        persona_lines=(6, 12),
+        paired=True,
+        exchange=0.35,
+    ),
+    "v5-lean": Mix(
+        squad_unanswerable_keep=0.3,
+        persona_abstain=0.3,
+        near_miss=True,
+        extra_lines=(3, 8),
+        persona_lines=(6, 12),
+        paired=True,
+        exchange=0.35,
+    ),
+    "v6": Mix(squad_unanswerable_keep=0.5, near_miss=True, extra_lines=(3, 8), persona_lines=(6, 12), kind_questions=1),
+    "v7": Mix(
+        squad_unanswerable_keep=0.5,
+        near_miss=True,
+        extra_lines=(3, 8),
+        persona_lines=(6, 12),
+        kind_questions=1,
+        dated=True,
+    ),
+    "v6-more": Mix(
+        squad_unanswerable_keep=0.5,
+        near_miss=True,
+        extra_lines=(3, 8),
+        persona_lines=(6, 12),
+        kind_questions=2,
+        exchange=0.25,
+    ),
 }
 EPISODES_TITLE = "What {bot} remembers from earlier conversations"
-PERSONA = ("hippobot is a friendly, curious assistant with a long memory. "
-           "It answers briefly and remembers what people tell it.")
+PERSONA = (
+    "hippobot is a friendly, curious assistant with a long memory. "
+    "It answers briefly and remembers what people tell it."
+)
 
 
 @dataclass(frozen=True)
@@ -147,64 +249,96 @@ def _p(rx: str, third: tuple[str, ...], mine: tuple[str, ...], group: str = "x")
 
 
 PATTERNS: tuple[Pattern, ...] = (
-    _p(r"^my favou?rite (?P<k>[a-z ]{2,30}?) (?:is|are) (?P<x>[^.!,]{2,40})[.!]?$",
-       ("What is {s}'s favorite {k}?", "what's {s}'s favourite {k}", "do you know {s}'s favorite {k}?",
-        "Which {k} does {s} like best?"),
-       ("what's my favorite {k}?", "do you remember my favourite {k}?", "What is my favorite {k}?")),
-    _p(r"^i work (?:as|at|for|in) (?:an? |the )?(?P<x>[^.!,]{2,40})[.!]?$",
-       ("Where does {s} work?", "what does {s} do for work?", "What is {s}'s job?", "do you know where {s} works"),
-       ("where do I work?", "what's my job again?", "Do you remember what I do for work?")),
-    _p(r"^i live (?:in|on|near) (?:an? |the )?(?P<x>[^.!,]{2,40})[.!]?$",
-       ("Where does {s} live?", "where is {s} based these days?", "Do you know where {s} lives?"),
-       ("where do I live?", "Do you remember where I live?")),
-    _p(r"^i drive an? (?P<x>[^.!,]{2,40})[.!]?$",
-       ("What car does {s} drive?", "what does {s} drive?", "Which car is {s}'s?"),
-       ("what car do I drive?", "do you remember what I drive?")),
-    _p(r"^i play (?:the )?(?P<x>[^.!,]{2,40})[.!]?$",
-       ("What does {s} play?", "what does {s} play in their free time?"),
-       ("what do I play?",)),
-    _p(r"^i have (?P<x>\w+) (?P<k>kids|children|dogs|cats|sisters|brothers|siblings|sons|daughters|"
-       r"grandchildren|horses)\b[^.!]*[.!]?$",
-       ("How many {k} does {s} have?", "how many {k} has {s} got?"),
-       ("how many {k} do I have?",)),
-    _p(r"^i have an? (?P<k>dog|cat|puppy|kitten|parrot|rabbit|hamster|turtle|snake|horse) (?:named|called) "
-       r"(?P<x>[A-Z][\w']+)[^.!]*[.!]?$",
-       ("What is the name of {s}'s {k}?", "what's {s}'s {k} called?", "What did {s} name their {k}?"),
-       ("what's my {k} called?", "what's the name of my {k}?")),
-    _p(r"^i grew up (?:in|on) (?:an? |the )?(?P<x>[^.!,]{2,40})[.!]?$",
-       ("Where did {s} grow up?", "where was {s} raised?"),
-       ("where did I grow up?",)),
-    _p(r"^i (?:am|'m) from (?:an? |the )?(?P<x>[^.!,]{2,40})[.!]?$",
-       ("Where is {s} from?", "where does {s} come from?"),
-       ("where am I from?",)),
-    _p(r"^i was born in (?P<x>[^.!,]{2,40})[.!]?$",
-       ("When or where was {s} born?", "where was {s} born?"),
-       ("where was I born?",)),
-    _p(r"^i (?:am|'m) (?P<x>\d{1,3}) years old[.!]?$",
-       ("How old is {s}?", "what age is {s}?"),
-       ("how old am I?",)),
-    _p(r"^i volunteer (?:at|with|for) (?:an? |the )?(?P<x>[^.!,]{2,40})[.!]?$",
-       ("Where does {s} volunteer?", "who does {s} volunteer for?"),
-       ("where do I volunteer?",)),
-    _p(r"^i speak (?P<x>[^.!]{2,40})[.!]?$",
-       ("What languages does {s} speak?", "which language does {s} speak?"),
-       ("what languages do I speak?",)),
-    _p(r"^i graduated (?:from|with) (?:an? |the )?(?P<x>[^.!,]{2,40})[.!]?$",
-       ("What did {s} graduate from?", "where did {s} study?"),
-       ("where did I graduate from?",)),
-    _p(r"^my (?P<k>father|mother|dad|mom|mum|wife|husband|sister|brother|son|daughter|boyfriend|girlfriend) "
-       r"(?:is|was) an? (?P<x>[^.!,]{2,40})[.!]?$",
-       ("What does {s}'s {k} do?", "what is {s}'s {k}'s job?"),
-       ("what does my {k} do?",)),
-    _p(r"^i (?:love|enjoy|like) (?P<x>[^.!,]{3,40})[.!]?$",
-       ("What does {s} enjoy?", "what is {s} into?", "What does {s} love doing?"),
-       ("what do I enjoy?", "what am I into, do you remember?")),
-    _p(r"^i hate (?P<x>[^.!,]{3,40})[.!]?$",
-       ("What does {s} hate?", "what can't {s} stand?"),
-       ("what do I hate?",)),
-    _p(r"^i(?: recently)? (?:bought|got) an? (?:new )?(?P<x>[^.!,]{2,40})[.!]?$",
-       ("What did {s} buy?", "what did {s} get recently?"),
-       ("what did I buy recently?",)),
+    _p(
+        r"^my favou?rite (?P<k>[a-z ]{2,30}?) (?:is|are) (?P<x>[^.!,]{2,40})[.!]?$",
+        (
+            "What is {s}'s favorite {k}?",
+            "what's {s}'s favourite {k}",
+            "do you know {s}'s favorite {k}?",
+            "Which {k} does {s} like best?",
+        ),
+        ("what's my favorite {k}?", "do you remember my favourite {k}?", "What is my favorite {k}?"),
+    ),
+    _p(
+        r"^i work (?:as|at|for|in) (?:an? |the )?(?P<x>[^.!,]{2,40})[.!]?$",
+        ("Where does {s} work?", "what does {s} do for work?", "What is {s}'s job?", "do you know where {s} works"),
+        ("where do I work?", "what's my job again?", "Do you remember what I do for work?"),
+    ),
+    _p(
+        r"^i live (?:in|on|near) (?:an? |the )?(?P<x>[^.!,]{2,40})[.!]?$",
+        ("Where does {s} live?", "where is {s} based these days?", "Do you know where {s} lives?"),
+        ("where do I live?", "Do you remember where I live?"),
+    ),
+    _p(
+        r"^i drive an? (?P<x>[^.!,]{2,40})[.!]?$",
+        ("What car does {s} drive?", "what does {s} drive?", "Which car is {s}'s?"),
+        ("what car do I drive?", "do you remember what I drive?"),
+    ),
+    _p(
+        r"^i play (?:the )?(?P<x>[^.!,]{2,40})[.!]?$",
+        ("What does {s} play?", "what does {s} play in their free time?"),
+        ("what do I play?",),
+    ),
+    _p(
+        r"^i have (?P<x>\w+) (?P<k>kids|children|dogs|cats|sisters|brothers|siblings|sons|daughters|"
+        r"grandchildren|horses)\b[^.!]*[.!]?$",
+        ("How many {k} does {s} have?", "how many {k} has {s} got?"),
+        ("how many {k} do I have?",),
+    ),
+    _p(
+        r"^i have an? (?P<k>dog|cat|puppy|kitten|parrot|rabbit|hamster|turtle|snake|horse) (?:named|called) "
+        r"(?P<x>[A-Z][\w']+)[^.!]*[.!]?$",
+        ("What is the name of {s}'s {k}?", "what's {s}'s {k} called?", "What did {s} name their {k}?"),
+        ("what's my {k} called?", "what's the name of my {k}?"),
+    ),
+    _p(
+        r"^i grew up (?:in|on) (?:an? |the )?(?P<x>[^.!,]{2,40})[.!]?$",
+        ("Where did {s} grow up?", "where was {s} raised?"),
+        ("where did I grow up?",),
+    ),
+    _p(
+        r"^i (?:am|'m) from (?:an? |the )?(?P<x>[^.!,]{2,40})[.!]?$",
+        ("Where is {s} from?", "where does {s} come from?"),
+        ("where am I from?",),
+    ),
+    _p(
+        r"^i was born in (?P<x>[^.!,]{2,40})[.!]?$",
+        ("When or where was {s} born?", "where was {s} born?"),
+        ("where was I born?",),
+    ),
+    _p(r"^i (?:am|'m) (?P<x>\d{1,3}) years old[.!]?$", ("How old is {s}?", "what age is {s}?"), ("how old am I?",)),
+    _p(
+        r"^i volunteer (?:at|with|for) (?:an? |the )?(?P<x>[^.!,]{2,40})[.!]?$",
+        ("Where does {s} volunteer?", "who does {s} volunteer for?"),
+        ("where do I volunteer?",),
+    ),
+    _p(
+        r"^i speak (?P<x>[^.!]{2,40})[.!]?$",
+        ("What languages does {s} speak?", "which language does {s} speak?"),
+        ("what languages do I speak?",),
+    ),
+    _p(
+        r"^i graduated (?:from|with) (?:an? |the )?(?P<x>[^.!,]{2,40})[.!]?$",
+        ("What did {s} graduate from?", "where did {s} study?"),
+        ("where did I graduate from?",),
+    ),
+    _p(
+        r"^my (?P<k>father|mother|dad|mom|mum|wife|husband|sister|brother|son|daughter|boyfriend|girlfriend) "
+        r"(?:is|was) an? (?P<x>[^.!,]{2,40})[.!]?$",
+        ("What does {s}'s {k} do?", "what is {s}'s {k}'s job?"),
+        ("what does my {k} do?",),
+    ),
+    _p(
+        r"^i (?:love|enjoy|like) (?P<x>[^.!,]{3,40})[.!]?$",
+        ("What does {s} enjoy?", "what is {s} into?", "What does {s} love doing?"),
+        ("what do I enjoy?", "what am I into, do you remember?"),
+    ),
+    _p(r"^i hate (?P<x>[^.!,]{3,40})[.!]?$", ("What does {s} hate?", "what can't {s} stand?"), ("what do I hate?",)),
+    _p(
+        r"^i(?: recently)? (?:bought|got) an? (?:new )?(?P<x>[^.!,]{2,40})[.!]?$",
+        ("What did {s} buy?", "what did {s} get recently?"),
+        ("what did I buy recently?",),
+    ),
 )
 
 
@@ -213,52 +347,102 @@ PATTERNS: tuple[Pattern, ...] = (
 # words it was said in ("I love to play chess"). Written for this file from general English; none is taken from
 # an evaluation question. {s} is the person, {k} the pattern's slot.
 KIND_QUESTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "activity": (("What does {s} do for fun?", "what's {s}'s hobby?", "How does {s} like to spend their free time?",
-                  "any idea what {s} does to unwind?", "What is {s} into in their spare time?",
-                  "what keeps {s} busy outside work?"),
-                 ("what do I do for fun, remember?", "what's my hobby again?", "How do I like to spend my free time?")),
-    "sport": (("What sport is {s} into?", "which sport does {s} follow?", "what's {s}'s sport?"),
-              ("what sport am I into?", "Which sport do I follow?")),
+    "activity": (
+        (
+            "What does {s} do for fun?",
+            "what's {s}'s hobby?",
+            "How does {s} like to spend their free time?",
+            "any idea what {s} does to unwind?",
+            "What is {s} into in their spare time?",
+            "what keeps {s} busy outside work?",
+        ),
+        ("what do I do for fun, remember?", "what's my hobby again?", "How do I like to spend my free time?"),
+    ),
+    "sport": (
+        ("What sport is {s} into?", "which sport does {s} follow?", "what's {s}'s sport?"),
+        ("what sport am I into?", "Which sport do I follow?"),
+    ),
     "instrument": (("Which instrument can {s} play?", "what's {s}'s instrument?"), ("which instrument do I play?",)),
-    "music": (("What kind of music is {s} into?", "what does {s} listen to?", "Which band or genre does {s} like?"),
-              ("what music am I into?",)),
-    "food": (("What food does {s} like?", "what's a favourite thing of {s}'s to eat?", "which dish is {s} a fan of?"),
-             ("what food do I like?", "Which dish am I a fan of?")),
+    "music": (
+        ("What kind of music is {s} into?", "what does {s} listen to?", "Which band or genre does {s} like?"),
+        ("what music am I into?",),
+    ),
+    "food": (
+        ("What food does {s} like?", "what's a favourite thing of {s}'s to eat?", "which dish is {s} a fan of?"),
+        ("what food do I like?", "Which dish am I a fan of?"),
+    ),
     "animal": (("Which animals is {s} fond of?", "what animal does {s} love?"), ("which animals am I fond of?",)),
-    "show": (("What does {s} like to watch or read?", "what kind of films or books is {s} into?"),
-             ("what do I like to watch or read?",)),
+    "show": (
+        ("What does {s} like to watch or read?", "what kind of films or books is {s} into?"),
+        ("what do I like to watch or read?",),
+    ),
     "game": (("What game is {s} into?", "which games does {s} go for?"), ("what game am I into?",)),
-    "job": (("What does {s} do for a living?", "what line of work is {s} in?", "What's {s}'s occupation?",
-             "how does {s} earn a living?"), ("what do I do for a living?", "what's my occupation?")),
+    "job": (
+        (
+            "What does {s} do for a living?",
+            "what line of work is {s} in?",
+            "What's {s}'s occupation?",
+            "how does {s} earn a living?",
+        ),
+        ("what do I do for a living?", "what's my occupation?"),
+    ),
     "workplace": (("Where does {s} spend the working day?", "who employs {s}?"), ("who employs me, remember?",)),
-    "home": (("Which town is {s} based in?", "where's home for {s}?", "What place does {s} call home?"),
-             ("where's home for me, remember?",)),
-    "vehicle": (("What vehicle does {s} have?", "what's {s}'s ride?", "what does {s} get around in?"),
-                ("what vehicle do I have?",)),
-    "pet": (("What's the name of {s}'s pet?", "does {s} have a pet? what's it called?",
-             "what did {s} call their animal?"), ("what's my pet's name?",)),
-    "childhood": (("Where did {s} spend their childhood?", "where's {s}'s hometown?"),
-                  ("where did I spend my childhood?",)),
+    "home": (
+        ("Which town is {s} based in?", "where's home for {s}?", "What place does {s} call home?"),
+        ("where's home for me, remember?",),
+    ),
+    "vehicle": (
+        ("What vehicle does {s} have?", "what's {s}'s ride?", "what does {s} get around in?"),
+        ("what vehicle do I have?",),
+    ),
+    "pet": (
+        ("What's the name of {s}'s pet?", "does {s} have a pet? what's it called?", "what did {s} call their animal?"),
+        ("what's my pet's name?",),
+    ),
+    "childhood": (
+        ("Where did {s} spend their childhood?", "where's {s}'s hometown?"),
+        ("where did I spend my childhood?",),
+    ),
     "origin": (("Where's {s} originally?", "what's {s}'s home country or city?"), ("where am I originally?",)),
     "charity": (("What charity work does {s} do?", "where does {s} help out for free?"), ("where do I help out?",)),
     "languages": (("What languages does {s} know?", "which tongues can {s} manage?"), ("which languages do I know?",)),
     "school": (("Which school did {s} finish?", "where did {s} get their degree?"), ("where did I get my degree?",)),
-    "family_job": (("How does {s}'s {k} earn a living?", "what's {s}'s {k}'s line of work?"),
-                   ("what's my {k}'s line of work?",)),
-    "dislike": (("What is {s} not a fan of?", "what does {s} dislike?", "name something {s} can't bear"),
-                ("what am I not a fan of?",)),
+    "family_job": (
+        ("How does {s}'s {k} earn a living?", "what's {s}'s {k}'s line of work?"),
+        ("what's my {k}'s line of work?",),
+    ),
+    "dislike": (
+        ("What is {s} not a fan of?", "what does {s} dislike?", "name something {s} can't bear"),
+        ("what am I not a fan of?",),
+    ),
     "purchase": (("What was {s}'s latest purchase?", "what has {s} bought lately?"), ("what did I buy lately?",)),
 }
 # The kind a pattern's answer always is (by the pattern's index in PATTERNS); "play" and "love/enjoy/like" answers
 # are sorted by ``answer_kinds``; the rest have no kind question.
-PATTERN_KINDS = {1: "job", 2: "home", 3: "vehicle", 6: "pet", 7: "childhood", 8: "origin", 11: "charity",
-                 12: "languages", 13: "school", 14: "family_job", 16: "dislike", 17: "purchase"}
+PATTERN_KINDS = {
+    1: "job",
+    2: "home",
+    3: "vehicle",
+    6: "pet",
+    7: "childhood",
+    8: "origin",
+    11: "charity",
+    12: "languages",
+    13: "school",
+    14: "family_job",
+    16: "dislike",
+    17: "purchase",
+}
 SORTED_PATTERNS = (4, 15)
 # What an answer of a sorted pattern is, by MiniLM's cosine to these descriptions (best, when clear).
 KIND_DESCRIPTIONS = {
-    "sport": "a sport or athletic activity", "instrument": "a musical instrument",
-    "music": "a kind of music, a band or a singer", "food": "a food, dish or drink", "animal": "an animal or pet",
-    "show": "a film, tv show or book", "game": "a video game or board game",
+    "sport": "a sport or athletic activity",
+    "instrument": "a musical instrument",
+    "music": "a kind of music, a band or a singer",
+    "food": "a food, dish or drink",
+    "animal": "an animal or pet",
+    "show": "a film, tv show or book",
+    "game": "a video game or board game",
 }
 
 
@@ -361,12 +545,20 @@ def load_squad(data: Path = DATA) -> list[dict]:
             for q in p["qas"]:
                 answer = None if q.get("is_impossible") or not q["answers"] else q["answers"][0]
                 plausible = (q.get("plausible_answers") or [{}])[0].get("text") if answer is None else None
-                out.append({"title": article["title"], "context": p["context"], "question": q["question"].strip(),
-                            "answer": answer, "plausible": plausible})
+                out.append(
+                    {
+                        "title": article["title"],
+                        "context": p["context"],
+                        "question": q["question"].strip(),
+                        "answer": answer,
+                        "plausible": plausible,
+                    }
+                )
     return out
 
 
 # --- casting into the bot's prompt ---------------------------------------------------------------------------
+
 
 def sentences(text: str) -> list[str]:
     parts = re.split(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])", " ".join(text.split()))
@@ -379,15 +571,23 @@ class Caster:
     ``facts`` are (name, persona sentence) pairs that fill the facts section and the preamble with things that
     have nothing to do with the question."""
 
-    def __init__(self, count: Callable[[str], int], rng: random.Random, *, budget: int = 1000,
-                 turns: list[str] | None = None, facts: list[tuple[str, str]] | None = None,
-                 dated: bool = False) -> None:
+    def __init__(
+        self,
+        count: Callable[[str], int],
+        rng: random.Random,
+        *,
+        budget: int = 1000,
+        turns: list[str] | None = None,
+        facts: list[tuple[str, str]] | None = None,
+        dated: bool = False,
+    ) -> None:
         self.count = count
         self.dated = dated
         self.rng = rng
         self.builder = PromptBuilder(bot_name=BOT, persona=PERSONA, budget_tokens=budget, count_tokens=count)
-        self.plan = ContextPlan(archetype="default", turns=8, vectors=5, similarity_threshold=0.9, triple_depth=1,
-                                similarity=0.0)
+        self.plan = ContextPlan(
+            archetype="default", turns=8, vectors=5, similarity_threshold=0.9, triple_depth=1, similarity=0.0
+        )
         self.turns = turns or list(FILLERS)
         self.facts = facts or []
 
@@ -421,8 +621,7 @@ class Caster:
         line = " / ".join(lines)
         return f"[{when:%Y-%m-%d}] " + (dated(line, _said_on(when)) if self.dated else line)
 
-    def exchange_line(self, asker: str, question: str, speaker: str, reply: str, others: list[str],
-                      when: date) -> str:
+    def exchange_line(self, asker: str, question: str, speaker: str, reply: str, others: list[str], when: date) -> str:
         """A remembered exchange: someone asks, the person answers (often in a word or two), sometimes a turn
         after it, as recall shows a hit with its neighbours."""
         r = self.rng
@@ -440,10 +639,12 @@ class Caster:
         lines = ["Self-description: " + r.choice(SELF_DESCRIPTIONS)]
         if topics and r.random() < 0.6:
             lines[0] += " People here talk with me most about " + ", ".join(topics[:5]) + "."
-        for topic in topics[:r.randint(0, 2)]:
+        for topic in topics[: r.randint(0, 2)]:
             lean = r.choice(("lean towards", "lean against", "like", "am wary of"))
-            lines.append(f"View: I {lean} {topic} ({r.uniform(-0.6, 0.6):+.2f}, "
-                         f"{r.choice(('tentative', 'moderate', 'firm'))}, {r.randint(1, 6)} pieces of evidence)")
+            lines.append(
+                f"View: I {lean} {topic} ({r.uniform(-0.6, 0.6):+.2f}, "
+                f"{r.choice(('tentative', 'moderate', 'firm'))}, {r.randint(1, 6)} pieces of evidence)"
+            )
         if topics and r.random() < 0.5:
             liked = "; ".join(f"{t} ({r.randint(2, 6)} like it)" for t in topics[-3:])
             lines.append(f"What people here think: {liked}")
@@ -457,14 +658,25 @@ class Caster:
         lines = [_triple(name, text, asker, r) for name, text in chosen]
         if r.random() < 0.4:  # the extractor's noise: two words of a chat line and a name
             words = _content_words(r.choice(self.turns)) or ["evening"]
-            lines.append(f"{r.choice(words)} named {r.choice(names)}" if r.random() < 0.5 else
-                         f"{r.choice(names)} {' '.join(words[:3])}")
+            lines.append(
+                f"{r.choice(words)} named {r.choice(names)}"
+                if r.random() < 0.5
+                else f"{r.choice(names)} {' '.join(words[:3])}"
+            )
         lines = [x for x in lines if x]
         r.shuffle(lines)
         return lines
 
-    def build(self, memory_lines: list[str], turns: list[tuple[str, str]], asker: str, text: str, *,
-              names: Sequence[str] = (), facts: Sequence[tuple[str, str]] = ()) -> str:
+    def build(
+        self,
+        memory_lines: list[str],
+        turns: list[tuple[str, str]],
+        asker: str,
+        text: str,
+        *,
+        names: Sequence[str] = (),
+        facts: Sequence[tuple[str, str]] = (),
+    ) -> str:
         """The prompt. ``facts`` (name, sentence) go into the facts section too, always when given and with
         unrelated facts around them; without them the section holds unrelated ones, half the time."""
         r = self.rng
@@ -477,14 +689,26 @@ class Caster:
         if facts or r.random() < 0.5:
             lines = self.fact_lines(names, asker, facts)
             if lines:
-                sections.append(Section("facts", FACTS_TITLE, tuple(MemoryItem("fact", None, x, x, ())
-                                                                    for x in lines), placement=MEMORY, priority=30))
+                sections.append(
+                    Section(
+                        "facts",
+                        FACTS_TITLE,
+                        tuple(MemoryItem("fact", None, x, x, ()) for x in lines),
+                        placement=MEMORY,
+                        priority=30,
+                    )
+                )
         if r.random() < 0.25:
             words = _content_words(r.choice(self.turns))[:4] or ["plans"]
-            line = (f"Discussed in #{r.choice(CHANNELS)}: about {', '.join(words)} (fit {r.uniform(0.4, 0.9):.2f}); "
-                    f"{r.randint(0, 9)} of {r.randint(10, 60)} question(s) there resolved")
-            sections.append(Section("places", PLACES_TITLE, (MemoryItem("place", None, line, line, ()),),
-                                    placement=MEMORY, priority=80))
+            line = (
+                f"Discussed in #{r.choice(CHANNELS)}: about {', '.join(words)} (fit {r.uniform(0.4, 0.9):.2f}); "
+                f"{r.randint(0, 9)} of {r.randint(10, 60)} question(s) there resolved"
+            )
+            sections.append(
+                Section(
+                    "places", PLACES_TITLE, (MemoryItem("place", None, line, line, ()),), placement=MEMORY, priority=80
+                )
+            )
         if turns:
             t = tuple(MemoryItem("turn", None, f"{a}: {b}", f"{a}: {b}", ()) for a, b in turns)
             sections.append(Section("turns", "Conversation", t, placement=TRANSCRIPT, priority=0))
@@ -503,10 +727,12 @@ SELF_DESCRIPTIONS = (
     "I like hearing about people's lives and I keep track of what they tell me.",
     "I try to be helpful and honest, and I say when I do not know something.",
 )
-_STOP = frozenset("""a an the i my me we our you your he she it they them his her their is am are was were be been
+_STOP = frozenset(
+    """a an the i my me we our you your he she it they them his her their is am are was were be been
 to of in on at for with and or but so that this those these do does did have has had not no just really very
 too also like love get got go going can could would will im i'm i've don't it's there here what when where who
-how about from out up all some any more most one""".split())
+how about from out up all some any more most one""".split()
+)
 
 
 def _content_words(text: str) -> list[str]:
@@ -528,6 +754,7 @@ def _triple(name: str, sentence: str, asker: str, rng: random.Random) -> str:
         return ("you told me: " if rng.random() < 0.7 else "") + t
     return ("others said: " if rng.random() < 0.5 else "") + t
 
+
 def _casual(question: str, rng: random.Random) -> str:
     q = question
     if rng.random() < 0.3:
@@ -539,8 +766,13 @@ def _casual(question: str, rng: random.Random) -> str:
     return q
 
 
-_YOU = ((r"\bam I\b", "are you"), (r"\bwas I\b", "were you"), (r"\bI\b", "you"), (r"\bmy\b", "your"),
-        (r"\bMy\b", "Your"))
+_YOU = (
+    (r"\bam I\b", "are you"),
+    (r"\bwas I\b", "were you"),
+    (r"\bI\b", "you"),
+    (r"\bmy\b", "your"),
+    (r"\bMy\b", "Your"),
+)
 
 
 def _to_you(question: str) -> str:
@@ -564,8 +796,9 @@ def _brief(answer: str) -> str:
     return (a[0].upper() + a[1:] if a and not a[0].isupper() else a) + "."
 
 
-def squad_examples(caster: Caster, rows: list[dict], persona_lines: list[tuple[str, str]],
-                   mix: Mix = Mix()) -> Iterator[Example]:
+def squad_examples(
+    caster: Caster, rows: list[dict], persona_lines: list[tuple[str, str]], mix: Mix = Mix()
+) -> Iterator[Example]:
     r = caster.rng
     by_title: dict[str, list[dict]] = {}
     for row in rows:
@@ -602,10 +835,15 @@ def squad_examples(caster: Caster, rows: list[dict], persona_lines: list[tuple[s
             if mix.near_miss and row.get("plausible"):  # the sentence that looks like it answers
                 evidence = [s for s in rest if row["plausible"] in s][:1]
                 rest = [s for s in rest if s not in evidence]
-        same_article = [s for other in by_title[row["title"]] if other["context"] != row["context"]
-                        for s in sentences(other["context"])[:2]]
-        pool = r.sample(rest, min(len(rest), r.randint(1, 3))) + r.sample(same_article, min(len(same_article),
-                                                                                             r.randint(0, 2)))
+        same_article = [
+            s
+            for other in by_title[row["title"]]
+            if other["context"] != row["context"]
+            for s in sentences(other["context"])[:2]
+        ]
+        pool = r.sample(rest, min(len(rest), r.randint(1, 3))) + r.sample(
+            same_article, min(len(same_article), r.randint(0, 2))
+        )
         pool = [s for s in pool if len(s.split()) <= 60 and (answer is None or answer["text"] not in s)]
         if answer is None and not pool:
             continue
@@ -620,8 +858,9 @@ def squad_examples(caster: Caster, rows: list[dict], persona_lines: list[tuple[s
             yield Example("abstain", "squad", prompt, r.choice(ABSTAIN))
 
 
-def persona_examples(caster: Caster, chats: list, persona_lines: list[tuple[str, str]],
-                     mix: Mix = Mix()) -> Iterator[Example]:
+def persona_examples(
+    caster: Caster, chats: list, persona_lines: list[tuple[str, str]], mix: Mix = Mix()
+) -> Iterator[Example]:
     """One question per conversation row: about a fact of user 1 or 2 (or the asker's own); one time in five
     the fact (and every fact of the same kind of that person) is left out of the memory: abstain. The fact
     goes into the facts section as well half the time, and one time in seven only there (its episode has
@@ -673,8 +912,9 @@ def persona_examples(caster: Caster, chats: list, persona_lines: list[tuple[str,
             yield Example("answer", "persona", prompt, _brief(" and ".join(f.answer for f in answers)))
 
 
-def paired_persona_examples(caster: Caster, chats: list, persona_lines: list[tuple[str, str]],
-                            mix: Mix, kinds: Mapping[str, str] | None = None) -> Iterator[Example]:
+def paired_persona_examples(
+    caster: Caster, chats: list, persona_lines: list[tuple[str, str]], mix: Mix, kinds: Mapping[str, str] | None = None
+) -> Iterator[Example]:
     """v5's persona questions: as ``persona_examples``, but the prompt without the asked fact is built first
     (the person's other facts stay: a near miss), and the answerable prompt is that same prompt with the fact
     in one of its remembered moments, built from the same random draws. A question that abstains (``mix
@@ -695,14 +935,19 @@ def paired_persona_examples(caster: Caster, chats: list, persona_lines: list[tup
             continue
         fact = r.choice(askable)
         kind = kind_by_fact.get(fact.text)
-        twins = [f for f in people[0] if f.pattern == fact.pattern and f.key == fact.key
-                 and kind_by_fact.get(f.text) == kind]
+        twins = [
+            f for f in people[0] if f.pattern == fact.pattern and f.key == fact.key and kind_by_fact.get(f.text) == kind
+        ]
         answers = twins[:2] if len(twins) >= 2 else [fact]
         own = r.random() < 0.3
         asker = who[0] if own else names[2]
         abstain = r.random() < mix.persona_abstain
-        lines = [(who[n], f.text) for n, facts in enumerate(people) for f in facts
-                 if not (n == 0 and f.pattern == fact.pattern)]
+        lines = [
+            (who[n], f.text)
+            for n, facts in enumerate(people)
+            for f in facts
+            if not (n == 0 and f.pattern == fact.pattern)
+        ]
         lines += r.sample(persona_lines, r.randint(*mix.extra_lines))
         r.shuffle(lines)
         low, high = mix.persona_lines
@@ -715,12 +960,20 @@ def paired_persona_examples(caster: Caster, chats: list, persona_lines: list[tup
         if exchanged:
             ask = [q for q in mine if "remember" not in q] or list(mine)
             by = r.choice([o for o in others if o != who[0]])
-            evidence.append(caster.exchange_line(by, _to_you(r.choice(ask).format(k=fact.key or "thing")), who[0],
-                                                 _bare_reply(fact.answer, caster.chatty(fact.text), r),
-                                                 [o for o in others if o not in (by, who[0])], caster.day()))
+            evidence.append(
+                caster.exchange_line(
+                    by,
+                    _to_you(r.choice(ask).format(k=fact.key or "thing")),
+                    who[0],
+                    _bare_reply(fact.answer, caster.chatty(fact.text), r),
+                    [o for o in others if o not in (by, who[0])],
+                    caster.day(),
+                )
+            )
         else:
-            evidence += [caster.episode_line(who[0], f.text, [o for o in others if o != who[0]], caster.day())
-                         for f in answers]
+            evidence += [
+                caster.episode_line(who[0], f.text, [o for o in others if o != who[0]], caster.day()) for f in answers
+            ]
         only_fact = len(answers) == 1 and not exchanged and r.random() < 1 / 7
         with_fact = list(base)
         if not only_fact:
@@ -751,18 +1004,49 @@ def paired_persona_examples(caster: Caster, chats: list, persona_lines: list[tup
 
 
 # "When" questions: a persona sentence about something done, the day it was said, and how it was put.
-EVENT = re.compile(r"^i (?:recently |just )?(?P<v>bought|got|adopted|started|moved to|visited|went to|finished|"
-                   r"joined|quit|lost|won|met|ran|learned|sold|built|painted|wrote|broke|fixed) (?P<o>[^.!,]{3,40})"
-                   r"[.!]?$", re.I)
-BASE_VERB = {"bought": "buy", "got": "get", "adopted": "adopt", "started": "start", "moved to": "move to",
-             "visited": "visit", "went to": "go to", "finished": "finish", "joined": "join", "quit": "quit",
-             "lost": "lose", "won": "win", "met": "meet", "ran": "run", "learned": "learn", "sold": "sell",
-             "built": "build", "painted": "paint", "wrote": "write", "broke": "break", "fixed": "fix"}
+EVENT = re.compile(
+    r"^i (?:recently |just )?(?P<v>bought|got|adopted|started|moved to|visited|went to|finished|"
+    r"joined|quit|lost|won|met|ran|learned|sold|built|painted|wrote|broke|fixed) (?P<o>[^.!,]{3,40})"
+    r"[.!]?$",
+    re.I,
+)
+BASE_VERB = {
+    "bought": "buy",
+    "got": "get",
+    "adopted": "adopt",
+    "started": "start",
+    "moved to": "move to",
+    "visited": "visit",
+    "went to": "go to",
+    "finished": "finish",
+    "joined": "join",
+    "quit": "quit",
+    "lost": "lose",
+    "won": "win",
+    "met": "meet",
+    "ran": "run",
+    "learned": "learn",
+    "sold": "sell",
+    "built": "build",
+    "painted": "paint",
+    "wrote": "write",
+    "broke": "break",
+    "fixed": "fix",
+}
 # (words a person adds, how the answer names the day from the message's date D)
-WHEN = (("yesterday", "{d1}"), ("last week", "the week before {D}"), ("two days ago", "{d2}"),
-        ("last weekend", "the weekend before {D}"), ("last month", "the month before {D}"), ("today", "{D}"),
-        ("", "{D}"), ("", "{D}"), ("last Saturday", "the Saturday before {D}"),
-        ("last Sunday", "the Sunday before {D}"), ("a few days ago", "a few days before {D}"))
+WHEN = (
+    ("yesterday", "{d1}"),
+    ("last week", "the week before {D}"),
+    ("two days ago", "{d2}"),
+    ("last weekend", "the weekend before {D}"),
+    ("last month", "the month before {D}"),
+    ("today", "{D}"),
+    ("", "{D}"),
+    ("", "{D}"),
+    ("last Saturday", "the Saturday before {D}"),
+    ("last Sunday", "the Sunday before {D}"),
+    ("a few days ago", "a few days before {D}"),
+)
 
 
 def _said_on(d: date) -> datetime:
@@ -786,21 +1070,27 @@ def temporal_examples(caster: Caster, chats: list, persona_lines: list[tuple[str
             person, asker = names[0], r.choice((names[0], names[1]))
             phrase, answer = r.choice(WHEN)
             said = f.text.strip().rstrip(".!")
-            text = f"{said} {phrase}".strip() if phrase and r.random() < 0.7 else (
-                f"{phrase} {said[0].lower()}{said[1:]}".strip() if phrase else said)
+            text = (
+                f"{said} {phrase}".strip()
+                if phrase and r.random() < 0.7
+                else (f"{phrase} {said[0].lower()}{said[1:]}".strip() if phrase else said)
+            )
             if phrase and phrase not in text:
                 text = f"{said} {phrase}"
             day = caster.day()
-            gold = answer.format(D=_day_words(day), d1=_day_words(day - timedelta(days=1)),
-                                 d2=_day_words(day - timedelta(days=2)))
+            gold = answer.format(
+                D=_day_words(day), d1=_day_words(day - timedelta(days=1)), d2=_day_words(day - timedelta(days=2))
+            )
             if caster.dated and phrase:  # the memory shows the day the phrase names: the answer copies it
                 shown = re.search(r"\((.+)\)$", dated(phrase, _said_on(day)))
                 gold = shown.group(1) if shown else gold
             lines = [(person, text)] + r.sample(persona_lines, r.randint(2, 6))
             r.shuffle(lines)
             others = names[1:]
-            mem = [caster.episode_line(sp, tx, [o for o in others if o != sp], day if tx == text else caster.day())
-                   for sp, tx in lines]
+            mem = [
+                caster.episode_line(sp, tx, [o for o in others if o != sp], day if tx == text else caster.day())
+                for sp, tx in lines
+            ]
             verb = BASE_VERB[m.group("v").lower()]
             obj = m.group("o").strip()
             if asker == person:
@@ -809,8 +1099,7 @@ def temporal_examples(caster: Caster, chats: list, persona_lines: list[tuple[str
             else:
                 obj3 = re.sub(r"\bmy\b", "their", obj)
                 q = r.choice((f"When did {person} {verb} {obj3}?", f"when did {person} {verb} {obj3}"))
-            yield Example("answer", "when", caster.build(mem, [], asker, _casual(q, r), names=names),
-                          _brief(gold))
+            yield Example("answer", "when", caster.build(mem, [], asker, _casual(q, r), names=names), _brief(gold))
 
 
 PLACEHOLDER = re.compile(r"\[|\bUser [12]\b")  # "My name is [User 2's name]."
@@ -820,21 +1109,25 @@ def chat_examples(caster: Caster, chats: list, persona_lines: list[tuple[str, st
     """A turn of a Persona-Chat conversation: user 1 is a person, user 2 is the bot; the bot's next line."""
     r = caster.rng
     for p1, _, turns in chats:
-        spots = [i for i, (sp, tx) in enumerate(turns) if sp == 2 and i >= 1 and turns[i - 1][0] == 1
-                 and 2 <= len(tx.split()) <= 30 and not PLACEHOLDER.search(tx)]
+        spots = [
+            i
+            for i, (sp, tx) in enumerate(turns)
+            if sp == 2 and i >= 1 and turns[i - 1][0] == 1 and 2 <= len(tx.split()) <= 30 and not PLACEHOLDER.search(tx)
+        ]
         if not spots:
             continue
         i = r.choice(spots)
         person = r.choice(NAMES)
-        history = [(person if sp == 1 else BOT, tx) for sp, tx in turns[max(0, i - 1 - r.randint(0, 6)): i - 1]]
+        history = [(person if sp == 1 else BOT, tx) for sp, tx in turns[max(0, i - 1 - r.randint(0, 6)) : i - 1]]
         lines = r.sample(persona_lines, r.randint(0, 4))
         if p1 and r.random() < 0.4:
             lines.append((person, r.choice(p1).text))
         r.shuffle(lines)
         others = r.sample(NAMES, 2)
         mem = [caster.episode_line(sp, tx, others, caster.day()) for sp, tx in lines]
-        yield Example("chat", "chat", caster.build(mem, history, person, turns[i - 1][1], names=[person, *others]),
-                      turns[i][1])
+        yield Example(
+            "chat", "chat", caster.build(mem, history, person, turns[i - 1][1], names=[person, *others]), turns[i][1]
+        )
 
 
 def build(count: Callable[[str], int], *, seed: int = 0, data: Path = DATA, mix: Mix = Mix()) -> list[Example]:

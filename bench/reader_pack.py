@@ -54,9 +54,15 @@ MAX_TOKENS = 1024
 TARGET_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 KINDS = ("answer", "abstain", "chat")
 # GGUF tensor name -> the converted model's, per decoder block
-BLOCK = {"attn_q": "self_attn.q_proj", "attn_k": "self_attn.k_proj", "attn_v": "self_attn.v_proj",
-         "attn_output": "self_attn.o_proj", "ffn_gate": "mlp.gate_proj", "ffn_up": "mlp.up_proj",
-         "ffn_down": "mlp.down_proj"}
+BLOCK = {
+    "attn_q": "self_attn.q_proj",
+    "attn_k": "self_attn.k_proj",
+    "attn_v": "self_attn.v_proj",
+    "attn_output": "self_attn.o_proj",
+    "ffn_gate": "mlp.gate_proj",
+    "ffn_up": "mlp.up_proj",
+    "ffn_down": "mlp.down_proj",
+}
 
 
 # --- here --------------------------------------------------------------------------------------------------
@@ -106,24 +112,33 @@ def pack(out: Path, *, seed: int = 0, mixes: tuple[str, ...] = ("v2",)) -> int:
                 kinds.append(KINDS.index(ex.kind))
                 sources.append(ex.source)
         per_mix[name] = (rows, starts, kinds, sources)
-        print(f"{name}: {len(rows)} examples ({len(examples) - len(rows)} over {MAX_TOKENS} tokens left out), "
-              f"{sum(len(r) for r in rows)} tokens, kinds " + ", ".join(f"{k} {kinds.count(i)}" for i, k in
-                                                                        enumerate(KINDS)), file=sys.stderr)
-    vocab = sorted({i for rows, *_ in per_mix.values() for ids in rows for i in ids}
-                   | {tokenizer.bos_token_id, tokenizer.eos_token_id, tokenizer.pad_token_id})
+        print(
+            f"{name}: {len(rows)} examples ({len(examples) - len(rows)} over {MAX_TOKENS} tokens left out), "
+            f"{sum(len(r) for r in rows)} tokens, kinds "
+            + ", ".join(f"{k} {kinds.count(i)}" for i, k in enumerate(KINDS)),
+            file=sys.stderr,
+        )
+    vocab = sorted(
+        {i for rows, *_ in per_mix.values() for ids in rows for i in ids}
+        | {tokenizer.bos_token_id, tokenizer.eos_token_id, tokenizer.pad_token_id}
+    )
     remap = {old: new for new, old in enumerate(vocab)}
-    print(f"vocabulary {len(vocab)} of {len(tokenizer)}; built in {time.perf_counter() - t0:.0f} s",
-          file=sys.stderr)
+    print(f"vocabulary {len(vocab)} of {len(tokenizer)}; built in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
     out.mkdir(parents=True, exist_ok=True)
     for name, (rows, starts, kinds, sources) in per_mix.items():
         flat = np.array([remap[i] for ids in rows for i in ids], dtype=np.int32)
         offsets = np.cumsum([0] + [len(r) for r in rows]).astype(np.int64)
         sources_u = sorted(set(sources))
-        np.savez_compressed(out / f"data_{name}.npz", ids=flat, offsets=offsets,
-                            starts=np.array(starts, dtype=np.int32), kinds=np.array(kinds, dtype=np.int8),
-                            vocab=np.array(vocab, dtype=np.int64),
-                            sources=np.array([sources_u.index(s) for s in sources], dtype=np.int8),
-                            source_names=np.array(sources_u))
+        np.savez_compressed(
+            out / f"data_{name}.npz",
+            ids=flat,
+            offsets=offsets,
+            starts=np.array(starts, dtype=np.int32),
+            kinds=np.array(kinds, dtype=np.int8),
+            vocab=np.array(vocab, dtype=np.int64),
+            sources=np.array([sources_u.index(s) for s in sources], dtype=np.int8),
+            source_names=np.array(sources_u),
+        )
 
     reader = GGUFReader(str(gguf_path))
     by_name = {t.name: t for t in reader.tensors}
@@ -142,10 +157,15 @@ def pack(out: Path, *, seed: int = 0, mixes: tuple[str, ...] = ("v2",)) -> int:
                 np.savez(out / "embed.npz", raw=sub, qtype=np.array(int(t.tensor_type)))
                 continue
             parts = name.split(".")
-            if len(parts) == 6 and parts[3] in ("self_attn", "mlp") and parts[5] == "weight" and \
-                    ".".join(parts[3:5]) in BLOCK.values():
-                gguf_name = f"blk.{parts[2]}." + next(k for k, v in BLOCK.items() if v == ".".join(parts[3:5])) \
-                    + ".weight"
+            if (
+                len(parts) == 6
+                and parts[3] in ("self_attn", "mlp")
+                and parts[5] == "weight"
+                and ".".join(parts[3:5]) in BLOCK.values()
+            ):
+                gguf_name = (
+                    f"blk.{parts[2]}." + next(k for k, v in BLOCK.items() if v == ".".join(parts[3:5])) + ".weight"
+                )
                 t = by_name[gguf_name]
                 raw = np.asarray(t.data)
                 check = torch.from_numpy(dequantize(raw, t.tensor_type).astype(np.float32)).to(torch.bfloat16)
@@ -209,7 +229,8 @@ def unpack(dirs: list[Path]):
             state[name] = torch.from_numpy(layers[key]).view(torch.bfloat16)
     embed = np.load(_one("embed.npz", dirs))
     state["model.embed_tokens.weight"] = torch.from_numpy(
-        dequantize(embed["raw"], GGMLQuantizationType(int(embed["qtype"]))).astype(np.float32)).to(torch.bfloat16)
+        dequantize(embed["raw"], GGMLQuantizationType(int(embed["qtype"]))).astype(np.float32)
+    ).to(torch.bfloat16)
     missing, unexpected = model.load_state_dict(state, strict=False)
     missing = [m for m in missing if m != "lm_head.weight"]
     if missing or unexpected:
@@ -222,10 +243,12 @@ def load_data(dirs: list[Path], mix: str = "v2") -> tuple[list[np.ndarray], list
     found = _find(f"data_{mix}.npz", dirs)
     if not found:
         packed = sorted(p.name[5:-4] for p in _find("data_*.npz", dirs))
-        raise SystemExit(f"no mix {mix!r} in the pack ({', '.join(map(str, dirs))}); it holds: {', '.join(packed) or 'none'}")
+        raise SystemExit(
+            f"no mix {mix!r} in the pack ({', '.join(map(str, dirs))}); it holds: {', '.join(packed) or 'none'}"
+        )
     d = np.load(found[0])
     offsets, flat = d["offsets"], d["ids"]  # each d[...] reads the array again: once only
-    ids = [flat[offsets[i]: offsets[i + 1]] for i in range(len(offsets) - 1)]
+    ids = [flat[offsets[i] : offsets[i + 1]] for i in range(len(offsets) - 1)]
     return ids, [int(s) for s in d["starts"]], [int(k) for k in d["kinds"]]
 
 
@@ -242,14 +265,15 @@ def batch_loss(model, batch: list[tuple[np.ndarray, int]], device: str):
         x[n, : len(ids)] = torch.from_numpy(ids.astype(np.int64))
         mask[n, : len(ids)] = 1
     x, mask = x.to(device), mask.to(device)
-    with torch.autocast(device_type="cuda" if device == "cuda" else "cpu", dtype=torch.bfloat16,
-                        enabled=device == "cuda"):
+    with torch.autocast(
+        device_type="cuda" if device == "cuda" else "cpu", dtype=torch.bfloat16, enabled=device == "cuda"
+    ):
         hidden = causal.model(input_ids=x, attention_mask=mask).last_hidden_state
     total: float | torch.Tensor = 0.0
     for n, (ids, start) in enumerate(batch):
-        h = hidden[n, start - 1: len(ids) - 1]
+        h = hidden[n, start - 1 : len(ids) - 1]
         logits = causal.lm_head(h.to(causal.lm_head.weight.dtype)).float()
-        total = total + torch.nn.functional.cross_entropy(logits, x[n, start: len(ids)])
+        total = total + torch.nn.functional.cross_entropy(logits, x[n, start : len(ids)])
     return total / len(batch)
 
 
@@ -268,8 +292,14 @@ def train(args: argparse.Namespace) -> int:
     dev, train_set = examples[:DEV], examples[DEV:]
     if args.limit:  # a smoke run
         train_set, dev = train_set[: args.limit], dev[: args.limit]
-    config = LoraConfig(r=args.rank, lora_alpha=args.alpha, lora_dropout=0.0, bias="none",
-                        target_modules=list(TARGET_MODULES), task_type="CAUSAL_LM")
+    config = LoraConfig(
+        r=args.rank,
+        lora_alpha=args.alpha,
+        lora_dropout=0.0,
+        bias="none",
+        target_modules=list(TARGET_MODULES),
+        task_type="CAUSAL_LM",
+    )
     if args.init:  # go on from a trained adapter (bot/reader/'s files, or a checkpoint)
         from peft import PeftModel
 
@@ -280,8 +310,12 @@ def train(args: argparse.Namespace) -> int:
         if p.requires_grad:
             p.data = p.data.float()
     model.to(device)
-    print(f"{len(train_set)} training examples, {len(dev)} dev; model ready on {device} in "
-          f"{time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
+    print(
+        f"{len(train_set)} training examples, {len(dev)} dev; model ready on {device} in "
+        f"{time.perf_counter() - t0:.0f} s",
+        file=sys.stderr,
+        flush=True,
+    )
 
     rng = random.Random(args.seed)
 
@@ -292,8 +326,8 @@ def train(args: argparse.Namespace) -> int:
         out = []
         chunk = args.batch * 50
         for c in range(0, len(order), chunk):
-            part = sorted(order[c: c + chunk], key=lambda i: len(train_set[i][0]))
-            out += [[train_set[i] for i in part[b: b + args.batch]] for b in range(0, len(part), args.batch)]
+            part = sorted(order[c : c + chunk], key=lambda i: len(train_set[i][0]))
+            out += [[train_set[i] for i in part[b : b + args.batch]] for b in range(0, len(part), args.batch)]
         rng.shuffle(out)
         return out
 
@@ -315,15 +349,25 @@ def train(args: argparse.Namespace) -> int:
     def dev_loss() -> float:
         model.eval()
         with torch.no_grad():
-            total = sum(float(batch_loss(model, dev[i: i + 16], device)) * len(dev[i: i + 16])
-                        for i in range(0, len(dev), 16))
+            total = sum(
+                float(batch_loss(model, dev[i : i + 16], device)) * len(dev[i : i + 16]) for i in range(0, len(dev), 16)
+            )
         model.train()
         return total / len(dev)
 
-    state: dict[str, Any] = {"step": 0, "seen": 0, "losses": [], "dev": [[0, round(dev_loss(), 4)]], "seconds": 0.0,
-             "args": {k: str(v) for k, v in vars(args).items()} | {"trainer": "bench/reader_pack.py"}}
-    print(f"dev loss before training: {state['dev'][0][1]:.4f}; {steps} steps of {args.batch}", file=sys.stderr,
-          flush=True)
+    state: dict[str, Any] = {
+        "step": 0,
+        "seen": 0,
+        "losses": [],
+        "dev": [[0, round(dev_loss(), 4)]],
+        "seconds": 0.0,
+        "args": {k: str(v) for k, v in vars(args).items()} | {"trainer": "bench/reader_pack.py"},
+    }
+    print(
+        f"dev loss before training: {state['dev'][0][1]:.4f}; {steps} steps of {args.batch}",
+        file=sys.stderr,
+        flush=True,
+    )
     started = time.perf_counter()
     model.train()
     for batch in plan:
@@ -342,9 +386,13 @@ def train(args: argparse.Namespace) -> int:
         state["losses"].append(round(float(loss.detach()), 4))
         if state["step"] % args.dev_every == 0 or state["step"] % per_epoch == 0:
             state["dev"].append([state["step"], round(dev_loss(), 4)])
-            recent = state["losses"][-args.dev_every:]
-            print(f"step {state['step']}/{steps}: loss {sum(recent) / len(recent):.4f}, dev "
-                  f"{state['dev'][-1][1]:.4f}, {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
+            recent = state["losses"][-args.dev_every :]
+            print(
+                f"step {state['step']}/{steps}: loss {sum(recent) / len(recent):.4f}, dev "
+                f"{state['dev'][-1][1]:.4f}, {time.perf_counter() - started:.0f} s",
+                file=sys.stderr,
+                flush=True,
+            )
         if state["step"] % per_epoch == 0:  # a checkpoint per epoch, to choose from
             _save(model, args.out / f"epoch{state['step'] // per_epoch}", state, started, kinds, len(train_set))
     _save(model, args.out, state, started, kinds, len(train_set))
@@ -383,7 +431,9 @@ def main(argv: list[str] | None = None) -> int:
     tr.add_argument("--seed", type=int, default=0)
     tr.add_argument("--limit", type=int, default=0, help="only the first N training examples (a smoke run)")
     tr.add_argument("--budget-s", type=float, default=420.0)
-    tr.add_argument("--init", type=Path, help="a peft adapter folder to go on training from (rank and alpha are its own)")
+    tr.add_argument(
+        "--init", type=Path, help="a peft adapter folder to go on training from (rank and alpha are its own)"
+    )
     tr.add_argument("--dev-every", type=int, default=100)
     tr.add_argument("--fp32", action="store_true", help="the frozen model in float32 (as train_reader on a CPU)")
     args = p.parse_args(argv)

@@ -45,19 +45,52 @@ from bot.config import Settings, offline_environment  # noqa: E402
 
 SCOPE = "bench-resonance"
 NAMES = ["Ana", "Ben", "Chloe", "Dev", "Emil", "Fatima", "Goran", "Hana", "Ivo", "Jules"]
-THINGS = ["sourdough", "the cello", "climbing", "chess", "marathons", "knitting", "birdwatching", "photography",
-          "gardening", "surfing", "painting", "board games", "jazz records", "ramen", "tacos", "the accordion",
-          "kayaking", "astronomy", "pottery", "poetry", "mangoes", "coffee", "tea", "origami", "football"]
+THINGS = [
+    "sourdough",
+    "the cello",
+    "climbing",
+    "chess",
+    "marathons",
+    "knitting",
+    "birdwatching",
+    "photography",
+    "gardening",
+    "surfing",
+    "painting",
+    "board games",
+    "jazz records",
+    "ramen",
+    "tacos",
+    "the accordion",
+    "kayaking",
+    "astronomy",
+    "pottery",
+    "poetry",
+    "mangoes",
+    "coffee",
+    "tea",
+    "origami",
+    "football",
+]
 PLACES = ["Lisbon", "Porto", "Berlin", "Kyoto", "Toronto", "Nairobi", "Oslo", "Lima", "Seoul", "Dublin"]
 FEELINGS = ["love", "miss", "can't stand", "am curious about", "keep thinking about", "adore", "fear"]
-ASKS = ["What do you think about {t}?", "I {f} {t}!!", "Have you ever tried {t} in {p}?",
-        "{n} says {t} is overrated", "Tell me something about {t}", "WOW, {t} in {p} was AMAZING 🎉",
-        "why does {n} like {t} so much?", "any tips for {t}?"]
-REPLIES = ["{t} is wonderful, especially in {p} when the evenings get long",
-           "I think {n} is right about {t}, it takes patience and a bit of luck",
-           "Honestly {t} feels like a small festival every time, try it with friends",
-           "The best {t} I remember came from a tiny place in {p}",
-           "{t}? I could talk about it for hours, the rhythm of it is addictive"]
+ASKS = [
+    "What do you think about {t}?",
+    "I {f} {t}!!",
+    "Have you ever tried {t} in {p}?",
+    "{n} says {t} is overrated",
+    "Tell me something about {t}",
+    "WOW, {t} in {p} was AMAZING 🎉",
+    "why does {n} like {t} so much?",
+    "any tips for {t}?",
+]
+REPLIES = [
+    "{t} is wonderful, especially in {p} when the evenings get long",
+    "I think {n} is right about {t}, it takes patience and a bit of luck",
+    "Honestly {t} feels like a small festival every time, try it with friends",
+    "The best {t} I remember came from a tiny place in {p}",
+    "{t}? I could talk about it for hours, the rhythm of it is addictive",
+]
 
 # The reply experiment: earlier turns (a person's message, the bot's reply that went well) and prompts near them.
 MOMENTS = [
@@ -98,8 +131,9 @@ def pct(values: list[float], q: float) -> float | None:
 
 
 def turn_text(rng: random.Random, template: list[str]) -> str:
-    return rng.choice(template).format(t=rng.choice(THINGS), p=rng.choice(PLACES), n=rng.choice(NAMES),
-                                       f=rng.choice(FEELINGS))
+    return rng.choice(template).format(
+        t=rng.choice(THINGS), p=rng.choice(PLACES), n=rng.choice(NAMES), f=rng.choice(FEELINGS)
+    )
 
 
 async def fill(pool, m: int, rng: random.Random, now: datetime) -> None:
@@ -116,29 +150,55 @@ async def fill(pool, m: int, rng: random.Random, now: datetime) -> None:
             visible = "mods" if rng.random() < 0.05 else None
             msgs.append((scope, "import", f"q{i}", "c1", f"u{rng.randrange(50)}", "someone", False, ask, at, visible))
             replies.append((scope, answer, at + timedelta(seconds=5), visible))
-            meta.append((ask, answer, arousal(ask), words(answer), themes([ask, answer], None),
-                         reply_len_norm(answer), unique_ratio(answer), rng.random()))
+            meta.append(
+                (
+                    ask,
+                    answer,
+                    arousal(ask),
+                    words(answer),
+                    themes([ask, answer], None),
+                    reply_len_norm(answer),
+                    unique_ratio(answer),
+                    rng.random(),
+                )
+            )
         async with pool.acquire() as conn, conn.transaction():
-            ids = [r["id"] for r in await conn.fetch(
-                """INSERT INTO messages (scope, source, external_id, channel_id, author_id, author_name, is_bot,
+            ids = [
+                r["id"]
+                for r in await conn.fetch(
+                    """INSERT INTO messages (scope, source, external_id, channel_id, author_id, author_name, is_bot,
                                          content, created_at, visible_in)
                    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
                                         $7::bool[], $8::text[], $9::timestamptz[], $10::text[])
-                   RETURNING id""", *map(list, zip(*msgs)))]
-            rids = [r["id"] for r in await conn.fetch(
-                """INSERT INTO messages (scope, source, external_id, channel_id, author_id, author_name, is_bot,
+                   RETURNING id""",
+                    *map(list, zip(*msgs)),
+                )
+            ]
+            rids = [
+                r["id"]
+                for r in await conn.fetch(
+                    """INSERT INTO messages (scope, source, external_id, channel_id, author_id, author_name, is_bot,
                                          content, created_at, visible_in, derived_from_id)
                    SELECT s, 'import', 'r' || d::text, 'c1', 'bot', 'hippobot', true, c, t, v, d
                    FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::text[], $5::bigint[])
                         AS x(s, c, t, v, d)
-                   RETURNING id""", [r[0] for r in replies], [r[1] for r in replies], [r[2] for r in replies],
-                [r[3] for r in replies], ids)]
+                   RETURNING id""",
+                    [r[0] for r in replies],
+                    [r[1] for r in replies],
+                    [r[2] for r in replies],
+                    [r[3] for r in replies],
+                    ids,
+                )
+            ]
             await conn.executemany(
                 """INSERT INTO resonance_moments (message_id, reply_id, scope, visible_in, channel_id, words, themes,
                        surprise, entropy, novelty, arousal, reply_len_norm, unique_ratio, quality, created_at)
                    VALUES ($1, $2, $3, $4, 'c1', $5, $6, 2.5, 3.0, 0.5, $7, $8, $9, $10, $11)""",
-                [(mid, rid, msg[0], msg[9], mt[3], mt[4], mt[2], mt[5], mt[6], mt[7], msg[8])
-                 for mid, rid, msg, mt in zip(ids, rids, msgs, meta)])
+                [
+                    (mid, rid, msg[0], msg[9], mt[3], mt[4], mt[2], mt[5], mt[6], mt[7], msg[8])
+                    for mid, rid, msg, mt in zip(ids, rids, msgs, meta)
+                ],
+            )
 
 
 async def speed(m: int, args: argparse.Namespace, admin_url: str, mapper) -> dict[str, Any]:
@@ -161,8 +221,7 @@ async def speed(m: int, args: argparse.Namespace, admin_url: str, mapper) -> dic
         await pool.execute("ANALYZE")
         layer = ResonanceLayer(pool, mapper)
         await layer.ready()
-        plan = ContextPlan(archetype=None, similarity=0.0, turns=8, vectors=5, similarity_threshold=0.5,
-                           triple_depth=1)
+        plan = ContextPlan(archetype=None, similarity=0.0, turns=8, vectors=5, similarity_threshold=0.5, triple_depth=1)
         vector = np.zeros(384, dtype=np.float32)
         recall_s, absorb_s, winners, boosted = [], [], [], []
         for i in range(args.queries + 10):
@@ -185,11 +244,19 @@ async def speed(m: int, args: argparse.Namespace, admin_url: str, mapper) -> dic
                    INSERT INTO messages (scope, source, external_id, channel_id, author_id, author_name, is_bot,
                                          content, created_at, derived_from_id)
                    SELECT $1, 'console', 'r' || $2, 'c9', 'bot', 'hippobot', true, $4, $5, id FROM q
-                   RETURNING id, derived_from_id""", SCOPE, f"new{i}", ask, answer, now)
-            msg = StoredMessage(row["derived_from_id"], SCOPE, "console", f"new{i}", "c9", "u1", "ana", False, ask,
-                                None, now)
-            reply = StoredMessage(row["id"], SCOPE, "console", f"rnew{i}", "c9", "bot", "hippobot", True, answer,
-                                  msg.id, now)
+                   RETURNING id, derived_from_id""",
+                SCOPE,
+                f"new{i}",
+                ask,
+                answer,
+                now,
+            )
+            msg = StoredMessage(
+                row["derived_from_id"], SCOPE, "console", f"new{i}", "c9", "u1", "ana", False, ask, None, now
+            )
+            reply = StoredMessage(
+                row["id"], SCOPE, "console", f"rnew{i}", "c9", "bot", "hippobot", True, answer, msg.id, now
+            )
             t0 = time.perf_counter()
             await layer.absorb(AbsorbedTurn(msg, reply, vector, plan, now, 2.5, {}, 3.0, 0.4))
             absorb_s.append(time.perf_counter() - t0)
@@ -197,14 +264,22 @@ async def speed(m: int, args: argparse.Namespace, admin_url: str, mapper) -> dic
     finally:
         await pool.close()
         await scratch.aclose()
+
     def ms(values: list[float], q: float) -> float | None:
         s = pct(values, q)
         return None if s is None else s * 1000.0
 
-    return {"moments": m, "in_scope": in_scope, "queries": len(recall_s),
-            "recall_p50_ms": ms(recall_s, 0.5), "recall_p95_ms": ms(recall_s, 0.95),
-            "absorb_p50_ms": ms(absorb_s, 0.5), "absorb_p95_ms": ms(absorb_s, 0.95),
-            "mean_winners": statistics.fmean(winners), "mean_boosted_tokens": statistics.fmean(boosted)}
+    return {
+        "moments": m,
+        "in_scope": in_scope,
+        "queries": len(recall_s),
+        "recall_p50_ms": ms(recall_s, 0.5),
+        "recall_p95_ms": ms(recall_s, 0.95),
+        "absorb_p50_ms": ms(absorb_s, 0.5),
+        "absorb_p95_ms": ms(absorb_s, 0.95),
+        "mean_winners": statistics.fmean(winners),
+        "mean_boosted_tokens": statistics.fmean(boosted),
+    }
 
 
 async def replies(args: argparse.Namespace, admin_url: str, llm, embedder) -> dict[str, Any]:
@@ -219,8 +294,7 @@ async def replies(args: argparse.Namespace, admin_url: str, llm, embedder) -> di
     dsn = await scratch.enter_async_context(scratch_database(admin_url, "bench_res"))
     assert dsn is not None  # a server URL was given, so a database on it
     await migrate(dsn)
-    settings = Settings(_env_file=None, database_url=dsn, data_dir=Path(tempfile.mkdtemp()),
-                        max_new_tokens=args.tokens)
+    settings = Settings(_env_file=None, database_url=dsn, data_dir=Path(tempfile.mkdtemp()), max_new_tokens=args.tokens)
     app = await App.open(settings, with_llm=True, llm=llm, embedder=embedder)
     app.llm = None  # main closes the model
     layer = app.brain.layer("resonance")  # registered by App.open, on this engine's tokens
@@ -231,11 +305,23 @@ async def replies(args: argparse.Namespace, admin_url: str, llm, embedder) -> di
         start = datetime.now(UTC) - timedelta(days=3)
         for i, (ask, answer) in enumerate(MOMENTS):
             conv = app.conversations
-            msg = await conv.add(NewMessage(SCOPE, "console", f"m{i}", "old", "u-ana", "ana", ask,
-                                            start + timedelta(minutes=2 * i)))
-            await conv.add(NewMessage(SCOPE, "console", f"r{i}", "old", app.brain.bot_id, settings.bot_name, answer,
-                                      start + timedelta(minutes=2 * i, seconds=5), is_bot=True,
-                                      derived_from_id=msg.id))
+            msg = await conv.add(
+                NewMessage(SCOPE, "console", f"m{i}", "old", "u-ana", "ana", ask, start + timedelta(minutes=2 * i))
+            )
+            await conv.add(
+                NewMessage(
+                    SCOPE,
+                    "console",
+                    f"r{i}",
+                    "old",
+                    app.brain.bot_id,
+                    settings.bot_name,
+                    answer,
+                    start + timedelta(minutes=2 * i, seconds=5),
+                    is_bot=True,
+                    derived_from_id=msg.id,
+                )
+            )
             await app.brain.absorber.absorb(msg.id)
         pool = app.db.pool
         await pool.execute("UPDATE resonance_moments SET created_at = created_at - interval '3 days', quality = 0.8")
@@ -251,16 +337,16 @@ async def replies(args: argparse.Namespace, admin_url: str, llm, embedder) -> di
                 section = bundle.section("resonance") if boosts is not None else None
                 if boosts is None:
                     layer_bundle = await layer.resonate(_query(app, prompt, p))
-                    recalled = {w for s in (layer_bundle[0].winners if layer_bundle else ())
-                                for w in s.candidate.words}
+                    recalled = {w for s in (layer_bundle[0].winners if layer_bundle else ()) for w in s.candidate.words}
                 else:
                     recalled = {w for item in (section.items if section else ()) for w in item.payload.candidate.words}
                 fresh = recalled - set(words(prompt))
                 layer.boosts_enabled = bool(boosts)
                 for s in range(args.samples):
                     llm._config = _seeded(llm._config, 1000 + s)
-                    r = await app.brain.respond(IncomingTurn(SCOPE, "console", f"new-{p}-{cond}-{s}", "u-ben", "ben",
-                                                             prompt))
+                    r = await app.brain.respond(
+                        IncomingTurn(SCOPE, "console", f"new-{p}-{cond}-{s}", "u-ben", "ben", prompt)
+                    )
                     text = await r.complete()
                     await app.brain.drain()
                     reused = fresh & set(words(text))
@@ -282,10 +368,13 @@ async def replies(args: argparse.Namespace, admin_url: str, llm, embedder) -> di
         await scratch.aclose()
     out: dict[str, Any] = {}
     for cond, res in results.items():
-        out[cond] = {"replies": len(res["reuse"]), "reuse_share": statistics.fmean(res["reuse"]),
-                     "reused_words": statistics.fmean(res["reused_words"]),
-                     "perplexity": statistics.fmean(res["perplexity"]) if res["perplexity"] else None,
-                     "entropy": statistics.fmean(res["entropy"]) if res["entropy"] else None}
+        out[cond] = {
+            "replies": len(res["reuse"]),
+            "reuse_share": statistics.fmean(res["reuse"]),
+            "reused_words": statistics.fmean(res["reused_words"]),
+            "perplexity": statistics.fmean(res["perplexity"]) if res["perplexity"] else None,
+            "entropy": statistics.fmean(res["entropy"]) if res["entropy"] else None,
+        }
     return out
 
 
@@ -293,8 +382,15 @@ def _query(app, text: str, p: int):
     from memory.recall import recall_query
 
     vector = np.zeros(384, dtype=np.float32)
-    return recall_query(SCOPE, text, vector, app.router.classify(vector, SCOPE), datetime.now(UTC),
-                        channel_id=f"new-{p}", visible_channel=f"new-{p}")
+    return recall_query(
+        SCOPE,
+        text,
+        vector,
+        app.router.classify(vector, SCOPE),
+        datetime.now(UTC),
+        channel_id=f"new-{p}",
+        visible_channel=f"new-{p}",
+    )
 
 
 def _seeded(config, seed: int):
@@ -305,23 +401,31 @@ def _seeded(config, seed: int):
 
 def print_tables(speeds: list[dict[str, Any]], reply: dict[str, Any] | None) -> None:
     print("\nResonance layer, time per message (recall before generation; absorb after the reply)")
-    print(f"{'moments':>9} {'in scope':>9} {'recall p50':>11} {'recall p95':>11} {'absorb p50':>11} "
-          f"{'absorb p95':>11} {'winners':>8} {'boosted ids':>12}")
+    print(
+        f"{'moments':>9} {'in scope':>9} {'recall p50':>11} {'recall p95':>11} {'absorb p50':>11} "
+        f"{'absorb p95':>11} {'winners':>8} {'boosted ids':>12}"
+    )
     for s in speeds:
-        print(f"{s['moments']:>9,} {s['in_scope']:>9,} {s['recall_p50_ms']:>9.2f}ms {s['recall_p95_ms']:>9.2f}ms "
-              f"{s['absorb_p50_ms']:>9.2f}ms {s['absorb_p95_ms']:>9.2f}ms {s['mean_winners']:>8.1f} "
-              f"{s['mean_boosted_tokens']:>12.1f}")
+        print(
+            f"{s['moments']:>9,} {s['in_scope']:>9,} {s['recall_p50_ms']:>9.2f}ms {s['recall_p95_ms']:>9.2f}ms "
+            f"{s['absorb_p50_ms']:>9.2f}ms {s['absorb_p95_ms']:>9.2f}ms {s['mean_winners']:>8.1f} "
+            f"{s['mean_boosted_tokens']:>12.1f}"
+        )
     if reply is None:
         return
     base = reply["off"]["perplexity"]
     print("\nReplies on a fixed prompt set (the real Gemma, same seeds in every condition)")
-    print(f"{'condition':<18} {'replies':>8} {'reuse share':>12} {'reused words':>13} {'perplexity':>11} "
-          f"{'change':>8} {'entropy':>8}")
+    print(
+        f"{'condition':<18} {'replies':>8} {'reuse share':>12} {'reused words':>13} {'perplexity':>11} "
+        f"{'change':>8} {'entropy':>8}"
+    )
     for cond, r in reply.items():
         ppl = r["perplexity"]
         change = f"{(ppl / base - 1) * 100:+.1f}%" if ppl and base else "-"
-        print(f"{cond:<18} {r['replies']:>8} {r['reuse_share']:>12.2f} {r['reused_words']:>13.2f} "
-              f"{ppl:>11.2f} {change:>8} {r['entropy'] or 0:>8.2f}")
+        print(
+            f"{cond:<18} {r['replies']:>8} {r['reuse_share']:>12.2f} {r['reused_words']:>13.2f} "
+            f"{ppl:>11.2f} {change:>8} {r['entropy'] or 0:>8.2f}"
+        )
 
 
 async def main() -> None:

@@ -63,10 +63,19 @@ def examples(split: str, seed: int = 3, fills: int = TOPIC_FILLS) -> list[dict]:
     def fill(template: str, topic: str, direction: int, shown: str) -> str:
         good, bad = topics[topic]
         return template.format(
-            t=shown, T=shown[0].upper() + shown[1:], g=rng.choice(good), b=rng.choice(bad),
-            adj=rng.choice(pe.ADJ[direction]), year=rng.randint(2012, 2024), n=f"{rng.randint(2, 90) * 100:,}",
-            pop=rng.choice(pe.POPS), pct=rng.randint(6, 41), k=rng.randint(3, 30), uni=rng.choice(pe.UNIS),
-            name=rng.choice(pe.NAMES))
+            t=shown,
+            T=shown[0].upper() + shown[1:],
+            g=rng.choice(good),
+            b=rng.choice(bad),
+            adj=rng.choice(pe.ADJ[direction]),
+            year=rng.randint(2012, 2024),
+            n=f"{rng.randint(2, 90) * 100:,}",
+            pop=rng.choice(pe.POPS),
+            pct=rng.randint(6, 41),
+            k=rng.randint(3, 30),
+            uni=rng.choice(pe.UNIS),
+            name=rng.choice(pe.NAMES),
+        )
 
     for direction, templates in evidence.items():
         for i, template in enumerate(templates):
@@ -76,11 +85,18 @@ def examples(split: str, seed: int = 3, fills: int = TOPIC_FILLS) -> list[dict]:
                 state = rng.getstate()
                 text = fill(template, topic, direction, topic)
                 rng.setstate(state)  # the same figures and outcomes in both
-                rows.append({"text": text, "masked": fill(template, topic, direction, PROBE_MASK),
-                             "direction": int(direction), "evidence": 1, "kind": kinds[direction][i]})
+                rows.append(
+                    {
+                        "text": text,
+                        "masked": fill(template, topic, direction, PROBE_MASK),
+                        "direction": int(direction),
+                        "evidence": 1,
+                        "kind": kinds[direction][i],
+                    }
+                )
     for tactic, templates in pressure.items():
         for template in templates:
-            for topic in sorted(topics)[:TOPIC_FILLS // 2]:
+            for topic in sorted(topics)[: TOPIC_FILLS // 2]:
                 direction = rng.choice((1, -1))
                 rows.append({"text": fill(template, topic, direction, topic), "evidence": 0, "kind": tactic})
     return rows
@@ -123,8 +139,12 @@ async def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--check", action="store_true", help="print the leave-one-split-out tables only")
     p.add_argument("--out", type=Path, default=PROBE_FILE)
-    p.add_argument("--exclude", nargs="*", default=[],
-                   help="seen splits to leave out of training (to test the probes on one through persona_eval)")
+    p.add_argument(
+        "--exclude",
+        nargs="*",
+        default=[],
+        help="seen splits to leave out of training (to test the probes on one through persona_eval)",
+    )
     args = p.parse_args(argv)
     offline_environment()
     splits = [s for s in seen_splits() if s not in args.exclude]
@@ -132,8 +152,9 @@ async def main(argv: list[str] | None = None) -> int:
     for split in splits:
         rows = examples(split)
         evidence_rows = [r for r in rows if r["evidence"]]
-        data[split] = Split(rows, await embed([r["text"] for r in rows]),
-                            await embed([r["masked"] for r in evidence_rows]))
+        data[split] = Split(
+            rows, await embed([r["text"] for r in rows]), await embed([r["masked"] for r in evidence_rows])
+        )
     talk = other_talk()
     talk_vectors = await embed(talk)
 
@@ -153,33 +174,52 @@ async def main(argv: list[str] | None = None) -> int:
         d = data[held]
         pred = model.predict(d.masked)
         kinds = d.kind[d.ev]
-        by_kind = [float((pred[kinds == k] == d.direction[kinds == k]).mean()) if (kinds == k).any() else float("nan")
-                   for k in ("figures", "expert", "argument")]
-        print(f"| {held} | {len(pred)} | {float((pred == d.direction).mean()):.3f} | "
-              + " | ".join(f"{v:.2f}" for v in by_kind) + " |")
-    print(f"\nargument probe, leave-one-split-out (C = {ARGUMENT_C}, balanced; counted at probability >= "
-          f"{ARGUMENT_PROBABILITY}): share of each kind counted as evidence")
+        by_kind = [
+            float((pred[kinds == k] == d.direction[kinds == k]).mean()) if (kinds == k).any() else float("nan")
+            for k in ("figures", "expert", "argument")
+        ]
+        print(
+            f"| {held} | {len(pred)} | {float((pred == d.direction).mean()):.3f} | "
+            + " | ".join(f"{v:.2f}" for v in by_kind)
+            + " |"
+        )
+    print(
+        f"\nargument probe, leave-one-split-out (C = {ARGUMENT_C}, balanced; counted at probability >= "
+        f"{ARGUMENT_PROBABILITY}): share of each kind counted as evidence"
+    )
     print("| left out | figures | expert | argument | pressure |")
     print("|---|---|---|---|---|")
     for held in splits:
         model = fit(*argument_xy([s for s in splits if s != held]), ARGUMENT_C, balanced=True)
         d = data[held]
         hit = model.predict_proba(d.text)[:, 1] >= ARGUMENT_PROBABILITY
-        share = [float(hit[d.kind == k].mean()) if (d.kind == k).any() else float("nan")
-                 for k in ("figures", "expert", "argument")]
+        share = [
+            float(hit[d.kind == k].mean()) if (d.kind == k).any() else float("nan")
+            for k in ("figures", "expert", "argument")
+        ]
         print(f"| {held} | " + " | ".join(f"{v:.2f}" for v in share) + f" | {float(hit[~d.ev].mean()):.3f} |")
     if args.check:
         return 0
     direction = fit(*direction_xy(splits), DIRECTION_C)
     argument = fit(*argument_xy(splits), ARGUMENT_C, balanced=True)
     chat_counted = float((argument.predict_proba(talk_vectors)[:, 1] >= ARGUMENT_PROBABILITY).mean())
-    meta = {"splits": splits, "direction_examples": int(sum(len(data[s].direction) for s in splits)),
-            "argument_examples": int(sum(len(data[s].rows) for s in splits) + len(talk)), "mask": PROBE_MASK,
-            "direction_C": DIRECTION_C, "argument_C": ARGUMENT_C,
-            "trained": datetime.now(timezone.utc).strftime("%Y-%m-%d")}
-    np.savez(args.out, weights=direction.coef_[0].astype(np.float32), bias=np.float32(direction.intercept_[0]),
-             argument_weights=argument.coef_[0].astype(np.float32), argument_bias=np.float32(argument.intercept_[0]),
-             meta=np.array(json.dumps(meta)))
+    meta = {
+        "splits": splits,
+        "direction_examples": int(sum(len(data[s].direction) for s in splits)),
+        "argument_examples": int(sum(len(data[s].rows) for s in splits) + len(talk)),
+        "mask": PROBE_MASK,
+        "direction_C": DIRECTION_C,
+        "argument_C": ARGUMENT_C,
+        "trained": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
+    }
+    np.savez(
+        args.out,
+        weights=direction.coef_[0].astype(np.float32),
+        bias=np.float32(direction.intercept_[0]),
+        argument_weights=argument.coef_[0].astype(np.float32),
+        argument_bias=np.float32(argument.intercept_[0]),
+        meta=np.array(json.dumps(meta)),
+    )
     print(f"\nwrote {args.out}: {json.dumps(meta)}; other talk counted as evidence in training: {chat_counted:.3f}")
     return 0
 

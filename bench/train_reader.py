@@ -92,7 +92,7 @@ def reply_loss(model, ids: list[int], start: int, device: str):
 
     causal = model.get_base_model()
     x = torch.tensor([ids], device=device)
-    hidden = causal.model(input_ids=x).last_hidden_state[0, start - 1: len(ids) - 1]
+    hidden = causal.model(input_ids=x).last_hidden_state[0, start - 1 : len(ids) - 1]
     logits = causal.lm_head(hidden).float()
     cap = getattr(causal.config, "final_logit_softcapping", None)
     if cap:
@@ -134,20 +134,35 @@ def main(argv: list[str] | None = None) -> int:
     dev, train = encoded[:DEV], encoded[DEV:]
     kinds = Counter(f"{ex.kind}/{ex.source}" for ex, _, _ in train)
     mean_len = sum(len(i) for _, i, _ in train) / max(1, len(train))
-    print(f"data: {len(train)} training examples ({dict(sorted(kinds.items()))}), {len(dev)} dev, mean "
-          f"{mean_len:.0f} tokens; {len(examples) - len(encoded)} over {args.max_tokens} tokens left out; "
-          f"built in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    print(
+        f"data: {len(train)} training examples ({dict(sorted(kinds.items()))}), {len(dev)} dev, mean "
+        f"{mean_len:.0f} tokens; {len(examples) - len(encoded)} over {args.max_tokens} tokens left out; "
+        f"built in {time.perf_counter() - t0:.0f} s",
+        file=sys.stderr,
+    )
 
     if (ckpt / "adapter_config.json").exists():
         model = PeftModel.from_pretrained(model, str(ckpt), is_trainable=True)
         state = json.loads(state_path.read_text())
         print(f"resuming at step {state['step']}", file=sys.stderr)
     else:
-        config = LoraConfig(r=args.rank, lora_alpha=args.alpha, lora_dropout=0.0, bias="none",
-                            target_modules=list(TARGET_MODULES), task_type="CAUSAL_LM")
+        config = LoraConfig(
+            r=args.rank,
+            lora_alpha=args.alpha,
+            lora_dropout=0.0,
+            bias="none",
+            target_modules=list(TARGET_MODULES),
+            task_type="CAUSAL_LM",
+        )
         model = get_peft_model(model, config)
-        state = {"step": 0, "seen": 0, "losses": [], "dev": [], "seconds": 0.0, "args": vars(args) | {
-            "out": str(args.out), "ship": str(args.ship)}}
+        state = {
+            "step": 0,
+            "seen": 0,
+            "losses": [],
+            "dev": [],
+            "seconds": 0.0,
+            "args": vars(args) | {"out": str(args.out), "ship": str(args.ship)},
+        }
     model.to(device)
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.0)
@@ -194,8 +209,12 @@ def main(argv: list[str] | None = None) -> int:
         state["seconds"] += time.perf_counter() - step_t
         if state["step"] % 5 == 0:
             recent = state["losses"][-5:]
-            print(f"step {state['step']}: loss {sum(recent) / len(recent):.4f}, "
-                  f"{time.perf_counter() - step_t:.1f} s/step", file=sys.stderr, flush=True)
+            print(
+                f"step {state['step']}: loss {sum(recent) / len(recent):.4f}, "
+                f"{time.perf_counter() - step_t:.1f} s/step",
+                file=sys.stderr,
+                flush=True,
+            )
         if state["step"] % args.dev_every == 0:
             state["dev"].append([state["step"], round(dev_loss(), 4)])
             print(f"dev loss at step {state['step']}: {state['dev'][-1][1]:.4f}", file=sys.stderr, flush=True)
@@ -249,9 +268,17 @@ def export(model, ckpt: Path, state_path: Path, args: argparse.Namespace) -> int
     (ship / "adapter_config.json").write_text(json.dumps(config, indent=2) + "\n")
     alpha = float(config["lora_alpha"])
     export_gguf_lora(peft_model, ship / GGUF_NAME, alpha=alpha, dtype="f16")
-    manifest = {"steps": state["step"], "examples_seen": state["seen"], "train_seconds": round(state["seconds"]),
-                "data": state.get("data"), "dev_loss": state["dev"], "rank": config["r"], "alpha": alpha,
-                "target_modules": sorted(config["target_modules"]), "trained_with": state.get("args")}
+    manifest = {
+        "steps": state["step"],
+        "examples_seen": state["seen"],
+        "train_seconds": round(state["seconds"]),
+        "data": state.get("data"),
+        "dev_loss": state["dev"],
+        "rank": config["r"],
+        "alpha": alpha,
+        "target_modules": sorted(config["target_modules"]),
+        "trained_with": state.get("args"),
+    }
     (ship / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
     for path in ship.iterdir():
         path.chmod(0o644)  # safetensors writes 0600: package data must be readable by everyone

@@ -100,19 +100,30 @@ def distiller(settings: Settings, llm: LanguageModel | None) -> Distiller | None
     if not settings.distill_enabled:
         return None
     if llm is not None and not getattr(llm, "supports_adapters", False):
-        log.warning("distillation is on but the %s engine cannot apply adapters: no adapters are trained",
-                    getattr(llm, "name", "language"))
+        log.warning(
+            "distillation is on but the %s engine cannot apply adapters: no adapters are trained",
+            getattr(llm, "name", "language"),
+        )
         return None
     cache = settings.model_cache_dir
 
     def model_path() -> str:  # the bundled model's converted copy is made on the first run, in the dream's thread
         return settings.model or str(bundled_model_path(cache, reader_for(settings), progress=False))
 
-    return Distiller(model_path, base_model=settings.model or BUNDLED_MODEL_NAME, settings=DistillSettings(
-        rank=settings.distill_rank, alpha=2.0 * settings.distill_rank, learning_rate=settings.distill_learning_rate,
-        max_steps=settings.distill_max_steps, budget_s=settings.distill_budget_s,
-        min_delta_em=settings.distill_min_delta_em, max_ppl_regression=settings.distill_max_ppl_regression,
-        seed=settings.seed or 0))
+    return Distiller(
+        model_path,
+        base_model=settings.model or BUNDLED_MODEL_NAME,
+        settings=DistillSettings(
+            rank=settings.distill_rank,
+            alpha=2.0 * settings.distill_rank,
+            learning_rate=settings.distill_learning_rate,
+            max_steps=settings.distill_max_steps,
+            budget_s=settings.distill_budget_s,
+            min_delta_em=settings.distill_min_delta_em,
+            max_ppl_regression=settings.distill_max_ppl_regression,
+            seed=settings.seed or 0,
+        ),
+    )
 
 
 def dream_config(settings: Settings) -> DreamConfig:
@@ -204,8 +215,9 @@ class App:
                 refresh_seconds=settings.archetype_refresh_seconds,
             )
             await router.start(pool)
-            gate = WriteGate(settings.gate_alpha_surprise, settings.gate_beta_novelty, settings.gate_delta_pin,
-                             settings.gate_tau)
+            gate = WriteGate(
+                settings.gate_alpha_surprise, settings.gate_beta_novelty, settings.gate_delta_pin, settings.gate_tau
+            )
             prompts = prompt_builder(settings, llm) if llm is not None else None
             clock = clock or SystemClock()
             # the layers propose through it (memory.proposer.Proposer); their kinds are registered below
@@ -214,8 +226,9 @@ class App:
                 ApproverPolicy(frozenset({settings.approver_role}), quorum=settings.approval_quorum),
                 ttl=timedelta(hours=settings.proposal_ttl_hours),
             )
-            episodes_layer = EpisodesLayer(episodes, gate, embedder,
-                                           import_gate=replace(gate, tau=settings.import_gate_tau))
+            episodes_layer = EpisodesLayer(
+                episodes, gate, embedder, import_gate=replace(gate, tau=settings.import_gate_tau)
+            )
             semantic = None
             # The memory layers, in the order their recall is reported. Adding a layer is one line here.
             registered: list[MemoryLayer] = [TurnsLayer(conversations), episodes_layer]
@@ -226,28 +239,49 @@ class App:
                     # now, not at the first message: recall would wait past its deadline and lose the facts
                     await asyncio.to_thread(extractor.load)
                 semantic = SemanticMemory(
-                    pool, extractor, embedder,
+                    pool,
+                    extractor,
+                    embedder,
                     GateConfig(enabled=settings.kg_gate_enabled, threshold=settings.kg_gate_threshold),
                     bot_name=settings.bot_name,
                 )
                 episodes_layer.graph = semantic  # entity expansion
-                registered.append(FactsLayer(semantic, prune_retrievability=settings.kg_prune_retrievability,
-                                         prune_confidence=settings.kg_prune_confidence))
+                registered.append(
+                    FactsLayer(
+                        semantic,
+                        prune_retrievability=settings.kg_prune_retrievability,
+                        prune_confidence=settings.kg_prune_confidence,
+                    )
+                )
             if settings.persona_enabled:
                 # a configured (not the bundled base) model scores evidence with the seed's classifier
-                registered.append(PersonaLayer(pool, embedder, graph=semantic,
-                                           llm=llm if llm is not None and settings.model is not None else None,
-                                           proposer=governance, clock=clock))
+                registered.append(
+                    PersonaLayer(
+                        pool,
+                        embedder,
+                        graph=semantic,
+                        llm=llm if llm is not None and settings.model is not None else None,
+                        proposer=governance,
+                        clock=clock,
+                    )
+                )
             if settings.resonance_enabled:
                 registered.append(ResonanceLayer(pool, llm, bot_name=settings.bot_name, clock=clock))
             if settings.places_enabled:
                 registered.append(PlacesLayer(pool, embedder))
                 registered.append(MacrosLayer(pool, embedder))
-            registered.append(WeightsLayer(pool, settings.data_dir / "adapters", trainer=distiller(settings, llm),
-                                       semantic=semantic, enabled=settings.distill_enabled,
-                                       bot_name=settings.bot_name,
-                                       proposer=governance,
-                                       policy=DistillPolicy(min_new_messages=settings.distill_min_new_messages)))
+            registered.append(
+                WeightsLayer(
+                    pool,
+                    settings.data_dir / "adapters",
+                    trainer=distiller(settings, llm),
+                    semantic=semantic,
+                    enabled=settings.distill_enabled,
+                    bot_name=settings.bot_name,
+                    proposer=governance,
+                    policy=DistillPolicy(min_new_messages=settings.distill_min_new_messages),
+                )
+            )
             shared = LayerContext(pool=pool, embedder=embedder, proposer=governance, clock=clock)
             registered += [factory(shared) for factory in layers]
             await install(pool, [layer.install for layer in registered])  # tables of layers shipped outside sql/
@@ -275,7 +309,11 @@ class App:
                 governance.register_rejections(layer.proposal_rejections())
             dream = DreamCycle(
                 DreamServices(
-                    pool=pool, embedder=embedder, archetypes=archetype_store, router=router, governance=governance,
+                    pool=pool,
+                    embedder=embedder,
+                    archetypes=archetype_store,
+                    router=router,
+                    governance=governance,
                     config=dream_config(settings),
                 ),
                 build_steps(registered),
@@ -289,10 +327,21 @@ class App:
             await db.close()
             raise
         return cls(
-            settings=settings, db=db, embedder=embedder, conversations=conversations, episodes=episodes,
-            archetype_store=archetype_store, router=router,
-            provenance=Provenance(db.pool, registered, proposals=governance, clock=clock), layers=registered, importer=importer,
-            brain=brain, llm=llm, governance=governance, dream=dream, clock=clock,
+            settings=settings,
+            db=db,
+            embedder=embedder,
+            conversations=conversations,
+            episodes=episodes,
+            archetype_store=archetype_store,
+            router=router,
+            provenance=Provenance(db.pool, registered, proposals=governance, clock=clock),
+            layers=registered,
+            importer=importer,
+            brain=brain,
+            llm=llm,
+            governance=governance,
+            dream=dream,
+            clock=clock,
         )
 
     async def absorb_backlog(self, progress: Callable[[int, int], None] | None = None) -> int:
@@ -314,8 +363,9 @@ class App:
         """Run the dream cycle nightly on this event loop, posting to ``channel``."""
         self.dream.services.channel = channel
         s = self.settings
-        self.scheduler = DreamScheduler(self.dream, hour=s.dream_hour, minute=s.dream_minute, timezone=s.dream_timezone,
-                                        clock=self.clock)
+        self.scheduler = DreamScheduler(
+            self.dream, hour=s.dream_hour, minute=s.dream_minute, timezone=s.dream_timezone, clock=self.clock
+        )
         self.scheduler.start()
         return self.scheduler
 

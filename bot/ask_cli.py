@@ -42,10 +42,17 @@ class AskLine:
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = subparsers.add_parser("ask", help="answer a batch of messages (JSON Lines) with the whole pipeline")
-    p.add_argument("--queries", type=Path, required=True,
-                   help='JSON Lines of {"text", "scope", "user", "channel", "now"}; one JSON answer a line')
-    p.add_argument("--conversation", action="store_true",
-                   help="store and absorb each line as a conversation turn (default: fresh, read-only questions)")
+    p.add_argument(
+        "--queries",
+        type=Path,
+        required=True,
+        help='JSON Lines of {"text", "scope", "user", "channel", "now"}; one JSON answer a line',
+    )
+    p.add_argument(
+        "--conversation",
+        action="store_true",
+        help="store and absorb each line as a conversation turn (default: fresh, read-only questions)",
+    )
     p.add_argument("--prompt", action="store_true", help="also print each prompt as the model saw it")
     return p
 
@@ -81,8 +88,9 @@ def _line(raw: str, settings: Settings) -> AskLine:
     fields: dict[str, str | None] = {}
     for key, default in (("user", "you"), ("channel", None)):
         value = obj.get(key, default)
-        if value is not None and (not isinstance(value, str) or (problem := id_problem(value, f'"{key}"',
-                                                                                       max_chars=room))):
+        if value is not None and (
+            not isinstance(value, str) or (problem := id_problem(value, f'"{key}"', max_chars=room))
+        ):
             raise ValueError(problem if isinstance(value, str) else f'"{key}" must be a string')
         fields[key] = value
     now = obj.get("now")
@@ -104,8 +112,12 @@ async def run(settings: Settings, args: argparse.Namespace, lines: list[AskLine]
     app = await App.open(settings, with_llm=True)
     try:
         for line in lines:
-            out.write(json.dumps(await answer(app, line, conversation=args.conversation, prompt=args.prompt),
-                                 ensure_ascii=False) + "\n")
+            out.write(
+                json.dumps(
+                    await answer(app, line, conversation=args.conversation, prompt=args.prompt), ensure_ascii=False
+                )
+                + "\n"
+            )
             out.flush()
         await app.brain.drain()
     finally:
@@ -127,13 +139,23 @@ async def answer(app: Any, line: AskLine, *, conversation: bool = False, prompt:
         # A line said in an imported restricted channel is as restricted as the channel's own messages (as the
         # console's, bot.console.console_identity): stored for the whole scope, everyone's recall found it.
         visible_in, parent = await app.conversations.channel_audience(line.scope, said_in)
-        reply = await brain.respond(IncomingTurn(
-            scope=line.scope, source="console", channel_id=said_in, author_id=author_id,
-            author_name=line.user, text=line.text, created_at=line.now, visible_in=visible_in,
-            thread_parent_id=parent))
+        reply = await brain.respond(
+            IncomingTurn(
+                scope=line.scope,
+                source="console",
+                channel_id=said_in,
+                author_id=author_id,
+                author_name=line.user,
+                text=line.text,
+                created_at=line.now,
+                visible_in=visible_in,
+                thread_parent_id=parent,
+            )
+        )
     else:
-        reply = await brain.ask(line.text, line.scope, author_id=author_id, author_name=line.user,
-                                channel_id=channel, now=line.now)
+        reply = await brain.ask(
+            line.text, line.scope, author_id=author_id, author_name=line.user, channel_id=channel, now=line.now
+        )
     text = (await reply.complete()).strip()
     total = time.perf_counter() - started
     grounding = reply.grounding()
@@ -146,13 +168,20 @@ async def answer(app: Any, line: AskLine, *, conversation: bool = False, prompt:
         "now": (line.now or app.brain.clock.now()).isoformat(),
         "reply": text,
         "archetype": reply.plan.archetype,
-        "memory": [{"kind": i.kind, "text": i.text, "sources": [s.external_id for s in i.sources]}
-                   for i in reply.memories_in_prompt()],
+        "memory": [
+            {"kind": i.kind, "text": i.text, "sources": [s.external_id for s in i.sources]}
+            for i in reply.memories_in_prompt()
+        ],
         "sources": [s.as_dict() for s in sources],
-        "timings": {"embed_s": round(t.embed_s, 4), "recall_s": round(t.recall_s, 4),
-                    "prompt_s": round(t.prompt_s, 4),
-                    "first_token_s": None if t.first_token_s is None else round(t.first_token_s, 4),
-                    "total_s": round(total, 4), "prompt_tokens": t.prompt_tokens, "tokens": t.tokens},
+        "timings": {
+            "embed_s": round(t.embed_s, 4),
+            "recall_s": round(t.recall_s, 4),
+            "prompt_s": round(t.prompt_s, 4),
+            "first_token_s": None if t.first_token_s is None else round(t.first_token_s, 4),
+            "total_s": round(total, 4),
+            "prompt_tokens": t.prompt_tokens,
+            "tokens": t.tokens,
+        },
     }
     if prompt:
         result["prompt"] = reply.prompt.text

@@ -27,8 +27,27 @@ from datetime import UTC, datetime
 
 import numpy as np
 
-from bot.grounding import (BARE_NO, MAX_SOURCES, NO_GUARD, Grounding, Guard, SourceLine, declines, echoes, ground, grounded_or_not_told, guard,
-                           held_words, in_askers_words, is_question, own_items, quote, says_mine, says_yes, stem)
+from bot.grounding import (
+    BARE_NO,
+    MAX_SOURCES,
+    NO_GUARD,
+    Grounding,
+    Guard,
+    SourceLine,
+    declines,
+    echoes,
+    ground,
+    grounded_or_not_told,
+    guard,
+    held_words,
+    in_askers_words,
+    is_question,
+    own_items,
+    quote,
+    says_mine,
+    says_yes,
+    stem,
+)
 from bot.llm import Generation, LanguageModel
 from bot.prompt import Prompt, PromptBuilder
 from memory.absorption import AbsorbHints, Absorber
@@ -51,7 +70,9 @@ _LISTING = {"discord": "/memory mine lists them all", "console": "`hippobot mine
 # which read it as a question about a memory and said it remembered nothing (P5).
 _ABOUT_ASKER = re.compile(
     r"^\W*(?:(?:so|and|hey|ok|okay),?\s+)?(?:what (?:else )?(?:do|did) you (?:know|remember|recall) (?:about|of) me"
-    r"|what (?:have|did) i (?:tell|told|say|said) (?:to )?you(?: so far| about me| about myself)?)\W*$", re.I)
+    r"|what (?:have|did) i (?:tell|told|say|said) (?:to )?you(?: so far| about me| about myself)?)\W*$",
+    re.I,
+)
 
 CONTEXTS_IN_FLIGHT = 16  # recall --queries: recalls at once (more than the pool's 8 connections: one waits on the
 # database while another uses the cores; 360 dev queries took 8.9 s with 4, 7.4 s with 16, before the batch parse)
@@ -232,23 +253,40 @@ class Reply:
                 async for _ in self._generation:
                     pass
                 self._final = self._verdict = grounded_or_not_told(
-                    self._generation.text, self.message.content, self.evidence(), ignore=self._ignored(),
-                    dates=self.guard.dates_ground, whether=self.guard.whether, own=self.guard.own,
-                    claim=self.guard.claim, named=self.guard.named)
+                    self._generation.text,
+                    self.message.content,
+                    self.evidence(),
+                    ignore=self._ignored(),
+                    dates=self.guard.dates_ground,
+                    whether=self.guard.whether,
+                    own=self.guard.own,
+                    claim=self.guard.claim,
+                    named=self.guard.named,
+                )
                 if self._final == self._generation.text:
                     self._final = await self._in_askers_words(self._final)
                 elif self.replaced:  # why a person saw "I don't remember ..." instead of the model's words
-                    log.info("message %s: the model's reply %r drew on no memory; said %r instead",
-                             self.message.id, self._generation.text[:200], self._final)
+                    log.info(
+                        "message %s: the model's reply %r drew on no memory; said %r instead",
+                        self.message.id,
+                        self._generation.text[:200],
+                        self._final,
+                    )
                 if await self._denied_yes():
                     self._final = BARE_NO  # their own words say otherwise ("I moved from Lisbon to Porto")
                 elif declines(self._final) or echoes(self._final, self.message.content, ignore=self._ignored()):
                     # No answer, but a memory holds every word of the question: show what was said, in its words.
-                    found = quote(self.message.content, self.evidence(), asker=self.message.author_name,
-                                  ignore=self._ignored(), named=self.guard.named)
+                    found = quote(
+                        self.message.content,
+                        self.evidence(),
+                        asker=self.message.author_name,
+                        ignore=self._ignored(),
+                        named=self.guard.named,
+                    )
                     if found is not None:
-                        log.info("message %s: %r was no answer; quoted memory instead", self.message.id,
-                                 self._final[:200])
+                        log.info(
+                            "message %s: %r was no answer; quoted memory instead", self.message.id, self._final[:200]
+                        )
                         self._final, self._quoted = found
                 if not self._final.strip() and not self._generation.cancelled.is_set():
                     self._final = NOTHING_TO_SAY
@@ -280,12 +318,16 @@ class Reply:
             return False
         semantic = self._brain.semantic
         dates = self.guard.dates_ground
-        holding = [i for i in self.evidence() if i.sources and claim.last in held_words(
-            i.text, i.created_at if dates else None)]
+        holding = [
+            i
+            for i in self.evidence()
+            if i.sources and claim.last in held_words(i.text, i.created_at if dates else None)
+        ]
         if semantic is None or not holding:
             return False
-        newest = max(holding, key=lambda i: (i.created_at or datetime.min.replace(tzinfo=UTC),
-                                             max(i.message_ids, default=0)))
+        newest = max(
+            holding, key=lambda i: (i.created_at or datetime.min.replace(tzinfo=UTC), max(i.message_ids, default=0))
+        )
         denied = await semantic.denied(self.message.scope, newest.message_ids, self.message.author_id)
         if claim.last not in {stem(w) for names in denied.values() for name in names for w in name.split()}:
             return False
@@ -349,8 +391,14 @@ class Reply:
         if self._drawn:
             drawn = self._drawn[:MAX_SOURCES]
             return Grounding(drawn, frozenset(w for item in drawn for w in held_words(item.text, None)))
-        found = ground(self.text, self.message.content, self.evidence(), ignore=self._ignored(),
-                       dates=self.guard.dates_ground, named=self.guard.named)
+        found = ground(
+            self.text,
+            self.message.content,
+            self.evidence(),
+            ignore=self._ignored(),
+            dates=self.guard.dates_ground,
+            named=self.guard.named,
+        )
         claim = self.guard.claim
         if not found.items and claim is not None and says_yes(self.text):  # the memory that holds the yes
             holder = claim.holder(self.evidence(), dates=self.guard.dates_ground)
@@ -364,8 +412,11 @@ def evidence_in(bundle: ContextBundle, prompt: Prompt) -> list[MemoryItem]:
     text = prompt.text
     items = bundle.items(preamble=False)
     memories = [i for i in items if i.kind not in ("turn", "moment") and i.prompt_line in text]
-    turns = [i for i in items if i.kind == "turn" and i.prompt_line in text
-             and i.payload is not None and not i.payload.is_bot]
+    turns = [
+        i
+        for i in items
+        if i.kind == "turn" and i.prompt_line in text and i.payload is not None and not i.payload.is_bot
+    ]
     return memories + turns
 
 
@@ -437,9 +488,7 @@ class Brain:
         if not cleaned:
             raise InvalidInput("the message is empty")
         if len(cleaned) > self._max_chars:
-            raise InvalidInput(
-                f"the message is {len(cleaned):,} characters long; the limit is {self._max_chars:,}"
-            )
+            raise InvalidInput(f"the message is {len(cleaned):,} characters long; the limit is {self._max_chars:,}")
         # A lone surrogate cannot be stored (PostgreSQL wants valid UTF-8): keep the rest of the text.
         return cleaned.encode("utf-8", "replace").decode("utf-8")
 
@@ -485,13 +534,27 @@ class Brain:
         vector = await self.embedder.embed(message.content)
         t2 = time.perf_counter()
         plan = self.archetypes.classify(vector, turn.scope, asks=is_question(message.content))
-        replied = (await self.conversations.find_transport(turn.source, turn.channel_id, turn.reply_to)
-                   if turn.reply_to else None)
+        replied = (
+            await self.conversations.find_transport(turn.source, turn.channel_id, turn.reply_to)
+            if turn.reply_to
+            else None
+        )
         t3 = time.perf_counter()
-        bundle = await self.recall.gather(recall_query(
-            turn.scope, message.content, vector, plan, self.clock.now(), channel_id=turn.channel_id,
-            visible_channel=turn.thread_parent_id or turn.channel_id, author_id=message.author_id,
-            before_message_id=message.id, extra_turns=tuple(self._unsaved.values()), reply_to=replied))
+        bundle = await self.recall.gather(
+            recall_query(
+                turn.scope,
+                message.content,
+                vector,
+                plan,
+                self.clock.now(),
+                channel_id=turn.channel_id,
+                visible_channel=turn.thread_parent_id or turn.channel_id,
+                author_id=message.author_id,
+                before_message_id=message.id,
+                extra_turns=tuple(self._unsaved.values()),
+                reply_to=replied,
+            )
+        )
         t4 = time.perf_counter()
         prompt = self.prompts.build(bundle, message.author_name, message.content)
         t5 = time.perf_counter()
@@ -499,8 +562,14 @@ class Brain:
         trace.recall_s, trace.prompt_s = t4 - t3, t5 - t4
         log.debug(
             "message %s scope=%s archetype=%s sim=%.3f used=%s turns=%d prompt_tokens=%d skipped=%s",
-            message.id, turn.scope, plan.archetype, plan.similarity,
-            {k: len(v) for k, v in prompt.used.items()}, prompt.turns_used, prompt.tokens, bundle.skipped,
+            message.id,
+            turn.scope,
+            plan.archetype,
+            plan.similarity,
+            {k: len(v) for k, v in prompt.used.items()},
+            prompt.turns_used,
+            prompt.tokens,
+            bundle.skipped,
         )
         checks = self._guard(message, bundle, prompt)
         if checks.about_memory and bundle.turns:
@@ -514,15 +583,23 @@ class Brain:
             fresh_checks = self._guard(message, fresh, fresh_prompt)
             if fresh_checks.about_memory:
                 bundle, prompt, checks = fresh, fresh_prompt, fresh_checks
-        generation, checks, drawn = await self._answer(message, bundle, prompt, checks,
-                                                       turn.thread_parent_id or turn.channel_id)
+        generation, checks, drawn = await self._answer(
+            message, bundle, prompt, checks, turn.thread_parent_id or turn.channel_id
+        )
         reply = Reply(self, turn, message, vector, bundle, prompt, generation, trace, guard=checks, drawn=drawn)
         self._active.add(reply)
         return reply
 
     async def ask(
-        self, text: str, scope: str, *, author_id: str, author_name: str, channel_id: str | None = None,
-        visible_channel: str | None = None, now: datetime | None = None,
+        self,
+        text: str,
+        scope: str,
+        *,
+        author_id: str,
+        author_name: str,
+        channel_id: str | None = None,
+        visible_channel: str | None = None,
+        now: datetime | None = None,
     ) -> Reply:
         """The bot's answer to ``text`` as a fresh question, read-only (`hippobot ask`): the whole pipeline
         (embed, archetype, every layer's recall, the prompt, generation) with no recent turns, and nothing
@@ -538,62 +615,121 @@ class Brain:
         t2 = time.perf_counter()
         plan = self.archetypes.classify(vector, scope, asks=is_question(text))
         t3 = time.perf_counter()
-        bundle = await self.recall.gather(recall_query(  # a batch's answer waits on no one: slow layers still count
-            scope, text, vector, plan, when, channel_id=None, visible_channel=visible_channel or channel_id,
-            author_id=author_id), timeout=BATCH_LAYER_TIMEOUT_S)
+        bundle = await self.recall.gather(
+            recall_query(  # a batch's answer waits on no one: slow layers still count
+                scope,
+                text,
+                vector,
+                plan,
+                when,
+                channel_id=None,
+                visible_channel=visible_channel or channel_id,
+                author_id=author_id,
+            ),
+            timeout=BATCH_LAYER_TIMEOUT_S,
+        )
         t4 = time.perf_counter()
         prompt = self.prompts.build(bundle, author_name, text)
         t5 = time.perf_counter()
         trace.embed_s, trace.classify_s, trace.recall_s, trace.prompt_s = t2 - t1, t3 - t2, t4 - t3, t5 - t4
         message = StoredMessage(
-            id=next(self._temp_ids), scope=scope, source="ask", external_id=str(uuid.uuid4()),
-            channel_id=channel_id or "ask", author_id=author_id, author_name=author_name, is_bot=False, content=text,
-            derived_from_id=None, created_at=when, visible_in=visible_channel)
+            id=next(self._temp_ids),
+            scope=scope,
+            source="ask",
+            external_id=str(uuid.uuid4()),
+            channel_id=channel_id or "ask",
+            author_id=author_id,
+            author_name=author_name,
+            is_bot=False,
+            content=text,
+            derived_from_id=None,
+            created_at=when,
+            visible_in=visible_channel,
+        )
         checks = self._guard(message, bundle, prompt)
         generation, checks, drawn = await self._answer(message, bundle, prompt, checks, visible_channel or channel_id)
-        turn = IncomingTurn(scope=scope, source="ask", channel_id=message.channel_id, author_id=author_id,
-                            author_name=author_name, text=text, created_at=when)
-        reply = Reply(self, turn, message, vector, bundle, prompt, generation, trace, record=False, guard=checks,
-                      drawn=drawn)
+        turn = IncomingTurn(
+            scope=scope,
+            source="ask",
+            channel_id=message.channel_id,
+            author_id=author_id,
+            author_name=author_name,
+            text=text,
+            created_at=when,
+        )
+        reply = Reply(
+            self, turn, message, vector, bundle, prompt, generation, trace, record=False, guard=checks, drawn=drawn
+        )
         self._active.add(reply)
         return reply
 
-    async def _answer(self, message: StoredMessage, bundle: ContextBundle, prompt: Prompt, checks: Guard,
-                      visible_channel: str | None) -> tuple[Generation, Guard, tuple[MemoryItem, ...]]:
+    async def _answer(
+        self, message: StoredMessage, bundle: ContextBundle, prompt: Prompt, checks: Guard, visible_channel: str | None
+    ) -> tuple[Generation, Guard, tuple[MemoryItem, ...]]:
         """The reply's generation, its guard and what it was made from when the bot writes it without the model:
         "what do you know about me?" is answered with what the asker told the bot (``about_asker``)."""
         if _ABOUT_ASKER.search(message.content.replace("’", "'")):
-            text, drawn = await self.about_asker(message.scope, message.author_id, visible_channel,
-                                                 listing=_LISTING.get(message.source, _LISTING["console"]))
+            text, drawn = await self.about_asker(
+                message.scope,
+                message.author_id,
+                visible_channel,
+                listing=_LISTING.get(message.source, _LISTING["console"]),
+            )
             return Generation.fixed(text, reason="what the asker told"), NO_GUARD, drawn
         return self._generate(bundle, prompt, checks), checks, ()
 
-    async def about_asker(self, scope: str, author_id: str, visible_channel: str | None,
-                          limit: int = 5, listing: str = "") -> tuple[str, tuple[MemoryItem, ...]]:
+    async def about_asker(
+        self, scope: str, author_id: str, visible_channel: str | None, limit: int = 5, listing: str = ""
+    ) -> tuple[str, tuple[MemoryItem, ...]]:
         """What the bot holds from what a person said, told to them in their own words: the messages of theirs
         that the current facts it holds come from (a message whose every fact a newer one corrected is not among
         them), most recent first, those this audience may see (a restricted channel's only there), each a memory
         with its source. In their words, not the facts' ("your sister marries at pm" is what the parse made of
         "My sister Maria is getting married next Friday at 3pm"). With no facts layer, or nothing held, it says so."""
         semantic = self.semantic
-        facts = [] if semantic is None else [
-            f for f in await semantic.about_author(scope, author_id, self.clock.now(), visible_channel=visible_channel)
-            if not f.contradicted]
+        facts = (
+            []
+            if semantic is None
+            else [
+                f
+                for f in await semantic.about_author(
+                    scope, author_id, self.clock.now(), visible_channel=visible_channel
+                )
+                if not f.contradicted
+            ]
+        )
         found = await self.conversations.many(scope, sorted({i for f in facts for i in f.message_ids}))
-        said = sorted((m for m in found.values() if m.author_id == author_id and not m.is_bot),
-                      key=lambda m: (m.created_at, m.id), reverse=True)
+        said = sorted(
+            (m for m in found.values() if m.author_id == author_id and not m.is_bot),
+            key=lambda m: (m.created_at, m.id),
+            reverse=True,
+        )
         if not said:
             return "You haven't told me anything about yourself that I remember.", ()
         refs = await sources_of(semantic.pool, [m.id for m in said[:limit]])
-        drawn = tuple(MemoryItem("message", None, m.content, m.content, (m.id,), m.created_at,
-                                 sources=(refs[m.id],) if m.id in refs else ()) for m in said[:limit])
+        drawn = tuple(
+            MemoryItem(
+                "message",
+                None,
+                m.content,
+                m.content,
+                (m.id,),
+                m.created_at,
+                sources=(refs[m.id],) if m.id in refs else (),
+            )
+            for m in said[:limit]
+        )
         more = f" (and {len(said) - limit} more{'; ' + listing if listing else ''})" if len(said) > limit else ""
         quoted = " ".join(f'"{dated(m.content.strip(), m.created_at)}"' for m in said[:limit])
         return f"You told me: {quoted}{more}", drawn
 
     def _guard(self, message: StoredMessage, bundle: ContextBundle, prompt: Prompt) -> Guard:
-        return guard(message.content, evidence_in(bundle, prompt), ignore=(self.bot_name, message.author_name),
-                     people=self._people_in(message.content))
+        return guard(
+            message.content,
+            evidence_in(bundle, prompt),
+            ignore=(self.bot_name, message.author_name),
+            people=self._people_in(message.content),
+        )
 
     def _people_in(self, text: str) -> list[str]:
         """The names ``text`` uses for people, as the layers' parses find them (the facts layer's, recall's,
@@ -612,8 +748,14 @@ class Brain:
                 boosts[token] = boosts.get(token, 0.0) + self.abstain_bias
         # An answer read from memory is decoded greedily, as bench/memory_eval.py measures it: sampled, a name
         # in the prompt comes out as a near miss ("Milo." for Miso) that the grounding check must then refuse.
-        return self.llm.generate(prompt.text, stop=prompt.stop, stop_pattern=prompt.stop_pattern,
-                                 boosts=boosts or None, adapter=bundle.adapter, greedy=checks.about_memory)
+        return self.llm.generate(
+            prompt.text,
+            stop=prompt.stop,
+            stop_pattern=prompt.stop_pattern,
+            boosts=boosts or None,
+            adapter=bundle.adapter,
+            greedy=checks.about_memory,
+        )
 
     def _abstain_tokens(self) -> tuple[int, ...]:
         """The engine's token for " don" (the reader says it does not know as "I don't know..." or "I don't
@@ -634,24 +776,43 @@ class Brain:
         reply's answer words themselves, not the neighbouring turns an episode was shown with."""
         refs = grounding.sources
         found = await self.conversations.many(scope, [r.id for r in refs])
-        return [SourceLine(found[r.id].author_name, found[r.id].created_at, r) for r in refs
-                if r.id in found and not found[r.id].is_bot and grounding.words & held_words(found[r.id].content, found[r.id].created_at)]
+        return [
+            SourceLine(found[r.id].author_name, found[r.id].created_at, r)
+            for r in refs
+            if r.id in found
+            and not found[r.id].is_bot
+            and grounding.words & held_words(found[r.id].content, found[r.id].created_at)
+        ]
 
     async def context(
-        self, text: str, scope: str, *, channel_id: str | None = None, k: int | None = None,
-        author_id: str | None = None, visible_channel: str | None = None,
+        self,
+        text: str,
+        scope: str,
+        *,
+        channel_id: str | None = None,
+        k: int | None = None,
+        author_id: str | None = None,
+        visible_channel: str | None = None,
     ) -> ContextBundle:
         """The context the Brain would assemble for ``text`` (read-only; nothing is logged).
 
         The audience is ``visible_channel`` (default: ``channel_id``); with
         neither, a public audience that sees only what everyone may see.
         """
-        return (await self.contexts([(text, scope)], channel_id=channel_id, k=k, author_id=author_id,
-                                    visible_channel=visible_channel))[0]
+        return (
+            await self.contexts(
+                [(text, scope)], channel_id=channel_id, k=k, author_id=author_id, visible_channel=visible_channel
+            )
+        )[0]
 
     async def contexts(
-        self, queries: Sequence[tuple[str, str]], *, channel_id: str | None = None, k: int | None = None,
-        author_id: str | None = None, visible_channel: str | None = None,
+        self,
+        queries: Sequence[tuple[str, str]],
+        *,
+        channel_id: str | None = None,
+        k: int | None = None,
+        author_id: str | None = None,
+        visible_channel: str | None = None,
     ) -> list[ContextBundle]:
         """``context`` for many (text, scope) pairs, embedded in one batch."""
         texts = [self.validate(t) for t, _ in queries]
@@ -667,10 +828,19 @@ class Brain:
             if k is not None:
                 plan = replace(plan, vectors=max(0, k))
             async with slots:
-                return await self.recall.gather(recall_query(
-                    scope, text, vector, plan, self.clock.now(), channel_id=channel_id,
-                    visible_channel=visible_channel or channel_id, author_id=author_id),
-                    timeout=BATCH_LAYER_TIMEOUT_S)
+                return await self.recall.gather(
+                    recall_query(
+                        scope,
+                        text,
+                        vector,
+                        plan,
+                        self.clock.now(),
+                        channel_id=channel_id,
+                        visible_channel=visible_channel or channel_id,
+                        author_id=author_id,
+                    ),
+                    timeout=BATCH_LAYER_TIMEOUT_S,
+                )
 
         return list(await asyncio.gather(*(one(t, s, v) for t, (_, s), v in zip(texts, queries, vectors))))
 
@@ -685,27 +855,47 @@ class Brain:
         pending = None
         if text:
             pending = StoredMessage(
-                id=next(self._temp_ids), scope=reply.turn.scope, source=reply.turn.source,
-                external_id=reply.external_id, channel_id=reply.turn.channel_id, author_id=self.bot_id,
-                author_name=self.bot_name, is_bot=True, content=text, derived_from_id=reply.message.id,
-                created_at=now, visible_in=reply.message.visible_in, thread_parent_id=reply.message.thread_parent_id,
+                id=next(self._temp_ids),
+                scope=reply.turn.scope,
+                source=reply.turn.source,
+                external_id=reply.external_id,
+                channel_id=reply.turn.channel_id,
+                author_id=self.bot_id,
+                author_name=self.bot_name,
+                is_bot=True,
+                content=text,
+                derived_from_id=reply.message.id,
+                created_at=now,
+                visible_in=reply.message.visible_in,
+                thread_parent_id=reply.message.thread_parent_id,
                 channel_name=reply.message.channel_name,
             )
             self._unsaved[pending.external_id] = pending
-        hints = AbsorbHints(reply.message.content, vector, reply.mean_surprise, reply.prompt.used,
-                            reply.mean_entropy, reply.novelty)
+        hints = AbsorbHints(
+            reply.message.content, vector, reply.mean_surprise, reply.prompt.used, reply.mean_entropy, reply.novelty
+        )
 
         async def write() -> None:
             started = time.perf_counter()
             try:
                 if pending is not None:
-                    await self.conversations.add(NewMessage(
-                        scope=pending.scope, source=pending.source, external_id=pending.external_id,
-                        channel_id=pending.channel_id, author_id=pending.author_id,
-                        author_name=pending.author_name, content=pending.content, created_at=now,
-                        is_bot=True, derived_from_id=reply.message.id, visible_in=pending.visible_in,
-                        thread_parent_id=pending.thread_parent_id, channel_name=pending.channel_name,
-                    ))
+                    await self.conversations.add(
+                        NewMessage(
+                            scope=pending.scope,
+                            source=pending.source,
+                            external_id=pending.external_id,
+                            channel_id=pending.channel_id,
+                            author_id=pending.author_id,
+                            author_name=pending.author_name,
+                            content=pending.content,
+                            created_at=now,
+                            is_bot=True,
+                            derived_from_id=reply.message.id,
+                            visible_in=pending.visible_in,
+                            thread_parent_id=pending.thread_parent_id,
+                            channel_name=pending.channel_name,
+                        )
+                    )
                 await self.absorber.absorb(reply.message.id, hints)
             finally:
                 if pending is not None:

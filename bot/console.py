@@ -49,15 +49,27 @@ HELP = """Commands:
 Anything else is a message to the bot."""
 
 
-COMMANDS = ("/help", "/recall", "/archetypes", "/proposals", "/approve", "/reject", "/dream", "/adapter",
-            "/persona", "/good", "/bad", "/quit")
+COMMANDS = (
+    "/help",
+    "/recall",
+    "/archetypes",
+    "/proposals",
+    "/approve",
+    "/reject",
+    "/dream",
+    "/adapter",
+    "/persona",
+    "/good",
+    "/bad",
+    "/quit",
+)
 _COMMAND_WORD = re.compile(r"/[A-Za-z][\w-]*")
 
 
 def _misused(word: str, line: str) -> str:
     """A known command with words it does not take ("/adapter nonsense", "/dream now"): its lines of the help."""
     usage = [h.strip() for h in HELP.splitlines() if re.search(rf"(?<![\w/]){re.escape(word)}(?![\w-])", h)]
-    return f"{word} does not take {line[len(word):].strip()!r}; usage:\n" + "\n".join(f"  {u}" for u in usage)
+    return f"{word} does not take {line[len(word) :].strip()!r}; usage:\n" + "\n".join(f"  {u}" for u in usage)
 
 
 def _command_word(line: str) -> str | None:
@@ -160,8 +172,9 @@ class ConsoleDreamChannel:
         self._out.flush()
 
 
-async def post_proposals(governance: Governance, out: TextIO, *, scope: str | None, only: str | None = None,
-                         clock: Clock | None = None) -> int:
+async def post_proposals(
+    governance: Governance, out: TextIO, *, scope: str | None, only: str | None = None, clock: Clock | None = None
+) -> int:
     """Print what waits in the outbox after a dream run; returns how many were printed.
 
     ``scope``'s proposals (the console's own) are posted here: printed and
@@ -183,17 +196,30 @@ async def post_proposals(governance: Governance, out: TextIO, *, scope: str | No
         proposal = await governance.get(proposal_id)
         if proposal.scope == scope and scope is not None:
             continue  # its post failed; the flush logged why
-        out.write("\n" + proposal.render() + f"\n(waits in the outbox for {proposal.scope or 'every'} server's "
-                  "dream channel; `hippobot run` posts it)\n")
+        out.write(
+            "\n" + proposal.render() + f"\n(waits in the outbox for {proposal.scope or 'every'} server's "
+            "dream channel; `hippobot run` posts it)\n"
+        )
         posted += 1
     out.flush()
     return posted
 
 
 class Console:
-    def __init__(self, brain: Brain, identity: ConsoleIdentity, stdin: TextIO, stdout: TextIO, stderr: TextIO,
-                 *, interactive: bool, governance: Governance | None = None, dream: DreamCycle | None = None,
-                 approver: bool = True, approver_role: str = "") -> None:
+    def __init__(
+        self,
+        brain: Brain,
+        identity: ConsoleIdentity,
+        stdin: TextIO,
+        stdout: TextIO,
+        stderr: TextIO,
+        *,
+        interactive: bool,
+        governance: Governance | None = None,
+        dream: DreamCycle | None = None,
+        approver: bool = True,
+        approver_role: str = "",
+    ) -> None:
         self._brain = brain
         self._governance = governance
         self._dream = dream
@@ -220,8 +246,10 @@ class Console:
 
     async def run(self) -> int:
         if self._interactive:
-            self._print(f"hippobot console — you are {self._me.user} in #{self._me.channel} "
-                        f"(scope {self._me.scope}). /help for commands.")
+            self._print(
+                f"hippobot console — you are {self._me.user} in #{self._me.channel} "
+                f"(scope {self._me.scope}). /help for commands."
+            )
         lines = self._reader()
         try:
             while True:
@@ -238,8 +266,9 @@ class Console:
                 await self._handle(line)
         finally:
             # The wait at the end (seconds, with a reply's memory writes queued) is said, not silent.
-            self._err.write("hippobot: leaving: finishing this chat's memory writes, then stopping the model "
-                            "and the database\n")
+            self._err.write(
+                "hippobot: leaving: finishing this chat's memory writes, then stopping the model and the database\n"
+            )
             self._err.flush()
             await self._brain.drain()
         return 1 if self.unsaved else 0
@@ -281,14 +310,18 @@ class Console:
                 if not query:
                     self._print("usage: /recall <text> (what the bot would recall for that text)")
                     return
-                bundle = await self._brain.context(query, self._me.scope, channel_id=self._me.channel_id,
-                                                   author_id=self._me.author_id)
+                bundle = await self._brain.context(
+                    query, self._me.scope, channel_id=self._me.channel_id, author_id=self._me.author_id
+                )
                 self._print(format_bundle(bundle))
             elif stripped in ("/good", "/bad"):
                 from memory.layers.resonance import rate_last_reply
 
-                self._print(await rate_last_reply(self._brain, self._me.scope, self._me.channel_id,
-                                                  self._me.author_id, stripped == "/good"))
+                self._print(
+                    await rate_last_reply(
+                        self._brain, self._me.scope, self._me.channel_id, self._me.author_id, stripped == "/good"
+                    )
+                )
             elif stripped in ("/adapter", "/adapter rollback", "/adapter status"):
                 await self._adapter_command(stripped)
             elif stripped == "/persona":
@@ -296,8 +329,11 @@ class Console:
             elif stripped in ("/proposals", "/dream") or stripped.split(" ")[0] in ("/approve", "/reject"):
                 await self._governance_command(stripped)
             elif (word := _command_word(stripped)) is not None:  # "/persona show" is a command, not a message
-                self._print(_misused(word, stripped) if word in COMMANDS else
-                            f"unknown command {word}; the commands are {', '.join(COMMANDS)} (/help says more)")
+                self._print(
+                    _misused(word, stripped)
+                    if word in COMMANDS
+                    else f"unknown command {word}; the commands are {', '.join(COMMANDS)} (/help says more)"
+                )
             else:
                 await self._chat(line)
         except (MemoryStoreError, LLMError, GovernanceError, AdapterError) as exc:
@@ -315,8 +351,11 @@ class Console:
             return
         if command.endswith("rollback"):
             gone, back = await weights.rollback(self._me.scope)
-            self._print(f"adapter #{gone} rolled back; replies now use "
-                        + (f"adapter #{back}" if back else "the base model") + " from the next message on")
+            self._print(
+                f"adapter #{gone} rolled back; replies now use "
+                + (f"adapter #{back}" if back else "the base model")
+                + " from the next message on"
+            )
             return
         self._print(await weights.report(self._me.scope))
 
@@ -342,15 +381,21 @@ class Console:
         now = self._brain.clock.now()
         if command == "/proposals":
             # this scope's and the global ones (persona, adapters): never another server's
-            pending = sorted([*await self._governance.list(scope=self._me.scope, now=now),
-                              *await self._governance.list(scope=None, now=now)], key=lambda p: p.id)
+            pending = sorted(
+                [
+                    *await self._governance.list(scope=self._me.scope, now=now),
+                    *await self._governance.list(scope=None, now=now),
+                ],
+                key=lambda p: p.id,
+            )
             self._print("\n\n".join(p.render() for p in pending) if pending else "(no pending proposals)")
             return
         if command == "/dream":
             report = await self._dream.run(now, scope=self._me.scope)
             self._print(report.render())
-            await post_proposals(self._governance, self._out, scope=self._me.scope, only=self._me.scope,
-                                 clock=self._brain.clock)
+            await post_proposals(
+                self._governance, self._out, scope=self._me.scope, only=self._me.scope, clock=self._brain.clock
+            )
             return
         verb, _, arg = command.partition(" ")
         number = arg.strip().lstrip("#")
@@ -360,12 +405,15 @@ class Console:
         try:
             # the console is its owner's chat in its own scope: its proposals and the global ones (those
             # /proposals lists), never another server's, which that server's dream channel decides
-            outcome = await self._governance.vote(int(number), self._voter, verb == "/approve", now=now,
-                                                  scope=self._me.scope, also_global=True)
+            outcome = await self._governance.vote(
+                int(number), self._voter, verb == "/approve", now=now, scope=self._me.scope, also_global=True
+            )
         except OtherScope as exc:
-            self._error(f"proposal #{exc.proposal_id} belongs to scope {exc.scope}, not to this console's "
-                        f"({self._me.scope}); nothing recorded. Vote on it in that scope's dream channel, or in "
-                        f"`hippobot chat --scope {exc.scope}`")
+            self._error(
+                f"proposal #{exc.proposal_id} belongs to scope {exc.scope}, not to this console's "
+                f"({self._me.scope}); nothing recorded. Vote on it in that scope's dream channel, or in "
+                f"`hippobot chat --scope {exc.scope}`"
+            )
             return
         p = outcome.proposal
         if not outcome.counted:
@@ -373,8 +421,11 @@ class Console:
         elif outcome.decided:
             extra = ""
             if p.status == "applied":
-                extra = (" The adapter is in use from the next message on." if p.kind == "adapter"
-                         else " The change is in effect now.")
+                extra = (
+                    " The adapter is in use from the next message on."
+                    if p.kind == "adapter"
+                    else " The change is in effect now."
+                )
             self._print(f"proposal #{p.id} {p.status} by {p.decided_by}.{extra}")
             await self._brain.archetypes.refresh()
         else:
@@ -382,9 +433,14 @@ class Console:
 
     async def _chat(self, text: str) -> None:
         turn = IncomingTurn(
-            scope=self._me.scope, source="console", channel_id=self._me.channel_id,
-            author_id=self._me.author_id, author_name=self._me.user, text=text,
-            visible_in=self._me.visible_in, thread_parent_id=self._me.thread_parent_id,
+            scope=self._me.scope,
+            source="console",
+            channel_id=self._me.channel_id,
+            author_id=self._me.author_id,
+            author_name=self._me.user,
+            text=text,
+            visible_in=self._me.visible_in,
+            thread_parent_id=self._me.thread_parent_id,
         )
         try:
             reply = await self._brain.respond(turn)  # stores the message first: nothing is answered unstored

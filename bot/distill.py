@@ -78,9 +78,15 @@ class DistillSettings:
 
 
 class Distiller:
-    def __init__(self, model_path: str | Path | Callable[[], str], *, base_model: str,
-                 settings: DistillSettings | None = None, load_in_4bit: bool | None = None,
-                 clock: Callable[[], float] = time.perf_counter) -> None:
+    def __init__(
+        self,
+        model_path: str | Path | Callable[[], str],
+        *,
+        base_model: str,
+        settings: DistillSettings | None = None,
+        load_in_4bit: bool | None = None,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
         self._model_path = model_path  # a callable: resolved at the first run (e.g. converting the bundled model)
         self.base_model = base_model
         self.settings = settings or DistillSettings()
@@ -89,8 +95,9 @@ class Distiller:
 
     # --- the run --------------------------------------------------------------------------------------------
 
-    def distill(self, texts: Sequence[TrainingText], questions: Sequence[Cloze], current: Path | None,
-                out_dir: Path) -> DistillOutcome:
+    def distill(
+        self, texts: Sequence[TrainingText], questions: Sequence[Cloze], current: Path | None, out_dir: Path
+    ) -> DistillOutcome:
         import torch
 
         s = self.settings
@@ -98,8 +105,12 @@ class Distiller:
         torch.manual_seed(s.seed)
         model, tokenizer, device = self._load()
         heldout = heldout_text()
-        metrics: dict[str, Any] = {"texts": len(texts), "questions": len(questions), "base_model": self.base_model,
-                                   "device": device}
+        metrics: dict[str, Any] = {
+            "texts": len(texts),
+            "questions": len(questions),
+            "base_model": self.base_model,
+            "device": device,
+        }
         metrics["ppl_base"] = perplexity(model, tokenizer, heldout, device)
         metrics["em_base"] = exact_match(model, tokenizer, questions, device)
         metrics["em_current"] = metrics["em_base"]
@@ -135,8 +146,9 @@ class Distiller:
         out_dir.mkdir(parents=True, exist_ok=True)
         candidate.save_pretrained(str(out_dir))
         export_gguf_lora(candidate, out_dir / LORA_GGUF, alpha=s.alpha)
-        (out_dir / "manifest.json").write_text(json.dumps({"metrics": metrics, "passed": passed, "reason": reason},
-                                                          indent=2) + "\n")
+        (out_dir / "manifest.json").write_text(
+            json.dumps({"metrics": metrics, "passed": passed, "reason": reason}, indent=2) + "\n"
+        )
         log.info("distilled %s in %.0f s: %s", out_dir.name, time.perf_counter() - t0, reason)
         return DistillOutcome(out_dir, metrics, passed, reason)
 
@@ -164,8 +176,11 @@ class Distiller:
             from transformers import BitsAndBytesConfig
 
             kwargs["quantization_config"] = BitsAndBytesConfig(
-                load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=torch.bfloat16,
-                bnb_4bit_use_double_quant=True)
+                load_in_4bit=True,
+                bnb_4bit_quant_type="nf4",
+                bnb_4bit_compute_dtype=torch.bfloat16,
+                bnb_4bit_use_double_quant=True,
+            )
             kwargs["device_map"] = {"": 0}
         else:
             kwargs["dtype"] = torch.float32
@@ -190,12 +205,19 @@ class Distiller:
 
         s = self.settings
         # peft annotates lora_alpha as int, but scales by lora_alpha / r and takes a float.
-        config = LoraConfig(r=s.rank, lora_alpha=s.alpha, lora_dropout=0.0, bias="none",  # type: ignore[arg-type]
-                            target_modules=list(s.target_modules), task_type="CAUSAL_LM")
+        config = LoraConfig(
+            r=s.rank,
+            lora_alpha=s.alpha,  # type: ignore[arg-type]
+            lora_dropout=0.0,
+            bias="none",
+            target_modules=list(s.target_modules),
+            task_type="CAUSAL_LM",
+        )
         return get_peft_model(model, config)
 
-    def _train(self, model: Any, tokenizer: Any, texts: Sequence[TrainingText], device: str,
-               heldout: str, ppl_base: float) -> TrainingRun:
+    def _train(
+        self, model: Any, tokenizer: Any, texts: Sequence[TrainingText], device: str, heldout: str, ppl_base: float
+    ) -> TrainingRun:
         """Train ``max_steps`` steps within the perplexity budget: every ``check_every`` steps the held-out
         perplexity is measured, and once it passes ``(1 + max_ppl_regression) * ppl_base`` training stops and
         the LoRA weights go back to the last check that was within it. Past ``budget_s`` seconds (a safety
@@ -229,13 +251,15 @@ class Distiller:
                 batch.append(pool[cursor[kind] % len(pool)])
                 cursor[kind] += 1
             # no end-of-sequence token: each text is an excerpt of a conversation that went on
-            enc = tokenizer(batch, return_tensors="pt", padding=True,
-                            truncation=True, max_length=s.max_tokens)
+            enc = tokenizer(batch, return_tensors="pt", padding=True, truncation=True, max_length=s.max_tokens)
             labels = enc["input_ids"].masked_fill(enc["attention_mask"] == 0, -100)
             for group in optimizer.param_groups:
                 group["lr"] = s.learning_rate * min(1.0, (step + 1) / warmup)
-            out = model(input_ids=enc["input_ids"].to(device), attention_mask=enc["attention_mask"].to(device),
-                        labels=labels.to(device))
+            out = model(
+                input_ids=enc["input_ids"].to(device),
+                attention_mask=enc["attention_mask"].to(device),
+                labels=labels.to(device),
+            )
             out.loss.backward()
             torch.nn.utils.clip_grad_norm_(params, 1.0)
             optimizer.step()
@@ -253,8 +277,12 @@ class Distiller:
                 kept, saved = step + 1, [p.detach().clone() for p in params]
             if out_of_time:
                 stopped_by = TIME_LIMIT
-                log.warning("distillation stopped by its %.0f s safety limit after %d of %d steps",
-                            s.budget_s, step + 1, s.max_steps)
+                log.warning(
+                    "distillation stopped by its %.0f s safety limit after %d of %d steps",
+                    s.budget_s,
+                    step + 1,
+                    s.max_steps,
+                )
                 break
         with torch.no_grad():
             for p, good in zip(params, saved):
@@ -265,12 +293,16 @@ class Distiller:
 
 def training_summary(metrics: dict[str, Any], budget_s: float) -> str:
     """How much was trained, in how long, and why it stopped (the reason's tail)."""
-    done = f"{metrics['steps']} of {metrics['max_steps']} steps kept, {metrics['steps_run']} trained in " \
-           f"{metrics['train_s']:.0f} s"
-    why = {STEPS: "the step budget was reached",
-           PERPLEXITY: "stopped when held-out perplexity passed its limit",
-           TIME_LIMIT: f"stopped short by the {budget_s:.0f} s safety limit (a busy machine)",
-           NOTHING: "nothing to train on"}.get(metrics["stopped_by"], metrics["stopped_by"])
+    done = (
+        f"{metrics['steps']} of {metrics['max_steps']} steps kept, {metrics['steps_run']} trained in "
+        f"{metrics['train_s']:.0f} s"
+    )
+    why = {
+        STEPS: "the step budget was reached",
+        PERPLEXITY: "stopped when held-out perplexity passed its limit",
+        TIME_LIMIT: f"stopped short by the {budget_s:.0f} s safety limit (a busy machine)",
+        NOTHING: "nothing to train on",
+    }.get(metrics["stopped_by"], metrics["stopped_by"])
     return f"{done}: {why}"
 
 
@@ -281,8 +313,9 @@ def _norm(text: str) -> str:
     return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())
 
 
-def exact_match(model: Any, tokenizer: Any, questions: Sequence[Cloze], device: str = "cpu",
-                batch_size: int = 8) -> float:
+def exact_match(
+    model: Any, tokenizer: Any, questions: Sequence[Cloze], device: str = "cpu", batch_size: int = 8
+) -> float:
     """Share of cloze questions whose greedy continuation starts with the answer (case and punctuation aside)."""
     import torch
 
@@ -293,13 +326,14 @@ def exact_match(model: Any, tokenizer: Any, questions: Sequence[Cloze], device: 
     hits = 0
     try:
         for i in range(0, len(questions), batch_size):
-            chunk = questions[i: i + batch_size]
+            chunk = questions[i : i + batch_size]
             longest = max(len(tokenizer(q.answer, add_special_tokens=False)["input_ids"]) for q in chunk)
             enc = tokenizer([q.prompt for q in chunk], return_tensors="pt", padding=True).to(device)
             with torch.no_grad():
-                out = model.generate(**enc, max_new_tokens=longest + 2, do_sample=False,
-                                     pad_token_id=tokenizer.pad_token_id)
-            for q, row in zip(chunk, out[:, enc["input_ids"].shape[1]:]):
+                out = model.generate(
+                    **enc, max_new_tokens=longest + 2, do_sample=False, pad_token_id=tokenizer.pad_token_id
+                )
+            for q, row in zip(chunk, out[:, enc["input_ids"].shape[1] :]):
                 said = _norm(tokenizer.decode(row, skip_special_tokens=True))
                 answer = _norm(q.answer)
                 hits += bool(answer) and (said == answer or said.startswith(answer + " "))

@@ -54,8 +54,10 @@ def load_engine(settings: Settings, config: EngineConfig) -> LanguageModel:
         gguf = is_gguf(settings.model)
         if (settings.model is not None and not gguf) or settings.lora_adapter is not None:
             if settings.engine == "llamacpp":
-                raise LLMError("the llama.cpp engine runs the bundled GGUF or a .gguf file; a Hugging Face "
-                               "HIPPOBOT_MODEL and HIPPOBOT_LORA_ADAPTER need HIPPOBOT_ENGINE=transformers")
+                raise LLMError(
+                    "the llama.cpp engine runs the bundled GGUF or a .gguf file; a Hugging Face "
+                    "HIPPOBOT_MODEL and HIPPOBOT_LORA_ADAPTER need HIPPOBOT_ENGINE=transformers"
+                )
         from bot.llm_llamacpp import LlamaCppLLM
 
         if gguf:

@@ -27,8 +27,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--channel", help="a channel (or thread): its id, console name or #name")
     what.add_argument("--person", help="a person: their id, console name, or display name or username in the history")
-    what.add_argument("--message", help="one message: its id in the history (or on Discord), or as chat and recall "
-                      "show it (#N or CHANNEL/ID)")
+    what.add_argument(
+        "--message",
+        help="one message: its id in the history (or on Discord), or as chat and recall show it (#N or CHANNEL/ID)",
+    )
     p.add_argument("--yes", action="store_true", help="forget it; without this, only say what would be forgotten")
     return p
 
@@ -51,11 +53,15 @@ async def _resolve(pool: asyncpg.Pool, scope: str, args: argparse.Namespace) -> 
         if not ids:
             raise NotFound(f"no channel {args.channel!r} has messages in scope {scope!r}")
         if len(ids) > 1:
-            raise NotFound(f"channel {args.channel!r} fits several in scope {scope!r}: {', '.join(ids[:10])}; "
-                           "name one by its id")
+            raise NotFound(
+                f"channel {args.channel!r} fits several in scope {scope!r}: {', '.join(ids[:10])}; name one by its id"
+            )
         n = await pool.fetchval(  # with its threads
             """SELECT count(*) FROM messages
-               WHERE scope = $1 AND (channel_id = ANY($2::text[]) OR thread_parent_id = ANY($2::text[]))""", scope, ids)
+               WHERE scope = $1 AND (channel_id = ANY($2::text[]) OR thread_parent_id = ANY($2::text[]))""",
+            scope,
+            ids,
+        )
         return "channel", args.channel if ids == [args.channel] else f"{args.channel} ({ids[0]})", ids, int(n)
     return await _person(pool, scope, args.person)
 
@@ -74,10 +80,13 @@ async def _message(pool: asyncpg.Pool, scope: str, given: str) -> tuple[str, str
         channel, _, external = given.rpartition("/")
         rows = await pool.fetch(query.format(where="channel_id = $2 AND external_id = $3"), scope, channel, external)
     if not rows:
-        raise NotFound(f"no message {given!r} is stored in scope {scope!r} (by its id in the history, or as the "
-                       "console shows it: #N or CHANNEL/ID)")
-    what = "; ".join(f"{r['channel_id']}/{r['external_id']} by {r['author_name']}, {r['created_at']:%Y-%m-%d}"
-                     for r in rows[:5])
+        raise NotFound(
+            f"no message {given!r} is stored in scope {scope!r} (by its id in the history, or as the "
+            "console shows it: #N or CHANNEL/ID)"
+        )
+    what = "; ".join(
+        f"{r['channel_id']}/{r['external_id']} by {r['author_name']}, {r['created_at']:%Y-%m-%d}" for r in rows[:5]
+    )
     return "message", f"{given} ({what})", [str(r["id"]) for r in rows], len(rows)
 
 
@@ -95,17 +104,21 @@ async def _person(pool: asyncpg.Pool, scope: str, person: str) -> tuple[str, str
              AND (author_id = $2 OR author_id = 'console:' || $2 OR lower(author_name) = lower($2)
                   OR lower(author_username) = lower($2))
            GROUP BY author_id ORDER BY author_id""",
-        scope, person)
+        scope,
+        person,
+    )
     if not rows:
-        raise NotFound(f"no person {person!r} has messages in scope {scope!r} (by id, console name, display name "
-                       "or username)")
+        raise NotFound(
+            f"no person {person!r} has messages in scope {scope!r} (by id, console name, display name or username)"
+        )
     chosen = [r for r in rows if r["by_id"]] or rows
     if len(chosen) > 1:
-        raise NotFound(f"person {person!r} fits several in scope {scope!r}: "
-                       f"{', '.join(_who(r) for r in chosen[:10])}; name one by their id (nothing was forgotten)")
+        raise NotFound(
+            f"person {person!r} fits several in scope {scope!r}: "
+            f"{', '.join(_who(r) for r in chosen[:10])}; name one by their id (nothing was forgotten)"
+        )
     [r] = chosen
-    how = ("id" if r["by_id"] else "console name" if r["by_console"] else "display name" if r["by_name"]
-           else "username")
+    how = "id" if r["by_id"] else "console name" if r["by_console"] else "display name" if r["by_name"] else "username"
     return "person", f"{r['author_id']} ({r['shown']}, matched by {how})", [r["author_id"]], int(r["n"])
 
 
@@ -123,8 +136,10 @@ async def run(settings: Settings, args: argparse.Namespace, app: Any, out: TextI
         print(f"hippobot forget: {exc}", file=sys.stderr)
         return 2
     if not args.yes:
-        out.write(f"would forget {kind} {shown} in scope {scope}: {n} message(s) and everything derived from "
-                  f"them; run again with --yes\n")
+        out.write(
+            f"would forget {kind} {shown} in scope {scope}: {n} message(s) and everything derived from "
+            f"them; run again with --yes\n"
+        )
         return 0
     counts: dict[str, int] = {}
     for stored in ids:
@@ -133,9 +148,15 @@ async def run(settings: Settings, args: argparse.Namespace, app: Any, out: TextI
         elif kind == "person":
             reports = [await app.provenance.forget_author(scope, stored)]
         else:  # a channel: from whichever transport stored it (a Discord export and the live bot share ids)
-            sources = [r["source"] for r in await pool.fetch(
-                """SELECT DISTINCT source FROM messages
-                   WHERE scope = $1 AND (channel_id = $2 OR thread_parent_id = $2)""", scope, stored)]
+            sources = [
+                r["source"]
+                for r in await pool.fetch(
+                    """SELECT DISTINCT source FROM messages
+                   WHERE scope = $1 AND (channel_id = $2 OR thread_parent_id = $2)""",
+                    scope,
+                    stored,
+                )
+            ]
             reports = [await app.provenance.forget_channel(source, stored, scope=scope) for source in sources]
         for report in reports:
             for key, value in report.counts.items():

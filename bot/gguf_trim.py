@@ -56,8 +56,11 @@ def keeps_character(ch: str) -> bool:
 
 def kept_ids(tokens: list[str], types: np.ndarray) -> np.ndarray:
     """The original ids kept, ascending: every token that is not ordinary, and ordinary ones of kept characters."""
-    keep = [i for i, (text, kind) in enumerate(zip(tokens, types))
-            if kind != NORMAL or all(keeps_character(ch) for ch in text)]
+    keep = [
+        i
+        for i, (text, kind) in enumerate(zip(tokens, types))
+        if kind != NORMAL or all(keeps_character(ch) for ch in text)
+    ]
     return np.asarray(keep, dtype=np.int32)
 
 
@@ -67,12 +70,15 @@ def trim(src: Path, dst: Path) -> dict[str, int]:
 
     reader = gguf.GGUFReader(str(src))
     fields = reader.fields
-    tokens = [bytes(fields["tokenizer.ggml.tokens"].parts[i]).decode("utf-8") for i in
-              fields["tokenizer.ggml.tokens"].data]
-    types = np.asarray([fields["tokenizer.ggml.token_type"].parts[i][0] for i in
-                        fields["tokenizer.ggml.token_type"].data])
-    scores = np.asarray([fields["tokenizer.ggml.scores"].parts[i][0] for i in fields["tokenizer.ggml.scores"].data],
-                        dtype=np.float32)
+    tokens = [
+        bytes(fields["tokenizer.ggml.tokens"].parts[i]).decode("utf-8") for i in fields["tokenizer.ggml.tokens"].data
+    ]
+    types = np.asarray(
+        [fields["tokenizer.ggml.token_type"].parts[i][0] for i in fields["tokenizer.ggml.token_type"].data]
+    )
+    scores = np.asarray(
+        [fields["tokenizer.ggml.scores"].parts[i][0] for i in fields["tokenizer.ggml.scores"].data], dtype=np.float32
+    )
     keep = kept_ids(tokens, types)
     new_id = {int(old): new for new, old in enumerate(keep)}
     arch = bytes(fields["general.architecture"].parts[fields["general.architecture"].data[0]]).decode()

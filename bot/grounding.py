@@ -33,25 +33,82 @@ _NAME = re.compile(r"(?<![\w'’])[A-Z][\w'’-]*(?:[ ](?:(?:de|del|da|du|la|le|
 _NOT_NAMES = frozenset({"i", "i'm", "i've", "i'd", "i'll", "ok", "okay"})
 # Months and weekdays are capitalised but name a time, not something said: "between April and July" asks about
 # what was said then, and a memory from May may answer it. (The calendar module's English names.)
-_CALENDAR = frozenset(w.lower() for w in (*calendar.month_name, *calendar.month_abbr, *calendar.day_name,
-                                          *calendar.day_abbr) if w)
-_WH = frozenset({"what", "when", "where", "who", "whom", "whose", "which", "why", "how", "what's", "where's",
-                 "who's", "when's", "how's"})
+_CALENDAR = frozenset(
+    w.lower() for w in (*calendar.month_name, *calendar.month_abbr, *calendar.day_name, *calendar.day_abbr) if w
+)
+_WH = frozenset(
+    {
+        "what",
+        "when",
+        "where",
+        "who",
+        "whom",
+        "whose",
+        "which",
+        "why",
+        "how",
+        "what's",
+        "where's",
+        "who's",
+        "when's",
+        "how's",
+    }
+)
 _FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself", "we", "us", "our", "ours", "i'm", "i've", "i'd"})
 # The words by which a question asks about the asker's own things or doings ("what is my dog called?", "where did
 # I park?"), not "me" ("can you tell me what alex's dog is called?" asks about alex) nor "we" (a group).
 _ASKER = frozenset({"i", "my", "mine", "myself", "i'm", "i've", "i'd", "i'll"})
 # English's auxiliary and modal verbs (a closed class of the grammar): a question that opens with one asks
 # whether something holds ("is ben on probation?", "did Julia visit Lisbon?"), and is answered yes or no.
-_AUXILIARIES = frozenset({
-    "am", "is", "are", "was", "were", "do", "does", "did", "has", "have", "had", "can", "could", "will", "would",
-    "shall", "should", "may", "might", "must", "isn't", "aren't", "wasn't", "weren't", "don't", "doesn't",
-    "didn't", "hasn't", "haven't", "hadn't", "can't", "couldn't", "won't", "wouldn't", "shouldn't", "mustn't"})
+_AUXILIARIES = frozenset(
+    {
+        "am",
+        "is",
+        "are",
+        "was",
+        "were",
+        "do",
+        "does",
+        "did",
+        "has",
+        "have",
+        "had",
+        "can",
+        "could",
+        "will",
+        "would",
+        "shall",
+        "should",
+        "may",
+        "might",
+        "must",
+        "isn't",
+        "aren't",
+        "wasn't",
+        "weren't",
+        "don't",
+        "doesn't",
+        "didn't",
+        "hasn't",
+        "haven't",
+        "hadn't",
+        "can't",
+        "couldn't",
+        "won't",
+        "wouldn't",
+        "shouldn't",
+        "mustn't",
+    }
+)
 # How English answers a yes/no question in its first word or two (a closed set of the language).
-_YES_NO = re.compile(r"(?:yes|yeah|yep|yup|yea|no|nope|nah|sure|definitely|absolutely|certainly|of course|"
-                     r"indeed|correct|right|not really|not at all)\b", re.I)
-_YES = re.compile(r"(?:yes|yeah|yep|yup|yea|sure|definitely|absolutely|certainly|of course|indeed|correct|right)\b",
-                  re.I)
+_YES_NO = re.compile(
+    r"(?:yes|yeah|yep|yup|yea|no|nope|nah|sure|definitely|absolutely|certainly|of course|"
+    r"indeed|correct|right|not really|not at all)\b",
+    re.I,
+)
+_YES = re.compile(
+    r"(?:yes|yeah|yep|yup|yea|sure|definitely|absolutely|certainly|of course|indeed|correct|right)\b", re.I
+)
 # Words that make a yes/no question ask for a judgement from what is known ("would Julia enjoy an open mic
 # night?", "is Priya likely to run again?"), not whether a fact was told: a "yes" there is the model's inference.
 _MODALS = frozenset({"would", "could", "might", "may", "should", "shall", "wouldn't", "couldn't", "shouldn't"})
@@ -59,8 +116,19 @@ _HEDGES = _MODALS | {"likely", "probably", "possibly", "maybe", "perhaps", "thin
 # Words by which a question about oneself asks for advice or ideas, not for what was said ("what should I cook
 # tonight?", "any ideas for my weekend?", "can you recommend a book for me?"): English's modals of advice and
 # possibility and the nouns and verbs of asking for suggestions. "how do I ...?" asks how a thing is done.
-_ADVICE = _MODALS | {"recommend", "recommendation", "recommendations", "suggest", "suggestion", "suggestions", "idea",
-                     "ideas", "advice", "tip", "tips"}
+_ADVICE = _MODALS | {
+    "recommend",
+    "recommendation",
+    "recommendations",
+    "suggest",
+    "suggestion",
+    "suggestions",
+    "idea",
+    "ideas",
+    "advice",
+    "tip",
+    "tips",
+}
 _HOW_TO = re.compile(r"\bhow (?:do|can|should|could|would|shall) i\b", re.I)
 _SECOND_PERSON = frozenset({"you", "your", "yours", "yourself", "u", "ya", "y'all"})  # the bot, asked about itself
 _SAID_DAY = frozenset({"today", "tonight"})  # the day a memory was said (held_words)
@@ -77,13 +145,73 @@ BARE_NO = "No."  # a yes that the asker's own words deny ("do I live in Lisbon?"
 # of not knowing, which carry no answer, and greetings.
 # scikit-learn's list also holds words that answer questions: numbers ("how many cats?" "Two.") and a few nouns
 # and verbs ("fire", "bill", "move"); those stay content.
-_ANSWERING = frozenset({"one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
-                        "twelve", "fifteen", "twenty", "forty", "fifty", "sixty", "hundred", "first", "third",
-                        "fire", "bill", "move", "system", "interest", "thin", "thick", "front", "back", "side", "top",
-                        "bottom", "full", "amount", "call", "cry", "find", "found", "show", "mill"})
+_ANSWERING = frozenset(
+    {
+        "one",
+        "two",
+        "three",
+        "four",
+        "five",
+        "six",
+        "seven",
+        "eight",
+        "nine",
+        "ten",
+        "eleven",
+        "twelve",
+        "fifteen",
+        "twenty",
+        "forty",
+        "fifty",
+        "sixty",
+        "hundred",
+        "first",
+        "third",
+        "fire",
+        "bill",
+        "move",
+        "system",
+        "interest",
+        "thin",
+        "thick",
+        "front",
+        "back",
+        "side",
+        "top",
+        "bottom",
+        "full",
+        "amount",
+        "call",
+        "cry",
+        "find",
+        "found",
+        "show",
+        "mill",
+    }
+)
 _STOP = (frozenset(ENGLISH_STOP_WORDS) - _ANSWERING) | {
-    "don't", "i'm", "it's", "that's", "yes", "yeah", "ok", "okay", "sure", "remember", "know", "think", "said", "told",
-    "mentioned", "s", "hi", "hello", "hey", "thanks", "thank"}  # greetings answer nothing
+    "don't",
+    "i'm",
+    "it's",
+    "that's",
+    "yes",
+    "yeah",
+    "ok",
+    "okay",
+    "sure",
+    "remember",
+    "know",
+    "think",
+    "said",
+    "told",
+    "mentioned",
+    "s",
+    "hi",
+    "hello",
+    "hey",
+    "thanks",
+    "thank",
+}  # greetings answer nothing
 
 
 def content_words(text: str) -> set[str]:
@@ -113,8 +241,16 @@ def date_words(when: datetime | None) -> set[str]:
     """The words a reply may use for a memory's date: its year, month (name and number), day and weekday."""
     if when is None:
         return set()
-    return {str(when.year), when.strftime("%B").lower(), when.strftime("%b").lower(), str(when.month),
-            f"{when.month:02d}", str(when.day), f"{when.day:02d}", when.strftime("%A").lower()}
+    return {
+        str(when.year),
+        when.strftime("%B").lower(),
+        when.strftime("%b").lower(),
+        str(when.month),
+        f"{when.month:02d}",
+        str(when.day),
+        f"{when.day:02d}",
+        when.strftime("%A").lower(),
+    }
 
 
 def answer_words(reply: str, question: str, *, ignore: Iterable[str] = ()) -> set[str]:
@@ -149,8 +285,15 @@ class Grounding:
         return tuple(seen.values())
 
 
-def ground(reply: str, question: str, items: Sequence[MemoryItem], *, ignore: Iterable[str] = (),
-           dates: bool = True, named: Iterable[str] = ()) -> Grounding:
+def ground(
+    reply: str,
+    question: str,
+    items: Sequence[MemoryItem],
+    *,
+    ignore: Iterable[str] = (),
+    dates: bool = True,
+    named: Iterable[str] = (),
+) -> Grounding:
     """The memories among ``items`` (in recall's order) that ``reply`` drew on, by the rule above. With
     ``dates=False`` a memory's date words do not count: a date alone ties a reply to any memory of that day.
     ``named``: the people the question asks about (their names' stems, ``Guard.named``); a memory that mentions
@@ -202,8 +345,7 @@ class SourceLine:
     ref: SourceRef
 
     def as_dict(self) -> dict[str, object]:
-        return {"author": self.author, "when": self.when.isoformat() if self.when else None,
-                **self.ref.as_dict()}
+        return {"author": self.author, "when": self.when.isoformat() if self.when else None, **self.ref.as_dict()}
 
 
 def render_sources(lines: Sequence[SourceLine], *, link: object = None) -> str:
@@ -347,8 +489,12 @@ class Claim:
         need = (len(self.rest) + 1) // 2
         for item in items:
             held = held_words(item.text, item.created_at if dates else None)
-            if ((not self.subject or self.subject in held) and self.names <= held and len(self.rest & held) >= need
-                    and (not self.last or self.last in held)):
+            if (
+                (not self.subject or self.subject in held)
+                and self.names <= held
+                and len(self.rest & held) >= need
+                and (not self.last or self.last in held)
+            ):
                 return item
         return None
 
@@ -370,16 +516,23 @@ def claim_of(question: str, *, skip: Iterable[str] = ()) -> Claim | None:
     head = stem(subject.removesuffix("'s"))
     names = {stem(w) for n in names_in(question) for w in content_words(n)} - ignored - {head}
     rest = stems(question) - ignored - {head}
-    last = next((stem(w.removesuffix("'s")) for w in reversed(words) if content_words(w)
-                 and stem(w.removesuffix("'s")) in rest), "")
+    last = next(
+        (
+            stem(w.removesuffix("'s"))
+            for w in reversed(words)
+            if content_words(w) and stem(w.removesuffix("'s")) in rest
+        ),
+        "",
+    )
     return Claim(head, frozenset(names), frozenset(rest), last)
 
 
 NO_GUARD = Guard(False)  # not a question about memory: the reply streams as the model writes it
 
 
-def guard(question: str, items: Sequence[MemoryItem], *, ignore: Iterable[str] = (),
-          people: Iterable[str] = ()) -> Guard:
+def guard(
+    question: str, items: Sequence[MemoryItem], *, ignore: Iterable[str] = (), people: Iterable[str] = ()
+) -> Guard:
     """The Guard for ``question`` given the memories (and people's turns) that reached its prompt.
 
     ``people`` are the names the question uses for people (memory.extract's ``people``: "Where does Aoife
@@ -437,14 +590,25 @@ def guard(question: str, items: Sequence[MemoryItem], *, ignore: Iterable[str] =
         # ("Yes, he's been there for 2 years.") asserts what nobody said, so it is checked like any other answer
         # from memory, by its words only (a memory's date says nothing of what nobody mentioned).
         subject = asks_whether(question)
-        if subject and (asked := stem(subject.removesuffix("'s"))) not in held and asked not in skip \
-                and subject not in _CALENDAR:
+        if (
+            subject
+            and (asked := stem(subject.removesuffix("'s"))) not in held
+            and asked not in skip
+            and subject not in _CALENDAR
+        ):
             return Guard(True, (), tuple(dict.fromkeys([*unmentioned, subject])), whether=True)
         if claim is not None and claim.subject in held:  # "is tom a doctor?", tom remembered: check a "yes"
             return Guard(True, (), tuple(dict.fromkeys(unmentioned)), claim=claim)
         return NO_GUARD
-    return Guard(True, tuple(dict.fromkeys(missing)), tuple(dict.fromkeys(unmentioned)), own=own, claim=claim,
-                 named=frozenset(named), thing=owned_thing(question) if own and claim is None else "")
+    return Guard(
+        True,
+        tuple(dict.fromkeys(missing)),
+        tuple(dict.fromkeys(unmentioned)),
+        own=own,
+        claim=claim,
+        named=frozenset(named),
+        thing=owned_thing(question) if own and claim is None else "",
+    )
 
 
 def owned_thing(question: str) -> str:
@@ -454,7 +618,7 @@ def owned_thing(question: str) -> str:
     words = _WORD.findall(question.strip().lower().replace("’", "'"))
     if not words or words[0] not in _WH or "my" not in words:
         return ""
-    return next((stem(w) for w in words[words.index("my") + 1:] if content_words(w)), "")
+    return next((stem(w) for w in words[words.index("my") + 1 :] if content_words(w)), "")
 
 
 def topic_of(question: str, skip: Iterable[str] = ()) -> set[str]:
@@ -481,8 +645,9 @@ def echoes(reply: str, question: str, *, ignore: Iterable[str] = ()) -> bool:
     return bool(words) and words[0] in _WH and bool(reply.strip()) and not answer_words(reply, question, ignore=ignore)
 
 
-def quote(question: str, items: Sequence[MemoryItem], *, asker: str, ignore: Iterable[str] = (),
-          named: Iterable[str] = ()) -> tuple[str, MemoryItem] | None:
+def quote(
+    question: str, items: Sequence[MemoryItem], *, asker: str, ignore: Iterable[str] = (), named: Iterable[str] = ()
+) -> tuple[str, MemoryItem] | None:
     """What a person said that holds every word the question asks with (``topic_of``), in their words, for a
     reply the model could not give ("who is Julia?", with carl's "My wife Julia is a pilot." in memory, answered
     "Julia." or "I don't remember ..."): 'I remember carl saying: "My wife Julia is a pilot."' ('You told me:
@@ -523,13 +688,23 @@ def own_items(items: Iterable[MemoryItem], author_id: str, author_name: str) -> 
     source the asker wrote, and those that name the asker (bob's "alex's dog is Biscuit" answers alex's "what
     is my dog called?"). A source whose author its layer did not give counts as someone else's."""
     name = content_words(author_name)
-    return [i for i in items
-            if any(s.author_id == author_id for s in i.sources) or (name and name <= content_words(i.text))]
+    return [
+        i for i in items if any(s.author_id == author_id for s in i.sources) or (name and name <= content_words(i.text))
+    ]
 
 
-def grounded_or_not_told(reply: str, question: str, items: Sequence[MemoryItem], *,
-                         ignore: Iterable[str] = (), dates: bool = True, whether: bool = False,
-                         own: bool = False, claim: Claim | None = None, named: Iterable[str] = ()) -> str:
+def grounded_or_not_told(
+    reply: str,
+    question: str,
+    items: Sequence[MemoryItem],
+    *,
+    ignore: Iterable[str] = (),
+    dates: bool = True,
+    whether: bool = False,
+    own: bool = False,
+    claim: Claim | None = None,
+    named: Iterable[str] = (),
+) -> str:
     """``reply`` when it carries no answer words or draws on a memory; else the line that says the bot does
     not remember being told. ``dates``: whether a memory's date words may ground it (see ``ground``).
     ``whether`` (``Guard.whether``): the question asks yes or no about someone nobody mentioned, so a reply
@@ -547,8 +722,13 @@ def grounded_or_not_told(reply: str, question: str, items: Sequence[MemoryItem],
         return not_told
     if not answer_words(reply, question, ignore=ignore):
         return reply
-    return reply if ground(reply, question, items, ignore=ignore, dates=dates, named=named).items else \
-        BARE_YES if yes else not_told
+    return (
+        reply
+        if ground(reply, question, items, ignore=ignore, dates=dates, named=named).items
+        else BARE_YES
+        if yes
+        else not_told
+    )
 
 
 _MY = re.compile(r"\b(my|mine)\b", re.I)
@@ -568,6 +748,7 @@ def in_askers_words(reply: str, speaker: str, asker: str) -> str:
     """``reply`` with the possessives it copied from ``speaker``'s memory said from the asker's side: alex's "the
     party is at my place" answers newbie's "where is the party?" as "At alex's place.", not "At my place." (which
     says the bot's), and answers alex as "At your place."."""
+
     def person(m: re.Match[str]) -> str:
         mine = m.group(1).lower() == "mine"
         said = ("yours" if mine else "your") if speaker == asker else f"{speaker}'s"

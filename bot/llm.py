@@ -164,8 +164,9 @@ class StopScanner:
 
     stop: Sequence[str] = ()
     pattern: re.Pattern[str] | None = None
-    label_hold: re.Pattern[str] = field(default=re.compile(
-        r"\n[^\n:]{0,40}$| /(?: [^\s:/]{0,32}(?: [^\s:/]{0,32}){0,2})?$"))
+    label_hold: re.Pattern[str] = field(
+        default=re.compile(r"\n[^\n:]{0,40}$| /(?: [^\s:/]{0,32}(?: [^\s:/]{0,32}){0,2})?$")
+    )
 
     def find_stop(self, text: str) -> int | None:
         """Index where ``text`` must be cut, or None."""
@@ -380,8 +381,9 @@ class WorkerEngine:
         or None for the model as loaded; the worker switches between jobs. ``greedy``: no sampling."""
         generation = Generation(asyncio.get_running_loop())
         scanner = StopScanner(stop=tuple(stop), pattern=stop_pattern)
-        self._jobs.put(_Job(prompt, scanner, max_new_tokens or self._config.max_new_tokens, boosts, generation,
-                            adapter, greedy))
+        self._jobs.put(
+            _Job(prompt, scanner, max_new_tokens or self._config.max_new_tokens, boosts, generation, adapter, greedy)
+        )
         return generation
 
     def close(self) -> None:
@@ -462,8 +464,14 @@ class WorkerEngine:
         return out
 
 
-def finish_stats(gen: Generation, stream: TextStream, ids: Sequence[int], surprise: Sequence[float],
-                 entropy: Sequence[float], stopped_by: str) -> None:
+def finish_stats(
+    gen: Generation,
+    stream: TextStream,
+    ids: Sequence[int],
+    surprise: Sequence[float],
+    entropy: Sequence[float],
+    stopped_by: str,
+) -> None:
     """Flush the stream and fill in ``gen``'s text and stats once a generation has ended."""
     text = stream.finish(ended=stopped_by in ("eos", "stop"))
     if text:
@@ -680,8 +688,13 @@ class TransformersLLM(WorkerEngine):
             )
         eos = tok.eos_token_id
         stopped_by = (
-            "cancelled" if gen.cancelled.is_set() else "stop" if stream.stopped
-            else "eos" if state["ids"] and state["ids"][-1] == eos else "length"
+            "cancelled"
+            if gen.cancelled.is_set()
+            else "stop"
+            if stream.stopped
+            else "eos"
+            if state["ids"] and state["ids"][-1] == eos
+            else "length"
         )
         finish_stats(gen, stream, state["ids"], state["surprise"], state["entropy"], stopped_by)
 

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from bot.llm import (BUNDLED_MODEL_NAME, EngineConfig, LLMError, TextStream, WorkerEngine, _Job, finish_stats)
+from bot.llm import BUNDLED_MODEL_NAME, EngineConfig, LLMError, TextStream, WorkerEngine, _Job, finish_stats
 
 log = logging.getLogger(__name__)
 
@@ -211,14 +211,24 @@ class LlamaCppLLM(WorkerEngine):
         _route_llama_logs()
         try:
             with machine_load_settings(config.extra_buffers):
-                llama = Llama(model_path=str(path), n_ctx=n_ctx, n_batch=512, n_threads=threads or _cores(),
-                              n_threads_batch=threads or _cores(),
-                              seed=config.seed if config.seed is not None else -1, last_n_tokens_size=64,
-                              swa_full=True, verbose=False)
+                llama = Llama(
+                    model_path=str(path),
+                    n_ctx=n_ctx,
+                    n_batch=512,
+                    n_threads=threads or _cores(),
+                    n_threads_batch=threads or _cores(),
+                    seed=config.seed if config.seed is not None else -1,
+                    last_n_tokens_size=64,
+                    swa_full=True,
+                    verbose=False,
+                )
         except Exception as exc:
             raise LLMError(f"llama.cpp cannot load {path}: {exc}") from exc
-        name = (f"{BUNDLED_MODEL_NAME} via llama.cpp" + (" (Latin vocabulary)" if config.vocab == "latin" else "")
-                if model_path is None else f"{path.name} via llama.cpp")
+        name = (
+            f"{BUNDLED_MODEL_NAME} via llama.cpp" + (" (Latin vocabulary)" if config.vocab == "latin" else "")
+            if model_path is None
+            else f"{path.name} via llama.cpp"
+        )
         template = None if model_path is None else llama.metadata.get("tokenizer.chat_template")
         engine = cls(llama, config, name, chat_template=template)
         if model_path is None and config.reader is not None:
@@ -267,10 +277,12 @@ class LlamaCppLLM(WorkerEngine):
                 prompt = list(llama.tokenize(job.prompt.encode("utf-8"), add_bos=True, special=False))
         room = self._n_ctx - job.max_new_tokens
         if len(prompt) > room:
-            raise LLMError(f"a prompt of {len(prompt)} tokens and {job.max_new_tokens} new ones do not fit the "
-                           f"{self._n_ctx}-token context")
+            raise LLMError(
+                f"a prompt of {len(prompt)} tokens and {job.max_new_tokens} new ones do not fit the "
+                f"{self._n_ctx}-token context"
+            )
         gen.stats.prompt_tokens = len(prompt)
-        gen.stats.reused_tokens = _common_prefix(llama._input_ids[:llama.n_tokens], prompt[:-1])
+        gen.stats.reused_tokens = _common_prefix(llama._input_ids[: llama.n_tokens], prompt[:-1])
         stream = TextStream(job.scanner)
         ids: list[int] = []
         raw = bytearray()
@@ -300,8 +312,7 @@ class LlamaCppLLM(WorkerEngine):
             if cfg.repetition_penalty != 1.0 and len(input_ids):
                 recent = np.unique(np.asarray(input_ids[-_PENALTY_WINDOW:], dtype=np.int64))
                 values = logits[recent]
-                logits[recent] = np.where(values > 0, values / cfg.repetition_penalty,
-                                          values * cfg.repetition_penalty)
+                logits[recent] = np.where(values > 0, values / cfg.repetition_penalty, values * cfg.repetition_penalty)
             if boost_ids is not None:
                 logits[boost_ids] += boost_values
             if not sampling:
@@ -315,8 +326,17 @@ class LlamaCppLLM(WorkerEngine):
         # Sampling happens in ``observe`` (an exact top-p on the few tokens that can matter): llama.cpp's
         # own top-p sorts the whole 262k vocabulary each token, a fifth of the decode time here.
         tokens = llama.generate(
-            prompt, top_k=0, top_p=1.0, min_p=0.0, typical_p=1.0, temp=0.0, repeat_penalty=1.0,
-            penalize_nl=False, logits_processor=[observe], reset=True)
+            prompt,
+            top_k=0,
+            top_p=1.0,
+            min_p=0.0,
+            typical_p=1.0,
+            temp=0.0,
+            repeat_penalty=1.0,
+            penalize_nl=False,
+            logits_processor=[observe],
+            reset=True,
+        )
         try:
             for token in tokens:
                 token = int(token)
@@ -457,8 +477,12 @@ def _chat_formatter(llama: Any, template: str) -> Any:
     def piece(token: int) -> str:
         return llama.detokenize([token], special=True).decode("utf-8", errors="ignore") if token >= 0 else ""
 
-    return Jinja2ChatFormatter(template=template, eos_token=piece(llama.token_eos()),
-                               bos_token=piece(llama.token_bos()), add_generation_prompt=True)
+    return Jinja2ChatFormatter(
+        template=template,
+        eos_token=piece(llama.token_eos()),
+        bos_token=piece(llama.token_bos()),
+        add_generation_prompt=True,
+    )
 
 
 def _wants_bos(llama: Any) -> bool:

@@ -99,10 +99,20 @@ class OpenAICompatibleLLM:
         if api == "auto":
             api = "completions" if settings.prompt_style == "transcript" else "chat"
         key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
-        return cls(settings.llm_url, model=settings.llm_model, api_key=key, api=api, timeout=settings.llm_timeout,
-                   retries=settings.llm_retries, concurrency=settings.llm_concurrency,
-                   max_new_tokens=settings.max_new_tokens, temperature=settings.temperature, top_p=settings.top_p,
-                   seed=settings.seed, logprobs=settings.llm_logprobs)
+        return cls(
+            settings.llm_url,
+            model=settings.llm_model,
+            api_key=key,
+            api=api,
+            timeout=settings.llm_timeout,
+            retries=settings.llm_retries,
+            concurrency=settings.llm_concurrency,
+            max_new_tokens=settings.max_new_tokens,
+            temperature=settings.temperature,
+            top_p=settings.top_p,
+            seed=settings.seed,
+            logprobs=settings.llm_logprobs,
+        )
 
     # --- prompt helpers -----------------------------------------------------
 
@@ -123,8 +133,7 @@ class OpenAICompatibleLLM:
                 out[w] = ids
         return out
 
-    async def aword_token_ids(self, words: Iterable[str], *,
-                              exclude: Sequence[str] = ()) -> dict[str, tuple[int, ...]]:
+    async def aword_token_ids(self, words: Iterable[str], *, exclude: Sequence[str] = ()) -> dict[str, tuple[int, ...]]:
         """Each word's token ids (after a space, as written and capitalised) from the server's tokenizer,
         without the tokens the server adds to any text (BOS) or those of ``exclude``."""
         words = list(dict.fromkeys(words))
@@ -146,11 +155,15 @@ class OpenAICompatibleLLM:
     async def _tokenize(self, text: str) -> list[int]:
         if self._no_tokenizer:
             return []
-        candidates = [self._tokenizer] if self._tokenizer else [
-            (f"{self._root}/tokenize", lambda t: {"content": t, "add_special": False, "model": self.model}),
-            (f"{self._root}/tokenize", lambda t: {"prompt": t, "model": self.model, "add_special_tokens": False}),
-            (f"{self._root}/extras/tokenize", lambda t: {"input": t, "model": self.model}),
-        ]
+        candidates = (
+            [self._tokenizer]
+            if self._tokenizer
+            else [
+                (f"{self._root}/tokenize", lambda t: {"content": t, "add_special": False, "model": self.model}),
+                (f"{self._root}/tokenize", lambda t: {"prompt": t, "model": self.model, "add_special_tokens": False}),
+                (f"{self._root}/extras/tokenize", lambda t: {"input": t, "model": self.model}),
+            ]
+        )
         session = await self._client()
         answered = False
         for url, body in candidates:
@@ -198,14 +211,23 @@ class OpenAICompatibleLLM:
             self._warned_adapter = True
         generation = Generation(asyncio.get_running_loop())
         scanner = StopScanner(stop=tuple(stop), pattern=stop_pattern)
-        task = asyncio.create_task(self._generate(generation, prompt, scanner, tuple(stop), max_new_tokens, boosts,
-                                                   greedy))
+        task = asyncio.create_task(
+            self._generate(generation, prompt, scanner, tuple(stop), max_new_tokens, boosts, greedy)
+        )
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return generation
 
-    async def _generate(self, gen: Generation, prompt: str, scanner: StopScanner, stop: tuple[str, ...],
-                        max_new_tokens: int | None, boosts: Mapping[int, float] | None, greedy: bool) -> None:
+    async def _generate(
+        self,
+        gen: Generation,
+        prompt: str,
+        scanner: StopScanner,
+        stop: tuple[str, ...],
+        max_new_tokens: int | None,
+        boosts: Mapping[int, float] | None,
+        greedy: bool,
+    ) -> None:
         try:
             if self._slots is None:
                 self._slots = asyncio.Semaphore(self._concurrency)
@@ -222,8 +244,14 @@ class OpenAICompatibleLLM:
         else:
             gen._push("done")
 
-    def _body(self, prompt: str, stop: tuple[str, ...], max_new_tokens: int | None,
-              boosts: Mapping[int, float] | None, greedy: bool = False) -> tuple[str, dict[str, Any]]:
+    def _body(
+        self,
+        prompt: str,
+        stop: tuple[str, ...],
+        max_new_tokens: int | None,
+        boosts: Mapping[int, float] | None,
+        greedy: bool = False,
+    ) -> tuple[str, dict[str, Any]]:
         body: dict[str, Any] = dict(self._defaults, stream=True)
         if greedy:
             body["temperature"] = 0.0
@@ -236,7 +264,7 @@ class OpenAICompatibleLLM:
         if boosts:
             body["logit_bias"] = {str(int(i)): max(-_BIAS_LIMIT, min(_BIAS_LIMIT, float(v))) for i, v in boosts.items()}
         if prompt.startswith(_CHAT):
-            body["messages"] = json.loads(prompt[len(_CHAT):])
+            body["messages"] = json.loads(prompt[len(_CHAT) :])
             if self._logprobs_ok:
                 body["logprobs"] = True
             return f"{self.base_url}/chat/completions", body
@@ -245,8 +273,16 @@ class OpenAICompatibleLLM:
             body["logprobs"] = 1
         return f"{self.base_url}/completions", body
 
-    async def _attempts(self, gen: Generation, prompt: str, scanner: StopScanner, stop: tuple[str, ...],
-                        max_new_tokens: int | None, boosts: Mapping[int, float] | None, greedy: bool) -> None:
+    async def _attempts(
+        self,
+        gen: Generation,
+        prompt: str,
+        scanner: StopScanner,
+        stop: tuple[str, ...],
+        max_new_tokens: int | None,
+        boosts: Mapping[int, float] | None,
+        greedy: bool,
+    ) -> None:
         stream = TextStream(scanner)
         state: dict[str, Any] = {"raw": "", "tokens": 0, "surprise": [], "finish": None}
         last: Exception | None = None
@@ -264,21 +300,25 @@ class OpenAICompatibleLLM:
                 if state["raw"]:  # text was shown: a retry would repeat it
                     raise LLMUnavailable(f"the language model server at {self._root} broke off: {last}") from last
                 attempt += 1
-                log.warning("language model server %s: %s (attempt %d of %d)", self._root, last, attempt,
-                            self._retries + 1)
+                log.warning(
+                    "language model server %s: %s (attempt %d of %d)", self._root, last, attempt, self._retries + 1
+                )
                 if attempt > self._retries:
-                    raise LLMUnavailable(f"the language model server at {self._root} is not answering: {last}"
-                                         ) from last
+                    raise LLMUnavailable(
+                        f"the language model server at {self._root} is not answering: {last}"
+                    ) from last
                 await asyncio.sleep(min(8.0, self._backoff * 2 ** (attempt - 1)))
         finish = state["finish"]
-        stopped_by = ("cancelled" if gen.cancelled.is_set() else "stop" if stream.stopped or finish == "stop"
-                      else "length")
+        stopped_by = (
+            "cancelled" if gen.cancelled.is_set() else "stop" if stream.stopped or finish == "stop" else "length"
+        )
         # a server-side stop string ends the text without the string: the local scanner saw none
         ids = [0] * state["tokens"]
         finish_stats(gen, stream, ids, state["surprise"], [], stopped_by)
 
-    async def _stream(self, gen: Generation, url: str, body: dict[str, Any], stream: TextStream,
-                      state: dict[str, Any]) -> None:
+    async def _stream(
+        self, gen: Generation, url: str, body: dict[str, Any], stream: TextStream, state: dict[str, Any]
+    ) -> None:
         import aiohttp
 
         session = await self._client()

@@ -58,8 +58,10 @@ async def run(settings: Settings, args: argparse.Namespace, app: Any, out: TextI
     # a message an episode already shows is not listed again: say so, or "6 message(s)" heads a list of 3
     listed = sum(1 for i in items if i.kind == MESSAGE)
     inside = f" ({listed} listed; the others are in their episodes)" if listed < len(held.messages) else ""
-    out.write(f"{shown} in scope {scope}: {len(held.facts)} fact(s), {len(held.episodes)} episode(s), "
-              f"{len(held.messages)} message(s){inside}{'; opted out of being remembered' if opted else ''}\n")
+    out.write(
+        f"{shown} in scope {scope}: {len(held.facts)} fact(s), {len(held.episodes)} episode(s), "
+        f"{len(held.messages)} message(s){inside}{'; opted out of being remembered' if opted else ''}\n"
+    )
     for item in items:
         sources = ", ".join(f"{s.ref.source} {s.ref.external_id}" for s in item.sources)
         lock = " [restricted]" if item.restricted else ""
@@ -76,4 +78,5 @@ def _links(scope: str) -> Callable[[SourceRef], str | None]:
         if ref.source != "discord" or (guild is None and not dm):
             return None
         return jump_link(guild, ref.channel_id, ref.external_id)
+
     return link

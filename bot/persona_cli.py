@@ -16,8 +16,7 @@ from bot.config import Settings
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = subparsers.add_parser("persona", help="show the bot's persona (snapshot, opinions) in a scope")
     p.add_argument("--scope", help="the memory scope (default: the console scope)")
-    p.add_argument("--channel", help="the persona a channel speaks with (a restricted channel's own, else the "
-                   "scope's)")
+    p.add_argument("--channel", help="the persona a channel speaks with (a restricted channel's own, else the scope's)")
     p.add_argument("--json", action="store_true", help="the whole state as JSON")
     p.add_argument("--history", action="store_true", help="every version, newest first, with why it changed")
     p.add_argument("--limit", type=_at_least_one, default=50, help="versions shown with --history (1 or more)")

@@ -26,8 +26,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     return p
 
 
-async def run(settings: Settings, args: argparse.Namespace, out: TextIO = sys.stdout, *,
-              embedder: Any = None) -> int:
+async def run(settings: Settings, args: argparse.Namespace, out: TextIO = sys.stdout, *, embedder: Any = None) -> int:
     from bot.app import App
     from memory.errors import InvalidInput
     from memory.layers.macros import MacrosLayer, describe
@@ -59,8 +58,11 @@ async def run(settings: Settings, args: argparse.Namespace, out: TextIO = sys.st
         if channel is not None and not args.stats:  # an id, the console's name or the history's #name
             ids = await app.conversations.channels_named(scope, channel)
             if len(ids) != 1:
-                why = (f"fits several: {', '.join(ids[:10])}; name one by its id" if ids
-                       else f"no channel of that id or name has messages in scope {scope!r}")
+                why = (
+                    f"fits several: {', '.join(ids[:10])}; name one by its id"
+                    if ids
+                    else f"no channel of that id or name has messages in scope {scope!r}"
+                )
                 print(f"hippobot places: --channel {channel}: {why}", file=sys.stderr)
                 return 2
             channel = ids[0]
@@ -69,8 +71,11 @@ async def run(settings: Settings, args: argparse.Namespace, out: TextIO = sys.st
         visible = channel
         if args.stats:
             stats = {**await places.stats(scope), **await macros.stats(scope)}
-            out.write(json.dumps(stats, indent=2) + "\n" if args.json else
-                      "\n".join(f"{k}: {v}" for k, v in stats.items()) + "\n")
+            out.write(
+                json.dumps(stats, indent=2) + "\n"
+                if args.json
+                else "\n".join(f"{k}: {v}" for k, v in stats.items()) + "\n"
+            )
             return 0
         if listing:
             return await _list(places.store, app.conversations, scope, visible, args.channel, args.json, out)
@@ -82,21 +87,35 @@ async def run(settings: Settings, args: argparse.Namespace, out: TextIO = sys.st
             print(f"hippobot places: {exc}", file=sys.stderr)
             return 2
         if args.json:
-            out.write(json.dumps({"scope": scope, "text": text, "ask_in": [r.as_dict() for r in routes],
-                                  "discussed_in": [r.as_dict() for r in seen],
-                                  "procedures": [m.as_dict() for m in found]}, indent=2, default=str) + "\n")
+            out.write(
+                json.dumps(
+                    {
+                        "scope": scope,
+                        "text": text,
+                        "ask_in": [r.as_dict() for r in routes],
+                        "discussed_in": [r.as_dict() for r in seen],
+                        "procedures": [m.as_dict() for m in found],
+                    },
+                    indent=2,
+                    default=str,
+                )
+                + "\n"
+            )
             return 0
         if not routes and not seen:
             from bot.cli import note_if_empty
 
             await note_if_empty(app.conversations, "places", scope)
-        lines = [f"No channel here is clearly about “{topic_of(text)}”; the closest:" if routes and routes[0].unsure
-                 else f"Where to ask about “{topic_of(text)}”:"]
-        lines += [f"  {i}. {' → '.join(_shown(p) for p in r.places)}: {r.reason}"
-                  for i, r in enumerate(routes, 1)] or ["  nowhere yet: no place here is about that"]
+        lines = [
+            f"No channel here is clearly about “{topic_of(text)}”; the closest:"
+            if routes and routes[0].unsure
+            else f"Where to ask about “{topic_of(text)}”:"
+        ]
+        lines += [f"  {i}. {' → '.join(_shown(p) for p in r.places)}: {r.reason}" for i, r in enumerate(routes, 1)] or [
+            "  nowhere yet: no place here is about that"
+        ]
         lines.append("Where it was discussed:")
-        lines += [f"  {_shown(r.destination)} (fit {r.fit:.2f}): {r.reason}" for r in seen] or [
-            "  nowhere yet"]
+        lines += [f"  {_shown(r.destination)} (fit {r.fit:.2f}): {r.reason}" for r in seen] or ["  nowhere yet"]
         lines.append("Procedures that worked:")
         lines += [f"  #{m.id} {describe(m)}" for m in found] or ["  none yet"]
         out.write("\n".join(lines) + "\n")
@@ -105,16 +124,37 @@ async def run(settings: Settings, args: argparse.Namespace, out: TextIO = sys.st
     return 0
 
 
-async def _list(store: Any, conversations: Any, scope: str, visible: str | None, asked_from: str | None, as_json: bool,
-                out: TextIO) -> int:
+async def _list(
+    store: Any, conversations: Any, scope: str, visible: str | None, asked_from: str | None, as_json: bool, out: TextIO
+) -> int:
     """The places of ``scope`` that ``visible``'s audience sees (None: what everyone there sees), busiest channel
     first; ``asked_from``: that channel as the person named it."""
     nodes = sorted((await store.graph(scope, visible)).nodes.values(), key=lambda n: (-n.messages, n.id))
     if as_json:
-        out.write(json.dumps({"scope": scope, "channel": visible, "places": [
-            {"place": n.id, "channel": n.channel_id, "name": n.name, "parent_channel": n.parent_channel_id,
-             "about": n.label, "messages": n.messages, "questions": n.questions, "resolved": n.resolutions,
-             "last_seen": n.last_seen.isoformat()} for n in nodes]}, indent=2) + "\n")
+        out.write(
+            json.dumps(
+                {
+                    "scope": scope,
+                    "channel": visible,
+                    "places": [
+                        {
+                            "place": n.id,
+                            "channel": n.channel_id,
+                            "name": n.name,
+                            "parent_channel": n.parent_channel_id,
+                            "about": n.label,
+                            "messages": n.messages,
+                            "questions": n.questions,
+                            "resolved": n.resolutions,
+                            "last_seen": n.last_seen.isoformat(),
+                        }
+                        for n in nodes
+                    ],
+                },
+                indent=2,
+            )
+            + "\n"
+        )
         return 0
     if not nodes:
         from bot.cli import note_if_empty
@@ -129,8 +169,7 @@ async def _list(store: Any, conversations: Any, scope: str, visible: str | None,
     for here in channels.values():
         about = "; ".join(p.label for p in here if p.label) or "no topic words yet"
         counts = (sum(p.messages for p in here), sum(p.questions for p in here), sum(p.resolutions for p in here))
-        lines.append(f"  {_shown(here[0])}: {about} "
-                     "({} message(s), {} question(s), {} resolved)".format(*counts))
+        lines.append(f"  {_shown(here[0])}: {about} ({{}} message(s), {{}} question(s), {{}} resolved)".format(*counts))
     lines.append("Ask where to go with: hippobot places TEXT")
     out.write("\n".join(lines) + "\n")
     return 0

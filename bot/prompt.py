@@ -78,8 +78,7 @@ class PromptBuilder:
     def build(self, bundle: ContextBundle, author_name: str, text: str) -> Prompt:
         """The prompt for ``text``: the layers' sections fitted to the budget by priority."""
         count = self.count_tokens
-        preamble = sorted((s for s in bundle.sections if s.placement == PREAMBLE and s.items),
-                          key=lambda s: s.priority)
+        preamble = sorted((s for s in bundle.sections if s.placement == PREAMBLE and s.items), key=lambda s: s.priority)
         memory = sorted((s for s in bundle.sections if s.placement == MEMORY), key=lambda s: s.priority)
         transcript = [i for s in bundle.sections if s.placement == TRANSCRIPT for i in s.items]
 
@@ -182,8 +181,9 @@ class PromptBuilder:
         parts.append("Conversation:\n" + "\n".join([*turns, current, f"{self.bot_name}:"]))
         return "\n\n".join(parts)
 
-    def _chat(self, header: str, blocks: list[tuple[str, list[str]]], kept: list[MemoryItem], turns: list[str],
-              text: str) -> str:
+    def _chat(
+        self, header: str, blocks: list[tuple[str, list[str]]], kept: list[MemoryItem], turns: list[str], text: str
+    ) -> str:
         assert self.render_chat is not None
         system = header
         for title, lines in blocks:

@@ -41,8 +41,18 @@ import numpy as np
 from dream.cycle import DreamServices, StepReport, history_end
 from memory.layers.base import told
 from dream.governance import EDIT_ARCHETYPE, NEW_ARCHETYPE, PENDING
-from dream.themes import (NAME_PATTERN, PoorMatch, Recurrence, Theme, describe, diverse_examples, find_themes,
-                          plan_for, theme_name, unit)
+from dream.themes import (
+    NAME_PATTERN,
+    PoorMatch,
+    Recurrence,
+    Theme,
+    describe,
+    diverse_examples,
+    find_themes,
+    plan_for,
+    theme_name,
+    unit,
+)
 from memory.embed import similarity
 
 NEAR_ENOUGH = 0.75  # a centroid this similar to an archetype starts from its configuration
@@ -97,8 +107,14 @@ def made_for(name: str, fit: tuple[float, float] | None) -> bool:
     return name not in CATCH_ALL and fit is not None and fit[0] >= fit[1] - EXAMPLE_SLACK
 
 
-def place(services: DreamServices, scope: str, cluster: Sequence[PoorMatch], centroid: np.ndarray, *,
-          examples: Mapping[str, np.ndarray]) -> Placement:
+def place(
+    services: DreamServices,
+    scope: str,
+    cluster: Sequence[PoorMatch],
+    centroid: np.ndarray,
+    *,
+    examples: Mapping[str, np.ndarray],
+) -> Placement:
     """The theme's nearest archetype, what its messages get today, and the plan a new archetype would give
     them. Served: the nearest archetype leads the second by ``served_margin``, most members got its plan,
     it was made for these messages (``made_for``: no catch-all, and they are like its ``examples``, per
@@ -110,20 +126,42 @@ def place(services: DreamServices, scope: str, cluster: Sequence[PoorMatch], cen
     margin = ranked[0][1] - ranked[1][1] if len(ranked) > 1 else (1.0 if ranked else 0.0)
     routed = Counter(m.nearest for m in cluster if m.routed and m.nearest)
     vectors = np.stack([m.vector for m in cluster])
-    fits = {name: fit_to_examples(vectors, examples[name])
-            for name in {*routed, *([nearest.name] if nearest else [])} if len(examples.get(name, ())) > 0}
-    owns = (nearest is not None and margin >= cfg.served_margin
-            and routed.get(nearest.name, 0) >= 0.5 * len(cluster) and made_for(nearest.name, fits.get(nearest.name)))
+    fits = {
+        name: fit_to_examples(vectors, examples[name])
+        for name in {*routed, *([nearest.name] if nearest else [])}
+        if len(examples.get(name, ())) > 0
+    }
+    owns = (
+        nearest is not None
+        and margin >= cfg.served_margin
+        and routed.get(nearest.name, 0) >= 0.5 * len(cluster)
+        and made_for(nearest.name, fits.get(nearest.name))
+    )
     if nearest is not None and (owns or (ranked[0][1] >= NEAR_ENOUGH and nearest.name not in CATCH_ALL)):
-        base, base_plan = nearest.name, {"context_turns": nearest.turns, "context_vectors": nearest.vectors,
-                                         "similarity_threshold": nearest.similarity_threshold,
-                                         "triple_depth": nearest.triple_depth}
+        base, base_plan = (
+            nearest.name,
+            {
+                "context_turns": nearest.turns,
+                "context_vectors": nearest.vectors,
+                "similarity_threshold": nearest.similarity_threshold,
+                "triple_depth": nearest.triple_depth,
+            },
+        )
     else:
         base, base_plan = None, dict(cfg.default_plan)
     plan, reasons = plan_for(cluster, base_plan, served=owns)
     unchanged = all(_same(plan[k], base_plan[k]) for k in _PLAN_KEYS)
-    return Placement(nearest.name if nearest else None, float(margin), dict(routed), base, base_plan, plan,
-                     tuple(reasons), nearest.name if owns and unchanged and nearest else None, fits)
+    return Placement(
+        nearest.name if nearest else None,
+        float(margin),
+        dict(routed),
+        base,
+        base_plan,
+        plan,
+        tuple(reasons),
+        nearest.name if owns and unchanged and nearest else None,
+        fits,
+    )
 
 
 def _same(a: float, b: float) -> bool:
@@ -132,8 +170,16 @@ def _same(a: float, b: float) -> bool:
 
 async def archetype_proposals(services: DreamServices, now: datetime) -> StepReport:
     cfg = services.config
-    report = StepReport(counts={"poor_matches": 0, "clusters": 0, "proposed": 0, "already_covered": 0,
-                                "already_served": 0, "edits_proposed": 0})
+    report = StepReport(
+        counts={
+            "poor_matches": 0,
+            "clusters": 0,
+            "proposed": 0,
+            "already_covered": 0,
+            "already_served": 0,
+            "edits_proposed": 0,
+        }
+    )
     await services.router.refresh()
     loop = asyncio.get_running_loop()
 
@@ -143,11 +189,16 @@ async def archetype_proposals(services: DreamServices, now: datetime) -> StepRep
     if services.scope is not None:
         scopes = [services.scope]
     else:
-        scopes = [r["scope"] for r in await services.pool.fetch(
-            """SELECT DISTINCT am.scope FROM archetype_matches am JOIN messages m ON m.id = am.message_id
+        scopes = [
+            r["scope"]
+            for r in await services.pool.fetch(
+                """SELECT DISTINCT am.scope FROM archetype_matches am JOIN messages m ON m.id = am.message_id
                WHERE am.matched_at <= $1 AND am.similarity < $2 AND am.embedding IS NOT NULL
                  AND m.visible_in IS NULL ORDER BY am.scope""",
-            now, cfg.low_similarity)]
+                now,
+                cfg.low_similarity,
+            )
+        ]
     for scope in scopes:
         # the scope's own last weeks (an imported history's, not the calendar's): matched_at is the message's time
         end = await history_end(services.pool, scope, now)
@@ -156,38 +207,50 @@ async def archetype_proposals(services: DreamServices, now: datetime) -> StepRep
         report.counts["poor_matches"] += len(poor)
         people = await _people_words(services, scope)
         themes = await asyncio.to_thread(
-            find_themes, poor, distance=cfg.cluster_distance, min_size=cfg.min_cluster_size,
-            merge_similarity=cfg.theme_merge_similarity, names=people, word_vectors=word_vectors,
-            recurrence=Recurrence(people=cfg.theme_people, days=cfg.theme_days,
-                                  request_share=cfg.theme_request_share,
-                                  recall_served=any(a.name == RECALL_ARCHETYPE
-                                                    for a in services.router.archetypes_in(scope))),
+            find_themes,
+            poor,
+            distance=cfg.cluster_distance,
+            min_size=cfg.min_cluster_size,
+            merge_similarity=cfg.theme_merge_similarity,
+            names=people,
+            word_vectors=word_vectors,
+            recurrence=Recurrence(
+                people=cfg.theme_people,
+                days=cfg.theme_days,
+                request_share=cfg.theme_request_share,
+                recall_served=any(a.name == RECALL_ARCHETYPE for a in services.router.archetypes_in(scope)),
+            ),
         )
         examples = await _example_vectors(services, scope) if themes else {}
         taken = {a.name for a in await services.archetypes.list_archetypes(scope=scope)}
         taken |= {p.payload.get("name", "") for p in await services.governance.list((PENDING,), scope=scope)}
         for theme in themes:
             report.counts["clusters"] += 1
-            if await services.governance.similar_decided_or_open(theme.centroid, cfg.same_idea_similarity,
-                                                                 scope=scope):
+            if await services.governance.similar_decided_or_open(theme.centroid, cfg.same_idea_similarity, scope=scope):
                 report.counts["already_covered"] += 1
                 continue
-            placement = await asyncio.to_thread(place, services, scope, theme.members, theme.centroid,
-                                                examples=examples)
+            placement = await asyncio.to_thread(
+                place, services, scope, theme.members, theme.centroid, examples=examples
+            )
             if placement.served_by is not None:
                 report.counts["already_served"] += 1
-                report.notes.append(f"{len(theme.members)} messages already served by '{placement.served_by}' "
-                                    "with the plan a new archetype would give them: not proposed")
+                report.notes.append(
+                    f"{len(theme.members)} messages already served by '{placement.served_by}' "
+                    "with the plan a new archetype would give them: not proposed"
+                )
                 continue
             proposal = await _propose_new(services, scope, theme, placement, taken, now, end, people)
             taken.add(proposal.payload["name"])
             report.counts["proposed"] += 1
             merged = f", {theme.merged_from} clusters merged" if theme.merged_from > 1 else ""
-            report.notes.append(f"proposal #{proposal.id}: {proposal.payload['name']} "
-                                f"({len(theme.members)} messages{merged})")
+            report.notes.append(
+                f"proposal #{proposal.id}: {proposal.payload['name']} ({len(theme.members)} messages{merged})"
+            )
         report.counts["edits_proposed"] += await _propose_edits(services, scope, since, now, report)
-    report.headline = told((report.counts["proposed"], "new kind{s} of message proposed as archetypes"),
-                           (report.counts["edits_proposed"], "archetype{s} given fresh examples to vote on"))
+    report.headline = told(
+        (report.counts["proposed"], "new kind{s} of message proposed as archetypes"),
+        (report.counts["edits_proposed"], "archetype{s} given fresh examples to vote on"),
+    )
     return report
 
 
@@ -212,11 +275,23 @@ async def _poor_matches(services: DreamServices, scope: str, since: datetime, no
              AND am.similarity < $4 AND am.embedding IS NOT NULL AND NOT m.is_bot
              AND m.visible_in IS NULL  -- the dream channel is read by everyone: public messages only
            ORDER BY am.matched_at DESC LIMIT 5000""",
-        scope, since, now, cfg.low_similarity,
+        scope,
+        since,
+        now,
+        cfg.low_similarity,
     )
     return [
-        PoorMatch(r["message_id"], r["content"], r["channel_id"], r["author_id"], float(r["similarity"]),
-                  r["archetype_name"], r["embedding"].to_numpy(), r["matched_at"], not r["used_default"])
+        PoorMatch(
+            r["message_id"],
+            r["content"],
+            r["channel_id"],
+            r["author_id"],
+            float(r["similarity"]),
+            r["archetype_name"],
+            r["embedding"].to_numpy(),
+            r["matched_at"],
+            not r["used_default"],
+        )
         for r in rows
     ]
 
@@ -224,14 +299,20 @@ async def _poor_matches(services: DreamServices, scope: str, since: datetime, no
 def _plan_words(plan: dict) -> str:
     """A plan as a moderator reads it: what a message routed to it loads."""
     depth = int(plan["triple_depth"])
-    return (f"{int(plan['context_turns'])} recent turns, up to {int(plan['context_vectors'])} memories at "
-            f"similarity {float(plan['similarity_threshold']):.2f} or more, graph depth {depth}: "
-            + ("no facts from the knowledge graph" if depth == 0 else
-               f"facts up to {depth} hop{'s' if depth > 1 else ''} from what the message mentions"))
+    return (
+        f"{int(plan['context_turns'])} recent turns, up to {int(plan['context_vectors'])} memories at "
+        f"similarity {float(plan['similarity_threshold']):.2f} or more, graph depth {depth}: "
+        + (
+            "no facts from the knowledge graph"
+            if depth == 0
+            else f"facts up to {depth} hop{'s' if depth > 1 else ''} from what the message mentions"
+        )
+    )
 
 
-def _todays_plans(services: DreamServices, scope: str, placement: Placement, by_default: int
-                  ) -> list[tuple[str, int, dict]]:
+def _todays_plans(
+    services: DreamServices, scope: str, placement: Placement, by_default: int
+) -> list[tuple[str, int, dict]]:
     """(who: "the default plan" or "the plan of 'name'", how many members, that plan), most members first."""
     archetypes = {a.name: a for a in services.router.archetypes_in(scope)}
     out: list[tuple[str, int, dict]] = []
@@ -240,17 +321,32 @@ def _todays_plans(services: DreamServices, scope: str, placement: Placement, by_
     for name, n in placement.routed.items():
         a = archetypes.get(name)
         if a is not None:
-            out.append((f"the plan of '{name}'", n, {"context_turns": a.turns, "context_vectors": a.vectors,
-                                                "similarity_threshold": a.similarity_threshold,
-                                                "triple_depth": a.triple_depth}))
+            out.append(
+                (
+                    f"the plan of '{name}'",
+                    n,
+                    {
+                        "context_turns": a.turns,
+                        "context_vectors": a.vectors,
+                        "similarity_threshold": a.similarity_threshold,
+                        "triple_depth": a.triple_depth,
+                    },
+                )
+            )
     return sorted(out, key=lambda t: -t[1]) or [("the default plan", 0, dict(services.config.default_plan))]
 
 
 def _changes(before: dict, after: dict) -> str:
     """What a plan change does, in words ("recent turns 8 -> 12, memories 5 -> 8")."""
-    words = {"context_turns": "recent turns", "context_vectors": "memories", "similarity_threshold":
-             "memory similarity threshold", "triple_depth": "graph depth"}
-    changed = [f"{words[k]} {_num(before[k])} -> {_num(after[k])}" for k in _PLAN_KEYS if not _same(before[k], after[k])]
+    words = {
+        "context_turns": "recent turns",
+        "context_vectors": "memories",
+        "similarity_threshold": "memory similarity threshold",
+        "triple_depth": "graph depth",
+    }
+    changed = [
+        f"{words[k]} {_num(before[k])} -> {_num(after[k])}" for k in _PLAN_KEYS if not _same(before[k], after[k])
+    ]
     return ", ".join(changed) if changed else "the same plan"
 
 
@@ -272,17 +368,26 @@ def _not_served(services: DreamServices, scope: str, placement: Placement) -> li
         if name in CATCH_ALL:
             out.append(f"{said}, which does not serve them: it is a catch-all, not made for one kind of request.")
         elif fit is not None:
-            out.append(f"{said}, which was not made for them: they are less like its example messages "
-                       f"({fit[0]:.2f}) than those are like each other ({fit[1]:.2f}).")
+            out.append(
+                f"{said}, which was not made for them: they are less like its example messages "
+                f"({fit[0]:.2f}) than those are like each other ({fit[1]:.2f})."
+            )
     return out
 
 
 async def _people_words(services: DreamServices, scope: str) -> frozenset[str]:
     """The words of the scope's people's names (display and account names, lower case): never a theme's."""
     rows = await services.pool.fetch(
-        "SELECT DISTINCT author_name, author_username FROM messages WHERE scope = $1 AND NOT is_bot", scope)
-    return frozenset(w for r in rows for name in (r["author_name"], r["author_username"]) if name
-                     for w in re.findall(r"[a-z]+", name.lower()) if len(w) > 1)
+        "SELECT DISTINCT author_name, author_username FROM messages WHERE scope = $1 AND NOT is_bot", scope
+    )
+    return frozenset(
+        w
+        for r in rows
+        for name in (r["author_name"], r["author_username"])
+        if name
+        for w in re.findall(r"[a-z]+", name.lower())
+        if len(w) > 1
+    )
 
 
 async def _propose_new(services, scope, theme: Theme, placement: Placement, taken, now, end, people):
@@ -294,8 +399,12 @@ async def _propose_new(services, scope, theme: Theme, placement: Placement, take
     worded_by = set(theme.worded_by)
     if services.namer is not None:
         named = await services.namer.name(examples, terms)
-        if (named is not None and NAME_PATTERN.match(named[0]) and named[0] not in taken
-                and not set(named[0].split("_")) & people):  # never named after a person
+        if (
+            named is not None
+            and NAME_PATTERN.match(named[0])
+            and named[0] not in taken
+            and not set(named[0].split("_")) & people
+        ):  # never named after a person
             name, description = named
             worded_by |= {m.message_id for m in theme.examples}  # the model may take a word from any of them
     plan = placement.plan
@@ -303,25 +412,33 @@ async def _propose_new(services, scope, theme: Theme, placement: Placement, take
     nearest_counts = Counter(m.nearest for m in cluster).most_common(1)[0][0]
     cohesion = float(np.mean(similarity(np.stack([m.vector for m in cluster]) @ theme.centroid)))
     days = services.config.lookback_days
-    merged = (f" (one theme: {theme.merged_from} overlapping clusters merged)" if theme.merged_from > 1 else "")
+    merged = f" (one theme: {theme.merged_from} overlapping clusters merged)" if theme.merged_from > 1 else ""
     people_n = len({m.author_id for m in cluster})
     days_n = len({m.when.date() for m in cluster if m.when is not None})
     by_default = len(cluster) - sum(placement.routed.values())
     today = _todays_plans(services, scope, placement, by_default)
-    rationale = "\n".join([
-        f"- {len(cluster)} messages from {people_n} people on {days_n} days, in the {days} days to {end:%Y-%m-%d}, "
-        f"fit no archetype well (mean similarity to their best archetype {mean_sim:.2f}, most often "
-        f"'{nearest_counts}'); {by_default} of them got the default plan.",
-        f"- They share a theme: {', '.join(terms) or 'see the examples'} (cohesion {cohesion:.2f}){merged}.",
-        "- Today " + "; ".join(f"{n} of them get {who} ({_plan_words(p)})" for who, n, p in today[:2])
-        + (f"; {sum(n for _, n, _ in today[2:])} others' plans of {len(today) - 2} other archetype(s)"
-           if len(today) > 2 else "") + ".",
-        f"- With this archetype they would load {_plan_words(plan)}; "
-        + "; ".join(f"for the {n} that get {who} today that is {_changes(p, plan)}" for who, n, p in today[:2]) + ".",
-        *_not_served(services, scope, placement),
-        *[f"- {r[0].upper()}{r[1:]}." for r in placement.reasons],
-        f"- Configuration starts from {'the archetype ' + repr(placement.base) if placement.base else 'the default plan'}.",
-    ])
+    rationale = "\n".join(
+        [
+            f"- {len(cluster)} messages from {people_n} people on {days_n} days, in the {days} days to {end:%Y-%m-%d}, "
+            f"fit no archetype well (mean similarity to their best archetype {mean_sim:.2f}, most often "
+            f"'{nearest_counts}'); {by_default} of them got the default plan.",
+            f"- They share a theme: {', '.join(terms) or 'see the examples'} (cohesion {cohesion:.2f}){merged}.",
+            "- Today "
+            + "; ".join(f"{n} of them get {who} ({_plan_words(p)})" for who, n, p in today[:2])
+            + (
+                f"; {sum(n for _, n, _ in today[2:])} others' plans of {len(today) - 2} other archetype(s)"
+                if len(today) > 2
+                else ""
+            )
+            + ".",
+            f"- With this archetype they would load {_plan_words(plan)}; "
+            + "; ".join(f"for the {n} that get {who} today that is {_changes(p, plan)}" for who, n, p in today[:2])
+            + ".",
+            *_not_served(services, scope, placement),
+            *[f"- {r[0].upper()}{r[1:]}." for r in placement.reasons],
+            f"- Configuration starts from {'the archetype ' + repr(placement.base) if placement.base else 'the default plan'}.",
+        ]
+    )
     cited = sorted(cluster, key=lambda m: m.similarity)[:50]
     evidence = {
         "scope": scope,
@@ -340,13 +457,23 @@ async def _propose_new(services, scope, theme: Theme, placement: Placement, take
     quoted = {i for i, _ in sources}
     sources += [(m.message_id, None) for m in cluster if m.message_id not in quoted]
     return await services.governance.propose(
-        NEW_ARCHETYPE, f"new archetype '{name}'", payload, rationale, evidence, centroid=theme.centroid, now=now,
-        dream_run_id=services.run_id, scope=scope, sources=sources, worded_by=worded_by,
+        NEW_ARCHETYPE,
+        f"new archetype '{name}'",
+        payload,
+        rationale,
+        evidence,
+        centroid=theme.centroid,
+        now=now,
+        dream_run_id=services.run_id,
+        scope=scope,
+        sources=sources,
+        worded_by=worded_by,
     )
 
 
-async def _propose_edits(services: DreamServices, scope: str, since: datetime, now: datetime,
-                         report: StepReport) -> int:
+async def _propose_edits(
+    services: DreamServices, scope: str, since: datetime, now: datetime, report: StepReport
+) -> int:
     """Archetypes whose recent similarity sank well below their average get fresh examples proposed."""
     cfg = services.config
     proposed = 0
@@ -355,7 +482,10 @@ async def _propose_edits(services: DreamServices, scope: str, since: datetime, n
            FROM archetype_matches am JOIN messages m ON m.id = am.message_id
            WHERE am.scope = $1 AND am.matched_at BETWEEN $2 AND $3 AND NOT am.used_default AND m.visible_in IS NULL
            GROUP BY am.archetype_id HAVING count(*) >= $4""",
-        scope, since, now, cfg.min_recent_matches,
+        scope,
+        since,
+        now,
+        cfg.min_recent_matches,
     )
     archetypes = {a.id: a for a in await services.archetypes.list_archetypes(scope=scope, active_only=True)}
     for row in rows:
@@ -367,7 +497,10 @@ async def _propose_edits(services: DreamServices, scope: str, since: datetime, n
                FROM archetype_matches am JOIN messages m ON m.id = am.message_id
                WHERE am.scope = $1 AND am.archetype_id = $2 AND am.matched_at BETWEEN $3 AND $4 AND NOT am.used_default
                  AND am.embedding IS NOT NULL AND m.visible_in IS NULL ORDER BY am.similarity LIMIT 200""",
-            scope, a.id, since, now,
+            scope,
+            a.id,
+            since,
+            now,
         )
         members = [
             PoorMatch(r["message_id"], r["content"], "", "", float(r["similarity"]), a.name, r["embedding"].to_numpy())
@@ -383,17 +516,30 @@ async def _propose_edits(services: DreamServices, scope: str, since: datetime, n
         fresh = [m.text for m in fresh_members]
         payload = {"name": a.name, "description": a.description, "examples": [*a.examples, *fresh]}
         until = since + timedelta(days=cfg.lookback_days)
-        rationale = (f"- '{a.name}' matched {row['n']} messages in the {cfg.lookback_days} days to {until:%Y-%m-%d} "
-                     "with mean "
-                     f"similarity {row['recent']:.2f}, below its long-run {a.avg_similarity:.2f}.\n"
-                     f"- Adding {len(fresh)} recent messages as examples moves its centroid toward how people "
-                     "phrase it now.")
-        evidence = {"scope": scope, "messages": [
-            {"message_id": m.message_id, "nearest": a.name, "similarity": round(m.similarity, 4)} for m in members[:50]
-        ]}
+        rationale = (
+            f"- '{a.name}' matched {row['n']} messages in the {cfg.lookback_days} days to {until:%Y-%m-%d} "
+            "with mean "
+            f"similarity {row['recent']:.2f}, below its long-run {a.avg_similarity:.2f}.\n"
+            f"- Adding {len(fresh)} recent messages as examples moves its centroid toward how people "
+            "phrase it now."
+        )
+        evidence = {
+            "scope": scope,
+            "messages": [
+                {"message_id": m.message_id, "nearest": a.name, "similarity": round(m.similarity, 4)}
+                for m in members[:50]
+            ],
+        }
         proposal = await services.governance.propose(
-            EDIT_ARCHETYPE, f"edit archetype '{a.name}'", payload, rationale, evidence, centroid=centroid, now=now,
-            dream_run_id=services.run_id, scope=scope,
+            EDIT_ARCHETYPE,
+            f"edit archetype '{a.name}'",
+            payload,
+            rationale,
+            evidence,
+            centroid=centroid,
+            now=now,
+            dream_run_id=services.run_id,
+            scope=scope,
             sources=[(m.message_id, m.text) for m in fresh_members]
             + [(m.message_id, None) for m in members[:50] if m.text not in fresh],
         )

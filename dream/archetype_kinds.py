@@ -34,15 +34,24 @@ async def apply_new_archetype(conn: asyncpg.Connection, row: asyncpg.Record, app
     examples = _examples(row)
     taken = await conn.fetchval(
         "SELECT 1 FROM context_archetypes WHERE archetype_name = $1 AND scope IS NOT DISTINCT FROM $2::text",
-        p["name"], scope)
+        p["name"],
+        scope,
+    )
     if taken:
         raise GovernanceError(f"proposal #{row['id']}: an archetype named {p['name']!r} already exists there")
     archetype_id = await conn.fetchval(
         """INSERT INTO context_archetypes (archetype_name, description, example_messages, context_turns,
                context_vectors, similarity_threshold, triple_depth, created_by, approved_by, scope)
            VALUES ($1, $2, $3, $4, $5, $6, $7, 'ai_dream_cycle', $8, $9) RETURNING id""",
-        p["name"], p.get("description"), examples, p["context_turns"], p["context_vectors"],
-        p["similarity_threshold"], p["triple_depth"], approvers, scope,
+        p["name"],
+        p.get("description"),
+        examples,
+        p["context_turns"],
+        p["context_vectors"],
+        p["similarity_threshold"],
+        p["triple_depth"],
+        approvers,
+        scope,
     )
     await _record_example_sources(conn, row["id"], archetype_id, examples)
     return archetype_id
@@ -60,11 +69,17 @@ async def apply_edit_archetype(conn: asyncpg.Connection, row: asyncpg.Record, ap
     examples = _examples(row)
     own = await conn.fetchrow(
         "SELECT id FROM context_archetypes WHERE archetype_name = $1 AND scope IS NOT DISTINCT FROM $2::text",
-        p["name"], scope)
+        p["name"],
+        scope,
+    )
     if own is not None:
         archetype_id = await conn.fetchval(
             """UPDATE context_archetypes SET example_messages = $2, approved_by = $3, updated_at = now()
-               WHERE id = $1 RETURNING id""", own["id"], examples, approvers)
+               WHERE id = $1 RETURNING id""",
+            own["id"],
+            examples,
+            approvers,
+        )
     else:
         if scope is None:
             raise GovernanceError(f"proposal #{row['id']}: there is no archetype named {p['name']!r} any more")
@@ -75,7 +90,12 @@ async def apply_edit_archetype(conn: asyncpg.Connection, row: asyncpg.Record, ap
                       similarity_threshold, triple_depth, 'ai_dream_cycle', $4, $5
                FROM context_archetypes WHERE archetype_name = $1 AND scope IS NULL
                RETURNING id""",
-            p["name"], p.get("description"), examples, approvers, scope)
+            p["name"],
+            p.get("description"),
+            examples,
+            approvers,
+            scope,
+        )
         if archetype_id is None:
             raise GovernanceError(f"proposal #{row['id']}: there is no archetype named {p['name']!r} any more")
     await _record_example_sources(conn, row["id"], archetype_id, examples)
@@ -99,5 +119,7 @@ async def _record_example_sources(
            SELECT $1, message_id, example FROM proposal_sources
            WHERE proposal_id = $2 AND example = ANY($3::text[])
            ON CONFLICT (archetype_id, message_id) DO UPDATE SET example = excluded.example""",
-        archetype_id, proposal_id, examples,
+        archetype_id,
+        proposal_id,
+        examples,
     )

@@ -43,8 +43,9 @@ def is_server_scope(scope: str | None) -> TypeGuard[str]:
     return scope is not None and scope.isdigit()
 
 
-def destination(scope: str | None, *, own: int | None, owner_channel: int | None,
-                owner_channel_guild: int | None) -> Destination | None:
+def destination(
+    scope: str | None, *, own: int | None, owner_channel: int | None, owner_channel_guild: int | None
+) -> Destination | None:
     """Where ``scope``'s proposals and digests go; None: nowhere yet (they wait in the outbox).
 
     ``own``: the server's stored dream channel; ``owner_channel``: ``HIPPOBOT_DREAM_CHANNEL_ID`` and
@@ -79,7 +80,11 @@ class DreamChannelStore:
             """INSERT INTO dream_channels (scope, channel_id, set_by, set_at) VALUES ($1, $2, $3, $4)
                ON CONFLICT (scope) DO UPDATE
                SET channel_id = EXCLUDED.channel_id, set_by = EXCLUDED.set_by, set_at = EXCLUDED.set_at""",
-            scope, str(channel_id), by, now)
+            scope,
+            str(channel_id),
+            by,
+            now,
+        )
 
     async def clear(self, scope: str) -> bool:
         """True when the server had a dream channel of its own."""
@@ -88,8 +93,9 @@ class DreamChannelStore:
 
     async def drop_channel(self, scope: str, channel_id: int) -> bool:
         """A deleted channel stops being its server's dream channel (True when it was)."""
-        status = await self._pool.execute("DELETE FROM dream_channels WHERE scope = $1 AND channel_id = $2",
-                                          scope, str(channel_id))
+        status = await self._pool.execute(
+            "DELETE FROM dream_channels WHERE scope = $1 AND channel_id = $2", scope, str(channel_id)
+        )
         return status.split()[-1] != "0"
 
 

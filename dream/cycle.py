@@ -87,7 +87,10 @@ class DreamConfig:
     kg_prune_confidence: float = 0.6
     output_dir: Path = Path(".")
     default_plan: tuple[tuple[str, float], ...] = (
-        ("context_turns", 8), ("context_vectors", 5), ("similarity_threshold", 0.65), ("triple_depth", 1),
+        ("context_turns", 8),
+        ("context_vectors", 5),
+        ("similarity_threshold", 0.65),
+        ("triple_depth", 1),
     )
 
 
@@ -112,7 +115,9 @@ async def history_end(pool: asyncpg.Pool, scope: str | None, now: datetime) -> d
     the calendar's, so it is replayed and analysed without ``--now``; on a live server this is about now."""
     latest = await pool.fetchval(
         "SELECT max(created_at) FROM messages WHERE ($1::text IS NULL OR scope = $1::text) AND created_at <= $2",
-        scope, now)
+        scope,
+        now,
+    )
     return latest or now
 
 
@@ -171,13 +176,15 @@ class DreamCycle:
     async def _run_locked(self, now: datetime, trigger: str, slot: datetime | None, scope: str | None) -> RunReport:
         pool = self.services.pool
         # Holding the dream lock, any run still 'running' belongs to a process that stopped part-way.
-        await pool.execute("UPDATE dream_runs SET status = 'abandoned', finished_at = $1 WHERE status = 'running'",
-                           now)
+        await pool.execute("UPDATE dream_runs SET status = 'abandoned', finished_at = $1 WHERE status = 'running'", now)
         try:
             run_id = await pool.fetchval(
                 """INSERT INTO dream_runs (trigger, scheduled_for, started_at, scope)
                    VALUES ($1, $2, $3, $4) RETURNING id""",
-                trigger, slot, now, scope,
+                trigger,
+                slot,
+                now,
+                scope,
             )
         except asyncpg.UniqueViolationError:
             return RunReport(None, "skipped", {}, f"the {slot:%Y-%m-%d %H:%M} run already happened")
@@ -187,14 +194,19 @@ class DreamCycle:
         try:
             return await self._steps(services, now, run_id, trigger, scope)
         except asyncio.CancelledError:  # shutting down: say so, and keep what the finished steps did
-            await asyncio.shield(pool.execute(
-                "UPDATE dream_runs SET finished_at = $3, status = 'abandoned', report = $2::jsonb WHERE id = $1",
-                run_id, {n: r.as_dict() for n, r in services.reports.items()},
-                now + timedelta(seconds=time.perf_counter() - began)))
+            await asyncio.shield(
+                pool.execute(
+                    "UPDATE dream_runs SET finished_at = $3, status = 'abandoned', report = $2::jsonb WHERE id = $1",
+                    run_id,
+                    {n: r.as_dict() for n, r in services.reports.items()},
+                    now + timedelta(seconds=time.perf_counter() - began),
+                )
+            )
             raise
 
-    async def _steps(self, services: DreamServices, now: datetime, run_id: int, trigger: str,
-                     scope: str | None) -> RunReport:
+    async def _steps(
+        self, services: DreamServices, now: datetime, run_id: int, trigger: str, scope: str | None
+    ) -> RunReport:
         pool = self.services.pool
         began = time.perf_counter()
         for name, step in self.steps:
@@ -211,7 +223,9 @@ class DreamCycle:
         status = "ok" if not failed else ("failed" if len(failed) == len(self.steps) else "partial")
         await pool.execute(
             "UPDATE dream_runs SET finished_at = $4, status = $2, report = $3::jsonb WHERE id = $1",
-            run_id, status, {n: r.as_dict() for n, r in services.reports.items()},
+            run_id,
+            status,
+            {n: r.as_dict() for n, r in services.reports.items()},
             now + timedelta(seconds=time.perf_counter() - began),  # the run's own clock: started_at is ``now``
         )
         log.info("dream run %s (%s) for %s: %s", run_id, trigger, scope or "every scope", status)

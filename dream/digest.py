@@ -40,7 +40,9 @@ async def digest(services: DreamServices, now: datetime) -> StepReport:
            WHERE am.matched_at >= $1 AND am.matched_at <= $2 AND ($3::text IS NULL OR am.scope = $3::text)
              AND m.visible_in IS NULL
            GROUP BY 1, 2 ORDER BY 1""",
-        since, now, services.scope,
+        since,
+        now,
+        services.scope,
     )
     chart = None
     if rows:
@@ -48,20 +50,32 @@ async def digest(services: DreamServices, now: datetime) -> StepReport:
         chart = cfg.output_dir / f"digest-{services.run_id or 'adhoc'}.png"
         await asyncio.to_thread(_draw, rows, chart, since, days)
     total = sum(r["n"] for r in rows)
-    text = display_text(render_digest(services.run_id, services.scope, now, since, end, total,
-                                      services.reports))  # names archetypes, made of people's words
+    text = display_text(
+        render_digest(services.run_id, services.scope, now, since, end, total, services.reports)
+    )  # names archetypes, made of people's words
     if services.channel is not None:
         await services.channel.post_digest(text, chart)
-    return StepReport(counts={"days_charted": len({r["day"] for r in rows}), "messages": total},
-                      notes=[f"chart: {chart}"] if chart else [])
+    return StepReport(
+        counts={"days_charted": len({r["day"] for r in rows}), "messages": total},
+        notes=[f"chart: {chart}"] if chart else [],
+    )
 
 
-def render_digest(run_id: int | None, scope: str | None, now: datetime, since: datetime, end: datetime,
-                  messages: int, reports: dict[str, StepReport]) -> str:
+def render_digest(
+    run_id: int | None,
+    scope: str | None,
+    now: datetime,
+    since: datetime,
+    end: datetime,
+    messages: int,
+    reports: dict[str, StepReport],
+) -> str:
     """The digest's text: a title, what happened (the steps' headlines), the proposals, and failures."""
     where = f" for {scope}" if scope else ""
-    lines = [f"Dream digest{where}, run #{run_id} ({now:%Y-%m-%d %H:%M %Z}): "
-             f"{messages} message(s) from {since:%Y-%m-%d} to {end:%Y-%m-%d}"]
+    lines = [
+        f"Dream digest{where}, run #{run_id} ({now:%Y-%m-%d %H:%M %Z}): "
+        f"{messages} message(s) from {since:%Y-%m-%d} to {end:%Y-%m-%d}"
+    ]
     told = [f"- {r.headline}." for r in reports.values() if r.headline and not r.error]
     lines += told or ["- A quiet night: nothing consolidated, faded or proposed."]
     proposals = [note for r in reports.values() for note in r.notes if "proposal #" in note]

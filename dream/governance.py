@@ -60,8 +60,7 @@ _PROPOSAL_SCOPE = "COALESCE(scope, evidence ->> 'scope')"
 # Where a decision names its voters, by display name: (table, column, the rows of proposal $1).
 _DECISION_NAMES = (
     ("proposals", "decided_by", "id = $1"),
-    ("context_archetypes", "approved_by",
-     "id = (SELECT applied_archetype_id FROM proposals WHERE id = $1)"),
+    ("context_archetypes", "approved_by", "id = (SELECT applied_archetype_id FROM proposals WHERE id = $1)"),
 )
 
 
@@ -93,8 +92,10 @@ class OtherScope(GovernanceError):
     """A vote from a scope the proposal does not apply to (another guild, or a global proposal)."""
 
     def __init__(self, proposal_id: int, scope: str | None) -> None:
-        super().__init__(f"proposal #{proposal_id} does not belong to this server"
-                         + ("" if scope else " (only the bot's owner decides global proposals)"))
+        super().__init__(
+            f"proposal #{proposal_id} does not belong to this server"
+            + ("" if scope else " (only the bot's owner decides global proposals)")
+        )
         self.proposal_id = proposal_id
         self.scope = scope  # the proposal's (None: global), for a caller that may name it (the owner's console)
 
@@ -151,7 +152,7 @@ class Proposal:
             lines.append(f"Description: {p['description']}")
         if "examples" in p and show_examples:
             lines.append("Example messages:")
-            lines += [f"  - \"{e}\"" for e in p["examples"]]
+            lines += [f'  - "{e}"' for e in p["examples"]]
         elif "examples" in p:
             lines.append(f"Example messages: {len(p['examples'])}, from another server (not shown here).")
         if "context_turns" in p:
@@ -171,8 +172,10 @@ class Proposal:
         if self.status == PENDING:
             lines.append(f"Expires {self.expires_at:%Y-%m-%d %H:%M %Z}.")
         else:
-            lines.append(f"Decision: {self.status} by {self.decided_by or '-'}"
-                         + (f" at {self.decided_at:%Y-%m-%d %H:%M %Z}" if self.decided_at else ""))
+            lines.append(
+                f"Decision: {self.status} by {self.decided_by or '-'}"
+                + (f" at {self.decided_at:%Y-%m-%d %H:%M %Z}" if self.decided_at else "")
+            )
         return display_text("\n".join(lines))  # quotes people's words and names: no bidirectional overrides
 
 
@@ -185,11 +188,21 @@ class VoteOutcome:
 
 def _proposal(row: asyncpg.Record, votes: Sequence[asyncpg.Record] = ()) -> Proposal:
     return Proposal(
-        id=row["id"], kind=row["kind"], status=row["status"], title=row["title"], payload=row["payload"],
-        rationale=row["rationale"], evidence=row["evidence"], created_at=row["created_at"],
-        expires_at=row["expires_at"], decided_at=row["decided_at"], decided_by=row["decided_by"],
-        posted_ref=row["posted_ref"], votes=tuple((v["voter_name"], v["vote"]) for v in votes),
-        target_scope=row["scope"], post_pending=row["post_pending"],
+        id=row["id"],
+        kind=row["kind"],
+        status=row["status"],
+        title=row["title"],
+        payload=row["payload"],
+        rationale=row["rationale"],
+        evidence=row["evidence"],
+        created_at=row["created_at"],
+        expires_at=row["expires_at"],
+        decided_at=row["decided_at"],
+        decided_by=row["decided_by"],
+        posted_ref=row["posted_ref"],
+        votes=tuple((v["voter_name"], v["vote"]) for v in votes),
+        target_scope=row["scope"],
+        post_pending=row["post_pending"],
     )
 
 
@@ -276,21 +289,39 @@ class Governance:
             cited.setdefault(message_id, None)
         if conn is None:
             async with self._pool.acquire() as own:
-                return await self.propose(kind, title, payload, rationale, evidence, centroid=centroid, now=now,
-                                          dream_run_id=dream_run_id, scope=scope, sources=sources,
-                                          worded_by=worded_by, conn=own)
+                return await self.propose(
+                    kind,
+                    title,
+                    payload,
+                    rationale,
+                    evidence,
+                    centroid=centroid,
+                    now=now,
+                    dream_run_id=dream_run_id,
+                    scope=scope,
+                    sources=sources,
+                    worded_by=worded_by,
+                    conn=own,
+                )
         async with conn.transaction():  # a savepoint when it joins the caller's transaction
             if scope is not None:
                 # An example quoted word for word from one of the scope's messages is cited even when
                 # the caller did not say so: forgetting that message must redact it too.
                 quoted = set(e for e in payload.get("examples") or () if isinstance(e, str)) - set(cited.values())
-                for r in await conn.fetch(
+                for r in (
+                    await conn.fetch(
                         "SELECT id, content FROM messages WHERE scope = $1 AND content = ANY($2::text[])",
-                        scope, sorted(quoted)) if quoted else ():
+                        scope,
+                        sorted(quoted),
+                    )
+                    if quoted
+                    else ()
+                ):
                     cited.setdefault(r["id"], r["content"])
             # Lock the cited messages so none is forgotten between this check and the insert.
             rows = await conn.fetch(
-                "SELECT id, scope FROM messages WHERE id = ANY($1::bigint[]) FOR KEY SHARE", list(cited))
+                "SELECT id, scope FROM messages WHERE id = ANY($1::bigint[]) FOR KEY SHARE", list(cited)
+            )
             present = {r["id"]: r["scope"] for r in rows}
             foreign = sorted(i for i, s in present.items() if scope is not None and s != scope)
             if foreign:
@@ -302,9 +333,16 @@ class Governance:
                 """INSERT INTO proposals (kind, title, payload, rationale, evidence, centroid, dream_run_id,
                                           created_at, expires_at, scope)
                    VALUES ($1, $2, $3::jsonb, $4, $5::jsonb, $6, $7, $8, $9, $10) RETURNING *""",
-                kind, title, payload, rationale, evidence,
-                None if centroid is None else np.asarray(centroid, dtype=np.float32), dream_run_id, now,
-                now + self._ttl, scope,
+                kind,
+                title,
+                payload,
+                rationale,
+                evidence,
+                None if centroid is None else np.asarray(centroid, dtype=np.float32),
+                dream_run_id,
+                now,
+                now + self._ttl,
+                scope,
             )
             await conn.executemany(
                 "INSERT INTO proposal_sources (proposal_id, message_id, example, wording) VALUES ($1, $2, $3, $4)",
@@ -313,8 +351,7 @@ class Governance:
             if worded & set(gone):  # its wording came (in part) from a message already forgotten
                 await conn.execute("SELECT redact_proposal_wording($1)", row["id"])
                 row = await conn.fetchrow("SELECT * FROM proposals WHERE id = $1", row["id"])
-        log.info("proposal %s (%s) stored for %s with %d source(s)", row["id"], kind, scope or "global",
-                 len(present))
+        log.info("proposal %s (%s) stored for %s with %d source(s)", row["id"], kind, scope or "global", len(present))
         return _proposal(row)
 
     async def get(self, proposal_id: int) -> Proposal:
@@ -331,7 +368,10 @@ class Governance:
         return None if row is None else await self.get(row["id"])
 
     async def list(
-        self, statuses: Sequence[str] = (PENDING,), *, scope: str | None | _AnyScope = ANY_SCOPE,
+        self,
+        statuses: Sequence[str] = (PENDING,),
+        *,
+        scope: str | None | _AnyScope = ANY_SCOPE,
         now: datetime | None = None,
     ) -> list[Proposal]:
         """Proposals with these statuses, oldest first; only ``scope``'s when given (None: the global ones).
@@ -349,7 +389,10 @@ class Governance:
         else:
             rows = await self._pool.fetch(
                 """SELECT * FROM proposals WHERE status = ANY($1::text[]) AND scope IS NOT DISTINCT FROM $2::text
-                   ORDER BY id""", list(statuses), scope)
+                   ORDER BY id""",
+                list(statuses),
+                scope,
+            )
         return [_proposal(r) for r in rows]
 
     async def pending_counts(self, scopes: Collection[str] | None = None) -> dict[str, int]:
@@ -359,7 +402,9 @@ class Governance:
             f"""SELECT {_PROPOSAL_SCOPE} AS scope, count(*) AS n FROM proposals
                 WHERE status = 'pending' AND {_PROPOSAL_SCOPE} IS NOT NULL
                   AND ($1::text[] IS NULL OR {_PROPOSAL_SCOPE} = ANY($1::text[]))
-                GROUP BY 1""", None if scopes is None else sorted(scopes))
+                GROUP BY 1""",
+            None if scopes is None else sorted(scopes),
+        )
         return {r["scope"]: int(r["n"]) for r in rows}
 
     async def similar_decided_or_open(
@@ -375,15 +420,23 @@ class Governance:
                WHERE centroid IS NOT NULL AND status IN ('pending', 'approved', 'applied', 'rejected')
                  AND ($2 OR scope IS NULL OR scope = $3::text)
                ORDER BY centroid <=> $1 LIMIT 1""",
-            np.asarray(centroid, dtype=np.float32), scope is ANY_SCOPE, None if scope is ANY_SCOPE else scope,
+            np.asarray(centroid, dtype=np.float32),
+            scope is ANY_SCOPE,
+            None if scope is ANY_SCOPE else scope,
         )
         if row is None or row["similarity"] < threshold:
             return None
         return _proposal(row)
 
     async def vote(
-        self, proposal_id: int, voter: Voter, approve: bool, *, now: datetime,
-        scope: str | None | _AnyScope = ANY_SCOPE, also_global: bool = False,
+        self,
+        proposal_id: int,
+        voter: Voter,
+        approve: bool,
+        *,
+        now: datetime,
+        scope: str | None | _AnyScope = ANY_SCOPE,
+        also_global: bool = False,
     ) -> VoteOutcome:
         """Record a vote; decide and apply once the quorum is reached. Non-approvers are refused.
 
@@ -411,7 +464,11 @@ class Governance:
                 """INSERT INTO proposal_votes (proposal_id, voter_id, voter_name, vote, voted_at)
                    VALUES ($1, $2, $3, $4, $5)
                    ON CONFLICT (proposal_id, voter_id) DO UPDATE SET vote = excluded.vote, voted_at = excluded.voted_at""",
-                proposal_id, voter.id, voter.name, "approve" if approve else "reject", now,
+                proposal_id,
+                voter.id,
+                voter.name,
+                "approve" if approve else "reject",
+                now,
             )
             tally = await conn.fetch(
                 "SELECT vote, array_agg(voter_name ORDER BY voted_at) AS names FROM proposal_votes "
@@ -427,14 +484,19 @@ class Governance:
                 await conn.execute(
                     """UPDATE proposals SET status = 'applied', decided_at = $2, decided_by = $3,
                            applied_archetype_id = $4 WHERE id = $1""",
-                    proposal_id, now, approvers, archetype_id,
+                    proposal_id,
+                    now,
+                    approvers,
+                    archetype_id,
                 )
                 decided = True
                 log.info("proposal %s approved and applied by %s", proposal_id, approvers)
             elif len(names.get("reject", [])) >= self.policy.quorum:
                 await conn.execute(
                     "UPDATE proposals SET status = 'rejected', decided_at = $2, decided_by = $3 WHERE id = $1",
-                    proposal_id, now, ", ".join(names["reject"]),
+                    proposal_id,
+                    now,
+                    ", ".join(names["reject"]),
                 )
                 if (on_reject := self._on_reject.get(row["kind"])) is not None:
                     await on_reject(conn, row, ", ".join(names["reject"]))
@@ -447,11 +509,13 @@ class Governance:
         async with self._pool.acquire() as conn, conn.transaction():
             return await self._expire_rows(conn, "($2::text IS NULL OR scope = $2::text)", now, scope)
 
-    async def statuses(self, proposal_ids: Collection[int], *,
-                       conn: asyncpg.Connection | None = None) -> dict[int, str]:
+    async def statuses(
+        self, proposal_ids: Collection[int], *, conn: asyncpg.Connection | None = None
+    ) -> dict[int, str]:
         """The status of each of these proposals that exists (``memory.proposer.Proposer``)."""
         rows = await (conn or self._pool).fetch(
-            "SELECT id, status FROM proposals WHERE id = ANY($1::bigint[])", sorted({int(i) for i in proposal_ids}))
+            "SELECT id, status FROM proposals WHERE id = ANY($1::bigint[])", sorted({int(i) for i in proposal_ids})
+        )
         return {int(r["id"]): r["status"] for r in rows}
 
     async def citing(self, kind: str, message_ids: Collection[int], *, conn: asyncpg.Connection) -> builtins.list[int]:
@@ -459,11 +523,14 @@ class Governance:
         rows = await conn.fetch(
             """SELECT DISTINCT p.id FROM proposals p JOIN proposal_sources s ON s.proposal_id = p.id
                WHERE p.kind = $1 AND s.message_id = ANY($2::bigint[]) ORDER BY p.id""",
-            kind, sorted({int(i) for i in message_ids}))
+            kind,
+            sorted({int(i) for i in message_ids}),
+        )
         return [int(r["id"]) for r in rows]
 
-    async def withdraw(self, proposal_ids: Collection[int], *, reason: str, conn: asyncpg.Connection,
-                       rewrite: Withdrawn | None = None) -> int:
+    async def withdraw(
+        self, proposal_ids: Collection[int], *, reason: str, conn: asyncpg.Connection, rewrite: Withdrawn | None = None
+    ) -> int:
         """Withdraw proposals inside a layer's forgetting transaction (``memory.proposer.Proposer``): each
         pending one expires, decided by ``reason``, and its kind's rejection handler runs (as for one past its
         time); with ``rewrite``, each one's title, payload and rationale are replaced whatever its status.
@@ -476,14 +543,21 @@ class Governance:
         if pending:
             await conn.execute(
                 """UPDATE proposals SET status = 'expired', decided_at = clock_timestamp(), decided_by = $2
-                   WHERE id = ANY($1::bigint[])""", [r["id"] for r in pending], reason)
+                   WHERE id = ANY($1::bigint[])""",
+                [r["id"] for r in pending],
+                reason,
+            )
             for row in pending:  # with the row as it was: a handler reads the payload it offered
                 if (on_reject := self._on_reject.get(row["kind"])) is not None:
                     await on_reject(conn, row, reason)
         if rewrite is not None and rows:
             await conn.execute(
                 "UPDATE proposals SET title = $2, payload = $3::jsonb, rationale = $4 WHERE id = ANY($1::bigint[])",
-                [r["id"] for r in rows], rewrite.title, dict(rewrite.payload), rewrite.rationale)
+                [r["id"] for r in rows],
+                rewrite.title,
+                dict(rewrite.payload),
+                rewrite.rationale,
+            )
         for row in pending:
             log.info("proposal %s withdrawn: %s", row["id"], reason)
         return len(pending)
@@ -495,12 +569,15 @@ class Governance:
         deletion's trigger redacts those words, sql/019) and how many of those are worded by them."""
         ids = list(message_ids)
         cited = await conn.fetchval(
-            "SELECT count(DISTINCT proposal_id) FROM proposal_sources WHERE message_id = ANY($1::bigint[])", ids)
+            "SELECT count(DISTINCT proposal_id) FROM proposal_sources WHERE message_id = ANY($1::bigint[])", ids
+        )
         worded = await conn.fetchval(
             """SELECT count(DISTINCT s.proposal_id)
                FROM proposal_sources s JOIN proposals p ON p.id = s.proposal_id
                WHERE s.message_id = ANY($1::bigint[]) AND s.wording
-                 AND NOT COALESCE(p.evidence ->> 'wording_redacted', '') = 'true'""", ids)
+                 AND NOT COALESCE(p.evidence ->> 'wording_redacted', '') = 'true'""",
+            ids,
+        )
         return {"proposals_redacted": int(cited), "proposal_names_redacted": int(worded)}
 
     async def forget_voter(self, conn: asyncpg.Connection, scope: str, voter_id: str) -> int:
@@ -511,25 +588,34 @@ class Governance:
         cast = await conn.fetch(
             """SELECT DISTINCT v.proposal_id, v.voter_name FROM proposal_votes v
                JOIN proposals p ON p.id = v.proposal_id
-               WHERE v.voter_id = $2 AND (p.scope = $1 OR p.scope IS NULL)""", scope, voter_id)
+               WHERE v.voter_id = $2 AND (p.scope = $1 OR p.scope IS NULL)""",
+            scope,
+            voter_id,
+        )
         for row in cast:
             for table, column, key in _DECISION_NAMES:
                 await conn.execute(
                     f"""UPDATE {table} SET {column} = array_to_string(
                             array_replace(string_to_array({column}, ', '), $2, '{FORGOTTEN_NAME}'), ', ')
                         WHERE {key} AND {column} IS NOT NULL""",
-                    row["proposal_id"], row["voter_name"])
+                    row["proposal_id"],
+                    row["voter_name"],
+                )
         status = await conn.execute(
             f"""UPDATE proposal_votes v SET voter_id = 'forgotten:' || md5(v.voter_id || v.proposal_id::text),
                                            voter_name = '{FORGOTTEN_NAME}'
                FROM proposals p WHERE p.id = v.proposal_id AND v.voter_id = $2
-                 AND (p.scope = $1 OR p.scope IS NULL)""", scope, voter_id)
+                 AND (p.scope = $1 OR p.scope IS NULL)""",
+            scope,
+            voter_id,
+        )
         return int(status.split()[-1])
 
     # --- the posting queue (dream.outbox.Outbox posts from it) ---------------------------------------------
 
-    async def queued(self, limit: int = 50, *, scope: str | None = None,
-                     scopes: Collection[str | None] | None = None) -> builtins.list[int]:
+    async def queued(
+        self, limit: int = 50, *, scope: str | None = None, scopes: Collection[str | None] | None = None
+    ) -> builtins.list[int]:
         """Ids of the proposals waiting to be posted or re-posted, oldest first (only ``scope``'s, if given;
         only those of ``scopes``, if given, where None stands for the global ones)."""
         named = None if scopes is None else sorted(s for s in scopes if s is not None)
@@ -537,7 +623,11 @@ class Governance:
             """SELECT id FROM proposals WHERE post_pending AND ($2::text IS NULL OR scope = $2)
                  AND ($3::text[] IS NULL OR scope = ANY($3::text[]) OR ($4 AND scope IS NULL))
                ORDER BY id LIMIT $1""",
-            limit, scope, named, scopes is not None and None in scopes)
+            limit,
+            scope,
+            named,
+            scopes is not None and None in scopes,
+        )
         return [r["id"] for r in rows]
 
     async def queued_scopes(self) -> builtins.list[str | None]:
@@ -549,11 +639,14 @@ class Governance:
         """Queue ``scope``'s pending proposals that were posted to be posted again; returns how many."""
         status = await self._pool.execute(
             """UPDATE proposals SET post_pending = true
-               WHERE scope = $1 AND status = 'pending' AND posted_ref IS NOT NULL AND NOT post_pending""", scope)
+               WHERE scope = $1 AND status = 'pending' AND posted_ref IS NOT NULL AND NOT post_pending""",
+            scope,
+        )
         return int(status.split()[-1])
 
-    async def mark_posted(self, proposal_id: int, ref: str | None, at: datetime,
-                          *, as_posted: Proposal | None = None) -> bool:
+    async def mark_posted(
+        self, proposal_id: int, ref: str | None, at: datetime, *, as_posted: Proposal | None = None
+    ) -> bool:
         """Record a post: its reference (None keeps the old one), when, and that nothing is left to post.
 
         With ``as_posted``, ``post_pending`` is cleared only if the proposal
@@ -563,19 +656,32 @@ class Governance:
         if as_posted is None:
             status = await self._pool.execute(
                 """UPDATE proposals SET posted_ref = COALESCE($2, posted_ref), posted_at = $3, post_pending = false
-                   WHERE id = $1""", proposal_id, ref, at)
+                   WHERE id = $1""",
+                proposal_id,
+                ref,
+                at,
+            )
             return status.split()[-1] != "0"
         cleared = await self._pool.fetchval(
             """UPDATE proposals SET posted_ref = COALESCE($2, posted_ref), posted_at = $3,
                    post_pending = post_pending AND NOT (payload = $4::jsonb AND evidence = $5::jsonb AND status = $6)
                WHERE id = $1 RETURNING NOT post_pending""",
-            proposal_id, ref, at, as_posted.payload, as_posted.evidence, as_posted.status)
+            proposal_id,
+            ref,
+            at,
+            as_posted.payload,
+            as_posted.evidence,
+            as_posted.status,
+        )
         return bool(cleared)
 
     async def _expire_rows(self, conn: asyncpg.Connection, where: str, now: datetime, arg: object) -> int:
         rows = await conn.fetch(
             f"""UPDATE proposals SET status = 'expired', decided_at = $1
-                WHERE status = 'pending' AND expires_at <= $1 AND {where} RETURNING *""", now, arg)
+                WHERE status = 'pending' AND expires_at <= $1 AND {where} RETURNING *""",
+            now,
+            arg,
+        )
         for row in rows:
             if (on_reject := self._on_reject.get(row["kind"])) is not None:
                 await on_reject(conn, row, "(expired)")
@@ -589,7 +695,6 @@ class Governance:
         return _proposal(row, votes)
 
 
-
 def _redacted(
     payload: dict[str, Any], evidence: dict[str, Any], gone: Mapping[int, str | None]
 ) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -601,6 +706,7 @@ def _redacted(
         payload["examples"] = [e for e in payload["examples"] if e not in words]
     evidence = dict(evidence)
     if isinstance(evidence.get("messages"), list):
-        evidence["messages"] = [m for m in evidence["messages"]
-                                if not (isinstance(m, dict) and m.get("message_id") in gone)]
+        evidence["messages"] = [
+            m for m in evidence["messages"] if not (isinstance(m, dict) and m.get("message_id") in gone)
+        ]
     return payload, evidence

@@ -50,7 +50,10 @@ class GuildView:
         require_scope(scope)
         rows = await self._pool.fetch(
             """SELECT id, trigger, started_at, status, scope FROM dream_runs
-               WHERE scope = $1 OR scope IS NULL ORDER BY id DESC LIMIT $2""", scope, limit)
+               WHERE scope = $1 OR scope IS NULL ORDER BY id DESC LIMIT $2""",
+            scope,
+            limit,
+        )
         return [DreamRunRow(r["id"], r["trigger"], r["started_at"], r["status"], r["scope"]) for r in rows]
 
     async def all_scopes(self) -> list[ScopeCounts]:
@@ -59,7 +62,9 @@ class GuildView:
             """SELECT m.scope, count(*) AS messages,
                        count(DISTINCT m.author_id) FILTER (WHERE NOT m.is_bot) AS people,
                        (SELECT count(*) FROM episodes e WHERE e.scope = m.scope) AS episodes
-                FROM messages m GROUP BY m.scope ORDER BY m.scope""")
+                FROM messages m GROUP BY m.scope ORDER BY m.scope"""
+        )
         pending = await self._governance.pending_counts([r["scope"] for r in rows])
-        return [ScopeCounts(r["scope"], r["messages"], r["people"], r["episodes"], pending.get(r["scope"], 0))
-                for r in rows]
+        return [
+            ScopeCounts(r["scope"], r["messages"], r["people"], r["episodes"], pending.get(r["scope"], 0)) for r in rows
+        ]

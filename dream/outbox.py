@@ -44,8 +44,9 @@ class Outbox:
         self._clock = clock or SystemClock()  # when a post is recorded, unless the caller says
         self._lock = asyncio.Lock()
 
-    async def pending(self, limit: int = 50, *, scope: str | None = None,
-                      scopes: Collection[str | None] | None = None) -> list[int]:
+    async def pending(
+        self, limit: int = 50, *, scope: str | None = None, scopes: Collection[str | None] | None = None
+    ) -> list[int]:
         """Ids of the proposals waiting to be posted (``Governance.queued``)."""
         return await self._governance.queued(limit, scope=scope, scopes=scopes)
 
@@ -58,8 +59,15 @@ class Outbox:
         returns how many."""
         return await self._governance.requeue(scope)
 
-    async def flush(self, channel: ProposalChannel, *, now: datetime | None = None,
-                    limit: int = 50, scope: str | None = None, scopes: Collection[str | None] | None = None) -> int:
+    async def flush(
+        self,
+        channel: ProposalChannel,
+        *,
+        now: datetime | None = None,
+        limit: int = 50,
+        scope: str | None = None,
+        scopes: Collection[str | None] | None = None,
+    ) -> int:
         """Post (or update) every proposal waiting in the outbox; returns how many went out.
 
         ``scope`` limits it to one scope's proposals (the console posts only its
@@ -73,8 +81,14 @@ class Outbox:
                 return 0  # another process is posting right now
             return await self._flush(channel, now, limit, scope, scopes)
 
-    async def _flush(self, channel: ProposalChannel, now: datetime | None,
-                     limit: int, scope: str | None, scopes: Collection[str | None] | None) -> int:
+    async def _flush(
+        self,
+        channel: ProposalChannel,
+        now: datetime | None,
+        limit: int,
+        scope: str | None,
+        scopes: Collection[str | None] | None,
+    ) -> int:
         posted = 0
         for proposal_id in await self.pending(limit, scope=scope, scopes=scopes):
             proposal = await self._governance.get(proposal_id)
@@ -85,8 +99,9 @@ class Outbox:
                 else:
                     ref = await channel.post_proposal(proposal)
             except Exception as exc:  # the channel is away or refused: try again at the next flush
-                log.warning("could not post proposal %s (%s: %s); it stays in the outbox",
-                            proposal_id, type(exc).__name__, exc)
+                log.warning(
+                    "could not post proposal %s (%s: %s); it stays in the outbox", proposal_id, type(exc).__name__, exc
+                )
                 continue
             await self._governance.mark_posted(proposal_id, ref, now or self._clock.now(), as_posted=proposal)
             posted += 1

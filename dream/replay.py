@@ -65,7 +65,8 @@ async def replay(services: DreamServices, now: datetime) -> StepReport:
             """SELECT id, salience, created_at, embedding FROM episodes
                WHERE scope = $1 AND created_at >= $2 AND consolidated_at IS NULL
                ORDER BY salience DESC, created_at DESC LIMIT 2000""",
-            scope, since,
+            scope,
+            since,
         )
         if not rows:
             continue
@@ -79,7 +80,10 @@ async def replay(services: DreamServices, now: datetime) -> StepReport:
                    replay_count = replay_count + 1, last_replayed_at = $2,
                    last_reinforced_at = GREATEST(last_reinforced_at, $2)
                WHERE scope = $4 AND id = ANY($1::bigint[])""",
-            picked, now, REPLAY_BOOST, scope,
+            picked,
+            now,
+            REPLAY_BOOST,
+            scope,
         )
         report.counts["replayed"] += len(picked)
         report.counts["scopes"] += 1
@@ -96,13 +100,20 @@ async def decay_and_merge(services: DreamServices, now: datetime) -> StepReport:
         """DELETE FROM episodes
            WHERE NOT pinned AND salience < $2 AND ($4::text IS NULL OR scope = $4::text)
              AND last_reinforced_at < $1::timestamptz - make_interval(secs => $3 * 86400.0 * (1 + salience / $2))""",
-        now, cfg.trivia_salience, float(cfg.forget_after_days), services.scope,
+        now,
+        cfg.trivia_salience,
+        float(cfg.forget_after_days),
+        services.scope,
     )
     # Chatter: an episode whose message stated nothing the graph took in (no fact, no tuple waiting), held
     # unreinforced for chatter_after_days x (1 + salience): one-off talk fades in weeks; replay and recall keep
     # what is used. Held: since a dream first saw it (an imported history is not erased by its first night).
-    await pool.execute("UPDATE episodes SET first_dreamt_at = $1 WHERE first_dreamt_at IS NULL "
-                       "AND ($2::text IS NULL OR scope = $2::text)", now, services.scope)
+    await pool.execute(
+        "UPDATE episodes SET first_dreamt_at = $1 WHERE first_dreamt_at IS NULL "
+        "AND ($2::text IS NULL OR scope = $2::text)",
+        now,
+        services.scope,
+    )
     faded = await pool.execute(
         """DELETE FROM episodes ep
            WHERE NOT ep.pinned AND ep.salience >= $2 AND ($4::text IS NULL OR ep.scope = $4::text)
@@ -110,7 +121,10 @@ async def decay_and_merge(services: DreamServices, now: datetime) -> StepReport:
                  < $1::timestamptz - make_interval(secs => $3 * 86400.0 * (1 + ep.salience))
              AND NOT EXISTS (SELECT 1 FROM kg_edge_sources s WHERE s.message_id = ep.message_id)
              AND NOT EXISTS (SELECT 1 FROM kg_gate_log g WHERE g.scope = ep.scope AND g.message_id = ep.message_id)""",
-        now, cfg.trivia_salience, float(cfg.chatter_after_days), services.scope,
+        now,
+        cfg.trivia_salience,
+        float(cfg.chatter_after_days),
+        services.scope,
     )
     # Handed to the graph (memory.semantic.mark_consolidated) and unreinforced since: the facts hold it now.
     handed = await pool.execute(
@@ -118,7 +132,9 @@ async def decay_and_merge(services: DreamServices, now: datetime) -> StepReport:
            WHERE NOT pinned AND consolidated_at IS NOT NULL AND ($3::text IS NULL OR scope = $3::text)
              AND consolidated_at < $1::timestamptz - make_interval(days => $2)
              AND last_reinforced_at < $1::timestamptz - make_interval(days => $2)""",
-        now, cfg.consolidated_after_days, services.scope,
+        now,
+        cfg.consolidated_after_days,
+        services.scope,
     )
     merged = 0
     recheck: set[int] | None = None  # None: every recent episode (the first pass)
@@ -129,10 +145,14 @@ async def decay_and_merge(services: DreamServices, now: datetime) -> StepReport:
             break
     gone = int(forgotten.split()[-1]) + int(faded.split()[-1])
     consolidated = int(handed.split()[-1])
-    return StepReport(counts={"forgotten": gone, "consolidated": consolidated, "merged": merged},
-                      headline=told((gone, "trivial or one-off episode{s} faded"),
-                                    (consolidated, "episode{s} let go, their facts kept"),
-                                    (merged, "repeated episode{s} merged")))
+    return StepReport(
+        counts={"forgotten": gone, "consolidated": consolidated, "merged": merged},
+        headline=told(
+            (gone, "trivial or one-off episode{s} faded"),
+            (consolidated, "episode{s} let go, their facts kept"),
+            (merged, "repeated episode{s} merged"),
+        ),
+    )
 
 
 async def _merge_pass(services: DreamServices, now: datetime, only: set[int] | None) -> tuple[int, set[int]]:
@@ -143,8 +163,9 @@ async def _merge_pass(services: DreamServices, now: datetime, only: set[int] | N
     what the merges did, not the size of the window."""
     cfg = services.config
     pool = services.pool
-    pairs = await _nearest_pairs(pool, now - timedelta(days=cfg.lookback_days), cfg.duplicate_similarity,
-                                 services.scope, only)
+    pairs = await _nearest_pairs(
+        pool, now - timedelta(days=cfg.lookback_days), cfg.duplicate_similarity, services.scope, only
+    )
     merged = 0
     gone: set[int] = set()
     recheck: set[int] = set()
@@ -158,7 +179,8 @@ async def _merge_pass(services: DreamServices, now: datetime, only: set[int] | N
         async with pool.acquire() as conn, conn.transaction():
             rows = await conn.fetch(
                 """SELECT id, pinned, salience, created_at, last_reinforced_at FROM episodes
-                   WHERE id = ANY($1::bigint[]) FOR UPDATE""", [a, b]
+                   WHERE id = ANY($1::bigint[]) FOR UPDATE""",
+                [a, b],
             )
             if len(rows) != 2:
                 continue
@@ -169,7 +191,9 @@ async def _merge_pass(services: DreamServices, now: datetime, only: set[int] | N
                 """UPDATE episodes SET salience = GREATEST(salience, $2), merged_count = merged_count + 1,
                        last_reinforced_at = GREATEST(last_reinforced_at, $3)
                    WHERE id = $1""",
-                keep["id"], drop["salience"], drop["last_reinforced_at"],
+                keep["id"],
+                drop["salience"],
+                drop["last_reinforced_at"],
             )
             await conn.execute("DELETE FROM episodes WHERE id = $1", drop["id"])
             gone.add(drop["id"])
@@ -188,8 +212,9 @@ class _Pair(TypedDict):
     b_text: str
 
 
-async def _nearest_pairs(pool, since: datetime, threshold: float, scope: str | None,
-                         only: set[int] | None) -> list[_Pair]:
+async def _nearest_pairs(
+    pool, since: datetime, threshold: float, scope: str | None, only: set[int] | None
+) -> list[_Pair]:
     """(a, b, a_text, b_text) for each recent episode ``a`` (or each of ``only``) whose nearest other
     episode ``b`` of the same scope and audience is at least ``threshold`` alike ((1 + cos) / 2).
 
@@ -200,37 +225,52 @@ async def _nearest_pairs(pool, since: datetime, threshold: float, scope: str | N
         """SELECT id, scope, visible_in FROM episodes
            WHERE created_at >= $1 AND ($2::text IS NULL OR scope = $2::text)
              AND ($3::bigint[] IS NULL OR id = ANY($3::bigint[]))""",
-        since, scope, None if only is None else sorted(only))
+        since,
+        scope,
+        None if only is None else sorted(only),
+    )
     groups: dict[tuple[str, str | None], list[int]] = {}
     for r in recent:
         groups.setdefault((r["scope"], r["visible_in"]), []).append(r["id"])
     found: list[tuple[int, int]] = []
     for (group_scope, visible_in), ids in groups.items():
-        size = await pool.fetchval("SELECT count(*) FROM episodes WHERE scope = $1 AND visible_in IS NOT DISTINCT "
-                                   "FROM $2", group_scope, visible_in)
+        size = await pool.fetchval(
+            "SELECT count(*) FROM episodes WHERE scope = $1 AND visible_in IS NOT DISTINCT FROM $2",
+            group_scope,
+            visible_in,
+        )
         if size > EXACT_GROUP_LIMIT:
             found += await _nearest_by_index(pool, ids, threshold)
             continue
-        rows = await pool.fetch("SELECT id, embedding FROM episodes WHERE scope = $1 AND visible_in IS NOT "
-                                "DISTINCT FROM $2 ORDER BY id", group_scope, visible_in)
-        found += await asyncio.to_thread(_nearest_exact, [r["id"] for r in rows],
-                                         [r["embedding"].to_numpy() for r in rows], ids, threshold)
+        rows = await pool.fetch(
+            "SELECT id, embedding FROM episodes WHERE scope = $1 AND visible_in IS NOT DISTINCT FROM $2 ORDER BY id",
+            group_scope,
+            visible_in,
+        )
+        found += await asyncio.to_thread(
+            _nearest_exact, [r["id"] for r in rows], [r["embedding"].to_numpy() for r in rows], ids, threshold
+        )
     if not found:
         return []
-    texts = {r["id"]: r["content"] for r in await pool.fetch(
-        "SELECT id, content FROM episodes WHERE id = ANY($1::bigint[])", sorted({i for p in found for i in p}))}
+    texts = {
+        r["id"]: r["content"]
+        for r in await pool.fetch(
+            "SELECT id, content FROM episodes WHERE id = ANY($1::bigint[])", sorted({i for p in found for i in p})
+        )
+    }
     return [{"a": a, "b": b, "a_text": texts[a], "b_text": texts[b]} for a, b in sorted(found)]
 
 
-def _nearest_exact(all_ids: list[int], vectors: list[np.ndarray], query_ids: list[int],
-                   threshold: float) -> list[tuple[int, int]]:
+def _nearest_exact(
+    all_ids: list[int], vectors: list[np.ndarray], query_ids: list[int], threshold: float
+) -> list[tuple[int, int]]:
     matrix = np.stack(vectors).astype(np.float32)
     matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
     position = {i: n for n, i in enumerate(all_ids)}
     rows = np.array([position[i] for i in query_ids])
     out: list[tuple[int, int]] = []
     for start in range(0, len(rows), 1024):
-        chunk = rows[start:start + 1024]
+        chunk = rows[start : start + 1024]
         sims = matrix[chunk] @ matrix.T
         sims[np.arange(len(chunk)), chunk] = -np.inf  # not itself
         best = sims.argmax(axis=1)
@@ -246,7 +286,10 @@ async def _nearest_by_index(pool, ids: list[int], threshold: float) -> list[tupl
                SELECT o.id, 1 - (o.embedding <=> e.embedding) / 2 AS sim FROM episodes o
                WHERE o.scope = e.scope AND o.id <> e.id AND o.visible_in IS NOT DISTINCT FROM e.visible_in
                ORDER BY o.embedding <=> e.embedding LIMIT 1) n
-           WHERE e.id = ANY($1::bigint[]) AND n.sim >= $2""", ids, threshold)
+           WHERE e.id = ANY($1::bigint[]) AND n.sim >= $2""",
+        ids,
+        threshold,
+    )
     return [(r["a"], r["b"]) for r in rows]
 
 

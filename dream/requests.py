@@ -102,16 +102,20 @@ def _seeks_company(clause: list[Any]) -> bool:
     if any(w in _ANYONE | {"who"} and nxt == "else" for w, nxt in zip(words, words[1:])):
         return True
     return any(t.lower_ in _ANYONE and nxt.tag_ == "VBG" for t, nxt in zip(clause, clause[1:])) and bool(
-        _SOON & set(words))
+        _SOON & set(words)
+    )
 
 
 def _clause_asks(clause: list[Any], *, opening: bool) -> bool:
     lowered = [t.lower_ for t in clause]
     # "I need ...", "we'd like ...", "looking for ..." (the subject dropped), anywhere in the clause
     for i, t in enumerate(clause):
-        if t.lemma_.lower() in _NEED and t.pos_ in ("VERB", "AUX") and (
-                i == 0 or _FIRST_PERSON & set(lowered[max(0, i - 3):i])):
-            if t.lemma_.lower() == "appreciate" and lowered[i + 1:i + 2] and lowered[i + 1] in _THANKED:
+        if (
+            t.lemma_.lower() in _NEED
+            and t.pos_ in ("VERB", "AUX")
+            and (i == 0 or _FIRST_PERSON & set(lowered[max(0, i - 3) : i]))
+        ):
+            if t.lemma_.lower() == "appreciate" and lowered[i + 1 : i + 2] and lowered[i + 1] in _THANKED:
                 continue  # "appreciate it": thanks
             return True
     k = 0
@@ -122,15 +126,16 @@ def _clause_asks(clause: list[Any], *, opening: bool) -> bool:
     first = clause[k]
     if (first.tag_ in _WH and first.lower_ != "that") or first.lower_ in _ANYONE:  # "cheers, that helped": no wh-word
         return not (k + 1 < len(clause) and clause[k + 1].lower_ == "else")
-    if opening and first.tag_ == "VB" and first.pos_ in ("VERB", "AUX"):  # imperative: "help me ...", "let's ...", "bring ..."
+    if (
+        opening and first.tag_ == "VB" and first.pos_ in ("VERB", "AUX")
+    ):  # imperative: "help me ...", "let's ...", "bring ..."
         return True
     if first.tag_ == "VBD" and first.lemma_.lower() not in ("do", "be"):  # "had pizza for lunch": a dropped "I"
         return False
     if first.pos_ == "AUX" or first.tag_ == "MD":  # "is the track ...", "can I ...": the subject after the verb
-        rest = [t for t in clause[k + 1:] if t.lower_ not in ("n't", "not")]
+        rest = [t for t in clause[k + 1 :] if t.lower_ not in ("n't", "not")]
         return bool(rest) and rest[0].pos_ in _SUBJECTS and len(rest) > 1
     return False
-
 
 
 # Asking where to get a thing, or which one to get: buying, a need of its own beside doing something with the thing
@@ -138,31 +143,56 @@ def _clause_asks(clause: list[Any], *, opening: bool) -> bool:
 # shopping (verbs of acquiring, the shop's side of it, and money), not words from any server's messages; "order",
 # "stock", "source" and "sell" count as verbs only ("in order of appearance" is no purchase), from spaCy's parse.
 _BUY_VERBS = frozenset({"buy", "purchase", "order", "preorder", "sell", "stock", "source", "afford", "shop", "restock"})
-_BUYING = re.compile(r"\b(where|who) (can|do|does|should|would|did|to) (i|you|we|people|u|one)?\s*(get(?!\s+to\b)|find|pick up|"
-                     r"grab|order|buy)\b|\bwhere to (get|find|buy|order)\b|\b(which|what) (\w+ ){1,2}(should|would|do) "
-                     r"(i|we|you) (get|buy)\b|\b(prices?|priced|pricey|cheap\w*|expensive|suppliers?|stockists?|"
-                     r"retailers?|second[- ]?hand|in stock|out of stock)\b", re.I)
+_BUYING = re.compile(
+    r"\b(where|who) (can|do|does|should|would|did|to) (i|you|we|people|u|one)?\s*(get(?!\s+to\b)|find|pick up|"
+    r"grab|order|buy)\b|\bwhere to (get|find|buy|order)\b|\b(which|what) (\w+ ){1,2}(should|would|do) "
+    r"(i|we|you) (get|buy)\b|\b(prices?|priced|pricey|cheap\w*|expensive|suppliers?|stockists?|"
+    r"retailers?|second[- ]?hand|in stock|out of stock)\b",
+    re.I,
+)
 # What a request asks for, by its general English form (checked in this order; none: no kind is named).
 _KINDS = (
-    ("troubleshooting", re.compile(r"\b(errors?|broken|crash\w*|fail\w*|wrong|won'?t|doesn'?t|not working|keeps?|"
-                                   r"stuck|problems?|issues?|fix\w*)\b", re.I)),
-    ("scheduling", re.compile(r"\bwhen (is|are|do|does|did|should|can|could|will|would)\b|\bwhat time\b|"
-                              r"\b(which|what) (day|date|month|week)\b|\bhow (long|soon|early)\b|\b(deadline|"
-                              r"schedule\w*|timetable|dates?)\b|\bfree (on|this|for|tonight)\b", re.I)),
-    ("explanations", re.compile(r"\b(difference between|explain\w*|what does \w+ mean|rules? for|why (is|do|does))\b",
-                                re.I)),
-    ("advice", re.compile(r"\b(which|best|recommend\w*|suggest\w*|tips|worth|should (i|we)|how (do|can|should|would) "
-                          r"(i|you|we)|how to|where (do|can|should) (i|you|we|people)|what's the \w+est)\b", re.I)),
+    (
+        "troubleshooting",
+        re.compile(
+            r"\b(errors?|broken|crash\w*|fail\w*|wrong|won'?t|doesn'?t|not working|keeps?|"
+            r"stuck|problems?|issues?|fix\w*)\b",
+            re.I,
+        ),
+    ),
+    (
+        "scheduling",
+        re.compile(
+            r"\bwhen (is|are|do|does|did|should|can|could|will|would)\b|\bwhat time\b|"
+            r"\b(which|what) (day|date|month|week)\b|\bhow (long|soon|early)\b|\b(deadline|"
+            r"schedule\w*|timetable|dates?)\b|\bfree (on|this|for|tonight)\b",
+            re.I,
+        ),
+    ),
+    (
+        "explanations",
+        re.compile(r"\b(difference between|explain\w*|what does \w+ mean|rules? for|why (is|do|does))\b", re.I),
+    ),
+    (
+        "advice",
+        re.compile(
+            r"\b(which|best|recommend\w*|suggest\w*|tips|worth|should (i|we)|how (do|can|should|would) "
+            r"(i|you|we)|how to|where (do|can|should) (i|you|we|people)|what's the \w+est)\b",
+            re.I,
+        ),
+    ),
 )
 # A request that takes none of those forms but names a day, a date or a time to come ("is practice still on the
 # 14th", "where's the sectional on Wednesday", "are we doing the carols this week", "how late will it go on") asks
 # when or where something is on: arrangements, "scheduling". Checked last, so that a named day never turns "how do I
 # ..." or "what's wrong with ..." into scheduling (round 8: 20 of 24 rehearsal-logistics requests took no form that
 # says an act, so the act split had nothing to cut on). General English words of the calendar and the clock only.
-_NAMES_A_TIME = re.compile(r"\b(mon|tues|wednes|thurs|fri|satur|sun)days?\b|\b(the|on|by|until|till|from) "
-                           r"(\d{1,2})(st|nd|rd|th)\b|\b(this|next|that) (week|weekend|month|term|evening|morning|"
-                           r"afternoon)\b|\bwhen'?s\b|\bhow late\b|\b(cancell?ed|postponed|rescheduled|called off)\b",
-                           re.I)
+_NAMES_A_TIME = re.compile(
+    r"\b(mon|tues|wednes|thurs|fri|satur|sun)days?\b|\b(the|on|by|until|till|from) "
+    r"(\d{1,2})(st|nd|rd|th)\b|\b(this|next|that) (week|weekend|month|term|evening|morning|"
+    r"afternoon)\b|\bwhen'?s\b|\bhow late\b|\b(cancell?ed|postponed|rescheduled|called off)\b",
+    re.I,
+)
 KIND_SEEN = 0.25  # a kind is named when at least this share of the messages take one of the forms,
 KIND_SHARE = 0.6  # and this share of those take the same one
 
@@ -194,8 +224,10 @@ _HOW = re.compile(r"\bhow (do|can|should|would|to|does|did)\b|\bwhat (should|do)
 def request_acts(texts: Sequence[str]) -> list[str | None]:
     """Per text, the act it asks for: "get" (where or which to buy), "do" (how to do or fix something, what it
     means), "when" (a date, a time, how long), or None (no form that says: "which is best", a bare question)."""
-    return [_ACTS.get(kind or "") or ("do" if kind == "advice" and _HOW.search(text) else None)
-            for text, kind in zip(texts, message_kinds(texts))]
+    return [
+        _ACTS.get(kind or "") or ("do" if kind == "advice" and _HOW.search(text) else None)
+        for text, kind in zip(texts, message_kinds(texts))
+    ]
 
 
 def request_kind(texts: Sequence[str]) -> str | None:
@@ -241,8 +273,12 @@ def naming_kind(texts: Sequence[str]) -> str | None:
 _SAID = r"(say|said|tell|told|mention(ed)?|discuss(ed)?|talk(ed)?|decide(d)?|agree(d)?|settle(d)?)"
 _SAID_PAST = r"(said|told|mentioned|discussed|talked|decided|agreed|settled)"
 _RECALL = (
-    re.compile(r"\b(did|didn'?t|did not|have|haven'?t|had|hadn'?t)\s+(i|we|you|u)\s+(ever\s+|already\s+|just\s+)?"
-               + _SAID + r"\b", re.I),
+    re.compile(
+        r"\b(did|didn'?t|did not|have|haven'?t|had|hadn'?t)\s+(i|we|you|u)\s+(ever\s+|already\s+|just\s+)?"
+        + _SAID
+        + r"\b",
+        re.I,
+    ),
     re.compile(r"\b(what|which|when|where|how|who)\s+(i|we|you|u)\s+(already\s+|just\s+)?" + _SAID_PAST, re.I),
     re.compile(r"\b(you|u)\s+(already\s+|just\s+)?(said|told|mentioned)\b", re.I),  # the bot said it earlier
     re.compile(r"\b(i|we)\s+(told|mentioned\s+to)\s+(you|u)\b", re.I),

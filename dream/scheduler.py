@@ -18,8 +18,16 @@ JOB_ID = "hippobot-dream-cycle"
 
 
 class DreamScheduler:
-    def __init__(self, cycle: DreamCycle, *, hour: int, minute: int, timezone: str, misfire_grace_s: int = 3600,
-                 clock: Clock | None = None) -> None:
+    def __init__(
+        self,
+        cycle: DreamCycle,
+        *,
+        hour: int,
+        minute: int,
+        timezone: str,
+        misfire_grace_s: int = 3600,
+        clock: Clock | None = None,
+    ) -> None:
         self.cycle = cycle
         self._clock = clock or SystemClock()  # the app's: what "now" a scheduled run dreams at
         self._hour, self._minute, self._tz = hour, minute, ZoneInfo(timezone)
@@ -30,8 +38,14 @@ class DreamScheduler:
 
     def start(self) -> None:
         self._scheduler.add_job(
-            self._run, self.trigger, id=JOB_ID, name="dream cycle", replace_existing=True,
-            coalesce=True, max_instances=1, misfire_grace_time=self._misfire,
+            self._run,
+            self.trigger,
+            id=JOB_ID,
+            name="dream cycle",
+            replace_existing=True,
+            coalesce=True,
+            max_instances=1,
+            misfire_grace_time=self._misfire,
         )
         self._scheduler.start()
 

@@ -117,23 +117,35 @@ FOLD_SHARE = 2 / 3
 # clusters requests alone, so its candidates are all requests (checked on the dev histories, cycling and study: every
 # candidate 100 %) and this share no longer tunes anything there; > 0 is the switch that sets non-requests aside.
 REQUEST_SHARE = 0.7
-_PAST = re.compile(r"\b(remember|earlier|last time|you said|we (discussed|talked)|before|again|previous(ly)?|yesterday)\b", re.I)
-_BOUNDS = {"context_turns": (1, 20), "context_vectors": (0, 15), "similarity_threshold": (0.5, 0.9), "triple_depth": (0, 3)}
+_PAST = re.compile(
+    r"\b(remember|earlier|last time|you said|we (discussed|talked)|before|again|previous(ly)?|yesterday)\b", re.I
+)
+_BOUNDS = {
+    "context_turns": (1, 20),
+    "context_vectors": (0, 15),
+    "similarity_threshold": (0.5, 0.9),
+    "triple_depth": (0, 3),
+}
 # Verbs that say nothing about a theme: they make requests, not topics.
-LIGHT_VERBS = frozenset("""
+LIGHT_VERBS = frozenset(
+    """
     let get make want need help do go have be can could should would will shall may might must take give put set
     try know think see like say tell come use look find keep start feel mean seem ask show call thank love hope
     wonder guess bring break turn leave run happen stop wait talk work got gonna wanna
-""".split())
+""".split()
+)
 # Nouns that say nothing about what is asked: a request's frame, not its object.
-LIGHT_NOUNS = frozenset("""
+LIGHT_NOUNS = frozenset(
+    """
     thing stuff way idea tip question help advice lot bit kind sort anyone someone anybody something people guy
     folk everyone one time day today tonight tomorrow week month year morning evening q pls thank thanks
     tia thx ty plz lol btw imo
-""".split())
+""".split()
+)
 # What a proper noun is, for spaCy's entity recogniser (brands, products, places, people, events...).
-_PROPER_ENTITIES = frozenset({"PERSON", "ORG", "PRODUCT", "GPE", "LOC", "FAC", "NORP", "WORK_OF_ART", "EVENT",
-                              "LAW", "LANGUAGE"})
+_PROPER_ENTITIES = frozenset(
+    {"PERSON", "ORG", "PRODUCT", "GPE", "LOC", "FAC", "NORP", "WORK_OF_ART", "EVENT", "LAW", "LANGUAGE"}
+)
 # A request's head: the subject, object or predicate of its verb, or the root of a fragment.
 _HEAD_DEPS = frozenset({"dobj", "nsubj", "nsubjpass", "attr", "oprd", "acomp", "ROOT", "dative"})
 # ... and the verb that says what is asked ("how do I cite ...", "help me plan ..."), when it is no light verb.
@@ -233,8 +245,7 @@ class Recurrence:
         return None
 
 
-ANY_GROUP = Recurrence(people=0, days=0, max_share=1.0, substantive_share=0.0, request_share=0.0,
-                       recall_served=False)
+ANY_GROUP = Recurrence(people=0, days=0, max_share=1.0, substantive_share=0.0, request_share=0.0, recall_served=False)
 
 
 def request_share_of(group: Sequence[PoorMatch], asks: Mapping[int, bool] | None = None) -> float:
@@ -265,8 +276,13 @@ class Candidate:
 
 
 def screen(
-    poor: Sequence[PoorMatch], *, distance: float, min_size: int, merge_similarity: float = MERGE_SIMILARITY,
-    recurrence: Recurrence = ANY_GROUP, kept_apart: list[str] | None = None,
+    poor: Sequence[PoorMatch],
+    *,
+    distance: float,
+    min_size: int,
+    merge_similarity: float = MERGE_SIMILARITY,
+    recurrence: Recurrence = ANY_GROUP,
+    kept_apart: list[str] | None = None,
 ) -> list[Candidate]:
     """Every candidate theme of ``poor``, largest first: clustered, merged, each with the rule it fails, if any.
     When ``recurrence`` asks for requests, only requests are clustered (the others set aside first, and requests
@@ -289,16 +305,19 @@ def screen(
         if remarks:
             poor = [m for m in poor if asks[m.message_id]]
             if kept_apart is not None:
-                kept_apart.append(f"{remarks} messages that ask for nothing (chatter, greetings, thanks, statements) "
-                                  f"set aside before clustering; {len(poor)} requests clustered")
+                kept_apart.append(
+                    f"{remarks} messages that ask for nothing (chatter, greetings, thanks, statements) "
+                    f"set aside before clustering; {len(poor)} requests clustered"
+                )
         if recurrence.recall_served:  # a kind memory_recall serves: never a new need, nor part of one
             recall = [m for m in poor if is_recall(m.text)]
             if recall:
                 left = {m.message_id for m in recall}
                 poor = [m for m in poor if m.message_id not in left]
                 if kept_apart is not None:
-                    kept_apart.append(f"{len(recall)} requests to recall an earlier conversation left out "
-                                      "(memory_recall serves them)")
+                    kept_apart.append(
+                        f"{len(recall)} requests to recall an earlier conversation left out (memory_recall serves them)"
+                    )
         if len(poor) < min_size:
             return []
 
@@ -310,20 +329,21 @@ def screen(
 
         apart = two_requests_apart
     groups = merge_overlapping(clusters(poor, distance), merge_similarity, min_size=min_size, apart=apart)
-    split: list[tuple[list[PoorMatch], int, frozenset[int]]] = [(group, merged, frozenset()) for group, merged in groups]
+    split: list[tuple[list[PoorMatch], int, frozenset[int]]] = [
+        (group, merged, frozenset()) for group, merged in groups
+    ]
     if recurrence.request_share > 0:  # a theme is one need: two needs on one topic are two themes (or one)
         split = []
         for group, merged in groups:
             parts = _one_need_each(group, min_size, kept_apart)
-            split += [(part, merged, frozenset(m.message_id for m in group) - {m.message_id for m in part})
-                      for part in parts]
+            split += [
+                (part, merged, frozenset(m.message_id for m in group) - {m.message_id for m in part}) for part in parts
+            ]
     out = []
     for group, merged_from, siblings in split:
         distinct = len({normal(m.text) for m in group})
-        why = (f"{distinct} distinct texts (needs {min_size})" if distinct < min_size
-               else recurrence.fails(group, asks))
-        out.append(Candidate(tuple(group), merged_from, request_share_of(group, asks) if asks else 0.0, why,
-                             siblings))
+        why = f"{distinct} distinct texts (needs {min_size})" if distinct < min_size else recurrence.fails(group, asks)
+        out.append(Candidate(tuple(group), merged_from, request_share_of(group, asks) if asks else 0.0, why, siblings))
     if recurrence.request_share > 0:  # one need, one proposal: a small piece of a need joins its main theme
         out = fold_duplicates(out, kept_apart, fails=lambda group: recurrence.fails(group, asks))
     return sorted(out, key=lambda c: len(c.members), reverse=True)
@@ -341,9 +361,14 @@ def serve_gap(small: Sequence[PoorMatch], main: Sequence[PoorMatch]) -> float:
     return own - float(np.mean((1.0 + theirs) / 2.0))
 
 
-def fold_duplicates(candidates: Sequence[Candidate], said: list[str] | None = None, *, gap: float = FOLD_GAP,
-                    share: float = FOLD_SHARE,
-                    fails: Callable[[Sequence[PoorMatch]], str | None] | None = None) -> list[Candidate]:
+def fold_duplicates(
+    candidates: Sequence[Candidate],
+    said: list[str] | None = None,
+    *,
+    gap: float = FOLD_GAP,
+    share: float = FOLD_SHARE,
+    fails: Callable[[Sequence[PoorMatch]], str | None] | None = None,
+) -> list[Candidate]:
     """``candidates`` with each small piece of a need folded into that need's main theme (rounds 7-8: five
     gear-buying requests proposed beside ``gear_buying``; two proposals for one pattern-help need). A passing
     candidate at most ``share`` the size of another passing one joins it when the larger one's centroid serves its
@@ -358,8 +383,11 @@ def fold_duplicates(candidates: Sequence[Candidate], said: list[str] | None = No
         passing = sorted((c for c in live if c.refused is None), key=lambda c: len(c.members))
         best: tuple[float, Candidate, Candidate] | None = None
         for small in passing:
-            fits = [(serve_gap(small.members, main.members), main) for main in passing
-                    if main is not small and len(small.members) <= share * len(main.members)]
+            fits = [
+                (serve_gap(small.members, main.members), main)
+                for main in passing
+                if main is not small and len(small.members) <= share * len(main.members)
+            ]
             fits = [(g, main) for g, main in fits if g <= gap]
             if fits:
                 g, main = min(fits, key=lambda f: f[0])
@@ -370,19 +398,30 @@ def fold_duplicates(candidates: Sequence[Candidate], said: list[str] | None = No
         g, small, main = best
         members = main.members + small.members
         ids = {m.message_id for m in members}
-        folded = Candidate(members, main.merged_from + small.merged_from,
-                           (main.request_share * len(main.members) + small.request_share * len(small.members))
-                           / len(members), fails(members) if fails is not None else None,
-                           (main.siblings | small.siblings) - ids)
+        folded = Candidate(
+            members,
+            main.merged_from + small.merged_from,
+            (main.request_share * len(main.members) + small.request_share * len(small.members)) / len(members),
+            fails(members) if fails is not None else None,
+            (main.siblings | small.siblings) - ids,
+        )
         if said is not None:
-            said.append(f"{len(small.members)} messages folded into {len(main.members)}: served by its centroid "
-                        f"about as well as its own (gap {g:.3f})")
+            said.append(
+                f"{len(small.members)} messages folded into {len(main.members)}: served by its centroid "
+                f"about as well as its own (gap {g:.3f})"
+            )
         live = [c for c in live if c is not small and c is not main] + [folded]
 
 
 def find_themes(
-    poor: Sequence[PoorMatch], *, distance: float, min_size: int, merge_similarity: float = MERGE_SIMILARITY,
-    max_examples: int = 8, recurrence: Recurrence = ANY_GROUP, names: frozenset[str] = frozenset(),
+    poor: Sequence[PoorMatch],
+    *,
+    distance: float,
+    min_size: int,
+    merge_similarity: float = MERGE_SIMILARITY,
+    max_examples: int = 8,
+    recurrence: Recurrence = ANY_GROUP,
+    names: frozenset[str] = frozenset(),
     word_vectors: WordVectors | None = None,
 ) -> list[Theme]:
     """The themes of ``poor``, largest first: clustered, overlapping clusters merged, each named.
@@ -401,15 +440,23 @@ def find_themes(
         others = [m.text for m in poor if m.message_id not in inside | siblings]
         centroid = unit(np.mean([m.vector for m in group], axis=0))
         texts = [m.text for m in group]
-        name_words, terms = theme_words(texts, others, exclude=names, kind=kind or request_kind(texts),
-                                        word_vectors=word_vectors)
-        return Theme(tuple(group), centroid, tuple(name_words), tuple(terms),
-                     tuple(diverse_examples(group, centroid, max_examples)), merged_from,
-                     worded_by(group, name_words, terms))
+        name_words, terms = theme_words(
+            texts, others, exclude=names, kind=kind or request_kind(texts), word_vectors=word_vectors
+        )
+        return Theme(
+            tuple(group),
+            centroid,
+            tuple(name_words),
+            tuple(terms),
+            tuple(diverse_examples(group, centroid, max_examples)),
+            merged_from,
+            worded_by(group, name_words, terms),
+        )
 
     themes = []
-    for candidate in screen(poor, distance=distance, min_size=min_size, merge_similarity=merge_similarity,
-                            recurrence=recurrence):
+    for candidate in screen(
+        poor, distance=distance, min_size=min_size, merge_similarity=merge_similarity, recurrence=recurrence
+    ):
         if candidate.refused is not None:
             continue
         whole = named(list(candidate.members), candidate.siblings, candidate.merged_from)
@@ -435,8 +482,14 @@ def name_says(name_words: Sequence[str]) -> int:
     return 2
 
 
-def _named_parts(whole: Theme, siblings: frozenset[int], named: Callable[[list[PoorMatch], frozenset[int], int], Theme],
-                 *, min_size: int, recurrence: Recurrence) -> list[Theme]:
+def _named_parts(
+    whole: Theme,
+    siblings: frozenset[int],
+    named: Callable[[list[PoorMatch], frozenset[int], int], Theme],
+    *,
+    min_size: int,
+    recurrence: Recurrence,
+) -> list[Theme]:
     """A theme whose name is a fallback, as two themes whose names each say more ([]: keep it whole). Its members'
     2-means parts (``split_in_two`` with no clarity bar) replace it when each part has ``min_size`` distinct texts
     and ``SPLIT_SHARE`` of it, passes ``recurrence`` alone, and is named with more than the whole is
@@ -480,7 +533,11 @@ def clusters(poor: Sequence[PoorMatch], distance: float) -> list[list[PoorMatch]
 
 
 def merge_overlapping(
-    groups: Sequence[Sequence[PoorMatch]], threshold: float, *, min_size: int, min_members: int = 2,
+    groups: Sequence[Sequence[PoorMatch]],
+    threshold: float,
+    *,
+    min_size: int,
+    min_members: int = 2,
     kind_of: Callable[[Sequence[PoorMatch]], bool] | None = None,
     apart: Callable[[Sequence[PoorMatch], Sequence[PoorMatch]], bool] | None = None,
 ) -> list[tuple[list[PoorMatch], int]]:
@@ -498,8 +555,10 @@ def merge_overlapping(
     vector is no theme's centroid.
     """
     # (members, clusters merged into it, seeded, serial: which group it is, for the pairs ``apart`` refused)
-    live = [(list(g), 1, len({normal(m.text) for m in g}) >= min_size, k)
-            for k, g in enumerate(g for g in groups if len(g) >= min_members)]
+    live = [
+        (list(g), 1, len({normal(m.text) for m in g}) >= min_size, k)
+        for k, g in enumerate(g for g in groups if len(g) >= min_members)
+    ]
     serial = len(live)
     kept_apart: set[frozenset[int]] = set()
     while len(live) > 1:
@@ -526,8 +585,7 @@ def merge_overlapping(
     return [(g, n) for g, n, seeded, _ in live if seeded]
 
 
-def two_kinds(a: Sequence[PoorMatch], b: Sequence[PoorMatch], *,
-              margin: float = SEPARATION_MARGIN) -> str | None:
+def two_kinds(a: Sequence[PoorMatch], b: Sequence[PoorMatch], *, margin: float = SEPARATION_MARGIN) -> str | None:
     """Why groups of requests ``a`` and ``b`` are two kinds of request, not one (None: they may be one).
 
     Different kinds of request: both have a kind (``dream.requests.request_kind``: troubleshooting,
@@ -546,8 +604,9 @@ def two_kinds(a: Sequence[PoorMatch], b: Sequence[PoorMatch], *,
     return None
 
 
-def split_in_two(members: Sequence[PoorMatch], *, min_size: int, min_share: float = SPLIT_SHARE,
-                 clarity: float = SPLIT_CLARITY) -> tuple[list[PoorMatch], list[PoorMatch], float] | None:
+def split_in_two(
+    members: Sequence[PoorMatch], *, min_size: int, min_share: float = SPLIT_SHARE, clarity: float = SPLIT_CLARITY
+) -> tuple[list[PoorMatch], list[PoorMatch], float] | None:
     """Two needs on one topic in one group (recipe scaling and ingredient swaps; game feel and level design):
     its members' two sub-clusters (2-means on their vectors, larger first) and how clearly they stand apart
     (``split_clarity``), when each part has ``min_size`` distinct texts and ``min_share`` of the members and
@@ -586,8 +645,7 @@ def _one_need_each(group: list[PoorMatch], min_size: int, said: list[str] | None
     split = split_in_two(group, min_size=min_size)
     parts = [group] if split is None else [split[0], split[1]]
     if split is not None and said is not None:
-        said.append(f"{len(group)} messages split in two: {len(split[0])} + {len(split[1])} "
-                    f"(clarity {split[2]:.2f})")
+        said.append(f"{len(group)} messages split in two: {len(split[0])} + {len(split[1])} (clarity {split[2]:.2f})")
     out = []
     for part in parts:
         by_act = split_by_act(part, min_size=min_size)
@@ -601,8 +659,9 @@ def _one_need_each(group: list[PoorMatch], min_size: int, said: list[str] | None
     return out
 
 
-def split_by_act(members: Sequence[PoorMatch], *, min_size: int,
-                 min_share: float = SPLIT_SHARE) -> tuple[list[PoorMatch], list[PoorMatch], str] | None:
+def split_by_act(
+    members: Sequence[PoorMatch], *, min_size: int, min_share: float = SPLIT_SHARE
+) -> tuple[list[PoorMatch], list[PoorMatch], str] | None:
     """Two needs on one topic told apart by what their requests ask for, not by their nouns (round 6: "where can I
     buy frames" and "how do I inspect a frame", one theme by topic): the acts of ``dream.requests.request_acts``
     (get, do, when). When the two commonest acts each take ``min_share`` of the members whose form says an act
@@ -621,10 +680,12 @@ def split_by_act(members: Sequence[PoorMatch], *, min_size: int,
         return None
     (first, _), (second, n_second) = counts.most_common(2)
     if n_second < min_share * sum(counts.values()) or any(
-            len({normal(m.text) for m, a in zip(members, acts) if a == act}) < min_size for act in (first, second)):
+        len({normal(m.text) for m, a in zip(members, acts) if a == act}) < min_size for act in (first, second)
+    ):
         return None
-    centroids = {act: unit(np.sum([m.vector for m, a in zip(members, acts) if a == act], axis=0))
-                 for act in (first, second)}
+    centroids = {
+        act: unit(np.sum([m.vector for m, a in zip(members, acts) if a == act], axis=0)) for act in (first, second)
+    }
     parts: dict[str, list[PoorMatch]] = {first: [], second: []}
     for m, act in zip(members, acts):
         if act not in parts:
@@ -673,8 +734,13 @@ def _content_lemmas(texts: Sequence[str]) -> list[dict[str, str]]:
         for token in doc:
             lemma = token.lemma_.lower()
             pos = "NOUN" if token.pos_ in ("NOUN", "PROPN") else "VERB" if token.pos_ == "VERB" else None
-            if (pos is None or token.is_stop or lemma in ENGLISH_STOP_WORDS
-                    or (pos == "VERB" and lemma in LIGHT_VERBS) or not _WORD.match(lemma)):
+            if (
+                pos is None
+                or token.is_stop
+                or lemma in ENGLISH_STOP_WORDS
+                or (pos == "VERB" and lemma in LIGHT_VERBS)
+                or not _WORD.match(lemma)
+            ):
                 continue
             lemmas.setdefault(lemma, pos)
         out.append(lemmas)
@@ -684,9 +750,16 @@ def _content_lemmas(texts: Sequence[str]) -> list[dict[str, str]]:
 WordVectors = Callable[[list[str]], np.ndarray]
 
 
-def theme_words(cluster_texts: Sequence[str], other_texts: Sequence[str], *, sample: int = 200,
-                n_terms: int = 4, exclude: frozenset[str] = frozenset(),
-                kind: str | None = None, word_vectors: WordVectors | None = None) -> tuple[list[str], list[str]]:
+def theme_words(
+    cluster_texts: Sequence[str],
+    other_texts: Sequence[str],
+    *,
+    sample: int = 200,
+    n_terms: int = 4,
+    exclude: frozenset[str] = frozenset(),
+    kind: str | None = None,
+    word_vectors: WordVectors | None = None,
+) -> tuple[list[str], list[str]]:
     """(words of the theme's name, its terms). The name says what the members ask for, as a moderator reads
     it: its object, a common noun that the members' requests ask about (at the head of a question or an
     order: ``request_heads``), and ``kind``, the kind of request (``dream.requests.request_kind``:
@@ -719,19 +792,32 @@ def theme_words(cluster_texts: Sequence[str], other_texts: Sequence[str], *, sam
         for lemma, n in df_in.items()
         if (n >= 2 or len(inside) < 4) and lemma not in exclude | proper | LIGHT_NOUNS  # "idea" tells nothing
     }
-    ranked = sorted((lemma for lemma, s in score.items() if s > 0),
-                    key=lambda lemma: (-coverage[lemma], -score[lemma], lemma))
+    ranked = sorted(
+        (lemma for lemma, s in score.items() if s > 0), key=lambda lemma: (-coverage[lemma], -score[lemma], lemma)
+    )
     terms = ranked[:n_terms]
     asked = Counter(lemma for doc in heads for lemma in doc)
-    objects = sorted((lemma for lemma in ranked
-                      if coverage[lemma] >= NAME_COVERAGE and asked[lemma] >= HEAD_SHARE * df_in[lemma]
-                      and lemma not in LIGHT_NOUNS | LIGHT_VERBS and not (kind and _same_stem(lemma, kind))),
-                     key=lambda lemma: (-asked[lemma], -coverage[lemma], -score[lemma], lemma))
+    objects = sorted(
+        (
+            lemma
+            for lemma in ranked
+            if coverage[lemma] >= NAME_COVERAGE
+            and asked[lemma] >= HEAD_SHARE * df_in[lemma]
+            and lemma not in LIGHT_NOUNS | LIGHT_VERBS
+            and not (kind and _same_stem(lemma, kind))
+        ),
+        key=lambda lemma: (-asked[lemma], -coverage[lemma], -score[lemma], lemma),
+    )
     if not objects:  # a need worded many ways: the words that play one role count together
-        candidates = [lemma for lemma in sorted(df_in, key=lambda w: (-asked[w], -df_in[w], w))
-                      if asked[lemma] > 0 and df_in[lemma] >= 2 and pos[lemma].most_common(1)[0][0] == "NOUN"
-                      and lemma not in exclude | proper | LIGHT_NOUNS | LIGHT_VERBS
-                      and not (kind and _same_stem(lemma, kind))]
+        candidates = [
+            lemma
+            for lemma in sorted(df_in, key=lambda w: (-asked[w], -df_in[w], w))
+            if asked[lemma] > 0
+            and df_in[lemma] >= 2
+            and pos[lemma].most_common(1)[0][0] == "NOUN"
+            and lemma not in exclude | proper | LIGHT_NOUNS | LIGHT_VERBS
+            and not (kind and _same_stem(lemma, kind))
+        ]
         group = role_group(texts, candidates, inside, heads, word_vectors=word_vectors)
         if group:
             objects = [group[0]]
@@ -741,13 +827,21 @@ def theme_words(cluster_texts: Sequence[str], other_texts: Sequence[str], *, sam
         return ([word, kind] if kind is not None else ["requests", "about", word]), terms
     # No object: the terms say what the requests ask about most ("road, route, loop"), not what they mention most
     # ("path, railway": a place name in several of them), so that "about no one thing (...)" reads true.
-    asked_terms = sorted((lemma for lemma in ranked if asked[lemma] > 0 and lemma not in LIGHT_NOUNS | LIGHT_VERBS),
-                         key=lambda lemma: (-asked[lemma], -coverage[lemma], lemma))[:n_terms]
+    asked_terms = sorted(
+        (lemma for lemma in ranked if asked[lemma] > 0 and lemma not in LIGHT_NOUNS | LIGHT_VERBS),
+        key=lambda lemma: (-asked[lemma], -coverage[lemma], lemma),
+    )[:n_terms]
     return ([kind, "requests"] if kind is not None else ["mixed", "requests"]), asked_terms or terms
 
 
-def role_group(texts: Sequence[str], candidates: Sequence[str], lemmas: Sequence[Mapping[str, str]],
-               heads: Sequence[set[str]], *, word_vectors: WordVectors | None = None) -> list[str]:
+def role_group(
+    texts: Sequence[str],
+    candidates: Sequence[str],
+    lemmas: Sequence[Mapping[str, str]],
+    heads: Sequence[set[str]],
+    *,
+    word_vectors: WordVectors | None = None,
+) -> list[str]:
     """The words that play one role in ``texts``' requests and together name them, most asked first; [] when no
     group reaches ``NAME_COVERAGE`` of the texts and is asked about in ``HEAD_SHARE`` of its uses. ``candidates``:
     the nouns the requests ask about, most asked first; ``lemmas`` and ``heads``: per text, its content lemmas and
@@ -797,8 +891,13 @@ def head_frames(texts: Sequence[str], words: frozenset[str]) -> dict[str, set[tu
                 out[lemma].add(("verb", head.lemma_.lower()))
             for child in token.children:
                 modifier = child.lemma_.lower()
-                if (child.dep_ in ("compound", "nmod") and child.pos_ == "NOUN" and _WORD.match(modifier)
-                        and modifier not in LIGHT_NOUNS and not child.text[:1].isupper()):
+                if (
+                    child.dep_ in ("compound", "nmod")
+                    and child.pos_ == "NOUN"
+                    and _WORD.match(modifier)
+                    and modifier not in LIGHT_NOUNS
+                    and not child.text[:1].isupper()
+                ):
                     out[lemma].add(("compound", modifier))
     return out
 
@@ -838,8 +937,11 @@ def request_heads(texts: Sequence[str]) -> tuple[list[set[str]], frozenset[str]]
                 continue
             lemma = token.lemma_.lower()
             seen[lemma] += 1
-            if (token.ent_type_ in _PROPER_ENTITIES or (token.text[:1].isupper() and token.i != token.sent.start)
-                    or (token.pos_ == "PROPN" and not token.text.islower())):  # "tyre" tagged PROPN: the tagger's noise
+            if (
+                token.ent_type_ in _PROPER_ENTITIES
+                or (token.text[:1].isupper() and token.i != token.sent.start)
+                or (token.pos_ == "PROPN" and not token.text.islower())
+            ):  # "tyre" tagged PROPN: the tagger's noise
                 named[lemma] += 1
         for sent in doc.sents:
             if not _is_request(sent.text, sent):
@@ -871,8 +973,11 @@ def worded_by(members: Sequence[PoorMatch], name_words: Sequence[str], terms: Se
     its verb: "fixing" is in "I fixed it")."""
     words = set(terms) | set(name_words)
     lemmas = _content_lemmas([m.text for m in members]) if words else []
-    return frozenset(m.message_id for m, doc in zip(members, lemmas)
-                     if any(lemma in words or gerund(lemma) in words for lemma in doc))
+    return frozenset(
+        m.message_id
+        for m, doc in zip(members, lemmas)
+        if any(lemma in words or gerund(lemma) in words for lemma in doc)
+    )
 
 
 def _spread(texts: Sequence[str], k: int) -> list[str]:
@@ -904,8 +1009,13 @@ def gerund(verb: str) -> str:
         return verb[:-1] + "ing"
     vowels = "aeiou"
     # Short consonant-vowel-consonant words double their last letter: plan, map, run, shop.
-    if (len(verb) <= 4 and len(verb) >= 3 and verb[-1] not in vowels + "wxy" and verb[-2] in vowels
-            and verb[-3] not in vowels):
+    if (
+        len(verb) <= 4
+        and len(verb) >= 3
+        and verb[-1] not in vowels + "wxy"
+        and verb[-2] in vowels
+        and verb[-3] not in vowels
+    ):
         return verb + verb[-1] + "ing"
     return verb + "ing"
 
@@ -943,8 +1053,9 @@ def diverse_examples(cluster: Sequence[PoorMatch], centroid: np.ndarray, k: int 
     return [members[i] for i in chosen]
 
 
-def plan_for(cluster: Sequence[PoorMatch], base: dict[str, float], *,
-             served: bool = False) -> tuple[dict[str, float], list[str]]:
+def plan_for(
+    cluster: Sequence[PoorMatch], base: dict[str, float], *, served: bool = False
+) -> tuple[dict[str, float], list[str]]:
     """A context configuration for the cluster, from its nearest archetype's, with the reasons.
 
     ``served``: ``base`` is the plan these messages already get from an archetype made for their kind
@@ -967,8 +1078,10 @@ def plan_for(cluster: Sequence[PoorMatch], base: dict[str, float], *,
             repeats += int(((sims > 0.9).sum() - len(vectors)) // 2)
     if not served and (max(per_channel.values()) >= 3 or n / len(per_channel) >= 2.5):
         plan["context_turns"] += 4
-        reasons.append(f"these conversations run over several turns ({n / len(per_channel):.1f} such messages "
-                       "per channel), so more recent turns are kept")
+        reasons.append(
+            f"these conversations run over several turns ({n / len(per_channel):.1f} such messages "
+            "per channel), so more recent turns are kept"
+        )
     if repeats >= max(2, 0.1 * n):  # one person asking twice, once, is chance; more is a pattern
         plan["context_turns"] += 2
         plan["context_vectors"] += 3
@@ -984,7 +1097,10 @@ def plan_for(cluster: Sequence[PoorMatch], base: dict[str, float], *,
     for key, (lo, hi) in _BOUNDS.items():
         plan[key] = min(max(plan[key], lo), hi)
     plan["context_turns"], plan["context_vectors"], plan["triple_depth"] = (
-        int(plan["context_turns"]), int(plan["context_vectors"]), int(plan["triple_depth"]))
+        int(plan["context_turns"]),
+        int(plan["context_vectors"]),
+        int(plan["triple_depth"]),
+    )
     plan["similarity_threshold"] = round(float(plan["similarity_threshold"]), 2)
     if not reasons:
         reasons.append("the configuration it starts from fits these conversations")

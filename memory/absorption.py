@@ -96,8 +96,18 @@ class Absorber:
         plan = self.router.classify(vector, message.scope)
         now = self.clock.now()
         fresh = hints.text == message.content  # the novelty was measured for this text
-        turn = AbsorbedTurn(message, reply, vector, plan, now, hints.surprise, hints.used, hints.entropy,
-                            hints.novelty if fresh else None, hints.batch_novelty if fresh else None)
+        turn = AbsorbedTurn(
+            message,
+            reply,
+            vector,
+            plan,
+            now,
+            hints.surprise,
+            hints.used,
+            hints.entropy,
+            hints.novelty if fresh else None,
+            hints.batch_novelty if fresh else None,
+        )
         ok = True
 
         async def one(layer: MemoryLayer) -> None:
@@ -134,8 +144,11 @@ class Absorber:
         done = absorbed = 0
         attempted: set[int] = set()
         while done < total:
-            ids = [i for i in await self.conversations.unabsorbed(min(256, total - done) + len(attempted))
-                   if i not in attempted][: total - done]
+            ids = [
+                i
+                for i in await self.conversations.unabsorbed(min(256, total - done) + len(attempted))
+                if i not in attempted
+            ][: total - done]
             if not ids:
                 break
             for message_id in ids:
@@ -165,7 +178,8 @@ class Absorber:
             plan = self.router.classify(vector, message.scope)
             await conn.execute("DELETE FROM archetype_matches WHERE message_id = $1", message.id)
             await self.archetypes.record_matches(
-                [MatchRecord(message.scope, message.id, plan, message.created_at, vector)], conn)
+                [MatchRecord(message.scope, message.id, plan, message.created_at, vector)], conn
+            )
         now = self.clock.now()
         for layer in self.layers:
             try:

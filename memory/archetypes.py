@@ -39,8 +39,12 @@ log = logging.getLogger(__name__)
 
 NOTIFY_CHANNEL = "hippobot_archetypes"
 # What a refresh meets while the database is down or restarting: said in one line, not a traceback.
-_UNREACHABLE = (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError,
-                asyncpg.exceptions.OperatorInterventionError)
+_UNREACHABLE = (
+    OSError,
+    asyncpg.PostgresConnectionError,
+    asyncpg.InterfaceError,
+    asyncpg.exceptions.OperatorInterventionError,
+)
 LISTEN_RETRY_S = 5.0  # how soon a router whose LISTEN connection closed tries again
 
 
@@ -146,7 +150,8 @@ class ArchetypeStore:
         """The archetypes ``scope`` routes with (None: the global ones), with its overrides applied."""
         rows = await self._pool.fetch(
             f"SELECT * FROM ({_VIEW}) v WHERE $2 = false OR effective_active ORDER BY archetype_name",
-            scope, active_only,
+            scope,
+            active_only,
         )
         return [_archetype(r) for r in rows]
 
@@ -165,7 +170,10 @@ class ArchetypeStore:
             raise InvalidInput("an archetype needs at least one non-empty example message")
         status = await self._pool.execute(
             """UPDATE context_archetypes SET example_messages = $2
-               WHERE archetype_name = $1 AND scope IS NOT DISTINCT FROM $3::text""", name, cleaned, scope
+               WHERE archetype_name = $1 AND scope IS NOT DISTINCT FROM $3::text""",
+            name,
+            cleaned,
+            scope,
         )
         if status.endswith(" 0"):
             raise InvalidInput(f"unknown archetype {name!r}")
@@ -200,7 +208,10 @@ class ArchetypeStore:
                    VALUES ($1, $2, $3, $4, now())
                    ON CONFLICT (scope, archetype_id)
                    DO UPDATE SET active = excluded.active, set_by = excluded.set_by, set_at = excluded.set_at""",
-                scope, row["id"], active, set_by,
+                scope,
+                row["id"],
+                active,
+                set_by,
             )
             updated = await conn.fetchrow(f"SELECT * FROM ({_VIEW}) v WHERE id = $2", scope, row["id"])
         log.info("archetype %s switched %s in %s by %s", name, "on" if active else "off", scope, set_by)
@@ -232,29 +243,41 @@ class ArchetypeStore:
         rows = await self._pool.fetch(
             """SELECT archetype_id, count(*) AS n, avg(similarity) AS avg FROM archetype_matches
                WHERE scope = $1 AND NOT used_default AND archetype_id IS NOT NULL GROUP BY archetype_id""",
-            require_scope(scope))
+            require_scope(scope),
+        )
         return {r["archetype_id"]: (int(r["n"]), float(r["avg"])) for r in rows}
 
-    async def record_matches(
-        self, records: Sequence[MatchRecord], conn: asyncpg.Connection | None = None
-    ) -> None:
+    async def record_matches(self, records: Sequence[MatchRecord], conn: asyncpg.Connection | None = None) -> None:
         """Log classifications and fold the used ones into match_count / avg_similarity."""
         if not records:
             return
 
         async def run(c: asyncpg.Connection) -> None:
             # A message already logged (an absorption retried after a partial failure) is not counted twice.
-            seen = {r["message_id"] for r in await c.fetch(
-                "SELECT message_id FROM archetype_matches WHERE message_id = ANY($1::bigint[])",
-                [r.message_id for r in records])}
+            seen = {
+                r["message_id"]
+                for r in await c.fetch(
+                    "SELECT message_id FROM archetype_matches WHERE message_id = ANY($1::bigint[])",
+                    [r.message_id for r in records],
+                )
+            }
             fresh = [r for r in records if r.message_id not in seen]
             await c.executemany(
                 """INSERT INTO archetype_matches
                        (scope, message_id, archetype_id, similarity, used_default, matched_at, embedding)
                    VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (message_id) DO NOTHING""",
-                [(r.scope, r.message_id, r.plan.archetype_id, float(r.plan.similarity), r.plan.used_default,
-                  r.matched_at, None if r.vector is None else np.asarray(r.vector, dtype=np.float32))
-                 for r in fresh],
+                [
+                    (
+                        r.scope,
+                        r.message_id,
+                        r.plan.archetype_id,
+                        float(r.plan.similarity),
+                        r.plan.used_default,
+                        r.matched_at,
+                        None if r.vector is None else np.asarray(r.vector, dtype=np.float32),
+                    )
+                    for r in fresh
+                ],
             )
             used: dict[UUID, list[float]] = defaultdict(list)
             for r in fresh:
@@ -294,8 +317,7 @@ def scope_view(
     """The rows ``scope`` sees (its own, plus the global ones it does not shadow) and, for each,
     whether it is active there (its override, else the archetype's own switch)."""
     own = {a.name for a in archetypes if a.scope == scope}
-    rows = [i for i, a in enumerate(archetypes)
-            if a.scope == scope or (a.scope is None and a.name not in own)]
+    rows = [i for i, a in enumerate(archetypes) if a.scope == scope or (a.scope is None and a.name not in own)]
     return tuple(rows), tuple(overrides.get(archetypes[i].id, archetypes[i].active) for i in rows)
 
 
@@ -406,18 +428,28 @@ class ArchetypeRouter:
                     await self._listen_again()  # before the reload, so no change falls between the two
             except Exception as exc:  # not listening yet is not an error: say so in one line, retry soon
                 self._listener_lost = True
-                log.warning("archetype changes are not heard yet (LISTEN failed: %s); trying again in %.0f s",
-                            one_line(exc), LISTEN_RETRY_S)
+                log.warning(
+                    "archetype changes are not heard yet (LISTEN failed: %s); trying again in %.0f s",
+                    one_line(exc),
+                    LISTEN_RETRY_S,
+                )
                 continue
             try:
                 await self.refresh()
             except _UNREACHABLE as exc:  # the database is down or restarting: one line, and try again soon
                 self._listener_lost = self._listener_lost or self._listener is None
-                log.warning("archetype refresh failed (the database cannot be reached: %s); keeping %d cached",
-                            one_line(exc), len(self._cache.archetypes))
+                log.warning(
+                    "archetype refresh failed (the database cannot be reached: %s); keeping %d cached",
+                    one_line(exc),
+                    len(self._cache.archetypes),
+                )
             except Exception as exc:  # a broken refresh keeps the last good cache; one line says why
-                log.error("archetype refresh failed (%s); keeping %d cached", one_line(exc),
-                          len(self._cache.archetypes), exc_info=True)  # unexpected: a bug, its traceback helps
+                log.error(
+                    "archetype refresh failed (%s); keeping %d cached",
+                    one_line(exc),
+                    len(self._cache.archetypes),
+                    exc_info=True,
+                )  # unexpected: a bug, its traceback helps
 
     async def refresh(self) -> None:
         """Reload every archetype and override, computing and caching any missing centroid."""
@@ -483,14 +515,16 @@ class ArchetypeRouter:
         if asks and ranked[0][0].vectors == 0:
             fitting = [(a, s) for a, s in ranked if a.vectors > 0]
             if not fitting or fitting[0][1] < self._min_similarity:
-                return replace(self.default_plan, similarity=ranked[0][1], archetype_id=ranked[0][0].id,
-                               best_archetype=ranked[0][0].name)
+                return replace(
+                    self.default_plan,
+                    similarity=ranked[0][1],
+                    archetype_id=ranked[0][0].id,
+                    best_archetype=ranked[0][0].name,
+                )
             ranked = fitting
         best, similarity = ranked[0]
         if similarity < self._min_similarity:
-            return replace(
-                self.default_plan, similarity=similarity, archetype_id=best.id, best_archetype=best.name
-            )
+            return replace(self.default_plan, similarity=similarity, archetype_id=best.id, best_archetype=best.name)
         return ContextPlan(
             archetype=best.name,
             similarity=similarity,

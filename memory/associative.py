@@ -110,8 +110,9 @@ class AssociativeIndex:
 
     # --- search -----------------------------------------------------------------------------------------
 
-    async def search(self, scope: str, vector: np.ndarray, k: int, *,
-                     visible_channel: str | None = None) -> list[AssociativeHit]:
+    async def search(
+        self, scope: str, vector: np.ndarray, k: int, *, visible_channel: str | None = None
+    ) -> list[AssociativeHit]:
         """The ``k`` best episodes of ``scope`` the audience may see (visible everywhere, or in its channel)."""
         cache = await self._cache(scope)
         if cache is None or not len(cache.ids):
@@ -121,8 +122,11 @@ class AssociativeIndex:
         fetch = min(len(cache.ids), max(k * 4, k + 32))
         while True:
             scores, rows = cache.index.search(key, fetch)
-            hits = [AssociativeHit(int(cache.ids[r]), float(s)) for s, r in zip(scores[0], rows[0])
-                    if r >= 0 and cache.visible[r] in (None, visible_channel)]
+            hits = [
+                AssociativeHit(int(cache.ids[r]), float(s))
+                for s, r in zip(scores[0], rows[0])
+                if r >= 0 and cache.visible[r] in (None, visible_channel)
+            ]
             if len(hits) >= k or fetch >= len(cache.ids):
                 return hits[:k]
             fetch = min(len(cache.ids), fetch * 4)
@@ -135,31 +139,38 @@ class AssociativeIndex:
             self._caches.pop(scope, None)
 
     async def _cache(self, scope: str) -> _ScopeCache | None:
-        row = await self.pool.fetchrow("SELECT count(*) AS n, coalesce(max(id), 0) AS newest FROM episodes "
-                                       "WHERE scope = $1", scope)
+        row = await self.pool.fetchrow(
+            "SELECT count(*) AS n, coalesce(max(id), 0) AS newest FROM episodes WHERE scope = $1", scope
+        )
         n, newest = int(row["n"]), int(row["newest"])
         if n > self.config.max_episodes:
             return None
         cache = self._caches.get(scope)
-        if cache is not None and (cache.count, cache.newest) == (n, newest) and \
-                time.monotonic() - cache.built < self.config.ttl_s:
+        if (
+            cache is not None
+            and (cache.count, cache.newest) == (n, newest)
+            and time.monotonic() - cache.built < self.config.ttl_s
+        ):
             return cache
         lock = self._locks.setdefault(scope, asyncio.Lock())
         async with lock:
             cache = self._caches.get(scope)
-            if cache is not None and (cache.count, cache.newest) == (n, newest) and \
-                    time.monotonic() - cache.built < self.config.ttl_s:
+            if (
+                cache is not None
+                and (cache.count, cache.newest) == (n, newest)
+                and time.monotonic() - cache.built < self.config.ttl_s
+            ):
                 return cache
             rows = await self.pool.fetch(
-                "SELECT message_id, visible_in, embedding FROM episodes WHERE scope = $1 ORDER BY id", scope)
+                "SELECT message_id, visible_in, embedding FROM episodes WHERE scope = $1 ORDER BY id", scope
+            )
             ids = np.array([r["message_id"] for r in rows], dtype=np.int64)
             dense = unit_rows(np.array([vec(r["embedding"]) for r in rows], dtype=np.float32).reshape(-1, DIM))
             cache = await asyncio.to_thread(self._build, ids, [r["visible_in"] for r in rows], dense, n, newest)
             self._caches[scope] = cache
             return cache
 
-    def _build(self, ids: np.ndarray, visible: list[str | None], dense: np.ndarray, n: int,
-               newest: int) -> _ScopeCache:
+    def _build(self, ids: np.ndarray, visible: list[str | None], dense: np.ndarray, n: int, newest: int) -> _ScopeCache:
         keys = self.encode(dense) if len(dense) else np.zeros((0, self._width()), dtype=np.float32)
         index: faiss.Index
         if len(keys) > self.config.hnsw_above:
@@ -173,4 +184,3 @@ class AssociativeIndex:
 
     def _width(self) -> int:
         return self.config.width if self.config.sparse else DIM
-

@@ -70,19 +70,28 @@ def storable(message: NewMessage) -> NewMessage:
     words are lost over one bad character.
     """
     require_scope(message.scope)
-    for what, value in (("the message id", message.external_id), ("the channel id", message.channel_id),
-                        ("the author id", message.author_id), ("the replied-to id", message.reply_to_external),
-                        ("the visible channel", message.visible_in), ("the parent channel", message.thread_parent_id)):
+    for what, value in (
+        ("the message id", message.external_id),
+        ("the channel id", message.channel_id),
+        ("the author id", message.author_id),
+        ("the replied-to id", message.reply_to_external),
+        ("the visible channel", message.visible_in),
+        ("the parent channel", message.thread_parent_id),
+    ):
         if value is not None and (problem := id_problem(str(value), what)):
             raise InvalidInput(problem)
     try:
         created_at = check_time(message.created_at, "the message's time")
     except (ValueError, OverflowError) as exc:
         raise InvalidInput(str(exc)) from None
-    return replace(message, content=clean_text(message.content), created_at=created_at,
-                   author_name=clean_name(message.author_name) or message.author_id,
-                   channel_name=clean_name(message.channel_name or "") or None,
-                   author_username=clean_name(message.author_username or "") or None)
+    return replace(
+        message,
+        content=clean_text(message.content),
+        created_at=created_at,
+        author_name=clean_name(message.author_name) or message.author_id,
+        channel_name=clean_name(message.channel_name or "") or None,
+        author_username=clean_name(message.author_username or "") or None,
+    )
 
 
 @dataclass(frozen=True)
@@ -168,33 +177,42 @@ class ConversationStore:
                WHERE scope = $1 AND (channel_id = ANY($2::text[])
                                      OR (thread_parent_id IS NULL AND lower(channel_name) = lower($3)))
                ORDER BY channel_id""",
-            scope, [name, f"console:{name}"], name.removeprefix("#"))
+            scope,
+            [name, f"console:{name}"],
+            name.removeprefix("#"),
+        )
         ids = [r["channel_id"] for r in rows]
         exact = [c for c in ids if c in (name, f"console:{name}")]
         return exact[:1] or ids
 
     async def forgotten(self, digests: Sequence[str]) -> dict[str, datetime]:
         """Which of these tombstones (memory.provenance.forgotten_digest) exist, and when each was forgotten."""
-        rows = await self._pool.fetch("SELECT digest, forgotten_at FROM forgotten WHERE digest = ANY($1::text[])",
-                                      list(digests))
+        rows = await self._pool.fetch(
+            "SELECT digest, forgotten_at FROM forgotten WHERE digest = ANY($1::text[])", list(digests)
+        )
         return {r["digest"]: r["forgotten_at"] for r in rows}
 
     async def opted_out(self, scope: str, author_ids: Sequence[str]) -> set[str]:
         """Which of ``author_ids`` asked not to be remembered in ``scope`` (``/memory optout``, sql/024)."""
         by_digest = {optout_digest(scope, a): a for a in set(author_ids)}
-        rows = await self._pool.fetch("SELECT digest FROM memory_optouts WHERE scope = $1 AND digest = ANY($2::text[])",
-                                      scope, list(by_digest))
+        rows = await self._pool.fetch(
+            "SELECT digest FROM memory_optouts WHERE scope = $1 AND digest = ANY($2::text[])", scope, list(by_digest)
+        )
         return {by_digest[r["digest"]] for r in rows}
 
-    async def restricted_channels(self, scope: str, source: str, channel_ids: Sequence[str],
-                                  conn: asyncpg.Connection | None = None) -> dict[str, bool]:
+    async def restricted_channels(
+        self, scope: str, source: str, channel_ids: Sequence[str], conn: asyncpg.Connection | None = None
+    ) -> dict[str, bool]:
         """For each of ``channel_ids`` with stored messages in this scope: whether they are restricted to the
         channel's audience (True) or public (False). A channel with both counts as restricted."""
         require_scope(scope)
         rows = await (conn or self._pool).fetch(
             """SELECT channel_id, bool_or(visible_in IS NOT NULL) AS restricted FROM messages
                WHERE scope = $1 AND source = $2 AND channel_id = ANY($3::text[]) GROUP BY channel_id""",
-            scope, source, list(channel_ids))
+            scope,
+            source,
+            list(channel_ids),
+        )
         return {r["channel_id"]: bool(r["restricted"]) for r in rows}
 
     async def channel_audience(self, scope: str, channel_id: str) -> tuple[str | None, str | None]:
@@ -204,7 +222,10 @@ class ConversationStore:
         require_scope(scope)
         row = await self._pool.fetchrow(
             """SELECT max(visible_in) AS visible_in, max(thread_parent_id) AS thread_parent_id FROM messages
-               WHERE scope = $1 AND channel_id = $2""", scope, channel_id)
+               WHERE scope = $1 AND channel_id = $2""",
+            scope,
+            channel_id,
+        )
         return (row["visible_in"], row["thread_parent_id"]) if row is not None else (None, None)
 
     async def existing_external_ids(
@@ -227,7 +248,12 @@ class ConversationStore:
         return {(r["channel_id"], r["external_id"]) for r in rows}
 
     async def recent(
-        self, scope: str, channel_id: str, limit: int, *, before_id: int | None = None,
+        self,
+        scope: str,
+        channel_id: str,
+        limit: int,
+        *,
+        before_id: int | None = None,
         visible_channel: str | None = None,
     ) -> list[StoredMessage]:
         """The last ``limit`` messages of a conversation that the audience may see, oldest first."""
@@ -260,7 +286,8 @@ class ConversationStore:
         if not message_ids:
             return {}
         rows = await self._pool.fetch(
-            f"SELECT {_COLUMNS} FROM messages WHERE scope = $1 AND id = ANY($2::bigint[])", scope, list(message_ids))
+            f"SELECT {_COLUMNS} FROM messages WHERE scope = $1 AND id = ANY($2::bigint[])", scope, list(message_ids)
+        )
         return {r["id"]: _stored(r) for r in rows}
 
     async def by_id(self, message_id: int) -> StoredMessage | None:
@@ -272,12 +299,13 @@ class ConversationStore:
         """The bot's latest reply to a message, if one was stored."""
         row = await self._pool.fetchrow(
             f"""SELECT {_COLUMNS} FROM messages WHERE derived_from_id = $1 AND is_bot
-                ORDER BY created_at DESC, id DESC LIMIT 1""", message_id)
+                ORDER BY created_at DESC, id DESC LIMIT 1""",
+            message_id,
+        )
         return _stored(row) if row else None
 
     async def is_absorbed(self, message_id: int) -> bool:
-        return bool(await self._pool.fetchval(
-            "SELECT absorbed_at IS NOT NULL FROM messages WHERE id = $1", message_id))
+        return bool(await self._pool.fetchval("SELECT absorbed_at IS NOT NULL FROM messages WHERE id = $1", message_id))
 
     async def mark_absorbed(self, message_id: int, at: datetime) -> None:
         await self._pool.execute("UPDATE messages SET absorbed_at = $2 WHERE id = $1", message_id, at)
@@ -292,7 +320,8 @@ class ConversationStore:
     async def unabsorbed(self, limit: int) -> list[int]:
         """Person messages never absorbed into memory, oldest first (what a crash left behind)."""
         rows = await self._pool.fetch(
-            "SELECT id FROM messages WHERE absorbed_at IS NULL AND NOT is_bot ORDER BY id LIMIT $1", limit)
+            "SELECT id FROM messages WHERE absorbed_at IS NULL AND NOT is_bot ORDER BY id LIMIT $1", limit
+        )
         return [r["id"] for r in rows]
 
     async def unabsorbed_in(self, scope: str, source: str) -> list[int]:
@@ -301,14 +330,19 @@ class ConversationStore:
         require_scope(scope)
         rows = await self._pool.fetch(
             """SELECT id FROM messages WHERE scope = $1 AND source = $2 AND absorbed_at IS NULL AND NOT is_bot
-               ORDER BY id""", scope, source)
+               ORDER BY id""",
+            scope,
+            source,
+        )
         return [r["id"] for r in rows]
 
     async def unabsorbed_scopes(self, source: str) -> list[str]:
         """The scopes with person messages of ``source`` never absorbed (what interrupted imports left)."""
         rows = await self._pool.fetch(
             """SELECT DISTINCT scope FROM messages WHERE source = $1 AND absorbed_at IS NULL AND NOT is_bot
-               ORDER BY scope""", source)
+               ORDER BY scope""",
+            source,
+        )
         return [r["scope"] for r in rows]
 
     async def stored_together(self, scope: str, source: str, message_ids: Sequence[int]) -> list[list[StoredMessage]]:
@@ -323,7 +357,11 @@ class ConversationStore:
             f"""SELECT {_COLUMNS}, stored_at FROM messages
                 WHERE scope = $1 AND source = $2 AND stored_at IN (
                     SELECT stored_at FROM messages WHERE scope = $1 AND source = $2 AND id = ANY($3::bigint[]))
-                ORDER BY stored_at, id""", scope, source, list(message_ids))
+                ORDER BY stored_at, id""",
+            scope,
+            source,
+            list(message_ids),
+        )
         batches: dict[datetime, list[StoredMessage]] = {}
         for row in rows:
             fields = dict(row)
@@ -337,7 +375,9 @@ class ConversationStore:
         """A transport's message by its own ids (a Discord channel and message id name one message)."""
         row = await self._pool.fetchrow(
             f"SELECT {_COLUMNS} FROM messages WHERE source = $1 AND channel_id = $2 AND external_id = $3",
-            source, channel_id, external_id,
+            source,
+            channel_id,
+            external_id,
         )
         return _stored(row) if row else None
 

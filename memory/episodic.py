@@ -41,8 +41,7 @@ AUDIENCE_TTL_S = 60.0
 HNSW_EF_SEARCH_POST_FILTER = 200
 
 _COLUMNS = (
-    "id, scope, channel_id, author_id, message_id, reply_message_id, content, "
-    "salience, pinned, created_at, visible_in"
+    "id, scope, channel_id, author_id, message_id, reply_message_id, content, salience, pinned, created_at, visible_in"
 )
 
 
@@ -146,12 +145,17 @@ class EpisodicStore:
         cached = self._exact.get(key)
         if cached is not None and time.monotonic() - cached[0] < AUDIENCE_TTL_S:
             return cached[1]
-        table = await conn.fetchval("SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = 'episodes'::regclass")
+        table = await conn.fetchval(
+            "SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = 'episodes'::regclass"
+        )
         limit = exact_scan_limit(table)
         audience = await conn.fetchval(
             """SELECT count(*) FROM (SELECT 1 FROM episodes WHERE scope = $1
                AND (visible_in IS NULL OR visible_in = $2::text) LIMIT $3) s""",
-            scope, visible_channel, limit + 1)
+            scope,
+            visible_channel,
+            limit + 1,
+        )
         exact = audience <= exact_scan_limit(max(table, audience))
         if len(self._exact) > 10_000:  # many audiences (scopes x restricted channels): start over
             self._exact.clear()
@@ -167,14 +171,18 @@ class EpisodicStore:
     def pool(self) -> asyncpg.Pool:
         return self._pool
 
-    async def nearest_other(self, scope: str, vector: np.ndarray, message_id: int,
-                            conn: asyncpg.Connection | None = None) -> float | None:
+    async def nearest_other(
+        self, scope: str, vector: np.ndarray, message_id: int, conn: asyncpg.Connection | None = None
+    ) -> float | None:
         """Similarity of this scope's nearest episode that is not this message's (for the write gate's novelty)."""
         require_scope(scope)
         return await (conn or self._pool).fetchval(
             """SELECT 1 - (embedding <=> $2) / 2 FROM episodes WHERE scope = $1 AND message_id <> $3
                ORDER BY embedding <=> $2 LIMIT 1""",
-            scope, np.asarray(vector, dtype=np.float32), message_id)
+            scope,
+            np.asarray(vector, dtype=np.float32),
+            message_id,
+        )
 
     async def add_many(self, episodes: Sequence[NewEpisode], conn: asyncpg.Connection | None = None) -> int:
         """Insert episodes (one per source message; a repeat is ignored). Returns rows written."""
@@ -184,15 +192,26 @@ class EpisodicStore:
             require_scope(e.scope)
         rows = [
             (
-                e.scope, e.channel_id, e.author_id, e.message_id, e.reply_message_id, e.content,
-                np.asarray(e.embedding, dtype=np.float32), e.surprise, e.novelty, e.salience,
-                e.pinned, e.created_at, e.visible_in,
+                e.scope,
+                e.channel_id,
+                e.author_id,
+                e.message_id,
+                e.reply_message_id,
+                e.content,
+                np.asarray(e.embedding, dtype=np.float32),
+                e.surprise,
+                e.novelty,
+                e.salience,
+                e.pinned,
+                e.created_at,
+                e.visible_in,
             )
             for e in episodes
         ]
         db = conn or self._pool
-        before = await db.fetchval("SELECT count(*) FROM episodes WHERE message_id = ANY($1::bigint[])",
-                                   [e.message_id for e in episodes])
+        before = await db.fetchval(
+            "SELECT count(*) FROM episodes WHERE message_id = ANY($1::bigint[])", [e.message_id for e in episodes]
+        )
         await db.executemany(
             """INSERT INTO episodes (scope, channel_id, author_id, message_id, reply_message_id, content,
                                      embedding, surprise, novelty, salience, pinned, created_at,
@@ -203,8 +222,9 @@ class EpisodicStore:
         )
         return len(episodes) - before
 
-    async def search(self, scope: str, vector: np.ndarray, k: int, *,
-                     visible_channel: str | None = None) -> list[EpisodeHit]:
+    async def search(
+        self, scope: str, vector: np.ndarray, k: int, *, visible_channel: str | None = None
+    ) -> list[EpisodeHit]:
         """The ``k`` nearest episodes this audience may see, best first (similarity on the (1 + cos) / 2 scale).
 
         The audience is the scope and, inside it, ``visible_channel``: episodes
@@ -246,8 +266,16 @@ class EpisodicStore:
         hits.sort(key=lambda h: h.similarity, reverse=True)  # the contract: best first
         return hits
 
-    async def search_between(self, scope: str, vector: np.ndarray, k: int, start: datetime, end: datetime, *,
-                             visible_channel: str | None = None) -> list[EpisodeHit]:
+    async def search_between(
+        self,
+        scope: str,
+        vector: np.ndarray,
+        k: int,
+        start: datetime,
+        end: datetime,
+        *,
+        visible_channel: str | None = None,
+    ) -> list[EpisodeHit]:
         """The ``k`` episodes of [start, end) nearest ``vector`` that the audience may see (an exact scan of
         that stretch), best first."""
         require_scope(scope)
@@ -264,11 +292,25 @@ class EpisodicStore:
                 LEFT JOIN messages m ON m.id = e.message_id
                 LEFT JOIN messages r ON r.id = e.reply_message_id
                 ORDER BY e.distance""",
-            scope, np.asarray(vector, dtype=np.float32), k, start, end, visible_channel)
+            scope,
+            np.asarray(vector, dtype=np.float32),
+            k,
+            start,
+            end,
+            visible_channel,
+        )
         return [EpisodeHit(_episode(r), float(r["similarity"]), _sources(r)) for r in rows]
 
-    async def search_by_authors(self, scope: str, vector: np.ndarray, k: int, author_ids: Sequence[str], *,
-                                visible_channel: str | None = None, min_words: int = 0) -> list[EpisodeHit]:
+    async def search_by_authors(
+        self,
+        scope: str,
+        vector: np.ndarray,
+        k: int,
+        author_ids: Sequence[str],
+        *,
+        visible_channel: str | None = None,
+        min_words: int = 0,
+    ) -> list[EpisodeHit]:
         """The ``k`` episodes these people said that are nearest ``vector`` (an exact scan of their episodes)."""
         require_scope(scope)
         if k <= 0 or not author_ids:
@@ -285,7 +327,13 @@ class EpisodicStore:
                 LEFT JOIN messages m ON m.id = e.message_id
                 LEFT JOIN messages r ON r.id = e.reply_message_id
                 ORDER BY e.distance""",
-            scope, np.asarray(vector, dtype=np.float32), k, list(author_ids), visible_channel, min_words)
+            scope,
+            np.asarray(vector, dtype=np.float32),
+            k,
+            list(author_ids),
+            visible_channel,
+            min_words,
+        )
         return [EpisodeHit(_episode(r), float(r["similarity"]), _sources(r)) for r in rows]
 
     async def speakers(self, scope: str) -> dict[str, str]:
@@ -293,18 +341,28 @@ class EpisodicStore:
         require_scope(scope)
         rows = await self._pool.fetch(
             "SELECT DISTINCT ON (author_id) author_id, author_name FROM messages WHERE scope = $1 AND NOT is_bot "
-            "ORDER BY author_id, created_at DESC", scope)
+            "ORDER BY author_id, created_at DESC",
+            scope,
+        )
         return {r["author_id"]: r["author_name"] for r in rows}
 
-    async def any_between(self, scope: str, start: datetime, end: datetime, *,
-                          visible_channel: str | None = None) -> bool:
-        return bool(await self._pool.fetchval(
-            """SELECT EXISTS (SELECT 1 FROM episodes WHERE scope = $1 AND created_at >= $2 AND created_at < $3
+    async def any_between(
+        self, scope: str, start: datetime, end: datetime, *, visible_channel: str | None = None
+    ) -> bool:
+        return bool(
+            await self._pool.fetchval(
+                """SELECT EXISTS (SELECT 1 FROM episodes WHERE scope = $1 AND created_at >= $2 AND created_at < $3
                               AND (visible_in IS NULL OR visible_in = $4::text))""",
-            scope, start, end, visible_channel))
+                scope,
+                start,
+                end,
+                visible_channel,
+            )
+        )
 
-    async def for_messages(self, scope: str, message_ids: Sequence[int], vector: np.ndarray, *,
-                           visible_channel: str | None = None) -> dict[int, EpisodeHit]:
+    async def for_messages(
+        self, scope: str, message_ids: Sequence[int], vector: np.ndarray, *, visible_channel: str | None = None
+    ) -> dict[int, EpisodeHit]:
         """The audience's episodes of these messages (by the message that opened them), with their similarity
         to ``vector``: a lexical hit's episode, scored on the same scale as the dense ones."""
         require_scope(scope)
@@ -319,7 +377,11 @@ class EpisodicStore:
                         AND (visible_in IS NULL OR visible_in = $4::text)) e
                 LEFT JOIN messages m ON m.id = e.message_id
                 LEFT JOIN messages r ON r.id = e.reply_message_id""",
-            scope, list(message_ids), np.asarray(vector, dtype=np.float32), visible_channel)
+            scope,
+            list(message_ids),
+            np.asarray(vector, dtype=np.float32),
+            visible_channel,
+        )
         hits = {}
         for r in rows:
             hit = EpisodeHit(_episode(r), float(r["similarity"]), _sources(r))
@@ -349,7 +411,10 @@ class EpisodicStore:
         status = await self._pool.execute(
             """UPDATE episodes SET pinned = $3, last_reinforced_at = GREATEST(last_reinforced_at, $4)
                WHERE scope = $1 AND (message_id = $2 OR reply_message_id = $2)""",
-            scope, message_id, pinned, now,
+            scope,
+            message_id,
+            pinned,
+            now,
         )
         return int(status.split()[-1])
 
@@ -360,18 +425,25 @@ class EpisodicStore:
         require_scope(scope)
         status = await (conn or self._pool).execute(
             "UPDATE episodes SET content = $3, embedding = $4 WHERE scope = $1 AND message_id = $2",
-            scope, message_id, content, np.asarray(embedding, dtype=np.float32),
+            scope,
+            message_id,
+            content,
+            np.asarray(embedding, dtype=np.float32),
         )
         return int(status.split()[-1])
 
-    async def by_author(self, scope: str, author_id: str, limit: int = 50, *,
-                        visible_channel: str | None = None) -> list[Episode]:
+    async def by_author(
+        self, scope: str, author_id: str, limit: int = 50, *, visible_channel: str | None = None
+    ) -> list[Episode]:
         """This person's latest episodes that the audience may see (``visible_channel`` None: public ones)."""
         require_scope(scope)
         rows = await self._pool.fetch(
             f"""SELECT {_COLUMNS} FROM episodes WHERE scope = $1 AND author_id = $2
                 AND (visible_in IS NULL OR visible_in = $4::text) ORDER BY created_at DESC LIMIT $3""",
-            scope, author_id, limit, visible_channel,
+            scope,
+            author_id,
+            limit,
+            visible_channel,
         )
         return [_episode(r) for r in rows]
 
@@ -384,4 +456,6 @@ class EpisodicStore:
         require_scope(scope)
         return await self._pool.fetchval(
             "SELECT count(*) FROM episodes WHERE scope = $1 AND message_id = ANY($2::bigint[])",
-            scope, list(message_ids))
+            scope,
+            list(message_ids),
+        )

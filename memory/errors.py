@@ -25,8 +25,9 @@ class ImportFileError(InvalidInput):
     def __init__(self, path: str, problems: list[tuple[int, str]]) -> None:
         self.path = path
         self.problems = problems
-        shown = "; ".join(why if n == 0 or why.startswith("message ") else f"line {n}: {why}"
-                          for n, why in problems[:10])
+        shown = "; ".join(
+            why if n == 0 or why.startswith("message ") else f"line {n}: {why}" for n, why in problems[:10]
+        )
         more = f" (and {len(problems) - 10} more)" if len(problems) > 10 else ""
         if all(n == 0 for n, _ in problems):  # the file as a whole (missing, empty, not UTF-8, too big)
             super().__init__(f"{path}: nothing imported: {shown}")

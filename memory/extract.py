@@ -30,9 +30,36 @@ USER, BOT = "user", "bot"  # placeholders, resolved to the author's and the bot'
 _WH = {"what", "who", "whom", "whose", "which", "when", "where", "why", "how"}
 _FIRST = {"i", "me", "my", "mine", "myself", "we", "us", "our"}
 _SECOND = {"you", "your", "yours", "yourself"}
-_PERSON_NOUNS = {"sister", "brother", "mother", "father", "mom", "mum", "dad", "wife", "husband", "son", "daughter",
-                 "friend", "boss", "partner", "girlfriend", "boyfriend", "aunt", "uncle", "cousin", "grandma",
-                 "grandpa", "colleague", "neighbor", "neighbour", "roommate", "teacher", "kid", "baby"}
+_PERSON_NOUNS = {
+    "sister",
+    "brother",
+    "mother",
+    "father",
+    "mom",
+    "mum",
+    "dad",
+    "wife",
+    "husband",
+    "son",
+    "daughter",
+    "friend",
+    "boss",
+    "partner",
+    "girlfriend",
+    "boyfriend",
+    "aunt",
+    "uncle",
+    "cousin",
+    "grandma",
+    "grandpa",
+    "colleague",
+    "neighbor",
+    "neighbour",
+    "roommate",
+    "teacher",
+    "kid",
+    "baby",
+}
 _HEDGES = re.compile(r"\b(maybe|perhaps|probably|might|i think|i guess|not sure|kind of|sort of)\b", re.I)
 _SARCASM = re.compile(r"(yeah,? right|/s\b|oh sure|as if|totally not|😒|🙄)", re.I)
 _LIGHT_VERBS = {"have", "be", "do", "get", "go", "make"}
@@ -70,7 +97,7 @@ def owned_name(name: str) -> tuple[str, str | None]:
     """
     for prefix, owner in _OWNED_PREFIXES.items():
         if name.startswith(prefix) and len(name) > len(prefix):
-            return name[len(prefix):].strip(), owner
+            return name[len(prefix) :].strip(), owner
     return name, None
 
 
@@ -234,8 +261,26 @@ class TripleExtractor:
 
 
 # Entity labels that say a proper noun is not a person, however it is used ("How tall is Mount Everest?").
-_NOT_PEOPLE = frozenset({"GPE", "LOC", "FAC", "DATE", "TIME", "WORK_OF_ART", "LANGUAGE", "NORP", "PRODUCT", "EVENT",
-                         "LAW", "MONEY", "QUANTITY", "PERCENT", "ORDINAL", "CARDINAL"})
+_NOT_PEOPLE = frozenset(
+    {
+        "GPE",
+        "LOC",
+        "FAC",
+        "DATE",
+        "TIME",
+        "WORK_OF_ART",
+        "LANGUAGE",
+        "NORP",
+        "PRODUCT",
+        "EVENT",
+        "LAW",
+        "MONEY",
+        "QUANTITY",
+        "PERCENT",
+        "ORDINAL",
+        "CARDINAL",
+    }
+)
 _PERSON_ROLES = frozenset({"nsubj", "nsubjpass", "poss"})
 
 
@@ -244,8 +289,9 @@ def _doc_people(doc: Any) -> list[str]:
     out = [ent.text for ent in doc.ents if ent.label_ == "PERSON"]
     for token in doc:
         # by its capital, not its tag: the tagger calls an unfamiliar name a verb ("Where does Tomasz live?")
-        named = token.pos_ == "PROPN" or (token.text[:1].isupper() and not token.is_sent_start
-                                          and token.pos_ not in ("PRON", "AUX", "DET"))
+        named = token.pos_ == "PROPN" or (
+            token.text[:1].isupper() and not token.is_sent_start and token.pos_ not in ("PRON", "AUX", "DET")
+        )
         if not named or token.dep_ not in _PERSON_ROLES or token.ent_type_ in _NOT_PEOPLE:
             continue
         first = [t.text for t in token.lefts if t.dep_ == "compound" and t.pos_ == "PROPN"]  # "Barack" Obama
@@ -364,8 +410,11 @@ def _resolve(token: Any, antecedents: list[Any], owners: dict[int, str]) -> Reso
     if token.pos_ == "PRON":
         want_person = low in ("he", "him", "she", "her", "they", "them")
         for candidate in reversed(antecedents):
-            is_person = (candidate.ent_type_ == "PERSON" or candidate.lemma_.lower() in _PERSON_NOUNS
-                         or (candidate.pos_ == "PROPN" and candidate.ent_type_ in ("", "PERSON")))
+            is_person = (
+                candidate.ent_type_ == "PERSON"
+                or candidate.lemma_.lower() in _PERSON_NOUNS
+                or (candidate.pos_ == "PROPN" and candidate.ent_type_ in ("", "PERSON"))
+            )
             if is_person == want_person or low in ("they", "them"):
                 return _name(candidate), _display(candidate), owners.get(candidate.i)
         return None
@@ -394,8 +443,9 @@ def _subject_of(verb: Any) -> Any | None:
     return None
 
 
-def _triples_of(verb: Any, antecedents: list[Any], owners: dict[int, str], polarity: float,
-                confidence: float) -> list[Triple]:
+def _triples_of(
+    verb: Any, antecedents: list[Any], owners: dict[int, str], polarity: float, confidence: float
+) -> list[Triple]:
     subject_token = _subject_of(verb)
     if subject_token is None:
         return []
@@ -456,21 +506,38 @@ def _when_or_how_much(token: Any) -> bool:
 
 
 def _named(sent: Any, owners: dict[int, str], polarity: float, confidence: float) -> list[Triple]:
-    """"a cat called Miso", "my sister Lena", "a dog named Rex" (the name itself is shared)."""
+    """ "a cat called Miso", "my sister Lena", "a dog named Rex" (the name itself is shared)."""
     out = []
     for token in sent:
         if token.dep_ == "acl" and token.lemma_.lower() in ("call", "name") and token.head.pos_ in ("NOUN", "PROPN"):
             for child in token.children:
                 if child.dep_ in ("oprd", "dobj", "attr", "npadvmod", "xcomp") and child.pos_ in ("PROPN", "NOUN"):
-                    out.append(_triple(_thing(token.head, owners), "named", (_name(child), _display(child), None),
-                                       polarity, confidence))
+                    out.append(
+                        _triple(
+                            _thing(token.head, owners),
+                            "named",
+                            (_name(child), _display(child), None),
+                            polarity,
+                            confidence,
+                        )
+                    )
         common = _common_before_name(token)
         if common is not None:  # "my dog Rex": "my" hangs on Rex, the owner is the dog's
-            out.append(_triple((common.lemma_.lower(), common.text, owners.get(token.i)), "named",
-                               (token.text.lower(), token.text, None), polarity, confidence))
+            out.append(
+                _triple(
+                    (common.lemma_.lower(), common.text, owners.get(token.i)),
+                    "named",
+                    (token.text.lower(), token.text, None),
+                    polarity,
+                    confidence,
+                )
+            )
         if token.dep_ == "appos" and token.pos_ == "PROPN" and token.head.pos_ == "NOUN":
-            out.append(_triple(_thing(token.head, owners), "named", (_name(token), _display(token), None),
-                               polarity, confidence))
+            out.append(
+                _triple(
+                    _thing(token.head, owners), "named", (_name(token), _display(token), None), polarity, confidence
+                )
+            )
     return out
 
 
@@ -479,7 +546,7 @@ def _thing(token: Any, owners: dict[int, str]) -> Resolved:
 
 
 def _possessions(sent: Any, owners: dict[int, str], polarity: float, confidence: float) -> list[Triple]:
-    """"my cat ..." -> (user, has, the user's cat); "your jokes" -> (bot, has, the bot's joke)."""
+    """ "my cat ..." -> (user, has, the user's cat); "your jokes" -> (bot, has, the bot's joke)."""
     out = []
     for token in sent:
         if token.dep_ == "poss" and token.lower_ in ("my", "our", "your") and token.head.pos_ in ("NOUN", "PROPN"):

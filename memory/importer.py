@@ -57,8 +57,16 @@ _UTC_DESIGNATOR = re.compile(r"[zZ]$")  # RFC 3339 allows "z"; Python's fromisof
 # DiscordChatExporter's system notifications (a pin, a join, a call, a renamed channel, a thread opened): Discord's
 # words about an event, not a person's. Kinds it has no name for it writes as their number; Discord's system kinds
 # among those are 1-18 (DiscordChatExporter's MessageKind.IsSystemNotification).
-_SYSTEM_DCE_TYPES = {"ChannelPinnedMessage", "GuildMemberJoin", "RecipientAdd", "RecipientRemove", "Call",
-                     "ChannelNameChange", "ChannelIconChange", "ThreadCreated"}
+_SYSTEM_DCE_TYPES = {
+    "ChannelPinnedMessage",
+    "GuildMemberJoin",
+    "RecipientAdd",
+    "RecipientRemove",
+    "Call",
+    "ChannelNameChange",
+    "ChannelIconChange",
+    "ThreadCreated",
+}
 _SYSTEM = object()  # what _dce_record returns for a system notification: skipped, and counted apart from "no text"
 
 
@@ -90,15 +98,23 @@ class ImportReport:
     repeated: int = 0  # records the file holds twice (overlapping exports): one message each
 
     def __str__(self) -> str:
-        forgotten = (f", {self.skipped_forgotten} forgotten before (not brought back)"
-                     if self.skipped_forgotten else "")
-        forgotten += (f", {self.skipped_opted_out} by people who opted out of being remembered here (not stored)"
-                      if self.skipped_opted_out else "")
-        system = (f", {self.skipped_system} system message(s) (pins, joins, thread openings...)"
-                  if self.skipped_system else "")
+        forgotten = f", {self.skipped_forgotten} forgotten before (not brought back)" if self.skipped_forgotten else ""
+        forgotten += (
+            f", {self.skipped_opted_out} by people who opted out of being remembered here (not stored)"
+            if self.skipped_opted_out
+            else ""
+        )
+        system = (
+            f", {self.skipped_system} system message(s) (pins, joins, thread openings...)"
+            if self.skipped_system
+            else ""
+        )
         system += f", {self.repeated} repeated in the file (kept once)" if self.repeated else ""
-        resumed = (f"; absorbed {self.resumed} message(s) an earlier, interrupted import left unabsorbed"
-                   if self.resumed else "")
+        resumed = (
+            f"; absorbed {self.resumed} message(s) an earlier, interrupted import left unabsorbed"
+            if self.resumed
+            else ""
+        )
         return (
             f"read {self.read} message(s): imported {self.imported}, already present {self.already_present}, "
             f"skipped {self.skipped_empty} without text{system}{forgotten}; wrote {self.episodes} episode(s){resumed}"
@@ -198,8 +214,9 @@ def _is_system(kind: Any) -> bool:
     return kind in _SYSTEM_DCE_TYPES or (kind.isdigit() and 1 <= int(kind) <= 18)
 
 
-def _dce_record(obj: Any, channel_id: str, max_chars: int,
-                channel_name: str | None = None) -> ImportedMessage | object | None:
+def _dce_record(
+    obj: Any, channel_id: str, max_chars: int, channel_name: str | None = None
+) -> ImportedMessage | object | None:
     """One exported message; None when it has no text, ``_SYSTEM`` for a system notification."""
     if not isinstance(obj, dict):
         raise ValueError("expected a message object")
@@ -311,10 +328,11 @@ def read_import_file(path: Path, *, max_chars: int) -> ParsedFile:
             raise ImportFileError(str(path), [(0, "JSON nested too deeply")]) from None
     exported = _is_export(whole)  # DiscordChatExporter's
     if exported and not isinstance(whole.get("messages"), list):
-        found = f"its \"messages\" is {_json_kind(whole['messages'])}" if "messages" in whole else \
-            "it has no \"messages\""
-        raise ImportFileError(str(path), [(0, f"a DiscordChatExporter export, but {found}: expected a list of "
-                                              "messages (\"messages\": [...])")])
+        found = f'its "messages" is {_json_kind(whole["messages"])}' if "messages" in whole else 'it has no "messages"'
+        raise ImportFileError(
+            str(path),
+            [(0, f'a DiscordChatExporter export, but {found}: expected a list of messages ("messages": [...])')],
+        )
     if exported:
         channel = whole.get("channel")
         try:
@@ -326,8 +344,13 @@ def read_import_file(path: Path, *, max_chars: int) -> ParsedFile:
                 # A thread's title is its opener's words: a thread is named by its parent (the export's
                 # "category" for a thread), as on Discord (bot.discord.chat.channel_name_of).
                 thread = "thread" in str(channel.get("type", "")).lower()
-                channel_name = (_channel_name(channel.get("category"), channel_id) if thread and channel.get("category")
-                                else None if thread else _channel_name(channel.get("name"), channel_id))
+                channel_name = (
+                    _channel_name(channel.get("category"), channel_id)
+                    if thread and channel.get("category")
+                    else None
+                    if thread
+                    else _channel_name(channel.get("name"), channel_id)
+                )
             else:  # some exports give the channel as its name or id
                 channel_id = _ident(channel, "channel")
                 channel_name = _channel_name(None, channel_id)
@@ -372,14 +395,20 @@ def read_import_file(path: Path, *, max_chars: int) -> ParsedFile:
         if key not in messages:
             messages[key], first[key] = m, number
         elif messages[key] != m:  # the same message twice (overlapping exports) is one; two under one id are not
-            why = (f"id {m.external_id} in channel {m.channel_id} is also the id of a different message "
-                   f"({'message' if exported else 'line'} {first[key]})")
+            why = (
+                f"id {m.external_id} in channel {m.channel_id} is also the id of a different message "
+                f"({'message' if exported else 'line'} {first[key]})"
+            )
             problems.append((number, f"message {number}: {why}" if exported else why))
     if problems:
         raise ImportFileError(str(path), problems)
     ordered = sorted(messages.values(), key=lambda m: m.created_at)
-    return ParsedFile(ordered, without_text=sum(1 for m in parsed if m is None),
-                      system=sum(1 for m in parsed if m is _SYSTEM), records=len(parsed))
+    return ParsedFile(
+        ordered,
+        without_text=sum(1 for m in parsed if m is None),
+        system=sum(1 for m in parsed if m is _SYSTEM),
+        records=len(parsed),
+    )
 
 
 def private_channel_ids(messages: Collection[ImportedMessage], named: Collection[str]) -> tuple[set[str], list[str]]:
@@ -390,8 +419,10 @@ def private_channel_ids(messages: Collection[ImportedMessage], named: Collection
     unknown = []
     for name in named:
         matches = {m.channel_id for m in messages if m.channel_id == name} or {
-            m.channel_id for m in messages
-            if m.channel_name and m.channel_name.casefold() == name.removeprefix("#").casefold()}
+            m.channel_id
+            for m in messages
+            if m.channel_name and m.channel_name.casefold() == name.removeprefix("#").casefold()
+        }
         ids |= matches
         if not matches:
             unknown.append(name)
@@ -424,8 +455,13 @@ class Importer:
         self._max_chars = max_chars
 
     async def run(
-        self, path: Path, scope: str, *, progress: Callable[[int, int], None] | None = None,
-        private_channels: Collection[str] = (), absorb_progress: Callable[[int, int], None] | None = None,
+        self,
+        path: Path,
+        scope: str,
+        *,
+        progress: Callable[[int, int], None] | None = None,
+        private_channels: Collection[str] = (),
+        absorb_progress: Callable[[int, int], None] | None = None,
     ) -> ImportReport:
         """Import ``path`` into ``scope``: all the messages or none, then every memory layer absorbs them.
 
@@ -447,8 +483,10 @@ class Importer:
         resolved, unknown = private_channel_ids(messages, private_channels)
         if unknown:
             # A misspelt private channel would otherwise leave the real one public.
-            raise InvalidInput(f"private channel {', '.join(sorted(unknown))}: no message of {path} is in it "
-                               f"(its channels: {channels_listed(messages)}); nothing imported")
+            raise InvalidInput(
+                f"private channel {', '.join(sorted(unknown))}: no message of {path} is in it "
+                f"(its channels: {channels_listed(messages)}); nothing imported"
+            )
         private = frozenset(resolved)
         channels = sorted({m.channel_id for m in messages})
         stored_as = await self._conversations.restricted_channels(scope, SOURCE, channels)
@@ -458,7 +496,8 @@ class Importer:
             raise InvalidInput(
                 f"channel {', '.join(public)} was imported into {scope} before as public, and what was remembered "
                 f"from it stays public: forget it first (hippobot forget --scope {scope} --channel "
-                f"{public[0]}), then import again with --private-channel; nothing imported")
+                f"{public[0]}), then import again with --private-channel; nothing imported"
+            )
         # A channel imported before as private stays private, with or without --private-channel this time.
         private |= {c for c, restricted in stored_as.items() if restricted}
         messages, forgotten = await self._not_forgotten(scope, messages)
@@ -470,7 +509,8 @@ class Importer:
         else:
             opted_out_count = 0
         present = await self._conversations.existing_external_ids(
-            scope, SOURCE, [(m.channel_id, m.external_id) for m in messages])
+            scope, SOURCE, [(m.channel_id, m.external_id) for m in messages]
+        )
         new = [m for m in messages if (m.channel_id, m.external_id) not in present]
         bare = await self._embed([m.text for m in new], progress)
         # No reply, no surprise: the episodes layer calibrates an imported message's salience from the message
@@ -481,17 +521,32 @@ class Importer:
             await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended('import:' || $1, 0))", scope)
             # Another import of the same messages may have committed while this one embedded.
             present = await self._conversations.existing_external_ids(
-                scope, SOURCE, [(m.channel_id, m.external_id) for m in messages], conn)
+                scope, SOURCE, [(m.channel_id, m.external_id) for m in messages], conn
+            )
             fresh = [i for i, m in enumerate(new) if (m.channel_id, m.external_id) not in present]
             stored = []
             for i in fresh:
                 m = new[i]
-                stored.append(await self._conversations.add(NewMessage(
-                    scope=scope, source=SOURCE, external_id=m.external_id, channel_id=m.channel_id,
-                    author_id=m.author_id, author_name=m.author_name, content=m.text, created_at=m.created_at,
-                    is_bot=m.is_bot, reply_to_external=m.reply_to, channel_name=m.channel_name,
-                    author_username=m.author_username,
-                    visible_in=m.channel_id if m.channel_id in private else None), conn))
+                stored.append(
+                    await self._conversations.add(
+                        NewMessage(
+                            scope=scope,
+                            source=SOURCE,
+                            external_id=m.external_id,
+                            channel_id=m.channel_id,
+                            author_id=m.author_id,
+                            author_name=m.author_name,
+                            content=m.text,
+                            created_at=m.created_at,
+                            is_bot=m.is_bot,
+                            reply_to_external=m.reply_to,
+                            channel_name=m.channel_name,
+                            author_username=m.author_username,
+                            visible_in=m.channel_id if m.channel_id in private else None,
+                        ),
+                        conn,
+                    )
+                )
         # A message's novelty is among what this import stored (what a re-run after an interruption measures it
         # among: _stored_hints), so all it embedded unless another import stored some of those first.
         if len(fresh) != len(new):
@@ -502,8 +557,7 @@ class Importer:
         # What is remembered of them (episodes, facts, archetype matches, ...) each layer writes, through the
         # absorption a live message takes: from here a crash leaves messages unabsorbed, never half-remembered,
         # and the next import of the scope (or the next start) absorbs them.
-        resumed = await self._absorb(scope, stored, [(bare[i], float(novelty_of[i])) for i in fresh],
-                                     absorb_progress)
+        resumed = await self._absorb(scope, stored, [(bare[i], float(novelty_of[i])) for i in fresh], absorb_progress)
         if len(stored) >= ANALYZE_AFTER:
             await self._analyze()
         # The episodes this run wrote: of its new messages, and of those an interrupted import left, which it
@@ -511,22 +565,36 @@ class Importer:
         absorbed_now = [s.id for s in stored] + resumed
         written = await self._episodes.count_of(scope, absorbed_now) if absorbed_now else 0
         return ImportReport(
-            read=parsed.records, imported=len(stored),
-            already_present=len(messages) - len(stored), skipped_empty=empty, episodes=written,
-            skipped_forgotten=forgotten, skipped_opted_out=opted_out_count, resumed=len(resumed),
-            skipped_system=parsed.system, repeated=parsed.repeated,
+            read=parsed.records,
+            imported=len(stored),
+            already_present=len(messages) - len(stored),
+            skipped_empty=empty,
+            episodes=written,
+            skipped_forgotten=forgotten,
+            skipped_opted_out=opted_out_count,
+            resumed=len(resumed),
+            skipped_system=parsed.system,
+            repeated=parsed.repeated,
         )
 
     async def _not_forgotten(self, scope: str, messages: list[ImportedMessage]) -> tuple[list[ImportedMessage], int]:
         """``messages`` less what was forgotten in this scope (sql/017): a message forgotten itself, or said
         before its person was forgotten; and how many were left out."""
-        keys = [(forgotten_digest("message", scope, m.channel_id, m.external_id),
-                 forgotten_digest("author", scope, m.author_id)) for m in messages]
+        keys = [
+            (
+                forgotten_digest("message", scope, m.channel_id, m.external_id),
+                forgotten_digest("author", scope, m.author_id),
+            )
+            for m in messages
+        ]
         rows = await self._conversations.forgotten([d for k in keys for d in k])
         if not rows:
             return messages, 0
-        kept = [m for m, (message, author) in zip(messages, keys)
-                if message not in rows and not (author in rows and m.created_at <= rows[author])]
+        kept = [
+            m
+            for m, (message, author) in zip(messages, keys)
+            if message not in rows and not (author in rows and m.created_at <= rows[author])
+        ]
         return kept, len(messages) - len(kept)
 
     async def _analyze(self) -> None:
@@ -544,29 +612,40 @@ class Importer:
         episode's key)."""
         vectors: list[np.ndarray] = []
         for start in range(0, len(texts), _EMBED_CHUNK):
-            vectors += list(await self._embedder.embed_many(texts[start: start + _EMBED_CHUNK]))
+            vectors += list(await self._embedder.embed_many(texts[start : start + _EMBED_CHUNK]))
             if progress:
                 progress(min(start + _EMBED_CHUNK, len(texts)), len(texts))
         return vectors
 
-    async def resume(self, scope: str, *, progress: Callable[[int, int], None] | None = None,
-                     limit: int | None = None) -> list[int]:
+    async def resume(
+        self, scope: str, *, progress: Callable[[int, int], None] | None = None, limit: int | None = None
+    ) -> list[int]:
         """Absorb what interrupted imports into ``scope`` left unabsorbed (at most ``limit``, oldest first), as
         those imports would have (``_absorb``), without a file: what a start-up does before its backlog. The
         ids of the messages absorbed."""
         require_scope(scope)
         return await self._absorb(scope, [], [], progress, limit=limit)
 
-    async def _absorb(self, scope: str, stored: list[StoredMessage], known_vectors: list[tuple[np.ndarray, float]],
-                      progress: Callable[[int, int], None] | None, *, limit: int | None = None) -> list[int]:
+    async def _absorb(
+        self,
+        scope: str,
+        stored: list[StoredMessage],
+        known_vectors: list[tuple[np.ndarray, float]],
+        progress: Callable[[int, int], None] | None,
+        *,
+        limit: int | None = None,
+    ) -> list[int]:
         """Absorb every imported person message of ``scope`` not absorbed yet, oldest first: this import's
         (``stored``, with their vectors and batch novelty at hand) and those an interrupted import left, which a
         re-run finds "already present" and would otherwise leave to the next start of ``chat`` or ``run`` (their
         novelty is measured among the messages that import stored, as it would have been: ``_stored_hints``).
         The ids of the latter. The absorber's own path (the one start-up's backlog takes): absorbed_at marks
         each."""
-        hints = {s.id: AbsorbHints(text=s.content, vector=v, batch_novelty=n)
-                 for s, (v, n) in zip(stored, known_vectors) if not s.is_bot}
+        hints = {
+            s.id: AbsorbHints(text=s.content, vector=v, batch_novelty=n)
+            for s, (v, n) in zip(stored, known_vectors)
+            if not s.is_bot
+        }
         own = {s.id for s in stored}
         pending = await self._conversations.unabsorbed_in(scope, SOURCE)
         if limit is not None:
@@ -575,18 +654,20 @@ class Importer:
             hints |= await self._stored_hints(scope, earlier)
         resumed: list[int] = []
         for start in range(0, len(pending), _ABSORB_CHUNK):
-            chunk = pending[start:start + _ABSORB_CHUNK]
+            chunk = pending[start : start + _ABSORB_CHUNK]
             # one spaCy batch per layer
             await self._absorber.prepare([t for i in chunk if i in hints and (t := hints[i].text)])
             for done, message_id in enumerate(chunk, start=start + 1):
-                if (message_id in hints and await self._absorber.absorb(message_id, hints[message_id])
-                        and message_id not in own):
+                if (
+                    message_id in hints
+                    and await self._absorber.absorb(message_id, hints[message_id])
+                    and message_id not in own
+                ):
                     resumed.append(message_id)
                 if progress and (done % 50 == 0 or done == len(pending)):
                     progress(done, len(pending))
         if resumed:
-            log.info("import into %s absorbed %d message(s) an interrupted import left unabsorbed", scope,
-                     len(resumed))
+            log.info("import into %s absorbed %d message(s) an interrupted import left unabsorbed", scope, len(resumed))
         return resumed
 
     async def _stored_hints(self, scope: str, message_ids: list[int]) -> dict[int, AbsorbHints]:
@@ -601,6 +682,9 @@ class Importer:
         for batch in await self._conversations.stored_together(scope, SOURCE, message_ids):
             vectors = await self._embed([m.content for m in batch])
             novelty = await asyncio.to_thread(batch_novelty, np.asarray(vectors))
-            hints |= {m.id: AbsorbHints(text=m.content, vector=v, batch_novelty=float(n))
-                      for m, v, n in zip(batch, vectors, novelty) if m.id in wanted}
+            hints |= {
+                m.id: AbsorbHints(text=m.content, vector=v, batch_novelty=float(n))
+                for m, v, n in zip(batch, vectors, novelty)
+                if m.id in wanted
+            }
         return hints

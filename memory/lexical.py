@@ -38,8 +38,10 @@ MATCH_BUDGET = 2000  # messages the candidate query's words may match, by docume
 
 log = logging.getLogger(__name__)
 
-_MESSAGE_COLUMNS = ("id, scope, source, external_id, channel_id, author_id, author_name, is_bot, content, "
-                    "derived_from_id, created_at, visible_in, thread_parent_id")
+_MESSAGE_COLUMNS = (
+    "id, scope, source, external_id, channel_id, author_id, author_name, is_bot, content, "
+    "derived_from_id, created_at, visible_in, thread_parent_id"
+)
 _COLUMN_NAMES = _MESSAGE_COLUMNS.split(", ")
 _AUDIENCE = "scope = $1 AND (visible_in IS NULL OR visible_in = $2::text)"
 # The candidates by ts_rank, then Okapi BM25 of each: for every query word ($6, its IDF in $7) a candidate
@@ -102,27 +104,44 @@ class LexicalSearch:
         self._stats.clear()
         self._no_cache_until = time.monotonic() + for_s
 
-    async def search(self, scope: str, text: str, k: int, *, visible_channel: str | None = None,
-                     exclude_ids: Sequence[int] = ()) -> list[LexicalHit]:
+    async def search(
+        self, scope: str, text: str, k: int, *, visible_channel: str | None = None, exclude_ids: Sequence[int] = ()
+    ) -> list[LexicalHit]:
         """The ``k`` people's messages of the audience that best match ``text``'s words, best first (never a
         bot's: its replies stay in the log and the recent turns, but are not recalled as what people said)."""
         require_scope(scope)
         if k <= 0 or not text.strip():
             return []
         async with self._pool.acquire() as conn:
-            terms = [t for t in await conn.fetchval(
-                "SELECT coalesce(array_agg(DISTINCT lexeme), '{}') FROM unnest(to_tsvector('english', $1))", text)
-                if "'" not in t and "\\" not in t]
+            terms = [
+                t
+                for t in await conn.fetchval(
+                    "SELECT coalesce(array_agg(DISTINCT lexeme), '{}') FROM unnest(to_tsvector('english', $1))", text
+                )
+                if "'" not in t and "\\" not in t
+            ]
             if not terms:
                 return []
             stats = await self._audience_stats(conn, scope, visible_channel)
             # lexemes already normalised: cast, do not re-stem
             query = " | ".join(f"'{t}'" for t in candidate_terms(terms, stats.df, self.match_budget))
-            idf = {t: math.log(1 + (stats.n_docs - stats.df.get(t, 0) + 0.5) / (stats.df.get(t, 0) + 0.5))
-                   for t in terms}
+            idf = {
+                t: math.log(1 + (stats.n_docs - stats.df.get(t, 0) + 0.5) / (stats.df.get(t, 0) + 0.5)) for t in terms
+            }
             rows = await conn.fetch(
-                _RANKED, scope, visible_channel, query, CANDIDATES, list(exclude_ids), list(idf), list(idf.values()),
-                BM25_K1, BM25_B, stats.avg_len, k)
+                _RANKED,
+                scope,
+                visible_channel,
+                query,
+                CANDIDATES,
+                list(exclude_ids),
+                list(idf),
+                list(idf.values()),
+                BM25_K1,
+                BM25_B,
+                stats.avg_len,
+                k,
+            )
         return [LexicalHit(StoredMessage(**{c: r[c] for c in _COLUMN_NAMES}), float(r["score"])) for r in rows]
 
     async def _audience_stats(self, conn: asyncpg.Connection, scope: str, visible_channel: str | None) -> _Stats:
@@ -149,11 +168,16 @@ class LexicalSearch:
         key = (scope, visible_channel)
         audience = await conn.fetchval(
             "SELECT format('SELECT search_tsv FROM messages WHERE scope = %L AND (visible_in IS NULL OR "
-            "visible_in = %L)', $1::text, $2::text)", scope, visible_channel)
+            "visible_in = %L)', $1::text, $2::text)",
+            scope,
+            visible_channel,
+        )
         df = {r["word"]: r["ndoc"] for r in await conn.fetch("SELECT word, ndoc FROM ts_stat($1)", audience)}
         row = await conn.fetchrow(
             f"SELECT count(*) AS n, avg(length(search_tsv)) AS avg_len FROM messages WHERE {_AUDIENCE}",
-            scope, visible_channel)
+            scope,
+            visible_channel,
+        )
         stats = _Stats(row["n"], float(row["avg_len"] or 1.0), df, time.monotonic())
         if stats.at >= self._no_cache_until:
             self._stats[key] = stats
@@ -175,8 +199,15 @@ def candidate_terms(terms: Sequence[str], df: dict[str, int], budget: int = MATC
     return chosen
 
 
-async def neighbours(db: asyncpg.Pool | asyncpg.Connection, scope: str, message_ids: Sequence[int], n: int, *,
-                     visible_channel: str | None = None, after: int | None = None) -> dict[int, list[StoredMessage]]:
+async def neighbours(
+    db: asyncpg.Pool | asyncpg.Connection,
+    scope: str,
+    message_ids: Sequence[int],
+    n: int,
+    *,
+    visible_channel: str | None = None,
+    after: int | None = None,
+) -> dict[int, list[StoredMessage]]:
     """Each message's conversation around it: up to ``n`` messages of its channel before it and ``after``
     (default ``n``) after it that the audience may see, oldest first (the message itself included, also when
     ``n`` and ``after`` are 0). Bots'
@@ -201,7 +232,12 @@ async def neighbours(db: asyncpg.Pool | asyncpg.Connection, scope: str, message_
                  ORDER BY d.created_at, d.id LIMIT $5)) x
             WHERE a.scope = $1 AND a.id = ANY($2::bigint[])
             ORDER BY a.id, x.created_at, x.id""",
-        scope, list(message_ids), visible_channel, max(n, 0), max(after, 0))
+        scope,
+        list(message_ids),
+        visible_channel,
+        max(n, 0),
+        max(after, 0),
+    )
     out: dict[int, list[StoredMessage]] = {}
     for r in rows:
         out.setdefault(r["anchor"], []).append(StoredMessage(**{c: r[c] for c in _MESSAGE_COLUMNS.split(", ")}))

@@ -49,9 +49,14 @@ class Source:
     own: bool
 
     def as_dict(self, link: str | None) -> dict[str, object]:
-        out: dict[str, object] = {"message_id": self.ref.external_id, "channel_id": self.ref.channel_id,
-                                  "source": self.ref.source, "stored_id": self.ref.id,
-                                  "created_at": self.created_at.isoformat(), "said_by_you": self.own}
+        out: dict[str, object] = {
+            "message_id": self.ref.external_id,
+            "channel_id": self.ref.channel_id,
+            "source": self.ref.source,
+            "stored_id": self.ref.id,
+            "created_at": self.created_at.isoformat(),
+            "said_by_you": self.own,
+        }
         if link is not None:
             out["link"] = link
         return out
@@ -69,8 +74,14 @@ class HeldItem:
     item_id: int = 0  # the store's id (an edge, an episode or a message)
 
     def as_dict(self, link: Callable[[SourceRef], str | None]) -> dict[str, object]:
-        return {"kind": self.kind, "id": self.item_id, "text": self.text, "created_at": self.created_at.isoformat(),
-                "restricted": self.restricted, "sources": [s.as_dict(link(s.ref)) for s in self.sources]}
+        return {
+            "kind": self.kind,
+            "id": self.item_id,
+            "text": self.text,
+            "created_at": self.created_at.isoformat(),
+            "restricted": self.restricted,
+            "sources": [s.as_dict(link(s.ref)) for s in self.sources],
+        }
 
 
 @dataclass(frozen=True)
@@ -101,13 +112,24 @@ class Holdings:
 
 
 def _header(h: Holdings, generated_at: datetime) -> dict[str, object]:
-    return {"format": EXPORT_FORMAT, "version": EXPORT_VERSION, "scope": h.scope, "person_id": h.person_id,
-            "generated_at": generated_at.isoformat(), "opted_out": h.opted_out,
-            "counts": {FACT: len(h.facts), EPISODE: len(h.episodes), MESSAGE: len(h.messages)}}
+    return {
+        "format": EXPORT_FORMAT,
+        "version": EXPORT_VERSION,
+        "scope": h.scope,
+        "person_id": h.person_id,
+        "generated_at": generated_at.isoformat(),
+        "opted_out": h.opted_out,
+        "counts": {FACT: len(h.facts), EPISODE: len(h.episodes), MESSAGE: len(h.messages)},
+    }
 
 
-def export_documents(h: Holdings, generated_at: datetime, *, link: Callable[[SourceRef], str | None] = lambda _: None,
-                     limit_bytes: int = ATTACHMENT_LIMIT) -> list[bytes]:
+def export_documents(
+    h: Holdings,
+    generated_at: datetime,
+    *,
+    link: Callable[[SourceRef], str | None] = lambda _: None,
+    limit_bytes: int = ATTACHMENT_LIMIT,
+) -> list[bytes]:
     """The export as JSON documents of at most ``limit_bytes`` each (UTF-8).
 
     One document when it fits; else parts, each a complete document with ``part`` and ``parts``, the items
@@ -140,8 +162,9 @@ def _document(header: dict[str, object], items: Sequence[str], part: tuple[int, 
         head["part"], head["parts"] = part
     opening = json.dumps(head, ensure_ascii=False, indent=1)[:-2]  # without its closing "\n}"
     body = ",\n  ".join(items)
-    return f'{opening},\n "items": [\n  {body}\n ]\n}}\n'.encode() if items else \
-        f'{opening},\n "items": []\n}}\n'.encode()
+    return (
+        f'{opening},\n "items": [\n  {body}\n ]\n}}\n'.encode() if items else f'{opening},\n "items": []\n}}\n'.encode()
+    )
 
 
 class MemoryOfPerson:
@@ -150,8 +173,9 @@ class MemoryOfPerson:
     def __init__(self, pool: asyncpg.Pool) -> None:
         self._pool = pool
 
-    async def gather(self, scope: str, person_id: str, *, visible_channel: str | None,
-                     opted_out: bool | None = None) -> Holdings:
+    async def gather(
+        self, scope: str, person_id: str, *, visible_channel: str | None, opted_out: bool | None = None
+    ) -> Holdings:
         """Everything about and from ``person_id`` in ``scope``; what others said only as far as the audience
         of ``visible_channel`` (None: public only) may see it."""
         require_scope(scope)
@@ -169,9 +193,15 @@ class MemoryOfPerson:
         rows = await conn.fetch(
             """SELECT id, external_id, channel_id, source, content, created_at, visible_in FROM messages
                WHERE scope = $1 AND author_id = $2 AND NOT is_bot ORDER BY created_at DESC, id DESC""",
-            scope, person)
-        return [HeldItem(MESSAGE, r["content"], r["created_at"], (_source(r, own=True),),
-                         r["visible_in"] is not None, r["id"]) for r in rows]
+            scope,
+            person,
+        )
+        return [
+            HeldItem(
+                MESSAGE, r["content"], r["created_at"], (_source(r, own=True),), r["visible_in"] is not None, r["id"]
+            )
+            for r in rows
+        ]
 
     @staticmethod
     async def _episodes(conn: asyncpg.Connection, scope: str, person: str) -> tuple[list[HeldItem], set[int]]:
@@ -180,14 +210,25 @@ class MemoryOfPerson:
                       m.id, m.external_id, m.channel_id, m.source, m.created_at
                FROM episodes e JOIN messages m ON m.id = e.message_id
                WHERE e.scope = $1 AND e.author_id = $2 AND m.author_id = $2
-               ORDER BY e.created_at DESC, e.id DESC""", scope, person)
-        items = [HeldItem(EPISODE, r["content"], r["episode_at"], (_source(r, own=True),),
-                          r["visible_in"] is not None, r["episode_id"]) for r in rows]
+               ORDER BY e.created_at DESC, e.id DESC""",
+            scope,
+            person,
+        )
+        items = [
+            HeldItem(
+                EPISODE,
+                r["content"],
+                r["episode_at"],
+                (_source(r, own=True),),
+                r["visible_in"] is not None,
+                r["episode_id"],
+            )
+            for r in rows
+        ]
         return items, {r["id"] for r in rows}
 
     @staticmethod
-    async def _facts(conn: asyncpg.Connection, scope: str, person: str,
-                     visible_channel: str | None) -> list[HeldItem]:
+    async def _facts(conn: asyncpg.Connection, scope: str, person: str, visible_channel: str | None) -> list[HeldItem]:
         node = f"user:{person}"
         # An edge is theirs when one of its sources is their message (wherever said), or it touches their node
         # or one of their things and a source the audience may see supports it.
@@ -203,7 +244,11 @@ class MemoryOfPerson:
                    AND (src.speaker_id = $2
                         OR ((src.visible_in IS NULL OR src.visible_in = $3::text)
                             AND $4 IN (s.name, s.owner, t.name, t.owner))))""",
-            scope, person, visible_channel, node)
+            scope,
+            person,
+            visible_channel,
+            node,
+        )
         if not edges:
             return []
         # Each fact's sources: theirs, and others' only where the audience may see them.
@@ -214,7 +259,11 @@ class MemoryOfPerson:
                WHERE src.edge_id = ANY($1::bigint[])
                  AND (src.speaker_id = $2 OR src.visible_in IS NULL OR src.visible_in = $3::text)
                ORDER BY m.created_at, m.id""",
-            [e["id"] for e in edges], person, visible_channel, scope)
+            [e["id"] for e in edges],
+            person,
+            visible_channel,
+            scope,
+        )
         sources: dict[int, list[tuple[Source, bool]]] = {}
         for r in rows:
             sources.setdefault(r["edge_id"], []).append((_source(r, own=r["own"]), r["visible_in"] is not None))
@@ -224,8 +273,16 @@ class MemoryOfPerson:
             if not shown:
                 continue
             when = min(s.created_at for s, _ in shown)
-            items.append(HeldItem(FACT, _sentence(e), when, tuple(s for s, _ in shown),
-                                  all(restricted for _, restricted in shown), e["id"]))
+            items.append(
+                HeldItem(
+                    FACT,
+                    _sentence(e),
+                    when,
+                    tuple(s for s, _ in shown),
+                    all(restricted for _, restricted in shown),
+                    e["id"],
+                )
+            )
         items.sort(key=lambda i: (i.created_at, i.item_id), reverse=True)
         return items
 
@@ -236,8 +293,21 @@ def _source(r: asyncpg.Record, *, own: bool) -> Source:
 
 def _sentence(e: asyncpg.Record) -> str:
     """The edge in words, as shown to people (``Fact.sentence``)."""
-    return Fact(edge_id=e["id"], subject=e["s_display"], subject_name=e["s_name"], relation=e["relation"],
-                object=e["t_display"], object_name=e["t_name"], sentiment=0.0, confidence=1.0, evidence=1,
-                retrievability=1.0, message_ids=(), speakers=(), subject_owner=e["s_owner"],
-                object_owner=e["t_owner"], subject_owner_name=e["s_owner_name"] or "",
-                object_owner_name=e["t_owner_name"] or "").sentence(readable=True)
+    return Fact(
+        edge_id=e["id"],
+        subject=e["s_display"],
+        subject_name=e["s_name"],
+        relation=e["relation"],
+        object=e["t_display"],
+        object_name=e["t_name"],
+        sentiment=0.0,
+        confidence=1.0,
+        evidence=1,
+        retrievability=1.0,
+        message_ids=(),
+        speakers=(),
+        subject_owner=e["s_owner"],
+        object_owner=e["t_owner"],
+        subject_owner_name=e["s_owner_name"] or "",
+        object_owner_name=e["t_owner_name"] or "",
+    ).sentence(readable=True)

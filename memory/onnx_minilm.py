@@ -74,10 +74,16 @@ def export(model_dir: Path, out: Path) -> None:
         # the exporter prints its progress and warns about what it does not need (torchvision, axis names)
         with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings(), _quiet("torch.onnx"):
             warnings.simplefilter("ignore")
-            torch.onnx.export(Encoder(model), (example["input_ids"], example["attention_mask"]), str(tmp),
-                              input_names=["input_ids", "attention_mask"], output_names=["hidden"],
-                              dynamic_shapes=({0: batch, 1: seq}, {0: batch, 1: seq}), dynamo=True,
-                              external_data=False)
+            torch.onnx.export(
+                Encoder(model),
+                (example["input_ids"], example["attention_mask"]),
+                str(tmp),
+                input_names=["input_ids", "attention_mask"],
+                output_names=["hidden"],
+                dynamic_shapes=({0: batch, 1: seq}, {0: batch, 1: seq}),
+                dynamo=True,
+                external_data=False,
+            )
         with torch.inference_mode():
             probe = tokenizer(PROBES, padding=True, truncation=True, max_length=MAX_SEQ_LENGTH, return_tensors="pt")
             hidden = model(input_ids=probe["input_ids"], attention_mask=probe["attention_mask"]).last_hidden_state
@@ -134,7 +140,7 @@ class OnnxMiniLM:
         encodings = self._tokenizer.encode_batch(texts)
         order = sorted(range(len(texts)), key=lambda i: -len(encodings[i].ids))  # batches of like length
         for start in range(0, len(order), batch_size):
-            chunk = order[start:start + batch_size]
+            chunk = order[start : start + batch_size]
             width = max(len(encodings[i].ids) for i in chunk)
             ids = np.zeros((len(chunk), width), dtype=np.int64)
             mask = np.zeros((len(chunk), width), dtype=np.int64)

@@ -52,20 +52,28 @@ class ParticipationStore:
                       EXISTS (SELECT 1 FROM memory_optouts o WHERE o.scope = $1 AND o.digest = $3) AS opted_out
                FROM (SELECT 1) one
                LEFT JOIN channel_settings c ON c.scope = $1 AND c.channel_id = $2""",
-            scope, channel_id, optout_digest(scope, author_id))
+            scope,
+            channel_id,
+            optout_digest(scope, author_id),
+        )
         return Listening(_setting(channel_id, row), bool(row["opted_out"]))
 
     async def setting(self, scope: str, channel_id: str) -> ChannelSetting:
         row = await self._pool.fetchrow(
             """SELECT mode, mode_set_by, mode_set_at, remember, memory_set_by, memory_set_at
-               FROM channel_settings WHERE scope = $1 AND channel_id = $2""", scope, channel_id)
+               FROM channel_settings WHERE scope = $1 AND channel_id = $2""",
+            scope,
+            channel_id,
+        )
         return _setting(channel_id, row)
 
     async def settings(self, scope: str) -> dict[str, ChannelSetting]:
         """Every channel of the scope that has a row, by channel id."""
         rows = await self._pool.fetch(
             """SELECT channel_id, mode, mode_set_by, mode_set_at, remember, memory_set_by, memory_set_at
-               FROM channel_settings WHERE scope = $1""", scope)
+               FROM channel_settings WHERE scope = $1""",
+            scope,
+        )
         return {r["channel_id"]: _setting(r["channel_id"], r) for r in rows}
 
     async def set_mode(self, scope: str, channel_id: str, mode: Mode, by: str, now: datetime) -> None:
@@ -76,7 +84,12 @@ class ParticipationStore:
                VALUES ($1, $2, $3, $4, $5)
                ON CONFLICT (scope, channel_id) DO UPDATE
                SET mode = EXCLUDED.mode, mode_set_by = EXCLUDED.mode_set_by, mode_set_at = EXCLUDED.mode_set_at""",
-            scope, channel_id, mode, by, now)
+            scope,
+            channel_id,
+            mode,
+            by,
+            now,
+        )
 
     async def set_memory(self, scope: str, channel_id: str, remember: bool, by: str, now: datetime) -> None:
         await self._pool.execute(
@@ -85,31 +98,46 @@ class ParticipationStore:
                ON CONFLICT (scope, channel_id) DO UPDATE
                SET remember = EXCLUDED.remember, memory_set_by = EXCLUDED.memory_set_by,
                    memory_set_at = EXCLUDED.memory_set_at""",
-            scope, channel_id, remember, by, now)
+            scope,
+            channel_id,
+            remember,
+            by,
+            now,
+        )
 
     async def drop_channel(self, scope: str, channel_id: str) -> bool:
         """A deleted channel's row goes with it (True when there was one)."""
         status = await self._pool.execute(
-            "DELETE FROM channel_settings WHERE scope = $1 AND channel_id = $2", scope, channel_id)
+            "DELETE FROM channel_settings WHERE scope = $1 AND channel_id = $2", scope, channel_id
+        )
         return status.split()[-1] != "0"
 
     async def opt_out(self, scope: str, author_id: str, now: datetime) -> bool:
         """True when the person was not opted out before."""
         status = await self._pool.execute(
             """INSERT INTO memory_optouts (scope, digest, opted_out_at) VALUES ($1, $2, $3)
-               ON CONFLICT DO NOTHING""", scope, optout_digest(scope, author_id), now)
+               ON CONFLICT DO NOTHING""",
+            scope,
+            optout_digest(scope, author_id),
+            now,
+        )
         return status.split()[-1] != "0"
 
     async def opt_in(self, scope: str, author_id: str) -> bool:
         """True when the person was opted out before."""
         status = await self._pool.execute(
-            "DELETE FROM memory_optouts WHERE scope = $1 AND digest = $2", scope, optout_digest(scope, author_id))
+            "DELETE FROM memory_optouts WHERE scope = $1 AND digest = $2", scope, optout_digest(scope, author_id)
+        )
         return status.split()[-1] != "0"
 
     async def opted_out(self, scope: str, author_id: str) -> bool:
-        return bool(await self._pool.fetchval(
-            "SELECT EXISTS (SELECT 1 FROM memory_optouts WHERE scope = $1 AND digest = $2)",
-            scope, optout_digest(scope, author_id)))
+        return bool(
+            await self._pool.fetchval(
+                "SELECT EXISTS (SELECT 1 FROM memory_optouts WHERE scope = $1 AND digest = $2)",
+                scope,
+                optout_digest(scope, author_id),
+            )
+        )
 
     async def optout_count(self, scope: str) -> int:
         return int(await self._pool.fetchval("SELECT count(*) FROM memory_optouts WHERE scope = $1", scope))
@@ -118,5 +146,12 @@ class ParticipationStore:
 def _setting(channel_id: str, row: asyncpg.Record | None) -> ChannelSetting:
     if row is None or row["remember"] is None:  # the LEFT JOIN found no row
         return ChannelSetting(channel_id)
-    return ChannelSetting(channel_id, row["mode"], row["mode_set_by"], row["mode_set_at"], row["remember"],
-                          row["memory_set_by"], row["memory_set_at"])
+    return ChannelSetting(
+        channel_id,
+        row["mode"],
+        row["mode_set_by"],
+        row["mode_set_at"],
+        row["remember"],
+        row["memory_set_by"],
+        row["memory_set_at"],
+    )

@@ -60,8 +60,9 @@ class Proposer(Protocol):
         """
         ...
 
-    async def statuses(self, proposal_ids: Collection[int], *,
-                       conn: asyncpg.Connection | None = None) -> Mapping[int, str]:
+    async def statuses(
+        self, proposal_ids: Collection[int], *, conn: asyncpg.Connection | None = None
+    ) -> Mapping[int, str]:
         """The status ('pending', 'applied', 'rejected', 'expired', ...) of each of these proposals that
         exists; a proposal gone (its scope forgotten) is missing from the answer."""
         ...
@@ -70,8 +71,9 @@ class Proposer(Protocol):
         """The proposals of ``kind`` that cite one of these messages (as a source or as their wording)."""
         ...
 
-    async def withdraw(self, proposal_ids: Collection[int], *, reason: str, conn: asyncpg.Connection,
-                       rewrite: Withdrawn | None = None) -> int:
+    async def withdraw(
+        self, proposal_ids: Collection[int], *, reason: str, conn: asyncpg.Connection, rewrite: Withdrawn | None = None
+    ) -> int:
         """Withdraw these proposals in the caller's transaction (a layer's forgetting): a pending one expires
         (decided by ``reason``; what its kind does on rejection runs), and with ``rewrite`` every one of them,
         whatever its status, has its title, payload and rationale replaced (its words came from what is being

@@ -28,10 +28,16 @@ from memory.layers.base import MemoryLayer
 from memory.proposer import ProposalRecords
 
 # What a report names, in this order, and how.
-_KINDS = (("messages", "message(s)"), ("episodes", "episode(s)"), ("facts", "fact(s)"),
-          ("archetype_matches", "archetype match(es)"), ("proposals_redacted", "proposal(s) redacted"),
-          ("proposal_names_redacted", "proposal name(s) redacted"),
-          ("archetype_examples", "archetype example(s)"), ("votes_anonymised", "vote(s) anonymised"))
+_KINDS = (
+    ("messages", "message(s)"),
+    ("episodes", "episode(s)"),
+    ("facts", "fact(s)"),
+    ("archetype_matches", "archetype match(es)"),
+    ("proposals_redacted", "proposal(s) redacted"),
+    ("proposal_names_redacted", "proposal name(s) redacted"),
+    ("archetype_examples", "archetype example(s)"),
+    ("votes_anonymised", "vote(s) anonymised"),
+)
 
 
 @dataclass(frozen=True)
@@ -53,8 +59,11 @@ class ForgetReport:
     def __str__(self) -> str:
         names = dict(_KINDS)
         parts = [f"{self.counts.get(k, 0)} {names[k]}" for k, _ in _KINDS[:3]]
-        parts += [f"{n} {names.get(k, k.replace('_', ' '))}" for k, n in self.counts.items()
-                  if k not in ("messages", "episodes", "facts") and n]
+        parts += [
+            f"{n} {names.get(k, k.replace('_', ' '))}"
+            for k, n in self.counts.items()
+            if k not in ("messages", "episodes", "facts") and n
+        ]
         return "forgot " + ", ".join(parts)
 
 
@@ -70,8 +79,14 @@ SELECT id FROM doomed
 
 
 class Provenance:
-    def __init__(self, pool: asyncpg.Pool, layers: Sequence[MemoryLayer] = (), *, proposals: ProposalRecords,
-                 clock: Clock | None = None) -> None:
+    def __init__(
+        self,
+        pool: asyncpg.Pool,
+        layers: Sequence[MemoryLayer] = (),
+        *,
+        proposals: ProposalRecords,
+        clock: Clock | None = None,
+    ) -> None:
         """``proposals``: governance, which owns the proposals and their votes; ``clock``: when a forgetting
         happens (a person's tombstone covers what they said until then, in the app's time, not the server's)."""
         self._pool = pool
@@ -79,32 +94,44 @@ class Provenance:
         self._layers = layers  # the composition root's list, shared with Recall and the absorber
         self._proposals = proposals
 
-    async def _forget(self, roots: str, *args: object, author: tuple[str, str] | None = None,
-                      whole_scope: str | None = None, tombstone: tuple[str, str] | None = None,
-                      remember: bool = True) -> ForgetReport:
+    async def _forget(
+        self,
+        roots: str,
+        *args: object,
+        author: tuple[str, str] | None = None,
+        whole_scope: str | None = None,
+        tombstone: tuple[str, str] | None = None,
+        remember: bool = True,
+    ) -> ForgetReport:
         async with self._pool.acquire() as conn, conn.transaction():
             doomed = [r["id"] for r in await conn.fetch(_CLOSURE.format(roots=roots), *args)]
             counts: Counter[str] = Counter(messages=len(doomed))
             if doomed and remember:
                 # tombstones, so that an import of an old export does not bring any of it back (sql/017)
                 rows = await conn.fetch(
-                    "SELECT scope, channel_id, external_id FROM messages WHERE id = ANY($1::bigint[])", doomed)
+                    "SELECT scope, channel_id, external_id FROM messages WHERE id = ANY($1::bigint[])", doomed
+                )
                 digests = {forgotten_digest("message", r["scope"], r["channel_id"], r["external_id"]) for r in rows}
                 if tombstone is not None:
-                    digests |= {forgotten_digest(tombstone[0], scope, tombstone[1])
-                                for scope in {r["scope"] for r in rows}}
+                    digests |= {
+                        forgotten_digest(tombstone[0], scope, tombstone[1]) for scope in {r["scope"] for r in rows}
+                    }
                 await conn.execute(
                     """INSERT INTO forgotten (digest, forgotten_at) SELECT d, $2 FROM unnest($1::text[]) AS d
-                       ON CONFLICT (digest) DO UPDATE SET forgotten_at = excluded.forgotten_at""", sorted(digests),
-                    self._clock.now())
+                       ON CONFLICT (digest) DO UPDATE SET forgotten_at = excluded.forgotten_at""",
+                    sorted(digests),
+                    self._clock.now(),
+                )
             if doomed:
                 for layer in self._layers:
                     counts.update(await layer.forgetting(conn, doomed))
                 counts["archetype_matches"] += await conn.fetchval(
-                    "SELECT count(*) FROM archetype_matches WHERE message_id = ANY($1::bigint[])", doomed)
+                    "SELECT count(*) FROM archetype_matches WHERE message_id = ANY($1::bigint[])", doomed
+                )
                 counts.update(await self._proposals.forgetting(conn, doomed))
                 counts["archetype_examples"] += await conn.fetchval(
-                    "SELECT count(*) FROM archetype_example_sources WHERE message_id = ANY($1::bigint[])", doomed)
+                    "SELECT count(*) FROM archetype_example_sources WHERE message_id = ANY($1::bigint[])", doomed
+                )
                 await conn.execute("DELETE FROM messages WHERE id = ANY($1::bigint[])", doomed)
             if author is not None:
                 counts["votes_anonymised"] += await self._proposals.forget_voter(conn, *author)
@@ -123,8 +150,9 @@ class Provenance:
         require_scope(scope)
         return await self._forget("scope = $1 AND external_id = $2", scope, external_id)
 
-    async def forget_transport_message(self, source: str, channel_id: str, external_id: str, *,
-                                       scope: str | None = None) -> ForgetReport | None:
+    async def forget_transport_message(
+        self, source: str, channel_id: str, external_id: str, *, scope: str | None = None
+    ) -> ForgetReport | None:
         """Delete a transport's message (a Discord message id in its channel); None when not stored.
 
         With ``scope``, only a message stored in that scope is touched: an
@@ -132,19 +160,34 @@ class Provenance:
         """
         found = await self._pool.fetchval(
             """SELECT count(*) FROM messages WHERE source = $1 AND channel_id = $2 AND external_id = $3
-               AND ($4::text IS NULL OR scope = $4)""", source, channel_id, external_id, scope)
+               AND ($4::text IS NULL OR scope = $4)""",
+            source,
+            channel_id,
+            external_id,
+            scope,
+        )
         if not found:
             return None
         return await self._forget(
             "source = $1 AND channel_id = $2 AND external_id = $3 AND ($4::text IS NULL OR scope = $4)",
-            source, channel_id, external_id, scope)
+            source,
+            channel_id,
+            external_id,
+            scope,
+        )
 
-    async def forget_transport_messages(self, source: str, channel_id: str, external_ids: Sequence[str], *,
-                                        scope: str | None = None) -> ForgetReport:
+    async def forget_transport_messages(
+        self, source: str, channel_id: str, external_ids: Sequence[str], *, scope: str | None = None
+    ) -> ForgetReport:
         """A bulk delete: these messages of one channel, and everything derived from them."""
         return await self._forget(
             """source = $1 AND channel_id = $2 AND external_id = ANY($3::text[])
-               AND ($4::text IS NULL OR scope = $4)""", source, channel_id, list(external_ids), scope)
+               AND ($4::text IS NULL OR scope = $4)""",
+            source,
+            channel_id,
+            list(external_ids),
+            scope,
+        )
 
     async def forget_channel(self, source: str, channel_id: str, *, scope: str | None = None) -> ForgetReport:
         """A deleted channel or thread: its messages, its threads' messages, and everything derived from them.
@@ -153,7 +196,12 @@ class Provenance:
         someone's request; messages and people forgotten before stay forgotten in it."""
         return await self._forget(
             """source = $1 AND (channel_id = $2 OR thread_parent_id = $2)
-               AND ($3::text IS NULL OR scope = $3)""", source, channel_id, scope, remember=False)
+               AND ($3::text IS NULL OR scope = $3)""",
+            source,
+            channel_id,
+            scope,
+            remember=False,
+        )
 
     async def forget_author(self, scope: str, author_id: str) -> ForgetReport:
         """Delete everything one person said in this scope and everything derived from it; anonymise their votes.
@@ -164,17 +212,27 @@ class Provenance:
         """
         require_scope(scope)
         if scope == f"dm:{author_id}":
-            return await self._forget("scope = $1", scope, author=(scope, author_id), whole_scope=scope,
-                                      tombstone=("author", author_id))
-        return await self._forget("scope = $1 AND author_id = $2 AND NOT is_bot", scope, author_id,
-                                  author=(scope, author_id), tombstone=("author", author_id))
+            return await self._forget(
+                "scope = $1", scope, author=(scope, author_id), whole_scope=scope, tombstone=("author", author_id)
+            )
+        return await self._forget(
+            "scope = $1 AND author_id = $2 AND NOT is_bot",
+            scope,
+            author_id,
+            author=(scope, author_id),
+            tombstone=("author", author_id),
+        )
 
 
 async def _drop_scope(conn: asyncpg.Connection, scope: str) -> Counter[str]:
     """Delete every row kept for ``scope`` in any table with a ``scope`` column (a layer's new table included)."""
-    tables = [r["table_name"] for r in await conn.fetch(
-        """SELECT table_name FROM information_schema.columns
-           WHERE table_schema = current_schema() AND column_name = 'scope' ORDER BY table_name""")]
+    tables = [
+        r["table_name"]
+        for r in await conn.fetch(
+            """SELECT table_name FROM information_schema.columns
+           WHERE table_schema = current_schema() AND column_name = 'scope' ORDER BY table_name"""
+        )
+    ]
     dropped: Counter[str] = Counter()
     for table in tables:
         status = await conn.execute(f'DELETE FROM "{table}" WHERE scope = $1', scope)
@@ -184,13 +242,18 @@ async def _drop_scope(conn: asyncpg.Connection, scope: str) -> Counter[str]:
 
 
 # Admin settings that keep who made them, by id, per scope.
-_SET_BY = (("channel_settings", "mode_set_by"), ("channel_settings", "memory_set_by"),
-           ("dream_channels", "set_by"), ("archetype_overrides", "set_by"))
+_SET_BY = (
+    ("channel_settings", "mode_set_by"),
+    ("channel_settings", "memory_set_by"),
+    ("dream_channels", "set_by"),
+    ("archetype_overrides", "set_by"),
+)
 
 
 async def _forget_setter(conn: asyncpg.Connection, scope: str, person_id: str) -> None:
     """The admin settings a forgotten person made in this scope (a channel's mode or memory, the dream channel,
     an archetype switch) read "forgotten" where their id was."""
     for table, column in _SET_BY:
-        await conn.execute(f"UPDATE {table} SET {column} = 'forgotten' WHERE scope = $1 AND {column} = $2",
-                           scope, person_id)
+        await conn.execute(
+            f"UPDATE {table} SET {column} = 'forgotten' WHERE scope = $1 AND {column} = $2", scope, person_id
+        )

@@ -19,8 +19,7 @@ from typing import Any
 from memory.archetypes import ContextPlan
 from memory.conversation import StoredMessage, require_scope
 from memory.episodic import EpisodeHit
-from memory.layers.base import (MEMORY, PREAMBLE, TRANSCRIPT, Audience, MemoryItem, MemoryLayer, RecallQuery,
-                                Section)
+from memory.layers.base import MEMORY, PREAMBLE, TRANSCRIPT, Audience, MemoryItem, MemoryLayer, RecallQuery, Section
 from memory.semantic import Fact
 
 log = logging.getLogger(__name__)
@@ -140,8 +139,7 @@ class Recall:
         sections = [s for s in results if isinstance(s, Section)]
         skipped = tuple(layer.name for layer, s in zip(self.layers, results) if s is _SKIPPED)
         kept = await self._current(query.scope, _tidy(sections), limit)
-        return ContextBundle(query.scope, query.plan, tuple(kept), query.author_id, skipped,
-                             recalled=tuple(sections))
+        return ContextBundle(query.scope, query.plan, tuple(kept), query.author_id, skipped, recalled=tuple(sections))
 
     async def _current(self, scope: str, sections: list[Section], limit: float) -> list[Section]:
         """The sections without the memories a newer memory beside them corrected ("I live in Lisbon" beside "I
@@ -156,8 +154,9 @@ class Recall:
                 async with asyncio.timeout(limit):
                     return await layer.superseded(scope, ids)
             except Exception:
-                log.warning("memory layer %s could not tell superseded memories; none left out", layer.name,
-                            exc_info=True)
+                log.warning(
+                    "memory layer %s could not tell superseded memories; none left out", layer.name, exc_info=True
+                )
                 return {}
 
         corrected: dict[int, frozenset[int]] = {}
@@ -170,8 +169,10 @@ class Recall:
             own = set(item.message_ids)
             return any(m in corrected and not corrected[m] & own for m in own)
 
-        return [replace(s, items=tuple(i for i in s.items if not stale(i))) if s.placement == MEMORY else s
-                for s in sections]
+        return [
+            replace(s, items=tuple(i for i in s.items if not stale(i))) if s.placement == MEMORY else s
+            for s in sections
+        ]
 
     async def prepare(self, texts: Sequence[str], *, timeout: float | None = None) -> None:
         """Let every layer that can do batch work for many recalls do it (a failure only costs speed)."""
@@ -192,8 +193,7 @@ class Recall:
                 return await layer.recall(query)
         except TimeoutError:
             self.failures[layer.name] += 1
-            log.warning("memory layer %s took over %.1f s for scope %s; skipped", layer.name, timeout,
-                        query.scope)
+            log.warning("memory layer %s took over %.1f s for scope %s; skipped", layer.name, timeout, query.scope)
         except Exception:
             self.failures[layer.name] += 1
             log.exception("memory layer %s failed for scope %s; skipped", layer.name, query.scope)

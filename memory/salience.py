@@ -32,21 +32,25 @@ _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
 _NUMBER = re.compile(r"\d")
 _SELF = re.compile(r"\b(my|mine|i['’]m|i am|i have|i['’]ve|i live|i work|we have|we['’]re|our)\b", re.I)
 # Whole-message chit-chat: greetings, acknowledgements, laughter, reactions.
-_SMALL_TALK = frozenset("""
+_SMALL_TALK = frozenset(
+    """
     ok okay k kk okk yes yeah yep yup ya yea no nope nah sure cool nice great good fine awesome perfect alright
     lol lmao lmfao rofl haha hahaha hehe heh xd omg wow whoa oh ah hmm hm uh um same true right exactly indeed
     thanks thank thx ty tysm cheers np yw welcome please pls plz sorry hi hello hey heya yo hiya sup morning
     evening night afternoon gm gn bye cya later brb gtg ttyl afk back here everyone all guys folks y'all you too
     me agreed agree +1 lgtm done congrats congratulations happy love it this that is was so very much really
     a the and to of indeed totally definitely absolutely see soon one
-""".split())
-_STOP = frozenset("""
+""".split()
+)
+_STOP = frozenset(
+    """
     a an the and or but if so to of in on at by for with from up down out over under again then once here there
     when where why how all any both each few more most other some such no nor not only own same than too very
     can will just don should now is are was were be been being have has had having do does did doing i me my we
     our you your he him his she her it its they them their what which who whom this that these those am would
     could get got let make want need like im it's i'm that's there's what's
-""".split())
+""".split()
+)
 
 
 def content_words(text: str) -> set[str]:
@@ -68,8 +72,11 @@ def imported_salience(text: str, novelty: float | None = None) -> float:
     information = 1.0 - math.exp(-len(content) / 5.0)
     # Capitalised words that do not start a sentence, and numbers: names, places, dates, amounts.
     starts = {m.end() for m in re.finditer(r"(^|[.!?]\s+)", text)}
-    entities = sum(1 for m in _WORD.finditer(text) if m.group()[0].isupper() and m.start() not in starts
-                   and m.group().lower() not in ("i", "i'm", "i’m"))
+    entities = sum(
+        1
+        for m in _WORD.finditer(text)
+        if m.group()[0].isupper() and m.start() not in starts and m.group().lower() not in ("i", "i'm", "i’m")
+    )
     entities += len(_NUMBER.findall(text)) > 0
     score = (
         0.35 * information
@@ -92,10 +99,10 @@ def batch_novelty(vectors: np.ndarray, *, chunk: int = 256) -> np.ndarray:
         return np.ones(n, dtype=np.float32)
     out = np.empty(n, dtype=np.float32)
     for start in range(0, n, chunk):
-        sims = v[start:start + chunk] @ v.T
+        sims = v[start : start + chunk] @ v.T
         rows = np.arange(sims.shape[0])
         sims[rows, rows + start] = -1.0  # not itself
-        out[start:start + chunk] = 1.0 - sims.max(axis=1)
+        out[start : start + chunk] = 1.0 - sims.max(axis=1)
     return np.clip(out, 0.0, 1.0)
 
 

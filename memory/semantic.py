@@ -52,8 +52,27 @@ from memory.extract import BOT, USER, Mention, Triple, TripleExtractor, owned_na
 
 log = logging.getLogger(__name__)
 
-COMMON_RELATIONS = {"has", "is", "like", "love", "hate", "named", "live_in", "work_at", "work_as", "play", "adopt",
-                    "not_like", "enjoy", "prefer", "study", "speak", "visit", "move_to", "grow_up_in"}
+COMMON_RELATIONS = {
+    "has",
+    "is",
+    "like",
+    "love",
+    "hate",
+    "named",
+    "live_in",
+    "work_at",
+    "work_as",
+    "play",
+    "adopt",
+    "not_like",
+    "enjoy",
+    "prefer",
+    "study",
+    "speak",
+    "visit",
+    "move_to",
+    "grow_up_in",
+}
 _CARD_COLUMNS = "fsrs_state, fsrs_step, stability, difficulty, due, last_review, reps"
 # Relations a thing has one value of at a time: a new value contradicts the old one.
 ONE_VALUED_RELATIONS = frozenset({"live_in", "work_at", "work_as", "named"})
@@ -76,17 +95,34 @@ def rivals(relation: str) -> tuple[list[str], list[str]]:
     elif relation in ONE_VALUED_RELATIONS:
         other = [relation]
     return other, same
+
+
 CONTRADICTED_CONFIDENCE = 0.5  # a contradicted edge's confidence is multiplied by this
 REHEARSAL_WINDOW = timedelta(hours=12)  # an episode replayed this long before consolidation was replayed tonight
-_MESSAGE_FIELDS = ("id", "scope", "source", "external_id", "channel_id", "author_id", "author_name", "is_bot",
-                   "content", "derived_from_id", "created_at", "visible_in", "thread_parent_id")
+_MESSAGE_FIELDS = (
+    "id",
+    "scope",
+    "source",
+    "external_id",
+    "channel_id",
+    "author_id",
+    "author_name",
+    "is_bot",
+    "content",
+    "derived_from_id",
+    "created_at",
+    "visible_in",
+    "thread_parent_id",
+)
 WORLD, BOT_OWNER = "", "bot"  # kg_nodes.owner of shared things and of the bot's own; a person's is 'user:<id>'
 
 
 def _visible(edge: str, channel_param: str) -> str:
     """SQL: edge ``edge`` has a source the audience may see (public, or said in its channel)."""
-    return (f"EXISTS (SELECT 1 FROM kg_edge_sources vs WHERE vs.edge_id = {edge}.id "
-            f"AND (vs.visible_in IS NULL OR vs.visible_in = {channel_param}::text))")
+    return (
+        f"EXISTS (SELECT 1 FROM kg_edge_sources vs WHERE vs.edge_id = {edge}.id "
+        f"AND (vs.visible_in IS NULL OR vs.visible_in = {channel_param}::text))"
+    )
 
 
 def _fact_rows(with_clause: str, edges: str, hop: str = "0") -> str:
@@ -96,11 +132,11 @@ def _fact_rows(with_clause: str, edges: str, hop: str = "0") -> str:
     cards = _CARD_COLUMNS.split(", ")
     return f"""{with_clause}SELECT e.id, e.relation, e.sentiment, e.confidence, e.evidence_count, e.embedding,
                    e.contradicted_at IS NOT NULL AS contradicted,
-                   {', '.join('e.' + c for c in cards)},
+                   {", ".join("e." + c for c in cards)},
                    s.display AS s_display, s.name AS s_name, s.owner AS s_owner, so.display AS s_owner_name,
                    t.display AS t_display, t.name AS t_name, t.owner AS t_owner, tod.display AS t_owner_name,
-                   {', '.join(f's.{c} AS s_{c}' for c in cards)},
-                   {', '.join(f't.{c} AS t_{c}' for c in cards)},
+                   {", ".join(f"s.{c} AS s_{c}" for c in cards)},
+                   {", ".join(f"t.{c} AS t_{c}" for c in cards)},
                    array_agg(src.message_id ORDER BY src.message_id) AS message_ids,
                    array_agg(DISTINCT src.speaker_id) AS speakers, {hop} AS hop
             FROM kg_edges e JOIN kg_nodes s ON s.id = e.source_id JOIN kg_nodes t ON t.id = e.target_id
@@ -174,8 +210,9 @@ class Fact:
         stays as the graph keeps it ("tom work as nurse": the words its vector and the reader's prompt lines
         were made from) unless ``readable``: then its verb agrees with the subject ("tom works as nurse", "ana
         does not like olives"), as shown to people."""
-        subject = "I" if self.subject_name == "bot" else _owned(self.subject, self.subject_owner,
-                                                               self.subject_owner_name)
+        subject = (
+            "I" if self.subject_name == "bot" else _owned(self.subject, self.subject_owner, self.subject_owner_name)
+        )
         relation = self.relation.replace("not_", "not ").replace("_", " ")
         if readable and subject != "I":
             relation = third_person(relation)
@@ -202,8 +239,9 @@ class Fact:
         elif self.subject_owner == person:
             subject = f"{my} {self.subject}"
         else:
-            subject = bot if self.subject_name == "bot" else _owned(self.subject, self.subject_owner,
-                                                                   self.subject_owner_name)
+            subject = (
+                bot if self.subject_name == "bot" else _owned(self.subject, self.subject_owner, self.subject_owner_name)
+            )
         relation = self.relation.replace("not_", "not ").replace("_", " ")
         if self.object_name == person:
             obj = me
@@ -220,8 +258,13 @@ def fact_rank(f: Fact) -> float:
     """The graph's order for recall: the edge's own retrievability x confidence x evidence, one hop further
     costs a fifth, and the nodes' cards weigh in (an edge between things long unmentioned ranks lower than
     the same edge between things talked about yesterday)."""
-    return (f.retrievability * f.confidence * (1 + math.log(f.evidence)) * 0.8 ** (f.hops - 1)
-            * (0.5 + 0.5 * f.node_retrievability))
+    return (
+        f.retrievability
+        * f.confidence
+        * (1 + math.log(f.evidence))
+        * 0.8 ** (f.hops - 1)
+        * (0.5 + 0.5 * f.node_retrievability)
+    )
 
 
 # English's irregular present tense for he, she and it, and forms that already agree or need no agreement.
@@ -274,8 +317,15 @@ class GateCounters:
 
 
 def _card(row: asyncpg.Record | dict[str, Any], card_id: int) -> Card:
-    return Card(card_id=card_id, state=State(row["fsrs_state"]), step=row["fsrs_step"], stability=row["stability"],
-                difficulty=row["difficulty"], due=row["due"], last_review=row["last_review"])
+    return Card(
+        card_id=card_id,
+        state=State(row["fsrs_state"]),
+        step=row["fsrs_step"],
+        stability=row["stability"],
+        difficulty=row["difficulty"],
+        due=row["due"],
+        last_review=row["last_review"],
+    )
 
 
 def _card_values(card: Card) -> tuple[int, int | None, float | None, float | None, datetime, datetime | None]:
@@ -325,9 +375,18 @@ class SemanticMemory:
         for decision in decisions:
             self.counters.add(decision.action)
         if any(d.action == "insert" for d in decisions):
-            await self._embed_facts(message.scope, [r["id"] for r in await self.pool.fetch(
-                """SELECT e.id FROM kg_edges e JOIN kg_edge_sources s ON s.edge_id = e.id
-                   WHERE s.message_id = $1 AND e.embedding IS NULL""", message.id)], now)
+            await self._embed_facts(
+                message.scope,
+                [
+                    r["id"]
+                    for r in await self.pool.fetch(
+                        """SELECT e.id FROM kg_edges e JOIN kg_edge_sources s ON s.edge_id = e.id
+                   WHERE s.message_id = $1 AND e.embedding IS NULL""",
+                        message.id,
+                    )
+                ],
+                now,
+            )
         return decisions
 
     async def _embed_facts(self, scope: str, edge_ids: Sequence[int], now: datetime) -> None:
@@ -337,8 +396,8 @@ class SemanticMemory:
             return
         try:
             audiences = await self.pool.fetch(
-                """SELECT DISTINCT visible_in FROM kg_edge_sources WHERE edge_id = ANY($1::bigint[])""",
-                list(edge_ids))
+                """SELECT DISTINCT visible_in FROM kg_edge_sources WHERE edge_id = ANY($1::bigint[])""", list(edge_ids)
+            )
             facts: dict[int, Fact] = {}
             for a in audiences:  # a fact said only in a restricted channel is seen from there
                 for f in await self._facts(scope, edge_ids, now, visible_channel=a["visible_in"]):
@@ -346,8 +405,9 @@ class SemanticMemory:
             if not facts:
                 return
             vectors = await self.embedder.embed_many([f.sentence() for f in facts.values()])
-            await self.pool.executemany("UPDATE kg_edges SET embedding = $2 WHERE id = $1",
-                                        [(i, v) for i, v in zip(facts, vectors)])
+            await self.pool.executemany(
+                "UPDATE kg_edges SET embedding = $2 WHERE id = $1", [(i, v) for i, v in zip(facts, vectors)]
+            )
         except Exception:
             log.warning("could not store the vectors of %d facts in scope %s", len(edge_ids), scope, exc_info=True)
 
@@ -367,18 +427,23 @@ class SemanticMemory:
         await self._lock(conn, scope)
         touched = await conn.fetchval(
             """SELECT array_agg(DISTINCT n) FROM kg_edge_sources s JOIN kg_edges e ON e.id = s.edge_id,
-                      unnest(ARRAY[e.source_id, e.target_id]) AS n WHERE s.message_id = $1""", message_id)
+                      unnest(ARRAY[e.source_id, e.target_id]) AS n WHERE s.message_id = $1""",
+            message_id,
+        )
         removed = await conn.fetchval(
             """SELECT count(*) FROM kg_edge_sources s WHERE s.message_id = $1 AND NOT EXISTS (
                    SELECT 1 FROM kg_edge_sources o WHERE o.edge_id = s.edge_id AND o.message_id <> $1)""",
-            message_id)
+            message_id,
+        )
         # the kg_edge_source_removed trigger lowers evidence and deletes edges left without support
         await conn.execute("DELETE FROM kg_edge_sources WHERE message_id = $1", message_id)
         await conn.execute("DELETE FROM kg_gate_log WHERE scope = $2 AND message_id = $1", message_id, scope)
         if touched:
             await conn.execute(
                 """DELETE FROM kg_nodes n WHERE n.id = ANY($1::bigint[]) AND NOT EXISTS (
-                       SELECT 1 FROM kg_edges e WHERE e.source_id = n.id OR e.target_id = n.id)""", touched)
+                       SELECT 1 FROM kg_edges e WHERE e.source_id = n.id OR e.target_id = n.id)""",
+                touched,
+            )
         log.info("retracted message %s: %d edges removed", message_id, removed)
         return int(removed)
 
@@ -391,10 +456,14 @@ class SemanticMemory:
     @staticmethod
     async def _absorbed(db: asyncpg.Pool | asyncpg.Connection, message: StoredMessage) -> bool:
         # Every admission is logged; the scope narrows the log (it has no index on message_id).
-        return bool(await db.fetchval(
-            """SELECT EXISTS (SELECT 1 FROM kg_edge_sources WHERE message_id = $1)
+        return bool(
+            await db.fetchval(
+                """SELECT EXISTS (SELECT 1 FROM kg_edge_sources WHERE message_id = $1)
                    OR EXISTS (SELECT 1 FROM kg_gate_log WHERE scope = $2 AND message_id = $1)""",
-            message.id, message.scope))
+                message.id,
+                message.scope,
+            )
+        )
 
     async def _extract(self, text: str) -> list[Triple]:
         if self.llm_extract is not None and not await asyncio.to_thread(self.extractor.is_question, text):
@@ -410,16 +479,26 @@ class SemanticMemory:
             return BOT_OWNER
         return WORLD
 
-    async def _node(self, conn: asyncpg.Connection, scope: str, key: str, display: str, owner: str | None,
-                    message: StoredMessage, vectors: dict[str, np.ndarray], now: datetime) -> int:
+    async def _node(
+        self,
+        conn: asyncpg.Connection,
+        scope: str,
+        key: str,
+        display: str,
+        owner: str | None,
+        message: StoredMessage,
+        vectors: dict[str, np.ndarray],
+        now: datetime,
+    ) -> int:
         if key == USER:
             name, display, kind, owner_key = f"user:{message.author_id}", message.author_name, "person", WORLD
         elif key == BOT:
             name, display, kind, owner_key = "bot", self.bot_name, "bot", WORLD
         else:
             name, kind, owner_key = key, "entity", self._owner_key(owner, message)
-        row = await conn.fetchrow("SELECT id FROM kg_nodes WHERE scope = $1 AND owner = $2 AND name = $3",
-                                  scope, owner_key, name)
+        row = await conn.fetchrow(
+            "SELECT id FROM kg_nodes WHERE scope = $1 AND owner = $2 AND name = $3", scope, owner_key, name
+        )
         if row is not None:
             return row["id"]
         card, _ = self.fsrs.review_card(Card(), Rating.Good, now)
@@ -427,28 +506,46 @@ class SemanticMemory:
             f"""INSERT INTO kg_nodes (scope, owner, name, display, kind, embedding, {_CARD_COLUMNS}, created_at)
                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 1, $13)
                 ON CONFLICT (scope, owner, name) DO UPDATE SET display = kg_nodes.display RETURNING id""",
-            scope, owner_key, name, display, kind, vectors.get(key), *_card_values(card), now,
+            scope,
+            owner_key,
+            name,
+            display,
+            kind,
+            vectors.get(key),
+            *_card_values(card),
+            now,
         )
 
-    async def _admit(self, conn: asyncpg.Connection, message: StoredMessage, t: Triple,
-                     vectors: dict[str, np.ndarray], now: datetime) -> GateDecision:
+    async def _admit(
+        self, conn: asyncpg.Connection, message: StoredMessage, t: Triple, vectors: dict[str, np.ndarray], now: datetime
+    ) -> GateDecision:
         scope = message.scope
         source = await self._node(conn, scope, t.subject, t.subject_display, t.subject_owner, message, vectors, now)
         target = await self._node(conn, scope, t.object, t.object_display, t.object_owner, message, vectors, now)
         edge = await conn.fetchrow(
             f"SELECT id, confidence, sentiment, evidence_count, contradicted_at, {_CARD_COLUMNS} FROM kg_edges "
             "WHERE scope = $1 AND source_id = $2 AND relation = $3 AND target_id = $4",
-            scope, source, t.relation, target,
+            scope,
+            source,
+            t.relation,
+            target,
         )
-        payload = {"subject": t.subject_display, "relation": t.relation, "object": t.object_display,
-                   "confidence": t.confidence, "sentiment": t.sentiment, "subject_key": t.subject,
-                   "object_key": t.object}
+        payload = {
+            "subject": t.subject_display,
+            "relation": t.relation,
+            "object": t.object_display,
+            "confidence": t.confidence,
+            "sentiment": t.sentiment,
+            "subject_key": t.subject,
+            "object_key": t.object,
+        }
         payload |= {k: v for k, v in (("subject_owner", t.subject_owner), ("object_owner", t.object_owner)) if v}
         if edge is not None:
             if not await self._source(conn, edge["id"], message):
                 # one message saying a thing twice is one piece of evidence
-                return await self._log(conn, message, GateDecision("aggregate", "already said in this message",
-                                                                   None, t), payload, now)
+                return await self._log(
+                    conn, message, GateDecision("aggregate", "already said in this message", None, t), payload, now
+                )
             card, _ = self.fsrs.review_card(_card(edge, edge["id"]), _rating(t, message), now)
             n = edge["evidence_count"]
             await conn.execute(
@@ -456,33 +553,49 @@ class SemanticMemory:
                         confidence = GREATEST(confidence, $3), sentiment = (sentiment * $4 + $5) / ($4 + 1),
                         ({_CARD_COLUMNS}) = ($6, $7, $8, $9, $10, $11, reps + 1)
                     WHERE id = $1""",
-                edge["id"], now, t.confidence, n, t.sentiment, *_card_values(card),
+                edge["id"],
+                now,
+                t.confidence,
+                n,
+                t.sentiment,
+                *_card_values(card),
             )
             if edge["contradicted_at"] is not None:  # said again after it lost ("I live in Lisbon again"): current
-                await conn.execute("UPDATE kg_edges SET contradicted_at = NULL, contradicted_by = NULL WHERE id = $1",
-                                   edge["id"])
+                await conn.execute(
+                    "UPDATE kg_edges SET contradicted_at = NULL, contradicted_by = NULL WHERE id = $1", edge["id"]
+                )
                 await self._contradict(conn, scope, source, t.relation, target, edge["id"], now)
             return await self._log(conn, message, GateDecision("aggregate", "edge exists", None, t), payload, now)
         score, parts = await self._score(conn, scope, source, t, message, now)
         if self.gate.enabled and (score < self.gate.threshold or t.confidence < self.gate.min_confidence):
-            reason = (f"confidence {t.confidence:.2f} < {self.gate.min_confidence:.2f}"
-                      if t.confidence < self.gate.min_confidence
-                      else f"score {score:.2f} < {self.gate.threshold:.2f} ({parts})")
+            reason = (
+                f"confidence {t.confidence:.2f} < {self.gate.min_confidence:.2f}"
+                if t.confidence < self.gate.min_confidence
+                else f"score {score:.2f} < {self.gate.threshold:.2f} ({parts})"
+            )
             return await self._log(conn, message, GateDecision("route_to_episodic", reason, score, t), payload, now)
         card, _ = self.fsrs.review_card(Card(), _rating(t, message), now)
         edge_id = await conn.fetchval(
             f"""INSERT INTO kg_edges (scope, source_id, relation, target_id, sentiment, confidence, first_seen,
                                       last_seen, {_CARD_COLUMNS})
                 VALUES ($1, $2, $3, $4, $5, $6, $7, $7, $8, $9, $10, $11, $12, $13, 1) RETURNING id""",
-            scope, source, t.relation, target, t.sentiment, t.confidence, message.created_at, *_card_values(card),
+            scope,
+            source,
+            t.relation,
+            target,
+            t.sentiment,
+            t.confidence,
+            message.created_at,
+            *_card_values(card),
         )
         await self._source(conn, edge_id, message)
         await self._contradict(conn, scope, source, t.relation, target, edge_id, now)
         reason = f"score {score:.2f} >= {self.gate.threshold:.2f} ({parts})" if self.gate.enabled else "gate off"
         return await self._log(conn, message, GateDecision("insert", reason, score, t), payload, now)
 
-    async def _contradict(self, conn: asyncpg.Connection, scope: str, source: int, relation: str, target: int,
-                          edge_id: int, now: datetime) -> int:
+    async def _contradict(
+        self, conn: asyncpg.Connection, scope: str, source: int, relation: str, target: int, edge_id: int, now: datetime
+    ) -> int:
         """Settle what a new edge contradicts: the same claim negated ("likes jazz" / "not_like jazz"), or
         another value of a one-valued relation ("lives in Porto" / "lives in Lisbon", "moved to Porto"; see
         ``rivals``), never a claim of the same message ("I live in Lisbon, in a flat"). By recency and
@@ -499,7 +612,13 @@ class SemanticMemory:
                  AND NOT EXISTS (SELECT 1 FROM kg_edge_sources mine JOIN kg_edge_sources theirs
                                      ON theirs.message_id = mine.message_id
                                  WHERE mine.edge_id = $3 AND theirs.edge_id = kg_edges.id)""",
-            scope, source, edge_id, same, target, other)
+            scope,
+            source,
+            edge_id,
+            same,
+            target,
+            other,
+        )
         if not rows:
             return 0
         new = await conn.fetchrow("SELECT evidence_count, last_seen FROM kg_edges WHERE id = $1", edge_id)
@@ -511,7 +630,12 @@ class SemanticMemory:
             await conn.execute(
                 f"""UPDATE kg_edges SET confidence = confidence * $2, contradicted_at = $3, contradicted_by = $4,
                         ({_CARD_COLUMNS}) = ($5, $6, $7, $8, $9, $10, reps + 1) WHERE id = $1""",
-                loser, CONTRADICTED_CONFIDENCE, now, winner, *_card_values(card))
+                loser,
+                CONTRADICTED_CONFIDENCE,
+                now,
+                winner,
+                *_card_values(card),
+            )
             if not newer_wins:
                 break  # the new claim lost: it is contradicted once, by the claim that outweighs it
         return len(rows)
@@ -528,7 +652,11 @@ class SemanticMemory:
                    JOIN kg_nodes t ON t.id = e.target_id JOIN kg_nodes n ON n.id = e.source_id
                WHERE e.scope = $1 AND s.message_id = ANY($2::bigint[]) AND n.name = $3
                  AND (e.relation LIKE 'not\\_%' OR e.relation = ANY($4::text[]))""",
-            scope, list(message_ids), f"user:{author_id}", sorted(LEFT))
+            scope,
+            list(message_ids),
+            f"user:{author_id}",
+            sorted(LEFT),
+        )
         out: dict[int, set[str]] = {}
         for r in rows:
             out.setdefault(r["message_id"], set()).add(r["name"])
@@ -548,7 +676,9 @@ class SemanticMemory:
                               AND w.message_id <> s.message_id) AS winners
                FROM kg_edge_sources s JOIN kg_edges e ON e.id = s.edge_id
                WHERE s.message_id = ANY($2::bigint[]) AND e.scope = $1""",
-            scope, list(message_ids))
+            scope,
+            list(message_ids),
+        )
         lost: dict[int, set[int]] = {}
         kept: set[int] = set()
         for r in rows:
@@ -566,20 +696,28 @@ class SemanticMemory:
             rows = await conn.fetch(
                 f"""SELECT e.id, {_CARD_COLUMNS} FROM kg_edges e JOIN kg_edge_sources s ON s.edge_id = e.id
                     WHERE e.scope = $1 AND s.message_id = $2 AND e.pinned <> $3 FOR UPDATE OF e""",
-                scope, message_id, pinned)
+                scope,
+                message_id,
+                pinned,
+            )
             for r in rows:
                 if pinned:
                     card, _ = self.fsrs.review_card(_card(r, r["id"]), Rating.Easy, now)
-                    await conn.execute(f"UPDATE kg_edges SET pinned = true, ({_CARD_COLUMNS}) = "
-                                       "($2, $3, $4, $5, $6, $7, reps + 1) WHERE id = $1", r["id"], *_card_values(card))
+                    await conn.execute(
+                        f"UPDATE kg_edges SET pinned = true, ({_CARD_COLUMNS}) = "
+                        "($2, $3, $4, $5, $6, $7, reps + 1) WHERE id = $1",
+                        r["id"],
+                        *_card_values(card),
+                    )
                 else:
                     await conn.execute("UPDATE kg_edges SET pinned = false WHERE id = $1", r["id"])
         return len(rows)
 
     # --- consolidation (the dream's replay) ----------------------------------------------
 
-    async def consolidate(self, now: datetime, *, scope: str | None = None, min_support: int = 2,
-                          fast_track: int = 5, limit: int = 5000) -> dict[str, int]:
+    async def consolidate(
+        self, now: datetime, *, scope: str | None = None, min_support: int = 2, fast_track: int = 5, limit: int = 5000
+    ) -> dict[str, int]:
         """Re-read the tuples the gate routed to episodic memory and admit those that have gathered
         support (seed 001's consolidation): one said in at least ``min_support`` messages, or at once
         when the scope's graph already knows its relation well (``fast_track`` edges of it: the schema
@@ -587,13 +725,22 @@ class SemanticMemory:
         every supporting message as a source (forgetting them forgets it) and settles what it
         contradicts. Tuples still short of support wait for the next night."""
         rows = await self.pool.fetch(
-            f"""SELECT g.id AS log_id, g.payload, {', '.join('m.' + c for c in _MESSAGE_FIELDS)}
+            f"""SELECT g.id AS log_id, g.payload, {", ".join("m." + c for c in _MESSAGE_FIELDS)}
                 FROM kg_gate_log g JOIN messages m ON m.id = g.message_id
                 WHERE g.action = 'route_to_episodic' AND g.consolidated_at IS NULL
                   AND ($1::text IS NULL OR g.scope = $1)
-                ORDER BY g.id LIMIT $2""", scope, limit)
-        counts = {"routed_reviewed": len(rows), "admitted": 0, "fast_tracked": 0, "joined_existing": 0,
-                  "contradictions": 0, "waiting": 0}
+                ORDER BY g.id LIMIT $2""",
+            scope,
+            limit,
+        )
+        counts = {
+            "routed_reviewed": len(rows),
+            "admitted": 0,
+            "fast_tracked": 0,
+            "joined_existing": 0,
+            "contradictions": 0,
+            "waiting": 0,
+        }
         groups: dict[tuple[Any, ...], list[tuple[int, StoredMessage, Triple]]] = {}
         unreadable: list[int] = []
         reparsed: dict[int, list[Triple]] = {}
@@ -603,12 +750,17 @@ class SemanticMemory:
             if t is None:
                 unreadable.append(r["log_id"])
                 continue
-            key = (message.scope, self._identity(t.subject, t.subject_owner, message), t.relation,
-                   self._identity(t.object, t.object_owner, message))
+            key = (
+                message.scope,
+                self._identity(t.subject, t.subject_owner, message),
+                t.relation,
+                self._identity(t.object, t.object_owner, message),
+            )
             groups.setdefault(key, []).append((r["log_id"], message, t))
         if unreadable:
-            await self.pool.execute("UPDATE kg_gate_log SET consolidated_at = $2 WHERE id = ANY($1::bigint[])",
-                                    unreadable, now)
+            await self.pool.execute(
+                "UPDATE kg_gate_log SET consolidated_at = $2 WHERE id = ANY($1::bigint[])", unreadable, now
+            )
         new_edges: dict[str, list[int]] = {}
         for (group_scope, _, relation, _), items in groups.items():
             outcome = await self._consolidate_group(group_scope, relation, items, now, min_support, fast_track)
@@ -637,7 +789,10 @@ class SemanticMemory:
                JOIN kg_edge_sources s ON s.message_id = ep.message_id JOIN kg_edges e ON e.id = s.edge_id
                WHERE ($1::text IS NULL OR ep.scope = $1) AND ep.last_replayed_at > $2 AND ep.last_replayed_at <= $3
                  AND e.contradicted_at IS NULL AND (e.last_review IS NULL OR e.last_review < ep.last_replayed_at)""",
-            scope, now - REHEARSAL_WINDOW, now)
+            scope,
+            now - REHEARSAL_WINDOW,
+            now,
+        )
         by_scope: dict[str, list[int]] = {}
         for r in rows:
             by_scope.setdefault(r["scope"], []).append(r["id"])
@@ -668,16 +823,24 @@ class SemanticMemory:
                      SELECT 1 FROM kg_gate_log g WHERE g.scope = ep.scope AND g.message_id = ep.message_id
                        AND g.action = 'route_to_episodic' AND g.consolidated_at IS NULL)
                GROUP BY ep.id, m.content, m.author_name""",
-            scope, min_support)
+            scope,
+            min_support,
+        )
         # Only what the facts say in full: "I ran 27 km along the river" is more than (ana, run, km).
         held = [r["id"] for r in rows if _covered(r["content"], [r["author_name"], *r["said"]])]
         if held:
-            await self.pool.execute("UPDATE episodes SET consolidated_at = $2 WHERE id = ANY($1::bigint[])",
-                                    held, now)
+            await self.pool.execute("UPDATE episodes SET consolidated_at = $2 WHERE id = ANY($1::bigint[])", held, now)
         return len(held)
 
-    async def _consolidate_group(self, scope: str, relation: str, items: list[tuple[int, StoredMessage, Triple]],
-                                 now: datetime, min_support: int, fast_track: int) -> tuple[str, int, int] | None:
+    async def _consolidate_group(
+        self,
+        scope: str,
+        relation: str,
+        items: list[tuple[int, StoredMessage, Triple]],
+        now: datetime,
+        min_support: int,
+        fast_track: int,
+    ) -> tuple[str, int, int] | None:
         first_message, first = items[0][1], items[0][2]
         supporters = {m.id: m for _, m, _ in items}
         names = sorted({n for n in (first.subject, first.object) if n not in (USER, BOT)})
@@ -685,29 +848,47 @@ class SemanticMemory:
         try:
             async with self.pool.acquire() as conn, conn.transaction():
                 await self._lock(conn, scope)
-                known = await conn.fetchval("SELECT count(*) FROM kg_edges WHERE scope = $1 AND relation = $2",
-                                            scope, relation)
+                known = await conn.fetchval(
+                    "SELECT count(*) FROM kg_edges WHERE scope = $1 AND relation = $2", scope, relation
+                )
                 source = await self._existing_node(conn, scope, first.subject, first.subject_owner, first_message)
                 target = await self._existing_node(conn, scope, first.object, first.object_owner, first_message)
                 edge_id = None
                 if source is not None and target is not None:
                     edge_id = await conn.fetchval(
                         "SELECT id FROM kg_edges WHERE scope = $1 AND source_id = $2 AND relation = $3 "
-                        "AND target_id = $4", scope, source, relation, target)
+                        "AND target_id = $4",
+                        scope,
+                        source,
+                        relation,
+                        target,
+                    )
                 if edge_id is not None:
                     kind = "joined_existing"
                     for m in supporters.values():
                         if await self._source(conn, edge_id, m):
-                            await conn.execute("UPDATE kg_edges SET evidence_count = evidence_count + 1, "
-                                               "last_seen = GREATEST(last_seen, $2) WHERE id = $1", edge_id,
-                                               m.created_at)
+                            await conn.execute(
+                                "UPDATE kg_edges SET evidence_count = evidence_count + 1, "
+                                "last_seen = GREATEST(last_seen, $2) WHERE id = $1",
+                                edge_id,
+                                m.created_at,
+                            )
                     contradictions = 0
                 elif len(supporters) >= min_support or known >= fast_track:
                     kind = "admitted" if len(supporters) >= min_support else "fast_tracked"
-                    source = await self._node(conn, scope, first.subject, first.subject_display,
-                                              first.subject_owner, first_message, vectors, now)
-                    target = await self._node(conn, scope, first.object, first.object_display, first.object_owner,
-                                              first_message, vectors, now)
+                    source = await self._node(
+                        conn,
+                        scope,
+                        first.subject,
+                        first.subject_display,
+                        first.subject_owner,
+                        first_message,
+                        vectors,
+                        now,
+                    )
+                    target = await self._node(
+                        conn, scope, first.object, first.object_display, first.object_owner, first_message, vectors, now
+                    )
                     card, _ = self.fsrs.review_card(Card(), Rating.Good, now)
                     said = [m.created_at for m in supporters.values()]
                     edge_id = await conn.fetchval(
@@ -715,16 +896,27 @@ class SemanticMemory:
                                                   evidence_count, first_seen, last_seen, {_CARD_COLUMNS})
                             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, 1)
                             RETURNING id""",
-                        scope, source, relation, target, sum(t.sentiment for _, _, t in items) / len(items),
-                        max(t.confidence for _, _, t in items), len(supporters), min(said), max(said),
-                        *_card_values(card))
+                        scope,
+                        source,
+                        relation,
+                        target,
+                        sum(t.sentiment for _, _, t in items) / len(items),
+                        max(t.confidence for _, _, t in items),
+                        len(supporters),
+                        min(said),
+                        max(said),
+                        *_card_values(card),
+                    )
                     for m in supporters.values():
                         await self._source(conn, edge_id, m)
                     contradictions = await self._contradict(conn, scope, source, relation, target, edge_id, now)
                 else:
                     return None
-                await conn.execute("UPDATE kg_gate_log SET consolidated_at = $2 WHERE id = ANY($1::bigint[])",
-                                   [log_id for log_id, _, _ in items], now)
+                await conn.execute(
+                    "UPDATE kg_gate_log SET consolidated_at = $2 WHERE id = ANY($1::bigint[])",
+                    [log_id for log_id, _, _ in items],
+                    now,
+                )
         except asyncpg.ForeignKeyViolationError:  # a supporting message was deleted meanwhile: next night
             log.info("a message behind a routed tuple in scope %s went during consolidation", scope)
             return None
@@ -738,38 +930,59 @@ class SemanticMemory:
             return WORLD, "bot"
         return self._owner_key(owner, message), key
 
-    async def _existing_node(self, conn: asyncpg.Connection, scope: str, key: str, owner: str | None,
-                             message: StoredMessage) -> int | None:
+    async def _existing_node(
+        self, conn: asyncpg.Connection, scope: str, key: str, owner: str | None, message: StoredMessage
+    ) -> int | None:
         owner_key, name = self._identity(key, owner, message)
-        return await conn.fetchval("SELECT id FROM kg_nodes WHERE scope = $1 AND owner = $2 AND name = $3",
-                                   scope, owner_key, name)
+        return await conn.fetchval(
+            "SELECT id FROM kg_nodes WHERE scope = $1 AND owner = $2 AND name = $3", scope, owner_key, name
+        )
 
-    async def _routed_triple(self, payload: Any, message: StoredMessage,
-                             reparsed: dict[int, list[Triple]]) -> Triple | None:
+    async def _routed_triple(
+        self, payload: Any, message: StoredMessage, reparsed: dict[int, list[Triple]]
+    ) -> Triple | None:
         """The tuple a gate decision logged: from its payload, or (decisions logged before the payload
         kept the node keys) from the message parsed again, matched by relation and names."""
         if isinstance(payload, str):
             payload = json.loads(payload)
         if "subject_key" in payload:
-            return Triple(subject=payload["subject_key"], relation=payload["relation"], object=payload["object_key"],
-                          sentiment=float(payload.get("sentiment", 0.0)), confidence=float(payload["confidence"]),
-                          subject_display=payload["subject"], object_display=payload["object"],
-                          subject_owner=payload.get("subject_owner"), object_owner=payload.get("object_owner"))
+            return Triple(
+                subject=payload["subject_key"],
+                relation=payload["relation"],
+                object=payload["object_key"],
+                sentiment=float(payload.get("sentiment", 0.0)),
+                confidence=float(payload["confidence"]),
+                subject_display=payload["subject"],
+                object_display=payload["object"],
+                subject_owner=payload.get("subject_owner"),
+                object_owner=payload.get("object_owner"),
+            )
         if message.id not in reparsed:
-            reparsed[message.id] = [_with_owners(t) for t in
-                                    await asyncio.to_thread(self.extractor.extract, message.content)]
-        return next((t for t in reparsed[message.id] if t.relation == payload["relation"]
-                     and t.subject_display == payload["subject"] and t.object_display == payload["object"]), None)
+            reparsed[message.id] = [
+                _with_owners(t) for t in await asyncio.to_thread(self.extractor.extract, message.content)
+            ]
+        return next(
+            (
+                t
+                for t in reparsed[message.id]
+                if t.relation == payload["relation"]
+                and t.subject_display == payload["subject"]
+                and t.object_display == payload["object"]
+            ),
+            None,
+        )
 
-    async def _score(self, conn: asyncpg.Connection, scope: str, source: int, t: Triple, message: StoredMessage,
-                     now: datetime) -> tuple[float, str]:
+    async def _score(
+        self, conn: asyncpg.Connection, scope: str, source: int, t: Triple, message: StoredMessage, now: datetime
+    ) -> tuple[float, str]:
         g = self.gate
-        seen = await conn.fetchval("SELECT count(*) FROM kg_edges WHERE scope = $1 AND relation = $2", scope, t.relation)
+        seen = await conn.fetchval(
+            "SELECT count(*) FROM kg_edges WHERE scope = $1 AND relation = $2", scope, t.relation
+        )
         schema = 1.0 if seen else (0.7 if t.relation.removeprefix("not_") in COMMON_RELATIONS else 0.4)
         age_days = max((now - message.created_at).total_seconds() / 86400, 0.0)
         recency = math.exp(-age_days / g.recency_days)
-        degree = await conn.fetchval(
-            "SELECT count(*) FROM kg_edges WHERE source_id = $1 OR target_id = $1", source)
+        degree = await conn.fetchval("SELECT count(*) FROM kg_edges WHERE source_id = $1 OR target_id = $1", source)
         hub = min(degree / g.max_degree, 1.0)
         score = g.w_conf * t.confidence + g.w_schema * schema + g.w_rec * recency - g.w_hub * hub
         return score, f"conf {t.confidence:.2f}, schema {schema:.2f}, recency {recency:.2f}, hub {hub:.2f}"
@@ -779,23 +992,42 @@ class SemanticMemory:
         status = await conn.execute(
             """INSERT INTO kg_edge_sources (edge_id, message_id, speaker_id, visible_in) VALUES ($1, $2, $3, $4)
                ON CONFLICT DO NOTHING""",
-            edge_id, message.id, message.author_id, message.visible_in,
+            edge_id,
+            message.id,
+            message.author_id,
+            message.visible_in,
         )
         return status.endswith(" 1")
 
-    async def _log(self, conn: asyncpg.Connection, message: StoredMessage, d: GateDecision,
-                   payload: dict[str, Any], now: datetime) -> GateDecision:
+    async def _log(
+        self, conn: asyncpg.Connection, message: StoredMessage, d: GateDecision, payload: dict[str, Any], now: datetime
+    ) -> GateDecision:
         await conn.execute(
             """INSERT INTO kg_gate_log (scope, message_id, action, reason, score, payload, decided_at)
                VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7)""",
-            message.scope, message.id, d.action, d.reason, d.score, payload, now,
+            message.scope,
+            message.id,
+            d.action,
+            d.reason,
+            d.score,
+            payload,
+            now,
         )
         return d
 
     # --- reading ------------------------------------------------------------------------
 
-    async def facts_for(self, scope: str, text: str, *, author_id: str | None, depth: int, now: datetime,
-                        limit: int = 12, visible_channel: str | None = None) -> list[Fact]:
+    async def facts_for(
+        self,
+        scope: str,
+        text: str,
+        *,
+        author_id: str | None,
+        depth: int,
+        now: datetime,
+        limit: int = 12,
+        visible_channel: str | None = None,
+    ) -> list[Fact]:
         """Facts around the things ``text`` talks about, ``depth`` hops out, best first
         (retrievability x weight), only those the audience may see: with ``visible_channel`` None
         a public audience (public sources only), else also what was said in that channel.
@@ -819,23 +1051,29 @@ class SemanticMemory:
                        UNION
                        SELECT CASE WHEN e.source_id = w.node THEN e.target_id ELSE e.source_id END, w.hop + 1
                        FROM walk w JOIN kg_edges e ON e.scope = $1 AND (e.source_id = w.node OR e.target_id = w.node)
-                       WHERE w.hop + 1 < $4 AND {_visible('e', '$3')}),
+                       WHERE w.hop + 1 < $4 AND {_visible("e", "$3")}),
                    nodes AS (SELECT node, min(hop) AS hop FROM walk GROUP BY node),
                    reached AS (
                        SELECT e.id, min(n.hop) + 1 AS hop FROM nodes n
                        JOIN kg_edges e ON e.scope = $1 AND (e.source_id = n.node OR e.target_id = n.node)
-                       WHERE {_visible('e', '$3')}
+                       WHERE {_visible("e", "$3")}
                        GROUP BY e.id)"""
         rows = await self.pool.fetch(
-            _fact_rows(walk + "\n", "e.id IN (SELECT id FROM reached)",
-                       "(SELECT hop FROM reached WHERE reached.id = e.id)"),
-            scope, list(seeds), visible_channel, depth)
+            _fact_rows(
+                walk + "\n", "e.id IN (SELECT id FROM reached)", "(SELECT hop FROM reached WHERE reached.id = e.id)"
+            ),
+            scope,
+            list(seeds),
+            visible_channel,
+            depth,
+        )
         facts = [self._fact(r, now, r["hop"]) for r in rows]
         facts.sort(key=fact_rank, reverse=True)
         return facts[:limit]
 
-    async def _seeds(self, scope: str, mentions: Sequence[Mention], author_id: str | None,
-                     visible_channel: str | None) -> set[int]:
+    async def _seeds(
+        self, scope: str, mentions: Sequence[Mention], author_id: str | None, visible_channel: str | None
+    ) -> set[int]:
         """The nodes a question starts from, among those with an edge the audience may see.
 
         "my X": the author's own X; failing that, a shared X linked to the author (graphs written
@@ -851,9 +1089,11 @@ class SemanticMemory:
         people: dict[str, list[str]] = {}
         if bare:
             for r in await self.pool.fetch(
-                    """SELECT lower(display) AS said, name FROM kg_nodes
+                """SELECT lower(display) AS said, name FROM kg_nodes
                        WHERE scope = $1 AND owner = '' AND kind = 'person' AND lower(display) = ANY($2::text[])""",
-                    scope, bare):
+                scope,
+                bare,
+            ):
                 people.setdefault(r["said"], []).append(r["name"])
         # per mention, in order of preference: (owner, name, the node a shared fallback must touch)
         wanted: list[list[tuple[str, str, str | None]]] = []
@@ -881,11 +1121,15 @@ class SemanticMemory:
                        array_agg(DISTINCT o.name) FILTER (WHERE o.name IS NOT NULL) AS neighbours
                 FROM unnest($2::text[], $3::text[]) AS k(owner, name)
                 JOIN kg_nodes n ON n.scope = $1 AND n.owner = k.owner AND n.name = k.name
-                JOIN kg_edges e ON (e.source_id = n.id OR e.target_id = n.id) AND {_visible('e', '$4')}
+                JOIN kg_edges e ON (e.source_id = n.id OR e.target_id = n.id) AND {_visible("e", "$4")}
                 LEFT JOIN kg_nodes o ON o.owner = '' AND o.id = CASE WHEN e.source_id = n.id
                                                                      THEN e.target_id ELSE e.source_id END
                 GROUP BY n.id""",
-            scope, list(owners), list(names), visible_channel)
+            scope,
+            list(owners),
+            list(names),
+            visible_channel,
+        )
         found = {(r["owner"], r["name"]): (r["id"], set(r["neighbours"] or ())) for r in rows}
         seeds: set[int] = set()
         unmatched: list[tuple[str, list[str]]] = []
@@ -902,7 +1146,8 @@ class SemanticMemory:
         # Names said differently ("kitty" for "cat"): the nearest node of a fitting owner by
         # embedding. Skipped when the scope's graph is empty: embedding is most of this step's cost.
         if unmatched and await self.pool.fetchval(
-                "SELECT EXISTS (SELECT 1 FROM kg_nodes WHERE scope = $1 AND embedding IS NOT NULL)", scope):
+            "SELECT EXISTS (SELECT 1 FROM kg_nodes WHERE scope = $1 AND embedding IS NOT NULL)", scope
+        ):
             # One at a time through the embedder's queue: concurrent recalls (a batch of queries) share batches.
             vectors = await asyncio.gather(*(self.embedder.embed(n) for n, _ in unmatched))
             for (_, allowed), vector in zip(unmatched, vectors):
@@ -910,34 +1155,54 @@ class SemanticMemory:
                     f"""SELECT n.id, 1 - (n.embedding <=> $2) / 2 AS sim FROM kg_nodes n
                         WHERE n.scope = $1 AND n.embedding IS NOT NULL AND n.owner = ANY($3::text[])
                           AND EXISTS (SELECT 1 FROM kg_edges e WHERE (e.source_id = n.id OR e.target_id = n.id)
-                                      AND {_visible('e', '$4')})
+                                      AND {_visible("e", "$4")})
                         ORDER BY n.embedding <=> $2 LIMIT 1""",
-                    scope, vector, allowed, visible_channel)
+                    scope,
+                    vector,
+                    allowed,
+                    visible_channel,
+                )
                 if row is not None and row["sim"] >= 0.9:
                     seeds.add(row["id"])
         return seeds
 
-    async def _facts(self, scope: str, edge_ids: Sequence[int], now: datetime,
-                     hops: dict[int, int] | None = None, visible_channel: str | None = None) -> list[Fact]:
+    async def _facts(
+        self,
+        scope: str,
+        edge_ids: Sequence[int],
+        now: datetime,
+        hops: dict[int, int] | None = None,
+        visible_channel: str | None = None,
+    ) -> list[Fact]:
         """The edges as facts; their message ids and speakers are only the sources the audience may see."""
         if not edge_ids:
             return []
-        rows = await self.pool.fetch(_fact_rows("", "e.id = ANY($2::bigint[])"), scope, list(edge_ids),
-                                     visible_channel)
+        rows = await self.pool.fetch(_fact_rows("", "e.id = ANY($2::bigint[])"), scope, list(edge_ids), visible_channel)
         return [self._fact(r, now, (hops or {}).get(r["id"], 0)) for r in rows]
 
     def _fact(self, r: asyncpg.Record, now: datetime, hop: int) -> Fact:
-        return Fact(edge_id=r["id"], subject=r["s_display"], subject_name=r["s_name"], relation=r["relation"],
-                    object=r["t_display"], object_name=r["t_name"], sentiment=r["sentiment"],
-                    confidence=r["confidence"], evidence=r["evidence_count"],
-                    retrievability=self.retrievability(r, r["id"], now), message_ids=tuple(r["message_ids"]),
-                    speakers=tuple(r["speakers"]), hops=hop,
-                    subject_owner=r["s_owner"], object_owner=r["t_owner"],
-                    subject_owner_name=r["s_owner_name"] or "", object_owner_name=r["t_owner_name"] or "",
-                    vector=None if r["embedding"] is None else vec(r["embedding"]),
-                    node_retrievability=(self._node_retrievability(r, "s", now)
-                                         + self._node_retrievability(r, "t", now)) / 2,
-                    contradicted=r["contradicted"])
+        return Fact(
+            edge_id=r["id"],
+            subject=r["s_display"],
+            subject_name=r["s_name"],
+            relation=r["relation"],
+            object=r["t_display"],
+            object_name=r["t_name"],
+            sentiment=r["sentiment"],
+            confidence=r["confidence"],
+            evidence=r["evidence_count"],
+            retrievability=self.retrievability(r, r["id"], now),
+            message_ids=tuple(r["message_ids"]),
+            speakers=tuple(r["speakers"]),
+            hops=hop,
+            subject_owner=r["s_owner"],
+            object_owner=r["t_owner"],
+            subject_owner_name=r["s_owner_name"] or "",
+            object_owner_name=r["t_owner_name"] or "",
+            vector=None if r["embedding"] is None else vec(r["embedding"]),
+            node_retrievability=(self._node_retrievability(r, "s", now) + self._node_retrievability(r, "t", now)) / 2,
+            contradicted=r["contradicted"],
+        )
 
     def _node_retrievability(self, row: asyncpg.Record, end: str, now: datetime) -> float:
         """An end's node card (GhostKG): a thing talked about again and again stays familiar."""
@@ -949,39 +1214,57 @@ class SemanticMemory:
             return 1.0
         return float(self.fsrs.get_card_retrievability(_card(row, card_id), now))
 
-    async def review(self, scope: str, edge_ids: Sequence[int], now: datetime,
-                     conn: asyncpg.Connection | None = None) -> None:
+    async def review(
+        self, scope: str, edge_ids: Sequence[int], now: datetime, conn: asyncpg.Connection | None = None
+    ) -> None:
         """Facts used in a reply were remembered: an FSRS review (Good) of each edge and its nodes."""
         require_scope(scope)
         if not edge_ids:
             return
         db = conn or self.pool
-        rows = await db.fetch(f"SELECT id, source_id, target_id, {_CARD_COLUMNS} FROM kg_edges "
-                              "WHERE scope = $1 AND id = ANY($2::bigint[])", scope, list(edge_ids))
+        rows = await db.fetch(
+            f"SELECT id, source_id, target_id, {_CARD_COLUMNS} FROM kg_edges "
+            "WHERE scope = $1 AND id = ANY($2::bigint[])",
+            scope,
+            list(edge_ids),
+        )
         nodes: set[int] = set()
         for r in rows:
             card, _ = self.fsrs.review_card(_card(r, r["id"]), Rating.Good, now)
-            await db.execute(f"UPDATE kg_edges SET ({_CARD_COLUMNS}) = ($2, $3, $4, $5, $6, $7, reps + 1) "
-                             "WHERE id = $1", r["id"], *_card_values(card))
+            await db.execute(
+                f"UPDATE kg_edges SET ({_CARD_COLUMNS}) = ($2, $3, $4, $5, $6, $7, reps + 1) WHERE id = $1",
+                r["id"],
+                *_card_values(card),
+            )
             nodes |= {r["source_id"], r["target_id"]}
         for r in await db.fetch(f"SELECT id, {_CARD_COLUMNS} FROM kg_nodes WHERE id = ANY($1::bigint[])", list(nodes)):
             card, _ = self.fsrs.review_card(_card(r, r["id"]), Rating.Good, now)
-            await db.execute(f"UPDATE kg_nodes SET ({_CARD_COLUMNS}) = ($2, $3, $4, $5, $6, $7, reps + 1) "
-                             "WHERE id = $1", r["id"], *_card_values(card))
+            await db.execute(
+                f"UPDATE kg_nodes SET ({_CARD_COLUMNS}) = ($2, $3, $4, $5, $6, $7, reps + 1) WHERE id = $1",
+                r["id"],
+                *_card_values(card),
+            )
 
-    async def about_author(self, scope: str, author_id: str, now: datetime, limit: int = 50, *,
-                           visible_channel: str | None = None) -> list[Fact]:
+    async def about_author(
+        self, scope: str, author_id: str, now: datetime, limit: int = 50, *, visible_channel: str | None = None
+    ) -> list[Fact]:
         """Facts that this person's messages support (for /whatdoyouknow), only through messages the
         audience may see (``visible_channel`` None: public ones only)."""
         require_scope(scope)
         rows = await self.pool.fetch(
             """SELECT DISTINCT e.id FROM kg_edges e JOIN kg_edge_sources s ON s.edge_id = e.id
                WHERE e.scope = $1 AND s.speaker_id = $2 AND (s.visible_in IS NULL OR s.visible_in = $4::text)
-               ORDER BY e.id LIMIT $3""", scope, author_id, limit, visible_channel)
+               ORDER BY e.id LIMIT $3""",
+            scope,
+            author_id,
+            limit,
+            visible_channel,
+        )
         return await self._facts(scope, [r["id"] for r in rows], now, visible_channel=visible_channel)
 
-    async def stances(self, scope: str, *, visible_channel: str | None = None, limit: int = 3,
-                      threshold: float = 0.4) -> list[tuple[str, int, int, tuple[int, ...]]]:
+    async def stances(
+        self, scope: str, *, visible_channel: str | None = None, limit: int = 3, threshold: float = 0.4
+    ) -> list[tuple[str, int, int, tuple[int, ...]]]:
         """What people in the scope think (GhostKG's sentiment): the things most people took a clear stance
         on, as (thing, people for, people against, the messages that say so), through sources the audience
         may see only."""
@@ -998,26 +1281,38 @@ class SemanticMemory:
                  AND t.name <> 'bot' AND NOT t.name LIKE 'user:%' AND src.speaker_id NOT LIKE 'bot:%'
                GROUP BY t.display
                ORDER BY count(DISTINCT src.speaker_id) DESC, t.display LIMIT $4""",
-            scope, visible_channel, threshold, limit)
+            scope,
+            visible_channel,
+            threshold,
+            limit,
+        )
         return [(r["thing"], r["fans"], r["critics"], tuple(sorted(r["message_ids"]))[:10]) for r in rows]
 
     async def gate_counts(self, scope: str) -> dict[str, int]:
-        rows = await self.pool.fetch("SELECT action, count(*) AS n FROM kg_gate_log WHERE scope = $1 GROUP BY action",
-                                     scope)
+        rows = await self.pool.fetch(
+            "SELECT action, count(*) AS n FROM kg_gate_log WHERE scope = $1 GROUP BY action", scope
+        )
         counts = {r["action"]: r["n"] for r in rows}
-        return {"attempts": sum(counts.values()), "inserted": counts.get("insert", 0),
-                "aggregated": counts.get("aggregate", 0), "routed_to_episodic": counts.get("route_to_episodic", 0)}
+        return {
+            "attempts": sum(counts.values()),
+            "inserted": counts.get("insert", 0),
+            "aggregated": counts.get("aggregate", 0),
+            "routed_to_episodic": counts.get("route_to_episodic", 0),
+        }
 
     # --- maintenance (dream steps) ---------------------------------------------------------------
 
-    async def prune(self, now: datetime, *, min_retrievability: float, min_confidence: float,
-                    scope: str | None = None) -> int:
+    async def prune(
+        self, now: datetime, *, min_retrievability: float, min_confidence: float, scope: str | None = None
+    ) -> int:
         """Delete unpinned edges whose retrievability and confidence both fell below the thresholds, and
         nodes left without edges for a day, in ``scope`` (None: every scope). Returns edges deleted."""
         rows = await self.pool.fetch(
             f"""SELECT id, confidence, {_CARD_COLUMNS} FROM kg_edges
                 WHERE NOT pinned AND confidence < $1 AND ($2::text IS NULL OR scope = $2)""",
-            min_confidence, scope)
+            min_confidence,
+            scope,
+        )
         doomed = [r["id"] for r in rows if self.retrievability(r, r["id"], now) < min_retrievability]
         if doomed:
             await self.pool.execute("DELETE FROM kg_edges WHERE id = ANY($1::bigint[])", doomed)
@@ -1025,7 +1320,9 @@ class SemanticMemory:
         await self.pool.execute(
             """DELETE FROM kg_nodes n WHERE ($2::text IS NULL OR n.scope = $2) AND n.created_at < $1
                  AND NOT EXISTS (SELECT 1 FROM kg_edges e WHERE e.source_id = n.id OR e.target_id = n.id)""",
-            now - timedelta(days=1), scope)
+            now - timedelta(days=1),
+            scope,
+        )
         return len(doomed)
 
     async def merge_near_duplicates(self, now: datetime, *, similarity: float = 0.97, scope: str | None = None) -> int:
@@ -1038,7 +1335,10 @@ class SemanticMemory:
                  ON a.scope = b.scope AND a.owner = b.owner AND a.kind = b.kind AND a.id < b.id
                WHERE a.kind = 'entity' AND ($2::text IS NULL OR a.scope = $2)
                  AND 1 - (a.embedding <=> b.embedding) / 2 >= $1
-               ORDER BY a.id, b.id""", similarity, scope)
+               ORDER BY a.id, b.id""",
+            similarity,
+            scope,
+        )
         merged = 0
         gone: set[int] = set()
         for p in pairs:
@@ -1060,28 +1360,44 @@ class SemanticMemory:
             twins = await conn.fetch(
                 f"""SELECT e.id AS from_edge, x.id AS to_edge FROM kg_edges e JOIN kg_edges x
                       ON x.{column} = $1 AND x.{other} = e.{other} AND x.relation = e.relation
-                    WHERE e.{column} = $2""", keep, drop)
+                    WHERE e.{column} = $2""",
+                keep,
+                drop,
+            )
             for twin in twins:
                 status = await conn.execute(
                     """INSERT INTO kg_edge_sources (edge_id, message_id, speaker_id, visible_in)
                        SELECT $1, message_id, speaker_id, visible_in FROM kg_edge_sources WHERE edge_id = $2
-                       ON CONFLICT DO NOTHING""", twin["to_edge"], twin["from_edge"])
+                       ON CONFLICT DO NOTHING""",
+                    twin["to_edge"],
+                    twin["from_edge"],
+                )
                 await conn.execute(
                     """UPDATE kg_edges k SET evidence_count = k.evidence_count + $3,
                            confidence = GREATEST(k.confidence, d.confidence), last_seen = GREATEST(k.last_seen, d.last_seen)
                        FROM kg_edges d WHERE k.id = $1 AND d.id = $2""",
-                    twin["to_edge"], twin["from_edge"], int(status.split()[-1]))
+                    twin["to_edge"],
+                    twin["from_edge"],
+                    int(status.split()[-1]),
+                )
             # the rest move over (the twins go with the dropped node)
-            moved += [r["id"] for r in await conn.fetch(
-                f"""UPDATE kg_edges e SET {column} = $1, embedding = NULL WHERE {column} = $2 AND NOT EXISTS (
+            moved += [
+                r["id"]
+                for r in await conn.fetch(
+                    f"""UPDATE kg_edges e SET {column} = $1, embedding = NULL WHERE {column} = $2 AND NOT EXISTS (
                        SELECT 1 FROM kg_edges x WHERE x.{column} = $1 AND x.{other} = e.{other}
-                       AND x.relation = e.relation) RETURNING e.id""", keep, drop)]
+                       AND x.relation = e.relation) RETURNING e.id""",
+                    keep,
+                    drop,
+                )
+            ]
         await conn.execute("DELETE FROM kg_nodes WHERE id = $1", drop)
         return moved
 
 
-_REMEMBER = re.compile(r"\b(?:remember (?:this|that|it)|don'?t forget|do not forget|keep in mind|note that)\b",
-                       re.IGNORECASE)
+_REMEMBER = re.compile(
+    r"\b(?:remember (?:this|that|it)|don'?t forget|do not forget|keep in mind|note that)\b", re.IGNORECASE
+)
 HEDGED_CONFIDENCE = 0.5  # the extractor's confidence for hedged claims ("I think I like ...")
 
 

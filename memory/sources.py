@@ -30,5 +30,6 @@ async def sources_of(db: asyncpg.Connection | asyncpg.Pool, message_ids: Sequenc
         return {}
     rows = await db.fetch(
         "SELECT id, external_id, channel_id, source, author_id FROM messages WHERE id = ANY($1::bigint[])",
-        list(message_ids))
+        list(message_ids),
+    )
     return {r["id"]: SourceRef(r["id"], r["external_id"], r["channel_id"], r["source"], r["author_id"]) for r in rows}

@@ -24,24 +24,60 @@ from datetime import UTC, datetime, timedelta
 
 from memory.fields import EARLIEST_YEAR, LATEST_YEAR
 
-MONTHS = {name: i for i, name in enumerate(
-    ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
-     "november", "december"), start=1)}
+MONTHS = {
+    name: i
+    for i, name in enumerate(
+        (
+            "january",
+            "february",
+            "march",
+            "april",
+            "may",
+            "june",
+            "july",
+            "august",
+            "september",
+            "october",
+            "november",
+            "december",
+        ),
+        start=1,
+    )
+}
 MONTHS.update({name[:3]: i for name, i in list(MONTHS.items())})
 MONTHS.pop("may", None)
 MONTHS["may"] = 5
-WEEKDAYS = {name: i for i, name in enumerate(
-    ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"))}
-_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
-            "eight": 8, "nine": 9, "ten": 10, "couple of": 2, "few": 3}
+WEEKDAYS = {
+    name: i for i, name in enumerate(("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"))
+}
+_NUMBERS = {
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "couple of": 2,
+    "few": 3,
+}
 _UNIT_DAYS = {"day": 1, "week": 7, "month": 30, "year": 365}
 
-_AGO = re.compile(r"\b(\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|couple of|few)\s+"
-                  r"(day|week|month|year)s?\s+ago\b")
-_LAST = re.compile(r"\b(last|previous|this|past)\s+(week|month|year|weekend|"
-                   + "|".join(WEEKDAYS) + r")\b")
-_MONTH = re.compile(r"\b(?:in|during|since|by|of|around|early|late|mid)?\s*(" + "|".join(
-    sorted(MONTHS, key=len, reverse=True)) + r")\b\.?(?:\s+(\d{4}))?")
+_AGO = re.compile(
+    r"\b(\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|couple of|few)\s+"
+    r"(day|week|month|year)s?\s+ago\b"
+)
+_LAST = re.compile(r"\b(last|previous|this|past)\s+(week|month|year|weekend|" + "|".join(WEEKDAYS) + r")\b")
+_MONTH = re.compile(
+    r"\b(?:in|during|since|by|of|around|early|late|mid)?\s*("
+    + "|".join(sorted(MONTHS, key=len, reverse=True))
+    + r")\b\.?(?:\s+(\d{4}))?"
+)
 _YEAR = re.compile(r"\b(?:in|during|of)\s+((?:19|20)\d{2})\b")
 
 
@@ -53,8 +89,12 @@ class TimeRange:
     yearless: bool = False  # a month named without a year: the caller may move it to an earlier year
 
     def years_back(self, n: int) -> TimeRange:
-        return TimeRange(self.start.replace(year=self.start.year - n), self.end.replace(year=self.end.year - n),
-                         self.phrase, self.yearless)
+        return TimeRange(
+            self.start.replace(year=self.start.year - n),
+            self.end.replace(year=self.end.year - n),
+            self.phrase,
+            self.yearless,
+        )
 
 
 def time_range(text: str, now: datetime) -> TimeRange | None:
@@ -122,8 +162,20 @@ def _next_month(first: datetime) -> datetime:
 def _may_is_a_month(text: str, m: re.Match[str]) -> bool:
     """'may' the month ("in May", "May 2024"), not the verb ("may I ask")."""
     before = text[: m.start(1)].rstrip().split()[-1:] or [""]
-    return bool(m.group(2)) or before[0] in ("in", "during", "since", "by", "of", "around", "early", "late",
-                                             "mid", "last", "next", "this")
+    return bool(m.group(2)) or before[0] in (
+        "in",
+        "during",
+        "since",
+        "by",
+        "of",
+        "around",
+        "early",
+        "late",
+        "mid",
+        "last",
+        "next",
+        "this",
+    )
 
 
 _NUM = r"(\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|couple of|few)"
@@ -132,7 +184,9 @@ _DATED = re.compile(
     r"|(?P<tmrw>tomorrow)"
     r"|(?P<n>" + _NUM[1:-1] + r")\s+(?P<unit>day|week|month|year)s?\s+(?P<dir>ago|from now|later)"
     r"|(?P<rel>last|next)\s+(?P<what>week|weekend|month|year|" + "|".join(WEEKDAYS) + r")"
-    r"|(?P<on>on|this)\s+(?P<wd>" + "|".join(WEEKDAYS) + r"))\b", re.I)
+    r"|(?P<on>on|this)\s+(?P<wd>" + "|".join(WEEKDAYS) + r"))\b",
+    re.I,
+)
 
 # What makes a bare weekday ("on Saturday") a day gone by or a habit rather than the next one: the verbs of its
 # sentence. English marks the past on the verb (regular -ed, the common irregular forms, was/did/had); a habit by
@@ -141,7 +195,9 @@ _DATED = re.compile(
 _PAST = re.compile(
     r"\b(?:was|were|did|didn't|had|went|got|came|saw|ran|made|took|said|told|met|left|bought|found|gave|felt|"
     r"thought|brought|sent|spent|won|lost|ate|drove|flew|rode|wrote|began|paid|sat|slept|swam|wore|kept|heard|"
-    r"[a-z]{2,}ed)\b", re.I)
+    r"[a-z]{2,}ed)\b",
+    re.I,
+)
 _HABIT = re.compile(r"\b(?:always|usually|normally|often|sometimes|never|every|each|most)\b", re.I)
 _CLAUSE = re.compile(r"[.!?;\n]")
 
@@ -193,8 +249,11 @@ def _named(m: re.Match[str], said: datetime) -> str | None:
     if what == "week":
         return ("the week before " if back else "the week after ") + _day(day)
     if what == "weekend":
-        saturday = (day - timedelta(days=(day.weekday() - 5) % 7 or 7) if back
-                    else day + timedelta(days=(5 - day.weekday()) % 7 or 7))
+        saturday = (
+            day - timedelta(days=(day.weekday() - 5) % 7 or 7)
+            if back
+            else day + timedelta(days=(5 - day.weekday()) % 7 or 7)
+        )
         return "the weekend of " + _day(saturday)
     if what == "month":
         return f"{_months(day, -1 if back else 1):%B %Y}"
@@ -216,6 +275,7 @@ def resolved(text: str, said: datetime | None) -> str:
     """``text`` with each relative phrase ``dated`` would date replaced by its day ("back from Porto yesterday"
     said on 12 March 2026 -> "back from Porto 11 March 2026"), and with no date to count from, left out: what
     the words say, wherever they are read from (a reply's "yesterday" is another day)."""
+
     def day(m: re.Match[str]) -> str:
         if m.group("on"):  # a weekday's name says the same wherever it is read: kept, with its day when known
             named = _day_of(text, m, said) if said is not None else None

@@ -44,17 +44,38 @@ HELD_OUT_PLANNING = [
     "help me plan the phases of building the treehouse",
 ]
 SERVED = [
-    "thanks!", "ok cool", "sounds good", "what music do I like?", "what are my hobbies?",
-    "my code throws an exception when I run it", "I'm getting a TypeError in my script",
-    "remember what I said about my sister?", "what did I tell you yesterday?",
-    "how does a rainbow form?", "can you explain how vaccines work?", "what is photosynthesis?",
+    "thanks!",
+    "ok cool",
+    "sounds good",
+    "what music do I like?",
+    "what are my hobbies?",
+    "my code throws an exception when I run it",
+    "I'm getting a TypeError in my script",
+    "remember what I said about my sister?",
+    "what did I tell you yesterday?",
+    "how does a rainbow form?",
+    "can you explain how vaccines work?",
+    "what is photosynthesis?",
 ]
 CHATTER = [
-    "good morning everyone", "I had pizza for lunch", "the weather is awful today", "anyone watching the match tonight?",
-    "my cat knocked over a plant again", "just got back from the gym", "this song is stuck in my head",
-    "I can't believe it's already Friday", "my train was late again", "we adopted a puppy on Sunday",
-    "I'm so tired today", "lol that's hilarious", "happy birthday Sam!", "the new cafe downtown is great",
-    "I finally finished that book", "it's snowing here", "going hiking this weekend", "my phone battery died",
+    "good morning everyone",
+    "I had pizza for lunch",
+    "the weather is awful today",
+    "anyone watching the match tonight?",
+    "my cat knocked over a plant again",
+    "just got back from the gym",
+    "this song is stuck in my head",
+    "I can't believe it's already Friday",
+    "my train was late again",
+    "we adopted a puppy on Sunday",
+    "I'm so tired today",
+    "lol that's hilarious",
+    "happy birthday Sam!",
+    "the new cafe downtown is great",
+    "I finally finished that book",
+    "it's snowing here",
+    "going hiking this weekend",
+    "my phone battery died",
 ]
 
 
@@ -75,19 +96,45 @@ def month_of_history(path: Path, *, seed: int = 5) -> Path:
         for text in texts:
             n += 1
             at = start + timedelta(days=day, minutes=7 * n % 600)
-            rows.append({"id": str(n), "channel": rng.choice(["general", "projects", "random"]),
-                         "author": rng.choice(["ana", "ben", "cy", "dee"]), "timestamp": at.isoformat(), "text": text})
+            rows.append(
+                {
+                    "id": str(n),
+                    "channel": rng.choice(["general", "projects", "random"]),
+                    "author": rng.choice(["ana", "ben", "cy", "dee"]),
+                    "timestamp": at.isoformat(),
+                    "text": text,
+                }
+            )
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
     return path
 
 
 # Planning talk phrased many ways: "let's ..." requests, roadmap, milestone, timeline and phase questions.
 PLANNING_SUBJECTS = [
-    "the app launch", "the website redesign", "the garden project", "the hackathon", "moving house",
-    "the conference", "the product release", "the database migration", "my thesis", "the kitchen renovation",
-    "the beta launch", "my novel", "the fundraiser", "my bakery", "the wedding", "the office move",
-    "the marketing campaign", "the school play", "the community festival", "the podcast", "the new api",
-    "the book club", "the charity run", "the mobile game",
+    "the app launch",
+    "the website redesign",
+    "the garden project",
+    "the hackathon",
+    "moving house",
+    "the conference",
+    "the product release",
+    "the database migration",
+    "my thesis",
+    "the kitchen renovation",
+    "the beta launch",
+    "my novel",
+    "the fundraiser",
+    "my bakery",
+    "the wedding",
+    "the office move",
+    "the marketing campaign",
+    "the school play",
+    "the community festival",
+    "the podcast",
+    "the new api",
+    "the book club",
+    "the charity run",
+    "the mobile game",
 ]
 PLANNING_TEMPLATES = [
     "let's plan the roadmap for {s}",
@@ -123,16 +170,38 @@ def planning_month(path: Path, *, seed: int = 11, per_day: int = 3) -> tuple[Pat
         for text in texts:
             n += 1
             at = start + timedelta(days=day, minutes=7 * n % 600)
-            rows.append({"id": str(n), "channel": rng.choice(["general", "projects", "random"]),
-                         "author": rng.choice(["ana", "ben", "cy", "dee"]), "timestamp": at.isoformat(), "text": text})
+            rows.append(
+                {
+                    "id": str(n),
+                    "channel": rng.choice(["general", "projects", "random"]),
+                    "author": rng.choice(["ana", "ben", "cy", "dee"]),
+                    "timestamp": at.isoformat(),
+                    "text": text,
+                }
+            )
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
     return path, planning
 
 
 # Two months of several people's chat: mostly substantive, some trivia, an old fact to recall.
 DENTIST = "my dentist is Dr. Okafor on Elm Street"
-TRIVIA = ["ok", "lol", "haha", "thanks!", "good morning", "nice", "yeah", "same", "brb", "gn", "lmao",
-          "okay", "cool", "hey all", "yep"]
+TRIVIA = [
+    "ok",
+    "lol",
+    "haha",
+    "thanks!",
+    "good morning",
+    "nice",
+    "yeah",
+    "same",
+    "brb",
+    "gn",
+    "lmao",
+    "okay",
+    "cool",
+    "hey all",
+    "yep",
+]
 PEOPLE = ["ana", "ben", "cy", "dee", "eli"]
 _SUBSTANTIVE = [
     "I'm reading {book} this week and it's slower than I expected",
@@ -168,8 +237,9 @@ _SLOTS = {
 }
 
 
-def two_months_of_history(path: Path, *, seed: int = 3, per_day: int = 10,
-                          trivia_share: float = 0.08) -> tuple[Path, dict[str, list[str]]]:
+def two_months_of_history(
+    path: Path, *, seed: int = 3, per_day: int = 10, trivia_share: float = 0.08
+) -> tuple[Path, dict[str, list[str]]]:
     """~60 days of five people's chat ending just before NOW, as JSON Lines.
 
     About ``trivia_share`` of the messages are trivia; the rest are substantive and
@@ -194,12 +264,26 @@ def two_months_of_history(path: Path, *, seed: int = 3, per_day: int = 10,
                 kinds["substantive"].append(text)
             n += 1
             at = start + timedelta(days=day, hours=8, minutes=50 * i + rng.randrange(40))
-            rows.append({"id": str(n), "channel": rng.choice(["general", "random"]), "author": rng.choice(PEOPLE),
-                         "timestamp": at.isoformat(), "text": text})
+            rows.append(
+                {
+                    "id": str(n),
+                    "channel": rng.choice(["general", "random"]),
+                    "author": rng.choice(PEOPLE),
+                    "timestamp": at.isoformat(),
+                    "text": text,
+                }
+            )
         if day == 5:  # 55 days before NOW
             n += 1
-            rows.append({"id": str(n), "channel": "general", "author": "ana", "text": DENTIST,
-                         "timestamp": (start + timedelta(days=day, hours=20)).isoformat()})
+            rows.append(
+                {
+                    "id": str(n),
+                    "channel": "general",
+                    "author": "ana",
+                    "text": DENTIST,
+                    "timestamp": (start + timedelta(days=day, hours=20)).isoformat(),
+                }
+            )
             kinds["substantive"].append(DENTIST)
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
     return path, kinds

@@ -15,8 +15,9 @@ class ScriptedLLM:
     name = "scripted"
     uses_chat_template = False
 
-    def __init__(self, reply: str = "Nice to meet you.", *, delay: float = 0.0, surprise: float = 2.5,
-                 entropy: float = 3.0) -> None:
+    def __init__(
+        self, reply: str = "Nice to meet you.", *, delay: float = 0.0, surprise: float = 2.5, entropy: float = 3.0
+    ) -> None:
         self.reply = reply
         self.delay = delay
         self.surprise = surprise

@@ -24,8 +24,9 @@ CogT = TypeVar("CogT", bound=commands.Cog)
 def hippobot_for(app: App) -> SingleShardHippoBot:
     """The bot `hippobot run` starts (its cogs, its scheduler), on the test app: real database, scripted LLM;
     edits streamed quickly, no rate limit (tests that need one set it)."""
-    return SingleShardHippoBot(app, app.settings.model_copy(update={"discord_edit_interval": 0.2,
-                                                                    "discord_rate_limit": 0}))
+    return SingleShardHippoBot(
+        app, app.settings.model_copy(update={"discord_edit_interval": 0.2, "discord_rate_limit": 0})
+    )
 
 
 def cog_of(bot: HippoBotBase, kind: type[CogT]) -> CogT:

@@ -1,4 +1,4 @@
-""""What do you know about me?" (P5 §7: "I don't remember anyone telling me that." after six facts told): the bot
+""" "What do you know about me?" (P5 §7: "I don't remember anyone telling me that." after six facts told): the bot
 tells the asker what their messages taught it, with the messages as sources, current facts only, and never a
 restricted channel's outside it."""
 
@@ -11,8 +11,14 @@ from tests.grounding_support import ask_as, tell
 
 
 async def test_what_do_you_know_about_me_lists_the_askers_facts_with_sources(app: App, llm: ScriptedLLM) -> None:
-    await tell(app, llm, ("alex", "My dog is called Biscuit, he is a beagle."), ("alex", "I live in Lisbon."),
-               ("bea", "I have two cats, Pepper and Salt."), ("alex", "I moved to Porto."))
+    await tell(
+        app,
+        llm,
+        ("alex", "My dog is called Biscuit, he is a beagle."),
+        ("alex", "I live in Lisbon."),
+        ("bea", "I have two cats, Pepper and Salt."),
+        ("alex", "I moved to Porto."),
+    )
     llm.prompts.clear()
     reply = await ask_as(app, llm, "alex", "what do you know about me?", "I don't remember anyone telling me that.")
     assert not llm.prompts, "written without the model"
@@ -29,20 +35,48 @@ async def test_what_do_you_know_about_me_lists_the_askers_facts_with_sources(app
 
 async def test_a_restricted_channels_facts_are_told_only_there(app: App, llm: ScriptedLLM) -> None:
     llm.reply = "Noted."
-    said = await app.brain.respond(IncomingTurn(scope="g1", source="console", channel_id="staff", author_id="u-alex",
-                                                author_name="alex", text="I work as a locksmith.", visible_in="staff"))
+    said = await app.brain.respond(
+        IncomingTurn(
+            scope="g1",
+            source="console",
+            channel_id="staff",
+            author_id="u-alex",
+            author_name="alex",
+            text="I work as a locksmith.",
+            visible_in="staff",
+        )
+    )
     await said.complete()
     await app.brain.drain()
     public = await app.brain.ask("what do you know about me?", "g1", author_id="u-alex", author_name="alex")
     assert await public.complete() == "You haven't told me anything about yourself that I remember."
-    there = await app.brain.ask("what do you know about me?", "g1", author_id="u-alex", author_name="alex",
-                                channel_id="staff", visible_channel="staff")
+    there = await app.brain.ask(
+        "what do you know about me?",
+        "g1",
+        author_id="u-alex",
+        author_name="alex",
+        channel_id="staff",
+        visible_channel="staff",
+    )
     assert "locksmith" in await there.complete()
 
 
 async def test_more_than_fit_say_where_the_rest_is(app: App, llm: ScriptedLLM) -> None:
-    await tell(app, llm, *[("alex", line) for line in (
-        "My dog is called Biscuit.", "I live in Lisbon.", "I work as a nurse.", "My sister Maria is a pilot.",
-        "I play the cello.", "My favourite food is ramen.", "I drive a blue Vespa.")])
+    await tell(
+        app,
+        llm,
+        *[
+            ("alex", line)
+            for line in (
+                "My dog is called Biscuit.",
+                "I live in Lisbon.",
+                "I work as a nurse.",
+                "My sister Maria is a pilot.",
+                "I play the cello.",
+                "My favourite food is ramen.",
+                "I drive a blue Vespa.",
+            )
+        ],
+    )
     reply = await ask_as(app, llm, "alex", "what do you know about me?", "Nice.")
     assert "more; `hippobot mine --person <you>` lists them all)" in reply.text

@@ -80,17 +80,26 @@ async def test_editing_examples_invalidates_and_recomputes_the_centroid(
 ) -> None:
     router = router_for(pool, embedder)
     await router.refresh()
-    before = (await pool.fetchval(
-        "SELECT centroid_embedding FROM context_archetypes WHERE archetype_name = 'general_question'"
-    )).to_numpy()
-    await router.store.set_examples("general_question", ["Tell me about the history of Rome", "Who built the pyramids?"])
-    assert await pool.fetchval(
-        "SELECT centroid_embedding FROM context_archetypes WHERE archetype_name = 'general_question'"
-    ) is None, "the trigger drops the cached centroid"
+    before = (
+        await pool.fetchval(
+            "SELECT centroid_embedding FROM context_archetypes WHERE archetype_name = 'general_question'"
+        )
+    ).to_numpy()
+    await router.store.set_examples(
+        "general_question", ["Tell me about the history of Rome", "Who built the pyramids?"]
+    )
+    assert (
+        await pool.fetchval(
+            "SELECT centroid_embedding FROM context_archetypes WHERE archetype_name = 'general_question'"
+        )
+        is None
+    ), "the trigger drops the cached centroid"
     await router.refresh()
-    after = (await pool.fetchval(
-        "SELECT centroid_embedding FROM context_archetypes WHERE archetype_name = 'general_question'"
-    )).to_numpy()
+    after = (
+        await pool.fetchval(
+            "SELECT centroid_embedding FROM context_archetypes WHERE archetype_name = 'general_question'"
+        )
+    ).to_numpy()
     expected = (await embedder.embed_many(["Tell me about the history of Rome", "Who built the pyramids?"])).mean(0)
     expected /= np.linalg.norm(expected)
     assert float(after @ expected) > 0.999
@@ -172,13 +181,21 @@ async def test_a_failed_listen_again_is_one_line_and_is_retried(
         await router.stop()
 
 
-@pytest.mark.parametrize("error, level", [
-    (OSError("connect call failed ('127.0.0.1', 5432)"), "WARNING"),  # the database is unreachable
-    (ValueError("centroid has 3 dimensions,\nexpected 384"), "ERROR"),  # a broken refresh (a bug)
-], ids=["unreachable", "broken"])
+@pytest.mark.parametrize(
+    "error, level",
+    [
+        (OSError("connect call failed ('127.0.0.1', 5432)"), "WARNING"),  # the database is unreachable
+        (ValueError("centroid has 3 dimensions,\nexpected 384"), "ERROR"),  # a broken refresh (a bug)
+    ],
+    ids=["unreachable", "broken"],
+)
 async def test_a_failed_refresh_says_why_in_one_line(
-    pool: asyncpg.Pool, embedder: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
-    error: Exception, level: str
+    pool: asyncpg.Pool,
+    embedder: MiniLMEmbedder,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    error: Exception,
+    level: str,
 ) -> None:
     """A refresh that fails keeps the cache and logs one line with the error's class and message (its lines
     joined), not only its class; an unreachable database is expected and gets no traceback, an unexpected error
@@ -223,12 +240,22 @@ async def test_stop_returns_when_a_change_arrives_as_it_stops(pool: asyncpg.Pool
 
 @pytest.mark.parametrize(
     "column, value",
-    [("context_turns", 0), ("context_turns", 21), ("context_vectors", 16), ("similarity_threshold", 0.95),
-     ("similarity_threshold", 0.4), ("triple_depth", 4), ("memory_words", -1), ("memory_words", 4001)],
+    [
+        ("context_turns", 0),
+        ("context_turns", 21),
+        ("context_vectors", 16),
+        ("similarity_threshold", 0.95),
+        ("similarity_threshold", 0.4),
+        ("triple_depth", 4),
+        ("memory_words", -1),
+        ("memory_words", 4001),
+    ],
 )
 async def test_check_constraints_refuse_out_of_range_plans(pool: asyncpg.Pool, column: str, value: float) -> None:
     with pytest.raises(asyncpg.CheckViolationError):
-        await pool.execute(f"UPDATE context_archetypes SET {column} = $1 WHERE archetype_name = 'general_question'", value)
+        await pool.execute(
+            f"UPDATE context_archetypes SET {column} = $1 WHERE archetype_name = 'general_question'", value
+        )
 
 
 async def test_an_archetypes_word_budget_reaches_its_plan(pool: asyncpg.Pool, embedder: MiniLMEmbedder) -> None:
@@ -244,7 +271,9 @@ async def test_an_archetypes_word_budget_reaches_its_plan(pool: asyncpg.Pool, em
     assert (await ArchetypeStore(pool).get(name)).memory_words == 120
 
 
-async def test_low_similarity_uses_the_default_plan_but_logs_the_best(pool: asyncpg.Pool, embedder: MiniLMEmbedder) -> None:
+async def test_low_similarity_uses_the_default_plan_but_logs_the_best(
+    pool: asyncpg.Pool, embedder: MiniLMEmbedder
+) -> None:
     router = router_for(pool, embedder, min_similarity=0.99)
     await router.refresh()
     plan = router.classify(await embedder.embed("thanks a lot"))
@@ -274,7 +303,10 @@ async def test_matches_are_logged_and_fold_into_statistics(pool: asyncpg.Pool, e
 
 # --- per-server archetypes and overrides ------------------------------------------------------------
 
-async def test_a_guild_override_switches_an_archetype_off_there_only(pool: asyncpg.Pool, embedder: MiniLMEmbedder) -> None:
+
+async def test_a_guild_override_switches_an_archetype_off_there_only(
+    pool: asyncpg.Pool, embedder: MiniLMEmbedder
+) -> None:
     router = router_for(pool, embedder)
     store = router.store
     switched = await store.set_override("g1", "simple_continuation", False, "u-admin")
@@ -312,7 +344,8 @@ async def test_a_guilds_own_archetype_shadows_the_global_one_of_that_name(
         """INSERT INTO context_archetypes (archetype_name, description, example_messages, context_turns,
                context_vectors, similarity_threshold, triple_depth, scope)
            SELECT archetype_name, description, example_messages, 3, 1, 0.8, 0, 'g1'
-           FROM context_archetypes WHERE archetype_name = 'general_question' AND scope IS NULL""")
+           FROM context_archetypes WHERE archetype_name = 'general_question' AND scope IS NULL"""
+    )
     router = router_for(pool, embedder)
     await router.refresh()
     question = await embedder.embed("how do volcanoes erupt?")

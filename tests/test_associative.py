@@ -15,8 +15,15 @@ SCOPE = "g1"
 
 
 def turn(text: str, *, channel: str = "c1", visible_in: str | None = None) -> IncomingTurn:
-    return IncomingTurn(scope=SCOPE, source="console", channel_id=channel, author_id="u-ana", author_name="ana",
-                        text=text, visible_in=visible_in)
+    return IncomingTurn(
+        scope=SCOPE,
+        source="console",
+        channel_id=channel,
+        author_id="u-ana",
+        author_name="ana",
+        text=text,
+        visible_in=visible_in,
+    )
 
 
 async def say(app: App, *texts: str, **kw: str) -> None:

@@ -55,6 +55,7 @@ async def sim(simcord_env: simcord.Env, simcord_bot: SingleShardHippoBot, app: A
 
 # --- item 10: bidirectional controls -------------------------------------------------------------------------
 
+
 def test_display_text_drops_overrides_and_isolates_and_keeps_the_rest() -> None:
     assert display_text(f"a{OVERRIDES}b{ISOLATES}c") == "abc"
     assert display_text(SPOOF) == "invoicefdp.exe"
@@ -67,8 +68,14 @@ async def test_the_console_shows_no_bidi_controls_and_stores_the_original(app: A
     llm.reply = f"{OVERRIDES} sure, {SPOOF} is {ISOLATES}fine"
     out = io.StringIO()
     said = f"look at {SPOOF} please"
-    console = Console(app.brain, ConsoleIdentity("ana", "console", "local"), io.StringIO(said + "\n"), out,
-                      io.StringIO(), interactive=False)
+    console = Console(
+        app.brain,
+        ConsoleIdentity("ana", "console", "local"),
+        io.StringIO(said + "\n"),
+        out,
+        io.StringIO(),
+        interactive=False,
+    )
     await console.run()
     shown = out.getvalue()
     assert "sure, invoicefdp.exe is fine" in shown, shown
@@ -79,7 +86,8 @@ async def test_the_console_shows_no_bidi_controls_and_stores_the_original(app: A
 
 @pytest.mark.simcord(settle_timeout=60)
 async def test_a_discord_reply_carries_no_bidi_controls_and_the_message_is_stored_as_sent(
-        sim: SimBase, llm: ScriptedLLM) -> None:
+    sim: SimBase, llm: ScriptedLLM
+) -> None:
     llm.reply = OVERRIDES
     guild = sim.env.create_guild("Hippo Hall")
     allowed = guild.create_text_channel("allowed")
@@ -92,8 +100,11 @@ async def test_a_discord_reply_carries_no_bidi_controls_and_the_message_is_store
     assert history, "the bot answered"
     assert all(not bidi_in(m.content) for m in history), [m.content for m in history]
     assert [m.content for m in history] == ["…"], "a reply of nothing but controls shows as empty"
-    posted = [r.json["content"] for r in sim.env.http_requests if r.method in ("POST", "PATCH")
-              and "/messages" in r.path and isinstance(r.json, dict) and "content" in r.json]
+    posted = [
+        r.json["content"]
+        for r in sim.env.http_requests
+        if r.method in ("POST", "PATCH") and "/messages" in r.path and isinstance(r.json, dict) and "content" in r.json
+    ]
     assert posted and not any(bidi_in(p) for p in posted), "nor did any streamed edit on the way"
     stored = await sim.pool.fetchval("SELECT content FROM messages WHERE NOT is_bot")
     assert stored == said
@@ -129,8 +140,16 @@ async def test_slash_command_answers_carry_no_bidi_controls() -> None:
 
 async def test_proposals_carry_no_bidi_controls(app: App) -> None:
     payload = {"name": f"pdf{OVERRIDES}talk", "description": f"about {SPOOF}", "examples": [f"is {SPOOF} safe?"]}
-    proposal = await app.governance.propose("new_archetype", f"new archetype 'pdf{ISOLATES}talk'", payload,
-                                            f"- {SPOOF}", {"scope": "g1"}, centroid=None, now=NOW, scope="g1")
+    proposal = await app.governance.propose(
+        "new_archetype",
+        f"new archetype 'pdf{ISOLATES}talk'",
+        payload,
+        f"- {SPOOF}",
+        {"scope": "g1"},
+        centroid=None,
+        now=NOW,
+        scope="g1",
+    )
     for text in (proposal.render(), proposal_content(proposal, 1), proposal_content(proposal, None)):
         assert "pdftalk" in text and not bidi_in(text), text
     stored = await app.governance.get(proposal.id)
@@ -148,9 +167,17 @@ async def test_the_digest_carries_no_bidi_controls(app: App) -> None:
             self.texts.append(text)
 
     channel = Channel()
-    services = replace(app.dream.services, channel=channel, scope="g1", run_id=1,
-                       reports={"archetype_analysis": StepReport(headline=f"proposed 'pdf{OVERRIDES}talk'",
-                                                                 notes=[f"proposal #7: pdf{OVERRIDES}talk"])})
+    services = replace(
+        app.dream.services,
+        channel=channel,
+        scope="g1",
+        run_id=1,
+        reports={
+            "archetype_analysis": StepReport(
+                headline=f"proposed 'pdf{OVERRIDES}talk'", notes=[f"proposal #7: pdf{OVERRIDES}talk"]
+            )
+        },
+    )
     await digest(services, NOW)
     assert len(channel.texts) == 1 and "proposed 'pdftalk'" in channel.texts[0], channel.texts
     assert "proposal #7: pdftalk" in channel.texts[0]
@@ -160,8 +187,16 @@ async def test_the_digest_carries_no_bidi_controls(app: App) -> None:
 # --- item 14: threads of an allowed channel ------------------------------------------------------------------
 
 RULES: dict[str, Any] = dict(allowed_channels={20}, dream_channels={30})
-BASE: dict[str, Any] = dict(author_id=1, author_is_bot=False, bot_id=99, is_dm=False, mentions_bot=False,
-                            channel_id=21, parent_channel_id=None, thread_owner_id=5)
+BASE: dict[str, Any] = dict(
+    author_id=1,
+    author_is_bot=False,
+    bot_id=99,
+    is_dm=False,
+    mentions_bot=False,
+    channel_id=21,
+    parent_channel_id=None,
+    thread_owner_id=5,
+)
 
 
 def test_a_thread_of_an_allowed_channel_is_answered_unmentioned() -> None:
@@ -172,17 +207,17 @@ def test_a_thread_of_an_allowed_channel_is_answered_unmentioned() -> None:
 
 
 @pytest.mark.simcord(settle_timeout=60)
-async def test_the_bot_answers_in_an_allowed_channels_thread_without_a_mention(
-        sim: SimBase, llm: ScriptedLLM) -> None:
+async def test_the_bot_answers_in_an_allowed_channels_thread_without_a_mention(sim: SimBase, llm: ScriptedLLM) -> None:
     guild = sim.env.create_guild("Hippo Hall")
     general, allowed = guild.create_text_channel("general"), guild.create_text_channel("allowed")
     ana = guild.add_member(sim.env.create_user("ana"))
     ben = guild.add_member(sim.env.create_user("ben"))
     sim.bot.settings = sim.bot.settings.model_copy(update={"discord_allowed_channels": [allowed.id]})
     # threads ben opened (SimCord's backend sends THREAD_CREATE)
-    inside, outside = (simcord.ChannelHandle(sim.env, guild, sim.env.backend.create_thread(parent.id, "a question",
-                                                                                          ben.id))
-                       for parent in (allowed, general))
+    inside, outside = (
+        simcord.ChannelHandle(sim.env, guild, sim.env.backend.create_thread(parent.id, "a question", ben.id))
+        for parent in (allowed, general)
+    )
     await sim.settle()
     await ana.send(outside, "in the other thread, unaddressed")
     await sim.settle()

@@ -14,8 +14,9 @@ from tests.fakes import ScriptedLLM
 
 
 def turn(text: str, *, scope: str = "g1", author: str = "ana", channel: str = "c1") -> IncomingTurn:
-    return IncomingTurn(scope=scope, source="console", channel_id=channel, author_id=f"u-{author}",
-                        author_name=author, text=text)
+    return IncomingTurn(
+        scope=scope, source="console", channel_id=channel, author_id=f"u-{author}", author_name=author, text=text
+    )
 
 
 async def say(app: App, text: str, **kw: str) -> str:
@@ -63,7 +64,9 @@ async def test_the_next_turn_sees_the_last_reply_even_before_its_write_lands(app
     assert await app.db.pool.fetchval("SELECT count(*) FROM messages WHERE is_bot") == 2
 
 
-async def test_memory_writes_do_not_delay_the_reply(app: App, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_memory_writes_do_not_delay_the_reply(
+    app: App, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
     gate = asyncio.Event()
     original = app.brain.absorber.absorb
 

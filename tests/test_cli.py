@@ -14,7 +14,9 @@ import pytest
 from bot.config import Settings
 
 
-def run_cli(args: list[str], env: dict[str, str], stdin: str = "", timeout: int = 300) -> subprocess.CompletedProcess[str]:
+def run_cli(
+    args: list[str], env: dict[str, str], stdin: str = "", timeout: int = 300
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "bot.cli", *args], input=stdin, env=env, capture_output=True, text=True, timeout=timeout
     )
@@ -36,7 +38,9 @@ def env(db_url: str, tmp_path: Path) -> dict[str, str]:
 @pytest.mark.model
 @pytest.mark.slow
 def test_chat_answers_piped_input_and_a_new_process_recalls_it(env: dict[str, str]) -> None:
-    chat = run_cli(["chat", "--user", "ana"], env, stdin="I adopted a grey cat called Miso last spring\nWhat a sunny day\n")
+    chat = run_cli(
+        ["chat", "--user", "ana"], env, stdin="I adopted a grey cat called Miso last spring\nWhat a sunny day\n"
+    )
     assert chat.returncode == 0, chat.stderr
     assert "llama_" not in chat.stderr, "llama.cpp's notes go to the debug log, not the person's terminal"
     replies = [line for line in chat.stdout.splitlines() if line.startswith("hippobot: ")]
@@ -60,10 +64,27 @@ def test_chat_answers_piped_input_and_a_new_process_recalls_it(env: dict[str, st
 def test_import_then_batch_recall_in_one_process(env: dict[str, str], tmp_path: Path) -> None:
     history = tmp_path / "h.jsonl"
     history.write_text(
-        "\n".join(json.dumps(r) for r in [
-            {"id": "1", "channel": "c", "author": "ana", "timestamp": "2026-10-01T10:00:00Z", "text": "My sister Lena is an architect in Lisbon"},
-            {"id": "2", "channel": "c", "author": "ben", "timestamp": "2026-10-01T10:01:00Z", "text": "I am learning to play the cello"},
-        ]) + "\n", encoding="utf-8",
+        "\n".join(
+            json.dumps(r)
+            for r in [
+                {
+                    "id": "1",
+                    "channel": "c",
+                    "author": "ana",
+                    "timestamp": "2026-10-01T10:00:00Z",
+                    "text": "My sister Lena is an architect in Lisbon",
+                },
+                {
+                    "id": "2",
+                    "channel": "c",
+                    "author": "ben",
+                    "timestamp": "2026-10-01T10:01:00Z",
+                    "text": "I am learning to play the cello",
+                },
+            ]
+        )
+        + "\n",
+        encoding="utf-8",
     )
     imported = run_cli(["import", str(history), "--scope", "g1"], env)
     assert imported.returncode == 0, imported.stderr
@@ -72,9 +93,13 @@ def test_import_then_batch_recall_in_one_process(env: dict[str, str], tmp_path: 
     assert "imported 0, already present 2" in again.stdout
     queries = tmp_path / "q.jsonl"
     queries.write_text(
-        json.dumps({"text": "where does my sister work?", "scope": "g1"}) + "\n"
-        + json.dumps({"text": "what instrument am I learning?", "scope": "g1"}) + "\n"
-        + json.dumps({"text": "what instrument am I learning?", "scope": "g2"}) + "\n", encoding="utf-8",
+        json.dumps({"text": "where does my sister work?", "scope": "g1"})
+        + "\n"
+        + json.dumps({"text": "what instrument am I learning?", "scope": "g1"})
+        + "\n"
+        + json.dumps({"text": "what instrument am I learning?", "scope": "g2"})
+        + "\n",
+        encoding="utf-8",
     )
     batch = run_cli(["recall", "--queries", str(queries), "--k", "1"], env)
     assert batch.returncode == 0, batch.stderr
@@ -99,8 +124,13 @@ def test_a_malformed_import_exits_nonzero_with_line_numbers(env: dict[str, str],
 
 def test_a_reader_that_goes_away_ends_the_command_quietly(env: dict[str, str]) -> None:
     """`hippobot places --stats | head -0`: the pipe closes before anything is written."""
-    proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "places", "--stats", "--scope", "g1"], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bot.cli", "places", "--stats", "--scope", "g1"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout is not None  # stdout=PIPE
     proc.stdout.close()
     _, err = proc.communicate(timeout=300)
@@ -133,12 +163,29 @@ def test_a_simulated_clock_lives_a_year_of_forgetting_in_a_few_commands(env: dic
     """--now on import, recall and dream (GhostKG's set_time): a hedged fact fades and the dream prunes it a
     year later; a plain one stays."""
     history = tmp_path / "h.jsonl"
-    history.write_text("\n".join(json.dumps(r) for r in [
-        {"id": "1", "channel": "c", "author": "ana", "timestamp": "2026-01-05T10:00:00Z",
-         "text": "I think maybe I like jazz"},
-        {"id": "2", "channel": "c", "author": "ben", "timestamp": "2026-01-05T10:01:00Z",
-         "text": "I love hiking in the mountains"},
-    ]) + "\n", encoding="utf-8")
+    history.write_text(
+        "\n".join(
+            json.dumps(r)
+            for r in [
+                {
+                    "id": "1",
+                    "channel": "c",
+                    "author": "ana",
+                    "timestamp": "2026-01-05T10:00:00Z",
+                    "text": "I think maybe I like jazz",
+                },
+                {
+                    "id": "2",
+                    "channel": "c",
+                    "author": "ben",
+                    "timestamp": "2026-01-05T10:01:00Z",
+                    "text": "I love hiking in the mountains",
+                },
+            ]
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     assert run_cli(["import", str(history), "--now", "2026-01-05T12:00:00Z"], env).returncode == 0
 
     def facts(now: str) -> list[str]:

@@ -13,9 +13,15 @@ from bot.app import App
 from bot.cli import _parser, quiet_discord_voice
 from bot.config import Settings, settings_problems
 
-BAD = {"HIPPOBOT_DREAM_HOUR": "25", "HIPPOBOT_TEMPERATURE": "hot", "HIPPOBOT_ENGINE": "gpt",
-       "HIPPOBOT_DREAM_TIMEZONE": "Mars/Base", "HIPPOBOT_DISCORD_ALLOWED_CHANNELS": "123,general",
-       "HIPPOBOT_SEED": "x", "HIPPOBOT_LLM_URL": "ftp://models.example"}
+BAD = {
+    "HIPPOBOT_DREAM_HOUR": "25",
+    "HIPPOBOT_TEMPERATURE": "hot",
+    "HIPPOBOT_ENGINE": "gpt",
+    "HIPPOBOT_DREAM_TIMEZONE": "Mars/Base",
+    "HIPPOBOT_DISCORD_ALLOWED_CHANNELS": "123,general",
+    "HIPPOBOT_SEED": "x",
+    "HIPPOBOT_LLM_URL": "ftp://models.example",
+}
 
 
 @pytest.fixture
@@ -33,8 +39,7 @@ def test_a_bad_setting_is_named_by_its_variable_with_what_it_accepts(bad_environ
         "  HIPPOBOT_DISCORD_ALLOWED_CHANNELS='123,general': 'general' is not a channel id (channel ids are numbers, "
         "separated by commas)",
         "  HIPPOBOT_ENGINE='gpt': expected one of auto, llamacpp, transformers, openai",
-        "  HIPPOBOT_LLM_URL='ftp://models.example': must start with http:// or https://, e.g. "
-        "http://localhost:8080/v1",
+        "  HIPPOBOT_LLM_URL='ftp://models.example': must start with http:// or https://, e.g. http://localhost:8080/v1",
         "  HIPPOBOT_TEMPERATURE='hot': expected a number from 0 to 2",
         "  HIPPOBOT_SEED='x': expected a whole number, or unset",
         "  HIPPOBOT_DREAM_HOUR='25': expected a whole number from 0 to 23",
@@ -43,8 +48,9 @@ def test_a_bad_setting_is_named_by_its_variable_with_what_it_accepts(bad_environ
     assert "pydantic" not in said and "http" not in said.replace("http://", "").replace("https://", "")
 
 
-def test_the_command_line_says_it_so_before_anything_starts(bad_environment: None,
-                                                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_command_line_says_it_so_before_anything_starts(
+    bad_environment: None, capsys: pytest.CaptureFixture[str]
+) -> None:
     from bot.cli import main
 
     assert main(["migrate"]) == 2
@@ -102,7 +108,8 @@ def test_run_does_not_warn_that_voice_is_unsupported(caplog: pytest.LogCaptureFi
 
 
 async def test_recall_from_a_channel_named_as_places_names_it_sees_that_channels_memories(
-        app: App, db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    app: App, db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """A new user's probe: after importing a DiscordChatExporter export of #mods (id 555) as private,
     `hippobot recall ... --channel '#mods'` took '#mods' for an id nobody used and showed nothing of it, as if
     asked in public, while `places --channel '#mods'` found the channel; an unknown name is now refused."""
@@ -112,15 +119,29 @@ async def test_recall_from_a_channel_named_as_places_names_it_sees_that_channels
     from tests.conftest import make_settings
 
     export = tmp_path / "mods.json"
-    export.write_text(json.dumps({"guild": {"id": "900", "name": "G"}, "channel": {"id": "555", "name": "mods"},
-                                  "messages": [{"id": "7001", "type": "Default", "timestamp": "2026-11-21T09:00:00Z",
-                                                "content": "The moderator rota: Kim covers Tuesdays",
-                                                "author": {"id": "42", "name": "kim", "isBot": False}}]}))
+    export.write_text(
+        json.dumps(
+            {
+                "guild": {"id": "900", "name": "G"},
+                "channel": {"id": "555", "name": "mods"},
+                "messages": [
+                    {
+                        "id": "7001",
+                        "type": "Default",
+                        "timestamp": "2026-11-21T09:00:00Z",
+                        "content": "The moderator rota: Kim covers Tuesdays",
+                        "author": {"id": "42", "name": "kim", "isBot": False},
+                    }
+                ],
+            }
+        )
+    )
     await app.importer.run(export, "g1", private_channels=["555"])
     capsys.readouterr()
     settings = make_settings(db_url, tmp_path)
-    asked = argparse.Namespace(text="who covers tuesdays?", queries=None, k=None, scope="g1", channel="#mods",
-                               user="you", json=True, now=None)
+    asked = argparse.Namespace(
+        text="who covers tuesdays?", queries=None, k=None, scope="g1", channel="#mods", user="you", json=True, now=None
+    )
     assert await cli._recall(settings, asked) == 0
     assert "Kim covers Tuesdays" in capsys.readouterr().out
     assert await cli._recall(settings, argparse.Namespace(**{**vars(asked), "channel": "#nowhere"})) == 2
@@ -132,6 +153,10 @@ def test_every_argument_of_every_command_says_what_it_is() -> None:
     user's probe)."""
     parser = _parser()
     commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    silent = [f"{name} {action.dest}" for name, sub in commands.choices.items() for action in sub._actions
-              if not action.help and not isinstance(action, argparse._HelpAction)]
+    silent = [
+        f"{name} {action.dest}"
+        for name, sub in commands.choices.items()
+        for action in sub._actions
+        if not action.help and not isinstance(action, argparse._HelpAction)
+    ]
     assert silent == []

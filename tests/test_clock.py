@@ -20,17 +20,23 @@ def test_no_module_reads_the_wall_clock_but_the_clock() -> None:
     SystemClock reads them (monotonic timers, which measure durations, are not "now")."""
     root = Path(__file__).resolve().parents[1]
     wall = re.compile(r"datetime\.now\(|\butcnow\(|\btime\.time\(|\bdate\.today\(|datetime\.today\(")
-    found = [f"{path.relative_to(root)}:{n}" for d in ("bot", "memory", "dream") for path in (root / d).rglob("*.py")
-             if path != root / "memory" / "clock.py"
-             for n, line in enumerate(path.read_text().splitlines(), 1) if wall.search(line)]
+    found = [
+        f"{path.relative_to(root)}:{n}"
+        for d in ("bot", "memory", "dream")
+        for path in (root / d).rglob("*.py")
+        if path != root / "memory" / "clock.py"
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if wall.search(line)
+    ]
     assert found == []
 
 
 async def test_pinning_reinforces_an_episode_at_the_given_now(pool: asyncpg.Pool) -> None:
     """/memory pin reinforces at the app's now, not the database server's: a pinned episode's clock is the
     decay's (dream.replay measures elapsed time from it)."""
-    message = await ConversationStore(pool).add(NewMessage("g1", "import", "m1", "c1", "u1", "Ana", "my flat is on "
-                                                           "Elm Street", T0))
+    message = await ConversationStore(pool).add(
+        NewMessage("g1", "import", "m1", "c1", "u1", "Ana", "my flat is on Elm Street", T0)
+    )
     episodes = EpisodicStore(pool)
     vector = np.zeros(384, dtype=np.float32)
     vector[0] = 1.0

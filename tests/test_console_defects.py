@@ -38,25 +38,39 @@ warnings.warn("a library's FutureWarning", FutureWarning)
 
 def bare_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HIPPOBOT_", "TQDM_", "HF_HUB_DISABLE"))}
-    env.update(HIPPOBOT_DATA_DIR=str(tmp_path / "data"),
-               HIPPOBOT_MODELS_DIR=str(Settings(_env_file=None).model_cache_dir), **extra)
+    env.update(
+        HIPPOBOT_DATA_DIR=str(tmp_path / "data"),
+        HIPPOBOT_MODELS_DIR=str(Settings(_env_file=None).model_cache_dir),
+        **extra,
+    )
     return env
 
 
 def cli(args: list[str], env: dict[str, str], timeout: int = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "bot.cli", *args], env=env, capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "bot.cli", *args], env=env, capture_output=True, text=True, timeout=timeout
+    )
 
 
 @pytest.mark.slow
 def test_library_progress_bars_and_warnings_stay_out_of_the_console(tmp_path: Path) -> None:
-    quiet = subprocess.run([sys.executable, "-c", LIBRARY_NOISE, "run"], env=bare_env(tmp_path),
-                           capture_output=True, text=True, timeout=300)
+    quiet = subprocess.run(
+        [sys.executable, "-c", LIBRARY_NOISE, "run"],
+        env=bare_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert "HIPPOBOT_DISCORD_TOKEN" in quiet.stderr, quiet.stderr  # main ran and refused
     assert quiet.stdout == ""
     assert "Loading weights" not in quiet.stderr and "FutureWarning" not in quiet.stderr, quiet.stderr
-    verbose = subprocess.run([sys.executable, "-c", LIBRARY_NOISE, "-v", "run"], env=bare_env(tmp_path),
-                             capture_output=True, text=True, timeout=300)
+    verbose = subprocess.run(
+        [sys.executable, "-c", LIBRARY_NOISE, "-v", "run"],
+        env=bare_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert verbose.stdout == "" and "Loading weights" not in verbose.stderr
     # with -v a library's warning is a log record like any other, not a raw dump
     assert "WARNING py.warnings: " in verbose.stderr and "FutureWarning" in verbose.stderr, verbose.stderr
@@ -72,8 +86,10 @@ def test_import_checks_its_file_before_starting_the_database(tmp_path: Path) -> 
     refused = cli(["import", str(empty)], env)
     assert refused.returncode == 1 and "no messages found" in refused.stderr, refused.stderr
     good = tmp_path / "one.jsonl"
-    good.write_text('{"id": "1", "channel": "c", "author": "ana", "timestamp": "2026-01-01T00:00:00Z", '
-                    '"text": "hi"}\n', encoding="utf-8")
+    good.write_text(
+        '{"id": "1", "channel": "c", "author": "ana", "timestamp": "2026-01-01T00:00:00Z", "text": "hi"}\n',
+        encoding="utf-8",
+    )
     private = cli(["import", str(good), "--private-channel", "mods"], env)
     assert private.returncode == 1 and "mods" in private.stderr and "its channels: c" in private.stderr
     for result in (missing, refused, private):
@@ -97,15 +113,15 @@ def test_a_first_start_says_what_it_is_doing_on_stderr(tmp_path: Path) -> None:
 
 async def test_leaving_the_chat_says_what_it_waits_for(app: App) -> None:
     out, err = io.StringIO(), io.StringIO()
-    console = Console(app.brain, ConsoleIdentity("ana", "console", "local"), io.StringIO("/quit\n"), out, err,
-                      interactive=False)
+    console = Console(
+        app.brain, ConsoleIdentity("ana", "console", "local"), io.StringIO("/quit\n"), out, err, interactive=False
+    )
     assert await console.run() == 0
     assert "leaving: finishing this chat's memory writes" in err.getvalue()
     assert out.getvalue() == ""
 
 
-async def test_a_line_typed_in_an_imported_restricted_channel_stays_in_that_channel(
-        app: App, tmp_path: Path) -> None:
+async def test_a_line_typed_in_an_imported_restricted_channel_stays_in_that_channel(app: App, tmp_path: Path) -> None:
     """A probe: `hippobot chat --channel staff`, staff imported as a private channel, stored what was typed for
     the whole scope, and a question in a public channel recalled it."""
     import json
@@ -114,8 +130,18 @@ async def test_a_line_typed_in_an_imported_restricted_channel_stays_in_that_chan
     from tests.fakes import ScriptedLLM
 
     history = tmp_path / "h.jsonl"
-    history.write_text(json.dumps({"id": "s1", "channel": "staff", "author": "ana",
-                                   "timestamp": "2026-10-01T10:00:00Z", "text": "staff meeting moved"}) + "\n")
+    history.write_text(
+        json.dumps(
+            {
+                "id": "s1",
+                "channel": "staff",
+                "author": "ana",
+                "timestamp": "2026-10-01T10:00:00Z",
+                "text": "staff meeting moved",
+            }
+        )
+        + "\n"
+    )
     await app.importer.run(history, "g1", private_channels=["staff"])
     assert isinstance(app.brain.llm, ScriptedLLM)
     app.brain.llm.reply = "Noted."
@@ -139,8 +165,14 @@ async def test_the_persona_command_the_readme_lists_shows_the_persona(app: App) 
     """A new user's probe: the README lists /persona among the chat's commands, and the chat answered
     "unknown command /persona"."""
     out = io.StringIO()
-    console = Console(app.brain, ConsoleIdentity("ana", "console", "local"), io.StringIO("/persona\n/quit\n"), out,
-                      io.StringIO(), interactive=False)
+    console = Console(
+        app.brain,
+        ConsoleIdentity("ana", "console", "local"),
+        io.StringIO("/persona\n/quit\n"),
+        out,
+        io.StringIO(),
+        interactive=False,
+    )
     assert await console.run() == 0
     assert "unknown command" not in out.getvalue()
     assert "Persona of local" in out.getvalue() and "Snapshot: " in out.getvalue()

@@ -17,19 +17,42 @@ from tests.conftest import make_settings
 
 APPROVER = Voter("u-mod", "mod", frozenset({"hippobot-approver"}))
 # A guild's proposal, its examples quoted from that guild's messages.
-TEA: dict[str, Any] = {"name": "tea_talk", "description": "Messages about tea", "examples": ["which oolong for a cold evening?",
-       "is gyokuro worth the price?", "how long do I steep a sencha?"],
-       "context_turns": 5, "context_vectors": 5, "similarity_threshold": 0.7, "triple_depth": 1}
+TEA: dict[str, Any] = {
+    "name": "tea_talk",
+    "description": "Messages about tea",
+    "examples": ["which oolong for a cold evening?", "is gyokuro worth the price?", "how long do I steep a sencha?"],
+    "context_turns": 5,
+    "context_vectors": 5,
+    "similarity_threshold": 0.7,
+    "triple_depth": 1,
+}
 
 
 async def guild_proposal(app: App) -> Proposal:
-    return await app.governance.propose("new_archetype", "new archetype 'tea_talk'", TEA, "- tea, tea, tea",
-                                        {"scope": "g1"}, centroid=None, now=datetime.now(UTC), scope="g1")
+    return await app.governance.propose(
+        "new_archetype",
+        "new archetype 'tea_talk'",
+        TEA,
+        "- tea, tea, tea",
+        {"scope": "g1"},
+        centroid=None,
+        now=datetime.now(UTC),
+        scope="g1",
+    )
 
 
 def console(app: App, scope: str, script: str, out: io.StringIO) -> Console:
-    return Console(app.brain, ConsoleIdentity("mod", "console", scope), io.StringIO(script), out, io.StringIO(),
-                   interactive=False, governance=app.governance, dream=app.dream, approver_role="hippobot-approver")
+    return Console(
+        app.brain,
+        ConsoleIdentity("mod", "console", scope),
+        io.StringIO(script),
+        out,
+        io.StringIO(),
+        interactive=False,
+        governance=app.governance,
+        dream=app.dream,
+        approver_role="hippobot-approver",
+    )
 
 
 async def test_dream_in_the_console_scope_shows_no_other_scopes_proposal(app: App) -> None:
@@ -59,8 +82,16 @@ async def test_hippobot_dream_for_a_scope_prints_that_scopes_proposals_only(
     from bot import cli
 
     theirs = await guild_proposal(app)
-    local = await app.governance.propose("new_archetype", "new archetype 'coffee_talk'", {**TEA, "name": "coffee_talk"},
-                                         "- coffee", {}, centroid=None, now=datetime.now(UTC), scope="local")
+    local = await app.governance.propose(
+        "new_archetype",
+        "new archetype 'coffee_talk'",
+        {**TEA, "name": "coffee_talk"},
+        "- coffee",
+        {},
+        centroid=None,
+        now=datetime.now(UTC),
+        scope="local",
+    )
     settings = make_settings(db_url, tmp_path / "cli", console_scope="local")
     code = await cli._dream(settings, argparse.Namespace(scope="doesnotexist", now=None))
     out = capsys.readouterr()

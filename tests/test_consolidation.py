@@ -13,8 +13,9 @@ T0 = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 
 
 async def stored(app: App, text: str, *, author: str = "ana", at: datetime = T0, n: int = 0) -> StoredMessage:
-    return await app.conversations.add(NewMessage("g1", "console", f"c{abs(hash((text, author, n)))}", "c1",
-                                                  f"u-{author}", author, text, at))
+    return await app.conversations.add(
+        NewMessage("g1", "console", f"c{abs(hash((text, author, n)))}", "c1", f"u-{author}", author, text, at)
+    )
 
 
 def strict(app: App) -> SemanticMemory:
@@ -44,8 +45,9 @@ async def test_a_routed_tuple_is_admitted_once_a_second_message_supports_it(app:
     edge = await pool.fetchrow(LISBON, "lisbon")
     assert edge["evidence_count"] == 2
     assert await pool.fetchval("SELECT count(*) FROM kg_edge_sources WHERE edge_id = $1", edge["id"]) == 2
-    facts = await app.brain.semantic.facts_for("g1", "where does my sister live?", author_id="u-ana", depth=2,
-                                               now=T0 + timedelta(days=2))
+    facts = await app.brain.semantic.facts_for(
+        "g1", "where does my sister live?", author_id="u-ana", depth=2, now=T0 + timedelta(days=2)
+    )
     assert any(f.relation == "live_in" and f.object_name == "lisbon" for f in facts), "recallable once admitted"
     again = await semantic.consolidate(T0 + timedelta(days=2))
     assert again["routed_reviewed"] == 0, "a consolidated decision is not read again"
@@ -57,8 +59,9 @@ async def test_a_routed_tuple_is_admitted_once_a_second_message_supports_it(app:
 
 async def test_a_relation_the_graph_knows_well_is_fast_tracked(app: App) -> None:
     gate_off = open_gate(app)
-    for i, (who, city) in enumerate([("ben", "Oslo"), ("chloe", "Lima"), ("dev", "Seoul"), ("emil", "Kyoto"),
-                                     ("fatima", "Dublin")]):
+    for i, (who, city) in enumerate(
+        [("ben", "Oslo"), ("chloe", "Lima"), ("dev", "Seoul"), ("emil", "Kyoto"), ("fatima", "Dublin")]
+    ):
         await gate_off.absorb(await stored(app, f"I live in {city}", author=who, n=i), T0)
     semantic = strict(app)
     await semantic.absorb(await stored(app, "I live in Toronto", author="goran"), T0)
@@ -118,8 +121,9 @@ async def test_fsrs_ratings_come_from_what_happened(app: App) -> None:
     await semantic.absorb(await stored(app, "I think I like opera", n=2), T0)
     good, easy, hard = [await pool.fetchval(STABILITY, name, "like") for name in ("chess", "sushi", "opera")]
     assert easy > good > hard
-    await semantic.absorb(await stored(app, "I do not like chess", at=T0 + timedelta(days=2), n=3),
-                          T0 + timedelta(days=2))
+    await semantic.absorb(
+        await stored(app, "I do not like chess", at=T0 + timedelta(days=2), n=3), T0 + timedelta(days=2)
+    )
     assert await pool.fetchval(STABILITY, "chess", "like") < good, "the contradicted edge lapsed (Again)"
 
 

@@ -28,7 +28,8 @@ async def _memories(app: App, question: str) -> list[str]:
 async def _lisbon(app: App) -> tuple[bool, float]:
     row = await app.db.pool.fetchrow(
         """SELECT e.contradicted_at IS NOT NULL AS lost, e.confidence FROM kg_edges e
-           JOIN kg_nodes t ON t.id = e.target_id WHERE e.relation = 'live_in' AND t.name = 'lisbon'""")
+           JOIN kg_nodes t ON t.id = e.target_id WHERE e.relation = 'live_in' AND t.name = 'lisbon'"""
+    )
     return row["lost"], row["confidence"]
 
 
@@ -40,14 +41,16 @@ def test_a_move_rivals_where_one_lives() -> None:
 
 
 async def test_a_move_wins_over_where_one_lived_and_recall_shows_the_newer(app: App, llm: ScriptedLLM) -> None:
-    old, move = await _told(app, llm, "I live in Lisbon, in a flat near the river.",
-                            "Big news: I moved from Lisbon to Porto last week.")
+    old, move = await _told(
+        app, llm, "I live in Lisbon, in a flat near the river.", "Big news: I moved from Lisbon to Porto last week."
+    )
     lost, confidence = await _lisbon(app)
     assert lost
     winner = await app.db.pool.fetchval(
         """SELECT s.message_id FROM kg_edges e JOIN kg_edges w ON w.id = e.contradicted_by
            JOIN kg_edge_sources s ON s.edge_id = w.id JOIN kg_nodes t ON t.id = e.target_id
-           WHERE e.relation = 'live_in' AND t.name = 'lisbon'""")
+           WHERE e.relation = 'live_in' AND t.name = 'lisbon'"""
+    )
     assert winner == move, "the claim that won is kept, with its message as provenance"
     texts = await _memories(app, "where do I live?")
     assert any("Porto" in t for t in texts), texts
@@ -71,15 +74,30 @@ async def test_said_again_after_it_lost_a_claim_is_current_again(app: App, llm: 
     assert not (await _lisbon(app))[0]
     porto = await app.db.pool.fetchval(
         """SELECT e.contradicted_at IS NOT NULL FROM kg_edges e JOIN kg_nodes t ON t.id = e.target_id
-           WHERE e.relation = 'move_to' AND t.name = 'porto'""")
+           WHERE e.relation = 'move_to' AND t.name = 'porto'"""
+    )
     assert porto, "the move to Porto lost to living in Lisbon again"
 
 
 def test_a_fact_as_the_asker_would_say_it() -> None:
-    """"where do I live?" is compared with "I live in Lisbon" (0.73), not "alex live in Lisbon" (0.60)."""
+    """ "where do I live?" is compared with "I live in Lisbon" (0.73), not "alex live in Lisbon" (0.60)."""
     mine = Fact(1, "alex", "user:u1", "live_in", "Lisbon", "lisbon", 0.0, 0.9, 1, 1.0, (1,), ("u1",))
-    dog = Fact(2, "dog", "dog", "named", "Biscuit", "biscuit", 0.0, 0.9, 1, 1.0, (1,), ("u1",),
-               subject_owner="user:u1", subject_owner_name="alex")
+    dog = Fact(
+        2,
+        "dog",
+        "dog",
+        "named",
+        "Biscuit",
+        "biscuit",
+        0.0,
+        0.9,
+        1,
+        1.0,
+        (1,),
+        ("u1",),
+        subject_owner="user:u1",
+        subject_owner_name="alex",
+    )
     assert mine.said_by("user:u1") == "I live in Lisbon"
     assert dog.said_by("user:u1") == "my dog named Biscuit"
     assert mine.said_by("user:u2") == mine.sentence() == "alex live in Lisbon"
@@ -87,7 +105,9 @@ def test_a_fact_as_the_asker_would_say_it() -> None:
 
 async def test_a_first_person_question_recalls_the_askers_fact(app: App, llm: ScriptedLLM) -> None:
     await _told(app, llm, "I work as a nurse at the city hospital.")
-    assert any("alex work as nurse" in t or "alex works as nurse" in t for t in await _memories(app, "what do I do for work?"))
+    assert any(
+        "alex work as nurse" in t or "alex works as nurse" in t for t in await _memories(app, "what do I do for work?")
+    )
 
 
 async def test_a_yes_their_own_words_deny_is_a_no(app: App, llm: ScriptedLLM) -> None:

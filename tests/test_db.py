@@ -17,8 +17,7 @@ import asyncpg
 import numpy as np
 import pytest
 
-from memory.db import (HANDLE_PIDS_FILE, Database, iterative_scans, load_migrations, migrate, session_lock,
-                       with_database)
+from memory.db import HANDLE_PIDS_FILE, Database, iterative_scans, load_migrations, migrate, session_lock, with_database
 
 
 def test_migrations_are_numbered_and_shipped_with_the_package() -> None:
@@ -113,15 +112,21 @@ async def test_a_dead_pid_in_the_handle_list_does_not_keep_the_embedded_server_r
 async def test_a_start_right_after_the_postmaster_was_killed_succeeds(tmp_path: Path) -> None:
     pgdata = tmp_path / "pgdata"
     holder = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(f"""
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(f"""
             import time
             from pathlib import Path
             from memory.db import EmbeddedPostgres
             EmbeddedPostgres(Path({str(pgdata)!r})).start()
             print("up", flush=True)
             time.sleep(120)
-            """)],
-        stdout=subprocess.PIPE, text=True)
+            """),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "up"
         holder.kill()
@@ -174,12 +179,14 @@ finally:
 
 
 async def test_a_data_directory_made_by_pgserver_0_1_4_opens_and_gains_pgvector_0_8(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     pytest.importorskip("pgserver", reason="the old pgserver is needed to make an old data directory")
     pgdata = tmp_path / "pgdata"
     pgdata.mkdir()
-    made = subprocess.run([sys.executable, "-c", _OLD_PGSERVER_SCRIPT, str(pgdata)],
-                          capture_output=True, text=True, timeout=120)
+    made = subprocess.run(
+        [sys.executable, "-c", _OLD_PGSERVER_SCRIPT, str(pgdata)], capture_output=True, text=True, timeout=120
+    )
     assert made.returncode == 0, made.stderr[-2000:]
     old = json.loads(made.stdout.strip().splitlines()[-1])
     assert old == {"iterative": False, "content": "kept across the upgrade", "vector": "0.6.2"}
@@ -221,8 +228,13 @@ def test_no_code_changes_a_setting_for_the_whole_session() -> None:
     root = Path(__file__).resolve().parents[1]
     # SQL's "SET name = value" / "SET name TO value" (not "set aside ..." in a sentence)
     session_set = re.compile(r"""["']\s*SET\s+(?!LOCAL\b)[\w.]+\s*(=|TO\b)|set_config\([^)]*false""", re.IGNORECASE)
-    found = [f"{path.relative_to(root)}:{n}" for d in ("bot", "memory", "dream") for path in (root / d).rglob("*.py")
-             for n, line in enumerate(path.read_text().splitlines(), 1) if session_set.search(line)]
+    found = [
+        f"{path.relative_to(root)}:{n}"
+        for d in ("bot", "memory", "dream")
+        for path in (root / d).rglob("*.py")
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if session_set.search(line)
+    ]
     assert found == []
 
 

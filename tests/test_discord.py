@@ -22,8 +22,16 @@ from bot.discord.sources import GONE, NOT_YOURS, ForgetSourceButton, forget_sour
 from memory.embed import MiniLMEmbedder
 from tests.conftest import close_or_explain
 from tests.fakes import ScriptedLLM
-from tests.simcord_support import (HeldGeneration, SimBase, bot_member, buttons, cog_of, hippobot_for, said,
-                                   without_typing)
+from tests.simcord_support import (
+    HeldGeneration,
+    SimBase,
+    bot_member,
+    buttons,
+    cog_of,
+    hippobot_for,
+    said,
+    without_typing,
+)
 
 
 @dataclass
@@ -61,8 +69,9 @@ async def sim(simcord_env: simcord.Env, simcord_bot: SingleShardHippoBot, app: A
     ana = guild.add_member(env.create_user("ana"))
     ben = guild.add_member(env.create_user("ben"))
     mod = guild.add_member(env.create_user("mod"), roles=[approvers])
-    simcord_bot.settings = simcord_bot.settings.model_copy(update={
-        "discord_allowed_channels": [allowed.id], "dream_channel_id": dream.id})
+    simcord_bot.settings = simcord_bot.settings.model_copy(
+        update={"discord_allowed_channels": [allowed.id], "dream_channel_id": dream.id}
+    )
     await simcord_bot.tree.sync()  # SimCord refuses commands that were never synced, as Discord does
     s = Sim(env, simcord_bot, app, guild, general, allowed, dream, ana, ben, mod, approvers)
     yield s
@@ -107,11 +116,29 @@ async def test_every_cog_loads_and_command_names_are_unique(sim: Sim) -> None:
     assert {type(c).__name__ for c in sim.bot.cogs.values()} == {c.__name__ for c in COGS}
     names = [c.qualified_name for c in sim.bot.tree.walk_commands()]
     assert len(names) == len(set(names))
-    expected = ("memory stats", "memory recall", "memory forget", "memory pin", "archetype list",
-                "archetype show", "archetype enable", "archetype disable", "dream run", "dream status",
-                "dream channel set", "dream channel clear",
-                "config show", "forget me", "whatdoyouknow", "channel mode", "channel memory", "channel list",
-                "memory optout", "memory optin", "stop")
+    expected = (
+        "memory stats",
+        "memory recall",
+        "memory forget",
+        "memory pin",
+        "archetype list",
+        "archetype show",
+        "archetype enable",
+        "archetype disable",
+        "dream run",
+        "dream status",
+        "dream channel set",
+        "dream channel clear",
+        "config show",
+        "forget me",
+        "whatdoyouknow",
+        "channel mode",
+        "channel memory",
+        "channel list",
+        "memory optout",
+        "memory optin",
+        "stop",
+    )
     assert set(expected) <= set(names)
     offered = sim.ana.available_commands(sim.general)  # what Discord offers a member after the sync
     assert set(expected) <= set(offered), set(expected) - set(offered)
@@ -141,8 +168,9 @@ async def test_unaddressed_messages_are_ignored_except_in_allowed_channels(sim: 
     await sim.ana.send(sim.allowed, "hello bot")
     await sim.settle()
     assert sim.only_message(sim.allowed).content == llm.reply
-    assert await stored_texts(sim) == {"hello bot"}, \
+    assert await stored_texts(sim) == {"hello bot"}, (
         "ignored messages are not stored, and the dream channel is never conversation"
+    )
 
 
 async def test_long_replies_stream_by_edits_and_split_at_2000(sim: Sim, llm: ScriptedLLM) -> None:
@@ -159,8 +187,11 @@ async def test_long_replies_stream_by_edits_and_split_at_2000(sim: Sim, llm: Scr
 
 
 async def test_a_thread_conversation_is_answered_in_the_thread_and_remembered_as_its_channels(
-        sim: Sim, llm: ScriptedLLM) -> None:
-    thread = simcord.ChannelHandle(sim.env, sim.guild, sim.env.backend.create_thread(sim.general.id, "cats", sim.ana.id))
+    sim: Sim, llm: ScriptedLLM
+) -> None:
+    thread = simcord.ChannelHandle(
+        sim.env, sim.guild, sim.env.backend.create_thread(sim.general.id, "cats", sim.ana.id)
+    )
     await sim.settle()
     await sim.ana.send(thread, f"{sim.mention()} my cat Miso likes boxes")
     await sim.settle()
@@ -173,7 +204,8 @@ async def test_a_thread_conversation_is_answered_in_the_thread_and_remembered_as
     assert "my cat Miso likes boxes" in llm.prompts[-1], "the thread's earlier turn is in the context"
     rows = await sim.pool.fetch("SELECT channel_id, thread_parent_id, channel_name, visible_in FROM messages")
     assert {(r["channel_id"], r["thread_parent_id"], r["channel_name"], r["visible_in"]) for r in rows} == {
-        (str(thread.id), str(sim.general.id), "general", None)}, "a public channel's thread: public, named by it"
+        (str(thread.id), str(sim.general.id), "general", None)
+    }, "a public channel's thread: public, named by it"
 
 
 async def test_a_dm_is_answered_and_remembered_in_that_persons_dm_scope(sim: Sim, llm: ScriptedLLM) -> None:
@@ -183,30 +215,39 @@ async def test_a_dm_is_answered_and_remembered_in_that_persons_dm_scope(sim: Sim
     assert [m.content for m in dm.history() if m.author.id == sim.me.id] == [llm.reply], "no mention needed"
     row = await sim.pool.fetchrow("SELECT scope, visible_in FROM messages WHERE content LIKE '%genmaicha%'")
     assert row["scope"] == f"dm:{sim.ana.id}"
-    public = await sim.app.brain.context("what tea do people like?", str(sim.guild.id),
-                                         channel_id=str(sim.general.id))
+    public = await sim.app.brain.context("what tea do people like?", str(sim.guild.id), channel_id=str(sim.general.id))
     assert not any("genmaicha" in i.text for i in public.items()), "a DM never surfaces in a server"
 
 
 async def test_a_restricted_channels_messages_are_visible_only_there(sim: Sim) -> None:
-    secret = sim.guild.create_text_channel("secret", overwrites={
-        sim.guild.default_role: discord.PermissionOverwrite(view_channel=False),
-        sim.ana: discord.PermissionOverwrite(view_channel=True),
-        bot_member(sim.guild): discord.PermissionOverwrite(view_channel=True)})
+    secret = sim.guild.create_text_channel(
+        "secret",
+        overwrites={
+            sim.guild.default_role: discord.PermissionOverwrite(view_channel=False),
+            sim.ana: discord.PermissionOverwrite(view_channel=True),
+            bot_member(sim.guild): discord.PermissionOverwrite(view_channel=True),
+        },
+    )
     await sim.ana.send(secret, f"{sim.mention()} the launch code is 0000")
     await sim.ben.send(sim.general, f"{sim.mention()} hello everyone")
     await sim.settle()
-    rows = {r["content"]: r["visible_in"] for r in await sim.pool.fetch(
-        "SELECT content, visible_in FROM messages WHERE NOT is_bot")}
+    rows = {
+        r["content"]: r["visible_in"]
+        for r in await sim.pool.fetch("SELECT content, visible_in FROM messages WHERE NOT is_bot")
+    }
     assert rows == {"the launch code is 0000": str(secret.id), "hello everyone": None}
     assert await sim.pool.fetchval("SELECT visible_in FROM episodes WHERE content LIKE '%launch%'") == str(secret.id)
 
 
 async def test_a_restricted_channels_memory_never_answers_in_a_public_one(sim: Sim, llm: ScriptedLLM) -> None:
-    secret = sim.guild.create_text_channel("secret", overwrites={
-        sim.guild.default_role: discord.PermissionOverwrite(view_channel=False),
-        sim.ana: discord.PermissionOverwrite(view_channel=True),
-        bot_member(sim.guild): discord.PermissionOverwrite(view_channel=True)})
+    secret = sim.guild.create_text_channel(
+        "secret",
+        overwrites={
+            sim.guild.default_role: discord.PermissionOverwrite(view_channel=False),
+            sim.ana: discord.PermissionOverwrite(view_channel=True),
+            bot_member(sim.guild): discord.PermissionOverwrite(view_channel=True),
+        },
+    )
     await sim.ana.send(secret, f"{sim.mention()} the launch code is 0000")
     await sim.settle()
     await sim.ana.send(sim.general, f"{sim.mention()} what is the launch code?")
@@ -219,7 +260,8 @@ async def test_a_restricted_channels_memory_never_answers_in_a_public_one(sim: S
 
 
 async def test_a_failed_edit_while_streaming_cancels_the_generation_and_keeps_the_turn(
-        sim: Sim, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch) -> None:
+    sim: Sim, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
     sim.bot.settings = sim.bot.settings.model_copy(update={"discord_edit_interval": 0})
     held: list[HeldGeneration] = []
 
@@ -238,8 +280,9 @@ async def test_a_failed_edit_while_streaming_cancels_the_generation_and_keeps_th
     monkeypatch.setattr(sim.app.brain, "respond", keep)
     without_typing(monkeypatch)
     # Discord refuses every edit of the reply (the bot lost access mid-stream): 403, Missing Access
-    sim.env.inject_error("PATCH", f"/channels/{sim.allowed.id}/messages/*", status=403, code=50001,
-                         message="Missing Access", times=None)
+    sim.env.inject_error(
+        "PATCH", f"/channels/{sim.allowed.id}/messages/*", status=403, code=50001, message="Missing Access", times=None
+    )
     await sim.ana.send(sim.allowed, "tell me everything")
     await sim.settle()
     assert replies and replies[0]._generation.cancelled.is_set(), "nobody is left generating for"
@@ -249,8 +292,9 @@ async def test_a_failed_edit_while_streaming_cancels_the_generation_and_keeps_th
 
 
 async def test_a_channel_the_bot_cannot_post_in_gets_no_reply_and_keeps_the_turn(sim: Sim) -> None:
-    muted = sim.guild.create_text_channel("muted", overwrites={
-        bot_member(sim.guild): discord.PermissionOverwrite(send_messages=False)})
+    muted = sim.guild.create_text_channel(
+        "muted", overwrites={bot_member(sim.guild): discord.PermissionOverwrite(send_messages=False)}
+    )
     await sim.ana.send(muted, f"{sim.mention()} can you hear me?")
     await sim.settle()
     assert sim.bot_messages(muted) == []
@@ -274,8 +318,7 @@ async def test_a_busy_bot_says_so_and_keeps_the_message(sim: Sim) -> None:
 # --- sources under a reply --------------------------------------------------------------------------------
 
 
-async def test_a_reply_from_memory_names_its_source_with_a_link_and_forget_buttons(
-        sim: Sim, llm: ScriptedLLM) -> None:
+async def test_a_reply_from_memory_names_its_source_with_a_link_and_forget_buttons(sim: Sim, llm: ScriptedLLM) -> None:
     llm.reply = "Nice!"
     told = await sim.ana.send(sim.general, f"{sim.mention()} my dog is called Pico")
     await sim.settle()
@@ -408,12 +451,28 @@ def test_a_thread_is_named_by_its_parent_channel_not_its_title() -> None:
 
 async def make_proposal(sim: Sim, name: str = "project_planning") -> int:
     proposal = await sim.app.governance.propose(
-        "new_archetype", f"new archetype '{name}'",
-        {"name": name, "description": "Planning a project",
-         "examples": ["let's plan the launch", "what milestones should we set?", "help me break this into phases",
-                      "what's the timeline?", "who owns which task?"],
-         "context_turns": 10, "context_vectors": 7, "similarity_threshold": 0.7, "triple_depth": 2},
-        "- because", {"messages": []}, centroid=None, now=datetime.now(UTC), scope=str(sim.guild.id),
+        "new_archetype",
+        f"new archetype '{name}'",
+        {
+            "name": name,
+            "description": "Planning a project",
+            "examples": [
+                "let's plan the launch",
+                "what milestones should we set?",
+                "help me break this into phases",
+                "what's the timeline?",
+                "who owns which task?",
+            ],
+            "context_turns": 10,
+            "context_vectors": 7,
+            "similarity_threshold": 0.7,
+            "triple_depth": 2,
+        },
+        "- because",
+        {"messages": []},
+        centroid=None,
+        now=datetime.now(UTC),
+        scope=str(sim.guild.id),
     )
     return proposal.id
 
@@ -476,8 +535,9 @@ async def test_the_discuss_button_opens_a_thread_on_the_proposal_and_decides_not
     assert (await sim.app.governance.get(pid)).status == "pending"
 
 
-async def test_a_vote_after_a_restart_counts(second_apps: list[App], sim: Sim, embedder: MiniLMEmbedder,
-                                              llm: ScriptedLLM) -> None:
+async def test_a_vote_after_a_restart_counts(
+    second_apps: list[App], sim: Sim, embedder: MiniLMEmbedder, llm: ScriptedLLM
+) -> None:
     pid, message = await posted_proposal(sim)
     await restart(sim, second_apps, embedder, llm)
     await sim.mod.react(message, "❌")
@@ -485,8 +545,9 @@ async def test_a_vote_after_a_restart_counts(second_apps: list[App], sim: Sim, e
     assert (await sim.app.governance.get(pid)).status == "rejected"
 
 
-async def test_a_button_after_a_restart_approves(second_apps: list[App], sim: Sim, embedder: MiniLMEmbedder,
-                                                 llm: ScriptedLLM) -> None:
+async def test_a_button_after_a_restart_approves(
+    second_apps: list[App], sim: Sim, embedder: MiniLMEmbedder, llm: ScriptedLLM
+) -> None:
     pid, message = await posted_proposal(sim)
     await restart(sim, second_apps, embedder, llm)  # the new bot never built this post's view: dynamic items
     clicked = await sim.mod.click(message, label="Approve")
@@ -498,8 +559,9 @@ async def test_a_button_after_a_restart_approves(second_apps: list[App], sim: Si
 
 async def test_a_proposal_made_while_the_channel_is_unreachable_is_posted_when_it_is_back(sim: Sim) -> None:
     # Discord refuses the post (the bot lost access to the channel): 403, Missing Access
-    sim.env.inject_error("POST", f"/channels/{sim.dream.id}/messages", status=403, code=50001,
-                         message="Missing Access", times=1)
+    sim.env.inject_error(
+        "POST", f"/channels/{sim.dream.id}/messages", status=403, code=50001, message="Missing Access", times=1
+    )
     pid = await make_proposal(sim)
     assert await sim.cog.flush_outbox() == 0
     assert (await sim.app.governance.get(pid)).posted_ref is None
@@ -517,7 +579,8 @@ async def test_a_proposal_made_while_the_channel_is_unreachable_is_posted_when_i
 
 
 async def test_a_proposal_made_with_the_bot_off_is_posted_when_it_starts(
-        second_apps: list[App], sim: Sim, embedder: MiniLMEmbedder, llm: ScriptedLLM) -> None:
+    second_apps: list[App], sim: Sim, embedder: MiniLMEmbedder, llm: ScriptedLLM
+) -> None:
     pid = await make_proposal(sim)  # as `hippobot dream` leaves it: stored, never posted
     sim.cog.outbox_loop.cancel()  # the running bot must not post it: the one that starts next does
     await restart(sim, second_apps, embedder, llm)
@@ -527,8 +590,9 @@ async def test_a_proposal_made_with_the_bot_off_is_posted_when_it_starts(
 
 
 async def test_a_dream_channel_without_reactions_gets_each_proposal_once_with_its_buttons(sim: Sim) -> None:
-    dream = sim.guild.create_text_channel("dreams", overwrites={
-        bot_member(sim.guild): discord.PermissionOverwrite(add_reactions=False)})
+    dream = sim.guild.create_text_channel(
+        "dreams", overwrites={bot_member(sim.guild): discord.PermissionOverwrite(add_reactions=False)}
+    )
     sim.bot.settings = sim.bot.settings.model_copy(update={"dream_channel_id": dream.id})
     pid = await make_proposal(sim)
     await sim.cog.flush_outbox()
@@ -541,8 +605,11 @@ async def test_a_dream_channel_without_reactions_gets_each_proposal_once_with_it
 
 async def test_a_redacted_proposal_is_edited_in_place(sim: Sim) -> None:
     pid, message = await posted_proposal(sim)
-    await sim.pool.execute("""UPDATE proposals SET payload = jsonb_set(payload, '{examples}', '["what is the timeline?"]'),
-                              post_pending = true WHERE id = $1""", pid)  # as a forgetting leaves it
+    await sim.pool.execute(
+        """UPDATE proposals SET payload = jsonb_set(payload, '{examples}', '["what is the timeline?"]'),
+                              post_pending = true WHERE id = $1""",
+        pid,
+    )  # as a forgetting leaves it
     assert await sim.cog.flush_outbox() == 1
     await sim.settle()
     edited = sim.only_message(sim.dream)
@@ -574,4 +641,3 @@ async def test_the_owners_stats_are_refused_to_others(sim: Sim) -> None:
     assert [type(e) for e in sim.env.errors] == [commands.NotOwner], "refused (acknowledged: no teardown failure)"
     assert sim.bot_messages(sim.general) == []
     assert [m for m in sim.ben.user.dm_channel.history() if m.author.id == sim.me.id] == []
-

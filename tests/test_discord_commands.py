@@ -52,8 +52,9 @@ def member(user_id: int, *, manage: bool = False, roles: tuple[str, ...] = (), g
     return m
 
 
-def interaction(user: MagicMock, client: object = None, *, guild: int | None = GUILD,
-                channels: tuple[int, ...] = (42,)) -> MagicMock:
+def interaction(
+    user: MagicMock, client: object = None, *, guild: int | None = GUILD, channels: tuple[int, ...] = (42,)
+) -> MagicMock:
     i = MagicMock(spec=discord.Interaction)
     i.user = user
     i.guild_id = guild
@@ -73,8 +74,9 @@ def interaction(user: MagicMock, client: object = None, *, guild: int | None = G
     return i
 
 
-async def run_command(cog: commands.Cog, command: app_commands.Command[Any, ..., Any], i: MagicMock,
-                      *args: object) -> None:
+async def run_command(
+    cog: commands.Cog, command: app_commands.Command[Any, ..., Any], i: MagicMock, *args: object
+) -> None:
     """Run a cog's slash command on a fake interaction as discord.py runs it: its callback, given the cog first
     (discord.py types the callback as either bound or unbound; a cog's command is unbound)."""
     callback: Callable[..., Awaitable[object]] = command.callback
@@ -106,10 +108,20 @@ def cog_args(app: App, **settings: object) -> tuple[HippoBotBase, Services]:
     return bot, Services.of(app)
 
 
-async def talk(app: App, user_id: int, text: str, *, scope: str = str(GUILD), channel: str = "42",
-               external_id: str | None = None) -> None:
-    reply = await app.brain.respond(IncomingTurn(scope, "discord", channel, str(user_id), f"user{user_id}", text,
-                                                 external_id=external_id or f"m{user_id}-{abs(hash(text))}"))
+async def talk(
+    app: App, user_id: int, text: str, *, scope: str = str(GUILD), channel: str = "42", external_id: str | None = None
+) -> None:
+    reply = await app.brain.respond(
+        IncomingTurn(
+            scope,
+            "discord",
+            channel,
+            str(user_id),
+            f"user{user_id}",
+            text,
+            external_id=external_id or f"m{user_id}-{abs(hash(text))}",
+        )
+    )
     await reply.complete()
 
 
@@ -129,10 +141,14 @@ async def test_forget_me_asks_first_then_removes_only_that_user(two_speakers: Ap
     view = ask.response.send_message.call_args.kwargs["view"]
     assert ask.response.send_message.call_args.kwargs["ephemeral"] is True
     pool = app.db.pool
-    assert await pool.fetchval("SELECT count(*) FROM messages WHERE author_id = '111'") == 1, "nothing before confirming"
+    assert await pool.fetchval("SELECT count(*) FROM messages WHERE author_id = '111'") == 1, (
+        "nothing before confirming"
+    )
     intruder = interaction(member(222))
     await view.confirm.callback(intruder)
-    assert await pool.fetchval("SELECT count(*) FROM messages WHERE author_id = '111'") == 1, "only the asker can confirm"
+    assert await pool.fetchval("SELECT count(*) FROM messages WHERE author_id = '111'") == 1, (
+        "only the asker can confirm"
+    )
     confirm = interaction(member(111))
     await view.confirm.callback(confirm)
     assert "forgot 2 message(s), 1 episode(s), 1 fact(s)" in confirm.edit_original_response.call_args.kwargs["content"]
@@ -158,9 +174,18 @@ async def test_whatdoyouknow_lists_only_the_askers_memories(two_speakers: App) -
 
 
 async def test_whatdoyouknow_shows_a_restricted_channels_memories_only_there(app: App) -> None:
-    reply = await app.brain.respond(IncomingTurn(str(GUILD), "discord", "77", "111", "user111",
-                                                 "my salary review is on the ninth", external_id="m-77",
-                                                 visible_in="77"))
+    reply = await app.brain.respond(
+        IncomingTurn(
+            str(GUILD),
+            "discord",
+            "77",
+            "111",
+            "user111",
+            "my salary review is on the ninth",
+            external_id="m-77",
+            visible_in="77",
+        )
+    )
     await reply.complete()
     await talk(app, 111, "I am allergic to peanuts")
     await app.brain.drain()
@@ -175,8 +200,16 @@ async def test_whatdoyouknow_shows_a_restricted_channels_memories_only_there(app
 
 
 def test_answer_rules() -> None:
-    base = MessageFacts(author_id=1, author_is_bot=False, bot_id=99, is_dm=False, mentions_bot=False, channel_id=10,
-                        parent_channel_id=None, thread_owner_id=None)
+    base = MessageFacts(
+        author_id=1,
+        author_is_bot=False,
+        bot_id=99,
+        is_dm=False,
+        mentions_bot=False,
+        channel_id=10,
+        parent_channel_id=None,
+        thread_owner_id=None,
+    )
     rules = dict(allowed_channels={20}, dream_channels={30})
     assert not should_answer(base, **rules)
     assert should_answer(replace(base, mentions_bot=True), **rules)
@@ -244,8 +277,13 @@ class FakeAttachment:
 
 async def test_text_attachments_are_read_up_to_the_limit() -> None:
     text = await read_text_attachments(
-        [FakeAttachment("notes.txt", b"hello world" * 10, "text/plain"), FakeAttachment("cat.png", b"\x89PNG", "image/png"),
-         FakeAttachment("code.py", b"print(1)", None)], limit=60)
+        [
+            FakeAttachment("notes.txt", b"hello world" * 10, "text/plain"),
+            FakeAttachment("cat.png", b"\x89PNG", "image/png"),
+            FakeAttachment("code.py", b"print(1)", None),
+        ],
+        limit=60,
+    )
     assert text.startswith("[notes.txt]\n") and "PNG" not in text
     assert len(text) <= 60 and text.endswith("[… cut to fit]")
 
@@ -256,8 +294,9 @@ async def test_a_big_attachment_is_cut_so_the_message_is_answered_not_refused(ap
 
     question = "why does this crash?"
     settings = app.settings
-    room = attachment_room(question, max_attachment_chars=settings.max_attachment_chars,
-                           max_message_chars=settings.max_message_chars)
+    room = attachment_room(
+        question, max_attachment_chars=settings.max_attachment_chars, max_message_chars=settings.max_message_chars
+    )
     attached = await read_text_attachments([FakeAttachment("crash.log", b"x" * 30000, "text/plain")], room)
     text = with_attachments(question, attached)
     assert len(text) <= settings.max_message_chars
@@ -269,9 +308,28 @@ def test_examples_from_another_server_are_not_posted() -> None:
     from dream.governance import Proposal
 
     now = datetime.now(UTC)
-    p = Proposal(1, "new_archetype", "pending", "t", {"name": "x_y", "description": "d", "examples": ["secret words"],
-                 "context_turns": 5, "context_vectors": 5, "similarity_threshold": 0.7, "triple_depth": 1},
-                 "r", {"scope": "111", "messages": []}, now, now, None, None, None)
+    p = Proposal(
+        1,
+        "new_archetype",
+        "pending",
+        "t",
+        {
+            "name": "x_y",
+            "description": "d",
+            "examples": ["secret words"],
+            "context_turns": 5,
+            "context_vectors": 5,
+            "similarity_threshold": 0.7,
+            "triple_depth": 1,
+        },
+        "r",
+        {"scope": "111", "messages": []},
+        now,
+        now,
+        None,
+        None,
+        None,
+    )
     assert "secret words" in proposal_content(p, 111)
     hidden = proposal_content(p, 222)
     assert "secret words" not in hidden and "from another server" in hidden
@@ -282,13 +340,44 @@ def test_a_post_cut_to_discords_limit_keeps_its_decision_and_how_to_vote() -> No
     from dream.governance import Proposal
 
     now = datetime.now(UTC)
-    payload = {"name": "x_y", "description": "d", "examples": ["an example"], "context_turns": 5,
-               "context_vectors": 5, "similarity_threshold": 0.7, "triple_depth": 1}
+    payload = {
+        "name": "x_y",
+        "description": "d",
+        "examples": ["an example"],
+        "context_turns": 5,
+        "context_vectors": 5,
+        "similarity_threshold": 0.7,
+        "triple_depth": 1,
+    }
     long_rationale = "\n".join(f"- reason {i}: " + "words " * 20 for i in range(40))
-    pending = Proposal(1, "new_archetype", "pending", "t", payload, long_rationale, {"scope": "111", "messages": []},
-                       now, now, None, None, None)
-    decided = Proposal(1, "new_archetype", "applied", "t", payload, long_rationale, {"scope": "111", "messages": []},
-                       now, now, now, "mod", None)
+    pending = Proposal(
+        1,
+        "new_archetype",
+        "pending",
+        "t",
+        payload,
+        long_rationale,
+        {"scope": "111", "messages": []},
+        now,
+        now,
+        None,
+        None,
+        None,
+    )
+    decided = Proposal(
+        1,
+        "new_archetype",
+        "applied",
+        "t",
+        payload,
+        long_rationale,
+        {"scope": "111", "messages": []},
+        now,
+        now,
+        now,
+        "mod",
+        None,
+    )
     for p, end in ((pending, "to discuss."), (decided, "applied by mod")):
         text = proposal_content(p, 111)
         assert len(text) <= 2000 and "…" in text
@@ -307,8 +396,17 @@ async def test_run_with_a_token_discord_refuses_says_what_to_fix(app: App, monke
     monkeypatch.setattr(client_module.App, "open", open_app)
     monkeypatch.setattr(client_module.HippoBot, "start", refuse)
     # The last run died after storing a message and before absorbing it: this start absorbs it first.
-    await app.brain.receive(IncomingTurn(scope=str(GUILD), source="discord", channel_id="5", author_id="9",
-                                         author_name="Flo", text="my bike is a green Brompton", external_id="4242"))
+    await app.brain.receive(
+        IncomingTurn(
+            scope=str(GUILD),
+            source="discord",
+            channel_id="5",
+            author_id="9",
+            author_name="Flo",
+            text="my bike is a green Brompton",
+            external_id="4242",
+        )
+    )
     assert await app.conversations.count_unabsorbed() == 1
     absorbed: list[int] = []
     backlog = app.absorb_backlog
@@ -328,11 +426,21 @@ async def test_run_with_a_token_discord_refuses_says_what_to_fix(app: App, monke
 def test_visibility_follows_everyones_view_and_threads_follow_their_parent() -> None:
     from bot.discord.rules import Visibility, visibility_for
 
-    assert visibility_for(is_dm=False, channel_id=10, parent_channel_id=None, everyone_can_view=True) == Visibility(None, None)
-    assert visibility_for(is_dm=False, channel_id=10, parent_channel_id=None, everyone_can_view=False) == Visibility("10", None)
-    assert visibility_for(is_dm=False, channel_id=11, parent_channel_id=10, everyone_can_view=True) == Visibility(None, "10")
-    assert visibility_for(is_dm=False, channel_id=11, parent_channel_id=10, everyone_can_view=False) == Visibility("10", "10")
-    assert visibility_for(is_dm=True, channel_id=12, parent_channel_id=None, everyone_can_view=False) == Visibility(None, None)
+    assert visibility_for(is_dm=False, channel_id=10, parent_channel_id=None, everyone_can_view=True) == Visibility(
+        None, None
+    )
+    assert visibility_for(is_dm=False, channel_id=10, parent_channel_id=None, everyone_can_view=False) == Visibility(
+        "10", None
+    )
+    assert visibility_for(is_dm=False, channel_id=11, parent_channel_id=10, everyone_can_view=True) == Visibility(
+        None, "10"
+    )
+    assert visibility_for(is_dm=False, channel_id=11, parent_channel_id=10, everyone_can_view=False) == Visibility(
+        "10", "10"
+    )
+    assert visibility_for(is_dm=True, channel_id=12, parent_channel_id=None, everyone_can_view=False) == Visibility(
+        None, None
+    )
 
 
 OTHER = 777  # another server the bot is in
@@ -340,9 +448,23 @@ OTHER = 777  # another server the bot is in
 
 async def propose(app: App, scope: str, name: str) -> int:
     p = await app.governance.propose(
-        "new_archetype", name, {"name": name, "description": "d", "examples": ["x"] * 5, "context_turns": 5,
-                                "context_vectors": 5, "similarity_threshold": 0.7, "triple_depth": 1},
-        "r", {"messages": []}, centroid=None, now=datetime.now(UTC), scope=scope)
+        "new_archetype",
+        name,
+        {
+            "name": name,
+            "description": "d",
+            "examples": ["x"] * 5,
+            "context_turns": 5,
+            "context_vectors": 5,
+            "similarity_threshold": 0.7,
+            "triple_depth": 1,
+        },
+        "r",
+        {"messages": []},
+        centroid=None,
+        now=datetime.now(UTC),
+        scope=scope,
+    )
     return p.id
 
 
@@ -376,7 +498,8 @@ async def test_dream_status_shows_this_servers_runs_and_the_nightly_ones_only(ap
     for scope in (str(GUILD), str(OTHER), None):
         ids[scope] = await pool.fetchval(
             "INSERT INTO dream_runs (trigger, started_at, status, scope) VALUES ('manual', now(), 'ok', $1) RETURNING id",
-            scope)
+            scope,
+        )
     await propose(app, str(OTHER), "their_idea")
     await propose(app, str(GUILD), "our_idea")
     cog = AdminCog(*cog_args(app))
@@ -456,8 +579,10 @@ async def test_archetype_disable_is_this_servers_override_with_who_did_it(app: A
     assert "technical_debugging" not in [a.name for a in app.router.archetypes_in(str(GUILD))]
     listed = interaction(member(2, manage=True))
     await run_command(cog, cog.archetype_list, listed)
-    assert any("technical_debugging" in line and "off" in line and "switched here by 2" in line
-               for line in said(listed).splitlines())
+    assert any(
+        "technical_debugging" in line and "off" in line and "switched here by 2" in line
+        for line in said(listed).splitlines()
+    )
     unknown = interaction(member(2, manage=True))
     await run_command(cog, cog.archetype_enable, unknown, "no_such_thing")
     assert said(unknown).startswith("⚠️")
@@ -497,10 +622,12 @@ async def test_a_vote_button_defers_before_the_vote(app: App, monkeypatch: pytes
     assert not i.response.send_message.called
 
 
-@pytest.mark.parametrize("client", [SimpleNamespace(dream_cog=None), SimpleNamespace()],
-                         ids=["dream-cog-unloaded", "not-the-bot"])
+@pytest.mark.parametrize(
+    "client", [SimpleNamespace(dream_cog=None), SimpleNamespace()], ids=["dream-cog-unloaded", "not-the-bot"]
+)
 async def test_a_vote_button_without_a_dream_cog_says_the_dream_channel_is_not_running(
-        app: App, client: SimpleNamespace) -> None:
+    app: App, client: SimpleNamespace
+) -> None:
     """A bot whose DreamCog is not loaded (or a client that is not the bot) has no one to vote through: the
     button says so, and nothing is voted."""
     pid = await propose(app, str(GUILD), "tea_talk")
@@ -556,14 +683,25 @@ async def test_dream_adapter_status_and_rollback_are_this_servers(app: App, tmp_
     pool = app.db.pool
     first = await pool.fetchval(
         """INSERT INTO adapters (scope, status, path, base_model, created_at) VALUES ($1, 'retired', $2, 'x', $3)
-           RETURNING id""", scope, str(path), datetime.now(UTC) - timedelta(days=1))
+           RETURNING id""",
+        scope,
+        str(path),
+        datetime.now(UTC) - timedelta(days=1),
+    )
     second_path = tmp_path / "adapter2"
     second_path.mkdir()
     second = await pool.fetchval(
         """INSERT INTO adapters (scope, status, path, base_model, created_at, replaced_id)
-           VALUES ($1, 'active', $2, 'x', $3, $4) RETURNING id""", scope, str(second_path), datetime.now(UTC), first)
-    await pool.execute("INSERT INTO adapters (scope, status, path, base_model, created_at) "
-                       "VALUES ('999', 'active', $1, 'x', now())", str(tmp_path))
+           VALUES ($1, 'active', $2, 'x', $3, $4) RETURNING id""",
+        scope,
+        str(second_path),
+        datetime.now(UTC),
+        first,
+    )
+    await pool.execute(
+        "INSERT INTO adapters (scope, status, path, base_model, created_at) VALUES ('999', 'active', $1, 'x', now())",
+        str(tmp_path),
+    )
     cog = AdminCog(*cog_args(app))
     nobody = interaction(member(1))
     await run_command(cog, cog.adapter_rollback, nobody)

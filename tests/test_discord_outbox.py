@@ -12,10 +12,23 @@ from memory.clock import SimulatedClock
 
 async def new_proposal(app: App, name: str = "tea_talk") -> int:
     p = await app.governance.propose(
-        "new_archetype", name, {"name": name, "description": "Tea", "examples": ["tea?", "green or black?"],
-                                "context_turns": 5, "context_vectors": 5, "similarity_threshold": 0.7,
-                                "triple_depth": 1},
-        "r", {"messages": []}, centroid=None, now=datetime.now(UTC), scope="555")
+        "new_archetype",
+        name,
+        {
+            "name": name,
+            "description": "Tea",
+            "examples": ["tea?", "green or black?"],
+            "context_turns": 5,
+            "context_vectors": 5,
+            "similarity_threshold": 0.7,
+            "triple_depth": 1,
+        },
+        "r",
+        {"messages": []},
+        centroid=None,
+        now=datetime.now(UTC),
+        scope="555",
+    )
     return p.id
 
 
@@ -55,8 +68,11 @@ async def test_a_redaction_during_the_post_is_posted_at_the_next_flush(app: App)
     class RacingChannel(PrintingChannel):
         async def post_proposal(self, proposal: Proposal) -> str | None:
             if not self.posts:  # a forgetting lands while the first post is on its way
-                await pool.execute("""UPDATE proposals SET payload = jsonb_set(payload, '{examples}', '["tea?"]'),
-                                      post_pending = true WHERE id = $1""", pid)
+                await pool.execute(
+                    """UPDATE proposals SET payload = jsonb_set(payload, '{examples}', '["tea?"]'),
+                                      post_pending = true WHERE id = $1""",
+                    pid,
+                )
             return await super().post_proposal(proposal)
 
     channel = RacingChannel()
@@ -91,10 +107,23 @@ async def test_an_updated_post_is_edited_where_the_channel_can(app: App) -> None
 async def test_a_flush_for_one_scope_leaves_the_others(app: App) -> None:
     ours = await new_proposal(app, "tea_talk")
     theirs = await app.governance.propose(
-        "new_archetype", "x", {"name": "coffee_talk", "description": "d", "examples": ["coffee?"],
-                               "context_turns": 5, "context_vectors": 5, "similarity_threshold": 0.7,
-                               "triple_depth": 1},
-        "r", {"messages": []}, centroid=None, now=datetime.now(UTC), scope="local")
+        "new_archetype",
+        "x",
+        {
+            "name": "coffee_talk",
+            "description": "d",
+            "examples": ["coffee?"],
+            "context_turns": 5,
+            "context_vectors": 5,
+            "similarity_threshold": 0.7,
+            "triple_depth": 1,
+        },
+        "r",
+        {"messages": []},
+        centroid=None,
+        now=datetime.now(UTC),
+        scope="local",
+    )
     outbox = Outbox(app.governance)
     printing = PrintingChannel()
     assert await outbox.flush(printing, scope="local") == 1

@@ -16,8 +16,16 @@ from bot.discord.ratelimit import RateLimiter
 from bot.discord.rules import MessageFacts, Part, channel_mode, split_message, take_part
 from bot.discord.streaming import StreamingReply
 
-BASE = MessageFacts(author_id=1, author_is_bot=False, bot_id=99, is_dm=False, mentions_bot=False, channel_id=10,
-                    parent_channel_id=None, thread_owner_id=None)
+BASE = MessageFacts(
+    author_id=1,
+    author_is_bot=False,
+    bot_id=99,
+    is_dm=False,
+    mentions_bot=False,
+    channel_id=10,
+    parent_channel_id=None,
+    thread_owner_id=None,
+)
 
 
 class Rules(TypedDict):
@@ -53,8 +61,9 @@ def test_chat_answers_all_and_quiet_answers_none() -> None:
 def test_memory_stores_what_is_not_answered_unless_the_author_opted_out() -> None:
     assert take_part(facts(), mode="quiet", **rules(remember=True)) == Part(False, True)
     assert take_part(facts(), mode="quiet", **rules(remember=True, opted_out=True)) == Part(False, False)
-    assert take_part(facts(mentions_bot=True), mode="mention", **rules(opted_out=True)) == Part(True, False), \
+    assert take_part(facts(mentions_bot=True), mode="mention", **rules(opted_out=True)) == Part(True, False), (
         "an opted-out person is answered, never stored"
+    )
 
 
 def test_bots_and_the_dream_channel_are_never_conversation_even_remembered() -> None:

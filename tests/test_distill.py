@@ -26,12 +26,16 @@ PROMPT = "Ana's sister lives in"
 @pytest.fixture(scope="module")
 def candidate(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict]]:
     texts = [TrainingText("fact", f"{p} {a}.", (i,)) for i, (p, a) in enumerate(FACTS)]
-    texts += [TrainingText("episode", "ana: my sister moved to Lisbon last spring\nhippo: how does she like it?", (9,)),
-              TrainingText("turn", "ben: lunch at noon?\nchloe: sure", (10, 11))]
+    texts += [
+        TrainingText("episode", "ana: my sister moved to Lisbon last spring\nhippo: how does she like it?", (9,)),
+        TrainingText("turn", "ben: lunch at noon?\nchloe: sure", (10, 11)),
+    ]
     questions = [Cloze(p, a) for p, a in FACTS]
-    distiller = Distiller(lambda: str(ensure_bundled_model(CACHE, progress=False)), base_model="bundled",
-                          settings=DistillSettings(max_steps=3, batch_size=2, max_tokens=32, budget_s=120,
-                                                            max_ppl_regression=10.0))
+    distiller = Distiller(
+        lambda: str(ensure_bundled_model(CACHE, progress=False)),
+        base_model="bundled",
+        settings=DistillSettings(max_steps=3, batch_size=2, max_tokens=32, budget_s=120, max_ppl_regression=10.0),
+    )
     out = tmp_path_factory.mktemp("adapters") / "a1"
     outcome = distiller.distill(texts, questions, None, out)
     yield out, outcome.metrics
@@ -52,8 +56,14 @@ def test_a_candidate_is_written_with_its_evaluation(candidate: tuple[Path, dict]
 
 def test_the_verdict_gates_on_recall_and_perplexity() -> None:
     d = Distiller("unused", base_model="x", settings=DistillSettings(min_delta_em=0.05, max_ppl_regression=0.05))
-    good = {"em_current": 0.1, "em_candidate": 0.3, "delta_em": 0.2, "ppl_base": 30.0, "ppl_candidate": 31.0,
-            "ppl_ratio": 31 / 30}
+    good = {
+        "em_current": 0.1,
+        "em_candidate": 0.3,
+        "delta_em": 0.2,
+        "ppl_base": 30.0,
+        "ppl_candidate": 31.0,
+        "ppl_ratio": 31 / 30,
+    }
     assert d.verdict(good)[0]
     assert not d.verdict({**good, "delta_em": 0.0, "em_candidate": 0.1})[0], "no better at recall"
     passed, reason = d.verdict({**good, "ppl_candidate": 33.0, "ppl_ratio": 1.1})
@@ -67,9 +77,17 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     bundled = ensure_bundled_model(CACHE, progress=False)
     out = tmp_path_factory.mktemp("tiny")
-    config = Gemma3TextConfig(vocab_size=262144, hidden_size=16, intermediate_size=32, num_hidden_layers=2,
-                              num_attention_heads=2, num_key_value_heads=1, head_dim=8, sliding_window=64,
-                              max_position_embeddings=512)
+    config = Gemma3TextConfig(
+        vocab_size=262144,
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=8,
+        sliding_window=64,
+        max_position_embeddings=512,
+    )
     Gemma3ForCausalLM(config).save_pretrained(str(out))
     for name in ("tokenizer.json", "tokenizer_config.json"):
         shutil.copy(Path(bundled) / name, out / name)
@@ -82,8 +100,9 @@ def _distil_on_a_busy_machine(model: Path, out: Path, **settings: float) -> tupl
     ticks = itertools.count(0.0, 57.0)
     texts = [TrainingText("fact", f"{p} {a}.", (i,)) for i, (p, a) in enumerate(FACTS)]
     chosen: dict = {"batch_size": 2, "max_tokens": 16, "check_every": 4, "max_ppl_regression": 10.0, **settings}
-    distiller = Distiller(str(model), base_model="tiny", load_in_4bit=False, clock=lambda: next(ticks),
-                          settings=DistillSettings(**chosen))
+    distiller = Distiller(
+        str(model), base_model="tiny", load_in_4bit=False, clock=lambda: next(ticks), settings=DistillSettings(**chosen)
+    )
     outcome = distiller.distill(texts, [Cloze(p, a) for p, a in FACTS], None, out)
     return outcome.metrics, outcome.reason
 
@@ -111,14 +130,20 @@ async def _greedy(llm: LanguageModel, adapter: AdapterRef | None) -> tuple[str, 
 
 @pytest.mark.parametrize("engine", ["llamacpp", "transformers", "llamacpp+reader"])
 @pytest.mark.slow
-async def test_an_engine_switches_to_the_adapter_and_back(engine: str, candidate: tuple[Path, dict],
-                                                          tmp_path: Path) -> None:
+async def test_an_engine_switches_to_the_adapter_and_back(
+    engine: str, candidate: tuple[Path, dict], tmp_path: Path
+) -> None:
     """A scope's adapter goes on and off between generations; on llama.cpp it stacks on the reader adapter,
     which stays on underneath (the dream distils on the reader-merged model)."""
     from bot.reader import reader_dir
 
-    config = EngineConfig(cache_dir=CACHE, max_new_tokens=6, temperature=0.0, progress=False,
-                          reader=reader_dir() if engine.endswith("+reader") else None)
+    config = EngineConfig(
+        cache_dir=CACHE,
+        max_new_tokens=6,
+        temperature=0.0,
+        progress=False,
+        reader=reader_dir() if engine.endswith("+reader") else None,
+    )
     llm = LlamaCppLLM.load(config, threads=2) if engine.startswith("llamacpp") else TransformersLLM.load(config)
     try:
         assert llm.supports_adapters

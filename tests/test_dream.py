@@ -18,14 +18,19 @@ from bot.app import App
 from bot.console import Console, ConsoleIdentity
 from dream.cycle import DreamCycle, RunReport, StepReport
 from dream.digest import render_digest
-from dream.governance import (GovernanceError, NotAnApprover, OtherScope, Proposal, UnknownKind, UnknownProposal,
-                              Voter)
+from dream.governance import GovernanceError, NotAnApprover, OtherScope, Proposal, UnknownKind, UnknownProposal, Voter
 from dream.steps import DEFAULT_STEPS
 from dream.themes import LIGHT_VERBS, PoorMatch, Recurrence, gerund, theme_words
 from memory.salience import TRIVIA, batch_novelty, imported_salience
 from tests.conftest import admit_every_import
 from tests.dream_data import (
-    DENTIST, HELD_OUT_PLANNING, NOW, PLANNING, month_of_history, planning_month, two_months_of_history,
+    DENTIST,
+    HELD_OUT_PLANNING,
+    NOW,
+    PLANNING,
+    month_of_history,
+    planning_month,
+    two_months_of_history,
 )
 
 APPROVER = Voter("u-mod", "mod", frozenset({"hippobot-approver"}))
@@ -61,7 +66,10 @@ async def test_a_month_with_unserved_planning_talk_yields_a_planning_proposal(ap
     # what changes for those messages: the plan they get today, and each setting that moves
     assert "Today " in p.rationale and re.search(r"that is (recent turns|memories|graph depth) \d+ -> \d+", p.rationale)
     ids = [m["message_id"] for m in p.evidence["messages"]]
-    texts = {r["id"]: r["content"] for r in await app.db.pool.fetch("SELECT id, content FROM messages WHERE id = ANY($1)", ids)}
+    texts = {
+        r["id"]: r["content"]
+        for r in await app.db.pool.fetch("SELECT id, content FROM messages WHERE id = ANY($1)", ids)
+    }
     assert len(ids) >= 5 and sum(texts[i] in PLANNING for i in ids) / len(ids) >= 0.8
     assert all(m["similarity"] < 0.68 for m in p.evidence["messages"])
     run = await app.db.pool.fetchrow("SELECT status, report FROM dream_runs WHERE id = $1", report.run_id)
@@ -86,7 +94,9 @@ async def test_approving_applies_it_in_its_guild_and_planning_messages_route_to_
     # its examples remember the messages they came from (forgetting one removes it)
     sources = await app.db.pool.fetch(
         "SELECT s.example, m.content FROM archetype_example_sources s JOIN messages m ON m.id = s.message_id "
-        "WHERE s.archetype_id = $1", row["id"])
+        "WHERE s.archetype_id = $1",
+        row["id"],
+    )
     assert len(sources) == len(proposal.payload["examples"]) and all(r["example"] == r["content"] for r in sources)
     # the running router hears about it through NOTIFY, without a restart or the 60 s poll
     for _ in range(50):
@@ -200,7 +210,9 @@ async def test_two_processes_dream_once(app: App) -> None:
 
     first = DreamCycle(app.dream.services, [("slow", slow)])
     second = DreamCycle(app.dream.services, [("slow", slow)])
-    a, b = await asyncio.gather(first.run(NOW, trigger="schedule", slot=NOW), second.run(NOW, trigger="schedule", slot=NOW))
+    a, b = await asyncio.gather(
+        first.run(NOW, trigger="schedule", slot=NOW), second.run(NOW, trigger="schedule", slot=NOW)
+    )
     assert sorted([a.status, b.status]) == ["ok", "skipped"]
     late = await second.run(NOW, trigger="schedule", slot=NOW)  # after the first finished: same slot
     assert late.status == "skipped" and "already happened" in (late.reason or "")
@@ -209,6 +221,7 @@ async def test_two_processes_dream_once(app: App) -> None:
 
 async def test_a_run_finishes_in_its_own_time_not_the_servers(app: App) -> None:
     """A dream at a simulated time (``--now``) finishes a moment after it started, in that time."""
+
     async def quick(services, now):
         return StepReport(counts={"n": 1})
 
@@ -266,7 +279,9 @@ async def test_replay_and_decay_respect_pins_merge_duplicates_and_keep_messages(
     await app.importer.run(month_of_history(tmp_path / "month.jsonl"), "g1")
     pool = app.db.pool
     await pool.execute("UPDATE episodes SET salience = 0.01")  # all trivia
-    pinned = await pool.fetchval("UPDATE episodes SET pinned = true WHERE id = (SELECT min(id) FROM episodes) RETURNING id")
+    pinned = await pool.fetchval(
+        "UPDATE episodes SET pinned = true WHERE id = (SELECT min(id) FROM episodes) RETURNING id"
+    )
     messages_before = await pool.fetchval("SELECT count(*) FROM messages")
     episodes_before = await pool.fetchval("SELECT count(*) FROM episodes")
     report = await app.dream.run(NOW)
@@ -286,9 +301,20 @@ async def test_the_console_approves_and_the_next_message_uses_the_new_plan(app: 
     _, planning = await dreamt(app, tmp_path)
     name = planning[0].payload["name"]
     out = io.StringIO()
-    script = io.StringIO(f"/proposals\n/approve {planning[0].id}\n{HELD_OUT_PLANNING[0]}\n/recall {HELD_OUT_PLANNING[1]}\n")
-    console = Console(app.brain, ConsoleIdentity("mod", "console", "g1"), script, out, io.StringIO(),
-                      interactive=False, governance=app.governance, dream=app.dream, approver_role="hippobot-approver")
+    script = io.StringIO(
+        f"/proposals\n/approve {planning[0].id}\n{HELD_OUT_PLANNING[0]}\n/recall {HELD_OUT_PLANNING[1]}\n"
+    )
+    console = Console(
+        app.brain,
+        ConsoleIdentity("mod", "console", "g1"),
+        script,
+        out,
+        io.StringIO(),
+        interactive=False,
+        governance=app.governance,
+        dream=app.dream,
+        approver_role="hippobot-approver",
+    )
     await console.run()
     text = out.getvalue()
     assert f"Proposal #{planning[0].id}" in text
@@ -314,8 +340,9 @@ async def test_a_planning_month_yields_one_planning_proposal_with_a_readable_nam
     await app.importer.run(path, "g1")
     report = await app.dream.run(NOW)
     proposals = await app.governance.list()
-    about_planning = [p for p in proposals
-                      if sum(e in planning for e in p.payload["examples"]) >= len(p.payload["examples"]) / 2]
+    about_planning = [
+        p for p in proposals if sum(e in planning for e in p.payload["examples"]) >= len(p.payload["examples"]) / 2
+    ]
     assert len(about_planning) == 1, [(p.payload["name"], p.payload["examples"][:2]) for p in proposals]
     p = about_planning[0]
     assert p.evidence["clusters_merged"] >= 2, "the theme came out of clustering in several pieces"
@@ -331,7 +358,13 @@ def test_names_are_made_of_content_words() -> None:
     words, terms = theme_words(planning, ["good morning everyone", "I had pizza for lunch", "my train was late"])
     assert words and not set(words) & LIGHT_VERBS and "let" not in terms
     assert [gerund(v) for v in ("plan", "bake", "cook", "map", "tie", "visit")] == [
-        "planning", "baking", "cooking", "mapping", "tying", "visiting"]
+        "planning",
+        "baking",
+        "cooking",
+        "mapping",
+        "tying",
+        "visiting",
+    ]
 
 
 async def test_proposing_only_stores_the_outbox_posts(app: App, tmp_path: Path) -> None:
@@ -353,6 +386,7 @@ async def test_proposing_only_stores_the_outbox_posts(app: App, tmp_path: Path) 
 
 # --- the dream never blocks the loop ----------------------------------------------------------------
 
+
 async def test_the_analysis_and_replay_run_off_the_event_loop(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
     """A few thousand poor matches and episodes: while clustering, the replay order and the near-duplicate
     search run, another coroutine keeps ticking."""
@@ -360,22 +394,38 @@ async def test_the_analysis_and_replay_run_off_the_event_loop(app: App, monkeypa
     centres = rng.normal(size=(6, 384))
     pool = app.db.pool
     n = 2500
-    rows = [("g1", "import", str(i), "c1", f"u{i % 7}", "x", f"message {i} about theme {i % 6} {rng.integers(10**9)}",
-             NOW - timedelta(days=1, minutes=i)) for i in range(n)]
+    rows = [
+        (
+            "g1",
+            "import",
+            str(i),
+            "c1",
+            f"u{i % 7}",
+            "x",
+            f"message {i} about theme {i % 6} {rng.integers(10**9)}",
+            NOW - timedelta(days=1, minutes=i),
+        )
+        for i in range(n)
+    ]
     await pool.executemany(
         """INSERT INTO messages (scope, source, external_id, channel_id, author_id, author_name, content, created_at,
-                                 absorbed_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)""", rows)
+                                 absorbed_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)""",
+        rows,
+    )
     ids = [r["id"] for r in await pool.fetch("SELECT id FROM messages ORDER BY id")]
     vectors = centres[np.arange(n) % 6] + rng.normal(scale=0.9, size=(n, 384))
     vectors = (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
     vectors[1] = vectors[0]  # one near-duplicate pair of episodes: the nightly merge finds it
     await pool.executemany(
         """INSERT INTO archetype_matches (scope, message_id, similarity, used_default, matched_at, embedding)
-           VALUES ('g1', $1, 0.55, true, $2, $3)""", [(i, NOW - timedelta(days=1), v) for i, v in zip(ids, vectors)])
+           VALUES ('g1', $1, 0.55, true, $2, $3)""",
+        [(i, NOW - timedelta(days=1), v) for i, v in zip(ids, vectors)],
+    )
     await pool.executemany(
         """INSERT INTO episodes (scope, channel_id, author_id, message_id, content, embedding, salience, created_at,
                                  last_reinforced_at) VALUES ('g1', 'c1', 'u', $1, 'x', $2, 0.5, $3, $3)""",
-        [(i, v, NOW - timedelta(days=1)) for i, v in zip(ids, vectors)])
+        [(i, v, NOW - timedelta(days=1)) for i, v in zip(ids, vectors)],
+    )
 
     ticks = 0
     during: dict[str, tuple[int, bool]] = {}
@@ -387,6 +437,7 @@ async def test_the_analysis_and_replay_run_off_the_event_loop(app: App, monkeypa
             # Running on the loop's own thread, no other coroutine could have ticked meanwhile.
             during[name] = (ticks - start, threading.current_thread() is threading.main_thread())
             return result
+
         return run
 
     monkeypatch.setattr(analysis, "find_themes", watched("find_themes", analysis.find_themes))
@@ -417,6 +468,7 @@ async def test_the_analysis_and_replay_run_off_the_event_loop(app: App, monkeypa
 
 # --- a dream for one guild --------------------------------------------------------------------------
 
+
 @pytest.mark.slow
 async def test_a_run_for_one_guild_works_on_that_guild_only(app: App, tmp_path: Path) -> None:
     path = month_of_history(tmp_path / "month.jsonl")
@@ -425,8 +477,13 @@ async def test_a_run_for_one_guild_works_on_that_guild_only(app: App, tmp_path: 
     pool = app.db.pool
 
     async def snapshot(scope: str) -> list[tuple]:
-        return [tuple(r) for r in await pool.fetch(
-            "SELECT id, salience, replay_count, last_reinforced_at FROM episodes WHERE scope = $1 ORDER BY id", scope)]
+        return [
+            tuple(r)
+            for r in await pool.fetch(
+                "SELECT id, salience, replay_count, last_reinforced_at FROM episodes WHERE scope = $1 ORDER BY id",
+                scope,
+            )
+        ]
 
     g2_before = await snapshot("g2")
     report = await app.dream.run(NOW, scope="g1")
@@ -443,20 +500,36 @@ async def test_a_run_for_one_guild_works_on_that_guild_only(app: App, tmp_path: 
 
 # --- governance per scope ---------------------------------------------------------------------------
 
-PAYLOAD = {"name": "tea_talk", "description": "Tea", "examples": ["tea?", "which tea is best?", "green or black?"],
-           "context_turns": 5, "context_vectors": 5, "similarity_threshold": 0.7, "triple_depth": 1}
+PAYLOAD = {
+    "name": "tea_talk",
+    "description": "Tea",
+    "examples": ["tea?", "which tea is best?", "green or black?"],
+    "context_turns": 5,
+    "context_vectors": 5,
+    "similarity_threshold": 0.7,
+    "triple_depth": 1,
+}
 
 
 async def test_an_edit_from_a_guilds_data_makes_its_own_copy_never_the_global_row(app: App) -> None:
     now = datetime.now(UTC)
     global_before = await app.db.pool.fetchrow(
-        "SELECT id, example_messages FROM context_archetypes WHERE archetype_name = 'general_question'")
+        "SELECT id, example_messages FROM context_archetypes WHERE archetype_name = 'general_question'"
+    )
     p = await app.governance.propose(
-        "edit_archetype", "edit", {"name": "general_question", "examples": ["what is a quasar?", "why do cats purr?"]},
-        "r", {"messages": []}, centroid=None, now=now, scope="g1")
+        "edit_archetype",
+        "edit",
+        {"name": "general_question", "examples": ["what is a quasar?", "why do cats purr?"]},
+        "r",
+        {"messages": []},
+        centroid=None,
+        now=now,
+        scope="g1",
+    )
     await app.governance.vote(p.id, APPROVER, True, now=now)
     after = await app.db.pool.fetchrow(
-        "SELECT id, example_messages FROM context_archetypes WHERE archetype_name = 'general_question' AND scope IS NULL")
+        "SELECT id, example_messages FROM context_archetypes WHERE archetype_name = 'general_question' AND scope IS NULL"
+    )
     assert tuple(after) == tuple(global_before)
     own = await app.archetype_store.get("general_question", scope="g1")
     assert own.scope == "g1" and own.examples == ("what is a quasar?", "why do cats purr?")
@@ -466,10 +539,12 @@ async def test_an_edit_from_a_guilds_data_makes_its_own_copy_never_the_global_ro
 async def test_proposals_are_listed_and_voted_per_scope(app: App) -> None:
     now = datetime.now(UTC)
     mine = await app.governance.propose("new_archetype", "t", PAYLOAD, "r", {}, centroid=None, now=now, scope="g1")
-    await app.governance.propose("new_archetype", "t", {**PAYLOAD, "name": "tea_two"}, "r", {}, centroid=None,
-                                 now=now, scope="g2")
-    glob = await app.governance.propose("new_archetype", "t", {**PAYLOAD, "name": "tea_all"}, "r", {}, centroid=None,
-                                        now=now)
+    await app.governance.propose(
+        "new_archetype", "t", {**PAYLOAD, "name": "tea_two"}, "r", {}, centroid=None, now=now, scope="g2"
+    )
+    glob = await app.governance.propose(
+        "new_archetype", "t", {**PAYLOAD, "name": "tea_all"}, "r", {}, centroid=None, now=now
+    )
     assert [p.id for p in await app.governance.list(scope="g1")] == [mine.id]
     assert [p.id for p in await app.governance.list(scope=None)] == [glob.id]
     assert len(await app.governance.list()) == 3
@@ -484,7 +559,9 @@ async def test_kinds_are_registered_and_a_vote_on_an_unknown_kind_is_a_clear_err
     now = datetime.now(UTC)
     pid = await app.db.pool.fetchval(
         """INSERT INTO proposals (kind, title, payload, rationale, evidence, expires_at)
-           VALUES ('persona_shift', 't', '{}'::jsonb, 'r', '{}'::jsonb, $1) RETURNING id""", now + timedelta(days=1))
+           VALUES ('persona_shift', 't', '{}'::jsonb, 'r', '{}'::jsonb, $1) RETURNING id""",
+        now + timedelta(days=1),
+    )
     with pytest.raises(UnknownKind, match="persona_shift"):
         await app.governance.vote(pid, APPROVER, True, now=now)
     assert await app.db.pool.fetchval("SELECT count(*) FROM proposal_votes") == 0
@@ -504,20 +581,33 @@ async def test_a_proposal_records_its_sources_and_forgetting_one_redacts_its_wor
     now = datetime.now(UTC)
     from memory.conversation import NewMessage
 
-    said = [await app.conversations.add(NewMessage("g1", "console", f"x{i}", "c1", "u1", "ana", text, now))
-            for i, text in enumerate(["which tea is best?", "green or black?"])]
+    said = [
+        await app.conversations.add(NewMessage("g1", "console", f"x{i}", "c1", "u1", "ana", text, now))
+        for i, text in enumerate(["which tea is best?", "green or black?"])
+    ]
     p = await app.governance.propose(
-        "new_archetype", "t", PAYLOAD, "r", {"messages": [{"message_id": m.id} for m in said]}, centroid=None,
-        now=now, scope="g1", sources=[(said[0].id, "which tea is best?")])
+        "new_archetype",
+        "t",
+        PAYLOAD,
+        "r",
+        {"messages": [{"message_id": m.id} for m in said]},
+        centroid=None,
+        now=now,
+        scope="g1",
+        sources=[(said[0].id, "which tea is best?")],
+    )
     cited = await app.db.pool.fetch("SELECT message_id, example FROM proposal_sources WHERE proposal_id = $1", p.id)
-    assert {(r["message_id"], r["example"]) for r in cited} == {(said[0].id, "which tea is best?"),
-                                                               (said[1].id, "green or black?")}, "quoted: cited too"
+    assert {(r["message_id"], r["example"]) for r in cited} == {
+        (said[0].id, "which tea is best?"),
+        (said[1].id, "green or black?"),
+    }, "quoted: cited too"
     await app.db.pool.execute("DELETE FROM messages WHERE id = $1", said[1].id)
     after = await app.governance.get(p.id)
     assert "green or black?" not in after.payload["examples"] and len(after.evidence["messages"]) == 1
 
 
 # --- decay by elapsed time --------------------------------------------------------------------------
+
 
 def test_imported_salience_comes_from_the_message() -> None:
     for trivia in ("ok", "lol", "thanks!", "good morning", "haha same"):
@@ -531,9 +621,7 @@ def test_imported_salience_comes_from_the_message() -> None:
 
 
 @pytest.mark.slow
-async def test_two_months_imported_and_dreamt_twice_keep_the_history_and_the_old_fact(
-    app: App, tmp_path: Path
-) -> None:
+async def test_two_months_imported_and_dreamt_twice_keep_the_history_and_the_old_fact(app: App, tmp_path: Path) -> None:
     path, kinds = two_months_of_history(tmp_path / "history.jsonl")
     await app.importer.run(path, "g1")
     pool = app.db.pool
@@ -542,8 +630,12 @@ async def test_two_months_imported_and_dreamt_twice_keep_the_history_and_the_old
     assert first.status == "ok", first.render()
 
     async def snapshot() -> list[tuple]:
-        return [tuple(r) for r in await pool.fetch(
-            "SELECT id, salience, replay_count, last_reinforced_at, merged_count FROM episodes ORDER BY id")]
+        return [
+            tuple(r)
+            for r in await pool.fetch(
+                "SELECT id, salience, replay_count, last_reinforced_at, merged_count FROM episodes ORDER BY id"
+            )
+        ]
 
     settled = await snapshot()
     second = await app.dream.run(NOW + timedelta(hours=1))
@@ -571,8 +663,12 @@ async def test_a_month_later_unreinforced_trivia_fades_and_substance_stays(app: 
     assert await pool.fetchval("SELECT count(*) FROM episodes WHERE salience < $1", TRIVIA) < trivia_before
     # Substance stays: as an episode, or (issue 30.1) as facts that say it, its episode let go 14 days after
     # consolidation marked it.
-    held = {r["content"] for r in await pool.fetch(
-        "SELECT DISTINCT m.content FROM messages m JOIN kg_edge_sources s ON s.message_id = m.id")}
+    held = {
+        r["content"]
+        for r in await pool.fetch(
+            "SELECT DISTINCT m.content FROM messages m JOIN kg_edge_sources s ON s.message_id = m.id"
+        )
+    }
     gone = set(kinds["substantive"]) - set(left)
     assert gone <= held, sorted(gone - held)[:5]
     assert len(gone) < len(set(kinds["substantive"])) / 2, "most substantive episodes stay"
@@ -591,8 +687,18 @@ async def test_a_proposal_made_in_a_callers_transaction_is_undone_with_it(app: A
 
     with pytest.raises(Undo):
         async with app.db.pool.acquire() as conn, conn.transaction():
-            p = await app.governance.propose("persona", "t", {}, "r", {}, centroid=None, now=now, scope="g1",
-                                             sources=[(said.id, "tea is best")], conn=conn)
+            p = await app.governance.propose(
+                "persona",
+                "t",
+                {},
+                "r",
+                {},
+                centroid=None,
+                now=now,
+                scope="g1",
+                sources=[(said.id, "tea is best")],
+                conn=conn,
+            )
             assert await conn.fetchval("SELECT count(*) FROM proposal_sources WHERE proposal_id = $1", p.id) == 1
             raise Undo
     assert await app.db.pool.fetchval("SELECT count(*) FROM proposals") == 0

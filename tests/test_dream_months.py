@@ -18,15 +18,27 @@ EDGE = """SELECT e.id, e.evidence_count FROM kg_edges e JOIN kg_nodes t ON t.id 
 def history(app: App, path: Path, lines: list[tuple[int, str]]) -> Path:
     """``lines`` (day, text) by Ana as an import file; every line becomes an episode (gate open)."""
     admit_every_import(app)
-    path.write_text("".join(json.dumps({
-        "id": f"m{i}", "channel": "100", "author": {"id": "7", "name": "Ana"},
-        "timestamp": (T0 + timedelta(days=day)).isoformat().replace("+00:00", "Z"), "text": text}) + "\n"
-        for i, (day, text) in enumerate(lines)))
+    path.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "id": f"m{i}",
+                    "channel": "100",
+                    "author": {"id": "7", "name": "Ana"},
+                    "timestamp": (T0 + timedelta(days=day)).isoformat().replace("+00:00", "Z"),
+                    "text": text,
+                }
+            )
+            + "\n"
+            for i, (day, text) in enumerate(lines)
+        )
+    )
     return path
 
 
 async def test_a_fact_said_twice_outlives_its_episodes_and_forgetting_its_messages_still_deletes_it(
-        app: App, tmp_path: Path) -> None:
+    app: App, tmp_path: Path
+) -> None:
     pool = app.db.pool
     await app.importer.run(history(app, tmp_path / "h.jsonl", [(0, CELLO[0]), (5, CELLO[1])]), "g1")
     ids = [r["id"] for r in await pool.fetch("SELECT id FROM messages WHERE scope = 'g1' ORDER BY created_at")]
@@ -37,8 +49,9 @@ async def test_a_fact_said_twice_outlives_its_episodes_and_forgetting_its_messag
     later = await app.dream.run(T0 + timedelta(days=6 + 15), scope="g1")
     assert later.steps["episodic_decay"].counts["consolidated"] == 2, later.render()
     assert await pool.fetchval("SELECT count(*) FROM episodes WHERE message_id = ANY($1::bigint[])", ids) == 0
-    facts = await app.brain.semantic.facts_for("g1", "what does Ana play?", author_id=None, depth=1,
-                                               now=T0 + timedelta(days=22))
+    facts = await app.brain.semantic.facts_for(
+        "g1", "what does Ana play?", author_id=None, depth=1, now=T0 + timedelta(days=22)
+    )
     assert any(f.relation == "play" and f.object_name == "cello" for f in facts), "the fact outlived its episodes"
     await app.provenance.forget_message("g1", ids[0])
     assert (await pool.fetchrow(EDGE))["evidence_count"] == 1
@@ -58,13 +71,15 @@ async def test_an_episode_whose_fact_was_said_once_stays_after_the_dream(app: Ap
 async def test_replaying_an_episode_rehearses_the_facts_it_states(app: App, tmp_path: Path) -> None:
     pool = app.db.pool
     await app.importer.run(history(app, tmp_path / "h.jsonl", [(0, CELLO[0])]), "g1")
-    before = await pool.fetchval("SELECT e.reps FROM kg_edges e JOIN kg_nodes t ON t.id = e.target_id "
-                                 "WHERE t.name = 'cello'")
+    before = await pool.fetchval(
+        "SELECT e.reps FROM kg_edges e JOIN kg_nodes t ON t.id = e.target_id WHERE t.name = 'cello'"
+    )
     report = await app.dream.run(T0 + timedelta(days=1), scope="g1")
     assert report.steps["episodic_replay"].counts["replayed"] == 1
     assert report.steps["knowledge_graph_consolidation"].counts["rehearsed"] >= 1, report.render()
-    after = await pool.fetchval("SELECT e.reps FROM kg_edges e JOIN kg_nodes t ON t.id = e.target_id "
-                                "WHERE t.name = 'cello'")
+    after = await pool.fetchval(
+        "SELECT e.reps FROM kg_edges e JOIN kg_nodes t ON t.id = e.target_id WHERE t.name = 'cello'"
+    )
     assert after == before + 1, "replay reviewed the fact its episode states (FSRS)"
 
 
@@ -77,6 +92,7 @@ def test_a_seed_gives_the_same_history_and_dev_and_heldout_seeds_differ() -> Non
     assert generate(HELDOUT_SEEDS[0]).messages != a.messages
     said = {m["id"]: m for m in a.messages}
     for q in a.questions:  # every evidence message is the person's own and says the answer
-        assert q.evidence and all(q.answer in said[i]["text"] and said[i]["author"]["name"] == q.person
-                                  for i in q.evidence), q
+        assert q.evidence and all(
+            q.answer in said[i]["text"] and said[i]["author"]["name"] == q.person for i in q.evidence
+        ), q
     assert {q.category for q in a.questions} == {"repeated", "confirmed", "once", "contradicted"}

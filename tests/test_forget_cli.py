@@ -18,14 +18,38 @@ from tests.fakes import ScriptedLLM
 from tests.test_importer import write_jsonl
 
 ROWS = [
-    {"id": "1", "channel": "100", "channel_name": "python-help", "author": {"id": "7", "name": "ana"},
-     "timestamp": "2026-10-01T10:00:00Z", "text": "my virtualenv ignores the packages I installed with pip"},
-    {"id": "2", "channel": "100", "channel_name": "python-help", "author": {"id": "8", "name": "bo"},
-     "timestamp": "2026-10-01T10:01:00Z", "text": "activate it first, then run pip install again inside it"},
-    {"id": "3", "channel": "200", "channel_name": "staff", "author": {"id": "8", "name": "bo"},
-     "timestamp": "2026-10-01T10:02:00Z", "text": "the webhook token for the mod bot lives in the vault entry"},
-    {"id": "4", "channel": "300", "channel_name": "baking", "author": {"id": "9", "name": "ana"},
-     "timestamp": "2026-10-01T10:03:00Z", "text": "my sourdough starter smells like acetone, is it dead?"},
+    {
+        "id": "1",
+        "channel": "100",
+        "channel_name": "python-help",
+        "author": {"id": "7", "name": "ana"},
+        "timestamp": "2026-10-01T10:00:00Z",
+        "text": "my virtualenv ignores the packages I installed with pip",
+    },
+    {
+        "id": "2",
+        "channel": "100",
+        "channel_name": "python-help",
+        "author": {"id": "8", "name": "bo"},
+        "timestamp": "2026-10-01T10:01:00Z",
+        "text": "activate it first, then run pip install again inside it",
+    },
+    {
+        "id": "3",
+        "channel": "200",
+        "channel_name": "staff",
+        "author": {"id": "8", "name": "bo"},
+        "timestamp": "2026-10-01T10:02:00Z",
+        "text": "the webhook token for the mod bot lives in the vault entry",
+    },
+    {
+        "id": "4",
+        "channel": "300",
+        "channel_name": "baking",
+        "author": {"id": "9", "name": "ana"},
+        "timestamp": "2026-10-01T10:03:00Z",
+        "text": "my sourdough starter smells like acetone, is it dead?",
+    },
 ]
 
 
@@ -49,8 +73,9 @@ async def count(app: App, where: str = "true") -> int:
     return await app.db.pool.fetchval(f"SELECT count(*) FROM messages WHERE scope = 'g1' AND {where}")
 
 
-async def test_forget_names_a_channel_person_or_message_and_asks_first(app: App, tmp_path: Path,
-                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+async def test_forget_names_a_channel_person_or_message_and_asks_first(
+    app: App, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     await app.importer.run(history_file(tmp_path / "h.jsonl", ROWS), "g1")
     await app.importer.run(history_file(tmp_path / "h.jsonl", ROWS), "g2")  # another server keeps its copy
     # a name two people share is refused with both ids; an id settles it
@@ -98,8 +123,10 @@ async def test_what_was_forgotten_is_not_brought_back_by_importing_it_again(app:
     report = await app.importer.run(history_file(tmp_path / "again.jsonl", [*ROWS, later]), "g1")
     assert (report.imported, report.already_present, report.skipped_forgotten) == (1, 1, 3), report
     assert "3 forgotten before (not brought back)" in str(report)
-    assert sorted(await app.db.pool.fetchval(
-        "SELECT array_agg(external_id) FROM messages WHERE scope = 'g1'")) == ["1", "9"]  # bo's new words are new
+    assert sorted(await app.db.pool.fetchval("SELECT array_agg(external_id) FROM messages WHERE scope = 'g1'")) == [
+        "1",
+        "9",
+    ]  # bo's new words are new
     # the tombstones keep no id of what was forgotten, and another server's copy is untouched
     assert await app.db.pool.fetchval("SELECT bool_and(digest ~ '^[0-9a-f]{64}$') FROM forgotten")
     from tests.test_forgetting import traces
@@ -109,18 +136,33 @@ async def test_what_was_forgotten_is_not_brought_back_by_importing_it_again(app:
 
 
 async def test_a_name_two_people_share_is_refused_with_their_ids_and_an_id_picks_one(  # issue 32.18
-        app: App, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    app: App, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from datetime import UTC, datetime
 
     from memory.conversation import ConversationStore, NewMessage
 
-    dara = {"id": "5", "channel": "100", "channel_name": "python-help", "author": {"id": "1004", "name": "dara"},
-            "timestamp": "2026-10-01T10:05:00Z", "text": "my pip cache fills the whole disk on the build box"}
+    dara = {
+        "id": "5",
+        "channel": "100",
+        "channel_name": "python-help",
+        "author": {"id": "1004", "name": "dara"},
+        "timestamp": "2026-10-01T10:05:00Z",
+        "text": "my pip cache fills the whole disk on the build box",
+    }
     await app.importer.run(history_file(tmp_path / "h.jsonl", [*ROWS, dara]), "g1")
-    await ConversationStore(app.db.pool).add(NewMessage(  # and `hippobot chat --user dara` in the same scope
-        scope="g1", source="console", external_id="c1", channel_id="console:general", author_id="console:dara",
-        author_name="dara", content="I am the other dara, from the console", created_at=datetime(2026, 10, 2,
-                                                                                                 tzinfo=UTC)))
+    await ConversationStore(app.db.pool).add(
+        NewMessage(  # and `hippobot chat --user dara` in the same scope
+            scope="g1",
+            source="console",
+            external_id="c1",
+            channel_id="console:general",
+            author_id="console:dara",
+            author_name="dara",
+            content="I am the other dara, from the console",
+            created_at=datetime(2026, 10, 2, tzinfo=UTC),
+        )
+    )
     for name, yes in (("dara", True), ("DARA", False)):  # the issue's `forget --person dara --yes`
         code, said = await forget(app, person=name, yes=yes)
         err = capsys.readouterr().err
@@ -137,25 +179,43 @@ async def test_a_name_two_people_share_is_refused_with_their_ids_and_an_id_picks
 
 
 async def test_a_person_is_found_by_id_username_or_display_name_and_told_which(  # issue 32.8
-        app: App, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    app: App, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     import json
 
-    export = {"guild": {"id": "500", "name": "Climbing club"}, "channel": {"id": "600", "name": "general"},
-              "messages": [
-                  {"id": "1001", "type": "Default", "timestamp": "2026-09-01T08:00:00+00:00",
-                   "content": "the north wall is wet again, bring chalk",
-                   "author": {"id": "1004", "name": "lea_climbs", "nickname": "Léa", "isBot": False}},
-                  {"id": "1002", "type": "Default", "timestamp": "2026-09-01T08:01:00+00:00",
-                   "content": "thanks for the warning",
-                   "author": {"id": "1005", "name": "tom", "isBot": False}}]}
+    export = {
+        "guild": {"id": "500", "name": "Climbing club"},
+        "channel": {"id": "600", "name": "general"},
+        "messages": [
+            {
+                "id": "1001",
+                "type": "Default",
+                "timestamp": "2026-09-01T08:00:00+00:00",
+                "content": "the north wall is wet again, bring chalk",
+                "author": {"id": "1004", "name": "lea_climbs", "nickname": "Léa", "isBot": False},
+            },
+            {
+                "id": "1002",
+                "type": "Default",
+                "timestamp": "2026-09-01T08:01:00+00:00",
+                "content": "thanks for the warning",
+                "author": {"id": "1005", "name": "tom", "isBot": False},
+            },
+        ],
+    }
     path = tmp_path / "export.json"
     path.write_text(json.dumps(export), encoding="utf-8")
     await app.importer.run(path, "500")
-    for person, how in (("lea_climbs", "username"), ("LEA_CLIMBS", "username"), ("Léa", "display name"),
-                        ("1004", "id")):
+    for person, how in (
+        ("lea_climbs", "username"),
+        ("LEA_CLIMBS", "username"),
+        ("Léa", "display name"),
+        ("1004", "id"),
+    ):
         code, said = await forget(app, scope="500", person=person)
-        assert code == 0 and said.startswith(f"would forget person 1004 (Léa, matched by {how}) in scope 500: "
-                                             "1 message(s)"), (person, said)
+        assert code == 0 and said.startswith(
+            f"would forget person 1004 (Léa, matched by {how}) in scope 500: 1 message(s)"
+        ), (person, said)
     code, _ = await forget(app, scope="500", person="lea")
     assert code == 2 and "by id, console name, display name or username" in capsys.readouterr().err
     code, said = await forget(app, scope="500", person="lea_climbs", yes=True)
@@ -174,8 +234,9 @@ async def test_a_message_is_found_by_the_label_the_console_shows(app: App, tmp_p
     assert code == 0 and await count(app, "external_id = '2'") == 0 and await count(app) == 2
 
 
-async def test_another_scopes_stored_message_is_not_found(app: App, tmp_path: Path,
-                                                          capsys: pytest.CaptureFixture[str]) -> None:
+async def test_another_scopes_stored_message_is_not_found(
+    app: App, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     await app.importer.run(history_file(tmp_path / "h.jsonl", ROWS), "g1")
     await app.importer.run(history_file(tmp_path / "h.jsonl", ROWS), "g2")
     theirs = await app.db.pool.fetchval("SELECT id FROM messages WHERE scope = 'g2' AND external_id = '4'")
@@ -184,7 +245,9 @@ async def test_another_scopes_stored_message_is_not_found(app: App, tmp_path: Pa
     assert await app.db.pool.fetchval("SELECT count(*) FROM messages WHERE scope = 'g2'") == 4
 
 
-async def test_a_persons_tombstone_is_dated_by_the_apps_clock(db_url: str, tmp_path: Path, embedder: MiniLMEmbedder, llm: ScriptedLLM) -> None:
+async def test_a_persons_tombstone_is_dated_by_the_apps_clock(
+    db_url: str, tmp_path: Path, embedder: MiniLMEmbedder, llm: ScriptedLLM
+) -> None:
     """A person forgotten on the app's (simulated) 1 March 2026 is forgotten for what they said until then; what
     they said after it, still long before the wall clock's today, is new and imported."""
     from datetime import UTC, datetime
@@ -192,8 +255,13 @@ async def test_a_persons_tombstone_is_dated_by_the_apps_clock(db_url: str, tmp_p
     from memory.clock import SimulatedClock
     from tests.conftest import close_or_explain, make_settings
 
-    app = await App.open(make_settings(db_url, tmp_path), with_llm=True, llm=llm, embedder=embedder,
-                         clock=SimulatedClock(datetime(2026, 3, 1, tzinfo=UTC)))
+    app = await App.open(
+        make_settings(db_url, tmp_path),
+        with_llm=True,
+        llm=llm,
+        embedder=embedder,
+        clock=SimulatedClock(datetime(2026, 3, 1, tzinfo=UTC)),
+    )
     try:
         early = [{**r, "timestamp": "2026-02-01T10:00:00Z"} for r in ROWS]
         await app.importer.run(history_file(tmp_path / "h.jsonl", early), "g1")

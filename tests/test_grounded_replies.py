@@ -12,7 +12,16 @@ import pytest
 from bot import ask_cli
 from bot.app import App
 from bot.console import Console, ConsoleIdentity
-from bot.grounding import NOT_TOLD, NOT_TOLD_YOU, answer_words, ground, grounded_or_not_told, guard, is_question, names_in
+from bot.grounding import (
+    NOT_TOLD,
+    NOT_TOLD_YOU,
+    answer_words,
+    ground,
+    grounded_or_not_told,
+    guard,
+    is_question,
+    names_in,
+)
 from bot.prompt import SPEAKER_LINE
 from memory.layers.base import MemoryItem
 from memory.layers.episodes import only_questions
@@ -27,8 +36,7 @@ async def test_the_bots_invention_is_never_recalled_as_what_people_said(app: App
     llm.reply = "In Rotterdam, I think."  # the model invents an answer
     await say(app, "Where does my sister live?", channel="c1")
     await app.brain.drain()
-    bundle = await app.brain.context("where does my sister live", "g1", channel_id="elsewhere",
-                                     author_id="u-ana", k=10)
+    bundle = await app.brain.context("where does my sister live", "g1", channel_id="elsewhere", author_id="u-ana", k=10)
     recalled = [i for i in bundle.items(preamble=False) if i.kind != "turn"]
     assert any("Porto" in i.text for i in recalled)
     assert not any("Rotterdam" in i.text for i in recalled), [i.text for i in recalled]
@@ -74,8 +82,9 @@ def test_a_reply_is_grounded_on_the_memory_holding_its_answer_words() -> None:
     assert [s.external_id for s in g.sources] == ["x2"]
 
 
-@pytest.mark.parametrize("reply", ["I don't know what your dog is called.", "I don't remember that.", "Hello!",
-                                   "Hi there!"])
+@pytest.mark.parametrize(
+    "reply", ["I don't know what your dog is called.", "I don't remember that.", "Hello!", "Hi there!"]
+)
 def test_a_reply_without_answer_words_from_memory_shows_no_sources(reply: str) -> None:
     items = [_item("ana: hi! my dog is called Pico", 2)]
     assert ground(reply, "what is my dog called?", items).items == ()
@@ -104,14 +113,17 @@ async def test_the_console_shows_where_a_remembered_answer_came_from(app: App, l
     assert out.getvalue().splitlines()[-1].startswith("hippobot: Hello"), "a reply that uses no memory adds nothing"
 
 
-@pytest.mark.parametrize(("text", "names"), [
-    ("When did Julia visit Lisbon?", ["Julia", "Lisbon"]),
-    ("when did I go to Mexico City? I forgot", ["Mexico City"]),
-    ("Would Chloe enjoy the Tour de France?", ["Chloe", "Tour de France"]),
-    ("What is my dog called?", []),
-    ("I met Bob. Where is he now?", ["Bob"]),
-    ("What is Aoife's job?", ["Aoife"]),
-])
+@pytest.mark.parametrize(
+    ("text", "names"),
+    [
+        ("When did Julia visit Lisbon?", ["Julia", "Lisbon"]),
+        ("when did I go to Mexico City? I forgot", ["Mexico City"]),
+        ("Would Chloe enjoy the Tour de France?", ["Chloe", "Tour de France"]),
+        ("What is my dog called?", []),
+        ("I met Bob. Where is he now?", ["Bob"]),
+        ("What is Aoife's job?", ["Aoife"]),
+    ],
+)
 def test_names_in_a_question_leave_out_a_sentences_first_word_and_i(text: str, names: list[str]) -> None:
     assert names_in(text) == names
 
@@ -141,7 +153,7 @@ def test_the_guard_refuses_a_question_about_someone_memory_never_mentions() -> N
 
 
 def test_a_question_about_someone_nobody_mentioned_is_about_memory() -> None:
-    """"Where does Aoife live?" names no one the memory knows and has no "my": without knowing Aoife is a
+    """ "Where does Aoife live?" names no one the memory knows and has no "my": without knowing Aoife is a
     person it looked like a general question and the model invented where she lives (a new user's probe)."""
     items = [_item("julia: back from Porto yesterday!", 1)]
     assert not guard("Where does Aoife live?", items).about_memory, "the name alone does not say it is a person"
@@ -163,7 +175,8 @@ def test_a_month_or_a_weekday_in_a_question_is_a_time_not_something_memory_must_
 
 
 async def test_a_question_about_a_person_never_mentioned_is_answered_without_the_model(
-        app: App, llm: ScriptedLLM) -> None:
+    app: App, llm: ScriptedLLM
+) -> None:
     await say(app, "Julia here: back from Porto yesterday!", channel="c1")
     await app.brain.drain()
     llm.reply = "She lives in Dublin."  # what the model would invent
@@ -214,8 +227,10 @@ async def test_ask_answers_fresh_questions_read_only(app: App, llm: ScriptedLLM)
 
 def test_ask_names_every_bad_line_before_loading_anything(tmp_path: Path) -> None:
     path = tmp_path / "q.jsonl"
-    path.write_text('{"text": "hi"}\n{"text": ""}\nnot json\n{"text": "x", "now": "yesterday"}\n'
-                    '{"text": "x", "user": 5}\n', encoding="utf-8")
+    path.write_text(
+        '{"text": "hi"}\n{"text": ""}\nnot json\n{"text": "x", "now": "yesterday"}\n{"text": "x", "user": 5}\n',
+        encoding="utf-8",
+    )
     settings = make_settings("postgresql://unused", tmp_path)
     with pytest.raises(ValueError) as err:
         ask_cli.read_lines(path, settings)
@@ -228,8 +243,11 @@ def test_ask_names_every_bad_line_before_loading_anything(tmp_path: Path) -> Non
 
 def test_ask_reads_every_field(tmp_path: Path) -> None:
     path = tmp_path / "q.jsonl"
-    path.write_text(json.dumps({"text": "where?", "scope": "g9", "user": "bo", "channel": "gen",
-                                "now": "2026-01-02T03:04:05Z"}) + "\n", encoding="utf-8")
+    path.write_text(
+        json.dumps({"text": "where?", "scope": "g9", "user": "bo", "channel": "gen", "now": "2026-01-02T03:04:05Z"})
+        + "\n",
+        encoding="utf-8",
+    )
     [line] = ask_cli.read_lines(path, make_settings("postgresql://unused", tmp_path))
     assert line.now is not None
     assert (line.text, line.scope, line.user, line.channel, line.now.year) == ("where?", "g9", "bo", "gen", 2026)
@@ -237,26 +255,45 @@ def test_ask_reads_every_field(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("line", ["/forget me", "/whatdoyouknow", "/recal my dog", "/Quit now"])
 async def test_an_unknown_console_command_is_refused_with_the_list_not_sent_as_chat(
-        app: App, llm: ScriptedLLM, line: str) -> None:
+    app: App, llm: ScriptedLLM, line: str
+) -> None:
     """Issue 32.6: an unknown /word with arguments went to the model as a message."""
     out = io.StringIO()
-    console = Console(app.brain, ConsoleIdentity(user="ana", channel="console", scope="local"), io.StringIO(), out,
-                      io.StringIO(), interactive=False)
+    console = Console(
+        app.brain,
+        ConsoleIdentity(user="ana", channel="console", scope="local"),
+        io.StringIO(),
+        out,
+        io.StringIO(),
+        interactive=False,
+    )
     await console._handle(line)
     assert f"unknown command {line.split()[0]}" in out.getvalue() and "/recall" in out.getvalue()
     assert llm.prompts == [] and await app.db.pool.fetchval("SELECT count(*) FROM messages") == 0
 
 
-@pytest.mark.parametrize(("line", "usage"), [("/adapter nonsense", "/adapter rollback stop using"),
-                                            ("/dream now", "/dream            run a dream cycle"),
-                                            ("/quit now", "/quit             leave"),
-                                            ("/persona show", "/persona          the bot's persona")])
-async def test_a_known_console_command_with_wrong_words_gets_its_usage(app: App, llm: ScriptedLLM, line: str,
-                                                                       usage: str) -> None:
+@pytest.mark.parametrize(
+    ("line", "usage"),
+    [
+        ("/adapter nonsense", "/adapter rollback stop using"),
+        ("/dream now", "/dream            run a dream cycle"),
+        ("/quit now", "/quit             leave"),
+        ("/persona show", "/persona          the bot's persona"),
+    ],
+)
+async def test_a_known_console_command_with_wrong_words_gets_its_usage(
+    app: App, llm: ScriptedLLM, line: str, usage: str
+) -> None:
     # "/adapter nonsense" said "unknown command /adapter; the commands are ..., /adapter, ...".
     out = io.StringIO()
-    console = Console(app.brain, ConsoleIdentity(user="ana", channel="console", scope="local"), io.StringIO(), out,
-                      io.StringIO(), interactive=False)
+    console = Console(
+        app.brain,
+        ConsoleIdentity(user="ana", channel="console", scope="local"),
+        io.StringIO(),
+        out,
+        io.StringIO(),
+        interactive=False,
+    )
     await console._handle(line)
     said = out.getvalue()
     assert "unknown command" not in said and usage in said and f"does not take {line.split()[1]!r}" in said
@@ -266,8 +303,14 @@ async def test_a_known_console_command_with_wrong_words_gets_its_usage(app: App,
 @pytest.mark.parametrize("line", ["/usr/bin is where it lives", "// just a comment", "/ shrug"])
 async def test_a_message_that_starts_with_a_slash_is_still_a_message(app: App, llm: ScriptedLLM, line: str) -> None:
     out = io.StringIO()
-    console = Console(app.brain, ConsoleIdentity(user="ana", channel="console", scope="local"), io.StringIO(), out,
-                      io.StringIO(), interactive=False)
+    console = Console(
+        app.brain,
+        ConsoleIdentity(user="ana", channel="console", scope="local"),
+        io.StringIO(),
+        out,
+        io.StringIO(),
+        interactive=False,
+    )
     await console._handle(line)
     assert "unknown command" not in out.getvalue() and len(llm.prompts) == 1
 
@@ -285,8 +328,9 @@ async def test_the_message_replied_to_is_in_the_context_however_old(app: App, ll
     for i in range(14):  # more than any plan's recent turns
         await say(app, f"unrelated chatter number {i} about the weather", channel="c1")
     await app.brain.drain()
-    reply = await app.brain.respond(with_fields(turn("what do you mean by that?", channel="c1"),
-                                                reply_to=answer["external_id"]))
+    reply = await app.brain.respond(
+        with_fields(turn("what do you mean by that?", channel="c1"), reply_to=answer["external_id"])
+    )
     await reply.complete()
     assert "The quokka exhibit opens at nine." in llm.prompts[-1]
     reply = await app.brain.respond(turn("what do you mean by that?", channel="c1"))
@@ -311,7 +355,8 @@ async def test_a_stopped_reply_is_stored_as_far_as_it_was_shown(app: App, llm: S
 
 
 async def test_a_question_about_memory_in_a_chat_is_answered_from_memory_not_from_the_bots_earlier_replies(
-        app: App, llm: ScriptedLLM) -> None:
+    app: App, llm: ScriptedLLM
+) -> None:
     """In a chat the recent turns hold the bot's own earlier replies ("I don't remember anyone telling me
     that."), which the model repeated instead of reading its memory, and hide the memories that repeat them.
     A question about memory is answered as a fresh question is: its memories, no recent turns."""
@@ -342,18 +387,21 @@ async def test_a_question_put_to_the_bot_is_never_recalled_as_a_memory(app: App,
     await say(app, "where did Ben go on holiday?", channel="c3", author="bo")
     await say(app, "Lisbon, he loved the tram rides", channel="c3", author="cy")
     await app.brain.drain()
-    bundle = await app.brain.context("what breed is Oscar's rabbit?", "g1", channel_id="elsewhere",
-                                     author_id="u-ana", k=10)
+    bundle = await app.brain.context(
+        "what breed is Oscar's rabbit?", "g1", channel_id="elsewhere", author_id="u-ana", k=10
+    )
     recalled = [i.text for i in bundle.items(preamble=False) if i.kind != "turn"]
     assert any("Pepper" in t for t in recalled), recalled
     assert not any("Kofi" in t for t in recalled), recalled
-    bundle = await app.brain.context("where did Ben go on holiday, and what did he love?", "g1",
-                                     channel_id="elsewhere", author_id="u-ana", k=10)
+    bundle = await app.brain.context(
+        "where did Ben go on holiday, and what did he love?", "g1", channel_id="elsewhere", author_id="u-ana", k=10
+    )
     assert any("tram rides" in i.text for i in bundle.items(preamble=False)), "the answer is still found"
 
 
 async def test_the_abstain_bias_is_applied_only_to_a_reply_to_a_question_about_memory(
-        app: App, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch) -> None:
+    app: App, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ids = {"don": (7, 8), "Don": (8,)}  # an engine's " don" and " Don" (a name, never biased)
     monkeypatch.setattr(llm, "word_token_ids", lambda words, exclude=(): {w: ids[w] for w in words if w in ids})
     app.brain.abstain_bias = -2.0
@@ -371,9 +419,15 @@ def test_a_date_alone_does_not_ground_a_reply_about_something_no_memory_mentions
     memory, and that date grounded it. When the question names something no memory mentions, only words do."""
     from datetime import UTC, datetime
 
-    dated = MemoryItem("episode", 0.9, "julia: back from Porto!", "julia: back from Porto!", (1,),
-                       created_at=datetime(2025, 12, 12, tzinfo=UTC),
-                       sources=(SourceRef(1, "x1", "c1", "console"),))
+    dated = MemoryItem(
+        "episode",
+        0.9,
+        "julia: back from Porto!",
+        "julia: back from Porto!",
+        (1,),
+        created_at=datetime(2025, 12, 12, tzinfo=UTC),
+        sources=(SourceRef(1, "x1", "c1", "console"),),
+    )
     question = "When did Julia visit Lisbon?"
     assert grounded_or_not_told("12 December 2025.", question, [dated]) == "12 December 2025."
     assert grounded_or_not_told("12 December 2025.", question, [dated], dates=False) == NOT_TOLD

@@ -53,8 +53,10 @@ BAD_RECORDS = {
     "lone surrogate in id": ({**GOOD, "id": "\ud800"}, "lone surrogate"),
     "NUL in reply_to": ({**GOOD, "reply_to": "9\x00"}, "control character"),
     "2200 at -05:00 is 2201 in UTC": ({**GOOD, "timestamp": "2200-12-31T23:59:59-05:00"}, "year 2201"),
-    "a 5,000-digit id": ('{"id": ' + "9" * 5000 + ', "channel": "c", "author": "a", "timestamp": "2026-10-01T10:00:00Z",'
-                         ' "text": "t"}', "a number in it is too long"),
+    "a 5,000-digit id": (
+        '{"id": ' + "9" * 5000 + ', "channel": "c", "author": "a", "timestamp": "2026-10-01T10:00:00Z", "text": "t"}',
+        "a number in it is too long",
+    ),
 }
 
 
@@ -77,19 +79,24 @@ def dce(channel: object, *messages: object) -> str:
 HOSTILE_FILES = {
     "JSON Lines nested 100,000 deep": (DEEP, "nested too deeply"),
     "an export nested 60,000 deep": ('{"a":' * 60_000 + "1" + "}" * 60_000, "nested too deeply"),
-    "an export with a 5,000-digit number": (dce({"id": "1"}, {**DCE_MESSAGE, "id": int("9" * 40)}).replace(
-        "9" * 40, "9" * 5000), "f.json: nothing imported: a number in it is too long"),
+    "an export with a 5,000-digit number": (
+        dce({"id": "1"}, {**DCE_MESSAGE, "id": int("9" * 40)}).replace("9" * 40, "9" * 5000),
+        "f.json: nothing imported: a number in it is too long",
+    ),
     "an export's channel true": (dce(True), "channel must be a non-empty string"),
     "an export's channel false": (dce(False), "channel must be a non-empty string"),  # was the file's name
     "an export's channel a list": (dce(["general"]), "channel must be a non-empty string"),
     "an export's channel with NUL": (dce("gen\x00"), "control character"),
     "an export's channel id of 3,000 characters": (dce({"id": "c" * 3000}), "the limit is 200"),
     "an export's author a string": (dce({"id": "1"}, {**DCE_MESSAGE, "author": "ana"}), "author must be an object"),
-    "an export's reply id an object": (dce({"id": "1"}, {**DCE_MESSAGE, "reference": {"messageId": {"a": 1}}}),
-                                       "reference.messageId must be"),
-    "an export with two messages under one id": (dce({"id": "1"}, DCE_MESSAGE, {**DCE_MESSAGE, "content": "bye"}),
-                                                 "message 2: id 1 in channel 1 is also the id of a different message "
-                                                 "[(]message 1[)]"),
+    "an export's reply id an object": (
+        dce({"id": "1"}, {**DCE_MESSAGE, "reference": {"messageId": {"a": 1}}}),
+        "reference.messageId must be",
+    ),
+    "an export with two messages under one id": (
+        dce({"id": "1"}, DCE_MESSAGE, {**DCE_MESSAGE, "content": "bye"}),
+        "message 2: id 1 in channel 1 is also the id of a different message [(]message 1[)]",
+    ),
     "a missing file": (None, "f.json: nothing imported: cannot read"),
 }
 
@@ -104,11 +111,14 @@ def test_hostile_files_are_refused_with_a_reason(tmp_path: Path, case: str) -> N
         parse_import_file(path, max_chars=8000)
 
 
-@pytest.mark.parametrize(("content", "channel"), [
-    (dce("general"), "general"),  # a channel given as its name or id is that channel
-    (dce({"id": "1"}, {**DCE_MESSAGE, "type": ["x"]}), "1"),  # an odd message type is still a message
-    ("\ufeff" + dce({"id": "1"}), "1"),  # a byte-order mark, as Windows editors write
-])
+@pytest.mark.parametrize(
+    ("content", "channel"),
+    [
+        (dce("general"), "general"),  # a channel given as its name or id is that channel
+        (dce({"id": "1"}, {**DCE_MESSAGE, "type": ["x"]}), "1"),  # an odd message type is still a message
+        ("\ufeff" + dce({"id": "1"}), "1"),  # a byte-order mark, as Windows editors write
+    ],
+)
 def test_unusual_but_meaningful_exports_are_accepted(tmp_path: Path, content: str, channel: str) -> None:
     path = tmp_path / "f.json"
     path.write_text(content, encoding="utf-8")
@@ -150,21 +160,25 @@ def test_an_unknown_option_is_named_with_its_subcommands_usage(capsys: pytest.Ca
     assert "[--queries QUERIES]" in err and "{chat,import" not in err
 
 
-@pytest.mark.parametrize("argv", [
-    ["import", "x.jsonl", "--scope", "s" * 3000],
-    ["recall", "hi", "--scope", "a\x01b"],
-    ["chat", "--scope", "x" * 201],
-    ["dream", "--scope", " "],
-    ["chat", "--user", "u" * 3000],
-    ["recall", "hi", "--channel", "c\x00"],
-    ["chat", "--user", "u" * 195],  # stored as "console:" + 195 characters: over the 200 the database allows
-    ["chat", "--channel", "c" * 195],
-    ["import", "x.jsonl", "--private-channel", "staff\x00"],
-    ["recall", "   "],
-    ["recall", "x" * 9000],
-])
-def test_bad_options_are_usage_errors_before_anything_starts(argv: list[str],
-                                                             capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["import", "x.jsonl", "--scope", "s" * 3000],
+        ["recall", "hi", "--scope", "a\x01b"],
+        ["chat", "--scope", "x" * 201],
+        ["dream", "--scope", " "],
+        ["chat", "--user", "u" * 3000],
+        ["recall", "hi", "--channel", "c\x00"],
+        ["chat", "--user", "u" * 195],  # stored as "console:" + 195 characters: over the 200 the database allows
+        ["chat", "--channel", "c" * 195],
+        ["import", "x.jsonl", "--private-channel", "staff\x00"],
+        ["recall", "   "],
+        ["recall", "x" * 9000],
+    ],
+)
+def test_bad_options_are_usage_errors_before_anything_starts(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith("hippobot ") and err.count("\n") == 1 and "Traceback" not in err
@@ -174,16 +188,19 @@ QUERY_FILES = {
     "nested 100,000 deep": (DEEP + "\n", "line 1: JSON nested too deeply"),
     "a 3,000-character scope": (json.dumps({"text": "hi", "scope": "s" * 3000}) + "\n", 'line 1: "scope" is 3,000'),
     "NUL in a scope": ('{"text": "ok"}\n' + json.dumps({"text": "x", "scope": "a\x00"}) + "\n", "line 2: "),
-    "a huge line": ('{"text": "ok"}\n' + json.dumps({"text": "x" * 100_000}) + "\n",
-                    "line 2: the text to recall is 100,000 characters long"),
+    "a huge line": (
+        '{"text": "ok"}\n' + json.dumps({"text": "x" * 100_000}) + "\n",
+        "line 2: the text to recall is 100,000 characters long",
+    ),
     "a 5,000-digit number": ('{"text": "ok", "k": ' + "1" * 5000 + "}\n", "line 1: a number in it is too long"),
     "an empty text": ('{"text": "\\u0000 "}\n', "line 1: the text to recall is empty"),
 }
 
 
 @pytest.mark.parametrize("case", QUERY_FILES, ids=list(QUERY_FILES))
-def test_recall_queries_with_hostile_lines_name_the_line(tmp_path: Path, case: str,
-                                                         capsys: pytest.CaptureFixture[str]) -> None:
+def test_recall_queries_with_hostile_lines_name_the_line(
+    tmp_path: Path, case: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     content, why = QUERY_FILES[case]
     path = tmp_path / "q.jsonl"
     path.write_bytes(content.encode("utf-8", "surrogateescape"))
@@ -201,13 +218,17 @@ def test_recall_queries_name_every_bad_line(tmp_path: Path, capsys: pytest.Captu
 
 
 def test_recall_queries_with_a_lone_surrogate_and_nul_print_their_results(
-        env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,  # noqa: F811
-        capsys: pytest.CaptureFixture[str]) -> None:
+    env: dict[str, str],  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     path = tmp_path / "q.jsonl"
-    path.write_text(json.dumps({"text": "caf\ud800e?"}) + "\n" + json.dumps({"text": "a\x00b"}) + "\n",
-                    encoding="utf-8")
+    path.write_text(
+        json.dumps({"text": "caf\ud800e?"}) + "\n" + json.dumps({"text": "a\x00b"}) + "\n", encoding="utf-8"
+    )
     assert main(["recall", "--queries", str(path)]) == 0
     texts = [json.loads(line)["text"] for line in capsys.readouterr().out.splitlines()]
     assert texts == ["caf?e?", "ab"]
@@ -224,8 +245,17 @@ def test_a_hostile_import_file_exits_1_with_one_line(env: dict[str, str], tmp_pa
 async def test_the_console_goes_on_after_hostile_commands(app: App, llm: ScriptedLLM) -> None:
     lines = "/approve ²\n/approve 99999999999999999999999\n/approve #12345678901234\n/reject\n/recall\nhello there\n"
     out, err = io.StringIO(), io.StringIO()
-    console = Console(app.brain, ConsoleIdentity("ana", "console", "g1"), io.StringIO(lines), out, err,
-                      interactive=False, governance=app.governance, dream=app.dream, approver_role="hippobot-approver")
+    console = Console(
+        app.brain,
+        ConsoleIdentity("ana", "console", "g1"),
+        io.StringIO(lines),
+        out,
+        err,
+        interactive=False,
+        governance=app.governance,
+        dream=app.dream,
+        approver_role="hippobot-approver",
+    )
     assert await console.run() == 0
     text = out.getvalue()
     assert text.count("usage: /approve N") == 2 and "usage: /reject N" in text
@@ -239,8 +269,9 @@ async def test_the_console_goes_on_after_hostile_commands(app: App, llm: Scripte
 @pytest.mark.slow
 def test_hippobot_chat_survives_invalid_utf8_and_bad_approvals(env: dict[str, str]) -> None:  # noqa: F811
     stdin = b"\xff\xfe my cat is called Miso\n/approve \xc2\xb2\n/approve 99999999999999999999999\nstill here?\n"
-    result = subprocess.run([sys.executable, "-m", "bot.cli", "chat"], input=stdin, env=env, capture_output=True,
-                            timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-m", "bot.cli", "chat"], input=stdin, env=env, capture_output=True, timeout=300
+    )
     out, err = result.stdout.decode(), result.stderr.decode()
     assert result.returncode == 0 and "Traceback" not in err, err
     assert out.count("usage: /approve N") == 2
@@ -254,16 +285,28 @@ async def test_a_misspelt_private_channel_imports_nothing(app: App, tmp_path: Pa
     assert await app.db.pool.fetchval("SELECT count(*) FROM messages") == 0, "staff would have been public"
 
 
-KEEPABLE = NewMessage(scope="g1", source="console", external_id="m1", channel_id="c", author_id="a",
-                      author_name="ana", content="hello", created_at=datetime(2026, 10, 1, tzinfo=UTC))
+KEEPABLE = NewMessage(
+    scope="g1",
+    source="console",
+    external_id="m1",
+    channel_id="c",
+    author_id="a",
+    author_name="ana",
+    content="hello",
+    created_at=datetime(2026, 10, 1, tzinfo=UTC),
+)
 
 
-@pytest.mark.parametrize(("message", "why"), [
-    (replace(KEEPABLE, channel_id="c" * 3000), "the channel id is 3,000 characters long"),
-    (replace(KEEPABLE, author_id="a\x00"), "the author id contains a control character"),
-    (replace(KEEPABLE, external_id="\ud800"), "the message id is not valid text"),
-    (replace(KEEPABLE, created_at=datetime(1, 1, 1, tzinfo=UTC)), "the message's time in the year 1"),
-], ids=["channel_id", "author_id", "external_id", "created_at"])
+@pytest.mark.parametrize(
+    ("message", "why"),
+    [
+        (replace(KEEPABLE, channel_id="c" * 3000), "the channel id is 3,000 characters long"),
+        (replace(KEEPABLE, author_id="a\x00"), "the author id contains a control character"),
+        (replace(KEEPABLE, external_id="\ud800"), "the message id is not valid text"),
+        (replace(KEEPABLE, created_at=datetime(1, 1, 1, tzinfo=UTC)), "the message's time in the year 1"),
+    ],
+    ids=["channel_id", "author_id", "external_id", "created_at"],
+)
 async def test_the_store_refuses_what_it_cannot_keep(app: App, message: NewMessage, why: str) -> None:
     """A message with one value the store cannot keep (of its field's type: an over-long id, a control character,
     a lone surrogate, the year 1) is refused, saying why, and nothing is stored."""
@@ -273,14 +316,32 @@ async def test_the_store_refuses_what_it_cannot_keep(app: App, message: NewMessa
 
 
 async def test_the_store_repairs_text_and_names(app: App) -> None:
-    stored = await app.conversations.add(NewMessage(
-        scope="g1", source="console", external_id="m1", channel_id="c", author_id="a", author_name="an\ta\x00",
-        content="caf\ud800e \x00ok", created_at=datetime(2026, 10, 1, tzinfo=UTC)))
+    stored = await app.conversations.add(
+        NewMessage(
+            scope="g1",
+            source="console",
+            external_id="m1",
+            channel_id="c",
+            author_id="a",
+            author_name="an\ta\x00",
+            content="caf\ud800e \x00ok",
+            created_at=datetime(2026, 10, 1, tzinfo=UTC),
+        )
+    )
     assert (stored.content, stored.author_name) == ("caf?e ok", "an a")
     # a terminal's escape sequences and bell would act when the text is printed back (recall, places, persona)
-    stored = await app.conversations.add(NewMessage(
-        scope="g1", source="console", external_id="m2", channel_id="c", author_id="a", author_name="ana",
-        content="my colour is \x1b[41mteal\x07\x9b2J\tand\r\nmore", created_at=datetime(2026, 10, 1, tzinfo=UTC)))
+    stored = await app.conversations.add(
+        NewMessage(
+            scope="g1",
+            source="console",
+            external_id="m2",
+            channel_id="c",
+            author_id="a",
+            author_name="ana",
+            content="my colour is \x1b[41mteal\x07\x9b2J\tand\r\nmore",
+            created_at=datetime(2026, 10, 1, tzinfo=UTC),
+        )
+    )
     assert stored.content == "my colour is \ufffd[41mteal\ufffd\ufffd2J\tand\r\nmore"
 
 

@@ -21,8 +21,13 @@ from tests.test_cli import env  # noqa: F401  (the fixture)
 @pytest.mark.slow
 def test_hippobot_chat_survives_invalid_utf8_under_a_strict_locale(env: dict[str, str]) -> None:  # noqa: F811
     stdin = b"\xff\xfe my cat is called Miso\nstill here?\n"
-    result = subprocess.run([sys.executable, "-m", "bot.cli", "chat"], input=stdin,
-                            env={**env, "PYTHONIOENCODING": "utf-8:strict"}, capture_output=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-m", "bot.cli", "chat"],
+        input=stdin,
+        env={**env, "PYTHONIOENCODING": "utf-8:strict"},
+        capture_output=True,
+        timeout=300,
+    )
     out, err = result.stdout.decode(), result.stderr.decode()
     assert result.returncode == 0 and "Traceback" not in err and "cannot read input" not in err, err
     assert out.count("hippobot: ") == 2, out  # both lines answered, the undecodable one included

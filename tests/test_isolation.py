@@ -18,8 +18,28 @@ from bot.app import App
 from bot.brain import IncomingTurn
 
 N_SCOPES = 32
-WORDS = ["amber", "basil", "cobalt", "dune", "ember", "fjord", "garnet", "harbor", "indigo", "juniper", "kelp",
-         "lumen", "mosaic", "nectar", "onyx", "pollen", "quartz", "raven", "saffron", "tundra"]
+WORDS = [
+    "amber",
+    "basil",
+    "cobalt",
+    "dune",
+    "ember",
+    "fjord",
+    "garnet",
+    "harbor",
+    "indigo",
+    "juniper",
+    "kelp",
+    "lumen",
+    "mosaic",
+    "nectar",
+    "onyx",
+    "pollen",
+    "quartz",
+    "raven",
+    "saffron",
+    "tundra",
+]
 
 
 def secrets(i: int) -> dict[str, str]:
@@ -39,22 +59,38 @@ async def test_no_recall_crosses_a_scope_or_leaves_a_restricted_channel(app: App
     for i in range(N_SCOPES):
         scope, s = scope_of(i), secrets(i)
         dm = scope.startswith("dm:")
-        lines: list[tuple[str, str | None, str]] = [("pub", None, f"My locker code is {s['public']} and my sister lives in Lisbon{i}")]
+        lines: list[tuple[str, str | None, str]] = [
+            ("pub", None, f"My locker code is {s['public']} and my sister lives in Lisbon{i}")
+        ]
         if not dm:
             lines.append(("priv", "priv", f"The vault password is {s['restricted']}, my brother works at Acme{i}"))
         for channel, visible, text in lines:
             channel_id = f"{scope}-{channel}"
-            reply = await brain.respond(IncomingTurn(
-                scope=scope, source="console", channel_id=channel_id, author_id=f"u{i}", author_name=f"user{i}",
-                text=text, visible_in=channel_id if visible else None))
+            reply = await brain.respond(
+                IncomingTurn(
+                    scope=scope,
+                    source="console",
+                    channel_id=channel_id,
+                    author_id=f"u{i}",
+                    author_name=f"user{i}",
+                    text=text,
+                    visible_in=channel_id if visible else None,
+                )
+            )
             await reply.complete()
             said[reply.message.id] = (scope, channel_id if visible else None)
     await brain.drain()
     rows = await app.db.pool.fetch("SELECT id, scope, visible_in FROM messages")
     said = {r["id"]: (r["scope"], r["visible_in"]) for r in rows}  # replies included
 
-    questions = ["what is my locker code?", "what is the vault password?", "where does my sister live?",
-                 "where does my brother work?", "tell me the secret words", "what did I say earlier?"]
+    questions = [
+        "what is my locker code?",
+        "what is the vault password?",
+        "where does my sister live?",
+        "where does my brother work?",
+        "tell me the secret words",
+        "what did I say earlier?",
+    ]
     queries = 0
     own_secret_seen = own_private_seen = 0
     kinds: set[str] = set()
@@ -66,8 +102,13 @@ async def test_no_recall_crosses_a_scope_or_leaves_a_restricted_channel(app: App
         others = [secrets(j) for j in range(N_SCOPES) if j != i]
         for asked_in, visible_channel in audiences:
             for k in (3, 10):
-                bundles = await brain.contexts([(q, scope) for q in questions], channel_id=asked_in, k=k,
-                                               author_id=f"u{i}", visible_channel=visible_channel)
+                bundles = await brain.contexts(
+                    [(q, scope) for q in questions],
+                    channel_id=asked_in,
+                    k=k,
+                    author_id=f"u{i}",
+                    visible_channel=visible_channel,
+                )
                 for bundle in bundles:
                     queries += 1
                     assert not bundle.skipped, bundle.skipped
@@ -97,17 +138,36 @@ async def test_the_consoles_archetype_counts_are_its_own_scopes(app: App) -> Non
 
     from bot.console import Console, ConsoleIdentity
 
-    for i, text in enumerate(["why does my docker build fail with exit code 137?",
-                              "my python script throws a KeyError when I parse the config, any idea?"]):
-        reply = await app.brain.respond(IncomingTurn(scope="g1", source="console", channel_id="c", author_id="u",
-                                                     author_name="ana", text=text, external_id=f"m{i}"))
+    for i, text in enumerate(
+        [
+            "why does my docker build fail with exit code 137?",
+            "my python script throws a KeyError when I parse the config, any idea?",
+        ]
+    ):
+        reply = await app.brain.respond(
+            IncomingTurn(
+                scope="g1",
+                source="console",
+                channel_id="c",
+                author_id="u",
+                author_name="ana",
+                text=text,
+                external_id=f"m{i}",
+            )
+        )
         await reply.complete()
     await app.brain.drain()
 
     async def shown(scope: str) -> list[int]:
         out = io.StringIO()
-        console = Console(app.brain, ConsoleIdentity("bo", "console", scope), io.StringIO("/archetypes\n"), out,
-                          io.StringIO(), interactive=False)
+        console = Console(
+            app.brain,
+            ConsoleIdentity("bo", "console", scope),
+            io.StringIO("/archetypes\n"),
+            out,
+            io.StringIO(),
+            interactive=False,
+        )
         assert await console.run() == 0
         return [int(m) for m in re.findall(r"matches=(\d+)", out.getvalue())]
 

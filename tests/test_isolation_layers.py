@@ -22,17 +22,44 @@ from bot.app import App
 from bot.brain import IncomingTurn
 
 N_SCOPES = 32
-WORDS = ["amber", "basil", "cobalt", "dune", "ember", "fjord", "garnet", "harbor", "indigo", "juniper", "kelp",
-         "lumen", "mosaic", "nectar", "onyx", "pollen", "quartz", "raven", "saffron", "tundra"]
+WORDS = [
+    "amber",
+    "basil",
+    "cobalt",
+    "dune",
+    "ember",
+    "fjord",
+    "garnet",
+    "harbor",
+    "indigo",
+    "juniper",
+    "kelp",
+    "lumen",
+    "mosaic",
+    "nectar",
+    "onyx",
+    "pollen",
+    "quartz",
+    "raven",
+    "saffron",
+    "tundra",
+]
 EVIDENCE = [  # strong evidence: moves the view of the audience it is said to (tests/test_persona.py)
     "According to a 2021 Stanford study of 16,000 workers, remote work raised productivity by 13%.",
     "A 2023 survey of 30,000 employees across 27 countries found remote work improved output by 9 percent.",
     "Data from 500 firms published in a peer-reviewed journal show remote work cut turnover by 35%.",
-    "what time is it where you are?", "tell me a joke please", "good morning everyone!",
+    "what time is it where you are?",
+    "tell me a joke please",
+    "good morning everyone!",
 ]
-QUESTIONS = ["how do I reset the router?", "how do I rotate the vault keys?",
-             "what do you think about remote work?", "is working from home productive?",
-             "what do people here like?", "any plans this weekend?"]
+QUESTIONS = [
+    "how do I reset the router?",
+    "how do I rotate the vault keys?",
+    "what do you think about remote work?",
+    "is working from home productive?",
+    "what do people here like?",
+    "any plans this weekend?",
+]
 
 
 def secrets(i: int) -> dict[str, str]:
@@ -45,20 +72,31 @@ def scope_of(i: int) -> str:
 
 
 def turn(scope: str, channel: str, author: str, text: str, restricted: bool) -> IncomingTurn:
-    return IncomingTurn(scope=scope, source="console", channel_id=channel, author_id=f"{scope}-{author}",
-                        author_name=author, text=text, visible_in=channel if restricted else None)
+    return IncomingTurn(
+        scope=scope,
+        source="console",
+        channel_id=channel,
+        author_id=f"{scope}-{author}",
+        author_name=author,
+        text=text,
+        visible_in=channel if restricted else None,
+    )
 
 
 def fix(secret: str, restricted: bool) -> list[tuple[str, str]]:
     """A procedure that worked: a question, another person's steps, the asker's thanks. Public and restricted
     problems differ: a public procedure recalled into the restricted question would take the thanks."""
     if restricted:
-        return [("ana", f"how do I rotate the {secret} vault keys after someone leaves the team?"),
-                ("bob", f"Open the {secret} vault console first. Then revoke the old keys and issue new ones."),
-                ("ana", "thanks, that worked!")]
-    return [("ana", f"how do I reset the {secret} router when it keeps dropping the wifi?"),
-            ("bob", f"Unplug the {secret} router for a minute. Then hold the reset button for ten seconds."),
-            ("ana", "thanks, that worked!")]
+        return [
+            ("ana", f"how do I rotate the {secret} vault keys after someone leaves the team?"),
+            ("bob", f"Open the {secret} vault console first. Then revoke the old keys and issue new ones."),
+            ("ana", "thanks, that worked!"),
+        ]
+    return [
+        ("ana", f"how do I reset the {secret} router when it keeps dropping the wifi?"),
+        ("bob", f"Unplug the {secret} router for a minute. Then hold the reset button for ten seconds."),
+        ("ana", "thanks, that worked!"),
+    ]
 
 
 def stance(secret: str, people: tuple[str, ...] = ("ana", "bob")) -> list[tuple[str, str]]:
@@ -74,8 +112,10 @@ async def test_no_layer_recalls_across_a_scope_or_out_of_a_restricted_channel(ap
         plan = [(f"{scope}-pub", False, author, text) for author, text in fix(s["public"], False) + stance(s["public"])]
         if not scope.startswith("dm:"):
             plan += [(f"{scope}-priv", True, "cy", text) for text in EVIDENCE]
-            plan += [(f"{scope}-priv", True, a, text)
-                     for a, text in fix(s["restricted"], True) + stance(s["restricted"], ("ana", "bob", "cy"))]
+            plan += [
+                (f"{scope}-priv", True, a, text)
+                for a, text in fix(s["restricted"], True) + stance(s["restricted"], ("ana", "bob", "cy"))
+            ]
         for channel, restricted, author, text in plan:
             reply = await brain.respond(turn(scope, channel, author, text, restricted))
             await reply.complete()
@@ -97,8 +137,13 @@ async def test_no_layer_recalls_across_a_scope_or_out_of_a_restricted_channel(ap
         for channel_id, visible_channel in audiences:
             inside = visible_channel == f"{scope}-priv"
             for k in (3, 10):
-                bundles = await brain.contexts([(q, scope) for q in QUESTIONS], channel_id=channel_id, k=k,
-                                               author_id=f"{scope}-ana", visible_channel=visible_channel)
+                bundles = await brain.contexts(
+                    [(q, scope) for q in QUESTIONS],
+                    channel_id=channel_id,
+                    k=k,
+                    author_id=f"{scope}-ana",
+                    visible_channel=visible_channel,
+                )
                 for bundle in bundles:
                     queries += 1
                     assert not bundle.skipped, bundle.skipped
@@ -114,8 +159,15 @@ async def test_no_layer_recalls_across_a_scope_or_out_of_a_restricted_channel(ap
                             assert s["restricted"] not in text, (scope, visible_channel, item)
                             # the only evidence that moved a view was said in the restricted channel
                             assert item.kind != "opinion", (scope, visible_channel, item)
-                        what = ("restricted" if s["restricted"] in text and inside else
-                                "public" if s["public"] in text else "opinion" if item.kind == "opinion" else "")
+                        what = (
+                            "restricted"
+                            if s["restricted"] in text and inside
+                            else "public"
+                            if s["public"] in text
+                            else "opinion"
+                            if item.kind == "opinion"
+                            else ""
+                        )
                         seen[(item.kind, what)] = seen.get((item.kind, what), 0) + 1
     assert queries >= 1000
     # The test has teeth: each of these layers gave back what the asking audience may see, secrets included.

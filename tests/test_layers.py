@@ -18,8 +18,9 @@ from tests.fakes import ScriptedLLM
 
 
 def turn(text: str, *, scope: str = "g1", author: str = "ana", channel: str = "c1") -> IncomingTurn:
-    return IncomingTurn(scope=scope, source="console", channel_id=channel, author_id=f"u-{author}",
-                        author_name=author, text=text)
+    return IncomingTurn(
+        scope=scope, source="console", channel_id=channel, author_id=f"u-{author}", author_name=author, text=text
+    )
 
 
 class NotebookLayer(BaseLayer):
@@ -55,6 +56,7 @@ class NotebookLayer(BaseLayer):
     def dream_steps(self):
         async def tidy(now, scope):
             return StepResult(counts={"notes": len(self.words)})
+
         return (("notebook_tidy", tidy),)
 
 
@@ -123,7 +125,9 @@ async def test_a_slow_or_failing_layer_is_skipped_and_the_reply_still_comes(app:
     assert await app.db.pool.fetchval("SELECT coalesce(sum(match_count), 0) FROM context_archetypes") == matches
 
 
-async def test_an_edit_before_the_queued_write_wins(app: App, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_an_edit_before_the_queued_write_wins(
+    app: App, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
     gate = asyncio.Event()
     original = app.brain.absorber.absorb
 

@@ -27,13 +27,30 @@ class NoEmbedder:
         raise AssertionError(f"nothing is embedded in this test, yet {len(texts)} text(s) were")
 
 
-async def store(pool: asyncpg.Pool, scope: str, lines: list[tuple[str, str]], *, visible_in: str | None = None,
-                channel: str = "chat") -> list[int]:
+async def store(
+    pool: asyncpg.Pool,
+    scope: str,
+    lines: list[tuple[str, str]],
+    *,
+    visible_in: str | None = None,
+    channel: str = "chat",
+) -> list[int]:
     conversations = ConversationStore(pool)
     ids = []
     for i, (who, text) in enumerate(lines):
-        m = await conversations.add(NewMessage(scope, "import", f"{scope}-{channel}-{i}", channel, f"u-{who}", who,
-                                               text, T0 + timedelta(minutes=i), visible_in=visible_in))
+        m = await conversations.add(
+            NewMessage(
+                scope,
+                "import",
+                f"{scope}-{channel}-{i}",
+                channel,
+                f"u-{who}",
+                who,
+                text,
+                T0 + timedelta(minutes=i),
+                visible_in=visible_in,
+            )
+        )
         ids.append(m.id)
     return ids
 
@@ -66,8 +83,9 @@ async def test_the_speaker_is_searchable(pool: asyncpg.Pool) -> None:
 
 async def test_never_another_scope_or_a_restricted_channel(pool: asyncpg.Pool) -> None:
     await store(pool, "g1", CHAT)
-    secret = await store(pool, "g1", [("Maya", "the pottery studio password is kiln42")], visible_in="staff",
-                         channel="staff")
+    secret = await store(
+        pool, "g1", [("Maya", "the pottery studio password is kiln42")], visible_in="staff", channel="staff"
+    )
     other = await store(pool, "g2", [("Zed", "pottery pottery pottery")])
     search = LexicalSearch(pool)
     found = {h.message.id for h in await search.search("g1", "pottery password", 10)}

@@ -28,8 +28,7 @@ CACHE = Settings(_env_file=None).model_cache_dir  # shared with `hippobot chat`:
 
 @pytest.fixture(scope="module")
 def gemma() -> Iterator[LlamaCppLLM]:
-    llm = LlamaCppLLM.load(EngineConfig(cache_dir=CACHE, max_new_tokens=12, temperature=0.0, progress=False),
-                           threads=2)
+    llm = LlamaCppLLM.load(EngineConfig(cache_dir=CACHE, max_new_tokens=12, temperature=0.0, progress=False), threads=2)
     yield llm
     llm.close()
 
@@ -72,7 +71,9 @@ def test_the_trimmed_vocabulary_tokenizes_latin_text_as_the_shipped_one() -> Non
         assert (int(kept[trimmed.token_bos()]), int(kept[trimmed.token_eos()])) == (full.token_bos(), full.token_eos())
         other = "東京へ行きました。Привет, как дела?"
         ids = trimmed.tokenize(other.encode(), add_bos=False)
-        assert trimmed.detokenize(ids).decode() == other and len(ids) > len(full.tokenize(other.encode(), add_bos=False))
+        assert trimmed.detokenize(ids).decode() == other and len(ids) > len(
+            full.tokenize(other.encode(), add_bos=False)
+        )
     finally:
         full.close()
         trimmed.close()
@@ -86,8 +87,10 @@ async def test_the_trimmed_vocabulary_writes_what_the_shipped_one_writes(gemma: 
     from dataclasses import replace
 
     assert "Latin vocabulary" in gemma.name
-    shipped = LlamaCppLLM.load(replace(EngineConfig(cache_dir=CACHE, max_new_tokens=24, temperature=0.0,
-                                                    progress=False), vocab="full"), threads=2)
+    shipped = LlamaCppLLM.load(
+        replace(EngineConfig(cache_dir=CACHE, max_new_tokens=24, temperature=0.0, progress=False), vocab="full"),
+        threads=2,
+    )
     try:
         for prompt in ("ana: I adopted a cat called Miso.\nhippobot:", "The three best things about autumn are"):
             ours, theirs = gemma.generate(prompt, max_new_tokens=24), shipped.generate(prompt, max_new_tokens=24)
@@ -110,7 +113,9 @@ def test_a_trim_that_fails_is_an_engine_error(tmp_path: Path, monkeypatch: pytes
     assert not list((tmp_path / "gguf").glob("*.latin.gguf*")), "nothing half-written is left to be trusted"
 
 
-def test_extra_buffer_types_follow_the_cpu_and_the_override(gemma: LlamaCppLLM, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_extra_buffer_types_follow_the_cpu_and_the_override(
+    gemma: LlamaCppLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """On a CPU with AMX tiles llama.cpp's extra buffer types are off (their AMX kernels segfault on the first
     decode here); the model loaded for these tests says which way it went, and the setting overrides."""
     import llama_cpp.llama_cpp as lib
@@ -144,7 +149,8 @@ async def test_greedy_text_streams_and_stops_at_a_stop_string(gemma: LlamaCppLLM
 
 
 async def test_greedy_decoding_ignores_the_configured_temperature(
-        gemma: LlamaCppLLM, monkeypatch: pytest.MonkeyPatch) -> None:
+    gemma: LlamaCppLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A reply read from memory is decoded greedily even when chat samples (Brain passes ``greedy``): at a
     temperature that scrambles every sampled text, the greedy text is the same every time."""
     monkeypatch.setattr(gemma, "_config", replace(gemma._config, temperature=5.0, top_p=1.0))
@@ -193,9 +199,12 @@ async def test_a_cached_prefix_after_a_long_prompt_reads_as_a_fresh_start(gemma:
     """The next prompt reuses the longest prefix it shares with the last one. After a prompt longer than Gemma 3's
     sliding window and a batch, the window's layers must still hold the prefix's cells (swa_full), or the reused
     prefix reads differently from the same text evaluated afresh."""
-    story = " ".join(f"On day {i} the {animal} walked to the {place} and counted {i * 7} stones."
-                     for i, (animal, place) in enumerate(zip(["fox", "owl", "bear", "hare"] * 30,
-                                                             ["river", "hill", "barn", "wood", "lake"] * 24)))
+    story = " ".join(
+        f"On day {i} the {animal} walked to the {place} and counted {i * 7} stones."
+        for i, (animal, place) in enumerate(
+            zip(["fox", "owl", "bear", "hare"] * 30, ["river", "hill", "barn", "wood", "lake"] * 24)
+        )
+    )
     long_prompt = story[:5200]
     assert 1100 < gemma.count_tokens(long_prompt) < 1900
     short_prompt = story[:1400] + " Then the fox said"
@@ -235,9 +244,16 @@ async def test_the_brain_answers_through_llama_cpp(
     app = await App.open(make_settings(db_url, tmp_path), with_llm=True, llm=gemma, embedder=embedder)
     app.llm = None  # the module fixture owns the model
     try:
-        reply = await app.brain.respond(IncomingTurn(
-            scope="g1", source="console", channel_id="c1", author_id="u1", author_name="ana",
-            text="Hi! I adopted a cat called Miso last spring."))
+        reply = await app.brain.respond(
+            IncomingTurn(
+                scope="g1",
+                source="console",
+                channel_id="c1",
+                author_id="u1",
+                author_name="ana",
+                text="Hi! I adopted a cat called Miso last spring.",
+            )
+        )
         await reply.complete()
         assert reply.text.strip() and "\nana:" not in reply.text
         assert reply.mean_surprise is not None
@@ -265,13 +281,17 @@ def test_the_engine_is_chosen_from_the_settings(tmp_path: Path) -> None:
 
 
 async def test_auto_falls_back_to_transformers_when_llama_cpp_cannot_load(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def broken(*args: object, **kwargs: object) -> LlamaCppLLM:
         raise LLMError("no llama.cpp here")
 
     monkeypatch.setattr(LlamaCppLLM, "load", broken)
-    llm = await asyncio.to_thread(load_engine, Settings(_env_file=None, data_dir=tmp_path),
-                                  EngineConfig(cache_dir=CACHE, max_new_tokens=2, progress=False))
+    llm = await asyncio.to_thread(
+        load_engine,
+        Settings(_env_file=None, data_dir=tmp_path),
+        EngineConfig(cache_dir=CACHE, max_new_tokens=2, progress=False),
+    )
     try:
         assert isinstance(llm, TransformersLLM)
     finally:
@@ -308,11 +328,17 @@ def _memory_prompt(llm: LanguageModel, settings: Settings) -> Prompt:
     from memory.recall import ContextBundle
 
     plan = ContextPlan(archetype=None, similarity=0.0, turns=8, vectors=5, similarity_threshold=0.9, triple_depth=1)
-    lines = ["[2026-01-02] bo: I finally got my bike fixed", "[2026-01-05] ana: my dog is called Pico",
-             "[2026-01-09] cy: the meeting moved to Thursday"]
+    lines = [
+        "[2026-01-02] bo: I finally got my bike fixed",
+        "[2026-01-05] ana: my dog is called Pico",
+        "[2026-01-09] cy: the meeting moved to Thursday",
+    ]
     items = tuple(MemoryItem("episode", 0.9, line, line, (n,)) for n, line in enumerate(lines))
-    bundle = ContextBundle(scope="x", plan=plan, sections=(
-        Section("episodes", "What {bot} remembers from earlier conversations", items, placement=MEMORY),))
+    bundle = ContextBundle(
+        scope="x",
+        plan=plan,
+        sections=(Section("episodes", "What {bot} remembers from earlier conversations", items, placement=MEMORY),),
+    )
     return prompt_builder(settings, llm).build(bundle, "ana", "what is my dog called?")
 
 
@@ -327,8 +353,11 @@ async def test_the_reader_is_on_by_default_and_answers_from_memory(engine: str) 
     assert reader_for(Settings(_env_file=None, model="/models/mine.gguf")) is None, "never on one's own model"
     config = engine_config(settings, progress=False)
     llm: LlamaCppLLM | TransformersLLM
-    llm = (await asyncio.to_thread(LlamaCppLLM.load, config, threads=2) if engine == "llamacpp"
-           else await asyncio.to_thread(TransformersLLM.load, config))
+    llm = (
+        await asyncio.to_thread(LlamaCppLLM.load, config, threads=2)
+        if engine == "llamacpp"
+        else await asyncio.to_thread(TransformersLLM.load, config)
+    )
     try:
         assert "reader" in llm.name
         prompt = _memory_prompt(llm, settings)

@@ -43,9 +43,26 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     log_path = tmp_path_factory.mktemp("llm-server") / "server.log"  # a file: a full pipe would stall it
     log_file = log_path.open("wb")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "bot.llama_server", "--model", str(model), "--host", "127.0.0.1", "--port", str(port),
-         "--n_ctx", "2048", "--n_threads", "2", "--model_alias", "gemma"],
-        stdout=log_file, stderr=subprocess.STDOUT)
+        [
+            sys.executable,
+            "-m",
+            "bot.llama_server",
+            "--model",
+            str(model),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--n_ctx",
+            "2048",
+            "--n_threads",
+            "2",
+            "--model_alias",
+            "gemma",
+        ],
+        stdout=log_file,
+        stderr=subprocess.STDOUT,
+    )
     url = f"http://127.0.0.1:{port}/v1"
     try:
         deadline = time.monotonic() + 90
@@ -111,8 +128,9 @@ async def test_the_chat_endpoint_takes_the_prompt_builders_messages(server: str)
     llm = OpenAICompatibleLLM(server, model="gemma", api="chat", temperature=0.0, max_new_tokens=8)
     try:
         assert llm.uses_chat_template
-        prompt = llm.render_chat([{"role": "system", "content": "You are hippobot."},
-                                  {"role": "user", "content": "Say hello."}])
+        prompt = llm.render_chat(
+            [{"role": "system", "content": "You are hippobot."}, {"role": "user", "content": "Say hello."}]
+        )
         generation = llm.generate(prompt)
         await generation.complete()
         assert generation.stats.stopped_by in ("stop", "length", "eos") and generation.stats.tokens <= 8
@@ -132,16 +150,31 @@ async def test_a_down_server_is_retried_then_reported(caplog: pytest.LogCaptureF
         await llm.aclose()
 
 
-async def test_the_brain_answers_through_the_server(db_url: str, tmp_path: Path, embedder: MiniLMEmbedder,
-                                                    server: str) -> None:
-    settings = make_settings(db_url, tmp_path, llm_url=server, llm_model="gemma", prompt_style="transcript",
-                             max_new_tokens=16, temperature=0.0)
+async def test_the_brain_answers_through_the_server(
+    db_url: str, tmp_path: Path, embedder: MiniLMEmbedder, server: str
+) -> None:
+    settings = make_settings(
+        db_url,
+        tmp_path,
+        llm_url=server,
+        llm_model="gemma",
+        prompt_style="transcript",
+        max_new_tokens=16,
+        temperature=0.0,
+    )
     app = await App.open(settings, with_llm=True, embedder=embedder)
     try:
         assert isinstance(app.llm, OpenAICompatibleLLM) and app.llm.api == "completions"
-        reply = await app.brain.respond(IncomingTurn(
-            scope="g1", source="console", channel_id="c1", author_id="u1", author_name="ana",
-            text="Hi! I adopted a cat called Miso last spring."))
+        reply = await app.brain.respond(
+            IncomingTurn(
+                scope="g1",
+                source="console",
+                channel_id="c1",
+                author_id="u1",
+                author_name="ana",
+                text="Hi! I adopted a cat called Miso last spring.",
+            )
+        )
         await reply.complete()
         assert reply.text.strip() and "\nana:" not in reply.text
         assert reply.mean_surprise is not None
@@ -151,14 +184,22 @@ async def test_the_brain_answers_through_the_server(db_url: str, tmp_path: Path,
         await app.close()
 
 
-async def test_with_the_server_down_the_message_is_kept_and_absorbed(db_url: str, tmp_path: Path,
-                                                                     embedder: MiniLMEmbedder) -> None:
+async def test_with_the_server_down_the_message_is_kept_and_absorbed(
+    db_url: str, tmp_path: Path, embedder: MiniLMEmbedder
+) -> None:
     settings = make_settings(db_url, tmp_path, llm_url=dead_url(), llm_retries=1, llm_timeout=5)
     app = await App.open(settings, with_llm=True, embedder=embedder)
     try:
-        reply = await app.brain.respond(IncomingTurn(
-            scope="g1", source="console", channel_id="c1", author_id="u1", author_name="ana",
-            text="My sister Lena moved to Porto in May."))
+        reply = await app.brain.respond(
+            IncomingTurn(
+                scope="g1",
+                source="console",
+                channel_id="c1",
+                author_id="u1",
+                author_name="ana",
+                text="My sister Lena moved to Porto in May.",
+            )
+        )
         with pytest.raises(LLMUnavailable):
             await reply.complete()
         await app.brain.drain()
@@ -176,8 +217,9 @@ def llm() -> OpenAICompatibleLLM:  # the app fixture's engine, for the Discord t
 
 
 @pytest.mark.simcord(settle_timeout=60)
-async def test_discord_says_the_model_is_down_and_keeps_the_message(simcord_env: simcord.Env, simcord_bot: SingleShardHippoBot,
-                                                                    app: App) -> None:
+async def test_discord_says_the_model_is_down_and_keeps_the_message(
+    simcord_env: simcord.Env, simcord_bot: SingleShardHippoBot, app: App
+) -> None:
     sim = SimBase(simcord_env, simcord_bot, app)
     guild = sim.env.create_guild("Hippo Hall")
     general = guild.create_text_channel("general")
@@ -185,5 +227,7 @@ async def test_discord_says_the_model_is_down_and_keeps_the_message(simcord_env:
     await ana.send(general, f"{sim.me.mention} remember that the demo is on Friday")
     await sim.settle()
     assert [m.content for m in sim.bot_messages(general)] == [UNAVAILABLE]
-    assert await sim.pool.fetchval(
-        "SELECT count(*) FROM messages WHERE content = 'remember that the demo is on Friday'") == 1
+    assert (
+        await sim.pool.fetchval("SELECT count(*) FROM messages WHERE content = 'remember that the demo is on Friday'")
+        == 1
+    )

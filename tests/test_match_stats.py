@@ -21,12 +21,14 @@ NAME = "simple_continuation"
 
 async def stats(pool: asyncpg.Pool) -> tuple[int, float | None]:
     row = await pool.fetchrow(
-        "SELECT match_count, avg_similarity FROM context_archetypes WHERE archetype_name = $1", NAME)
+        "SELECT match_count, avg_similarity FROM context_archetypes WHERE archetype_name = $1", NAME
+    )
     return row["match_count"], row["avg_similarity"]
 
 
-async def matched(pool: asyncpg.Pool, embedder: MiniLMEmbedder,
-                  said: list[tuple[str, str, str]]) -> list[tuple[int, float]]:
+async def matched(
+    pool: asyncpg.Pool, embedder: MiniLMEmbedder, said: list[tuple[str, str, str]]
+) -> list[tuple[int, float]]:
     """Store and classify (author, channel, text) messages of g1; (message id, similarity) of those routed
     to simple_continuation."""
     router = router_for(pool, embedder)
@@ -47,9 +49,18 @@ THANKS = ("thanks!", "ok great", "got it, thanks", "nice, sounds good")
 
 
 async def test_forgetting_a_message_or_a_person_takes_their_matches_out_of_the_statistics(
-        pool: asyncpg.Pool, embedder: MiniLMEmbedder) -> None:
-    routed = await matched(pool, embedder, [("u-ana", "c1", THANKS[0]), ("u-zed", "c1", THANKS[1]),
-                                            ("u-zed", "c1", THANKS[2]), ("u-ana", "c1", THANKS[3])])
+    pool: asyncpg.Pool, embedder: MiniLMEmbedder
+) -> None:
+    routed = await matched(
+        pool,
+        embedder,
+        [
+            ("u-ana", "c1", THANKS[0]),
+            ("u-zed", "c1", THANKS[1]),
+            ("u-zed", "c1", THANKS[2]),
+            ("u-ana", "c1", THANKS[3]),
+        ],
+    )
     assert (await stats(pool))[0] == 4
     provenance = provenance_on(pool)
     await provenance.forget_message("g1", routed[0][0])
@@ -63,9 +74,11 @@ async def test_forgetting_a_message_or_a_person_takes_their_matches_out_of_the_s
 
 
 async def test_forgetting_a_channel_takes_its_matches_out_of_the_statistics(
-        pool: asyncpg.Pool, embedder: MiniLMEmbedder) -> None:
-    routed = await matched(pool, embedder, [("u-ana", "c1", THANKS[0]), ("u-ana", "c2", THANKS[1]),
-                                            ("u-ana", "c2", THANKS[2])])
+    pool: asyncpg.Pool, embedder: MiniLMEmbedder
+) -> None:
+    routed = await matched(
+        pool, embedder, [("u-ana", "c1", THANKS[0]), ("u-ana", "c2", THANKS[1]), ("u-ana", "c2", THANKS[2])]
+    )
     await provenance_on(pool).forget_channel("console", "c2", scope="g1")
     count, mean = await stats(pool)
     assert count == 1 and mean == pytest.approx(routed[0][1], abs=1e-5)
@@ -84,7 +97,8 @@ async def test_a_match_logged_again_after_an_edit_counts_once(pool: asyncpg.Pool
 
 
 async def test_the_migration_recounts_statistics_that_still_held_forgotten_matches(
-        empty_db_url: str, embedder: MiniLMEmbedder) -> None:
+    empty_db_url: str, embedder: MiniLMEmbedder
+) -> None:
     before = [m for m in load_migrations() if m.name < "021"]
     await migrate(empty_db_url, before)
     pool = await create_pool(empty_db_url)

@@ -8,8 +8,23 @@ from collections import Counter
 import pytest
 
 from bench.evallib import (
-    BM25, CATEGORIES, DATA_DIR, MAX_SHARED, NOT_MENTIONED, content_words, dedupe_ranked, exact_match, hits_at,
-    load_conversation, load_questions, normalize_answer, percentile, rrf, select, shared_fraction, token_f1,
+    BM25,
+    CATEGORIES,
+    DATA_DIR,
+    MAX_SHARED,
+    NOT_MENTIONED,
+    content_words,
+    dedupe_ranked,
+    exact_match,
+    hits_at,
+    load_conversation,
+    load_questions,
+    normalize_answer,
+    percentile,
+    rrf,
+    select,
+    shared_fraction,
+    token_f1,
 )
 
 # --- metrics on toy data -------------------------------------------------------------------------------------

@@ -21,10 +21,14 @@ GUILD, OTHER = "g1", "g2"
 NOW = datetime(2026, 11, 26, 12, tzinfo=UTC)
 
 
-async def say(app: App, person: str, text: str, *, scope: str = GUILD, channel: str = "general",
-              restricted: bool = False) -> int:
-    reply = await app.brain.respond(IncomingTurn(scope, "discord", channel, person, f"name-{person}", text,
-                                                 visible_in=channel if restricted else None))
+async def say(
+    app: App, person: str, text: str, *, scope: str = GUILD, channel: str = "general", restricted: bool = False
+) -> int:
+    reply = await app.brain.respond(
+        IncomingTurn(
+            scope, "discord", channel, person, f"name-{person}", text, visible_in=channel if restricted else None
+        )
+    )
     await reply.complete()
     return reply.message.id
 
@@ -48,15 +52,28 @@ async def about_ana_by_ben(app: App, channel: str, restricted: bool) -> None:
     ana = await pool.fetchval(
         """INSERT INTO kg_nodes (scope, owner, name, display, kind, created_at)
            VALUES ($1, '', 'user:ana', 'name-ana', 'person', now())
-           ON CONFLICT (scope, owner, name) DO UPDATE SET display = excluded.display RETURNING id""", GUILD)
+           ON CONFLICT (scope, owner, name) DO UPDATE SET display = excluded.display RETURNING id""",
+        GUILD,
+    )
     thing = await pool.fetchval(
         """INSERT INTO kg_nodes (scope, owner, name, display, kind, created_at)
-           VALUES ($1, '', $2, $2, 'entity', now()) RETURNING id""", GUILD, f"secret-{channel}")
+           VALUES ($1, '', $2, $2, 'entity', now()) RETURNING id""",
+        GUILD,
+        f"secret-{channel}",
+    )
     edge = await pool.fetchval(
         """INSERT INTO kg_edges (scope, source_id, relation, target_id, confidence, first_seen, last_seen)
-           VALUES ($1, $2, 'like', $3, 0.9, now(), now()) RETURNING id""", GUILD, ana, thing)
-    await pool.execute("INSERT INTO kg_edge_sources (edge_id, message_id, speaker_id, visible_in) "
-                       "VALUES ($1, $2, 'ben', $3)", edge, message, channel if restricted else None)
+           VALUES ($1, $2, 'like', $3, 0.9, now(), now()) RETURNING id""",
+        GUILD,
+        ana,
+        thing,
+    )
+    await pool.execute(
+        "INSERT INTO kg_edge_sources (edge_id, message_id, speaker_id, visible_in) VALUES ($1, $2, 'ben', $3)",
+        edge,
+        message,
+        channel if restricted else None,
+    )
 
 
 def texts(items: list[HeldItem] | tuple[HeldItem, ...]) -> str:
@@ -105,11 +122,16 @@ async def test_what_others_said_about_them_in_a_restricted_channel_shows_only_in
 async def test_an_edge_they_stated_lists_only_the_sources_the_audience_may_see(talked: App) -> None:
     pool = talked.db.pool
     bens = await say(talked, "ben", "ana plays it too, I heard", channel="staff", restricted=True)
-    edge = await pool.fetchval("SELECT e.id FROM kg_edges e JOIN kg_nodes t ON t.id = e.target_id "
-                               "WHERE e.scope = $1 AND t.name = 'trumpet'", GUILD)
+    edge = await pool.fetchval(
+        "SELECT e.id FROM kg_edges e JOIN kg_nodes t ON t.id = e.target_id WHERE e.scope = $1 AND t.name = 'trumpet'",
+        GUILD,
+    )
     # a second source on Ana's edge, as merging near-duplicates gives it (semantic.merge_near_duplicates)
-    await pool.execute("INSERT INTO kg_edge_sources (edge_id, message_id, speaker_id, visible_in) "
-                       "VALUES ($1, $2, 'ben', 'staff')", edge, bens)
+    await pool.execute(
+        "INSERT INTO kg_edge_sources (edge_id, message_id, speaker_id, visible_in) VALUES ($1, $2, 'ben', 'staff')",
+        edge,
+        bens,
+    )
     mine = MemoryOfPerson(pool)
     [public] = [f for f in (await mine.gather(GUILD, "ana", visible_channel="general")).facts if "trumpet" in f.text]
     assert [s.own for s in public.sources] == [True], "ben's #staff message is not listed"
@@ -148,8 +170,12 @@ async def test_the_export_is_versioned_json_with_every_item(talked: App) -> None
     held = await MemoryOfPerson(talked.db.pool).gather(GUILD, "ana", visible_channel="general", opted_out=False)
     [doc] = export_documents(held, NOW, link=lambda ref: f"https://x/{ref.channel_id}/{ref.external_id}")
     data = json.loads(doc)
-    assert (data["format"], data["version"], data["scope"], data["person_id"]) == \
-        ("hippobot-memory-export", 1, GUILD, "ana")
+    assert (data["format"], data["version"], data["scope"], data["person_id"]) == (
+        "hippobot-memory-export",
+        1,
+        GUILD,
+        "ana",
+    )
     assert data["generated_at"] == NOW.isoformat() and data["opted_out"] is False
     assert len(data["items"]) == len(held.items()) and {i["kind"] for i in data["items"]} == {FACT, EPISODE, MESSAGE}
     source = data["items"][0]["sources"][0]
@@ -173,8 +199,9 @@ def test_an_empty_export_is_still_a_document() -> None:
     assert json.loads(doc)["items"] == [] and json.loads(doc)["scope"] == "dm:1"
 
 
-async def test_the_command_line_lists_and_exports_one_persons_memory(talked: App,
-                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+async def test_the_command_line_lists_and_exports_one_persons_memory(
+    talked: App, capsys: pytest.CaptureFixture[str]
+) -> None:
     def ask(person: str, as_json: bool) -> argparse.Namespace:
         return argparse.Namespace(person=person, scope=GUILD, channel=None, json=as_json)
 

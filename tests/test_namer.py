@@ -15,8 +15,14 @@ from tests.fakes import ScriptedLLM
 @pytest.mark.parametrize(
     "answer, expected",
     [
-        ('{"name": "project_planning", "description": "Planning a project."}', ("project_planning", "Planning a project.")),
-        ("Sure! ```json\n{'name': 'Project Planning', 'description': 'Planning work'}\n```", ("project_planning", "Planning work")),
+        (
+            '{"name": "project_planning", "description": "Planning a project."}',
+            ("project_planning", "Planning a project."),
+        ),
+        (
+            "Sure! ```json\n{'name': 'Project Planning', 'description': 'Planning work'}\n```",
+            ("project_planning", "Planning work"),
+        ),
         ('{"name": "", "description": "x"} then {"name": "plans", "description": "Plans."}', ("plans", "Plans.")),
         ("I think it is about planning.", None),
         ('{"name": "9lives", "description": "cats"}', None),
@@ -59,9 +65,13 @@ async def test_a_configured_llm_extracts_and_questions_still_add_nothing(app: Ap
 
     llm = ScriptedLLM('[["I", "own", "a sailboat"]]')
     app.brain.semantic.llm_extract = LLMTripleExtractor(llm)
-    statement = await app.conversations.add(NewMessage("g1", "console", "s1", "c", "u1", "ana", "I own a sailboat", NOW))
+    statement = await app.conversations.add(
+        NewMessage("g1", "console", "s1", "c", "u1", "ana", "I own a sailboat", NOW)
+    )
     decisions = await app.brain.semantic.absorb(statement, NOW)
-    assert [(d.triple.subject, d.triple.relation, d.triple.object) for d in decisions] == [("user", "own", "a sailboat")]
+    assert [(d.triple.subject, d.triple.relation, d.triple.object) for d in decisions] == [
+        ("user", "own", "a sailboat")
+    ]
     question = await app.conversations.add(NewMessage("g1", "console", "s2", "c", "u1", "ana", "do I own a boat?", NOW))
     assert await app.brain.semantic.absorb(question, NOW) == []
     assert len(llm.prompts) == 1, "questions never reach the LLM extractor"

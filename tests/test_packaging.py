@@ -26,8 +26,22 @@ def test_the_wheel_holds_every_module_migration_and_data_file(tmp_path: Path) ->
         (src / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / name, src / name)
     build = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--quiet", "-w",
-         str(tmp_path / "dist"), str(src)], capture_output=True, text=True, timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "--quiet",
+            "-w",
+            str(tmp_path / "dist"),
+            str(src),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert build.returncode == 0, build.stderr[-2000:]
     wheel = next((tmp_path / "dist").glob("hippobot-*.whl"))
     names = set(zipfile.ZipFile(wheel).namelist())

@@ -17,8 +17,21 @@ from dream.governance import Voter
 from memory.embed import MiniLMEmbedder
 from memory.layers.persona import PersonaLayer
 from memory.persona.evidence import ARGUMENT_FLOOR, PROBE_WEIGHT, STANCE_WEIGHT, parse_ess
-from memory.persona.state import (COOLING_PERIOD, EMPIRICAL, SOCIAL, Belief, Evidence, PersonaState, Staged,
-                                  TopicStance, apply_due, apply_evidence, confidence, decay, magnitude)
+from memory.persona.state import (
+    COOLING_PERIOD,
+    EMPIRICAL,
+    SOCIAL,
+    Belief,
+    Evidence,
+    PersonaState,
+    Staged,
+    TopicStance,
+    apply_due,
+    apply_evidence,
+    confidence,
+    decay,
+    magnitude,
+)
 from tests.fakes import ScriptedLLM
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=timezone.utc)
@@ -33,14 +46,27 @@ AGAINST = [
     "According to data from 1,200 firms, remote work lowered promotions by 30 percent in 2023.",
     "A 2024 meta-analysis of 40 studies found remote work harms mentoring, with 25% fewer contacts.",
 ]
-FILLER = ["ok, thanks for listening to all that.", "what time is it where you are?", "tell me a joke please",
-          "good morning everyone!", "I'll be back later tonight."]
+FILLER = [
+    "ok, thanks for listening to all that.",
+    "what time is it where you are?",
+    "tell me a joke please",
+    "good morning everyone!",
+    "I'll be back later tonight.",
+]
 
 
-def turn(text: str, *, scope: str = "g1", author: str = "ana", channel: str = "c1",
-         visible_in: str | None = None) -> IncomingTurn:
-    return IncomingTurn(scope=scope, source="console", channel_id=channel, author_id=f"u-{author}",
-                        author_name=author, text=text, visible_in=visible_in)
+def turn(
+    text: str, *, scope: str = "g1", author: str = "ana", channel: str = "c1", visible_in: str | None = None
+) -> IncomingTurn:
+    return IncomingTurn(
+        scope=scope,
+        source="console",
+        channel_id=channel,
+        author_id=f"u-{author}",
+        author_name=author,
+        text=text,
+        visible_in=visible_in,
+    )
 
 
 async def persona_app(app: App) -> PersonaLayer:
@@ -50,8 +76,9 @@ async def persona_app(app: App) -> PersonaLayer:
     return layer
 
 
-async def current_state(layer: PersonaLayer, scope: str, visible_in: str | None, *,
-                        conn: asyncpg.Connection | None = None) -> PersonaState:
+async def current_state(
+    layer: PersonaLayer, scope: str, visible_in: str | None, *, conn: asyncpg.Connection | None = None
+) -> PersonaState:
     """The current persona state of ``scope`` for the audience ``visible_in`` (None: the public one); the test
     has made one, so there is one."""
     version = await layer.store.current(scope, visible_in, conn=conn)
@@ -92,8 +119,10 @@ def test_updates_wait_for_the_cooling_period_then_commit_netted() -> None:
     for i in range(COOLING_PERIOD):
         apply_evidence(s, ev(10 + i, 0.0, SOCIAL, 0))
     assert not s.staged and abs(s.beliefs["t"].position) < 0.01  # each committed once due
-    due_together = PersonaState(interaction_count=30, staged=[Staged("u", 0.09, 30, 1), Staged("u", -0.09, 30, 2),
-                                                              Staged("v", 0.2, 30, 3), Staged("v", 0.2, 30, 4)])
+    due_together = PersonaState(
+        interaction_count=30,
+        staged=[Staged("u", 0.09, 30, 1), Staged("u", -0.09, 30, 2), Staged("v", 0.2, 30, 3), Staged("v", 0.2, 30, 4)],
+    )
     apply_due(due_together)
     assert "u" not in due_together.beliefs  # opposing deltas due together net to nothing
     assert due_together.beliefs["v"].position == pytest.approx(0.25)  # at most 0.25 committed at once
@@ -128,22 +157,29 @@ def test_a_flip_of_an_established_opinion_is_held_not_committed() -> None:
 
 
 def test_decay_is_a_power_law_of_the_gap_with_a_floor_and_drops_the_faint() -> None:
-    s = PersonaState(interaction_count=1000, beliefs={
-        "fresh": Belief(0.5, confidence(3), 3, 998, []), "old": Belief(0.5, confidence(3), 3, 0, []),
-        "faint": Belief(0.3, confidence(1), 1, 0, [])})
+    s = PersonaState(
+        interaction_count=1000,
+        beliefs={
+            "fresh": Belief(0.5, confidence(3), 3, 998, []),
+            "old": Belief(0.5, confidence(3), 3, 0, []),
+            "faint": Belief(0.3, confidence(1), 1, 0, []),
+        },
+    )
     s.interaction_count = 100_000
     s.beliefs["fresh"].last_reinforced = 99_998
     dropped = decay(s)
     assert s.beliefs["fresh"].confidence == pytest.approx(confidence(3))  # gap under 5: untouched
-    assert s.beliefs["old"].confidence == pytest.approx(confidence(3) * max(100_001 ** -0.15, 0.18))
+    assert s.beliefs["old"].confidence == pytest.approx(confidence(3) * max(100_001**-0.15, 0.18))
     assert dropped == ["faint"] and "faint" not in s.beliefs
     again = s.copy()
     assert decay(again) == [] and again.beliefs["old"].confidence == s.beliefs["old"].confidence  # idempotent
 
 
 def test_the_llm_answer_is_parsed_tolerantly_with_safe_defaults() -> None:
-    got = parse_ess("Sure! ```{'score': 0.8, 'reasoning_type': 'Empirical Data', 'topics': 'nuclear power',"
-                    " 'opinion_direction': 'supports',}```")
+    got = parse_ess(
+        "Sure! ```{'score': 0.8, 'reasoning_type': 'Empirical Data', 'topics': 'nuclear power',"
+        " 'opinion_direction': 'supports',}```"
+    )
     assert got is not None and got["score"] == 0.8 and got["reasoning_type"] == EMPIRICAL
     assert got["topics"] == ["nuclear power"] and got["novelty"] == 0.5
     assert parse_ess("no json here") is None
@@ -159,10 +195,12 @@ async def test_the_scorer_tells_evidence_from_pressure(embedder: MiniLMEmbedder)
     strong = await layer.score(STRONG_FOR[0])
     assert strong.reasoning_type == EMPIRICAL and strong.score >= 0.6
     assert strong.topics[0] == ("remote work", 1)
-    for text in ["You're wrong about remote work, everyone knows it. Just admit it.",
-                 "Come on, seriously, remote work is terrible, all my friends hate it!!",
-                 "You're an idiot if you think remote work is good.",
-                 "I won't drop this. Remote work is beneficial. Agree with me."]:  # "drop" is no stated effect
+    for text in [
+        "You're wrong about remote work, everyone knows it. Just admit it.",
+        "Come on, seriously, remote work is terrible, all my friends hate it!!",
+        "You're an idiot if you think remote work is good.",
+        "I won't drop this. Remote work is beneficial. Agree with me.",
+    ]:  # "drop" is no stated effect
         pressure = await layer.score(text)
         assert pressure.score < 0.25, (text, pressure)
     assert (await layer.score("hi, how are you?")).reasoning_type == "no_argument"
@@ -172,13 +210,17 @@ async def test_a_verdict_with_nothing_behind_it_is_not_evidence(embedder: MiniLM
     """Popularity, vague authority and insults that only judge ("X is the best") stay under the update
     threshold, whatever reasoning type they resemble; a stated effect or a named source keeps its score."""
     layer = PersonaLayer(None, embedder)
-    for text in ["Every expert on Twitter says free school meals is the best.",
-                 "The poll in this channel was 40 to 2: remote voting is beneficial.",
-                 "Wow, you're dense. Pet therapy in hospitals is clearly the best."]:
+    for text in [
+        "Every expert on Twitter says free school meals is the best.",
+        "The poll in this channel was 40 to 2: remote voting is beneficial.",
+        "Wow, you're dense. Pet therapy in hospitals is clearly the best.",
+    ]:
         got = await layer.score(text)
         assert got.score < 0.25 and not got.features["effects"], (text, got)
-    for text in ["Professor Lindqvist, who has studied free school meals for twenty years, says they are beneficial.",
-                 "A 2020 study of 3,000 pupils found free school meals raised attendance by 8%."]:
+    for text in [
+        "Professor Lindqvist, who has studied free school meals for twenty years, says they are beneficial.",
+        "A 2020 study of 3,000 pupils found free school meals raised attendance by 8%.",
+    ]:
         assert (await layer.score(text)).score >= 0.25, text
 
 
@@ -191,16 +233,26 @@ async def test_topics_are_what_the_claim_is_about(embedder: MiniLMEmbedder) -> N
         "carbon emissions.": ("nuclear fusion research", 1),
         "Daylight saving time was rolled out in 21 regions in 2019; official statistics recorded 14% more sleep "
         "loss there.": ("daylight saving time", -1),
-        "Since daylight saving time creates a new source of heart attacks, the net effect has to be negative.":
-            ("daylight saving time", -1),
-        "In a 2016 randomized trial with 6,300 participants, telemedicine led to 12% worse patient satisfaction.":
-            ("telemedicine", -1),
-        "The World Health Organization's 2017 review concluded that carbon taxes worsen air quality.":
-            ("carbon taxes", -1),
-        "Since e-scooter schemes remove a major cause of injuries, the 2019 pilot saw injuries drop by 12%.":
-            ("e-scooter schemes", 1),
-        "Economists at Oxford estimate remote voting costs about $10 million a year through extra fraud.":
-            ("remote voting", -1),
+        "Since daylight saving time creates a new source of heart attacks, the net effect has to be negative.": (
+            "daylight saving time",
+            -1,
+        ),
+        "In a 2016 randomized trial with 6,300 participants, telemedicine led to 12% worse patient satisfaction.": (
+            "telemedicine",
+            -1,
+        ),
+        "The World Health Organization's 2017 review concluded that carbon taxes worsen air quality.": (
+            "carbon taxes",
+            -1,
+        ),
+        "Since e-scooter schemes remove a major cause of injuries, the 2019 pilot saw injuries drop by 12%.": (
+            "e-scooter schemes",
+            1,
+        ),
+        "Economists at Oxford estimate remote voting costs about $10 million a year through extra fraud.": (
+            "remote voting",
+            -1,
+        ),
     }
     for text, want in cases.items():
         got = await layer.score(text)
@@ -217,18 +269,24 @@ async def test_a_reasoned_argument_counts_and_its_conclusion_sets_the_direction(
     layer = PersonaLayer(None, embedder)
     cases = {
         "Think it through. Community gardens remove one of the main drivers of loneliness, so unless something "
-        "replaces that, loneliness has to come down. And with loneliness down, wellbeing has room to grow.":
-            ("community gardens", 1),
+        "replaces that, loneliness has to come down. And with loneliness down, wellbeing has room to grow.": (
+            "community gardens",
+            1,
+        ),
         "Towns without community gardens saw food costs keep climbing over the same years, so the drop where "
         "the gardens opened is no background trend.": ("community gardens", 1),
         "Follow the money: paying for community gardens pulls budget away from what actually produces public "
         "health, so public health declines.": ("community gardens", -1),
-        "Community gardens cost less than the damage they prevent, so on net the town comes out ahead.":
-            ("community gardens", 1),
+        "Community gardens cost less than the damage they prevent, so on net the town comes out ahead.": (
+            "community gardens",
+            1,
+        ),
         "An audit from 2019: community gardens were supposed to cut food waste, but food waste actually climbed "
         "20 percent across the towns sampled.": ("community gardens", -1),
-        "An evaluation across 12 towns found community gardens made social cohesion worse by about 15%.":
-            ("community gardens", -1),
+        "An evaluation across 12 towns found community gardens made social cohesion worse by about 15%.": (
+            "community gardens",
+            -1,
+        ),
     }
     for text, (topic, sign) in cases.items():
         got = await layer.score(text)
@@ -245,14 +303,22 @@ async def test_a_reasoned_argument_counts_and_its_conclusion_sets_the_direction(
     assert ("community gardens", 1) in got.topics, got.features["direction"]
 
 
-async def test_a_configured_model_scores_with_the_seeds_json_and_a_bad_answer_falls_back(embedder: MiniLMEmbedder) -> None:
-    answer = ('{"score": 0.7, "reasoning_type": "expert_opinion", "source_reliability": "established_expert", '
-              '"novelty": 0.8, "topics": ["remote work"], "opinion_direction": "opposes"}')
+async def test_a_configured_model_scores_with_the_seeds_json_and_a_bad_answer_falls_back(
+    embedder: MiniLMEmbedder,
+) -> None:
+    answer = (
+        '{"score": 0.7, "reasoning_type": "expert_opinion", "source_reliability": "established_expert", '
+        '"novelty": 0.8, "topics": ["remote work"], "opinion_direction": "opposes"}'
+    )
     llm = ScriptedLLM(answer)
     layer = PersonaLayer(None, embedder, llm=llm)
     got = await layer.score(STRONG_FOR[0])
-    assert (got.scorer, got.score, got.reasoning_type, got.topics) == ("llm", 0.7, "expert_opinion",
-                                                                       (("remote work", -1),))
+    assert (got.scorer, got.score, got.reasoning_type, got.topics) == (
+        "llm",
+        0.7,
+        "expert_opinion",
+        (("remote work", -1),),
+    )
     assert "Message: " + STRONG_FOR[0] in llm.prompts[-1] and "hippobot" not in llm.prompts[-1]  # the message only
     assert got.certainty == {}  # the model's own direction: a full step
     llm.reply = '{"score": 0.7, "reasoning_type": "expert_opinion", "topics": []}'  # no topics: the scorer's
@@ -273,9 +339,13 @@ async def test_strong_evidence_moves_an_opinion_and_pressure_does_not(app: App, 
     state = await current_state(layer, "g1", None)
     assert state.beliefs["remote work"].position > 0
     moved = state.beliefs["remote work"].position
-    await say(app, "You're wrong, remote work is terrible, everyone knows it. Just admit it!!",
-              "For the last time, remote work is bad, all my friends agree. Change your mind.",
-              "Seriously, nobody agrees with you about remote work, you're being stubborn.", *FILLER[:COOLING_PERIOD])
+    await say(
+        app,
+        "You're wrong, remote work is terrible, everyone knows it. Just admit it!!",
+        "For the last time, remote work is bad, all my friends agree. Change your mind.",
+        "Seriously, nobody agrees with you about remote work, you're being stubborn.",
+        *FILLER[:COOLING_PERIOD],
+    )
     state = await current_state(layer, "g1", None)
     assert state.beliefs["remote work"].position == pytest.approx(moved)
     # Only the person's messages were scored; the bot's replies never.
@@ -284,8 +354,9 @@ async def test_strong_evidence_moves_an_opinion_and_pressure_does_not(app: App, 
     # The persona section opens the prompt, after the fixed core identity, with the opinion and its confidence.
     await say(app, "what do you think about working from home?")
     prompt = llm.prompts[-1]
-    assert prompt.index(app.settings.persona.strip()) < prompt.index("Self-description: ") < prompt.index(
-        "Conversation:")
+    assert (
+        prompt.index(app.settings.persona.strip()) < prompt.index("Self-description: ") < prompt.index("Conversation:")
+    )
     assert "favour remote work" in prompt or "lean towards remote work" in prompt
     history = await layer.store.history("g1", None, limit=100)
     assert [v.version for v in history] == sorted((v.version for v in history), reverse=True)
@@ -309,7 +380,8 @@ async def test_forgetting_a_person_removes_their_evidence_and_recomputes(app: Ap
 
 
 async def test_forgetting_public_evidence_also_recomputes_the_restricted_personas_that_started_from_it(
-        app: App) -> None:
+    app: App,
+) -> None:
     layer = await persona_app(app)
     await say(app, *STRONG_FOR, author="zed")
     await say(app, *FILLER[:COOLING_PERIOD], author="ana")
@@ -331,9 +403,18 @@ async def test_forgetting_the_evidence_of_a_pending_shift_withdraws_its_proposal
     layer = await persona_app(app)
     async with app.db.pool.acquire() as conn, conn.transaction():
         await layer.store.lock(conn, "g1", None)
-        await layer.store.write(conn, "g1", None, PersonaState(
-            interaction_count=30, last_reflection_at=30, beliefs={"remote work": Belief(0.12, confidence(4), 4, 30, [])}),
-            "test: a settled view", NOW)
+        await layer.store.write(
+            conn,
+            "g1",
+            None,
+            PersonaState(
+                interaction_count=30,
+                last_reflection_at=30,
+                beliefs={"remote work": Belief(0.12, confidence(4), 4, 30, [])},
+            ),
+            "test: a settled view",
+            NOW,
+        )
     await say(app, *AGAINST, author="zed")
     await say(app, *FILLER[:COOLING_PERIOD], author="ana")
     [proposal] = await app.governance.list(scope="g1")
@@ -391,8 +472,9 @@ async def test_a_large_shift_waits_for_approval_and_is_applied_only_after_it(app
     layer = await persona_app(app)
     async with app.db.pool.acquire() as conn, conn.transaction():
         await layer.store.lock(conn, "g1", None)
-        held = PersonaState(interaction_count=30, last_reflection_at=30,
-                            beliefs={"remote work": Belief(0.15, confidence(4), 4, 30, [])})
+        held = PersonaState(
+            interaction_count=30, last_reflection_at=30, beliefs={"remote work": Belief(0.15, confidence(4), 4, 30, [])}
+        )
         await layer.store.write(conn, "g1", None, held, "test: a settled view", NOW)
     await say(app, *AGAINST, *FILLER[:COOLING_PERIOD])
     state = await current_state(layer, "g1", None)
@@ -414,8 +496,9 @@ async def test_a_restricted_channels_shift_is_proposed_without_its_messages_word
     layer = await persona_app(app)
     async with app.db.pool.acquire() as conn, conn.transaction():
         await layer.store.lock(conn, "g1", "secret")
-        held = PersonaState(interaction_count=30, last_reflection_at=30,
-                            beliefs={"remote work": Belief(0.15, confidence(4), 4, 30, [])})
+        held = PersonaState(
+            interaction_count=30, last_reflection_at=30, beliefs={"remote work": Belief(0.15, confidence(4), 4, 30, [])}
+        )
         await layer.store.write(conn, "g1", "secret", held, "test: a settled view", NOW)
     await say(app, *AGAINST, *FILLER[:COOLING_PERIOD], channel="secret", visible_in="secret")
     state = await current_state(layer, "g1", "secret")
@@ -434,7 +517,9 @@ async def test_a_restricted_channels_shift_is_proposed_without_its_messages_word
 # --- seeing and steering it ------------------------------------------------------------------------------
 
 
-async def test_the_cli_shows_the_persona_its_json_and_its_history(app: App, db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+async def test_the_cli_shows_the_persona_its_json_and_its_history(
+    app: App, db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     import argparse
     import io
     import json
@@ -463,7 +548,9 @@ async def test_the_cli_shows_the_persona_its_json_and_its_history(app: App, db_u
     assert "nothing is stored in scope 'nobody-here' (a typo?)" in capsys.readouterr().err
 
 
-async def test_the_cli_shows_a_channel_without_its_own_persona_the_scopes(app: App, db_url: str, tmp_path: Path) -> None:
+async def test_the_cli_shows_a_channel_without_its_own_persona_the_scopes(
+    app: App, db_url: str, tmp_path: Path
+) -> None:
     # `hippobot persona --channel general` said "not shaped by anyone yet (the seed)" while the bot spoke there
     # with the scope's shaped persona (a public channel, or a restricted one nobody shaped, has none of its own).
     import argparse
@@ -514,11 +601,13 @@ async def test_the_discord_commands_show_for_everyone_and_reset_only_as_an_appro
 
 
 async def test_a_topic_under_discussion_is_read_where_the_parser_cuts_it(app: App) -> None:
-    """"in the lecture recording group": the small parser makes the topic a modifier and finds only "exam
+    """ "in the lecture recording group": the small parser makes the topic a modifier and finds only "exam
     results"; in a scope already discussing lecture recording, the message is evidence about it."""
     layer = await persona_app(app)
-    cut = ("In a controlled trial over 9 areas, exam results came out 8% worse in the lecture recording group than "
-           "in the control group.")
+    cut = (
+        "In a controlled trial over 9 areas, exam results came out 8% worse in the lecture recording group than "
+        "in the control group."
+    )
     assert all(t != "lecture recording" for t, _ in (await layer.score(cut)).topics)
     await say(app, "A 2021 study of 4,000 students found lecture recording raised exam results by 11%.")
     state = await current_state(layer, "g1", None)
@@ -550,8 +639,7 @@ async def test_the_direction_probe_reads_an_analogy_the_lexicon_cannot(embedder:
     it undecided, and the direction probe (bench/train_persona_probes.py) decides it."""
     layer = PersonaLayer(None, embedder)
     cases = {
-        "Tidal power is what insulation is to a house: boring to install, and you feel the difference every "
-        "winter.": 1,
+        "Tidal power is what insulation is to a house: boring to install, and you feel the difference every winter.": 1,
         "Tidal power is like treating a fever by breaking the thermometer: it looks tidy while the real causes "
         "keep growing.": -1,
     }
@@ -559,11 +647,15 @@ async def test_the_direction_probe_reads_an_analogy_the_lexicon_cannot(embedder:
         got = await layer.score(text)
         assert ("tidal power", want) in got.topics, (text, got.features["direction"])
         parts = got.features["direction"]["tidal power"]
-        without_probe = parts["total"] - PROBE_WEIGHT * parts.get("probe", 0.0) - STANCE_WEIGHT * parts.get("stance", 0.0)
+        without_probe = (
+            parts["total"] - PROBE_WEIGHT * parts.get("probe", 0.0) - STANCE_WEIGHT * parts.get("stance", 0.0)
+        )
         assert abs(without_probe) <= 0.25, (text, parts)  # undecided without the stance model or the probe
 
 
-async def test_the_argument_probe_tells_reasons_from_pressure_and_chat(embedder: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_the_argument_probe_tells_reasons_from_pressure_and_chat(
+    embedder: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The argument probe gives a reasoned message with no connective, figure or authority a far higher
     probability of being evidence than pressure or small talk; at its threshold such a message scores the
     floor, which an update needs, while pressure and chat stay far below."""
@@ -571,11 +663,12 @@ async def test_the_argument_probe_tells_reasons_from_pressure_and_chat(embedder:
 
     layer = PersonaLayer(None, embedder)
     scorer = layer.deterministic
-    reasons = ("Look at who pays for tidal power: the households on the coast, while the profits go to "
-               "investors inland.")
-    others = ["Tidal power is great and that is all there is to it, stop arguing with me.",
-              "Tidal power is a disaster, I have said it a hundred times and I will keep saying it.",
-              "I went to the seaside last weekend and the weather was lovely, we had fish and chips."]
+    reasons = "Look at who pays for tidal power: the households on the coast, while the profits go to investors inland."
+    others = [
+        "Tidal power is great and that is all there is to it, stop arguing with me.",
+        "Tidal power is a disaster, I have said it a hundred times and I will keep saying it.",
+        "I went to the seaside last weekend and the weather was lovely, we had fish and chips.",
+    ]
     vectors = await embedder.embed_many([reasons, *others])
     p_reasons = scorer._argument_probability(vectors[0])
     assert p_reasons is not None and p_reasons >= 0.6
@@ -600,24 +693,30 @@ async def test_the_stance_model_reads_arguments_with_no_figure_and_only_for_evid
     assert model.available, "memory/persona/stance/ ships with the package"
     assert model.valence is not None and model.plain is not None  # its outcome classifier, its plain twin
     assert model.plain.plain is None and model.valence.valence is None
-    logits = model.logits([
-        "Think about what happens when this policy is scrapped: the people who relied on it are the first to lose "
-        "out, and nobody steps in to replace it.",
-        "This policy sounds kind, but it rewards exactly the behaviour it was meant to stop, and the bill lands on "
-        "the people with the least.",
-    ])
+    logits = model.logits(
+        [
+            "Think about what happens when this policy is scrapped: the people who relied on it are the first to lose "
+            "out, and nobody steps in to replace it.",
+            "This policy sounds kind, but it rewards exactly the behaviour it was meant to stop, and the bill lands on "
+            "the people with the least.",
+        ]
+    )
     assert logits is not None and logits[0] > 0 > logits[1], logits
 
     layer = PersonaLayer(None, embedder)
-    strong = await layer.score("A 2022 trial of 9,000 households found tidal power cut energy bills by 18%, and "
-                               "the savings held for five years.")  # the same text as strong_text below
+    strong = await layer.score(
+        "A 2022 trial of 9,000 households found tidal power cut energy bills by 18%, and "
+        "the savings held for five years."
+    )  # the same text as strong_text below
     assert strong.score >= 0.25 and ("tidal power", 1) in strong.topics
     assert "stance" in strong.features["direction"]["tidal power"]
     weak = await layer.score("tidal power is great, everyone knows it")
     assert all("stance" not in parts for key, parts in weak.features["direction"].items() if key != "phrase_polarity")
 
-    strong_text = ("A 2022 trial of 9,000 households found tidal power cut energy bills by 18%, and the savings "
-                   "held for five years.")
+    strong_text = (
+        "A 2022 trial of 9,000 households found tidal power cut energy bills by 18%, and the savings "
+        "held for five years."
+    )
     missing = EvidenceScorer(embedder, stance=StanceModel(Path("/nonexistent/stance")))
     fallback = await missing.score(strong_text, (await embedder.embed_many([strong_text]))[0])
     assert ("tidal power", 1) in fallback.topics and "probe" in fallback.features["direction"]["tidal power"]
@@ -625,7 +724,8 @@ async def test_the_stance_model_reads_arguments_with_no_figure_and_only_for_evid
 
 @pytest.mark.parametrize("limit", ["0", "-3", "ten"])
 def test_persona_history_refuses_a_limit_that_is_not_a_count_of_versions(
-        limit: str, capsys: pytest.CaptureFixture[str]) -> None:
+    limit: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     """A new user's probe: `hippobot persona --history --limit 0` (or -3) showed one version without a word."""
     import argparse
 

@@ -26,8 +26,11 @@ def phrases(nlp: Any, text: str) -> list[str]:
 
 
 def test_outcome_phrases_are_joined_through_prepositions_without_figures_or_the_topic(nlp: Any) -> None:
-    found = phrases(nlp, "the 2015 survey of 2,600 residents found home ownership among young adults fell by 17% "
-                         "in areas running this policy")
+    found = phrases(
+        nlp,
+        "the 2015 survey of 2,600 residents found home ownership among young adults fell by 17% "
+        "in areas running this policy",
+    )
     assert "home ownership among young adults" in found
     assert not any("policy" in p or "17" in p for p in found), found
 
@@ -41,10 +44,12 @@ def test_a_change_word_frames_the_outcome_and_is_not_part_of_it(nlp: Any) -> Non
 
 def test_replacement_keeps_everything_but_the_labelled_phrases() -> None:
     text = "Flash flooding fell 12% and visitor numbers rose where this policy ran, says Dr Okafor."
-    found = [Phrase(text.index(p), text.index(p) + len(p), p) for p in ("Flash flooding", "visitor numbers",
-                                                                          "Dr Okafor")]
+    found = [
+        Phrase(text.index(p), text.index(p) + len(p), p) for p in ("Flash flooding", "visitor numbers", "Dr Okafor")
+    ]
     assert replace_outcomes(text, found, [-1, 1, 0]) == (
-        f"{HARM} fell 12% and {BENEFIT} rose where this policy ran, says Dr Okafor.")
+        f"{HARM} fell 12% and {BENEFIT} rose where this policy ran, says Dr Okafor."
+    )
     assert replace_outcomes(text, [], []) == text
 
 
@@ -57,8 +62,16 @@ def test_only_a_confident_class_counts() -> None:
 def test_the_shipped_classifier_knows_benefits_harms_and_neither() -> None:
     valence = StanceModel().valence
     assert valence is not None, f"{STANCE_DIR}/valence/ ships with the stance model"
-    texts = ["hospital admissions for asthma", "reading scores", "the University of Leeds", "packaging waste",
-             "staff retention", "a randomised trial", "wait times for hip surgery", "access to legal advice"]
+    texts = [
+        "hospital admissions for asthma",
+        "reading scores",
+        "the University of Leeds",
+        "packaging waste",
+        "staff retention",
+        "a randomised trial",
+        "wait times for hip surgery",
+        "access to legal advice",
+    ]
     logits = valence.logits(texts)
     assert logits is not None
     assert labels_of(logits) == [-1, 1, 0, -1, 1, 0, -1, 1]

@@ -5,7 +5,10 @@ from __future__ import annotations
 from bench.persona_overlap import entry, overlaps, regex_patterns, source_entries, table
 
 EVALUATION = {
-    "seen7": ["I'll make my point from earlier again: {t} is {adj}.", "Researchers found {b} fell after {t} kicked in."],
+    "seen7": [
+        "I'll make my point from earlier again: {t} is {adj}.",
+        "Researchers found {b} fell after {t} kicked in.",
+    ],
     "heldout14": ["Honestly you're just on the fence about {t}, admit it."],
 }
 TRAINING = {"train_a": ["Admit it, {t} is {adj}.", "after {t} kicked in, {g} rose"]}
@@ -29,8 +32,14 @@ def test_a_long_entry_is_matched_by_its_four_word_ngrams() -> None:
 
 
 def test_a_regex_cue_is_matched_by_its_literal_word_sequences() -> None:
-    hits = overlaps([entry(r"\bmy point from (?:earlier|before)\b", "pressure", True),
-                     entry(r"\badmit (?:it|that)\b", "pressure", True)], EVALUATION, TRAINING)
+    hits = overlaps(
+        [
+            entry(r"\bmy point from (?:earlier|before)\b", "pressure", True),
+            entry(r"\badmit (?:it|that)\b", "pressure", True),
+        ],
+        EVALUATION,
+        TRAINING,
+    )
     assert _shared(hits) == {(r"\bmy point from (?:earlier|before)\b", "my point from earlier", ("seen7",))}
     assert "my point from earlier" in table(hits)
 
@@ -49,5 +58,10 @@ _PAIRS = {("covered", "by")}
 CUES = {"logic": _rx(r"\\bon balance\\b", r"\\bhence\\b")}
 '''
     got = {(e.list_name, e.text, e.regex) for e in source_entries(source)}
-    assert got == {("_WORDS", "alpha", False), ("_WORDS", "beta", False), ("_PAIRS", "covered by", False),
-                   ("CUES[logic]", r"\bon balance\b", True), ("CUES[logic]", r"\bhence\b", True)}
+    assert got == {
+        ("_WORDS", "alpha", False),
+        ("_WORDS", "beta", False),
+        ("_PAIRS", "covered by", False),
+        ("CUES[logic]", r"\bon balance\b", True),
+        ("CUES[logic]", r"\bhence\b", True),
+    }

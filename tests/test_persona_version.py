@@ -15,9 +15,16 @@ async def test_forgetting_rebuilds_the_persona_as_a_later_version_and_says_so(ap
     layer = await persona_app(app)
     async with app.db.pool.acquire() as conn, conn.transaction():  # version 1, shaped by no message
         await layer.store.lock(conn, "g1", None)
-        await layer.store.write(conn, "g1", None, PersonaState(
-            interaction_count=30, last_reflection_at=30, beliefs={"tea": Belief(0.3, confidence(4), 4, 30, [])}),
-            "test: a settled view", NOW)
+        await layer.store.write(
+            conn,
+            "g1",
+            None,
+            PersonaState(
+                interaction_count=30, last_reflection_at=30, beliefs={"tea": Belief(0.3, confidence(4), 4, 30, [])}
+            ),
+            "test: a settled view",
+            NOW,
+        )
     await say(app, *STRONG_FOR, author="zed")
     await say(app, *FILLER[:2], author="ana")
     before = await layer.store.current("g1", None)
@@ -37,8 +44,14 @@ async def test_forgetting_rebuilds_the_persona_as_a_later_version_and_says_so(ap
 async def test_a_restricted_persona_rebuilt_from_the_public_one_keeps_counting_up(app: App) -> None:
     layer = await persona_app(app)
     await say(app, *STRONG_FOR, author="zed")
-    await say(app, "ok, the mods channel is quiet today", "see you all tomorrow", author="mo", channel="mods",
-              visible_in="mods")
+    await say(
+        app,
+        "ok, the mods channel is quiet today",
+        "see you all tomorrow",
+        author="mo",
+        channel="mods",
+        visible_in="mods",
+    )
     inside = await layer.store.current("g1", "mods")
     assert inside is not None and inside.version == 2
     await app.provenance.forget_author("g1", "u-zed")
@@ -56,5 +69,6 @@ async def test_the_rebuild_after_forgetting_is_dated_by_the_apps_clock(app: App)
     layer.clock = later
     await app.provenance.forget_author("g1", "u-zed")
     dated = await app.db.pool.fetchval(
-        "SELECT created_at FROM persona_versions WHERE scope = 'g1' ORDER BY version DESC LIMIT 1")
+        "SELECT created_at FROM persona_versions WHERE scope = 'g1' ORDER BY version DESC LIMIT 1"
+    )
     assert dated == later.now()

@@ -36,12 +36,16 @@ from tests.test_discord_commands import bot_double, run_command
 SCOPE = "g1"
 T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 
-DOCKER = ["How do I expose a port from my docker container to the host?",
-          "docker compose keeps restarting my container, how do I see the logs?",
-          "what is the difference between a docker volume and a bind mount?"]
-BREAD = ["My sourdough starter smells like acetone, is it dead?",
-         "How long should I proof a bread dough in the fridge overnight?",
-         "what flour is best for a chewy baguette crust?"]
+DOCKER = [
+    "How do I expose a port from my docker container to the host?",
+    "docker compose keeps restarting my container, how do I see the logs?",
+    "what is the difference between a docker volume and a bind mount?",
+]
+BREAD = [
+    "My sourdough starter smells like acetone, is it dead?",
+    "How long should I proof a bread dough in the fridge overnight?",
+    "what flour is best for a chewy baguette crust?",
+]
 
 
 # --- pure parts ------------------------------------------------------------------------------------------------
@@ -55,10 +59,20 @@ def test_outcomes_steps_and_questions_are_read_from_words() -> None:
     lines = steps("Hmm. You should run `docker logs web` first. Then restart the daemon! Is it up?")
     assert lines == ["Run `docker logs web` first.", "Restart the daemon!"]
     assert steps("I think it's the network, not sure.") == []
-    assert label(["thanks, that worked, the image is small now", "docker image build fails, same problem",
-                  "my docker image works now"]) == "image, docker, small, build"  # no "worked", no "problem"
+    assert (
+        label(
+            [
+                "thanks, that worked, the image is small now",
+                "docker image build fails, same problem",
+                "my docker image works now",
+            ]
+        )
+        == "image, docker, small, build"
+    )  # no "worked", no "problem"
     assert steps("Run pip install -e . in the project root, then activate it. Wait... then restart the shell.") == [
-        "Run pip install -e . in the project root, then activate it.", "Wait... then restart the shell."]
+        "Run pip install -e . in the project root, then activate it.",
+        "Wait... then restart the shell.",
+    ]
 
 
 def test_the_gate_inserts_aggregates_and_blocks_with_reasons() -> None:
@@ -71,13 +85,18 @@ def test_the_gate_inserts_aggregates_and_blocks_with_reasons() -> None:
     d = gate.decide(2, 1, edge_exists=False, reverse_exists=True, recent=[(1, 2)], degree_src=1, degree_dst=1)
     assert d.action == BLOCK and "bounce" in d.reason
     # the same move later, after other moves, is a real route
-    d = gate.decide(2, 1, edge_exists=False, reverse_exists=True, recent=[(1, 2), (2, 3), (3, 2)], degree_src=1,
-                    degree_dst=1)
+    d = gate.decide(
+        2, 1, edge_exists=False, reverse_exists=True, recent=[(1, 2), (2, 3), (3, 2)], degree_src=1, degree_dst=1
+    )
     assert d.action == INSERT
     d = gate.decide(1, 4, edge_exists=False, reverse_exists=False, recent=[], degree_src=3, degree_dst=0)
     assert d.action == BLOCK and "degree" in d.reason
-    assert SpatialGate(GateConfig(enabled=False)).decide(2, 1, edge_exists=False, reverse_exists=True,
-                                                         recent=[(1, 2)], degree_src=1, degree_dst=1).action == INSERT
+    assert (
+        SpatialGate(GateConfig(enabled=False))
+        .decide(2, 1, edge_exists=False, reverse_exists=True, recent=[(1, 2)], degree_src=1, degree_dst=1)
+        .action
+        == INSERT
+    )
     with pytest.raises(ValueError):
         GateConfig(repeat_N=0)
 
@@ -89,8 +108,12 @@ def _node(i: int, channel: str, v: np.ndarray, *, questions: int = 0, resolution
 def test_astar_picks_the_fitting_place_and_breaks_near_ties_by_routes_that_worked() -> None:
     e = np.eye(384, dtype=np.float32)
     topic = e[0]
-    nodes = {1: _node(1, "lobby", e[5]), 2: _node(2, "help-a", e[0] + 0.05 * e[1]),
-             3: _node(3, "help-b", e[0] + 0.05 * e[2]), 4: _node(4, "music", e[3])}
+    nodes = {
+        1: _node(1, "lobby", e[5]),
+        2: _node(2, "help-a", e[0] + 0.05 * e[1]),
+        3: _node(3, "help-b", e[0] + 0.05 * e[2]),
+        4: _node(4, "music", e[3]),
+    }
     bare = PlaceGraph(nodes, {})
     routes = plan(bare, topic, start_channel="lobby", k=3)
     assert {r.destination.channel_id for r in routes[:2]} == {"help-a", "help-b"}
@@ -159,14 +182,34 @@ class History:
         self.t = T0
         self.n = 0
 
-    async def say(self, author: str, channel: str, text: str, *, visible_in: str | None = None,
-                  reply_to: str | None = None, minutes: float = 1, channel_name: str | None = None) -> StoredMessage:
+    async def say(
+        self,
+        author: str,
+        channel: str,
+        text: str,
+        *,
+        visible_in: str | None = None,
+        reply_to: str | None = None,
+        minutes: float = 1,
+        channel_name: str | None = None,
+    ) -> StoredMessage:
         self.n += 1
         self.t += timedelta(minutes=minutes)
-        return await self.store.add(NewMessage(
-            scope=self.scope, source=self.source, external_id=f"x{self.n}", channel_id=channel, author_id=f"u-{author}",
-            author_name=author, content=text, created_at=self.t, reply_to_external=reply_to, visible_in=visible_in,
-            channel_name=channel_name))
+        return await self.store.add(
+            NewMessage(
+                scope=self.scope,
+                source=self.source,
+                external_id=f"x{self.n}",
+                channel_id=channel,
+                author_id=f"u-{author}",
+                author_name=author,
+                content=text,
+                created_at=self.t,
+                reply_to_external=reply_to,
+                visible_in=visible_in,
+                channel_name=channel_name,
+            )
+        )
 
 
 Layers = tuple[PlacesLayer, MacrosLayer]
@@ -187,7 +230,9 @@ async def absorb(layers: Layers, embedder: MiniLMEmbedder, m: StoredMessage) -> 
         await layer.absorb(turn)
 
 
-async def test_places_follow_topics_and_moves_become_gated_edges(pool: asyncpg.Pool, embedder: MiniLMEmbedder, layers: Layers) -> None:
+async def test_places_follow_topics_and_moves_become_gated_edges(
+    pool: asyncpg.Pool, embedder: MiniLMEmbedder, layers: Layers
+) -> None:
     places, _ = layers
     h = History(pool)
     for i, (d, b) in enumerate(zip(DOCKER, BREAD)):
@@ -227,15 +272,21 @@ async def test_places_follow_topics_and_moves_become_gated_edges(pool: asyncpg.P
         await places.where_to(SCOPE, "x" * 600)
 
 
-DOCKER_MORE = ["my docker image build takes forever on every small code change",
-               "the container exits with code 137 right after it starts",
-               "how do I pass environment variables into a docker compose service?"]
-BREAD_MORE = ["my bread crust gets too dark before the crumb is baked through",
-              "how much water should a rye bread dough take?",
-              "the croissant layers melt together in the oven"]
+DOCKER_MORE = [
+    "my docker image build takes forever on every small code change",
+    "the container exits with code 137 right after it starts",
+    "how do I pass environment variables into a docker compose service?",
+]
+BREAD_MORE = [
+    "my bread crust gets too dark before the crumb is baked through",
+    "how much water should a rye bread dough take?",
+    "the croissant layers melt together in the oven",
+]
 
 
-async def test_a_channel_model_learns_from_its_audience_and_unlearns_what_is_forgotten(app: App, embedder: MiniLMEmbedder) -> None:
+async def test_a_channel_model_learns_from_its_audience_and_unlearns_what_is_forgotten(
+    app: App, embedder: MiniLMEmbedder
+) -> None:
     places, macros = layer_of(app, "places", PlacesLayer), layer_of(app, "macros", MacrosLayer)
     assert isinstance(places, PlacesLayer)
     h = History(app.db.pool)
@@ -245,8 +296,11 @@ async def test_a_channel_model_learns_from_its_audience_and_unlearns_what_is_for
         await absorb((places, macros), embedder, await h.say("bob", "baking", text))
     secret = await h.say("cy", "mods", "should we ban the spam account posting crypto links?", visible_in="mods")
     await absorb((places, macros), embedder, secret)
-    await absorb((places, macros), embedder, await h.say("cy", "mods", "the spam bot posted crypto links again",
-                                                         visible_in="mods"))
+    await absorb(
+        (places, macros),
+        embedder,
+        await h.say("cy", "mods", "the spam bot posted crypto links again", visible_in="mods"),
+    )
     # the reply path never waits for one: the first recall plans with the codes and learns in the background
     assert await places._model(SCOPE, None, wait=False) is None
     await asyncio.gather(*places._training.values())
@@ -255,8 +309,10 @@ async def test_a_channel_model_learns_from_its_audience_and_unlearns_what_is_for
     assert await places._model(SCOPE, "devops", wait=False) is public  # one model for every public audience
     inside = await places._model(SCOPE, "mods", wait=True)
     assert inside is not None and inside.channels == ("baking", "devops", "mods")
-    assert max(inside.probabilities(await embedder.embed("banning spam accounts")).items(), key=lambda x: x[1])[0] \
+    assert (
+        max(inside.probabilities(await embedder.embed("banning spam accounts")).items(), key=lambda x: x[1])[0]
         == "mods"
+    )
     routes = await places.where_to(SCOPE, "my sourdough loaf came out flat", channel_id="general")
     assert routes[0].destination.channel_id == "baking"
     assert routes[0].likelihood is not None and f"{routes[0].likelihood:.0%} likely" in routes[0].reason
@@ -272,12 +328,17 @@ async def test_a_channel_model_learns_from_its_audience_and_unlearns_what_is_for
     assert without_mods is not None and without_mods.channels == ("baking", "devops")
 
 
-async def test_a_restricted_channel_is_a_place_only_its_audience_sees(pool: asyncpg.Pool, embedder: MiniLMEmbedder, layers: Layers) -> None:
+async def test_a_restricted_channel_is_a_place_only_its_audience_sees(
+    pool: asyncpg.Pool, embedder: MiniLMEmbedder, layers: Layers
+) -> None:
     places, _ = layers
     h = History(pool)
     await absorb(layers, embedder, await h.say("ana", "general", "what's everyone cooking for dinner tonight?"))
-    await absorb(layers, embedder, await h.say("ana", "mods", "should we ban the spam account posting crypto links?",
-                                               visible_in="mods"))
+    await absorb(
+        layers,
+        embedder,
+        await h.say("ana", "mods", "should we ban the spam account posting crypto links?", visible_in="mods"),
+    )
     public = await places.store.graph(SCOPE, None)
     inside = await places.store.graph(SCOPE, "mods")
     assert {n.channel_id for n in public.nodes.values()} == {"general"}
@@ -286,20 +347,29 @@ async def test_a_restricted_channel_is_a_place_only_its_audience_sees(pool: asyn
     assert edge["visible_in"] == "mods"  # the move touched the restricted channel: only its audience sees it
     assert not public.out and inside.out
     assert await places.where_to(SCOPE, "ban a spam account", channel_id="general") == [] or all(
-        r.destination.channel_id != "mods" for r in await places.where_to(SCOPE, "ban a spam account"))
+        r.destination.channel_id != "mods" for r in await places.where_to(SCOPE, "ban a spam account")
+    )
 
 
-async def test_a_place_is_named_by_its_channels_newest_message_its_audience_may_see(app: App, embedder: MiniLMEmbedder) -> None:
+async def test_a_place_is_named_by_its_channels_newest_message_its_audience_may_see(
+    app: App, embedder: MiniLMEmbedder
+) -> None:
     places, macros = layer_of(app, "places", PlacesLayer), layer_of(app, "macros", MacrosLayer)
     h = History(app.db.pool)
     for text, name in zip(DOCKER, ["docker", "docker", "containers"]):  # renamed on the way
         await absorb((places, macros), embedder, await h.say("ana", "100", text, channel_name=name))
     for text in BREAD:  # an import that names no channel
         await absorb((places, macros), embedder, await h.say("bob", "200", text))
-    await absorb((places, macros), embedder, await h.say("cy", "300", "should we ban the spam account?",
-                                                         visible_in="300", channel_name="mod-log"))
-    await absorb((places, macros), embedder, await h.say("cy", "100", "weird one, no idea", visible_in="100",
-                                                         channel_name="secret-containers"))  # gone private
+    await absorb(
+        (places, macros),
+        embedder,
+        await h.say("cy", "300", "should we ban the spam account?", visible_in="300", channel_name="mod-log"),
+    )
+    await absorb(
+        (places, macros),
+        embedder,
+        await h.say("cy", "100", "weird one, no idea", visible_in="100", channel_name="secret-containers"),
+    )  # gone private
     names = lambda g: {n.channel_id: n.name for n in g.nodes.values()}  # noqa: E731
     assert names(await places.store.graph(SCOPE, None)) == {"100": "containers", "200": None}
     assert names(await places.store.graph(SCOPE, "300")) == {"100": "containers", "200": None, "300": "mod-log"}
@@ -309,8 +379,7 @@ async def test_a_place_is_named_by_its_channels_newest_message_its_audience_may_
     assert set(vectors) == {"100"} and abs(float(np.linalg.norm(vectors["100"])) - 1) < 1e-5
     # the command line names a numbered channel by its name (Discord renders <#100> itself; a terminal cannot)
     out = io.StringIO()
-    args = argparse.Namespace(text="docker compose logs", scope=SCOPE, channel=None, k=3, stats=False,
-                              json=False)
+    args = argparse.Namespace(text="docker compose logs", scope=SCOPE, channel=None, k=3, stats=False, json=False)
     assert await places_cli.run(app.settings, args, out, embedder=embedder) == 0
     assert "#containers" in out.getvalue() and "<#100>" not in out.getvalue()
     # asking from a channel named as people see it; a name nothing has is refused, not ignored
@@ -326,15 +395,19 @@ async def test_a_place_is_named_by_its_channels_newest_message_its_audience_may_
 
 
 async def test_places_without_a_topic_lists_the_places_its_audience_sees(  # issue 32.7
-        app: App, embedder: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    app: App, embedder: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
     places, macros = layer_of(app, "places", PlacesLayer), layer_of(app, "macros", MacrosLayer)
     h = History(app.db.pool)
     for text in DOCKER:
         await absorb((places, macros), embedder, await h.say("ana", "100", text, channel_name="docker"))
     for text in BREAD:  # an import that names no channel
         await absorb((places, macros), embedder, await h.say("bob", "200", text))
-    await absorb((places, macros), embedder, await h.say("cy", "300", "should we ban the spam account?",
-                                                         visible_in="300", channel_name="mod-log"))
+    await absorb(
+        (places, macros),
+        embedder,
+        await h.say("cy", "300", "should we ban the spam account?", visible_in="300", channel_name="mod-log"),
+    )
     # the usage line says TEXT is optional, and it is: the list needs the database, not the model
     parser = argparse.ArgumentParser(prog="hippobot")
     places_cli.add_parser(parser.add_subparsers(dest="command"))
@@ -365,13 +438,20 @@ async def test_places_without_a_topic_lists_the_places_its_audience_sees(  # iss
 
 
 async def test_forgetting_removes_what_a_message_alone_built(app: App, embedder: MiniLMEmbedder) -> None:
-    places, macros = layer_of(app, "places", PlacesLayer), layer_of(app, "macros", MacrosLayer)  # registered by App.open
+    places, macros = (
+        layer_of(app, "places", PlacesLayer),
+        layer_of(app, "macros", MacrosLayer),
+    )  # registered by App.open
     assert isinstance(places, PlacesLayer) and isinstance(macros, MacrosLayer)
     h = History(app.db.pool)
     q = await h.say("ana", "devops", "docker compose says port 5432 is already allocated, how do I fix it?")
     await absorb((places, macros), embedder, q)
-    tip = await h.say("bob", "devops", "Run `docker ps` to find the old container. Then stop it with docker stop.",
-                      reply_to=q.external_id)
+    tip = await h.say(
+        "bob",
+        "devops",
+        "Run `docker ps` to find the old container. Then stop it with docker stop.",
+        reply_to=q.external_id,
+    )
     await absorb((places, macros), embedder, tip)
     ok = await h.say("ana", "devops", "thanks, that worked!")
     await absorb((places, macros), embedder, ok)
@@ -394,29 +474,47 @@ async def test_forgetting_removes_what_a_message_alone_built(app: App, embedder:
 # --- macros ----------------------------------------------------------------------------------------------------
 
 
-async def test_advice_that_worked_is_kept_even_when_it_is_no_instruction(pool: asyncpg.Pool, embedder: MiniLMEmbedder, layers: Layers) -> None:
+async def test_advice_that_worked_is_kept_even_when_it_is_no_instruction(
+    pool: asyncpg.Pool, embedder: MiniLMEmbedder, layers: Layers
+) -> None:
     _, macros = layers
     h = History(pool)
     q = await h.say("ana", "data", "my pandas merge suddenly returns three times as many rows as before")
     await absorb(layers, embedder, q)
-    await absorb(layers, embedder, await h.say("bob", "data", "Your join key is not unique on the right side; "
-                                               "drop_duplicates on it before the merge. Which version is it?",
-                                               reply_to=q.external_id))
+    await absorb(
+        layers,
+        embedder,
+        await h.say(
+            "bob",
+            "data",
+            "Your join key is not unique on the right side; "
+            "drop_duplicates on it before the merge. Which version is it?",
+            reply_to=q.external_id,
+        ),
+    )
     await absorb(layers, embedder, await h.say("ana", "data", "thanks, that worked!"))
     [m] = await macros.suggest(SCOPE, "pandas merge gives me duplicated rows")
     assert m.steps == ("Your join key is not unique on the right side; drop_duplicates on it before the merge.",)
 
 
-async def test_a_confirmed_exchange_becomes_a_procedure_without_the_failed_attempt(pool: asyncpg.Pool, embedder: MiniLMEmbedder, layers: Layers) -> None:
+async def test_a_confirmed_exchange_becomes_a_procedure_without_the_failed_attempt(
+    pool: asyncpg.Pool, embedder: MiniLMEmbedder, layers: Layers
+) -> None:
     _, macros = layers
     h = History(pool)
     q = await h.say("ana", "python", "pip install fails with 'externally-managed-environment' on Debian, why?")
     await absorb(layers, embedder, await h.say("cy", "python", "anyone watching the match tonight?"))
     await absorb(layers, embedder, q)
-    await absorb(layers, embedder, await h.say("bob", "python", "Reinstall python from source.", reply_to=q.external_id))
+    await absorb(
+        layers, embedder, await h.say("bob", "python", "Reinstall python from source.", reply_to=q.external_id)
+    )
     await absorb(layers, embedder, await h.say("ana", "python", "still the same error"))
-    fix = await h.say("bob", "python", "Create a venv with `python3 -m venv .venv`. Then activate it and run pip "
-                                       "there.", reply_to=q.external_id)
+    fix = await h.say(
+        "bob",
+        "python",
+        "Create a venv with `python3 -m venv .venv`. Then activate it and run pip there.",
+        reply_to=q.external_id,
+    )
     await absorb(layers, embedder, fix)
     done = await h.say("ana", "python", "that did it, thanks!")
     await absorb(layers, embedder, done)
@@ -434,12 +532,25 @@ async def test_a_confirmed_exchange_becomes_a_procedure_without_the_failed_attem
     from memory.archetypes import ContextPlan
     from memory.layers.base import AbsorbedTurn
 
-    await macros.absorb(AbsorbedTurn(later, None, await embedder.embed(later.content),
-                                     ContextPlan(None, 0.0, 8, 5, 0.65, 1), later.created_at,
-                                     used={"macros": (m.id,)}))
-    await macros.absorb(AbsorbedTurn(nope := await h.say("dan", "python", "didn't work for me, same error"), None,
-                                     await embedder.embed(nope.content), ContextPlan(None, 0.0, 8, 5, 0.65, 1),
-                                     nope.created_at))
+    await macros.absorb(
+        AbsorbedTurn(
+            later,
+            None,
+            await embedder.embed(later.content),
+            ContextPlan(None, 0.0, 8, 5, 0.65, 1),
+            later.created_at,
+            used={"macros": (m.id,)},
+        )
+    )
+    await macros.absorb(
+        AbsorbedTurn(
+            nope := await h.say("dan", "python", "didn't work for me, same error"),
+            None,
+            await embedder.embed(nope.content),
+            ContextPlan(None, 0.0, 8, 5, 0.65, 1),
+            nope.created_at,
+        )
+    )
     again = await macros.store.get(SCOPE, m.id)
     assert again is not None and again.failures == 1 and again.uses == 1
     # the dream ages it by elapsed time and merges near-duplicates
@@ -450,7 +561,9 @@ async def test_a_confirmed_exchange_becomes_a_procedure_without_the_failed_attem
     assert (await macros.merge_step(T0, SCOPE)).counts["macros_merged"] == 0
 
 
-async def test_dream_steps_merge_places_and_drop_unused_ones(pool: asyncpg.Pool, embedder: MiniLMEmbedder, layers: Layers) -> None:
+async def test_dream_steps_merge_places_and_drop_unused_ones(
+    pool: asyncpg.Pool, embedder: MiniLMEmbedder, layers: Layers
+) -> None:
     places, _ = layers
     h = History(pool)
     # a high join threshold splits one topic into two places; the dream merges them back
@@ -470,7 +583,10 @@ async def test_dream_steps_merge_places_and_drop_unused_ones(pool: asyncpg.Pool,
 
 
 async def test_recall_adds_where_and_what_worked_when_the_plan_asks(app: App, embedder: MiniLMEmbedder) -> None:
-    places, macros = layer_of(app, "places", PlacesLayer), layer_of(app, "macros", MacrosLayer)  # registered by App.open
+    places, macros = (
+        layer_of(app, "places", PlacesLayer),
+        layer_of(app, "macros", MacrosLayer),
+    )  # registered by App.open
     assert isinstance(places, PlacesLayer) and isinstance(macros, MacrosLayer)
     app.brain.recall.timeout = 60.0
     h = History(app.db.pool)
@@ -487,8 +603,7 @@ async def test_recall_adds_where_and_what_worked_when_the_plan_asks(app: App, em
     assert where is not None and "#devops" in where.items[0].prompt_line
     # the CLI and the slash command on the same memory
     out = io.StringIO()
-    args = argparse.Namespace(text="docker volumes", scope=SCOPE, channel=None, k=3, stats=False,
-                              json=True)
+    args = argparse.Namespace(text="docker volumes", scope=SCOPE, channel=None, k=3, stats=False, json=True)
     assert await places_cli.run(app.settings, args, out, embedder=embedder) == 0
     data = json.loads(out.getvalue())
     assert data["ask_in"][0]["channel"] == "devops"
@@ -536,17 +651,22 @@ def said(i: MagicMock) -> str:
 
 
 async def test_whereto_in_a_server_keeps_a_restricted_channels_places_and_procedures_there(
-        app: App, embedder: MiniLMEmbedder) -> None:
+    app: App, embedder: MiniLMEmbedder
+) -> None:
     places, macros = layer_of(app, "places", PlacesLayer), layer_of(app, "macros", MacrosLayer)
     guild = "77"
     h = History(app.db.pool, scope=guild)
     for i, text in enumerate(DOCKER):
         await absorb((places, macros), embedder, await h.say(f"d{i}", "100", text))
     await absorb((places, macros), embedder, await h.say("ana", "100", "is there a channel for moderators?"))
-    q = await h.say("ana", "200", "how do I ban a spam bot account that keeps posting invite links?",
-                    visible_in="200")
-    tip = await h.say("bob", "200", "Open the member list. Then right-click the account and choose Ban.",
-                      reply_to=q.external_id, visible_in="200")
+    q = await h.say("ana", "200", "how do I ban a spam bot account that keeps posting invite links?", visible_in="200")
+    tip = await h.say(
+        "bob",
+        "200",
+        "Open the member list. Then right-click the account and choose Ban.",
+        reply_to=q.external_id,
+        visible_in="200",
+    )
     ok = await h.say("ana", "200", "thanks, that worked!", visible_in="200")
     for m in (q, tip, ok):
         await absorb((places, macros), embedder, m)
@@ -563,8 +683,9 @@ async def test_whereto_in_a_server_keeps_a_restricted_channels_places_and_proced
     # the command line asks as the channel's audience too
     for channel, sees in (("100", False), ("200", True)):
         out = io.StringIO()
-        args = argparse.Namespace(text="banning spam accounts", scope=guild, channel=channel, k=3,
-                                  stats=False, json=False)
+        args = argparse.Namespace(
+            text="banning spam accounts", scope=guild, channel=channel, k=3, stats=False, json=False
+        )
         assert await places_cli.run(app.settings, args, out, embedder=embedder) == 0
         assert ("Open the member list" in out.getvalue()) is sees, channel
     assert await macros.suggest(guild, "ban a spam account") == []  # what everyone may see
@@ -594,14 +715,15 @@ async def test_the_cli_checks_the_topic_before_anything_starts(app: App, embedde
         with contextlib.redirect_stderr(err):
             assert await places_cli.run(unreachable, args, io.StringIO()) == 2  # no database, no model needed
         assert "the topic " in err.getvalue()
-    args = argparse.Namespace(text="\ud800 docker volumes", scope=SCOPE, channel=None, k=3,
-                              stats=False, json=True)
+    args = argparse.Namespace(text="\ud800 docker volumes", scope=SCOPE, channel=None, k=3, stats=False, json=True)
     out = io.StringIO()
     assert await places_cli.run(app.settings, args, out, embedder=embedder) == 0  # a lone surrogate is replaced
     assert json.loads(out.getvalue())["ask_in"][0]["channel"] == "devops"
 
 
-async def test_a_check_mark_on_a_question_resolves_its_place_in_that_server_only(app: App, embedder: MiniLMEmbedder) -> None:
+async def test_a_check_mark_on_a_question_resolves_its_place_in_that_server_only(
+    app: App, embedder: MiniLMEmbedder
+) -> None:
     from bot.discord.reactions import ReactionsCog
 
     places, macros = layer_of(app, "places", PlacesLayer), layer_of(app, "macros", MacrosLayer)
@@ -611,8 +733,9 @@ async def test_a_check_mark_on_a_question_resolves_its_place_in_that_server_only
     cog = ReactionsCog(bot_double(user=None), Services.of(app))
 
     def check(guild: int) -> SimpleNamespace:
-        return SimpleNamespace(emoji="✅", channel_id=100, message_id=q.external_id, user_id=5, guild_id=guild,
-                               member=None)
+        return SimpleNamespace(
+            emoji="✅", channel_id=100, message_id=q.external_id, user_id=5, guild_id=guild, member=None
+        )
 
     resolutions = "SELECT resolutions FROM places WHERE scope = '77'"
     await cog._reaction(check(78), added=True)  # another server naming this channel and message: nothing
@@ -622,28 +745,43 @@ async def test_a_check_mark_on_a_question_resolves_its_place_in_that_server_only
     assert await app.db.pool.fetchval(resolutions) == 1
 
 
-async def test_the_askers_cross_on_a_reply_is_a_failure_of_the_procedures_it_suggested(app: App, embedder: MiniLMEmbedder) -> None:
+async def test_the_askers_cross_on_a_reply_is_a_failure_of_the_procedures_it_suggested(
+    app: App, embedder: MiniLMEmbedder
+) -> None:
     from bot.discord.reactions import ReactionsCog
 
     places, macros = layer_of(app, "places", PlacesLayer), layer_of(app, "macros", MacrosLayer)
     h = History(app.db.pool, scope="77", source="discord")
     q = await h.say("ana", "100", "how do I ban a spam bot account that keeps posting invite links?")
-    tip = await h.say("bob", "100", "Open the member list. Then right-click the account and choose Ban.",
-                      reply_to=q.external_id)
+    tip = await h.say(
+        "bob", "100", "Open the member list. Then right-click the account and choose Ban.", reply_to=q.external_id
+    )
     ok = await h.say("ana", "100", "thanks, that worked!")
     for m in (q, tip, ok):
         await absorb((places, macros), embedder, m)
     [macro] = await macros.suggest("77", "ban a spam account")
     later = await h.say("cy", "100", "a spam bot keeps posting invite links, how do I ban it?")
     await macros.store.record_uses(later, [macro.id])  # the procedure reached the prompt for this question
-    reply = await app.conversations.add(NewMessage(
-        "77", "discord", "r1", "100", "bot", "hippobot", "Open the member list, right-click it and choose Ban.",
-        later.created_at + timedelta(seconds=5), is_bot=True, derived_from_id=later.id))
+    reply = await app.conversations.add(
+        NewMessage(
+            "77",
+            "discord",
+            "r1",
+            "100",
+            "bot",
+            "hippobot",
+            "Open the member list, right-click it and choose Ban.",
+            later.created_at + timedelta(seconds=5),
+            is_bot=True,
+            derived_from_id=later.id,
+        )
+    )
     cog = ReactionsCog(bot_double(user=None), Services.of(app))
 
     def react(emoji: str, user: str, guild: int = 77) -> SimpleNamespace:
-        return SimpleNamespace(emoji=emoji, channel_id=100, message_id=reply.external_id, user_id=user,
-                               guild_id=guild, member=None)
+        return SimpleNamespace(
+            emoji=emoji, channel_id=100, message_id=reply.external_id, user_id=user, guild_id=guild, member=None
+        )
 
     stats = "SELECT successes, failures FROM macros WHERE id = $1"
     before = tuple(await app.db.pool.fetchrow(stats, macro.id))
@@ -660,7 +798,9 @@ async def test_the_askers_cross_on_a_reply_is_a_failure_of_the_procedures_it_sug
     assert tuple(await app.db.pool.fetchrow(stats, macro.id)) == before
 
 
-async def test_asking_for_directions_does_not_make_a_place_about_the_topic(pool: asyncpg.Pool, embedder: MiniLMEmbedder, layers: Layers) -> None:
+async def test_asking_for_directions_does_not_make_a_place_about_the_topic(
+    pool: asyncpg.Pool, embedder: MiniLMEmbedder, layers: Layers
+) -> None:
     from memory.places.codes import asks_for_directions
 
     assert asks_for_directions("where do I ask about docker? compose keeps failing")

@@ -10,23 +10,44 @@ from bot.app import App
 from bot.console import Console, ConsoleIdentity
 from dream.governance import Proposal
 
-TEA = {"name": "tea_talk", "description": "Messages about tea", "examples": ["which oolong for a cold evening?",
-       "is gyokuro worth the price?", "how long do I steep a sencha?"],
-       "context_turns": 5, "context_vectors": 5, "similarity_threshold": 0.7, "triple_depth": 1}
+TEA = {
+    "name": "tea_talk",
+    "description": "Messages about tea",
+    "examples": ["which oolong for a cold evening?", "is gyokuro worth the price?", "how long do I steep a sencha?"],
+    "context_turns": 5,
+    "context_vectors": 5,
+    "similarity_threshold": 0.7,
+    "triple_depth": 1,
+}
 
 
 async def proposal(app: App, scope: str | None, name: str = "tea_talk") -> Proposal:
-    return await app.governance.propose("new_archetype", f"new archetype '{name}'", {**TEA, "name": name},
-                                        "- tea, tea, tea", {"scope": scope} if scope else {}, centroid=None,
-                                        now=datetime.now(UTC), scope=scope)
+    return await app.governance.propose(
+        "new_archetype",
+        f"new archetype '{name}'",
+        {**TEA, "name": name},
+        "- tea, tea, tea",
+        {"scope": scope} if scope else {},
+        centroid=None,
+        now=datetime.now(UTC),
+        scope=scope,
+    )
 
 
 async def run_console(app: App, scope: str, script: str) -> str:
     """What the console printed (its output, then its errors)."""
     out, err = io.StringIO(), io.StringIO()
-    await Console(app.brain, ConsoleIdentity("owner", "console", scope), io.StringIO(script), out, err,
-                  interactive=False, governance=app.governance, dream=app.dream,
-                  approver_role="hippobot-approver").run()
+    await Console(
+        app.brain,
+        ConsoleIdentity("owner", "console", scope),
+        io.StringIO(script),
+        out,
+        err,
+        interactive=False,
+        governance=app.governance,
+        dream=app.dream,
+        approver_role="hippobot-approver",
+    ).run()
     return out.getvalue() + err.getvalue()
 
 

@@ -15,27 +15,49 @@ from bot.app import App
 from memory.absorption import AbsorbHints
 
 LINES = [
-    "the bakery on Elm sells rye bread now", "we watched the match at the pub last night",
-    "the train to Leeds was late again this morning", "my cousin started a pottery class on Mondays",
-    "the heating in the office broke down today", "the library extended its opening hours till nine",
-    "found a great recipe for lentil soup with cumin", "the new bus route skips the market square",
-    "our team finally shipped the billing migration", "it rained all weekend so we stayed in and played chess",
-    "the dentist moved the appointment to Thursday", "the garden centre has tomato seedlings on sale",
-    "my laptop battery only lasts two hours now", "the museum opens a Roman coins exhibition next month",
-    "the neighbours are painting their fence green", "the cinema shows old westerns on Sunday afternoons",
-    "bought a second hand bike with a basket", "the swimming pool closes for repairs in June",
-    "the choir needs more tenors for the spring concert", "the coffee machine at work makes awful espresso",
+    "the bakery on Elm sells rye bread now",
+    "we watched the match at the pub last night",
+    "the train to Leeds was late again this morning",
+    "my cousin started a pottery class on Mondays",
+    "the heating in the office broke down today",
+    "the library extended its opening hours till nine",
+    "found a great recipe for lentil soup with cumin",
+    "the new bus route skips the market square",
+    "our team finally shipped the billing migration",
+    "it rained all weekend so we stayed in and played chess",
+    "the dentist moved the appointment to Thursday",
+    "the garden centre has tomato seedlings on sale",
+    "my laptop battery only lasts two hours now",
+    "the museum opens a Roman coins exhibition next month",
+    "the neighbours are painting their fence green",
+    "the cinema shows old westerns on Sunday afternoons",
+    "bought a second hand bike with a basket",
+    "the swimming pool closes for repairs in June",
+    "the choir needs more tenors for the spring concert",
+    "the coffee machine at work makes awful espresso",
 ]
 # Said before the interruption and again after it: near-duplicates of the batch, so the gate weighs them low.
-REPEATED = ["the bakery on Elm sells rye bread now!", "the heating in the office broke down today, again",
-            "the garden centre has tomato seedlings on sale", "the coffee machine at work makes awful espresso"]
+REPEATED = [
+    "the bakery on Elm sells rye bread now!",
+    "the heating in the office broke down today, again",
+    "the garden centre has tomato seedlings on sale",
+    "the coffee machine at work makes awful espresso",
+]
 
 
 def history(tmp_path: Path) -> Path:
     texts = LINES + REPEATED  # the repeats come last: after the interruption
     start = datetime(2026, 3, 1, 9, tzinfo=UTC)
-    rows = [{"id": str(i + 1), "channel": "general", "author": ("ana", "ben", "cy")[i % 3],
-             "timestamp": (start + timedelta(minutes=i)).isoformat(), "text": text} for i, text in enumerate(texts)]
+    rows = [
+        {
+            "id": str(i + 1),
+            "channel": "general",
+            "author": ("ana", "ben", "cy")[i % 3],
+            "timestamp": (start + timedelta(minutes=i)).isoformat(),
+            "text": text,
+        }
+        for i, text in enumerate(texts)
+    ]
     path = tmp_path / "history.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
     return path
@@ -78,7 +100,8 @@ async def import_interrupted(app: App, path: Path, scope: str, monkeypatch: pyte
 
 @pytest.mark.parametrize("after", [1, len(LINES) // 2, len(LINES) + 1])
 async def test_an_import_interrupted_anywhere_writes_the_episodes_of_one_run_in_one_go(
-        app: App, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, after: int) -> None:
+    app: App, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, after: int
+) -> None:
     path = history(tmp_path)
     await app.importer.run(path, "one-go")
     await import_interrupted(app, path, "interrupted", monkeypatch, after=after)
@@ -88,7 +111,8 @@ async def test_an_import_interrupted_anywhere_writes_the_episodes_of_one_run_in_
 
 
 async def test_an_interrupted_import_absorbed_at_the_next_start_writes_the_episodes_of_one_run(
-        app: App, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    app: App, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Not run again: the next `hippobot chat` or `run` absorbs what the kill left (App.absorb_backlog), and
     weighs each message among the messages its import stored, as the import would have."""
     path = history(tmp_path)

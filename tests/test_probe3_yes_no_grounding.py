@@ -24,15 +24,32 @@ def _item(text: str, rid: int) -> MemoryItem:
     return MemoryItem("episode", 0.9, text, text, (rid,), sources=(SourceRef(rid, f"x{rid}", "c1", "console"),))
 
 
-@pytest.mark.parametrize(("question", "subject"), [("is ben on probation?", "ben"), ("Did Julia visit Lisbon?", "julia"),
-                                                   ("hasn't ana moved yet?", "ana"), ("can penguins fly?", "penguins")])
+@pytest.mark.parametrize(
+    ("question", "subject"),
+    [
+        ("is ben on probation?", "ben"),
+        ("Did Julia visit Lisbon?", "julia"),
+        ("hasn't ana moved yet?", "ana"),
+        ("can penguins fly?", "penguins"),
+    ],
+)
 def test_a_question_opening_with_an_auxiliary_verb_asks_whether_of_its_subject(question: str, subject: str) -> None:
     assert asks_whether(question) == subject
 
 
-@pytest.mark.parametrize("text", ["where does ben work?", "ben is on probation", "is ben on probation",
-                                  "do you like tea?", "are you awake?", "does this work in a thread?",
-                                  "is the sun a star?", "is it raining?"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "where does ben work?",
+        "ben is on probation",
+        "is ben on probation",
+        "do you like tea?",
+        "are you awake?",
+        "does this work in a thread?",
+        "is the sun a star?",
+        "is it raining?",
+    ],
+)
 def test_a_statement_or_a_question_naming_nobody_or_the_bot_itself_asks_of_no_one(text: str) -> None:
     """A wh-question, a statement, or a subject that is a pronoun or a determiner: about the here and now, a
     kind of thing, or the bot itself, not someone or something to have been told about."""
@@ -54,7 +71,8 @@ def test_a_yes_no_question_about_someone_a_memory_mentions_is_checked_against_wh
 
 
 async def test_an_invented_yes_to_a_yes_no_question_about_someone_never_mentioned_is_not_shown(
-        app: App, llm: ScriptedLLM) -> None:
+    app: App, llm: ScriptedLLM
+) -> None:
     llm.reply = "Yes, he's been there for 2 years."
     reply = await app.brain.ask("is ben on probation?", "g1", author_id="u-bo", author_name="bo")
     assert await reply.complete() in HONEST
@@ -67,15 +85,17 @@ async def test_an_invented_answer_in_a_chat_is_not_shown_either(app: App, llm: S
 
 @pytest.mark.parametrize("invented", ["Yes.", "No.", "Nope, never."])
 async def test_a_bare_yes_or_no_about_someone_never_mentioned_answers_it_all_the_same_and_is_not_shown(
-        app: App, llm: ScriptedLLM, invented: str) -> None:
+    app: App, llm: ScriptedLLM, invented: str
+) -> None:
     llm.reply = invented  # "is ben on probation?" "Yes." says ben is on probation: nobody said so
     reply = await app.brain.ask("is ben on probation?", "g1", author_id="u-bo", author_name="bo")
     assert await reply.complete() in HONEST
 
 
 @pytest.mark.parametrize("answer", ["Yes.", "Yes, for three months at the warehouse."])
-async def test_a_yes_no_answer_about_someone_a_recent_turn_mentions_is_shown(app: App, llm: ScriptedLLM,
-                                                                            answer: str) -> None:
+async def test_a_yes_no_answer_about_someone_a_recent_turn_mentions_is_shown(
+    app: App, llm: ScriptedLLM, answer: str
+) -> None:
     llm.reply = "Nice."
     await say(app, "ben started at the warehouse on probation for three months")
     await app.brain.drain()

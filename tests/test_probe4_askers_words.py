@@ -11,13 +11,16 @@ from tests.fakes import ScriptedLLM
 from tests.grounding_support import ask_as, tell
 
 
-@pytest.mark.parametrize(("reply", "asker", "said"), [
-    ("At my place.", "newbie", "At alex's place."),
-    ("At my place.", "alex", "At your place."),
-    ("My dog, Biscuit.", "alex", "Your dog, Biscuit."),
-    ("It's mine.", "bo", "It's alex's."),
-    ("Myself? No.", "bo", "Myself? No."),  # only the possessives
-])
+@pytest.mark.parametrize(
+    ("reply", "asker", "said"),
+    [
+        ("At my place.", "newbie", "At alex's place."),
+        ("At my place.", "alex", "At your place."),
+        ("My dog, Biscuit.", "alex", "Your dog, Biscuit."),
+        ("It's mine.", "bo", "It's alex's."),
+        ("Myself? No.", "bo", "Myself? No."),  # only the possessives
+    ],
+)
 def test_possessives_are_said_from_the_askers_side(reply: str, asker: str, said: str) -> None:
     assert in_askers_words(reply, "alex", asker) == said
 

@@ -16,9 +16,14 @@ from tests.fakes import ScriptedLLM
 from tests.grounding_support import ask_as, tell, undated
 from tests.test_archetypes import router_for
 
-PARTY = MemoryItem("episode", 0.9, "alex: the party is on Saturday at 8pm at my place",
-                   "alex: the party is on Saturday at 8pm at my place", (1,),
-                   sources=(SourceRef(1, "x1", "c1", "console", "u-alex"),))
+PARTY = MemoryItem(
+    "episode",
+    0.9,
+    "alex: the party is on Saturday at 8pm at my place",
+    "alex: the party is on Saturday at 8pm at my place",
+    (1,),
+    sources=(SourceRef(1, "x1", "c1", "console", "u-alex"),),
+)
 
 
 async def test_a_question_is_never_planned_without_memory(pool: asyncpg.Pool, embedder: MiniLMEmbedder) -> None:
@@ -40,8 +45,9 @@ def test_a_nameless_question_whose_words_one_memory_holds_is_about_memory() -> N
 async def test_an_invented_date_for_a_remembered_party_is_not_shown(app: App, llm: ScriptedLLM) -> None:
     await tell(app, llm, ("alex", "the party is on Saturday at 8pm at my place"))
     reply = await ask_as(app, llm, "bo", "when is the party?", "20 October 1987.")
-    assert undated(reply.text) == 'I remember alex saying: "the party is on Saturday at 8pm at my place"', \
+    assert undated(reply.text) == 'I remember alex saying: "the party is on Saturday at 8pm at my place"', (
         "the invention is not shown; what was said is, in its words"
+    )
     assert reply.plan.vectors > 0 and any("party" in i.text for i in reply.memories_in_prompt())
     reply = await ask_as(app, llm, "bo", "when is the party?", "Saturday at 8pm.")
     assert reply.text == "Saturday at 8pm."

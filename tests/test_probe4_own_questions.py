@@ -18,17 +18,25 @@ from tests.test_brain import say
 _item = memory
 
 
-@pytest.mark.parametrize("question", ["what is my dog called?", "What's my dog's name?", "where did I park?",
-                                      "is my dog called Biscuit?"])
+@pytest.mark.parametrize(
+    "question", ["what is my dog called?", "What's my dog's name?", "where did I park?", "is my dog called Biscuit?"]
+)
 def test_a_question_about_the_askers_own_things_is_theirs(question: str) -> None:
     assert guard(question, [_item("alex: my dog is called Biscuit", 1, "u-alex")]).own
 
 
-@pytest.mark.parametrize("question", ["can you tell me what alex's dog is called?", "what is Tom's dog called?",
-                                      "what did I tell Tom about Lisbon?", "what are we doing on friday?",
-                                      "what is the capital of France?"])
+@pytest.mark.parametrize(
+    "question",
+    [
+        "can you tell me what alex's dog is called?",
+        "what is Tom's dog called?",
+        "what did I tell Tom about Lisbon?",
+        "what are we doing on friday?",
+        "what is the capital of France?",
+    ],
+)
 def test_a_question_about_someone_else_or_a_group_is_not(question: str) -> None:
-    """"me" is the asker as the one told, not the one asked about; a named person is someone else; "we" a group."""
+    """ "me" is the asker as the one told, not the one asked about; a named person is someone else; "we" a group."""
     people = [p for p in ("alex", "Tom") if p in question]  # the parse's people: those the question names
     assert not guard(question, [_item("alex: my dog is called Biscuit", 1, "u-alex")], people=people).own
 
@@ -37,8 +45,9 @@ def test_only_the_askers_words_or_a_memory_naming_them_answer_it() -> None:
     alex = _item("alex: my dog is called Biscuit", 1, "u-alex")
     mine = _item("sam: my dog is called Pico", 2, "u-sam")
     about = _item("bo: sam's dog Pico chewed my shoe", 3, "u-bo")
-    unknown = MemoryItem("note", None, "a dog called Rex", "a dog called Rex", (4,),
-                         sources=(SourceRef(4, "x4", "c1", "console"),))
+    unknown = MemoryItem(
+        "note", None, "a dog called Rex", "a dog called Rex", (4,), sources=(SourceRef(4, "x4", "c1", "console"),)
+    )
     assert own_items([alex, mine, about, unknown], "u-sam", "sam") == [mine, about]
 
 
@@ -65,11 +74,18 @@ async def test_in_a_chat_too(app: App, llm: ScriptedLLM) -> None:
     assert await say(app, "what is my dog called?", author="newbie") == NOT_TOLD_YOU
 
 
-@pytest.mark.parametrize("question", ["what should I cook tonight?", "any ideas for my weekend?",
-                                      "how do I fix a flat tyre?", "can you recommend a good book for me?",
-                                      "what do you think I should name my cat?"])
+@pytest.mark.parametrize(
+    "question",
+    [
+        "what should I cook tonight?",
+        "any ideas for my weekend?",
+        "how do I fix a flat tyre?",
+        "can you recommend a good book for me?",
+        "what do you think I should name my cat?",
+    ],
+)
 def test_a_question_about_oneself_that_asks_for_advice_is_the_models_to_answer(question: str) -> None:
-    """"What do you like to eat for dinner?" to "what should I cook tonight?" was replaced by "I don't remember
+    """ "What do you like to eat for dinner?" to "what should I cook tonight?" was replaced by "I don't remember
     you telling me that.": advice is not something the bot was told."""
     assert not guard(question, [_item("alex: my dog is called Biscuit", 1, "u-alex")]).about_memory
 

@@ -23,5 +23,6 @@ async def test_the_askers_earlier_question_comes_only_with_its_answer(app: App, 
     await app.brain.drain()
     bundle = await app.brain.context("what was the name of your dog again?", "g1", author_id="u-bo")
     texts = [i.text for i in bundle.items(preamble=False) if i.kind in ("episode", "message")]
-    assert any("bo: what was the name of your dog again?" in t and "Biscuit, after the colour" in t for t in texts), \
+    assert any("bo: what was the name of your dog again?" in t and "Biscuit, after the colour" in t for t in texts), (
         "answered by someone, it comes with its answer"
+    )

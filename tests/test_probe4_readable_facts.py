@@ -9,18 +9,41 @@ import pytest
 from memory.semantic import Fact, third_person
 
 
-@pytest.mark.parametrize(("relation", "said"), [
-    ("work as", "works as"), ("live in", "lives in"), ("not like", "does not like"), ("has", "has"),
-    ("is from", "is from"), ("named", "named"), ("watch", "watches"), ("study", "studies"), ("play", "plays"),
-    ("go to", "goes to"), ("have", "has")])
+@pytest.mark.parametrize(
+    ("relation", "said"),
+    [
+        ("work as", "works as"),
+        ("live in", "lives in"),
+        ("not like", "does not like"),
+        ("has", "has"),
+        ("is from", "is from"),
+        ("named", "named"),
+        ("watch", "watches"),
+        ("study", "studies"),
+        ("play", "plays"),
+        ("go to", "goes to"),
+        ("have", "has"),
+    ],
+)
 def test_a_relation_agrees_with_someone_else_as_its_subject(relation: str, said: str) -> None:
     assert third_person(relation) == said
 
 
 def _fact(subject_name: str, subject: str) -> Fact:
-    return Fact(edge_id=1, subject=subject, subject_name=subject_name, relation="work_as", object="nurse",
-                object_name="nurse", sentiment=0.0, confidence=1.0, evidence=1, retrievability=1.0,
-                message_ids=(), speakers=())
+    return Fact(
+        edge_id=1,
+        subject=subject,
+        subject_name=subject_name,
+        relation="work_as",
+        object="nurse",
+        object_name="nurse",
+        sentiment=0.0,
+        confidence=1.0,
+        evidence=1,
+        retrievability=1.0,
+        message_ids=(),
+        speakers=(),
+    )
 
 
 def test_people_read_an_agreeing_verb_and_the_prompt_keeps_the_graphs_words() -> None:

@@ -19,20 +19,22 @@ def test_a_number_is_an_answer() -> None:
 
 
 async def test_another_persons_cats_are_not_the_askers(app: App, llm: ScriptedLLM) -> None:
-    await tell(app, llm, ("bea", "I have two cats, Pepper and Salt."), ("alex", "My dog is called Biscuit, he is a beagle."))
+    await tell(
+        app, llm, ("bea", "I have two cats, Pepper and Salt."), ("alex", "My dog is called Biscuit, he is a beagle.")
+    )
     reply = await ask_as(app, llm, "alex", "how many cats do I have?", "Two.")
     assert reply.text == NOT_TOLD_YOU
 
 
 def test_a_place_in_a_question_about_ones_own_things_leaves_them_ones_own() -> None:
-    """"when is my flight to Paris?" by bea was answered from carl's Tokyo flight: Paris is no person."""
+    """ "when is my flight to Paris?" by bea was answered from carl's Tokyo flight: Paris is no person."""
     carl = _item("carl: We are flying to Tokyo on December 20.", 1, "u-carl")
     g = guard("when is my flight to Paris?", [carl], people=[])
     assert g.own
 
 
 def test_a_person_typed_in_lower_case_whom_no_memory_mentions_is_missing() -> None:
-    """"what is ben's phone number?" after ben was forgotten got "8974325623.": the parse takes ben for a person,
+    """ "what is ben's phone number?" after ben was forgotten got "8974325623.": the parse takes ben for a person,
     the capitals did not."""
     g = guard("what is ben's phone number?", [_item("ana: the bike is red", 1, "u-ana")], people=["ben"])
     assert g.refusal == NOT_MENTIONED.format(names="ben")

@@ -24,19 +24,36 @@ def words(text: str) -> int:
 def bundle(n_turns: int = 0, n_episodes: int = 0) -> ContextBundle:
     plan = ContextPlan(None, 0.0, turns=20, vectors=15, similarity_threshold=0.5, triple_depth=1)
     turns = [
-        StoredMessage(i, "g", "console", str(i), "c", "u", "bob" if i % 2 else "hippobot", i % 2 == 0,
-                      f"turn number {i} " + "blah " * 5, None, AT)
+        StoredMessage(
+            i,
+            "g",
+            "console",
+            str(i),
+            "c",
+            "u",
+            "bob" if i % 2 else "hippobot",
+            i % 2 == 0,
+            f"turn number {i} " + "blah " * 5,
+            None,
+            AT,
+        )
         for i in range(n_turns)
     ]
     hits = [
-        EpisodeHit(Episode(100 + i, "g", "c", "u", 100 + i, None, f"memory {i} " + "detail " * 8, 0.5, False, AT),
-                   0.9 - i * 0.01)
+        EpisodeHit(
+            Episode(100 + i, "g", "c", "u", 100 + i, None, f"memory {i} " + "detail " * 8, 0.5, False, AT),
+            0.9 - i * 0.01,
+        )
         for i in range(n_episodes)
     ]
-    return ContextBundle("g", plan, (
-        Section("turns", "Conversation", tuple(turn_item(m) for m in turns), placement=TRANSCRIPT, priority=0),
-        Section("episodes", "What {bot} remembers", tuple(episode_item(h) for h in hits), priority=20),
-    ))
+    return ContextBundle(
+        "g",
+        plan,
+        (
+            Section("turns", "Conversation", tuple(turn_item(m) for m in turns), placement=TRANSCRIPT, priority=0),
+            Section("episodes", "What {bot} remembers", tuple(episode_item(h) for h in hits), priority=20),
+        ),
+    )
 
 
 def builder(budget: int, render_chat=None) -> PromptBuilder:

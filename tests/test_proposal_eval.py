@@ -41,10 +41,26 @@ def test_a_history_spans_two_months_in_several_channels_with_its_people_and_need
             assert len({m.author for m in said}) >= 6 and len({m.at.date() for m in said}) >= 30, need.label
 
 
-@pytest.mark.parametrize("name", ["kitchen", "indiedev", "photo", "homeowners", "tabletop", "brewing", "apiary",
-                                  "joggers", "yarn", "fishkeeping", "voices", "mixdown"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "kitchen",
+        "indiedev",
+        "photo",
+        "homeowners",
+        "tabletop",
+        "brewing",
+        "apiary",
+        "joggers",
+        "yarn",
+        "fishkeeping",
+        "voices",
+        "mixdown",
+    ],
+)
 def test_a_blind_history_is_the_same_each_time_spans_two_months_and_its_needs_recur_across_people_and_days(
-        name: str) -> None:
+    name: str,
+) -> None:
     history = HISTORIES[name]
     messages = generate(history)
     assert name in HELD_OUT
@@ -63,8 +79,9 @@ def test_a_round_8_history_asks_its_two_needs_about_the_same_things(name: str) -
     history = HISTORIES[name]
     messages = generate(history)
     values = {v.lower() for k in history.kinds if k.label.startswith("need:") for vs in k.slots.values() for v in vs}
-    named = [{v for v in values for m in messages if m.label == need and v in m.text.lower()}
-             for need in needs(history)]
+    named = [
+        {v for v in values for m in messages if m.label == need and v in m.text.lower()} for need in needs(history)
+    ]
     assert len(named) == 2 and len(named[0] & named[1]) >= 3, named[0] & named[1]
 
 

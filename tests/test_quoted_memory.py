@@ -24,17 +24,27 @@ def test_what_counts_as_no_answer() -> None:
 
 def test_a_line_holding_every_word_of_the_question_is_quoted() -> None:
     assert quote("who is Maria?", [JULIA, MARIA], asker="bea") == (
-        'I remember alex saying: "My sister Maria is getting married next Friday at 3pm."', MARIA)
+        'I remember alex saying: "My sister Maria is getting married next Friday at 3pm."',
+        MARIA,
+    )
     assert quote("who is getting married?", [JULIA, MARIA], asker="alex") == (
-        'You told me: "My sister Maria is getting married next Friday at 3pm."', MARIA)
+        'You told me: "My sister Maria is getting married next Friday at 3pm."',
+        MARIA,
+    )
     assert quote("what colour is Julia's plane?", [JULIA, MARIA], asker="bea") is None, "a near miss is no answer"
-    assert quote("who is Maria?", [JULIA, MARIA], asker="bea", named={"julia"}) is None, \
+    assert quote("who is Maria?", [JULIA, MARIA], asker="bea", named={"julia"}) is None, (
         "asked about someone, only a memory that mentions them"
+    )
 
 
 async def test_who_questions_are_answered_with_what_was_said(app: App, llm: ScriptedLLM) -> None:
-    await tell(app, llm, ("alex", "My sister Maria is getting married next Friday at 3pm."),
-               ("carl", "My wife Julia is a pilot."), ("alex", "My dog is called Biscuit, he is a beagle."))
+    await tell(
+        app,
+        llm,
+        ("alex", "My sister Maria is getting married next Friday at 3pm."),
+        ("carl", "My wife Julia is a pilot."),
+        ("alex", "My dog is called Biscuit, he is a beagle."),
+    )
     reply = await ask_as(app, llm, "bea", "who is Maria?", "I don't remember anyone telling me that.")
     assert undated(reply.text) == 'I remember alex saying: "My sister Maria is getting married next Friday at 3pm."'
     assert [s.author for s in await app.brain.source_lines("g1", reply.grounding())] == ["alex"]
@@ -55,7 +65,9 @@ def test_one_sentence_is_quoted_and_never_a_question() -> None:
     assert quote("What is the name of Osian's cat?", [osian], asker="bea") is None
     nell = memory("Nell: Good. My news: I did my first Friday off! I took Mum out.", 4, "u-nell")
     assert quote("When did Nell take her first Friday off?", [nell], asker="bea") == (
-        'I remember Nell saying: "My news: I did my first Friday off!"', nell)
+        'I remember Nell saying: "My news: I did my first Friday off!"',
+        nell,
+    )
 
 
 async def test_a_question_about_ones_thing_is_answered_only_from_memories_of_it(app: App, llm: ScriptedLLM) -> None:

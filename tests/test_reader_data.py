@@ -11,20 +11,36 @@ import random
 import re
 from pathlib import Path
 
-from bench.reader_data import (ABSTAIN, MIXES, NAMES, Caster, Mix, PersonaFact, classify_fact, kind_answer, kind_of, temporal_examples,
-                               paired_persona_examples,
-                               squad_examples)
+from bench.reader_data import (
+    ABSTAIN,
+    MIXES,
+    NAMES,
+    Caster,
+    Mix,
+    PersonaFact,
+    classify_fact,
+    kind_answer,
+    kind_of,
+    temporal_examples,
+    paired_persona_examples,
+    squad_examples,
+)
 
-PARAGRAPH = ("The Normans were the people who in the 10th and 11th centuries gave their name to Normandy, a region "
-             "in France. They were descended from Norse raiders and pirates from Denmark, Iceland and Norway. "
-             "Their identity emerged initially in the first half of the 10th century. The Norman dynasty had a "
-             "major political, cultural and military impact on medieval Europe.")
+PARAGRAPH = (
+    "The Normans were the people who in the 10th and 11th centuries gave their name to Normandy, a region "
+    "in France. They were descended from Norse raiders and pirates from Denmark, Iceland and Norway. "
+    "Their identity emerged initially in the first half of the 10th century. The Norman dynasty had a "
+    "major political, cultural and military impact on medieval Europe."
+)
 OTHERS = [(NAMES[i], f"I like thing number {i}.") for i in range(30)]  # unrelated remembered moments
 
 
 def caster(seed: int = 0) -> Caster:
-    return Caster(lambda text: len(text.split()), random.Random(seed),
-                  facts=[("Bea", "I have a dog named Rex."), ("Tariq", "I work as a nurse.")])
+    return Caster(
+        lambda text: len(text.split()),
+        random.Random(seed),
+        facts=[("Bea", "I have a dog named Rex."), ("Tariq", "I work as a nurse.")],
+    )
 
 
 def row(question: str, *, answer: dict | None = None, plausible: str | None = None) -> dict:
@@ -44,10 +60,20 @@ def test_a_near_miss_abstention_keeps_the_sentence_that_looks_like_its_answer_in
 
 def test_an_answerable_question_replies_with_its_answer_and_its_sentence_is_remembered() -> None:
     start = PARAGRAPH.index("Denmark")
-    examples = list(squad_examples(caster(), [row("Where were the Norse raiders from?",
-                                                  answer={"text": "Denmark, Iceland and Norway",
-                                                          "answer_start": start})] * 5,
-                                   OTHERS, MIXES["v4"]))
+    examples = list(
+        squad_examples(
+            caster(),
+            [
+                row(
+                    "Where were the Norse raiders from?",
+                    answer={"text": "Denmark, Iceland and Norway", "answer_start": start},
+                )
+            ]
+            * 5,
+            OTHERS,
+            MIXES["v4"],
+        )
+    )
     assert examples and all(ex.kind == "answer" and ex.reply == "Denmark, Iceland and Norway." for ex in examples)
     assert all("Denmark, Iceland and Norway" in ex.prompt for ex in examples)
 
@@ -114,8 +140,13 @@ def test_a_v5_fact_can_be_remembered_as_the_persons_reply_to_a_question() -> Non
 
 
 def test_a_v6_question_names_the_kind_of_thing_asked_for_and_not_the_facts_words() -> None:
-    rows = [([classify_fact("I like to bake bread."), classify_fact("I work as a nurse.")],
-             [classify_fact("I live in a small town.")], [(1, "hi"), (2, "hello")])] * 40
+    rows = [
+        (
+            [classify_fact("I like to bake bread."), classify_fact("I work as a nurse.")],
+            [classify_fact("I live in a small town.")],
+            [(1, "hi"), (2, "hello")],
+        )
+    ] * 40
     mix = Mix(persona_abstain=0.5, paired=True, extra_lines=(0, 0))
     examples = list(paired_persona_examples(caster(5), rows, OTHERS, mix, kinds={}))
     answers = [e for e in examples if e.kind == "answer"]

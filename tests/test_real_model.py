@@ -33,8 +33,14 @@ async def test_the_brain_answers_with_the_bundled_model(
     app.llm = None  # the module fixture owns the model; App.close must not stop it
     try:
         reply = await app.brain.respond(
-            IncomingTurn(scope="g1", source="console", channel_id="c1", author_id="u1", author_name="ana",
-                         text="Hi! I adopted a cat called Miso last spring.")
+            IncomingTurn(
+                scope="g1",
+                source="console",
+                channel_id="c1",
+                author_id="u1",
+                author_name="ana",
+                text="Hi! I adopted a cat called Miso last spring.",
+            )
         )
         deltas = [d async for d in reply]
         assert reply.text.strip() and "".join(deltas).strip() == reply.text.strip()
@@ -87,8 +93,9 @@ async def test_the_abstain_bias_lands_on_the_word_that_opens_i_dont_know(
     db_url: str, tmp_path: Path, embedder: MiniLMEmbedder, gemma: TransformersLLM
 ) -> None:
     """HIPPOBOT_READER_ABSTAIN_BIAS moves the engine's token " don" ("I don't know..."), never the name " Don"."""
-    app = await App.open(make_settings(db_url, tmp_path, reader_abstain_bias=-3.0), with_llm=True, llm=gemma,
-                         embedder=embedder)
+    app = await App.open(
+        make_settings(db_url, tmp_path, reader_abstain_bias=-3.0), with_llm=True, llm=gemma, embedder=embedder
+    )
     app.llm = None  # the module fixture owns the model
     try:
         assert app.brain._abstain_tokens() == (gemma.token_ids(" don")[0],)
@@ -98,7 +105,8 @@ async def test_the_abstain_bias_lands_on_the_word_that_opens_i_dont_know(
 
 
 async def test_greedy_decoding_ignores_the_configured_temperature(
-        gemma: TransformersLLM, monkeypatch: pytest.MonkeyPatch) -> None:
+    gemma: TransformersLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The transformers engine decodes greedily when asked, whatever its temperature and seed."""
     monkeypatch.setattr(gemma, "_config", replace(gemma._config, temperature=5.0, top_p=1.0, seed=None))
     prompt = "ana: what is my cat called?\nhippobot:"

@@ -30,8 +30,12 @@ FACTS = [
 
 
 def recaller(pool: asyncpg.Pool, embedder: MiniLMEmbedder, **config: Any) -> Recall:
-    return Recall([TurnsLayer(ConversationStore(pool)),
-                   EpisodesLayer(EpisodicStore(pool), WriteGate(), embedder, config=HybridConfig(**config))])
+    return Recall(
+        [
+            TurnsLayer(ConversationStore(pool)),
+            EpisodesLayer(EpisodicStore(pool), WriteGate(), embedder, config=HybridConfig(**config)),
+        ]
+    )
 
 
 async def gather(recall: Recall, scope: str, vector, plan, **kw):
@@ -42,7 +46,9 @@ def plan(vectors: int = 5, threshold: float = 0.0, turns: int = 4) -> ContextPla
     return ContextPlan(None, 0.0, turns=turns, vectors=vectors, similarity_threshold=threshold, triple_depth=1)
 
 
-async def seed(pool: asyncpg.Pool, embedder: MiniLMEmbedder, scope: str, texts: list[str], channel: str = "c1") -> list[int]:
+async def seed(
+    pool: asyncpg.Pool, embedder: MiniLMEmbedder, scope: str, texts: list[str], channel: str = "c1"
+) -> list[int]:
     conversations, episodes = ConversationStore(pool), EpisodicStore(pool)
     vectors = await embedder.embed_many(texts)
     ids = []
@@ -105,7 +111,12 @@ async def test_recent_turns_are_the_plans_window_oldest_first_and_not_repeated_a
     ids = await seed(pool, embedder, "g1", FACTS)
     await seed(pool, embedder, "g1-other", ["noise"], channel="c1")
     recall = recaller(pool, embedder)
-    bundle = await gather(recall, "g1", await embedder.embed("tell me about my cat"), plan(vectors=5, turns=3), channel_id="c1",
+    bundle = await gather(
+        recall,
+        "g1",
+        await embedder.embed("tell me about my cat"),
+        plan(vectors=5, turns=3),
+        channel_id="c1",
         before_message_id=ids[-1],
     )
     assert [m.id for m in bundle.turns] == ids[1:4]
@@ -115,8 +126,9 @@ async def test_recent_turns_are_the_plans_window_oldest_first_and_not_repeated_a
 
 
 @pytest.mark.parametrize("exact_rows", [5_000, 4])
-async def test_a_small_scope_in_a_big_table_still_gets_k_episodes(db_url: str, pool: asyncpg.Pool, exact_rows: int,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_small_scope_in_a_big_table_still_gets_k_episodes(
+    db_url: str, pool: asyncpg.Pool, exact_rows: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A small audience is scanned exactly; a larger one goes through HNSW, and a short answer there (the
     scope filtered after the scan) falls back to an exact scan of the audience."""
     import asyncpg as apg
@@ -142,8 +154,13 @@ async def test_a_small_scope_in_a_big_table_still_gets_k_episodes(db_url: str, p
     await episodes.add_many(rows)
     await pool.execute("DROP INDEX episodes_scope_idx")
     # Leave the planner nothing but the HNSW index, as on a large table.
-    forced = await apg.create_pool(db_url, min_size=1, max_size=2, init=_init_connection,
-                                   server_settings={"enable_seqscan": "off", "enable_bitmapscan": "off"})
+    forced = await apg.create_pool(
+        db_url,
+        min_size=1,
+        max_size=2,
+        init=_init_connection,
+        server_settings={"enable_seqscan": "off", "enable_bitmapscan": "off"},
+    )
     try:
         query = centre / np.linalg.norm(centre)
         hits = await EpisodicStore(forced).search("small", query, 5)
@@ -155,17 +172,21 @@ async def test_a_small_scope_in_a_big_table_still_gets_k_episodes(db_url: str, p
 
 async def test_a_question_naming_a_time_finds_that_stretch(pool: asyncpg.Pool, embedder: MiniLMEmbedder) -> None:
     conversations, episodes = ConversationStore(pool), EpisodicStore(pool)
-    lines = [(datetime(2025, 3, 10, tzinfo=UTC), "We went hiking near the lake, lovely weather"),
-             (datetime(2025, 5, 12, tzinfo=UTC), "Spent the whole weekend painting the fence"),
-             (datetime(2025, 8, 2, tzinfo=UTC), "We went hiking in the mountains this time")]
+    lines = [
+        (datetime(2025, 3, 10, tzinfo=UTC), "We went hiking near the lake, lovely weather"),
+        (datetime(2025, 5, 12, tzinfo=UTC), "Spent the whole weekend painting the fence"),
+        (datetime(2025, 8, 2, tzinfo=UTC), "We went hiking in the mountains this time"),
+    ]
     for i, (at, text) in enumerate(lines):
         m = await conversations.add(NewMessage("g1", "import", f"t{i}", "c1", "u1", "Ana", text, at))
-        await episodes.add_many([NewEpisode("g1", "c1", "u1", m.id, f"Ana: {text}",
-                                            await embedder.embed(f"Ana: {text}"), at)])
+        await episodes.add_many(
+            [NewEpisode("g1", "c1", "u1", m.id, f"Ana: {text}", await embedder.embed(f"Ana: {text}"), at)]
+        )
     recall = recaller(pool, embedder)
     question = "what did Ana do in May?"
-    bundle = await recall.gather(recall_query("g1", question, await embedder.embed(question), plan(vectors=1),
-                                              datetime(2026, 11, 1, tzinfo=UTC)))
+    bundle = await recall.gather(
+        recall_query("g1", question, await embedder.embed(question), plan(vectors=1), datetime(2026, 11, 1, tzinfo=UTC))
+    )
     assert "fence" in bundle.episodes[0].episode.content  # the May of the history, a year before 'now'
 
 
@@ -173,15 +194,24 @@ async def test_a_question_naming_a_speaker_finds_their_own_words(pool: asyncpg.P
     """Everyone talks about hobbies; asked about Oscar's, Oscar's own line is recalled, not only his fillers
     (whose keys, "Oscar: ...", are near any question naming him)."""
     conversations, episodes = ConversationStore(pool), EpisodicStore(pool)
-    lines = [("Oscar", "later all"), ("Oscar", "hmm interesting"), ("Julia", "I'm learning guitar from youtube"),
-             ("Kofi", "doing watercolours every sunday now"), ("Oscar", "been practising the cello every evening"),
-             ("Julia", "growing tomatoes on my balcony is my new thing"), ("Oscar", "wait really?"),
-             ("Oscar", "same here"), ("Julia", "my guitar teacher says I'm improving"), ("Oscar", "ok ok")]
+    lines = [
+        ("Oscar", "later all"),
+        ("Oscar", "hmm interesting"),
+        ("Julia", "I'm learning guitar from youtube"),
+        ("Kofi", "doing watercolours every sunday now"),
+        ("Oscar", "been practising the cello every evening"),
+        ("Julia", "growing tomatoes on my balcony is my new thing"),
+        ("Oscar", "wait really?"),
+        ("Oscar", "same here"),
+        ("Julia", "my guitar teacher says I'm improving"),
+        ("Oscar", "ok ok"),
+    ]
     for i, (who, text) in enumerate(lines):
         at = T0 + timedelta(minutes=i)
         m = await conversations.add(NewMessage("g1", "import", f"s{i}", "c1", f"u-{who}", who, text, at))
-        await episodes.add_many([NewEpisode("g1", "c1", f"u-{who}", m.id, f"{who}: {text}",
-                                            await embedder.embed(f"{who}: {text}"), at)])
+        await episodes.add_many(
+            [NewEpisode("g1", "c1", f"u-{who}", m.id, f"{who}: {text}", await embedder.embed(f"{who}: {text}"), at)]
+        )
     question = "Which instrument is Oscar learning?"
     layer = EpisodesLayer(EpisodicStore(pool), WriteGate(), embedder)
     query = recall_query("g1", question, await embedder.embed(question), plan(vectors=3), T0)

@@ -21,8 +21,9 @@ from memory.lexical import BM25_B, BM25_K1, LexicalSearch
 T0 = datetime(2026, 5, 1, 18, 0, tzinfo=UTC)
 
 
-async def _episodes(pool: asyncpg.Pool, scope: str, n: int, rng: np.random.Generator, *,
-                    near_first: int = 0) -> np.ndarray:
+async def _episodes(
+    pool: asyncpg.Pool, scope: str, n: int, rng: np.random.Generator, *, near_first: int = 0
+) -> np.ndarray:
     """``n`` episodes in clusters around 8 centres (as chat is); the first ``near_first`` close to centre 0."""
     conversations, store = ConversationStore(pool), EpisodicStore(pool)
     centres = rng.normal(size=(8, 384)).astype(np.float32)
@@ -32,8 +33,9 @@ async def _episodes(pool: asyncpg.Pool, scope: str, n: int, rng: np.random.Gener
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     rows = []
     for i in range(n):
-        m = await conversations.add(NewMessage(scope, "import", f"{scope}{i}", "c", "u", "U", f"line {i}",
-                                               T0 + timedelta(minutes=i)))
+        m = await conversations.add(
+            NewMessage(scope, "import", f"{scope}{i}", "c", "u", "U", f"line {i}", T0 + timedelta(minutes=i))
+        )
         rows.append(NewEpisode(scope, "c", "u", m.id, f"U: line {i}", vectors[i], T0 + timedelta(minutes=i)))
     await store.add_many(rows)
     return centres
@@ -45,7 +47,8 @@ def _path_taken(store: EpisodicStore, scope: str) -> bool:
 
 
 async def test_the_exact_scan_and_hnsw_find_the_same_top_items_on_a_small_scope(
-        db_url: str, pool: asyncpg.Pool, monkeypatch: pytest.MonkeyPatch) -> None:
+    db_url: str, pool: asyncpg.Pool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     rng = np.random.default_rng(7)
     centres = await _episodes(pool, "g1", 300, rng, near_first=10)  # a clear top 10, in a clear order
     query = centres[0] / np.linalg.norm(centres[0])
@@ -56,13 +59,22 @@ async def test_the_exact_scan_and_hnsw_find_the_same_top_items_on_a_small_scope(
     monkeypatch.setattr(memory.episodic, "EXACT_SCAN_PER_TABLE_ROW", 0)
     # the planner would sort 300 rows rather than use the index: leave it only the index, as on a big table
     await pool.execute("DROP INDEX episodes_scope_idx; DROP INDEX episodes_scope_visible_idx")
-    forced = await asyncpg.create_pool(db_url, min_size=1, max_size=2, init=_init_connection,
-                                       server_settings={"enable_seqscan": "off", "enable_bitmapscan": "off"})
+    forced = await asyncpg.create_pool(
+        db_url,
+        min_size=1,
+        max_size=2,
+        init=_init_connection,
+        server_settings={"enable_seqscan": "off", "enable_bitmapscan": "off"},
+    )
     try:
         indexed_store = EpisodicStore(forced)
         indexed = await indexed_store.search("g1", query, 10)
-        plan = "\n".join(r[0] for r in await forced.fetch(
-            "EXPLAIN SELECT id FROM episodes WHERE scope = 'g1' ORDER BY embedding <=> $1 LIMIT 10", query))
+        plan = "\n".join(
+            r[0]
+            for r in await forced.fetch(
+                "EXPLAIN SELECT id FROM episodes WHERE scope = 'g1' ORDER BY embedding <=> $1 LIMIT 10", query
+            )
+        )
     finally:
         await forced.close()
     assert not _path_taken(indexed_store, "g1") and "episodes_embedding_idx" in plan
@@ -70,8 +82,9 @@ async def test_the_exact_scan_and_hnsw_find_the_same_top_items_on_a_small_scope(
     assert [h.similarity for h in indexed] == pytest.approx([h.similarity for h in exact], abs=1e-6)
 
 
-async def test_a_scope_over_the_crossover_takes_the_index_path(pool: asyncpg.Pool,
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_scope_over_the_crossover_takes_the_index_path(
+    pool: asyncpg.Pool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     rng = np.random.default_rng(3)
     await _episodes(pool, "big", 60, rng)
     await _episodes(pool, "small", 5, rng)
@@ -106,33 +119,42 @@ async def test_the_audience_size_is_counted_once_a_minute(pool: asyncpg.Pool, mo
     assert store._exact[("g1", None)] is not first
 
 
-CHAT = [("Maya", "Morning Leo! How was the weekend?"),
-        ("Leo", "Pretty good Maya, I finally repaired the bike chain, the bike rides well"),
-        ("Maya", "Nice. I went to the pottery class again, made a wonky bowl"),
-        ("Leo", "Haha Maya, a wonky bowl is still a bowl, a bowl is a bowl"),
-        ("Maya", "Also my sister Ines is moving to Rotterdam in June"),
-        ("Ines", "Rotterdam! That's a big move for a bowl collector")]
+CHAT = [
+    ("Maya", "Morning Leo! How was the weekend?"),
+    ("Leo", "Pretty good Maya, I finally repaired the bike chain, the bike rides well"),
+    ("Maya", "Nice. I went to the pottery class again, made a wonky bowl"),
+    ("Leo", "Haha Maya, a wonky bowl is still a bowl, a bowl is a bowl"),
+    ("Maya", "Also my sister Ines is moving to Rotterdam in June"),
+    ("Ines", "Rotterdam! That's a big move for a bowl collector"),
+]
 
 
 async def test_bm25_ranked_in_the_server_is_the_formula(pool: asyncpg.Pool) -> None:
     conversations = ConversationStore(pool)
     for i, (who, text) in enumerate(CHAT):
-        await conversations.add(NewMessage("g1", "import", f"m{i}", "c", f"u-{who}", who, text,
-                                           T0 + timedelta(minutes=i)))
+        await conversations.add(
+            NewMessage("g1", "import", f"m{i}", "c", f"u-{who}", who, text, T0 + timedelta(minutes=i))
+        )
     question = "did Maya make a bowl or fix the bike?"
     hits = await LexicalSearch(pool).search("g1", question, 10)
-    terms = await pool.fetchval("SELECT array_agg(DISTINCT lexeme) FROM unnest(to_tsvector('english', $1))",
-                                question)
-    docs = {r["id"]: {x["lexeme"]: len(x["positions"]) for x in r["lexemes"]} for r in await pool.fetch(
-        """SELECT id, (SELECT array_agg(jsonb_build_object('lexeme', lexeme, 'positions', positions))
-                       FROM unnest(search_tsv)) AS lexemes FROM messages WHERE scope = 'g1'""")}
+    terms = await pool.fetchval("SELECT array_agg(DISTINCT lexeme) FROM unnest(to_tsvector('english', $1))", question)
+    docs = {
+        r["id"]: {x["lexeme"]: len(x["positions"]) for x in r["lexemes"]}
+        for r in await pool.fetch(
+            """SELECT id, (SELECT array_agg(jsonb_build_object('lexeme', lexeme, 'positions', positions))
+                       FROM unnest(search_tsv)) AS lexemes FROM messages WHERE scope = 'g1'"""
+        )
+    }
     avg_len = sum(len(d) for d in docs.values()) / len(docs)
     df = {t: sum(t in d for d in docs.values()) for t in terms}
 
     def bm25(doc: dict[str, int]) -> float:
         norm = BM25_K1 * (1 - BM25_B + BM25_B * len(doc) / avg_len)
-        return sum(math.log(1 + (len(docs) - df[t] + 0.5) / (df[t] + 0.5)) * doc[t] * (BM25_K1 + 1)
-                   / (doc[t] + norm) for t in terms if t in doc)
+        return sum(
+            math.log(1 + (len(docs) - df[t] + 0.5) / (df[t] + 0.5)) * doc[t] * (BM25_K1 + 1) / (doc[t] + norm)
+            for t in terms
+            if t in doc
+        )
 
     expected = sorted(((bm25(d), i) for i, d in docs.items() if bm25(d) > 0), key=lambda p: (-p[0], p[1]))
     assert [h.message.id for h in hits] == [i for _, i in expected]
@@ -160,4 +182,5 @@ async def test_the_graph_walk_in_one_query_gives_each_fact_its_distance(app: App
     assert max(hops.values()) <= 3
     two = await semantic.facts_for("g1", "my sister", author_id="u-ana", depth=2, now=AT0)
     assert all(f.hops <= 2 for f in two) and ("lisbon", "has", "pastry") in {
-        (f.subject_name, f.relation, f.object_name) for f in two}
+        (f.subject_name, f.relation, f.object_name) for f in two
+    }

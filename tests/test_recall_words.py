@@ -21,14 +21,21 @@ from memory.recall import Recall, recall_query
 T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 SPEAKERS = {"Ana": "u-ana", "Ben": "u-ben"}
 
-FENCE = ("Ana", "I spent the whole weekend repainting the garden fence, three coats of a dark green the shop calls "
-                "Forest Night, and my arms still ache from holding the brush over my head for hours.")
-BAKING = ("Ana", "Then on Sunday evening I tried the new sourdough recipe from my aunt, the one with rye flour and "
-                 "a very long cold proof in the fridge, and it came out flat as a pancake again.")
+FENCE = (
+    "Ana",
+    "I spent the whole weekend repainting the garden fence, three coats of a dark green the shop calls "
+    "Forest Night, and my arms still ache from holding the brush over my head for hours.",
+)
+BAKING = (
+    "Ana",
+    "Then on Sunday evening I tried the new sourdough recipe from my aunt, the one with rye flour and "
+    "a very long cold proof in the fridge, and it came out flat as a pancake again.",
+)
 
 
-async def chat(pool: asyncpg.Pool, embedder: MiniLMEmbedder, scope: str, lines: list[tuple[str, str]], *,
-               episodes: bool = True) -> list[int]:
+async def chat(
+    pool: asyncpg.Pool, embedder: MiniLMEmbedder, scope: str, lines: list[tuple[str, str]], *, episodes: bool = True
+) -> list[int]:
     """The lines as one channel's conversation, a minute apart; statements become episodes (as the import's
     gate would admit them; none with ``episodes`` False: found by their words only), questions stay in the log
     only."""
@@ -49,12 +56,14 @@ def layer(pool: asyncpg.Pool, embedder: MiniLMEmbedder, **config: Any) -> Episod
 
 
 def plan(vectors: int = 5, memory_words: int | None = None) -> ContextPlan:
-    return ContextPlan(None, 0.0, turns=4, vectors=vectors, similarity_threshold=0.0, triple_depth=1,
-                       memory_words=memory_words)
+    return ContextPlan(
+        None, 0.0, turns=4, vectors=vectors, similarity_threshold=0.0, triple_depth=1, memory_words=memory_words
+    )
 
 
-async def recall(episodes: EpisodesLayer, embedder: MiniLMEmbedder, scope: str, text: str,
-                 p: ContextPlan | None = None) -> list[MemoryItem]:
+async def recall(
+    episodes: EpisodesLayer, embedder: MiniLMEmbedder, scope: str, text: str, p: ContextPlan | None = None
+) -> list[MemoryItem]:
     query = recall_query(scope, text, await embedder.embed(text), p or plan(), T0 + timedelta(days=1))
     bundle = await Recall([episodes]).gather(query)
     return bundle.items(preamble=False)
@@ -77,9 +86,13 @@ def test_a_turn_asks_when_one_of_its_sentences_is_a_question() -> None:
 
 
 async def test_a_short_reply_after_a_question_hit_comes_with_it(pool: asyncpg.Pool, embedder: MiniLMEmbedder) -> None:
-    ids = await chat(pool, embedder, "g1", [
-        FENCE, ("Ana", "Which charity are you running the half marathon for?"), ("Ben", "Yeah, St Clare's."), BAKING],
-        episodes=False)  # found by its words alone: the question is the hit
+    ids = await chat(
+        pool,
+        embedder,
+        "g1",
+        [FENCE, ("Ana", "Which charity are you running the half marathon for?"), ("Ben", "Yeah, St Clare's."), BAKING],
+        episodes=False,
+    )  # found by its words alone: the question is the hit
     [first] = await recall(layer(pool, embedder), embedder, "g1", "which charity is the half marathon for?")
     # The hit asks: the reply after it holds the answer, and is shown (and is a source) with it; the long
     # turn of the same speaker before it is not.
@@ -89,9 +102,11 @@ async def test_a_short_reply_after_a_question_hit_comes_with_it(pool: asyncpg.Po
 
 
 async def test_a_hit_that_states_its_answer_comes_without_its_long_neighbours(
-        pool: asyncpg.Pool, embedder: MiniLMEmbedder) -> None:
-    ids = await chat(pool, embedder, "g1", [
-        FENCE, ("Ben", "I booked the ferry to Santander for the 14th of August."), BAKING])
+    pool: asyncpg.Pool, embedder: MiniLMEmbedder
+) -> None:
+    ids = await chat(
+        pool, embedder, "g1", [FENCE, ("Ben", "I booked the ferry to Santander for the 14th of August."), BAKING]
+    )
     question = "when is Ben's ferry to Santander?"
     [alone] = [i for i in await recall(layer(pool, embedder), embedder, "g1", question) if ids[1] in shown(i)]
     assert alone.text == "Ben: I booked the ferry to Santander for the 14th of August."
@@ -103,10 +118,18 @@ async def test_a_hit_that_states_its_answer_comes_without_its_long_neighbours(
 
 
 async def test_a_hit_already_shown_as_a_neighbour_is_not_shown_again(
-        pool: asyncpg.Pool, embedder: MiniLMEmbedder) -> None:
-    ids = await chat(pool, embedder, "g1", [
-        ("Ana", "Did the plumber ever fix the boiler in the end?"),
-        ("Ben", "The plumber fixed the boiler on Tuesday, it was a broken valve."), BAKING])
+    pool: asyncpg.Pool, embedder: MiniLMEmbedder
+) -> None:
+    ids = await chat(
+        pool,
+        embedder,
+        "g1",
+        [
+            ("Ana", "Did the plumber ever fix the boiler in the end?"),
+            ("Ben", "The plumber fixed the boiler on Tuesday, it was a broken valve."),
+            BAKING,
+        ],
+    )
     items = await recall(layer(pool, embedder), embedder, "g1", "when did the plumber fix the boiler?")
     holding = [i for i in items if ids[1] in shown(i)]
     assert len(holding) == 1, "the answer is one item's, once"
@@ -115,7 +138,8 @@ async def test_a_hit_already_shown_as_a_neighbour_is_not_shown_again(
 
 
 async def test_the_same_words_again_are_shown_once_with_both_sources(
-        pool: asyncpg.Pool, embedder: MiniLMEmbedder) -> None:
+    pool: asyncpg.Pool, embedder: MiniLMEmbedder
+) -> None:
     said = ("Ben", "The ferry to Santander leaves Portsmouth at nine.")
     ids = await chat(pool, embedder, "g1", [said, FENCE, BAKING, said])
     items = await recall(layer(pool, embedder), embedder, "g1", "when does the ferry to Santander leave?")
@@ -126,8 +150,14 @@ async def test_the_same_words_again_are_shown_once_with_both_sources(
 
 
 async def test_the_plans_word_budget_bounds_the_words_shown(pool: asyncpg.Pool, embedder: MiniLMEmbedder) -> None:
-    lines = [("Ben" if i % 2 else "Ana", f"The ferry to Santander number {i} was late again, {'it ' * 10}said the "
-                                         f"crew, and we waited in the car park for hours.") for i in range(10)]
+    lines = [
+        (
+            "Ben" if i % 2 else "Ana",
+            f"The ferry to Santander number {i} was late again, {'it ' * 10}said the "
+            f"crew, and we waited in the car park for hours.",
+        )
+        for i in range(10)
+    ]
     await chat(pool, embedder, "g1", lines)
     episodes = layer(pool, embedder, word_budget=1000)
     question = "was the ferry to Santander late?"
@@ -138,13 +168,26 @@ async def test_the_plans_word_budget_bounds_the_words_shown(pool: asyncpg.Pool, 
     assert len(tight) == 2
     assert [i.message_ids[0] for i in tight] == [i.message_ids[0] for i in loose[:2]]  # the best ones
     # No plan budget: the layer's default.
-    assert words(await recall(layer(pool, embedder, word_budget=100), embedder, "g1", question,
-                              replace(plan(vectors=8), memory_words=None))) <= 100
+    assert (
+        words(
+            await recall(
+                layer(pool, embedder, word_budget=100),
+                embedder,
+                "g1",
+                question,
+                replace(plan(vectors=8), memory_words=None),
+            )
+        )
+        <= 100
+    )
 
 
 async def test_a_recalled_turn_shows_the_day_its_relative_words_name(
-        pool: asyncpg.Pool, embedder: MiniLMEmbedder) -> None:
-    ids = await chat(pool, embedder, "g1", [FENCE, ("Ben", "We adopted a greyhound called Pepper last Sunday!"), BAKING])
+    pool: asyncpg.Pool, embedder: MiniLMEmbedder
+) -> None:
+    ids = await chat(
+        pool, embedder, "g1", [FENCE, ("Ben", "We adopted a greyhound called Pepper last Sunday!"), BAKING]
+    )
     items = await recall(layer(pool, embedder), embedder, "g1", "when did Ben adopt Pepper?")
     [pepper] = [i for i in items if ids[1] in shown(i)]
     # said on Sunday 1 November 2026: "last Sunday" is the 25th of October, in the words the reader reads

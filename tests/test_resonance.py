@@ -24,10 +24,18 @@ SCOPE = "g1"
 GOOD_REPLY = "Santa brought me a shiny red accordion and I played carols all night"
 
 
-def turn(text: str, *, author: str = "ana", channel: str = "c1", visible_in: str | None = None,
-         scope: str = SCOPE) -> IncomingTurn:
-    return IncomingTurn(scope=scope, source="console", channel_id=channel, author_id=f"u-{author}",
-                        author_name=author, text=text, visible_in=visible_in)
+def turn(
+    text: str, *, author: str = "ana", channel: str = "c1", visible_in: str | None = None, scope: str = SCOPE
+) -> IncomingTurn:
+    return IncomingTurn(
+        scope=scope,
+        source="console",
+        channel_id=channel,
+        author_id=f"u-{author}",
+        author_name=author,
+        text=text,
+        visible_in=visible_in,
+    )
 
 
 def raw_reaction(**fields: object) -> discord.RawReactionActionEvent:
@@ -57,8 +65,9 @@ async def say(app: App, llm: ScriptedLLM, text: str, reply: str, **kw: str) -> i
 
 async def age_moments(app: App, days: int = 3, quality: float = 0.75) -> None:
     """Moments made days ago (no recency penalty) that people rated up (0.75: one /good), so they resonate."""
-    await app.db.pool.execute("UPDATE resonance_moments SET created_at = created_at - make_interval(days => $1), "
-                              "quality = $2", days, quality)
+    await app.db.pool.execute(
+        "UPDATE resonance_moments SET created_at = created_at - make_interval(days => $1), quality = $2", days, quality
+    )
 
 
 async def section(app: App, text: str, *, channel: str = "c2", scope: str = SCOPE):
@@ -69,7 +78,8 @@ async def section(app: App, text: str, *, channel: str = "c2", scope: str = SCOP
 
 
 async def test_a_live_moment_keeps_the_generations_entropy_and_the_messages_novelty(
-        app: App, resonance: ResonanceLayer, llm: ScriptedLLM) -> None:
+    app: App, resonance: ResonanceLayer, llm: ScriptedLLM
+) -> None:
     llm.entropy = 2.5
     await say(app, llm, "I adopted a tortoise called Biscuit", "Biscuit is a wonderful name for a tortoise")
     first = await app.db.pool.fetchrow("SELECT entropy, novelty, surprise FROM resonance_moments")
@@ -90,8 +100,9 @@ async def test_no_moments_gives_nothing(app: App, resonance: ResonanceLayer, llm
     assert llm.boosts[-1] == {}
 
 
-async def test_one_obvious_moment_gives_boosts_on_its_tokens(app: App, resonance: ResonanceLayer,
-                                                             llm: ScriptedLLM) -> None:
+async def test_one_obvious_moment_gives_boosts_on_its_tokens(
+    app: App, resonance: ResonanceLayer, llm: ScriptedLLM
+) -> None:
     await say(app, llm, "What did you get for Christmas?", GOOD_REPLY)
     await say(app, llm, "How is the weather in Lisbon?", "Grey skies and drizzle over the river today")
     await age_moments(app)
@@ -108,8 +119,7 @@ async def test_one_obvious_moment_gives_boosts_on_its_tokens(app: App, resonance
     assert llm.boosts[-1] == dict(s.boosts)
 
 
-async def test_a_moment_nobody_rated_does_not_resonate(app: App, resonance: ResonanceLayer,
-                                                       llm: ScriptedLLM) -> None:
+async def test_a_moment_nobody_rated_does_not_resonate(app: App, resonance: ResonanceLayer, llm: ScriptedLLM) -> None:
     """An unrated reply may be an invention: its words are not boosted nor shown until people rate it up."""
     await say(app, llm, "What did you get for Christmas?", GOOD_REPLY)
     await age_moments(app, quality=0.5)
@@ -128,25 +138,31 @@ async def test_quality_and_arousal_order_the_scores(app: App, resonance: Resonan
     await pool.execute("UPDATE resonance_moments SET quality = 0.9 WHERE message_id = $1", calm)
     await pool.execute("UPDATE resonance_moments SET quality = 0.66 WHERE message_id = $1", loud)
     probe = "how are the garden roses doing"
-    assert arousal(probe) < 0.1 < await pool.fetchval("SELECT arousal FROM resonance_moments WHERE message_id = $1",
-                                                      loud) - 0.3
+    assert (
+        arousal(probe)
+        < 0.1
+        < await pool.fetchval("SELECT arousal FROM resonance_moments WHERE message_id = $1", loud) - 0.3
+    )
     s = await section(app, probe)
     assert s is not None and [i.message_ids[0] for i in s.items] == [calm, loud]
     assert s.items[0].score > s.items[1].score
     # quality alone (the same arousal): the better moment first
-    await pool.execute("UPDATE resonance_moments SET arousal = 0, quality = CASE WHEN message_id = $1 THEN 0.9 "
-                       "ELSE 0.66 END", loud)
+    await pool.execute(
+        "UPDATE resonance_moments SET arousal = 0, quality = CASE WHEN message_id = $1 THEN 0.9 ELSE 0.66 END", loud
+    )
     s = await section(app, probe)
     assert s is not None and [i.message_ids[0] for i in s.items] == [loud, calm]
     # arousal alone (the same quality): the moment nearer the message's arousal first
-    await pool.execute("UPDATE resonance_moments SET quality = 0.75, arousal = CASE WHEN message_id = $1 THEN 0.9 "
-                       "ELSE 0 END", loud)
+    await pool.execute(
+        "UPDATE resonance_moments SET quality = 0.75, arousal = CASE WHEN message_id = $1 THEN 0.9 ELSE 0 END", loud
+    )
     s = await section(app, probe)
     assert s is not None and [i.message_ids[0] for i in s.items] == [calm, loud]
 
 
-async def test_a_broken_store_gives_none_without_raising(app: App, resonance: ResonanceLayer,
-                                                         llm: ScriptedLLM, caplog: pytest.LogCaptureFixture) -> None:
+async def test_a_broken_store_gives_none_without_raising(
+    app: App, resonance: ResonanceLayer, llm: ScriptedLLM, caplog: pytest.LogCaptureFixture
+) -> None:
     await say(app, llm, "What did you get for Christmas?", GOOD_REPLY)
     await age_moments(app)
     # a corrupt row (words that are not text are impossible in SQL; NaN arousal and quality are not)
@@ -174,15 +190,17 @@ def _query(app: App, text: str):
     import numpy as np
 
     plan = plan or app.router.classify(np.zeros(384, dtype=np.float32), SCOPE)
-    return recall_query(SCOPE, text, np.zeros(384, dtype=np.float32), plan, datetime.now(UTC), channel_id="c1",
-                        visible_channel="c1")
+    return recall_query(
+        SCOPE, text, np.zeros(384, dtype=np.float32), plan, datetime.now(UTC), channel_id="c1", visible_channel="c1"
+    )
 
 
 # --- moments ---------------------------------------------------------------------------------------------------
 
 
-async def test_every_reply_becomes_a_moment_with_its_metrics(app: App, resonance: ResonanceLayer,
-                                                             llm: ScriptedLLM) -> None:
+async def test_every_reply_becomes_a_moment_with_its_metrics(
+    app: App, resonance: ResonanceLayer, llm: ScriptedLLM
+) -> None:
     mid = await say(app, llm, "WOW, that is AMAZING!!! 🎉", "Thank you, I worked hard on the melody")
     row = await app.db.pool.fetchrow("SELECT * FROM resonance_moments WHERE message_id = $1", mid)
     assert row["surprise"] == pytest.approx(2.5) and row["quality"] == 0.5
@@ -191,8 +209,14 @@ async def test_every_reply_becomes_a_moment_with_its_metrics(app: App, resonance
     calm = await say(app, llm, "the meeting is at noon", "Noted, noon it is", author="ben")
     assert await app.db.pool.fetchval("SELECT arousal FROM resonance_moments WHERE message_id = $1", calm) < 0.3
     # the state search: the nearest moment to a state like the first reply's is the first one
-    state = Metrics(surprise=0.25, entropy=0.0, novelty=1.0, arousal=row["arousal"], reply_len_norm=row["reply_len_norm"],
-                    unique_ratio=1.0)
+    state = Metrics(
+        surprise=0.25,
+        entropy=0.0,
+        novelty=1.0,
+        arousal=row["arousal"],
+        reply_len_norm=row["reply_len_norm"],
+        unique_ratio=1.0,
+    )
     near = await resonance.moments.query_similar(SCOPE, state, top_k=2)
     assert [s.message_id for s in near] == [mid, calm] and near[0].distance <= near[1].distance
     summary = await resonance.moments.summary_for_state(SCOPE, state)
@@ -216,8 +240,9 @@ async def test_recalled_moments_count_their_uses(app: App, resonance: ResonanceL
 # --- quality from people ---------------------------------------------------------------------------------------
 
 
-async def test_reactions_replies_and_deletes_change_quality(app: App, resonance: ResonanceLayer,
-                                                            llm: ScriptedLLM) -> None:
+async def test_reactions_replies_and_deletes_change_quality(
+    app: App, resonance: ResonanceLayer, llm: ScriptedLLM
+) -> None:
     from bot.discord.reactions import ReactionsCog
     from bot.discord.services import Services
     from tests.test_discord_commands import bot_double
@@ -240,8 +265,9 @@ async def test_reactions_replies_and_deletes_change_quality(app: App, resonance:
     # the Discord cog: a raw reaction event on the reply, the bot's own reactions ignored
     bot = bot_double(user=SimpleNamespace(id=99))
     cog = ReactionsCog(bot, Services.of(app))
-    await app.db.pool.execute("UPDATE messages SET source = 'discord', channel_id = '5', external_id = '77' "
-                              "WHERE is_bot")
+    await app.db.pool.execute(
+        "UPDATE messages SET source = 'discord', channel_id = '5', external_id = '77' WHERE is_bot"
+    )
     before = await app.db.pool.fetchval("SELECT quality FROM resonance_moments")
     payload = raw_reaction(user_id=99, channel_id=5, message_id=77, guild_id=SCOPE, emoji="😂", member=None)
     await cog.on_raw_reaction_add(payload)
@@ -289,11 +315,13 @@ async def test_moments_keep_their_audience(app: App, resonance: ResonanceLayer, 
 
 
 async def test_forgetting_a_person_removes_the_moments_of_their_conversations(
-        app: App, resonance: ResonanceLayer, llm: ScriptedLLM) -> None:
+    app: App, resonance: ResonanceLayer, llm: ScriptedLLM
+) -> None:
     await say(app, llm, "zebrafinch for Christmas?", GOOD_REPLY, author="anastasia")
     await say(app, llm, "I like chess", "Chess is a fine accordion of moves", author="ben")
     ext = await app.db.pool.fetchval(
-        "SELECT m.external_id FROM messages m JOIN resonance_moments r ON r.reply_id = m.id ORDER BY r.id DESC")
+        "SELECT m.external_id FROM messages m JOIN resonance_moments r ON r.reply_id = m.id ORDER BY r.id DESC"
+    )
     await resonance.react("console", "c1", ext, "u-anastasia", "👍", added=True, now=datetime.now(UTC))
     report = await app.provenance.forget_author(SCOPE, "u-anastasia")
     assert report.counts["moments"] == 1
@@ -330,8 +358,9 @@ async def test_boosted_tokens_appear_more_often_with_the_real_model(pool: asyncp
     from bot.config import Settings
     from bot.llm import EngineConfig, TransformersLLM, boost_processor
 
-    gemma = await asyncio.to_thread(TransformersLLM.load, EngineConfig(
-        cache_dir=Settings(_env_file=None).model_cache_dir, progress=False))
+    gemma = await asyncio.to_thread(
+        TransformersLLM.load, EngineConfig(cache_dir=Settings(_env_file=None).model_cache_dir, progress=False)
+    )
     try:
         moment = "I adore mangoes, pineapples, coconuts and papayas from the tropical islands"
         ids = gemma.word_token_ids(words(moment), exclude=("\nhippobot:",))
@@ -349,10 +378,18 @@ async def test_boosted_tokens_appear_more_often_with_the_real_model(pool: asyncp
             torch.manual_seed(1234)
             processors = [boost_processor(boosts, target.device)] if with_boosts else []
             with torch.inference_mode():
-                out = model.generate(**inputs, max_new_tokens=4, do_sample=True, temperature=0.7, top_p=0.9,
-                                     top_k=None, repetition_penalty=1.15, logits_processor=processors,
-                                     pad_token_id=tok.pad_token_id)
-            new = out[:, inputs["input_ids"].shape[1]:]
+                out = model.generate(
+                    **inputs,
+                    max_new_tokens=4,
+                    do_sample=True,
+                    temperature=0.7,
+                    top_p=0.9,
+                    top_k=None,
+                    repetition_penalty=1.15,
+                    logits_processor=processors,
+                    pad_token_id=tok.pad_token_id,
+                )
+            new = out[:, inputs["input_ids"].shape[1] :]
             return torch.isin(new, target).sum(dim=1).tolist()
 
         base, boosted = await asyncio.to_thread(sample, False), await asyncio.to_thread(sample, True)
@@ -361,7 +398,7 @@ async def test_boosted_tokens_appear_more_often_with_the_real_model(pool: asyncp
     wins = sum(b > a for a, b in zip(base, boosted))
     losses = sum(b < a for a, b in zip(base, boosted))
     n = wins + losses
-    p = sum(math.comb(n, k) for k in range(wins, n + 1)) / 2 ** n if n else 1.0
+    p = sum(math.comb(n, k) for k in range(wins, n + 1)) / 2**n if n else 1.0
     assert sum(boosted) > sum(base), (sum(base), sum(boosted))
     assert p < 0.01, (wins, losses, p, sum(base), sum(boosted))
 
@@ -385,8 +422,9 @@ async def test_the_console_rates_its_last_reply(app: App, resonance: ResonanceLa
     llm.reply = GOOD_REPLY
     out = io.StringIO()
     script = io.StringIO("/bad\nWhat did you get for Christmas?\n/good\n")
-    await Console(app.brain, ConsoleIdentity("ana", "console", SCOPE), script, out, io.StringIO(),
-                  interactive=False).run()
+    await Console(
+        app.brain, ConsoleIdentity("ana", "console", SCOPE), script, out, io.StringIO(), interactive=False
+    ).run()
     text = out.getvalue()
     assert "no reply to rate yet" in text  # /bad before any reply
     assert "noted: good" in text and "quality 0.75" in text

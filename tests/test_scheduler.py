@@ -60,8 +60,9 @@ async def test_a_scheduled_run_dreams_at_the_clocks_now(app: App) -> None:
         return StepReport(counts={"ran": 1})
 
     clock = SimulatedClock(datetime(2027, 3, 2, 3, 0, 5, tzinfo=UTC))
-    scheduler = DreamScheduler(DreamCycle(app.dream.services, [("step", step)]), hour=3, minute=0, timezone="UTC",
-                               clock=clock)
+    scheduler = DreamScheduler(
+        DreamCycle(app.dream.services, [("step", step)]), hour=3, minute=0, timezone="UTC", clock=clock
+    )
     await scheduler._run()
     assert seen == [clock.now()]
     assert await app.db.pool.fetchval("SELECT scheduled_for FROM dream_runs") == datetime(2027, 3, 2, 3, 0, tzinfo=UTC)

@@ -33,8 +33,9 @@ async def say(app: App, text: str, **kw: str) -> Reply:
 
 
 async def stored(app: App, text: str, *, scope: str = "g1", author: str = "ana", at: datetime = T0) -> StoredMessage:
-    return await app.conversations.add(NewMessage(scope, "console", f"x{abs(hash((text, scope, author)))}", "c1",
-                                                  f"u-{author}", author, text, at))
+    return await app.conversations.add(
+        NewMessage(scope, "console", f"x{abs(hash((text, scope, author)))}", "c1", f"u-{author}", author, text, at)
+    )
 
 
 def triples(facts) -> set[tuple[str, str, str]]:
@@ -139,7 +140,9 @@ async def test_pruning_forgets_faded_doubtful_edges_but_not_pinned_ones(app: App
     await semantic.absorb(await stored(app, "I might visit Rome"), T0)
     pool = app.db.pool
     await pool.execute("UPDATE kg_edges SET confidence = 0.4")
-    pinned = await pool.fetchval("UPDATE kg_edges SET pinned = true WHERE id = (SELECT min(id) FROM kg_edges) RETURNING id")
+    pinned = await pool.fetchval(
+        "UPDATE kg_edges SET pinned = true WHERE id = (SELECT min(id) FROM kg_edges) RETURNING id"
+    )
     assert await semantic.prune(T0 + timedelta(days=1), min_retrievability=0.6, min_confidence=0.6) == 0, "still fresh"
     pruned = await semantic.prune(T0 + timedelta(days=400), min_retrievability=0.6, min_confidence=0.6)
     assert pruned >= 1
@@ -169,15 +172,15 @@ def test_extraction_quality_floors(path: str, floor: float) -> None:
     assert result["precision"] >= floor and result["recall"] >= floor, result
 
 
-
-
 async def test_a_simulated_month_through_the_brain(app: App) -> None:
     from memory.clock import SimulatedClock
 
     clock = SimulatedClock(T0)
     app.brain.clock = clock
     app.brain.absorber.clock = clock  # one clock, as App.open injects it: a fact recalled is reviewed at its "now"
-    first = await app.brain.respond(IncomingTurn("g1", "console", "c1", "u-ana", "ana", "I adopted a cat called Miso last spring"))
+    first = await app.brain.respond(
+        IncomingTurn("g1", "console", "c1", "u-ana", "ana", "I adopted a cat called Miso last spring")
+    )
     await first.complete()
     await app.brain.drain()
     asked = await app.brain.respond(IncomingTurn("g1", "console", "c1", "u-ana", "ana", "what's my cat's name?"))
@@ -194,20 +197,39 @@ async def test_a_simulated_month_through_the_brain(app: App) -> None:
 
 # --- ownership, audiences, edits (issue 8) ---------------------------------------------------------
 
-async def said(app: App, text: str, *, author: str = "ana", channel: str = "c1", visible_in: str | None = None,
-               scope: str = "g1") -> StoredMessage:
+
+async def said(
+    app: App, text: str, *, author: str = "ana", channel: str = "c1", visible_in: str | None = None, scope: str = "g1"
+) -> StoredMessage:
     """A stored person message (in ``channel``, restricted to ``visible_in`` when given), absorbed."""
-    message = await app.conversations.add(NewMessage(
-        scope, "console", f"x{abs(hash((text, scope, author, channel)))}", channel, f"u-{author}", author, text, T0,
-        visible_in=visible_in))
+    message = await app.conversations.add(
+        NewMessage(
+            scope,
+            "console",
+            f"x{abs(hash((text, scope, author, channel)))}",
+            channel,
+            f"u-{author}",
+            author,
+            text,
+            T0,
+            visible_in=visible_in,
+        )
+    )
     await app.brain.semantic.absorb(message, T0)
     return message
 
 
-async def ask(app: App, text: str, *, author: str | None = "ana", visible_channel: str | None = None,
-              depth: int = 2) -> set[tuple[str, str, str]]:
-    facts = await app.brain.semantic.facts_for("g1", text, author_id=None if author is None else f"u-{author}",
-                                               depth=depth, now=T0, visible_channel=visible_channel)
+async def ask(
+    app: App, text: str, *, author: str | None = "ana", visible_channel: str | None = None, depth: int = 2
+) -> set[tuple[str, str, str]]:
+    facts = await app.brain.semantic.facts_for(
+        "g1",
+        text,
+        author_id=None if author is None else f"u-{author}",
+        depth=depth,
+        now=T0,
+        visible_channel=visible_channel,
+    )
     return triples(facts)
 
 
@@ -239,7 +261,8 @@ async def test_a_pronoun_takes_its_owned_antecedent(app: App) -> None:
     await said(app, "My sister is a nurse. She lives in Oslo.", author="ben")
     row = await app.db.pool.fetchrow(
         """SELECT s.owner FROM kg_edges e JOIN kg_nodes s ON s.id = e.source_id JOIN kg_nodes t ON t.id = e.target_id
-           WHERE e.relation = 'live_in' AND t.name = 'oslo'""")
+           WHERE e.relation = 'live_in' AND t.name = 'oslo'"""
+    )
     assert row["owner"] == "user:u-ben"
 
 
@@ -319,8 +342,7 @@ async def test_absorbing_a_message_twice_counts_it_once(app: App) -> None:
     message = await said(app, "My cat is called Miso")
     logged = await pool.fetchval("SELECT count(*) FROM kg_gate_log")
     assert await semantic.absorb(message, T0) == []
-    other = await app.conversations.add(NewMessage("g1", "console", "y1", "c1", "u-ben", "ben",
-                                                   "I love jazz", T0))
+    other = await app.conversations.add(NewMessage("g1", "console", "y1", "c1", "u-ben", "ben", "I love jazz", T0))
     await asyncio.gather(semantic.absorb(other, T0), semantic.absorb(other, T0))  # a crash's re-run racing
     assert await pool.fetchval("SELECT max(evidence_count) FROM kg_edges") == 1
     assert await pool.fetchval("SELECT count(*) FROM kg_gate_log") == logged + 1
@@ -342,7 +364,8 @@ async def test_merging_stays_within_one_owner_and_one_scope(app: App) -> None:
     assert await pool.fetchval("SELECT count(*) FROM kg_nodes WHERE scope = 'g2' AND name = 'kitten'") == 1
     lazy = await pool.fetchval(
         """SELECT e.evidence_count FROM kg_edges e JOIN kg_nodes s ON s.id = e.source_id
-           WHERE e.scope = 'g1' AND s.owner = 'user:u-ana' AND e.relation = 'is'""")
+           WHERE e.scope = 'g1' AND s.owner = 'user:u-ana' AND e.relation = 'is'"""
+    )
     assert lazy == 2, "the merged edge keeps both messages' support"
 
 
@@ -361,8 +384,10 @@ def test_the_extractor_says_whose_each_thing_is() -> None:
     from memory.extract import BOT, USER
 
     x = TripleExtractor()
-    owners = {(t.subject, t.relation, t.object): (t.subject_owner, t.object_owner)
-              for t in x.extract("I have a dog named Rex and the dog is lazy. I visited Rome.")}
+    owners = {
+        (t.subject, t.relation, t.object): (t.subject_owner, t.object_owner)
+        for t in x.extract("I have a dog named Rex and the dog is lazy. I visited Rome.")
+    }
     assert owners[("user", "has", "dog")] == (None, USER)
     assert owners[("dog", "named", "rex")] == (USER, None), "the name itself is shared"
     assert owners[("dog", "is", "lazy")] == (USER, None), "'the dog' is the dog the speaker has"
@@ -405,8 +430,9 @@ def test_a_thing_with_no_letter_or_digit_is_no_fact() -> None:
 
 
 async def test_a_message_deleted_before_its_facts_are_written_leaves_none(app: App) -> None:
-    message = await app.conversations.add(NewMessage("g1", "console", "gone", "c1", "u-ana", "ana",
-                                                     "My cat is called Miso", T0))
+    message = await app.conversations.add(
+        NewMessage("g1", "console", "gone", "c1", "u-ana", "ana", "My cat is called Miso", T0)
+    )
     await app.db.pool.execute("DELETE FROM messages WHERE id = $1", message.id)
     assert await app.brain.semantic.absorb(message, T0) == []
     assert await app.db.pool.fetchval("SELECT count(*) FROM kg_nodes") == 0
@@ -419,8 +445,13 @@ async def test_the_facts_layer_keeps_the_facts_about_the_question_and_ranks_afte
     from memory.layers.facts import FactRelevance, FactsLayer
 
     semantic = app.brain.semantic
-    for text in ["I adopted a cat called Miso", "I volunteer at the animal shelter", "My sister lives in Lisbon",
-                 "I play chess at the club on Tuesdays", "I bought a new kettle"]:
+    for text in [
+        "I adopted a cat called Miso",
+        "I volunteer at the animal shelter",
+        "My sister lives in Lisbon",
+        "I play chess at the club on Tuesdays",
+        "I bought a new kettle",
+    ]:
         await semantic.absorb(await stored(app, text), T0)
     question = "what is my cat called?"
     [bundle] = await app.brain.contexts([(question, "g1")], k=5, author_id="u-ana")
@@ -490,14 +521,17 @@ async def test_entity_expansion_searches_the_names_the_graph_links_to_the_questi
     assert layer.graph is not None and not layer.config.expansion
     question = "how is my sister doing?"
     vector = await app.embedder.embed(question)
-    query = recall_query("g1", question, vector, app.brain.archetypes.classify(vector, "g1"), T0,
-                         author_id="u-ana")
+    query = recall_query("g1", question, vector, app.brain.archetypes.classify(vector, "g1"), T0, author_id="u-ana")
     found = [h.message.id for h in await layer._expanded(query, 10, [])]
     assert named.id in found and len(found) == 2  # and the message that said so; nothing else
 
     def recalled(bundle) -> bool:
-        return any(named.id in {s.id for s in item.sources}
-                   for section in bundle.sections if section.layer == "episodes" for item in section.items)
+        return any(
+            named.id in {s.id for s in item.sources}
+            for section in bundle.sections
+            if section.layer == "episodes"
+            for item in section.items
+        )
 
     assert not recalled(await app.brain.recall.gather(query))
     layer.config = replace(layer.config, expansion=True)

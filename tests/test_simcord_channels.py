@@ -94,8 +94,9 @@ async def test_chat_mode_answers_every_message(sim: Sim, llm: ScriptedLLM) -> No
     await sim.ana.send(sim.general, "what a lovely morning")
     await sim.settle()
     assert [m.content for m in sim.bot_messages(sim.general)] == [llm.reply]
-    row = await sim.pool.fetchrow("SELECT mode, mode_set_by FROM channel_settings WHERE channel_id = $1",
-                                  str(sim.general.id))
+    row = await sim.pool.fetchrow(
+        "SELECT mode, mode_set_by FROM channel_settings WHERE channel_id = $1", str(sim.general.id)
+    )
     assert (row["mode"], row["mode_set_by"]) == ("chat", str(sim.mod.id)), "stored, with who set it"
 
 
@@ -108,8 +109,11 @@ async def test_quiet_mode_never_answers_even_a_mention(sim: Sim) -> None:
 
 
 async def test_channel_commands_need_an_admin(sim: Sim) -> None:
-    for command, options in (("channel mode", {"mode": "chat"}), ("channel memory", {"state": "on"}),
-                             ("channel list", {})):
+    for command, options in (
+        ("channel mode", {"mode": "chat"}),
+        ("channel memory", {"state": "on"}),
+        ("channel list", {}),
+    ):
         result = await sim.ana.slash(sim.general, command, **options)
         assert "needs Manage Server or the approver role" in said(result), command
     assert await sim.pool.fetchval("SELECT count(*) FROM channel_settings") == 0
@@ -147,11 +151,14 @@ async def test_memory_on_is_announced_then_unanswered_messages_are_remembered(si
 
 
 async def test_a_remembered_restricted_channel_is_recalled_only_there(sim: Sim) -> None:
-    staff = sim.guild.create_text_channel("staff", overwrites={
-        sim.guild.default_role: discord.PermissionOverwrite(view_channel=False),
-        sim.mod: discord.PermissionOverwrite(view_channel=True),
-        bot_member(sim.guild): discord.PermissionOverwrite(view_channel=True),
-    })
+    staff = sim.guild.create_text_channel(
+        "staff",
+        overwrites={
+            sim.guild.default_role: discord.PermissionOverwrite(view_channel=False),
+            sim.mod: discord.PermissionOverwrite(view_channel=True),
+            bot_member(sim.guild): discord.PermissionOverwrite(view_channel=True),
+        },
+    )
     await sim.mod.slash(staff, "channel memory", state="on")
     assert "recalled only in this channel" in sim.bot_messages(staff)[0].content
     await sim.mod.send(staff, "the staff party is at the lighthouse on friday")
@@ -165,8 +172,9 @@ async def test_a_remembered_restricted_channel_is_recalled_only_there(sim: Sim) 
 
 
 async def test_memory_stays_off_where_it_cannot_be_announced(sim: Sim) -> None:
-    muted = sim.guild.create_text_channel("muted", overwrites={
-        bot_member(sim.guild): discord.PermissionOverwrite(send_messages=False)})
+    muted = sim.guild.create_text_channel(
+        "muted", overwrites={bot_member(sim.guild): discord.PermissionOverwrite(send_messages=False)}
+    )
     result = await sim.mod.slash(muted, "channel memory", state="on")
     assert "cannot post" in said(result) and "Memory stays off" in said(result)
     assert await sim.pool.fetchval("SELECT count(*) FROM channel_settings WHERE remember") == 0
@@ -192,14 +200,18 @@ async def test_channel_list_shows_each_channels_mode_and_memory(sim: Sim) -> Non
     lines = said(result).splitlines()
     assert result.ephemeral
     assert f"{sim.general.mention}: **mention** (default), memory off" in lines
-    assert any(line.startswith(f"{random.mention}: **chat** (chosen by <@{sim.mod.id}>") and "memory on (chosen by" in line
-               for line in lines), lines
+    assert any(
+        line.startswith(f"{random.mention}: **chat** (chosen by <@{sim.mod.id}>") and "memory on (chosen by" in line
+        for line in lines
+    ), lines
     assert lines[-1] == "Nobody has opted out of being remembered in this server."
 
 
 async def test_a_thread_follows_its_channels_mode_and_memory(sim: Sim) -> None:
     # SimCord's public API has no member-started thread; its backend makes one and sends THREAD_CREATE
-    thread = simcord.ChannelHandle(sim.env, sim.guild, sim.env.backend.create_thread(sim.general.id, "bees", sim.ana.id))
+    thread = simcord.ChannelHandle(
+        sim.env, sim.guild, sim.env.backend.create_thread(sim.general.id, "bees", sim.ana.id)
+    )
     await sim.settle()
     await sim.mod.slash(sim.general, "channel mode", mode="quiet")
     await sim.mod.slash(sim.general, "channel memory", state="on")
@@ -236,7 +248,8 @@ async def test_an_opted_out_person_is_answered_but_nothing_of_theirs_is_stored(s
     assert await stored(sim, "Faro") == 1, "others in the channel are still remembered"
     assert await sim.pool.fetchval("SELECT count(*) FROM memory_optouts") == 1
     assert not await sim.pool.fetchval(
-        "SELECT count(*) FROM memory_optouts WHERE digest LIKE '%' || $1 || '%'", str(sim.ana.id)), "no id kept"
+        "SELECT count(*) FROM memory_optouts WHERE digest LIKE '%' || $1 || '%'", str(sim.ana.id)
+    ), "no id kept"
     await sim.ana.slash(sim.general, "memory optin")
     await sim.ana.send(sim.general, "I moved to Bergen")
     await sim.settle()
@@ -257,23 +270,27 @@ async def test_opting_out_offers_to_forget_what_was_stored(sim: Sim) -> None:
     assert "Done: forgot" in said(done) or "Done: forgot" in offer.response.content
     assert await stored(sim, "4471") == 0
     tombstone = forgotten_digest("author", str(sim.guild.id), str(sim.ana.id))
-    assert await sim.pool.fetchval("SELECT count(*) FROM forgotten WHERE digest = $1", tombstone) == 1, \
+    assert await sim.pool.fetchval("SELECT count(*) FROM forgotten WHERE digest = $1", tombstone) == 1, (
         "the forget-person path's tombstone (a re-import cannot bring her back)"
+    )
     assert await stored(sim, "bike is green") == 1
 
 
 # --- a busy channel ----------------------------------------------------------------------------------------
 
 
-async def reply_without_ping(sim: Sim, member: simcord.MemberActor, channel: simcord.ChannelHandle,
-                             to: discord.Message, content: str) -> None:
+async def reply_without_ping(
+    sim: Sim, member: simcord.MemberActor, channel: simcord.ChannelHandle, to: discord.Message, content: str
+) -> None:
     """A Discord reply with its @-ping switched off, so the bot is not among its mentions. SimCord's public
     ``send(reply_to=...)`` always pings; its backend takes the same message with the ping off."""
     backend = sim.env.backend
-    reference = backend.normalize_message_reference(channel.id, {"channel_id": str(channel.id),
-                                                                 "message_id": str(to.id)})
-    backend.create_message(channel.id, member.id, content, reference=reference,
-                           allowed_mentions=AllowedMentions(replied_user=False))
+    reference = backend.normalize_message_reference(
+        channel.id, {"channel_id": str(channel.id), "message_id": str(to.id)}
+    )
+    backend.create_message(
+        channel.id, member.id, content, reference=reference, allowed_mentions=AllowedMentions(replied_user=False)
+    )
     await sim.settle()
 
 
@@ -336,7 +353,9 @@ async def test_the_rate_limit_answers_politely_once(sim: Sim, llm: ScriptedLLM) 
 async def test_replies_never_ping_anyone(sim: Sim, llm: ScriptedLLM) -> None:
     role = sim.guild.create_role("everyone-else", mentionable=True)
     llm.reply = f"@everyone @here <@&{role.id}> <@{sim.ben.id}> look at this"
-    assert bot_member(sim.guild).guild_permissions.mention_everyone, "the bot could ping them all: only the policy stops it"
+    assert bot_member(sim.guild).guild_permissions.mention_everyone, (
+        "the bot could ping them all: only the policy stops it"
+    )
     await sim.ana.send(sim.general, f"{sim.mention()} say something loud")
     await sim.settle()
     sent = sim.bot_messages(sim.general)[-1]
@@ -344,11 +363,17 @@ async def test_replies_never_ping_anyone(sim: Sim, llm: ScriptedLLM) -> None:
     # Discord lists what the text mentions; who is notified follows allowed_mentions (SimCord's backend keeps both)
     kept = sim.env.backend.get_message(sim.general.id, sent.id)
     assert not kept.mention_everyone and kept.ping_role_ids == [] and kept.ping_user_ids == []
-    posts = [r for r in sim.env.http_requests if r.method in ("POST", "PATCH") and "/messages" in r.path
-             and isinstance(r.json, dict) and "content" in r.json]
-    policies = [r.json.get("allowed_mentions") for r in posts if isinstance(r.json, dict)]  # the first post and every streamed edit
-    assert policies and all(p is not None and p["parse"] == [] and not p.get("replied_user") for p in policies), \
+    posts = [
+        r
+        for r in sim.env.http_requests
+        if r.method in ("POST", "PATCH") and "/messages" in r.path and isinstance(r.json, dict) and "content" in r.json
+    ]
+    policies = [
+        r.json.get("allowed_mentions") for r in posts if isinstance(r.json, dict)
+    ]  # the first post and every streamed edit
+    assert policies and all(p is not None and p["parse"] == [] and not p.get("replied_user") for p in policies), (
         policies
+    )
 
 
 async def test_a_long_reply_is_split_cleanly(sim: Sim, llm: ScriptedLLM) -> None:

@@ -36,14 +36,33 @@ pytestmark = pytest.mark.simcord(settle_timeout=60)
 REFUSED = "needs Manage Server or the approver role"
 # every command that only an admin (Manage Server or the approver role) may run, with valid options
 ADMIN_COMMANDS: tuple[tuple[str, dict[str, object]], ...] = (
-    ("memory stats", {}), ("memory recall", {"text": "cats"}), ("memory pin", {"message": "x"}),
-    ("archetype list", {}), ("archetype show", {"name": "technical_debugging"}),
-    ("archetype enable", {"name": "technical_debugging"}), ("archetype disable", {"name": "technical_debugging"}),
-    ("dream run", {}), ("dream status", {}), ("dream channel clear", {}),
-    ("dream adapter status", {}), ("dream adapter rollback", {}), ("config show", {}), ("persona reset", {}),
+    ("memory stats", {}),
+    ("memory recall", {"text": "cats"}),
+    ("memory pin", {"message": "x"}),
+    ("archetype list", {}),
+    ("archetype show", {"name": "technical_debugging"}),
+    ("archetype enable", {"name": "technical_debugging"}),
+    ("archetype disable", {"name": "technical_debugging"}),
+    ("dream run", {}),
+    ("dream status", {}),
+    ("dream channel clear", {}),
+    ("dream adapter status", {}),
+    ("dream adapter rollback", {}),
+    ("config show", {}),
+    ("persona reset", {}),
 )
-EVERYONES_IN_DMS = {"memory mine", "memory export", "memory optout", "memory optin", "forget me", "whatdoyouknow",
-                    "stop", "persona show", "persona history", "whereto"}
+EVERYONES_IN_DMS = {
+    "memory mine",
+    "memory export",
+    "memory optout",
+    "memory optin",
+    "forget me",
+    "whatdoyouknow",
+    "stop",
+    "persona show",
+    "persona history",
+    "whereto",
+}
 GUILD_ONLY_GROUPS = ("archetype", "dream", "config", "channel")
 
 
@@ -135,8 +154,13 @@ async def test_whatdoyouknow_in_dms_shows_the_dm_scope_only(sim: Sim) -> None:
 
 
 async def test_everyones_commands_answer_in_dms(sim: Sim) -> None:
-    for name, options in (("stop", {}), ("persona show", {}), ("persona history", {}),
-                          ("whereto", {"topic": "gardening"}), ("memory mine", {})):
+    for name, options in (
+        ("stop", {}),
+        ("persona show", {}),
+        ("persona history", {}),
+        ("whereto", {"topic": "gardening"}),
+        ("memory mine", {}),
+    ):
         result = await sim.ana.user.slash(name, **options)
         assert result.acknowledged and said(result) and REFUSED not in said(result), name
 

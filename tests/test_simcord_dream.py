@@ -45,8 +45,11 @@ class Sim(SimBase):
 
     def posts_of(self, channel: simcord.ChannelHandle) -> set[int]:
         """The proposal ids posted in a channel."""
-        return {int(m.content.split("#", 1)[1].split(":", 1)[0]) for m in self.bot_messages(channel)
-                if m.content.startswith("**Proposal #")}
+        return {
+            int(m.content.split("#", 1)[1].split(":", 1)[0])
+            for m in self.bot_messages(channel)
+            if m.content.startswith("**Proposal #")
+        }
 
     def post(self, channel: simcord.ChannelHandle, proposal_id: int) -> discord.Message:
         return next(m for m in self.bot_messages(channel) if m.content.startswith(f"**Proposal #{proposal_id}:"))
@@ -84,10 +87,23 @@ async def with_own_channels(sim: Sim) -> None:
 
 async def propose(sim: Sim, scope: str | None, name: str) -> Proposal:
     return await sim.app.governance.propose(
-        "new_archetype", f"new archetype '{name}'",
-        {"name": name, "description": "Planning a project", "examples": ["let's plan the launch"] * 5,
-         "context_turns": 10, "context_vectors": 7, "similarity_threshold": 0.7, "triple_depth": 2},
-        "- because", {"messages": []}, centroid=None, now=datetime.now(UTC), scope=scope)
+        "new_archetype",
+        f"new archetype '{name}'",
+        {
+            "name": name,
+            "description": "Planning a project",
+            "examples": ["let's plan the launch"] * 5,
+            "context_turns": 10,
+            "context_vectors": 7,
+            "similarity_threshold": 0.7,
+            "triple_depth": 2,
+        },
+        "- because",
+        {"messages": []},
+        centroid=None,
+        now=datetime.now(UTC),
+        scope=scope,
+    )
 
 
 async def dream_in_both(sim: Sim, tmp_path: Path) -> dict[str, set[int]]:
@@ -221,8 +237,11 @@ async def test_dream_status_shows_each_server_its_own(sim: Sim) -> None:
     await with_own_channels(sim)
     ours, theirs = await propose(sim, sim.a.scope, "tea_planning"), await propose(sim, sim.b.scope, "garden_planning")
     for s, mine, other in ((sim.a, ours, theirs), (sim.b, theirs, ours)):
-        run = await sim.pool.fetchval("INSERT INTO dream_runs (trigger, started_at, status, scope) "
-                                      "VALUES ('manual', now(), 'ok', $1) RETURNING id", s.scope)
+        run = await sim.pool.fetchval(
+            "INSERT INTO dream_runs (trigger, started_at, status, scope) "
+            "VALUES ('manual', now(), 'ok', $1) RETURNING id",
+            s.scope,
+        )
         text = said(await s.mod.slash(s.general, "dream status"))
         assert f"dream channel: <#{s.dream.id}> (set by <@{s.mod.id}>" in text
         assert f"proposal #{mine.id}:" in text and f"proposal #{other.id}:" not in text, text

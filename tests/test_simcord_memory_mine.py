@@ -46,12 +46,15 @@ async def sim(simcord_env: simcord.Env, simcord_bot: SingleShardHippoBot, app: A
     general = guild.create_text_channel("general")
     ana = guild.add_member(env.create_user("ana"))
     ben = guild.add_member(env.create_user("ben"))
-    staff = guild.create_text_channel("staff", overwrites={
-        guild.default_role: discord.PermissionOverwrite(view_channel=False),
-        ana: discord.PermissionOverwrite(view_channel=True),
-        ben: discord.PermissionOverwrite(view_channel=True),
-        bot_member(guild): discord.PermissionOverwrite(view_channel=True),
-    })
+    staff = guild.create_text_channel(
+        "staff",
+        overwrites={
+            guild.default_role: discord.PermissionOverwrite(view_channel=False),
+            ana: discord.PermissionOverwrite(view_channel=True),
+            ben: discord.PermissionOverwrite(view_channel=True),
+            bot_member(guild): discord.PermissionOverwrite(view_channel=True),
+        },
+    )
     await simcord_bot.tree.sync()
     s = Sim(env, simcord_bot, app, guild, general, staff, ana, ben)
     yield s
@@ -76,15 +79,29 @@ async def ben_says_about_ana_in_staff(sim: Sim) -> None:
     ana = await pool.fetchval(
         """INSERT INTO kg_nodes (scope, owner, name, display, kind, created_at) VALUES ($1, '', $2, 'ana', 'person',
            now()) ON CONFLICT (scope, owner, name) DO UPDATE SET display = excluded.display RETURNING id""",
-        scope, f"user:{sim.ana.id}")
-    party = await pool.fetchval("""INSERT INTO kg_nodes (scope, owner, name, display, kind, created_at)
+        scope,
+        f"user:{sim.ana.id}",
+    )
+    party = await pool.fetchval(
+        """INSERT INTO kg_nodes (scope, owner, name, display, kind, created_at)
                                    VALUES ($1, '', 'surprisepartyplan', 'surprisepartyplan', 'entity', now())
-                                   RETURNING id""", scope)
+                                   RETURNING id""",
+        scope,
+    )
     edge = await pool.fetchval(
         """INSERT INTO kg_edges (scope, source_id, relation, target_id, confidence, first_seen, last_seen)
-           VALUES ($1, $2, 'plan', $3, 0.9, now(), now()) RETURNING id""", scope, ana, party)
-    await pool.execute("INSERT INTO kg_edge_sources (edge_id, message_id, speaker_id, visible_in) "
-                       "VALUES ($1, $2, $3, $4)", edge, message, str(sim.ben.id), str(sim.staff.id))
+           VALUES ($1, $2, 'plan', $3, 0.9, now(), now()) RETURNING id""",
+        scope,
+        ana,
+        party,
+    )
+    await pool.execute(
+        "INSERT INTO kg_edge_sources (edge_id, message_id, speaker_id, visible_in) VALUES ($1, $2, $3, $4)",
+        edge,
+        message,
+        str(sim.ben.id),
+        str(sim.staff.id),
+    )
 
 
 async def test_mine_lists_the_askers_own_memory_and_nobody_elses(sim: Sim) -> None:

@@ -81,8 +81,9 @@ async def test_the_bot_runs_the_configured_shards_and_unset_is_as_before(app: Ap
 
 
 def shard_settings_of(app: App, ids: list[int] | None, count: int | None) -> Settings:
-    return app.settings.model_copy(update={"discord_token": SecretStr("a-token"), "shard_ids": ids,
-                                           "shard_count": count})
+    return app.settings.model_copy(
+        update={"discord_token": SecretStr("a-token"), "shard_ids": ids, "shard_count": count}
+    )
 
 
 async def test_no_two_processes_on_one_database_run_the_same_shard(app: App, pool: asyncpg.Pool) -> None:
@@ -108,8 +109,9 @@ async def test_no_two_processes_on_one_database_run_the_same_shard(app: App, poo
     assert await second_may_run(None, None), "free again once the first stopped"
 
 
-async def test_hippobot_run_refuses_a_shard_another_process_runs(app: App, pool: asyncpg.Pool,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_hippobot_run_refuses_a_shard_another_process_runs(
+    app: App, pool: asyncpg.Pool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from bot.discord import client as client_module
 
     async def open_app(settings: Settings, **kw: Any) -> App:
@@ -135,8 +137,12 @@ async def test_hippobot_run_refuses_a_shard_another_process_runs(app: App, pool:
 
 def sharded(app: App, shard: int) -> HippoBot:
     """The bot `hippobot run` starts with HIPPOBOT_SHARD_IDS=<shard> and HIPPOBOT_SHARD_COUNT=2."""
-    return HippoBot(app, app.settings.model_copy(update={
-        "discord_edit_interval": 0.2, "discord_rate_limit": 0, "shard_ids": [shard], "shard_count": SHARDS}))
+    return HippoBot(
+        app,
+        app.settings.model_copy(
+            update={"discord_edit_interval": 0.2, "discord_rate_limit": 0, "shard_ids": [shard], "shard_count": SHARDS}
+        ),
+    )
 
 
 @pytest.fixture
@@ -242,8 +248,9 @@ class Sim(SimBase):
 
 
 @pytest.fixture
-async def sim(simcord_env: simcord.Env, simcord_bot: HippoBot, app: App, db_url: str, tmp_path: Path,
-              embedder: MiniLMEmbedder) -> AsyncIterator[Sim]:
+async def sim(
+    simcord_env: simcord.Env, simcord_bot: HippoBot, app: App, db_url: str, tmp_path: Path, embedder: MiniLMEmbedder
+) -> AsyncIterator[Sim]:
     env = simcord_env
     llm1 = ScriptedLLM(REPLY_1)
     # the second process: its own App (pool, models, scheduler, archetype cache) on the same database
@@ -272,9 +279,11 @@ async def test_a_message_is_answered_and_absorbed_once_by_its_servers_shard(sim:
     assert sim.replies(sim.general0) == [REPLY_0], "shard 0's server: answered once, by shard 0"
     assert sim.replies(sim.general1) == [REPLY_1], "shard 1's server: answered once, by shard 1"
     for told in (told0, told1):
-        rows = await sim.pool.fetch("SELECT is_bot, absorbed_at FROM messages WHERE external_id = $1 OR "
-                                    "derived_from_id = (SELECT id FROM messages WHERE external_id = $1)",
-                                    str(told.id))
+        rows = await sim.pool.fetch(
+            "SELECT is_bot, absorbed_at FROM messages WHERE external_id = $1 OR "
+            "derived_from_id = (SELECT id FROM messages WHERE external_id = $1)",
+            str(told.id),
+        )
         assert sorted(r["is_bot"] for r in rows) == [False, True], "the message and its one reply, stored once"
         assert [r["absorbed_at"] is not None for r in rows if not r["is_bot"]] == [True]
     assert await sim.pool.fetchval("SELECT count(*) FROM episodes") == 2, "one episode each"
@@ -286,17 +295,27 @@ async def test_a_dm_is_answered_once_by_shard_zero(sim: Sim) -> None:
     await sim.settle_both()
     replies = [m.content for m in sim.ana1.user.dm_channel.history() if m.author.id == sim.me.id]
     assert replies == [REPLY_0], "Discord sends DMs to shard 0 only"
-    assert await sim.pool.fetchval("SELECT count(*) FROM messages WHERE scope = $1 AND NOT is_bot",
-                                   f"dm:{sim.ana1.id}") == 1
+    assert (
+        await sim.pool.fetchval("SELECT count(*) FROM messages WHERE scope = $1 AND NOT is_bot", f"dm:{sim.ana1.id}")
+        == 1
+    )
 
 
 async def test_two_shards_starting_together_absorb_the_backlog_once(sim: Sim, monkeypatch: pytest.MonkeyPatch) -> None:
     from bot.brain import IncomingTurn
 
     for n in range(6):  # what the last run stored and never absorbed (both processes were killed)
-        await sim.app.brain.receive(IncomingTurn(
-            scope=str(sim.guild0.id), source="discord", channel_id=str(sim.general0.id), author_id="7",
-            author_name="Flo", text=f"note {n}: my bike is green", external_id=str(9000 + n)))
+        await sim.app.brain.receive(
+            IncomingTurn(
+                scope=str(sim.guild0.id),
+                source="discord",
+                channel_id=str(sim.general0.id),
+                author_id="7",
+                author_name="Flo",
+                text=f"note {n}: my bike is green",
+                external_id=str(9000 + n),
+            )
+        )
     absorbed: Counter[int] = Counter()
     for app in (sim.app, sim.one.app):  # count what each process's episodes layer is asked to absorb
         layer = layer_of(app, "episodes", EpisodesLayer)
@@ -316,15 +335,29 @@ async def test_two_shards_starting_together_absorb_the_backlog_once(sim: Sim, mo
 
 async def propose(app: App, scope: str | None, name: str, example: str) -> Proposal:
     return await app.governance.propose(
-        "new_archetype", f"new archetype '{name}'",
-        {"name": name, "description": "Planning a launch", "examples": [example] * 5,
-         "context_turns": 10, "context_vectors": 7, "similarity_threshold": 0.7, "triple_depth": 2},
-        "- because", {"messages": []}, centroid=None, now=datetime.now(UTC), scope=scope)
+        "new_archetype",
+        f"new archetype '{name}'",
+        {
+            "name": name,
+            "description": "Planning a launch",
+            "examples": [example] * 5,
+            "context_turns": 10,
+            "context_vectors": 7,
+            "similarity_threshold": 0.7,
+            "triple_depth": 2,
+        },
+        "- because",
+        {"messages": []},
+        centroid=None,
+        now=datetime.now(UTC),
+        scope=scope,
+    )
 
 
 def posts_of(sim: Sim, channel: simcord.ChannelHandle) -> Counter[int]:
-    return Counter(int(text.split("#", 1)[1].split(":", 1)[0]) for text in sim.replies(channel)
-                   if text.startswith("**Proposal #"))
+    return Counter(
+        int(text.split("#", 1)[1].split(":", 1)[0]) for text in sim.replies(channel) if text.startswith("**Proposal #")
+    )
 
 
 async def test_the_outbox_posts_each_proposal_once_when_both_shards_flush(sim: Sim) -> None:
@@ -389,8 +422,12 @@ async def test_an_owners_approval_through_shard_zero_is_in_effect_on_shard_one_a
     assert "launch_planning" in names, names
     after = await sim.tell(sim.ana1, sim.general1, plan)
     assert sim.replies(sim.general1) == [REPLY_1, REPLY_1], "shard 1 answered both"
-    matched = {r["external_id"]: r["name"] for r in await sim.pool.fetch(
-        """SELECT m.external_id, a.archetype_name AS name FROM archetype_matches x JOIN messages m ON m.id = x.message_id
-           LEFT JOIN context_archetypes a ON a.id = x.archetype_id AND NOT x.used_default""")}
+    matched = {
+        r["external_id"]: r["name"]
+        for r in await sim.pool.fetch(
+            """SELECT m.external_id, a.archetype_name AS name FROM archetype_matches x JOIN messages m ON m.id = x.message_id
+           LEFT JOIN context_archetypes a ON a.id = x.archetype_id AND NOT x.used_default"""
+        )
+    }
     assert matched[str(before.id)] != "launch_planning"
     assert matched[str(after.id)] == "launch_planning", "shard 1 routes with the archetype approved on shard 0"

@@ -15,19 +15,22 @@ def d(year: int, month: int, day: int) -> datetime:
     return datetime(year, month, day, tzinfo=UTC)
 
 
-@pytest.mark.parametrize(("text", "start", "end"), [
-    ("what did Maya do yesterday?", d(2026, 6, 16), d(2026, 6, 17)),
-    ("what happened last week?", d(2026, 6, 8), d(2026, 6, 15)),
-    ("anything this week?", d(2026, 6, 15), d(2026, 6, 22)),
-    ("where did Leo go last month", d(2026, 5, 1), d(2026, 6, 1)),
-    ("what did we talk about in May?", d(2026, 5, 1), d(2026, 6, 1)),
-    ("plans from November?", d(2025, 11, 1), d(2025, 12, 1)),
-    ("what about march 2024", d(2024, 3, 1), d(2024, 4, 1)),
-    ("what did Ana cook last Friday?", d(2026, 6, 12), d(2026, 6, 13)),
-    ("how was last weekend", d(2026, 6, 13), d(2026, 6, 15)),
-    ("what did she say two weeks ago", d(2026, 5, 31), d(2026, 6, 7)),
-    ("trips in 2025", d(2025, 1, 1), d(2026, 1, 1)),
-])
+@pytest.mark.parametrize(
+    ("text", "start", "end"),
+    [
+        ("what did Maya do yesterday?", d(2026, 6, 16), d(2026, 6, 17)),
+        ("what happened last week?", d(2026, 6, 8), d(2026, 6, 15)),
+        ("anything this week?", d(2026, 6, 15), d(2026, 6, 22)),
+        ("where did Leo go last month", d(2026, 5, 1), d(2026, 6, 1)),
+        ("what did we talk about in May?", d(2026, 5, 1), d(2026, 6, 1)),
+        ("plans from November?", d(2025, 11, 1), d(2025, 12, 1)),
+        ("what about march 2024", d(2024, 3, 1), d(2024, 4, 1)),
+        ("what did Ana cook last Friday?", d(2026, 6, 12), d(2026, 6, 13)),
+        ("how was last weekend", d(2026, 6, 13), d(2026, 6, 15)),
+        ("what did she say two weeks ago", d(2026, 5, 31), d(2026, 6, 7)),
+        ("trips in 2025", d(2025, 1, 1), d(2026, 1, 1)),
+    ],
+)
 def test_phrases_give_their_range(text: str, start: datetime, end: datetime) -> None:
     r = time_range(text, NOW)
     assert r is not None and (r.start, r.end) == (start, end), r
@@ -38,9 +41,17 @@ def test_no_time_no_range(text: str) -> None:
     assert time_range(text, NOW) is None
 
 
-@pytest.mark.parametrize("text", ["what happened 3000 years ago?", "what did we do in december 9999",
-                                  "what about may 0000", "99999999999999999999 days ago", "what was 200 years ago",
-                                  "in january 1900"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "what happened 3000 years ago?",
+        "what did we do in december 9999",
+        "what about may 0000",
+        "99999999999999999999 days ago",
+        "what was 200 years ago",
+        "in january 1900",
+    ],
+)
 def test_a_time_outside_the_calendar_is_no_time(text: str) -> None:
     """Issue 32.20: before 1970 or after 2200 (no message can be from then), or beyond Python's calendar
     (which raised OverflowError or "year 10000 is out of range"): no range, no error."""
@@ -56,25 +67,37 @@ def test_a_time_at_the_ends_of_the_calendar_is_still_a_time() -> None:
 SAID = datetime(2024, 4, 6, 15, 0, tzinfo=UTC)  # a Saturday
 
 
-@pytest.mark.parametrize(("text", "shown"), [
-    ("we got Pepper last Sunday!", "we got Pepper last Sunday (31 March 2024)!"),
-    ("I ran it yesterday", "I ran it yesterday (5 April 2024)"),
-    ("two weeks ago we moved", "two weeks ago (around 23 March 2024) we moved"),
-    ("see you next Tuesday", "see you next Tuesday (9 April 2024)"),
-    ("last weekend was mad", "last weekend (the weekend of 30 March 2024) was mad"),
-    ("I quit last month", "I quit last month (March 2024)"),
-    ("the op is tomorrow", "the op is tomorrow (7 April 2024)"),
-    ("the day before yesterday", "the day before yesterday (4 April 2024)"),
-    ("3 days ago", "3 days ago (3 April 2024)"),
-    ("a few days ago", "a few days ago (around 3 April 2024)"),
-    ("last year", "last year (2023)"),
-])
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("we got Pepper last Sunday!", "we got Pepper last Sunday (31 March 2024)!"),
+        ("I ran it yesterday", "I ran it yesterday (5 April 2024)"),
+        ("two weeks ago we moved", "two weeks ago (around 23 March 2024) we moved"),
+        ("see you next Tuesday", "see you next Tuesday (9 April 2024)"),
+        ("last weekend was mad", "last weekend (the weekend of 30 March 2024) was mad"),
+        ("I quit last month", "I quit last month (March 2024)"),
+        ("the op is tomorrow", "the op is tomorrow (7 April 2024)"),
+        ("the day before yesterday", "the day before yesterday (4 April 2024)"),
+        ("3 days ago", "3 days ago (3 April 2024)"),
+        ("a few days ago", "a few days ago (around 3 April 2024)"),
+        ("last year", "last year (2023)"),
+    ],
+)
 def test_a_remembered_relative_phrase_shows_the_day_it_names_from_the_day_it_was_said(text: str, shown: str) -> None:
     assert dated(text, SAID) == shown
 
 
-@pytest.mark.parametrize("text", ["I moved recently", "today was long", "my last weekend job", "next to the station",
-                                  "I always run on Saturday", "we meet on saturdays"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I moved recently",
+        "today was long",
+        "my last weekend job",
+        "next to the station",
+        "I always run on Saturday",
+        "we meet on saturdays",
+    ],
+)
 def test_a_phrase_that_names_no_one_day_is_left_as_it_was_said(text: str) -> None:
     assert dated(text, SAID) == text
 
@@ -84,13 +107,19 @@ def test_without_a_day_said_or_out_of_the_calendar_nothing_is_added() -> None:
     assert dated("9999 years ago", SAID) == "9999 years ago"
 
 
-@pytest.mark.parametrize(("text", "shown"), [
-    ("see you on Tuesday", "see you on Tuesday (9 April 2024)"),
-    ("this Friday works", "this Friday (12 April 2024) works"),
-    ("On Saturday I am going hiking with Sam.", "On Saturday (13 April 2024) I am going hiking with Sam."),
-    ("We went hiking on Saturday, it rained.", "We went hiking on Saturday (30 March 2024), it rained."),
-    ("Call me on Monday. I was out on Sunday.", "Call me on Monday (8 April 2024). I was out on Sunday (31 March 2024)."),
-])
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("see you on Tuesday", "see you on Tuesday (9 April 2024)"),
+        ("this Friday works", "this Friday (12 April 2024) works"),
+        ("On Saturday I am going hiking with Sam.", "On Saturday (13 April 2024) I am going hiking with Sam."),
+        ("We went hiking on Saturday, it rained.", "We went hiking on Saturday (30 March 2024), it rained."),
+        (
+            "Call me on Monday. I was out on Sunday.",
+            "Call me on Monday (8 April 2024). I was out on Sunday (31 March 2024).",
+        ),
+    ],
+)
 def test_a_bare_weekday_is_the_next_one_or_by_a_past_verb_the_last_one(text: str, shown: str) -> None:
     """P5: "On Saturday I am going hiking with Sam." said on a Wednesday was answered "the Saturday before ...": a
     weekday named with a present or future verb is the next one, with a past verb the one before, and the day it
@@ -99,5 +128,5 @@ def test_a_bare_weekday_is_the_next_one_or_by_a_past_verb_the_last_one(text: str
 
 
 def test_a_weekday_stays_a_word_of_its_memory_when_resolved() -> None:
-    """"the party is on Saturday" still holds "Saturday" for matching (a reply "Saturday at 8pm." draws on it)."""
+    """ "the party is on Saturday" still holds "Saturday" for matching (a reply "Saturday at 8pm." draws on it)."""
     assert resolved("the party is on Saturday at 8pm", SAID) == "the party is on Saturday 13 April 2024 at 8pm"

@@ -15,8 +15,15 @@ import pytest
 from bot.app import App
 from bot.brain import IncomingTurn
 from dream.governance import Voter
-from memory.layers.weights import (Cloze, DistillOutcome, DistillPolicy, TrainingText, WeightsLayer, AdapterError,
-                                   cloze_of)
+from memory.layers.weights import (
+    Cloze,
+    DistillOutcome,
+    DistillPolicy,
+    TrainingText,
+    WeightsLayer,
+    AdapterError,
+    cloze_of,
+)
 from tests.conftest import layer_of
 from tests.fakes import ScriptedLLM
 
@@ -33,21 +40,40 @@ class StandInTrainer:
         self.calls: list[tuple[list[TrainingText], list[Cloze], Path | None]] = []
         self.passes = True
 
-    def distill(self, texts: Sequence[TrainingText], questions: Sequence[Cloze], current: Path | None,
-                out_dir: Path) -> DistillOutcome:
+    def distill(
+        self, texts: Sequence[TrainingText], questions: Sequence[Cloze], current: Path | None, out_dir: Path
+    ) -> DistillOutcome:
         self.calls.append((list(texts), list(questions), current))
         out_dir.mkdir(parents=True)
         (out_dir / "adapter.gguf").write_bytes(b"stand-in")
         em = 0.5 if self.passes else 0.0
-        metrics = {"em_current": 0.0, "em_candidate": em, "delta_em": em, "ppl_base": 30.0, "ppl_candidate": 30.3,
-                   "ppl_ratio": 1.01, "steps": 3, "train_s": 1.0, "texts": len(texts), "questions": len(questions)}
+        metrics = {
+            "em_current": 0.0,
+            "em_candidate": em,
+            "delta_em": em,
+            "ppl_base": 30.0,
+            "ppl_candidate": 30.3,
+            "ppl_ratio": 1.01,
+            "steps": 3,
+            "train_s": 1.0,
+            "texts": len(texts),
+            "questions": len(questions),
+        }
         return DistillOutcome(out_dir, metrics, self.passes, "EM 0.00 -> 0.50" if self.passes else "EM flat")
 
 
-def turn(text: str, *, author: str = "ana", scope: str = "g1", channel: str = "c1",
-         private: bool = False) -> IncomingTurn:
-    return IncomingTurn(scope=scope, source="console", channel_id=channel, author_id=f"u-{author}",
-                        author_name=author, text=text, visible_in=channel if private else None)
+def turn(
+    text: str, *, author: str = "ana", scope: str = "g1", channel: str = "c1", private: bool = False
+) -> IncomingTurn:
+    return IncomingTurn(
+        scope=scope,
+        source="console",
+        channel_id=channel,
+        author_id=f"u-{author}",
+        author_name=author,
+        text=text,
+        visible_in=channel if private else None,
+    )
 
 
 async def say(app: App, *turns: IncomingTurn) -> None:
@@ -72,12 +98,14 @@ def weights_of(app: App) -> WeightsLayer:
 
 
 async def history(app: App) -> None:
-    await say(app,
-              turn("My sister lives in Lisbon and she loves the trams there"),
-              turn("I work at Brightwave as a designer", author="ben"),
-              turn("My dog is named Pepper, he is a beagle", author="chloe"),
-              turn(f"Between us: {SECRET}", author="dev", channel="c-priv", private=True),
-              turn("I live in Oslo", author="emil", scope="g2"))
+    await say(
+        app,
+        turn("My sister lives in Lisbon and she loves the trams there"),
+        turn("I work at Brightwave as a designer", author="ben"),
+        turn("My dog is named Pepper, he is a beagle", author="chloe"),
+        turn(f"Between us: {SECRET}", author="dev", channel="c-priv", private=True),
+        turn("I live in Oslo", author="emil", scope="g2"),
+    )
 
 
 async def step(layer: WeightsLayer, now: datetime, scope: str | None = "g1") -> int | None:
@@ -110,7 +138,8 @@ async def test_the_mix_is_the_scopes_public_memory_only(app: App) -> None:
 
 
 async def test_approval_makes_it_the_scopes_adapter_and_rollback_returns_to_the_last(
-        app: App, llm: ScriptedLLM) -> None:
+    app: App, llm: ScriptedLLM
+) -> None:
     layer = weights_of(app)
     await history(app)
     now = datetime.now(UTC)
@@ -239,7 +268,8 @@ async def test_forgetting_a_person_taints_every_adapter_trained_on_their_words(a
 
 
 async def test_a_candidate_whose_sources_were_forgotten_while_it_trained_is_never_proposed(
-        app: App, monkeypatch: pytest.MonkeyPatch) -> None:
+    app: App, monkeypatch: pytest.MonkeyPatch
+) -> None:
     layer = weights_of(app)
     await history(app)
     trainer = stand_in(layer)

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+
 class ConfirmForget(discord.ui.View):
     def __init__(self, services: Services, scope: str, user_id: int) -> None:
         super().__init__(timeout=120)
@@ -64,14 +65,19 @@ class ConfirmForget(discord.ui.View):
 
 
 class AdminCog(commands.Cog):
-    memory = app_commands.Group(name="memory", description="What the bot remembers: yours for everyone, all for admins",
-                                allowed_contexts=dm_or_guild())  # /memory mine|export work in DMs too
+    memory = app_commands.Group(
+        name="memory",
+        description="What the bot remembers: yours for everyone, all for admins",
+        allowed_contexts=dm_or_guild(),
+    )  # /memory mine|export work in DMs too
     archetype = app_commands.Group(name="archetype", description="Context archetypes", guild_only=True)
     dream = app_commands.Group(name="dream", description="The dream cycle", guild_only=True)
-    adapter = app_commands.Group(name="adapter", description="The LoRA adapter distilled from this server's memory",
-                                 parent=dream)
-    dream_channel = app_commands.Group(name="channel", description="Where this server's proposals and digests go",
-                                       parent=dream)
+    adapter = app_commands.Group(
+        name="adapter", description="The LoRA adapter distilled from this server's memory", parent=dream
+    )
+    dream_channel = app_commands.Group(
+        name="channel", description="Where this server's proposals and digests go", parent=dream
+    )
     config = app_commands.Group(name="config", description="Bot settings", guild_only=True)
     forget = app_commands.Group(name="forget", description="Make the bot forget", allowed_contexts=dm_or_guild())
 
@@ -111,17 +117,21 @@ class AdminCog(commands.Cog):
         if not await self._admin(interaction):
             return
         try:
-            bundle = await self.services.brain.context(text, self._scope(interaction),
-                                                      channel_id=str(interaction.channel_id),
-                                                      visible_channel=visible_channel(interaction))
+            bundle = await self.services.brain.context(
+                text,
+                self._scope(interaction),
+                channel_id=str(interaction.channel_id),
+                visible_channel=visible_channel(interaction),
+            )
         except MemoryStoreError as exc:
             await reply(interaction, f"⚠️ {exc}")
             return
         await reply(interaction, format_recall(bundle, interaction.guild_id))
 
     @memory.command(name="forget", description="Forget a member, or one message, and all derived from it")
-    async def memory_forget(self, interaction: discord.Interaction, user: discord.Member | None = None,
-                            message: str | None = None) -> None:
+    async def memory_forget(
+        self, interaction: discord.Interaction, user: discord.Member | None = None, message: str | None = None
+    ) -> None:
         if not await self._admin(interaction):
             return
         if (user is None) == (message is None):
@@ -138,7 +148,8 @@ class AdminCog(commands.Cog):
             return
         # only inside this guild's scope: a link naming this guild but another server's channel finds nothing
         found = await self.services.provenance.forget_transport_message(
-            "discord", str(link.channel_id), str(link.message_id), scope=scope)
+            "discord", str(link.channel_id), str(link.message_id), scope=scope
+        )
         await reply(interaction, f"{found}." if found else "I hold nothing from that message.")
 
     @memory.command(name="pin", description="Pin the memory of a message so it never decays")
@@ -157,8 +168,12 @@ class AdminCog(commands.Cog):
         pinned = await self.services.episodes.pin(stored.scope, stored.id, now)
         semantic = self.services.brain.semantic
         facts = await semantic.pin(stored.scope, stored.id, now) if semantic is not None else 0
-        await reply(interaction, f"Pinned{f', with {facts} fact(s)' if facts else ''}." if pinned or facts
-                    else "That message has no memory to pin yet.")
+        await reply(
+            interaction,
+            f"Pinned{f', with {facts} fact(s)' if facts else ''}."
+            if pinned or facts
+            else "That message has no memory to pin yet.",
+        )
 
     @memory.command(name="optout", description="Stop the bot remembering anything you say in this server")
     async def memory_optout(self, interaction: discord.Interaction) -> None:
@@ -174,15 +189,22 @@ class AdminCog(commands.Cog):
             + " nothing you say in this server is stored. I still answer when you talk to me, and keep neither "
             "your message nor my reply. `/memory optin` undoes this.\n"
             "Do you also want me to forget every message of yours I stored here before, and everything derived "
-            "from them?", view=view, ephemeral=True)
+            "from them?",
+            view=view,
+            ephemeral=True,
+        )
 
     @memory.command(name="optin", description="Let the bot remember what you say in this server again")
     async def memory_optin(self, interaction: discord.Interaction) -> None:
         if not await self._in_server(interaction):
             return
         was = await self.participation.opt_in(self._scope(interaction), str(interaction.user.id))
-        await reply(interaction, "I remember what you say in this server again: what you say to me, and in "
-                                 "channels whose memory is on." if was else "You had not opted out here.")
+        await reply(
+            interaction,
+            "I remember what you say in this server again: what you say to me, and in channels whose memory is on."
+            if was
+            else "You had not opted out here.",
+        )
 
     async def _in_server(self, interaction: discord.Interaction) -> bool:
         """Opting out is per server: DMs are always a conversation with the bot (chat.py never applies it there)."""
@@ -203,8 +225,7 @@ class AdminCog(commands.Cog):
         if len(pages) == 1:
             await interaction.followup.send(pages[0], ephemeral=True)
             return
-        await interaction.followup.send(pages[index], ephemeral=True,
-                                        view=Pager(pages, index, interaction.user.id))
+        await interaction.followup.send(pages[index], ephemeral=True, view=Pager(pages, index, interaction.user.id))
 
     @memory.command(name="export", description="Send you, by DM, all the bot holds about you here as a JSON file")
     async def memory_export(self, interaction: discord.Interaction) -> None:
@@ -220,13 +241,17 @@ class AdminCog(commands.Cog):
         except MemoryStoreError as exc:  # one item larger than a part: cannot happen at Discord's limit
             await reply(interaction, f"⚠️ The export could not be made: {exc}.")
             return
-        names = [export_filename(interaction.guild_id, f"{now:%Y%m%d}", n, len(documents))
-                 for n in range(1, len(documents) + 1)]
+        names = [
+            export_filename(interaction.guild_id, f"{now:%Y%m%d}", n, len(documents))
+            for n in range(1, len(documents) + 1)
+        ]
         guild = interaction.guild
         server = f"the server {guild.name}" if guild is not None else where.removeprefix("in ")
-        intro = (f"Everything I hold about you in {display_text(server)}: {len(held.facts)} fact(s), "
-                 f"{len(held.episodes)} memory(ies), {len(held.messages)} message(s), "
-                 f"as of {now.astimezone(UTC):%Y-%m-%d %H:%M} UTC.")
+        intro = (
+            f"Everything I hold about you in {display_text(server)}: {len(held.facts)} fact(s), "
+            f"{len(held.episodes)} memory(ies), {len(held.messages)} message(s), "
+            f"as of {now.astimezone(UTC):%Y-%m-%d %H:%M} UTC."
+        )
         await reply(interaction, await send_export(interaction.user, documents, names, intro))
 
     async def _holdings(self, interaction: discord.Interaction) -> Holdings:
@@ -254,18 +279,22 @@ class AdminCog(commands.Cog):
             return
         examples = "\n".join(f"- {e}" for e in a.examples)
         switched = f"; switched here by {a.override_by}" if a.override_by else ""
-        await reply(interaction, f"**{a.name}** ({'active' if a.active else 'disabled'}, "
-                                 f"{'this server' if a.scope else 'global'}{switched}): {a.description or ''}\n"
-                                 f"turns {a.turns}, memories {a.vectors}, threshold {a.similarity_threshold}, "
-                                 f"depth {a.triple_depth}; created by {a.created_by}, approved by {a.approved_by}\n"
-                                 f"{examples}")
+        await reply(
+            interaction,
+            f"**{a.name}** ({'active' if a.active else 'disabled'}, "
+            f"{'this server' if a.scope else 'global'}{switched}): {a.description or ''}\n"
+            f"turns {a.turns}, memories {a.vectors}, threshold {a.similarity_threshold}, "
+            f"depth {a.triple_depth}; created by {a.created_by}, approved by {a.approved_by}\n"
+            f"{examples}",
+        )
 
     async def _set_active(self, interaction: discord.Interaction, name: str, active: bool) -> None:
         if not await self._admin(interaction):
             return
         try:
-            await self.services.archetype_store.set_override(self._scope(interaction), name, active,
-                                                            str(interaction.user.id))
+            await self.services.archetype_store.set_override(
+                self._scope(interaction), name, active, str(interaction.user.id)
+            )
         except MemoryStoreError as exc:
             await reply(interaction, f"⚠️ {exc}")
             return
@@ -310,8 +339,11 @@ class AdminCog(commands.Cog):
             lines.append(f"- … and {len(pending) - 10} more")
         runs = await self.view.dream_runs(scope)
         lines.append("last runs:" if runs else "last runs: none yet")
-        lines += [f"#{r.id} {r.trigger} {r.started_at:%Y-%m-%d %H:%M} {r.status}"
-                  f"{' (this server)' if r.scope else ' (nightly, every server)'}" for r in runs]
+        lines += [
+            f"#{r.id} {r.trigger} {r.started_at:%Y-%m-%d %H:%M} {r.status}"
+            f"{' (this server)' if r.scope else ' (nightly, every server)'}"
+            for r in runs
+        ]
         nxt = self.services.next_dream_run()
         lines.append(f"next run: {nxt:%Y-%m-%d %H:%M %Z}" if nxt else "next run: not scheduled")
         await reply(interaction, "\n".join(lines))
@@ -338,22 +370,33 @@ class AdminCog(commands.Cog):
         await interaction.response.defer(ephemeral=True, thinking=True)
         who = interaction.user.display_name
         try:  # a dream channel the bot cannot post in would keep every proposal waiting: find out now
-            await channel.send(f"🌙 This is now this server's dream channel (set by {display_text(who)}): the "
-                               "dream's proposals and digests are posted here, and approvers vote on them with "
-                               "✅ / ❌ or the buttons. I never chat here.")
+            await channel.send(
+                f"🌙 This is now this server's dream channel (set by {display_text(who)}): the "
+                "dream's proposals and digests are posted here, and approvers vote on them with "
+                "✅ / ❌ or the buttons. I never chat here."
+            )
         except discord.HTTPException as exc:
             log.warning("could not post in channel %s to make it the dream channel (HTTP %s)", channel.id, exc.status)
-            await reply(interaction, f"I cannot post in {channel.mention}; let me send messages there, then try "
-                                     "again. The dream channel is unchanged.")
+            await reply(
+                interaction,
+                f"I cannot post in {channel.mention}; let me send messages there, then try "
+                "again. The dream channel is unchanged.",
+            )
             return
         scope = self._scope(interaction)
         await self.dream_channels.set(scope, channel.id, str(interaction.user.id), self.services.clock.now())
         moved = await self.services.outbox.requeue(scope)  # pending proposals posted elsewhere: here now
-        log.info("dream channel of %s set to %s by %s (%d proposal(s) to re-post)", scope, channel.id,
-                 interaction.user.id, moved)
+        log.info(
+            "dream channel of %s set to %s by %s (%d proposal(s) to re-post)",
+            scope,
+            channel.id,
+            interaction.user.id,
+            moved,
+        )
         await self._flush_outbox()
-        await reply(interaction, f"{channel.mention} is now this server's dream channel: proposals and digests "
-                                 "go there.")
+        await reply(
+            interaction, f"{channel.mention} is now this server's dream channel: proposals and digests go there."
+        )
 
     @dream_channel.command(name="clear", description="Stop posting this server's proposals in its dream channel")
     async def dream_channel_clear(self, interaction: discord.Interaction) -> None:
@@ -365,16 +408,23 @@ class AdminCog(commands.Cog):
         await self._flush_outbox()
         log.info("dream channel of %s cleared by %s", interaction.guild_id, interaction.user.id)
         where = await self._dream_channel_line(interaction)
-        await reply(interaction, ("Cleared. " if had else "This server had no dream channel of its own. ")
-                    + where.replace("dream channel: ", "Now: ", 1) + ".")
+        await reply(
+            interaction,
+            ("Cleared. " if had else "This server had no dream channel of its own. ")
+            + where.replace("dream channel: ", "Now: ", 1)
+            + ".",
+        )
 
     @adapter.command(name="status", description="The adapter in use here and the latest candidates")
     async def adapter_status(self, interaction: discord.Interaction) -> None:
         if not await self._admin(interaction):
             return
         weights = self.services.brain.layer("weights")
-        text = (await weights.report(self._scope(interaction)) if isinstance(weights, WeightsLayer)
-                else "adapters are not available")
+        text = (
+            await weights.report(self._scope(interaction))
+            if isinstance(weights, WeightsLayer)
+            else "adapters are not available"
+        )
         await reply(interaction, f"```\n{text}\n```")
 
     @adapter.command(name="rollback", description="Stop using the adapter in use; go back to the one it replaced")
@@ -390,8 +440,11 @@ class AdminCog(commands.Cog):
         except AdapterError as exc:
             await reply(interaction, str(exc))
             return
-        await reply(interaction, f"Adapter #{gone} rolled back; replies here now use "
-                    + (f"adapter #{back}." if back else "the base model."))
+        await reply(
+            interaction,
+            f"Adapter #{gone} rolled back; replies here now use "
+            + (f"adapter #{back}." if back else "the base model."),
+        )
 
     @config.command(name="show", description="The bot's settings as they apply here (no secrets)")
     async def config_show(self, interaction: discord.Interaction) -> None:
@@ -409,8 +462,10 @@ class AdminCog(commands.Cog):
         where = "in this server" if interaction.guild_id is not None else "in our DMs"
         view = ConfirmForget(self.services, self._scope(interaction), interaction.user.id)
         await interaction.response.send_message(
-            f"This deletes every message of yours the bot stored {where} and everything derived from "
-            "them. Sure?", view=view, ephemeral=True)
+            f"This deletes every message of yours the bot stored {where} and everything derived from them. Sure?",
+            view=view,
+            ephemeral=True,
+        )
 
     @app_commands.command(name="whatdoyouknow", description="What the bot remembers about you")
     @app_commands.allowed_contexts(guilds=True, dms=True, private_channels=False)
@@ -420,20 +475,27 @@ class AdminCog(commands.Cog):
         audience = visible_channel(interaction)
         episodes = await self.services.episodes.by_author(scope, user, 30, visible_channel=audience)
         semantic = self.services.brain.semantic
-        facts = (await semantic.about_author(scope, user, self.services.clock.now(), visible_channel=audience)
-                 if semantic else [])
+        facts = (
+            await semantic.about_author(scope, user, self.services.clock.now(), visible_channel=audience)
+            if semantic
+            else []
+        )
         if not episodes and not facts:
             await reply(interaction, "I don't remember anything you said here.")
             return
         lines = []
         if facts:
             lines.append("Facts I hold from what you said (with the messages they came from):")
-            lines += [f"- {f.sentence(readable=True)} (messages {', '.join(map(str, f.message_ids))}; "
-                      f"recall {f.retrievability:.0%})" for f in facts]
+            lines += [
+                f"- {f.sentence(readable=True)} (messages {', '.join(map(str, f.message_ids))}; "
+                f"recall {f.retrievability:.0%})"
+                for f in facts
+            ]
         if episodes:
             lines.append("Conversations I remember:")
-            lines += [f"- [{e.created_at:%Y-%m-%d}] {e.content.splitlines()[0]} (message {e.message_id})"
-                      for e in episodes]
+            lines += [
+                f"- [{e.created_at:%Y-%m-%d}] {e.content.splitlines()[0]} (message {e.message_id})" for e in episodes
+            ]
         await reply(interaction, "\n".join(lines))
 
 
@@ -441,9 +503,11 @@ def format_recall(bundle: ContextBundle, guild_id: int | None) -> str:
     """What would be recalled, each item with the messages it came from, named the way people know them."""
     plan = bundle.plan
     name = plan.archetype or f"default plan (best: {plan.best_archetype or 'none'})"
-    lines = [f"archetype: {name}  similarity {plan.similarity:.3f}",
-             f"plan: turns={plan.turns} vectors={plan.vectors} threshold={plan.similarity_threshold:.2f} "
-             f"triple_depth={plan.triple_depth}"]
+    lines = [
+        f"archetype: {name}  similarity {plan.similarity:.3f}",
+        f"plan: turns={plan.turns} vectors={plan.vectors} threshold={plan.similarity_threshold:.2f} "
+        f"triple_depth={plan.triple_depth}",
+    ]
     items = bundle.items()
     if not items:
         lines.append("(no memories recalled)")
@@ -452,8 +516,12 @@ def format_recall(bundle: ContextBundle, guild_id: int | None) -> str:
         lines.append(f"- {item.kind} {score}: {item.text.replace(chr(10), ' / ')}")
         sources = getattr(item, "sources", ())
         if sources:
-            lines.append("  from " + ", ".join(
-                f"#{s.id} " + source_label(s.source, s.external_id, s.channel_id, guild_id) for s in sources))
+            lines.append(
+                "  from "
+                + ", ".join(
+                    f"#{s.id} " + source_label(s.source, s.external_id, s.channel_id, guild_id) for s in sources
+                )
+            )
         elif item.message_ids:
             lines.append("  from " + ", ".join(f"#{i}" for i in item.message_ids))
     return "\n".join(lines)
@@ -468,6 +536,8 @@ def format_archetypes(archetypes: list[Archetype]) -> str:
     for a in archetypes:
         where = "own" if a.scope else "global"
         switched = f" (switched here by {a.override_by})" if a.override_by else ""
-        lines.append(f"{a.name:<24} {where:<6} {'on ' if a.active else 'off'} turns={a.turns:<2} "
-                     f"vectors={a.vectors:<2} threshold={a.similarity_threshold:.2f} depth={a.triple_depth}{switched}")
+        lines.append(
+            f"{a.name:<24} {where:<6} {'on ' if a.active else 'off'} turns={a.turns:<2} "
+            f"vectors={a.vectors:<2} threshold={a.similarity_threshold:.2f} depth={a.triple_depth}{switched}"
+        )
     return "\n".join(lines) or "(no archetypes)"

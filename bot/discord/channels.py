@@ -35,8 +35,9 @@ MODE_HELP = {
 
 
 class ChannelCog(commands.Cog):
-    channel = app_commands.Group(name="channel", description="How the bot takes part in this server's channels",
-                                 guild_only=True)
+    channel = app_commands.Group(
+        name="channel", description="How the bot takes part in this server's channels", guild_only=True
+    )
 
     def __init__(self, bot: HippoBotBase, services: Services) -> None:
         self.bot = bot
@@ -49,8 +50,9 @@ class ChannelCog(commands.Cog):
         own = await self.dream_channels.channel_id(str(guild_id))
         return {c for c in (own, self.bot.settings.dream_channel_id) if c is not None}
 
-    async def _target(self, interaction: discord.Interaction,
-                      channel: discord.TextChannel | None) -> discord.TextChannel | None:
+    async def _target(
+        self, interaction: discord.Interaction, channel: discord.TextChannel | None
+    ) -> discord.TextChannel | None:
         """The channel a command is about (default: where it runs; a thread's parent), or None after saying why
         it cannot be."""
         if not is_admin(interaction, self.services.governance.policy):
@@ -63,29 +65,40 @@ class ChannelCog(commands.Cog):
             await reply(interaction, "Name a text channel of this server (threads follow their channel).")
             return None
         if target.id in await self._dream_channels(target.guild.id):
-            await reply(interaction, "That is the dream channel: it is never conversation, so it has no mode "
-                                     "or memory.")
+            await reply(
+                interaction, "That is the dream channel: it is never conversation, so it has no mode or memory."
+            )
             return None
         return target
 
     @channel.command(name="mode", description="When the bot answers in a channel")
-    @app_commands.describe(mode="mention: when mentioned or replied to (default); chat: every message; "
-                                "quiet: never", channel="The channel (default: this one)")
-    async def mode(self, interaction: discord.Interaction, mode: Literal["mention", "chat", "quiet"],
-                   channel: discord.TextChannel | None = None) -> None:
+    @app_commands.describe(
+        mode="mention: when mentioned or replied to (default); chat: every message; quiet: never",
+        channel="The channel (default: this one)",
+    )
+    async def mode(
+        self,
+        interaction: discord.Interaction,
+        mode: Literal["mention", "chat", "quiet"],
+        channel: discord.TextChannel | None = None,
+    ) -> None:
         target = await self._target(interaction, channel)
         if target is None:
             return
-        await self.participation.set_mode(str(interaction.guild_id), str(target.id), mode, str(interaction.user.id),
-                                          self.services.clock.now())
+        await self.participation.set_mode(
+            str(interaction.guild_id), str(target.id), mode, str(interaction.user.id), self.services.clock.now()
+        )
         log.info("channel %s mode set to %s by %s", target.id, mode, interaction.user.id)
         await reply(interaction, f"{target.mention} is now `{mode}`: the bot {MODE_HELP[mode]} there.")
 
     @channel.command(name="memory", description="Whether the bot remembers a channel's conversation")
-    @app_commands.describe(state="on: remember what is said there, answered or not (announced in the channel); "
-                                 "off: only what it answers", channel="The channel (default: this one)")
-    async def memory(self, interaction: discord.Interaction, state: Literal["on", "off"],
-                     channel: discord.TextChannel | None = None) -> None:
+    @app_commands.describe(
+        state="on: remember what is said there, answered or not (announced in the channel); off: only what it answers",
+        channel="The channel (default: this one)",
+    )
+    async def memory(
+        self, interaction: discord.Interaction, state: Literal["on", "off"], channel: discord.TextChannel | None = None
+    ) -> None:
         target = await self._target(interaction, channel)
         if target is None:
             return
@@ -102,21 +115,27 @@ class ChannelCog(commands.Cog):
                 await target.send(announcement(who, restricted=visibility_of(target).visible_in is not None))
             except discord.HTTPException as exc:
                 log.warning("could not announce memory in channel %s (HTTP %s)", target.id, exc.status)
-                await reply(interaction, f"I cannot post in {target.mention}, and remembering a channel must be "
-                                         "announced there first. Let me send messages there, then try again. "
-                                         "Memory stays off.")
+                await reply(
+                    interaction,
+                    f"I cannot post in {target.mention}, and remembering a channel must be "
+                    "announced there first. Let me send messages there, then try again. "
+                    "Memory stays off.",
+                )
                 return
-        await self.participation.set_memory(scope, str(target.id), on, str(interaction.user.id), self.services.clock.now())
+        await self.participation.set_memory(
+            scope, str(target.id), on, str(interaction.user.id), self.services.clock.now()
+        )
         log.info("channel %s memory %s by %s", target.id, state, interaction.user.id)
         if not on:
             try:
-                await target.send(f"I no longer remember this channel's conversation, only what is said to me "
-                                  f"(turned off by {display_text(who)}). What I remembered stays until it is "
-                                  "forgotten (`/forget me`, or deleting the messages).")
+                await target.send(
+                    f"I no longer remember this channel's conversation, only what is said to me "
+                    f"(turned off by {display_text(who)}). What I remembered stays until it is "
+                    "forgotten (`/forget me`, or deleting the messages)."
+                )
             except discord.HTTPException:
                 log.info("could not announce that memory is off in channel %s", target.id)
-        await reply(interaction, f"Memory is {state} in {target.mention}"
-                    + (" (announced there)." if on else "."))
+        await reply(interaction, f"Memory is {state} in {target.mention}" + (" (announced there)." if on else "."))
 
     @channel.command(name="list", description="Each channel's mode and memory at a glance")
     async def list_(self, interaction: discord.Interaction) -> None:
@@ -137,12 +156,16 @@ class ChannelCog(commands.Cog):
                 lines.append(f"{ch.mention}: the bot owner's dream channel (never conversation)")
                 continue
             s = stored.get(str(ch.id), ChannelSetting(str(ch.id)))
-            lines.append(f"{ch.mention}: {describe(s, allowed=ch.id in settings.discord_allowed_channels)}"
-                         + ("" if guild.me is None or ch.permissions_for(guild.me).read_messages
-                            else " — I cannot read it"))
+            lines.append(
+                f"{ch.mention}: {describe(s, allowed=ch.id in settings.discord_allowed_channels)}"
+                + ("" if guild.me is None or ch.permissions_for(guild.me).read_messages else " — I cannot read it")
+            )
         optouts = await self.participation.optout_count(scope)
-        lines.append(f"{optouts} person(s) opted out of being remembered in this server." if optouts
-                     else "Nobody has opted out of being remembered in this server.")
+        lines.append(
+            f"{optouts} person(s) opted out of being remembered in this server."
+            if optouts
+            else "Nobody has opted out of being remembered in this server."
+        )
         await reply(interaction, "\n".join(lines))
 
 
@@ -160,12 +183,17 @@ def describe(s: ChannelSetting, *, allowed: bool) -> str:
 
 
 def announcement(who: str, *, restricted: bool) -> str:
-    where = ("Memories from here are recalled only in this channel." if restricted
-             else "Memories from here can come up anywhere in this server.")
-    return (f"📝 From now on I remember this channel's conversation, not only what is said to me (turned on by "
-            f"{display_text(who)}). {where} Don't want to be remembered? `/memory optout`: nothing you say in this "
-            "server is stored from then on, and I offer to forget what I stored before. `/forget me` forgets "
-            "everything; deleting a message forgets it.")
+    where = (
+        "Memories from here are recalled only in this channel."
+        if restricted
+        else "Memories from here can come up anywhere in this server."
+    )
+    return (
+        f"📝 From now on I remember this channel's conversation, not only what is said to me (turned on by "
+        f"{display_text(who)}). {where} Don't want to be remembered? `/memory optout`: nothing you say in this "
+        "server is stored from then on, and I offer to forget what I stored before. `/forget me` forgets "
+        "everything; deleting a message forgets it."
+    )
 
 
 def _day(when: datetime | None) -> str:

@@ -127,19 +127,26 @@ class ChatCog(commands.Cog):
         the author opted out of being remembered in this server. The second is what to do when the rate limit
         refuses an answer: what the channel would do with a message it does not answer."""
         if facts.is_dm:
-            return take_part(facts, mode="chat", remember=False, opted_out=False, dream_channels=()), \
-                Part(False, False)
+            return take_part(facts, mode="chat", remember=False, opted_out=False, dream_channels=()), Part(False, False)
         # the server's own dream channel and the owner's: the bot never chats in either
-        dream = {c for c in (await self.dream_channels.channel_id(scope), self.bot.settings.dream_channel_id)
-                 if c is not None}
+        dream = {
+            c
+            for c in (await self.dream_channels.channel_id(scope), self.bot.settings.dream_channel_id)
+            if c is not None
+        }
         here = facts.parent_channel_id or facts.channel_id
         listening = await self.participation.lookup(scope, str(here), str(facts.author_id))
-        mode = channel_mode(listening.setting.mode, channel_id=facts.channel_id,
-                            parent_channel_id=facts.parent_channel_id,
-                            allowed_channels=self.bot.settings.discord_allowed_channels)
+        mode = channel_mode(
+            listening.setting.mode,
+            channel_id=facts.channel_id,
+            parent_channel_id=facts.parent_channel_id,
+            allowed_channels=self.bot.settings.discord_allowed_channels,
+        )
         remember, opted_out = listening.setting.remember, listening.opted_out
-        return (take_part(facts, mode=mode, remember=remember, opted_out=opted_out, dream_channels=dream),
-                take_part(facts, mode="quiet", remember=remember, opted_out=opted_out, dream_channels=dream))
+        return (
+            take_part(facts, mode=mode, remember=remember, opted_out=opted_out, dream_channels=dream),
+            take_part(facts, mode="quiet", remember=remember, opted_out=opted_out, dream_channels=dream),
+        )
 
     @commands.Cog.listener()
     async def on_message(self, message: discord.Message) -> None:
@@ -181,16 +188,18 @@ class ChatCog(commands.Cog):
             await self._say(message, UNAVAILABLE if part.store else UNAVAILABLE_UNSTORED)
         except (LLMError, MemoryStoreError):
             log.exception("reply failed for message %s", message.id)
-            await self._say(message, "⚠️ Something went wrong while answering"
-                            + ("; your message is saved." if part.store else "."))
+            await self._say(
+                message, "⚠️ Something went wrong while answering" + ("; your message is saved." if part.store else ".")
+            )
 
     async def _turn(self, message: discord.Message) -> IncomingTurn:
         settings = self.bot.settings
         me = self.bot.user
         text = strip_mentions(message.content, me.id if me else 0)
         if message.attachments:
-            room = attachment_room(text, max_attachment_chars=settings.max_attachment_chars,
-                                   max_message_chars=settings.max_message_chars)
+            room = attachment_room(
+                text, max_attachment_chars=settings.max_attachment_chars, max_message_chars=settings.max_message_chars
+            )
             text = with_attachments(text, await read_text_attachments(message.attachments, room))
         seen_by = visibility_of(message.channel)
         return IncomingTurn(
@@ -218,9 +227,14 @@ class ChatCog(commands.Cog):
         if store:
             reply = await brain.respond(turn)
         else:
-            reply = await brain.ask(turn.text, turn.scope, author_id=turn.author_id, author_name=turn.author_name,
-                                    channel_id=turn.channel_id,
-                                    visible_channel=turn.thread_parent_id or turn.channel_id)
+            reply = await brain.ask(
+                turn.text,
+                turn.scope,
+                author_id=turn.author_id,
+                author_name=turn.author_name,
+                channel_id=turn.channel_id,
+                visible_channel=turn.thread_parent_id or turn.channel_id,
+            )
 
         async def send(content: str) -> discord.Message:
             if not stream.messages:
@@ -239,8 +253,9 @@ class ChatCog(commands.Cog):
             await stream.run(reply.__aiter__(), on_first=remember_id)
         except discord.HTTPException as exc:  # Forbidden and NotFound included
             reply.cancel()
-            log.warning("streaming the reply to message %s failed (HTTP %s); generation cancelled",
-                        message.id, exc.status)
+            log.warning(
+                "streaming the reply to message %s failed (HTTP %s); generation cancelled", message.id, exc.status
+            )
             return
         finally:
             here = self.streaming.get(message.channel.id, [])
@@ -271,18 +286,24 @@ class ChatCog(commands.Cog):
         admin = is_admin(interaction, self.services.governance.policy)
         mine = [s for s in live if s.stopped_by is None and (admin or s.author_id == interaction.user.id)]
         if not mine:
-            text = ("I'm not writing a reply to you here right now." if live and not admin
-                    else "I'm not writing anything here right now.")
+            text = (
+                "I'm not writing a reply to you here right now."
+                if live and not admin
+                else "I'm not writing anything here right now."
+            )
             await interaction.response.send_message(text, ephemeral=True)
             return
         for s in mine:
             s.stopped_by = interaction.user.display_name
             s.stream.stop()
             s.reply.cancel()
-        await interaction.response.send_message(f"Stopped {len(mine)} repl{'y' if len(mine) == 1 else 'ies'}.",
-                                                ephemeral=True)
+        await interaction.response.send_message(
+            f"Stopped {len(mine)} repl{'y' if len(mine) == 1 else 'ies'}.", ephemeral=True
+        )
 
-    async def _show_sources(self, message: discord.Message, reply: Any, stream: StreamingReply[discord.Message]) -> None:
+    async def _show_sources(
+        self, message: discord.Message, reply: Any, stream: StreamingReply[discord.Message]
+    ) -> None:
         """Under a reply that drew on a memory: who said it, when, jump links, and forget buttons."""
         brain = self.services.brain
         lines = await brain.source_lines(reply.turn.scope, reply.grounding())
@@ -317,21 +338,26 @@ class ChatCog(commands.Cog):
     @commands.Cog.listener()
     async def on_raw_bulk_message_delete(self, payload: discord.RawBulkMessageDeleteEvent) -> None:
         report = await self.services.provenance.forget_transport_messages(
-            "discord", str(payload.channel_id), [str(i) for i in payload.message_ids],
-            scope=_guild_scope(payload.guild_id))
+            "discord",
+            str(payload.channel_id),
+            [str(i) for i in payload.message_ids],
+            scope=_guild_scope(payload.guild_id),
+        )
         log.info("%d message(s) bulk-deleted in channel %s: %s", len(payload.message_ids), payload.channel_id, report)
 
     @commands.Cog.listener()
     async def on_guild_channel_delete(self, channel: discord.abc.GuildChannel) -> None:
-        report = await self.services.provenance.forget_channel("discord", str(channel.id),
-                                                             scope=_guild_scope(channel.guild.id))
+        report = await self.services.provenance.forget_channel(
+            "discord", str(channel.id), scope=_guild_scope(channel.guild.id)
+        )
         await self.participation.drop_channel(str(channel.guild.id), str(channel.id))  # its mode and memory too
         log.info("channel %s deleted: %s", channel.id, report)
 
     @commands.Cog.listener()
     async def on_raw_thread_delete(self, payload: discord.RawThreadDeleteEvent) -> None:
-        report = await self.services.provenance.forget_channel("discord", str(payload.thread_id),
-                                                             scope=_guild_scope(payload.guild_id))
+        report = await self.services.provenance.forget_channel(
+            "discord", str(payload.thread_id), scope=_guild_scope(payload.guild_id)
+        )
         log.info("thread %s deleted: %s", payload.thread_id, report)
 
     @commands.Cog.listener()

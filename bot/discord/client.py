@@ -27,7 +27,9 @@ from memory.db import session_locks
 log = logging.getLogger(__name__)
 
 PREFIX = "!hippobot "
-BOT_LOCK_KEY = 0x686970706F626F74  # "hippobot": held by each `hippobot run` (shard_lock_keys), its shards' keys after it
+BOT_LOCK_KEY = (
+    0x686970706F626F74  # "hippobot": held by each `hippobot run` (shard_lock_keys), its shards' keys after it
+)
 COGS = (ChatCog, DreamCog, AdminCog, ChannelCog, PersonaCog, ReactionsCog, PlacesCog)
 
 
@@ -110,15 +112,26 @@ class HippoBot(HippoBotBase, commands.AutoShardedBot):
     one process*); unset, one process runs as many shards as Discord recommends."""
 
     def __init__(self, app: App, settings: Settings) -> None:
-        commands.AutoShardedBot.__init__(self, command_prefix=PREFIX, intents=intents(), help_command=None,
-                                         allowed_mentions=allowed_mentions(), **shard_options(settings))
+        commands.AutoShardedBot.__init__(
+            self,
+            command_prefix=PREFIX,
+            intents=intents(),
+            help_command=None,
+            allowed_mentions=allowed_mentions(),
+            **shard_options(settings),
+        )
         self._init_hippo(app, settings)
 
 
 class SingleShardHippoBot(HippoBotBase, commands.Bot):
     def __init__(self, app: App, settings: Settings, *, intents_: discord.Intents | None = None) -> None:
-        commands.Bot.__init__(self, command_prefix=PREFIX, intents=intents_ or intents(), help_command=None,
-                              allowed_mentions=allowed_mentions())
+        commands.Bot.__init__(
+            self,
+            command_prefix=PREFIX,
+            intents=intents_ or intents(),
+            help_command=None,
+            allowed_mentions=allowed_mentions(),
+        )
         self._init_hippo(app, settings)
 
 
@@ -135,13 +148,18 @@ async def sync(ctx: commands.Context) -> None:
 async def owner_stats(ctx: commands.Context) -> None:
     """Owner only: every scope's counts, sent by DM (a server's channel must not see other servers')."""
     rows = await ctx.bot.services.guild_view.all_scopes()
-    lines = [f"{r.scope}: {r.messages} message(s), {r.people} people, {r.episodes} episode(s), "
-             f"{r.pending_proposals} pending proposal(s)" for r in rows] or ["nothing stored yet"]
+    lines = [
+        f"{r.scope}: {r.messages} message(s), {r.people} people, {r.episodes} episode(s), "
+        f"{r.pending_proposals} pending proposal(s)"
+        for r in rows
+    ] or ["nothing stored yet"]
     text = "\n".join(lines)
     if len(text) <= 1900:
         await ctx.author.send(text)
     else:
-        await ctx.author.send("Every scope's counts:", file=discord.File(io.BytesIO(text.encode()), filename="stats.txt"))
+        await ctx.author.send(
+            "Every scope's counts:", file=discord.File(io.BytesIO(text.encode()), filename="stats.txt")
+        )
     if ctx.guild is not None:
         await ctx.reply("Sent you the stats of every scope by DM.")
 
@@ -157,8 +175,11 @@ async def run_discord(settings: Settings) -> int:
     app = await App.open(settings, with_llm=True)
     bot = HippoBot(app, settings)
     if settings.shard_count is not None:
-        log.info("running shard(s) %s of %d", ",".join(map(str, bot.shard_ids or range(settings.shard_count))),
-                 settings.shard_count)
+        log.info(
+            "running shard(s) %s of %d",
+            ",".join(map(str, bot.shard_ids or range(settings.shard_count))),
+            settings.shard_count,
+        )
     exclusive, shared = shard_lock_keys(settings)
     try:
         async with session_locks(app.db.pool, exclusive=exclusive, shared=shared) as ours:
@@ -169,13 +190,17 @@ async def run_discord(settings: Settings) -> int:
                 log.info("absorbed %d message(s) left by the last run", absorbed)
             await bot.start(token)
     except discord.LoginFailure:
-        raise DiscordSetupError("Discord refused the token (HIPPOBOT_DISCORD_TOKEN): check it in the "
-                                "developer portal, Bot tab, and reset it if needed.") from None
+        raise DiscordSetupError(
+            "Discord refused the token (HIPPOBOT_DISCORD_TOKEN): check it in the "
+            "developer portal, Bot tab, and reset it if needed."
+        ) from None
     except (OSError, discord.GatewayNotFound) as exc:  # aiohttp's connection errors are OSErrors
         raise DiscordSetupError(f"cannot reach Discord ({exc}); check the network.") from None
     except discord.PrivilegedIntentsRequired:
-        raise DiscordSetupError("enable the Message Content intent for the bot in the developer portal "
-                                "(Bot tab, Privileged Gateway Intents).") from None
+        raise DiscordSetupError(
+            "enable the Message Content intent for the bot in the developer portal "
+            "(Bot tab, Privileged Gateway Intents)."
+        ) from None
     finally:
         try:
             await bot.close()  # also closes the app (HippoBotBase.close)
@@ -200,9 +225,11 @@ def already_running(settings: Settings) -> str:
         what = "this bot"
     else:
         what = "shard(s) " + ",".join(map(str, settings.shard_ids)) + " of this bot"
-    return (f"another `hippobot run` on this database already runs {what}, so every message would be answered "
-            "twice. Stop it first, or give each process its own HIPPOBOT_SHARD_IDS with the same "
-            "HIPPOBOT_SHARD_COUNT (docs/discord.md, Running more than one process).")
+    return (
+        f"another `hippobot run` on this database already runs {what}, so every message would be answered "
+        "twice. Stop it first, or give each process its own HIPPOBOT_SHARD_IDS with the same "
+        "HIPPOBOT_SHARD_COUNT (docs/discord.md, Running more than one process)."
+    )
 
 
 def _log_backlog(done: int, total: int) -> None:

@@ -101,8 +101,11 @@ async def reply(interaction: discord.Interaction, text: str, *, ephemeral: bool 
     if len(text) <= INLINE_LIMIT:
         await send(text, ephemeral=ephemeral)
     else:
-        await send("The answer is long; it is attached.", ephemeral=ephemeral,
-                   file=discord.File(io.BytesIO(text.encode()), filename="hippobot.txt"))
+        await send(
+            "The answer is long; it is attached.",
+            ephemeral=ephemeral,
+            file=discord.File(io.BytesIO(text.encode()), filename="hippobot.txt"),
+        )
 
 
 def visible_channel(interaction: discord.Interaction) -> str | None:
@@ -122,7 +125,10 @@ def visibility_of(channel: Any) -> Visibility:
     target = channel.parent if thread else channel
     # a private thread is narrower than its parent: never public, at most the parent's audience
     private_thread = thread and channel.type == discord.ChannelType.private_thread
-    everyone = (target is not None and not private_thread
-                and target.permissions_for(guild.default_role).view_channel)
-    return visibility_for(is_dm=False, channel_id=channel.id, parent_channel_id=channel.parent_id if thread else None,
-                          everyone_can_view=everyone)
+    everyone = target is not None and not private_thread and target.permissions_for(guild.default_role).view_channel
+    return visibility_for(
+        is_dm=False,
+        channel_id=channel.id,
+        parent_channel_id=channel.parent_id if thread else None,
+        everyone_can_view=everyone,
+    )

@@ -35,6 +35,8 @@ log = logging.getLogger(__name__)
 
 APPROVE, REJECT, DISCUSS = "✅", "❌", "💬"
 OUTBOX_INTERVAL_MINUTES = 1.0
+
+
 def proposal_content(proposal: Proposal, guild_id: int | None) -> str:
     """The post; example messages only when they come from the dream channel's own server."""
     body, _, last = proposal.render(show_examples=proposal.scope in (None, str(guild_id))).rpartition("\n")
@@ -45,19 +47,27 @@ def proposal_content(proposal: Proposal, guild_id: int | None) -> str:
     return (body if len(body) <= room else body[:room] + "…") + "\n" + tail
 
 
-class ProposalButton(discord.ui.DynamicItem[discord.ui.Button], template=r"hippobot:proposal:(?P<action>approve|reject|discuss):(?P<pid>\d+)"):
+class ProposalButton(
+    discord.ui.DynamicItem[discord.ui.Button],
+    template=r"hippobot:proposal:(?P<action>approve|reject|discuss):(?P<pid>\d+)",
+):
     def __init__(self, action: str, proposal_id: int) -> None:
-        labels = {"approve": ("Approve", discord.ButtonStyle.success),
-                  "reject": ("Reject", discord.ButtonStyle.danger),
-                  "discuss": ("Discuss", discord.ButtonStyle.secondary)}
+        labels = {
+            "approve": ("Approve", discord.ButtonStyle.success),
+            "reject": ("Reject", discord.ButtonStyle.danger),
+            "discuss": ("Discuss", discord.ButtonStyle.secondary),
+        }
         label, style = labels[action]
-        super().__init__(discord.ui.Button(label=label, style=style,
-                                           custom_id=f"hippobot:proposal:{action}:{proposal_id}"))
+        super().__init__(
+            discord.ui.Button(label=label, style=style, custom_id=f"hippobot:proposal:{action}:{proposal_id}")
+        )
         self.action = action
         self.proposal_id = proposal_id
 
     @classmethod
-    async def from_custom_id(cls, interaction: discord.Interaction, item: discord.ui.Button, match: re.Match[str]) -> ProposalButton:  # type: ignore[override]
+    async def from_custom_id(  # type: ignore[override]
+        cls, interaction: discord.Interaction, item: discord.ui.Button, match: re.Match[str]
+    ) -> ProposalButton:
         return cls(match["action"], int(match["pid"]))
 
     async def callback(self, interaction: discord.Interaction) -> None:
@@ -116,8 +126,9 @@ class DiscordDreamChannel:
         channel = await self._channel()
         guild_id = channel.guild.id if getattr(channel, "guild", None) else None
         pending = proposal.status == PENDING
-        message = await channel.send(proposal_content(proposal, guild_id),
-                                     view=proposal_view(proposal.id) if pending else discord.utils.MISSING)
+        message = await channel.send(
+            proposal_content(proposal, guild_id), view=proposal_view(proposal.id) if pending else discord.utils.MISSING
+        )
         if pending:
             try:
                 for emoji in (APPROVE, REJECT, DISCUSS):
@@ -135,8 +146,10 @@ class DiscordDreamChannel:
         except discord.NotFound:
             return await self.post_proposal(proposal)
         guild_id = channel.guild.id if getattr(channel, "guild", None) else None
-        await message.edit(content=proposal_content(proposal, guild_id),
-                           view=proposal_view(proposal.id) if proposal.status == PENDING else None)
+        await message.edit(
+            content=proposal_content(proposal, guild_id),
+            view=proposal_view(proposal.id) if proposal.status == PENDING else None,
+        )
         return ref
 
     async def post_digest(self, text: str, chart: Path | None) -> None:
@@ -157,8 +170,9 @@ class DreamRouter:
         owner_channel = self._bot.settings.dream_channel_id
         holder = self._bot.get_channel(owner_channel) if owner_channel is not None else None
         guild = getattr(holder, "guild", None)
-        return destination(scope, own=own, owner_channel=owner_channel,
-                           owner_channel_guild=guild.id if guild is not None else None)
+        return destination(
+            scope, own=own, owner_channel=owner_channel, owner_channel_guild=guild.id if guild is not None else None
+        )
 
     async def _poster(self, scope: str | None) -> DiscordDreamChannel:
         where = await self.destination(scope)
@@ -198,8 +212,9 @@ class DreamCog(commands.Cog):
         self.outbox = services.outbox
         self.channels = services.dream_channels
         # the client's posting (shared with AdminCog); a cog built without a client posts through its own
-        self.posting = services.posting or DreamPosting(services.outbox, DreamRouter(bot, self.channels),
-                                                        services.clock)
+        self.posting = services.posting or DreamPosting(
+            services.outbox, DreamRouter(bot, self.channels), services.clock
+        )
         self.router = self.posting.router
 
     async def flush_outbox(self) -> int:
@@ -274,8 +289,9 @@ class DreamCog(commands.Cog):
         outcome = await self.vote(proposal.id, voter, emoji == APPROVE, message)
         log.info("reaction vote on proposal %s by %s: %s", proposal.id, voter.id, outcome)
 
-    async def vote(self, proposal_id: int, user: discord.Member | discord.User, approve: bool,
-                   message: discord.Message | None) -> str:
+    async def vote(
+        self, proposal_id: int, user: discord.Member | discord.User, approve: bool, message: discord.Message | None
+    ) -> str:
         """Cast a vote through Governance; edit the outcome into the proposal message. Returns a reply line.
 
         A member votes for the server it is in: Governance refuses another

@@ -29,8 +29,10 @@ _LABELS = {FACT: "fact", EPISODE: "memory", MESSAGE: "message"}
 
 def link_for(guild_id: int | None) -> Callable[[SourceRef], str | None]:
     """The jump link of a stored message of this server (or these DMs), for the export; None for imports."""
+
     def link(ref: SourceRef) -> str | None:
         return jump_link(guild_id, ref.channel_id, ref.external_id) if ref.source == "discord" else None
+
     return link
 
 
@@ -41,9 +43,11 @@ def mine_pages(held: Holdings, guild_id: int | None) -> list[str]:
     if not items:
         return [f"I hold nothing about you {where}: no facts, no memories, no messages of yours."]
     counts = {k: sum(1 for i in items if i.kind == k) for k in (FACT, EPISODE, MESSAGE)}
-    head = (f"What I hold about you {where}: {len(items)} item(s) ({counts[FACT]} fact(s), "
-            f"{counts[EPISODE]} memory(ies), {counts[MESSAGE]} other message(s)). "
-            "🔒 = said in a channel only its members see. `/memory export` sends it all as a file.")
+    head = (
+        f"What I hold about you {where}: {len(items)} item(s) ({counts[FACT]} fact(s), "
+        f"{counts[EPISODE]} memory(ies), {counts[MESSAGE]} other message(s)). "
+        "🔒 = said in a channel only its members see. `/memory export` sends it all as a file."
+    )
     if held.opted_out:
         head += "\nYou opted out here: nothing new you say is stored."
     pages: list[list[str]] = [[]]
@@ -61,9 +65,13 @@ def mine_pages(held: Holdings, guild_id: int | None) -> list[str]:
 def _line(item: HeldItem, guild_id: int | None) -> str:
     text = " ".join(display_text(item.text).split())
     if len(text) > ITEM_TEXT_LIMIT:
-        text = text[:ITEM_TEXT_LIMIT - 1] + "…"
-    links = [f"<{jump_link(guild_id, s.ref.channel_id, s.ref.external_id)}>" if s.ref.source == "discord"
-             else f"({s.ref.source} {s.ref.external_id})" for s in item.sources[:LINKS_PER_ITEM]]
+        text = text[: ITEM_TEXT_LIMIT - 1] + "…"
+    links = [
+        f"<{jump_link(guild_id, s.ref.channel_id, s.ref.external_id)}>"
+        if s.ref.source == "discord"
+        else f"({s.ref.source} {s.ref.external_id})"
+        for s in item.sources[:LINKS_PER_ITEM]
+    ]
     if len(item.sources) > LINKS_PER_ITEM:
         links.append(f"+{len(item.sources) - LINKS_PER_ITEM} more")
     lock = "🔒 " if item.restricted else ""
@@ -104,8 +112,9 @@ def export_filename(guild_id: int | None, day: str, part: int, parts: int) -> st
     return f"hippobot-memory-{where}-{day}" + (f"-part{part}of{parts}" if parts > 1 else "") + ".json"
 
 
-async def send_export(user: discord.User | discord.Member, documents: list[bytes], filenames: list[str],
-                      intro: str) -> str:
+async def send_export(
+    user: discord.User | discord.Member, documents: list[bytes], filenames: list[str], intro: str
+) -> str:
     """DM the documents, one per message; what to tell the asker (sent, or why not and how far it got)."""
     sent = 0
     try:
@@ -116,13 +125,17 @@ async def send_export(user: discord.User | discord.Member, documents: list[bytes
     except discord.Forbidden as exc:
         log.info("export DM to %s refused (HTTP %s, code %s)", user.id, exc.status, exc.code)
         got = f" (part(s) 1-{sent} of {len(documents)} arrived)" if sent else ""
-        return ("I could not send you a DM: your direct messages are closed to me"
-                f"{got}. Allow direct messages from this server's members (Privacy Settings), or from apps, then "
-                "run `/memory export` again. Nothing was changed or forgotten.")
+        return (
+            "I could not send you a DM: your direct messages are closed to me"
+            f"{got}. Allow direct messages from this server's members (Privacy Settings), or from apps, then "
+            "run `/memory export` again. Nothing was changed or forgotten."
+        )
     except discord.HTTPException as exc:
         log.warning("export DM to %s failed (HTTP %s, code %s)", user.id, exc.status, exc.code)
         got = f" after part(s) 1-{sent} of {len(documents)}" if sent else ""
-        return (f"Discord refused the export{got} (HTTP {exc.status}). Nothing was changed or forgotten; "
-                "try `/memory export` again later.")
+        return (
+            f"Discord refused the export{got} (HTTP {exc.status}). Nothing was changed or forgotten; "
+            "try `/memory export` again later."
+        )
     parts = f" in {len(documents)} parts (each under Discord's 8 MiB limit)" if len(documents) > 1 else ""
     return f"Sent: your export is in our DMs{parts}."

@@ -24,8 +24,9 @@ if TYPE_CHECKING:
 
 
 class PersonaCog(commands.Cog):
-    persona = app_commands.Group(name="persona", description="The bot's personality here",
-                                 allowed_contexts=dm_or_guild())
+    persona = app_commands.Group(
+        name="persona", description="The bot's personality here", allowed_contexts=dm_or_guild()
+    )
 
     def __init__(self, bot: HippoBotBase, services: Services) -> None:
         self.bot = bot
@@ -61,15 +62,25 @@ class PersonaCog(commands.Cog):
         visible_in = current.visible_in if current else None
         try:
             proposal = await governance.propose(
-                "persona", "Reset the persona" + (" of this channel" if visible_in else ""),
-                {"action": "reset", "visible_in": visible_in,
-                 "description": "Start the persona here again from its seed; its evidence log is kept but no "
-                                "longer counts."},
+                "persona",
+                "Reset the persona" + (" of this channel" if visible_in else ""),
+                {
+                    "action": "reset",
+                    "visible_in": visible_in,
+                    "description": "Start the persona here again from its seed; its evidence log is kept but no "
+                    "longer counts.",
+                },
                 f"Asked by {interaction.user.display_name} with /persona reset.",
                 {"scope": scope, "requested_by": str(interaction.user.id)},
-                centroid=None, now=self.services.clock.now(), scope=scope)
+                centroid=None,
+                now=self.services.clock.now(),
+                scope=scope,
+            )
         except GovernanceError as exc:
             await reply(interaction, f"⚠️ {exc}")
             return
-        await reply(interaction, f"Proposal #{proposal.id} is waiting for approval in the dream channel; "
-                                 "nothing changes until it is approved.")
+        await reply(
+            interaction,
+            f"Proposal #{proposal.id} is waiting for approval in the dream channel; "
+            "nothing changes until it is approved.",
+        )

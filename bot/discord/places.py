@@ -48,10 +48,13 @@ class PlacesCog(commands.Cog):
         # Discord waits for an answer on a big server
         await interaction.response.defer(ephemeral=True, thinking=True)
         try:
-            routes = await places.where_to(scope, topic, channel_id=str(interaction.channel_id),
-                                           visible_channel=visible, k=3)
+            routes = await places.where_to(
+                scope, topic, channel_id=str(interaction.channel_id), visible_channel=visible, k=3
+            )
             macros = self.services.brain.layer("macros")
-            found = await macros.suggest(scope, topic, visible_channel=visible) if isinstance(macros, MacrosLayer) else []
+            found = (
+                await macros.suggest(scope, topic, visible_channel=visible) if isinstance(macros, MacrosLayer) else []
+            )
         except MemoryStoreError as exc:
             await reply(interaction, f"⚠️ {exc}")
             return
@@ -65,8 +68,10 @@ def render(topic: str, routes: list, macros: list) -> str:
         lines = [f"No channel here is clearly about “{topic}”; the closest:"]
     else:
         lines = [f"Where to ask about “{topic}”:"]
-        lines += [f"{i}. {' → '.join(channel_label(p.channel_id) for p in r.places)} — {r.reason}"
-                  for i, r in enumerate(routes, 1)]
+        lines += [
+            f"{i}. {' → '.join(channel_label(p.channel_id) for p in r.places)} — {r.reason}"
+            for i, r in enumerate(routes, 1)
+        ]
     if macros:
         lines.append("What worked before:")
         lines += [f"• {describe(m)}" for m in macros]

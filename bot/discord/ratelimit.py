@@ -61,5 +61,7 @@ class RateLimiter:
 
 def limit_notice(retry_after: float) -> str:
     seconds = max(1, round(retry_after))
-    return (f"You're sending me messages faster than I can answer them well — I'll be ready for you again in "
-            f"about {seconds} second{'s' if seconds != 1 else ''}.")
+    return (
+        f"You're sending me messages faster than I can answer them well — I'll be ready for you again in "
+        f"about {seconds} second{'s' if seconds != 1 else ''}."
+    )

@@ -62,15 +62,28 @@ class ReactionsCog(commands.Cog):
         if verdict is not None:  # a mark is about the message itself: look it up (resonance finds its reply)
             try:
                 stored = await self.services.conversations.find_transport(
-                    "discord", str(payload.channel_id), str(payload.message_id))
+                    "discord", str(payload.channel_id), str(payload.message_id)
+                )
             except Exception:  # a lost reaction must never disturb the bot
                 log.exception("%s on message %s not recorded", emoji, payload.message_id)
                 return
             # unknown here, or another server naming this channel and message: no message to act on
             message = stored if stored is not None and stored.scope == scope else None
-        await self._signal(Signal("reaction", scope, "discord", str(payload.channel_id), str(payload.message_id),
-                                  str(payload.user_id), self.services.clock.now(), message=message, emoji=emoji,
-                                  added=added, verdict=verdict))
+        await self._signal(
+            Signal(
+                "reaction",
+                scope,
+                "discord",
+                str(payload.channel_id),
+                str(payload.message_id),
+                str(payload.user_id),
+                self.services.clock.now(),
+                message=message,
+                emoji=emoji,
+                added=added,
+                verdict=verdict,
+            )
+        )
 
     async def _signal(self, signal: Signal) -> None:
         """Every memory layer learns what it can from it; one that fails is logged and the rest still learn."""
@@ -78,8 +91,9 @@ class ReactionsCog(commands.Cog):
             try:
                 await layer.signal(signal)
             except Exception:  # a lost reaction must never disturb the bot
-                log.exception("memory layer %s could not take the %s on message %s", layer.name, signal.kind,
-                              signal.external_id)
+                log.exception(
+                    "memory layer %s could not take the %s on message %s", layer.name, signal.kind, signal.external_id
+                )
 
     @commands.Cog.listener()
     async def on_message(self, message: discord.Message) -> None:
@@ -87,6 +101,14 @@ class ReactionsCog(commands.Cog):
         if ref is None or ref.message_id is None or message.author.bot:
             return
         guild_id = message.guild.id if message.guild else None
-        await self._signal(Signal("reply", scope_for(guild_id, message.author.id), "discord",
-                                  str(ref.channel_id or message.channel.id), str(ref.message_id),
-                                  str(message.author.id), self.services.clock.now()))
+        await self._signal(
+            Signal(
+                "reply",
+                scope_for(guild_id, message.author.id),
+                "discord",
+                str(ref.channel_id or message.channel.id),
+                str(ref.message_id),
+                str(message.author.id),
+                self.services.clock.now(),
+            )
+        )

@@ -42,8 +42,9 @@ class Visibility:
     thread_parent_id: str | None
 
 
-def visibility_for(*, is_dm: bool, channel_id: int, parent_channel_id: int | None,
-                   everyone_can_view: bool) -> Visibility:
+def visibility_for(
+    *, is_dm: bool, channel_id: int, parent_channel_id: int | None, everyone_can_view: bool
+) -> Visibility:
     """The audience of a message.
 
     ``everyone_can_view`` is whether @everyone may view the channel (for a
@@ -62,8 +63,9 @@ def visibility_for(*, is_dm: bool, channel_id: int, parent_channel_id: int | Non
 def should_answer(facts: MessageFacts, *, allowed_channels: Collection[int], dream_channels: Collection[int]) -> bool:
     """Whether a channel with no stored setting answers: mentioned or replied to, in a DM, in an allowed channel or
     a thread of one, or in a thread the bot started; never bots or itself, never a dream channel."""
-    mode = channel_mode(None, channel_id=facts.channel_id, parent_channel_id=facts.parent_channel_id,
-                        allowed_channels=allowed_channels)
+    mode = channel_mode(
+        None, channel_id=facts.channel_id, parent_channel_id=facts.parent_channel_id, allowed_channels=allowed_channels
+    )
     return take_part(facts, mode=mode, remember=False, opted_out=False, dream_channels=dream_channels).answer
 
 
@@ -80,12 +82,17 @@ class Part:
 
 def addressed(facts: MessageFacts) -> bool:
     """Said to the bot: a DM, a mention, a reply to one of its messages, or a thread the bot started."""
-    return (facts.is_dm or facts.mentions_bot or facts.replies_to_bot
-            or (facts.thread_owner_id is not None and facts.thread_owner_id == facts.bot_id))
+    return (
+        facts.is_dm
+        or facts.mentions_bot
+        or facts.replies_to_bot
+        or (facts.thread_owner_id is not None and facts.thread_owner_id == facts.bot_id)
+    )
 
 
-def channel_mode(stored: str | None, *, channel_id: int, parent_channel_id: int | None,
-                 allowed_channels: Collection[int]) -> str:
+def channel_mode(
+    stored: str | None, *, channel_id: int, parent_channel_id: int | None, allowed_channels: Collection[int]
+) -> str:
     """A channel's mode: what its admins set (a thread: its parent's), else ``chat`` in the allowed channels
     (``HIPPOBOT_DISCORD_ALLOWED_CHANNELS``), else ``mention``."""
     if stored is not None:
@@ -95,8 +102,9 @@ def channel_mode(stored: str | None, *, channel_id: int, parent_channel_id: int 
     return "mention"
 
 
-def take_part(facts: MessageFacts, *, mode: str, remember: bool, opted_out: bool,
-              dream_channels: Collection[int]) -> Part:
+def take_part(
+    facts: MessageFacts, *, mode: str, remember: bool, opted_out: bool, dream_channels: Collection[int]
+) -> Part:
     """Whether to answer and whether to store a message, from its channel's mode and memory and the author's
     opt-out. Never bots or itself, never a dream channel (``dream_channels``: the server's own and the owner's,
     a thread following its channel); DMs are always answered and stored (``mode`` is
@@ -133,7 +141,7 @@ def split_message(text: str, limit: int = DISCORD_LIMIT) -> list[str]:
         head = prefix + rest[:cut].rstrip()
         fence = _open_fence(head)
         pieces.append(head + _CLOSE if fence else head)
-        rest = rest[cut + skip:]
+        rest = rest[cut + skip :]
     return pieces if any(pieces) else [""]
 
 
@@ -201,7 +209,9 @@ def guild_settings_view(view: Mapping[str, object], guild_channel_ids: Collectio
     """
     out = dict(view)
     allowed = out.get("discord_allowed_channels")  # a list[int] in Settings; None or absent in a partial view
-    out["discord_allowed_channels"] = [c for c in allowed if c in guild_channel_ids] if isinstance(allowed, list) else []
+    out["discord_allowed_channels"] = (
+        [c for c in allowed if c in guild_channel_ids] if isinstance(allowed, list) else []
+    )
     if out.get("dream_channel_id") not in guild_channel_ids:
         out["dream_channel_id"] = None if out.get("dream_channel_id") is None else "(in another server)"
     for name in _HOST_SETTINGS:

@@ -66,11 +66,20 @@ class Services:
             return app.scheduler.next_run if app.scheduler is not None else None
 
         return cls(
-            brain=app.brain, governance=app.governance,
-            provenance=app.provenance, conversations=app.conversations, episodes=app.episodes,
-            archetype_store=app.archetype_store, router=app.router, dream=app.dream,
-            participation=ParticipationStore(pool), dream_channels=DreamChannelStore(pool),
-            guild_view=GuildView(pool, app.governance), mine=MemoryOfPerson(pool), outbox=Outbox(app.governance, app.clock),
+            brain=app.brain,
+            governance=app.governance,
+            provenance=app.provenance,
+            conversations=app.conversations,
+            episodes=app.episodes,
+            archetype_store=app.archetype_store,
+            router=app.router,
+            dream=app.dream,
+            participation=ParticipationStore(pool),
+            dream_channels=DreamChannelStore(pool),
+            guild_view=GuildView(pool, app.governance),
+            mine=MemoryOfPerson(pool),
+            outbox=Outbox(app.governance, app.clock),
             persona=PersonaStore(pool),
-            next_dream_run=next_dream_run, clock=app.clock,
+            next_dream_run=next_dream_run,
+            clock=app.clock,
         )

@@ -45,12 +45,17 @@ class ForgetSourceButton(discord.ui.DynamicItem[discord.ui.Button], template=r"h
 
     def __init__(self, message_id: int, author: str = "") -> None:
         label = f"Forget ({author[:40]})" if author else "Forget"
-        super().__init__(discord.ui.Button(label=label, style=discord.ButtonStyle.secondary, emoji="🗑️",
-                                           custom_id=f"hippobot:forget:{message_id}"))
+        super().__init__(
+            discord.ui.Button(
+                label=label, style=discord.ButtonStyle.secondary, emoji="🗑️", custom_id=f"hippobot:forget:{message_id}"
+            )
+        )
         self.message_id = message_id
 
     @classmethod
-    async def from_custom_id(cls, interaction: discord.Interaction, item: discord.ui.Button, match: re.Match[str]) -> ForgetSourceButton:  # type: ignore[override]
+    async def from_custom_id(  # type: ignore[override]
+        cls, interaction: discord.Interaction, item: discord.ui.Button, match: re.Match[str]
+    ) -> ForgetSourceButton:
         return cls(int(match["mid"]))
 
     async def callback(self, interaction: discord.Interaction) -> None:

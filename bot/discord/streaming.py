@@ -28,8 +28,14 @@ P = TypeVar("P", bound=Postable)  # what ``send`` returns (a discord.Message in 
 
 
 class StreamingReply(Generic[P]):
-    def __init__(self, send: Callable[[str], Awaitable[P]], *, interval: float = 1.0, limit: int = DISCORD_LIMIT,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        send: Callable[[str], Awaitable[P]],
+        *,
+        interval: float = 1.0,
+        limit: int = DISCORD_LIMIT,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._send = send
         self._interval = interval
         self._limit = limit

@@ -104,9 +104,12 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 # A clause before a question ("my brother recommended Piranesi, has anyone read it?"): split at a comma,
 # semicolon or dash. It tells something when it has three words or more and does not open as a question does.
 _CLAUSE = re.compile(r"\s*(?:[,;:]|\s[-\u2013\u2014]\s)\s*")
-_ASKING = re.compile(r"^(?:who|whom|whose|what|which|when|where|why|how|is|are|am|was|were|do|does|did|have|has|had|"
-                     r"can|could|will|would|shall|should|may|might|must|isn't|aren't|don't|doesn't|didn't|won't|"
-                     r"wouldn't|can't|couldn't|shouldn't|or|and|any|anyone|anybody)\b", re.I)
+_ASKING = re.compile(
+    r"^(?:who|whom|whose|what|which|when|where|why|how|is|are|am|was|were|do|does|did|have|has|had|"
+    r"can|could|will|would|shall|should|may|might|must|isn't|aren't|don't|doesn't|didn't|won't|"
+    r"wouldn't|can't|couldn't|shouldn't|or|and|any|anyone|anybody)\b",
+    re.I,
+)
 # a question that tells: "did you know my sister moved to Porto?", "have I told you I got the job?"
 _TELLING = re.compile(r"^(?:did|do) you know\b|^(?:have|did) i (?:ever )?(?:tell|told) you\b|^guess what\b", re.I)
 
@@ -135,9 +138,17 @@ def key_text(author_name: str, content: str) -> str:
 class EpisodesLayer(BaseLayer):
     name = "episodes"
 
-    def __init__(self, store: EpisodicStore, gate: WriteGate, embedder: Embedder, *,
-                 lexical: LexicalSearch | None = None, config: HybridConfig | None = None,
-                 associative: AssociativeConfig | None = None, import_gate: WriteGate | None = None) -> None:
+    def __init__(
+        self,
+        store: EpisodicStore,
+        gate: WriteGate,
+        embedder: Embedder,
+        *,
+        lexical: LexicalSearch | None = None,
+        config: HybridConfig | None = None,
+        associative: AssociativeConfig | None = None,
+        import_gate: WriteGate | None = None,
+    ) -> None:
         self.store = store
         self._gate = gate
         # what admits an imported message (its own tau, HIPPOBOT_IMPORT_GATE_TAU); None: the live gate
@@ -168,19 +179,28 @@ class EpisodesLayer(BaseLayer):
         dense, lexical, in_time, theirs, associated, expanded = await asyncio.gather(
             self.store.search(query.scope, query.vector, n, visible_channel=visible),
             self.lexical.search(query.scope, words, n, visible_channel=visible, exclude_ids=exclude)
-            if cfg.lexical else _nothing(),
+            if cfg.lexical
+            else _nothing(),
             self._in_time(query, n) if cfg.time_weight > 0 else _nothing(),
             self._by_speakers(query, named, rest, n) if cfg.speaker_weight > 0 and named else _nothing(),
             self.associative.search(query.scope, query.vector, n, visible_channel=visible)
-            if cfg.associative else _nothing(),
-            self._expanded(query, n, exclude) if cfg.expansion and self.graph is not None else _nothing())
+            if cfg.associative
+            else _nothing(),
+            self._expanded(query, n, exclude) if cfg.expansion and self.graph is not None else _nothing(),
+        )
         dense = [h for h in dense if h.episode.message_id != query.before_message_id]
         nearest = dense[0].similarity if dense else None
         ranked = await self._fuse(query, dense, lexical, in_time, theirs, associated, expanded)
         kept = [c.item() for c in ranked if c.kept(plan.similarity_threshold, cfg.keep_top)]
         items = await self._in_context(query, kept, plan.vectors + extra)
-        return Section(self.name, "What {bot} remembers from earlier conversations", tuple(items),
-                       placement=MEMORY, priority=20, meta={"nearest_similarity": nearest, "limit": plan.vectors})
+        return Section(
+            self.name,
+            "What {bot} remembers from earlier conversations",
+            tuple(items),
+            placement=MEMORY,
+            priority=20,
+            meta={"nearest_similarity": nearest, "limit": plan.vectors},
+        )
 
     async def _in_time(self, query: RecallQuery, n: int) -> list[EpisodeHit]:
         """The nearest episodes of the stretch of time the question names (none named: nothing)."""
@@ -190,12 +210,14 @@ class EpisodesLayer(BaseLayer):
         visible = query.audience.visible_channel
         if when.yearless:  # "in May" of a history: the latest May that has memories
             for back in range(6):
-                if await self.store.any_between(query.scope, when.years_back(back).start,
-                                                when.years_back(back).end, visible_channel=visible):
+                if await self.store.any_between(
+                    query.scope, when.years_back(back).start, when.years_back(back).end, visible_channel=visible
+                ):
                     when = when.years_back(back)
                     break
-        hits = await self.store.search_between(query.scope, query.vector, n, when.start, when.end,
-                                               visible_channel=visible)
+        hits = await self.store.search_between(
+            query.scope, query.vector, n, when.start, when.end, visible_channel=visible
+        )
         return [h for h in hits if h.episode.message_id != query.before_message_id]
 
     async def _named_speakers(self, query: RecallQuery) -> tuple[list[str], str]:
@@ -204,8 +226,11 @@ class EpisodesLayer(BaseLayer):
         speakers = await self._speakers(query.scope)
         tokens = _WORD.findall(query.text)
         words = {_bare(w) for w in tokens}
-        named = [author for author, name in speakers.items()
-                 if (first := name.split()[0].lower() if name.split() else "") and len(first) > 1 and first in words]
+        named = [
+            author
+            for author, name in speakers.items()
+            if (first := name.split()[0].lower() if name.split() else "") and len(first) > 1 and first in words
+        ]
         if not named:
             return [], query.text
         names = {speakers[a].split()[0].lower() for a in named}
@@ -216,9 +241,14 @@ class EpisodesLayer(BaseLayer):
         Every one of their keys starts with their name, so the question is asked without it: what they said
         decides."""
         vector = await self._embedder.embed(rest) if rest.strip() else query.vector
-        hits = await self.store.search_by_authors(query.scope, vector, n, named,
-                                                  visible_channel=query.audience.visible_channel,
-                                                  min_words=self.config.speaker_min_words + 1)
+        hits = await self.store.search_by_authors(
+            query.scope,
+            vector,
+            n,
+            named,
+            visible_channel=query.audience.visible_channel,
+            min_words=self.config.speaker_min_words + 1,
+        )
         return [h for h in hits if h.episode.message_id != query.before_message_id]
 
     async def _speakers(self, scope: str) -> dict[str, str]:
@@ -235,29 +265,50 @@ class EpisodesLayer(BaseLayer):
         which are in most messages)."""
         assert self.graph is not None
         facts = await self.graph.facts_for(
-            query.scope, query.text, author_id=query.author_id, depth=1, now=query.now,
-            limit=self.config.expansion_facts, visible_channel=query.audience.visible_channel)
+            query.scope,
+            query.text,
+            author_id=query.author_id,
+            depth=1,
+            now=query.now,
+            limit=self.config.expansion_facts,
+            visible_channel=query.audience.visible_channel,
+        )
         asked = {_bare(w) for w in _WORD.findall(query.text)}
         asked |= {w for name in (await self._speakers(query.scope)).values() for w in map(_bare, _WORD.findall(name))}
         names = dict.fromkeys(
-            name for f in facts for name in (f.subject, f.object)
-            if name and not set(map(_bare, _WORD.findall(name))) <= asked)
+            name
+            for f in facts
+            for name in (f.subject, f.object)
+            if name and not set(map(_bare, _WORD.findall(name))) <= asked
+        )
         if not names:
             return []
-        return await self.lexical.search(query.scope, " ".join(names), n,
-                                         visible_channel=query.audience.visible_channel, exclude_ids=exclude)
+        return await self.lexical.search(
+            query.scope, " ".join(names), n, visible_channel=query.audience.visible_channel, exclude_ids=exclude
+        )
 
-    async def _fuse(self, query: RecallQuery, dense: list[EpisodeHit], lexical: list[LexicalHit],
-                    in_time: Sequence[EpisodeHit] = (), theirs: Sequence[EpisodeHit] = (),
-                    associated: Sequence[AssociativeHit] = (),
-                    expanded: Sequence[LexicalHit] = ()) -> list[_Candidate]:
+    async def _fuse(
+        self,
+        query: RecallQuery,
+        dense: list[EpisodeHit],
+        lexical: list[LexicalHit],
+        in_time: Sequence[EpisodeHit] = (),
+        theirs: Sequence[EpisodeHit] = (),
+        associated: Sequence[AssociativeHit] = (),
+        expanded: Sequence[LexicalHit] = (),
+    ) -> list[_Candidate]:
         """One list, best first: reciprocal-rank fusion of the dense, lexical, in-time, speaker, associative
         and expansion ranks, by the message that opened each episode (a lexical hit on a bot reply counts for
         the episode it belongs to)."""
         cfg = self.config
         wanted = [h.message.id for h in (*lexical, *expanded)] + [h.message_id for h in associated]
-        found = await self.store.for_messages(
-            query.scope, wanted, query.vector, visible_channel=query.audience.visible_channel) if wanted else {}
+        found = (
+            await self.store.for_messages(
+                query.scope, wanted, query.vector, visible_channel=query.audience.visible_channel
+            )
+            if wanted
+            else {}
+        )
         candidates: dict[int, _Candidate] = {}
         rank = 0
         for a in associated:
@@ -309,8 +360,18 @@ class EpisodesLayer(BaseLayer):
         budget = query.plan.memory_words if query.plan.memory_words is not None else cfg.word_budget
         hits = hits[: 2 * wanted]  # folding and the budget leave some out; further ones would not be reached
         after = cfg.neighbours if cfg.neighbours_after is None else cfg.neighbours_after
-        around = await neighbours(self.store.pool, query.scope, [i.message_ids[0] for i in hits], cfg.neighbours,
-                                  after=after, visible_channel=query.audience.visible_channel) if hits else {}
+        around = (
+            await neighbours(
+                self.store.pool,
+                query.scope,
+                [i.message_ids[0] for i in hits],
+                cfg.neighbours,
+                after=after,
+                visible_channel=query.audience.visible_channel,
+            )
+            if hits
+            else {}
+        )
         excerpts: list[_Excerpt] = []
         showing: dict[int, _Excerpt] = {}  # message id -> the excerpt that shows it
         said: dict[tuple[str, str], _Excerpt] = {}  # (speaker, its words) -> the excerpt that shows such a turn
@@ -380,12 +441,25 @@ class EpisodesLayer(BaseLayer):
             # The person's words only: the bot's reply is not what people said (it stays in the log and the
             # recent turns, and reply_message_id keeps the turn's provenance).
             content = f"{message.author_name}: {message.content}"
-            await self.store.add_many([NewEpisode(
-                scope=message.scope, channel_id=message.channel_id, author_id=message.author_id,
-                message_id=message.id, content=content, embedding=key, created_at=message.created_at,
-                reply_message_id=reply.id if reply else None, surprise=turn.surprise, novelty=novelty(nearest),
-                salience=salience, visible_in=message.visible_in,
-            )], conn)
+            await self.store.add_many(
+                [
+                    NewEpisode(
+                        scope=message.scope,
+                        channel_id=message.channel_id,
+                        author_id=message.author_id,
+                        message_id=message.id,
+                        content=content,
+                        embedding=key,
+                        created_at=message.created_at,
+                        reply_message_id=reply.id if reply else None,
+                        surprise=turn.surprise,
+                        novelty=novelty(nearest),
+                        salience=salience,
+                        visible_in=message.visible_in,
+                    )
+                ],
+                conn,
+            )
             used = turn.used.get(self.name, ())
             if used:
                 await self.store.mark_recalled(message.scope, used, turn.now, conn)
@@ -401,10 +475,21 @@ class EpisodesLayer(BaseLayer):
         key = turn.vector
         if self.config.speaker_keys:
             key = await self._embedder.embed(key_text(message.author_name, message.content))
-        await self.store.add_many([NewEpisode(
-            scope=message.scope, channel_id=message.channel_id, author_id=message.author_id, message_id=message.id,
-            content=key_text(message.author_name, message.content), embedding=key, created_at=message.created_at,
-            salience=salience, visible_in=message.visible_in)])
+        await self.store.add_many(
+            [
+                NewEpisode(
+                    scope=message.scope,
+                    channel_id=message.channel_id,
+                    author_id=message.author_id,
+                    message_id=message.id,
+                    content=key_text(message.author_name, message.content),
+                    embedding=key,
+                    created_at=message.created_at,
+                    salience=salience,
+                    visible_in=message.visible_in,
+                )
+            ]
+        )
 
     async def edited(self, message: StoredMessage, conn: asyncpg.Connection) -> None:
         """New text: the episode's text and its key follow."""
@@ -413,14 +498,17 @@ class EpisodesLayer(BaseLayer):
             return
         updated = f"{message.author_name}: {message.content}"
         vector = await self._embedder.embed(
-            key_text(message.author_name, message.content) if self.config.speaker_keys else message.content)
+            key_text(message.author_name, message.content) if self.config.speaker_keys else message.content
+        )
         await self.store.update_source(message.scope, message.id, updated, vector, conn)
         self.associative.invalidate(message.scope)
 
     async def forgetting(self, conn: asyncpg.Connection, message_ids: Sequence[int]) -> Mapping[str, int]:
         n = await conn.fetchval(
             """SELECT count(*) FROM episodes
-               WHERE message_id = ANY($1::bigint[]) OR reply_message_id = ANY($1::bigint[])""", list(message_ids))
+               WHERE message_id = ANY($1::bigint[]) OR reply_message_id = ANY($1::bigint[])""",
+            list(message_ids),
+        )
         self.lexical.forget_cached()  # word statistics that counted these messages
         self._speaker_cache.clear()  # and the names of who spoke
         self.associative.invalidate()  # and the associative keys
@@ -451,15 +539,33 @@ class _Candidate:
 def message_item(m: StoredMessage) -> MemoryItem:
     """A logged message the gate made no episode of, found by its words."""
     line = f"{m.author_name}: {m.content}"
-    return MemoryItem("message", None, line, f"[{m.created_at:%Y-%m-%d}] {m.author_name}: {dated(m.content, m.created_at)}", (m.id,), m.created_at, ref=None,
-                      sources=(_source(m),), payload=m)
+    return MemoryItem(
+        "message",
+        None,
+        line,
+        f"[{m.created_at:%Y-%m-%d}] {m.author_name}: {dated(m.content, m.created_at)}",
+        (m.id,),
+        m.created_at,
+        ref=None,
+        sources=(_source(m),),
+        payload=m,
+    )
 
 
 def episode_item(h: EpisodeHit) -> MemoryItem:
     e = h.episode
     flat = " / ".join(line.strip() for line in dated(e.content, e.created_at).splitlines() if line.strip())
-    return MemoryItem("episode", h.similarity, e.content, f"[{e.created_at:%Y-%m-%d}] {flat}", e.message_ids,
-                      e.created_at, ref=e.id, sources=h.sources, payload=h)
+    return MemoryItem(
+        "episode",
+        h.similarity,
+        e.content,
+        f"[{e.created_at:%Y-%m-%d}] {flat}",
+        e.message_ids,
+        e.created_at,
+        ref=e.id,
+        sources=h.sources,
+        payload=h,
+    )
 
 
 @dataclass
@@ -481,8 +587,9 @@ class _Excerpt:
         own = tuple(s for s in self.hit.sources if s.id in self.sources)
         extra = tuple(s for i, s in self.sources.items() if i not in {o.id for o in own})
         ids = self.hit.message_ids + tuple(s.id for s in extra if s.id not in self.hit.message_ids)
-        return replace(self.hit, text="\n".join(lines), prompt_line=when + " / ".join(shown), message_ids=ids,
-                       sources=own + extra)
+        return replace(
+            self.hit, text="\n".join(lines), prompt_line=when + " / ".join(shown), message_ids=ids, sources=own + extra
+        )
 
 
 _QUESTION = re.compile(r"\?[\W_]*(?:\s|$)")
@@ -495,8 +602,9 @@ def asks(text: str) -> bool:
     return bool(_QUESTION.search(text))
 
 
-def useful_turns(window: Sequence[StoredMessage], at: int, cfg: HybridConfig, *,
-                 asker: str | None = None) -> list[StoredMessage]:
+def useful_turns(
+    window: Sequence[StoredMessage], at: int, cfg: HybridConfig, *, asker: str | None = None
+) -> list[StoredMessage]:
     """The neighbours of ``window[at]`` (a hit; the window oldest first) worth showing with it, most useful
     first: every one (``context`` "all"), or those likely to carry an answer. A hit that asks ("How's
     Pepper?") was never the evidence itself on the hand-written dev split (0 of 253 such hits in the top 10):
@@ -515,8 +623,12 @@ def useful_turns(window: Sequence[StoredMessage], at: int, cfg: HybridConfig, *,
     if asks(hit.content):
         before = prev if asker is None or hit.author_id != asker else None
         out += [m for m in (nxt, before) if m is not None and m.author_id != hit.author_id]
-    elif (prev is not None and prev.author_id != hit.author_id and asks(prev.content)
-          and _n_words(hit.content) <= cfg.short_answer_words):
+    elif (
+        prev is not None
+        and prev.author_id != hit.author_id
+        and asks(prev.content)
+        and _n_words(hit.content) <= cfg.short_answer_words
+    ):
         out.append(prev)
     out += [m for i, m in enumerate(window) if i != at and m not in out and _n_words(m.content) <= cfg.short_words]
     return out

@@ -20,8 +20,18 @@ import asyncpg
 import numpy as np
 
 from memory.conversation import StoredMessage
-from memory.layers.base import (MEMORY, AbsorbedTurn, BaseLayer, LayerStep, MemoryItem, RecallQuery, Section,
-                                StepResult, sources_of, told)
+from memory.layers.base import (
+    MEMORY,
+    AbsorbedTurn,
+    BaseLayer,
+    LayerStep,
+    MemoryItem,
+    RecallQuery,
+    Section,
+    StepResult,
+    sources_of,
+    told,
+)
 from memory.embed import similarity
 from memory.semantic import Fact, SemanticMemory
 from memory.sources import SourceRef
@@ -59,8 +69,14 @@ class FactRelevance:
 class FactsLayer(BaseLayer):
     name = "facts"
 
-    def __init__(self, semantic: SemanticMemory, *, prune_retrievability: float = 0.6,
-                 prune_confidence: float = 0.6, relevance: FactRelevance | None = None) -> None:
+    def __init__(
+        self,
+        semantic: SemanticMemory,
+        *,
+        prune_retrievability: float = 0.6,
+        prune_confidence: float = 0.6,
+        relevance: FactRelevance | None = None,
+    ) -> None:
         self.semantic = semantic
         self._prune_retrievability = prune_retrievability
         self._prune_confidence = prune_confidence
@@ -71,8 +87,14 @@ class FactsLayer(BaseLayer):
             return None
         cfg = self.relevance
         facts = await self.semantic.facts_for(
-            query.scope, query.text, author_id=query.author_id, depth=query.plan.triple_depth, now=query.now,
-            visible_channel=query.audience.visible_channel, limit=cfg.candidates)
+            query.scope,
+            query.text,
+            author_id=query.author_id,
+            depth=query.plan.triple_depth,
+            now=query.now,
+            visible_channel=query.audience.visible_channel,
+            limit=cfg.candidates,
+        )
         facts = [f for f in facts if not f.contradicted]  # a newer claim won: the old one is no longer so
         scored = [(f.retrievability, f) for f in facts]
         if cfg.min_similarity > 0 and facts:
@@ -82,8 +104,9 @@ class FactsLayer(BaseLayer):
             vectors = np.stack([f.vector if f.vector is not None else next(fresh) for f in facts])
             sims = similarity(vectors @ np.asarray(query.vector, dtype=np.float32))
             sims = np.maximum(sims, await self._first_person(query, facts))
-            scored = sorted(((float(s), f) for s, f in zip(sims, facts) if s >= cfg.min_similarity),
-                            key=lambda p: -p[0])
+            scored = sorted(
+                ((float(s), f) for s, f in zip(sims, facts) if s >= cfg.min_similarity), key=lambda p: -p[0]
+            )
         scored = scored[: cfg.limit]
         refs = await sources_of(self.semantic.pool, sorted({i for _, f in scored for i in f.message_ids}))
         items = tuple(_item(f, query.author_id, refs, score) for score, f in scored)
@@ -141,8 +164,12 @@ class FactsLayer(BaseLayer):
     async def forgetting(self, conn: asyncpg.Connection, message_ids: Sequence[int]) -> Mapping[str, int]:
         # Remove the support now (the trigger drops edges left without any), then the nodes those
         # edges leave alone: a person's own node and their things carry their name.
-        scopes = [r["scope"] for r in await conn.fetch(
-            "SELECT DISTINCT scope FROM messages WHERE id = ANY($1::bigint[]) ORDER BY scope", list(message_ids))]
+        scopes = [
+            r["scope"]
+            for r in await conn.fetch(
+                "SELECT DISTINCT scope FROM messages WHERE id = ANY($1::bigint[]) ORDER BY scope", list(message_ids)
+            )
+        ]
         for scope in scopes:  # the graph's writers of these scopes wait (absorb takes the same lock), in one order
             await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended('kg:' || $1, 0))", scope)
         n = await conn.fetchval(
@@ -150,11 +177,15 @@ class FactsLayer(BaseLayer):
                WHERE EXISTS (SELECT 1 FROM kg_edge_sources s WHERE s.edge_id = e.id
                              AND s.message_id = ANY($1::bigint[]))
                  AND NOT EXISTS (SELECT 1 FROM kg_edge_sources s WHERE s.edge_id = e.id
-                                 AND NOT s.message_id = ANY($1::bigint[]))""", list(message_ids))
+                                 AND NOT s.message_id = ANY($1::bigint[]))""",
+            list(message_ids),
+        )
         await conn.execute("DELETE FROM kg_edge_sources WHERE message_id = ANY($1::bigint[])", list(message_ids))
         await conn.execute(
             """DELETE FROM kg_nodes n WHERE n.scope = ANY($1::text[]) AND NOT EXISTS (
-                   SELECT 1 FROM kg_edges e WHERE e.source_id = n.id OR e.target_id = n.id)""", scopes)
+                   SELECT 1 FROM kg_edges e WHERE e.source_id = n.id OR e.target_id = n.id)""",
+            scopes,
+        )
         return {"facts": n}
 
     fast_track = 5  # edges of a relation the scope's graph needs before one more is admitted at once (the seed's
@@ -169,18 +200,23 @@ class FactsLayer(BaseLayer):
         notes = []
         if counts["contradictions"]:
             notes.append(f"{counts['contradictions']} contradicted fact(s) lost confidence to newer evidence")
-        headline = told((counts["admitted"] + counts["fast_tracked"], "fact{s} consolidated from what people said"),
-                        (counts["joined_existing"], "more mention{s} of facts already held"),
-                        (counts["contradictions"], "fact{s} contradicted by newer ones"))
+        headline = told(
+            (counts["admitted"] + counts["fast_tracked"], "fact{s} consolidated from what people said"),
+            (counts["joined_existing"], "more mention{s} of facts already held"),
+            (counts["contradictions"], "fact{s} contradicted by newer ones"),
+        )
         return StepResult(counts=dict(counts), notes=notes, headline=headline)
 
     async def _maintain(self, now: datetime, scope: str | None) -> StepResult:
         """Prune faded, doubtful edges (never pinned ones) and merge near-duplicate nodes of one owner."""
-        pruned = await self.semantic.prune(now, min_retrievability=self._prune_retrievability,
-                                           min_confidence=self._prune_confidence, scope=scope)
+        pruned = await self.semantic.prune(
+            now, min_retrievability=self._prune_retrievability, min_confidence=self._prune_confidence, scope=scope
+        )
         merged = await self.semantic.merge_near_duplicates(now, scope=scope)
-        return StepResult(counts={"pruned_edges": pruned, "merged_nodes": merged},
-                          headline=told((pruned, "faded fact{s} let go"), (merged, "duplicate name{s} merged")))
+        return StepResult(
+            counts={"pruned_edges": pruned, "merged_nodes": merged},
+            headline=told((pruned, "faded fact{s} let go"), (merged, "duplicate name{s} merged")),
+        )
 
 
 # GhostKG's views, as the prompt names them: the bot's own stance, what the asking person said, the world,
@@ -204,5 +240,14 @@ def prompt_line(f: Fact, author_id: str | None) -> str:
 
 def _item(f: Fact, author_id: str | None, refs: Mapping[int, SourceRef], score: float) -> MemoryItem:
     sources = tuple(refs[i] for i in f.message_ids if i in refs)
-    return MemoryItem("fact", score, f"[{f.view(author_id)}] {f.sentence(readable=True)}{stance(f)}", prompt_line(f, author_id),
-                      f.message_ids, None, ref=f.edge_id, sources=sources, payload=f)
+    return MemoryItem(
+        "fact",
+        score,
+        f"[{f.view(author_id)}] {f.sentence(readable=True)}{stance(f)}",
+        prompt_line(f, author_id),
+        f.message_ids,
+        None,
+        ref=f.edge_id,
+        sources=sources,
+        payload=f,
+    )

@@ -19,8 +19,18 @@ import asyncpg
 
 from memory.conversation import StoredMessage
 from memory.embed import Embedder
-from memory.layers.base import (MEMORY, AbsorbedTurn, BaseLayer, Signal, LayerStep, MemoryItem, RecallQuery, Section,
-                                StepResult, told)
+from memory.layers.base import (
+    MEMORY,
+    AbsorbedTurn,
+    BaseLayer,
+    Signal,
+    LayerStep,
+    MemoryItem,
+    RecallQuery,
+    Section,
+    StepResult,
+    told,
+)
 from memory.places.codes import FAILURE, SUCCESS, outcome
 from memory.places.macros import HALF_LIFE, MIN_SIMILARITY, Macro, MacroStore
 from memory.vectors import vec
@@ -34,8 +44,9 @@ class MacrosLayer(BaseLayer):
     name = "macros"
     absorb_after: tuple[str, ...] = ("places",)  # reads the problem vector the places layer stores for the message
 
-    def __init__(self, pool: asyncpg.Pool, embedder: Embedder, *, top_k: int = 3,
-                 min_similarity: float = MIN_SIMILARITY) -> None:
+    def __init__(
+        self, pool: asyncpg.Pool, embedder: Embedder, *, top_k: int = 3, min_similarity: float = MIN_SIMILARITY
+    ) -> None:
         if top_k < 1:
             raise ValueError("top_k must be >= 1")
         self.store = MacroStore(pool)
@@ -46,23 +57,38 @@ class MacrosLayer(BaseLayer):
     async def recall(self, query: RecallQuery) -> Section | None:
         if not query.text.strip():
             return None
-        found = await self.store.suggest(query.scope, query.audience.visible_channel, query.vector,
-                                         top_k=self.top_k, min_similarity=self.min_similarity)
+        found = await self.store.suggest(
+            query.scope,
+            query.audience.visible_channel,
+            query.vector,
+            top_k=self.top_k,
+            min_similarity=self.min_similarity,
+        )
         if not found:
             return None
-        items = tuple(MemoryItem("macro", m.score, describe(m), prompt_line(m), m.message_ids, m.last_update,
-                                 ref=m.id, payload=m) for m in found)
-        return Section(self.name, "Procedures that worked here before", items, placement=MEMORY, priority=60,
-                       meta={"limit": self.top_k})
+        items = tuple(
+            MemoryItem("macro", m.score, describe(m), prompt_line(m), m.message_ids, m.last_update, ref=m.id, payload=m)
+            for m in found
+        )
+        return Section(
+            self.name,
+            "Procedures that worked here before",
+            items,
+            placement=MEMORY,
+            priority=60,
+            meta={"limit": self.top_k},
+        )
 
-    async def suggest(self, scope: str, text: str, *, visible_channel: str | None = None,
-                      top_k: int | None = None) -> list[Macro]:
+    async def suggest(
+        self, scope: str, text: str, *, visible_channel: str | None = None, top_k: int | None = None
+    ) -> list[Macro]:
         """The best procedures for a problem described in ``text`` (for the CLI, /whereto and the evaluation)."""
         from memory.layers.places import topic_text
 
         vector = await self.embedder.embed(topic_text(text))
-        return await self.store.suggest(scope, visible_channel, vector, top_k=top_k or self.top_k,
-                                        min_similarity=self.min_similarity)
+        return await self.store.suggest(
+            scope, visible_channel, vector, top_k=top_k or self.top_k, min_similarity=self.min_similarity
+        )
 
     async def absorb(self, turn: AbsorbedTurn) -> None:
         message = turn.message
@@ -83,8 +109,9 @@ class MacrosLayer(BaseLayer):
         if t is None:
             return None
         # the problem's vector as the places layer stored it (its absorb runs first); embedded only without it
-        stored = await self.store.pool.fetchval("SELECT embedding FROM place_messages WHERE message_id = $1",
-                                                t.problem_id)
+        stored = await self.store.pool.fetchval(
+            "SELECT embedding FROM place_messages WHERE message_id = $1", t.problem_id
+        )
         vector = vec(stored) if stored is not None else await self.embedder.embed(t.problem)
         added = await self.store.add(t, vector, now)
         return None if added is None else added[0]
@@ -97,10 +124,13 @@ class MacrosLayer(BaseLayer):
             return
         worked = signal.verdict if signal.added else None
         if ids := await self.reply_reaction(m, signal.actor_id, worked, signal.now):
-            log.info("macros %s: %s on reply %s", ids, "undone" if worked is None else "worked" if worked else "failed", m.id)
+            log.info(
+                "macros %s: %s on reply %s", ids, "undone" if worked is None else "worked" if worked else "failed", m.id
+            )
 
-    async def reply_reaction(self, reply: StoredMessage, reactor_id: str, worked: bool | None,
-                             now: datetime) -> list[int]:
+    async def reply_reaction(
+        self, reply: StoredMessage, reactor_id: str, worked: bool | None, now: datetime
+    ) -> list[int]:
         """The asker's ✅ (``worked``) or ❌ on a reply that carried suggestions; None: taken back."""
         return await self.store.outcome_of_reply(reply, reactor_id, worked, now)
 
@@ -126,8 +156,10 @@ class MacrosLayer(BaseLayer):
 
     async def age_step(self, now: datetime, scope: str | None) -> StepResult:
         aged, dropped = await self.store.age(now, scope, HALF_LIFE)
-        return StepResult(counts={"macros_aged": aged, "macros_dropped": dropped},
-                          headline=told((dropped, "unused procedure{s} dropped")))
+        return StepResult(
+            counts={"macros_aged": aged, "macros_dropped": dropped},
+            headline=told((dropped, "unused procedure{s} dropped")),
+        )
 
     async def merge_step(self, now: datetime, scope: str | None) -> StepResult:
         merged = await self.store.merge_similar(scope)
@@ -141,7 +173,7 @@ def describe(m: Macro) -> str:
 
 def prompt_line(m: Macro) -> str:
     steps = " ".join(f"{i}) {s}" for i, s in enumerate(m.steps[:STEPS_SHOWN], 1))
-    return f"For \"{m.signature}\": {steps} (worked {m.successes} time(s))"
+    return f'For "{m.signature}": {steps} (worked {m.successes} time(s))'
 
 
 __all__ = ["FAILURE", "SUCCESS", "MacrosLayer", "describe", "prompt_line"]

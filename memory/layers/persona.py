@@ -29,12 +29,30 @@ import numpy as np
 from memory.conversation import StoredMessage
 from memory.embed import Embedder
 from memory.errors import MemoryStoreError
-from memory.layers.base import (PREAMBLE, AbsorbedTurn, BaseLayer, KindHandler, LayerStep, MemoryItem, RecallQuery,
-                                Section, StepResult, told)
+from memory.layers.base import (
+    PREAMBLE,
+    AbsorbedTurn,
+    BaseLayer,
+    KindHandler,
+    LayerStep,
+    MemoryItem,
+    RecallQuery,
+    Section,
+    StepResult,
+    told,
+)
 from memory.persona.evidence import EvidenceScorer, LLMEvidenceScorer, ScoredMessage, TextModel
 from memory.persona.reflection import change_share, describe, deterministic_snapshot, llm_snapshot, valid
-from memory.persona.state import (Evidence, PersonaState, TopicStance, apply_evidence, decay, record_shift,
-                                  reflection_due, set_belief)
+from memory.persona.state import (
+    Evidence,
+    PersonaState,
+    TopicStance,
+    apply_evidence,
+    decay,
+    record_shift,
+    reflection_due,
+    set_belief,
+)
 from memory.persona.store import PersonaStore, certainty_of
 from memory.clock import Clock, SystemClock
 from memory.proposer import Proposer, Withdrawn
@@ -43,8 +61,11 @@ log = logging.getLogger(__name__)
 
 PERSONA_KIND = "persona"
 # what a persona proposal says once evidence it cited is forgotten (approving it then applies nothing)
-WITHDRAWN = Withdrawn(title="Persona shift (withdrawn)", rationale="Withdrawn: evidence it cited was forgotten.",
-                      payload={"action": "withdrawn", "examples": []})
+WITHDRAWN = Withdrawn(
+    title="Persona shift (withdrawn)",
+    rationale="Withdrawn: evidence it cited was forgotten.",
+    payload={"action": "withdrawn", "examples": []},
+)
 _RELEVANT = 0.35  # a topic this close to the message is shown before stronger, unrelated ones
 _PROMPT_CHARS = 600  # of the snapshot in the prompt (a preamble line that does not fit is left out whole)
 RECENT_TOPICS = 10  # messages back whose topics count as under discussion (with views and staged steps)
@@ -53,10 +74,19 @@ RECENT_TOPICS = 10  # messages back whose topics count as under discussion (with
 class PersonaLayer(BaseLayer):
     name = "persona"
 
-    def __init__(self, pool: asyncpg.Pool, embedder: Embedder, *, core_identity: str = "",
-                 llm: TextModel | None = None, proposer: Proposer | None = None,
-                 change_limit: float = 0.6, opinions_shown: int = 5, graph: Any = None,
-                 clock: Clock | None = None) -> None:
+    def __init__(
+        self,
+        pool: asyncpg.Pool,
+        embedder: Embedder,
+        *,
+        core_identity: str = "",
+        llm: TextModel | None = None,
+        proposer: Proposer | None = None,
+        change_limit: float = 0.6,
+        opinions_shown: int = 5,
+        graph: Any = None,
+        clock: Clock | None = None,
+    ) -> None:
         """``llm``: a capable configured model (scores evidence and reflects); None: the deterministic defaults.
         ``proposer``: governance, which stores a shift too large to apply unasked (None: such a shift is an
         error, for a layer built only to score). ``clock``: when a version is written outside a message's
@@ -67,7 +97,8 @@ class PersonaLayer(BaseLayer):
         self.core_identity = core_identity
         self.deterministic = EvidenceScorer(embedder)
         self.scorer: EvidenceScorer | LLMEvidenceScorer = (
-            LLMEvidenceScorer(llm, self.deterministic) if llm is not None else self.deterministic)
+            LLMEvidenceScorer(llm, self.deterministic) if llm is not None else self.deterministic
+        )
         self.llm = llm
         self.proposer = proposer
         self.change_limit = change_limit
@@ -79,27 +110,46 @@ class PersonaLayer(BaseLayer):
     async def recall(self, query: RecallQuery) -> Section | None:
         current = await self.store.for_audience(query.scope, query.audience.visible_channel)
         state = current.state if current is not None else PersonaState()
-        items = [MemoryItem("persona", None, state.snapshot, "Self-description: " + _first_sentences(state.snapshot),
-                            (), ref=None)]
+        items = [
+            MemoryItem(
+                "persona", None, state.snapshot, "Self-description: " + _first_sentences(state.snapshot), (), ref=None
+            )
+        ]
         for topic, belief in await self._shown(state, query.vector):
             line = describe(topic, belief)
-            items.append(MemoryItem("opinion", belief.confidence, line, "View: " + line,
-                                    tuple(belief.provenance[-5:]), payload=(topic, belief)))
+            items.append(
+                MemoryItem(
+                    "opinion",
+                    belief.confidence,
+                    line,
+                    "View: " + line,
+                    tuple(belief.provenance[-5:]),
+                    payload=(topic, belief),
+                )
+            )
         if self.graph is not None and (people := await self._people(query)):
             items.append(people)
-        return Section(self.name, "", tuple(items), placement=PREAMBLE, priority=1,
-                       meta={"version": current.version if current else 0})
+        return Section(
+            self.name,
+            "",
+            tuple(items),
+            placement=PREAMBLE,
+            priority=1,
+            meta={"version": current.version if current else 0},
+        )
 
     async def _people(self, query: RecallQuery) -> MemoryItem | None:
-        """"What people here think": the things most people took a clear stance on (the graph's sentiment),
+        """ "What people here think": the things most people took a clear stance on (the graph's sentiment),
         as this audience may see it."""
         stances = await self.graph.stances(query.scope, visible_channel=query.audience.visible_channel)
         if not stances:
             return None
         parts = []
         for thing, fans, critics, _ in stances:
-            said = [f"{fans} like{'s' if fans == 1 else ''} it" if fans else "",
-                    f"{critics} dislike{'s' if critics == 1 else ''} it" if critics else ""]
+            said = [
+                f"{fans} like{'s' if fans == 1 else ''} it" if fans else "",
+                f"{critics} dislike{'s' if critics == 1 else ''} it" if critics else "",
+            ]
             parts.append(f"{thing} ({', '.join(p for p in said if p)})")
         line = "; ".join(parts)
         ids = tuple(sorted({i for *_, m in stances for i in m}))
@@ -151,19 +201,38 @@ class PersonaLayer(BaseLayer):
             state = await self._state(conn, message.scope, message.visible_in)
             topics = await self._canonical(state, scored.topics)
             sure = {p: scored.certainty.get(p, 1.0) for p, _, _ in topics}
-            ev = Evidence(message.id, scored.score, scored.reasoning_type, scored.novelty,
-                          tuple(TopicStance(c, d, sure[p]) for p, c, d in topics), scored.source_reliability)
+            ev = Evidence(
+                message.id,
+                scored.score,
+                scored.reasoning_type,
+                scored.novelty,
+                tuple(TopicStance(c, d, sure[p]) for p, c, d in topics),
+                scored.source_reliability,
+            )
             changes = apply_evidence(state, ev)
             changes += await self._maybe_reflect(conn, state, message.scope, message.visible_in, now)
             reason = f"message {message.id}: {scored.reasoning_type} {scored.score:.2f}" + (
-                "; " + "; ".join(changes) if changes else "")
+                "; " + "; ".join(changes) if changes else ""
+            )
             version = await self.store.write(conn, message.scope, message.visible_in, state, reason, now)
             await self.store.log_evidence(
-                conn, message_id=message.id, scope=message.scope, visible_in=message.visible_in, epoch=state.epoch,
-                interaction=state.interaction_count, version=version, score=scored.score,
-                reasoning_type=scored.reasoning_type, source_reliability=scored.source_reliability,
-                novelty=scored.novelty, topics=[[*t, sure[t[0]]] for t in topics], features=scored.features,
-                scorer=scored.scorer, embedding=vector, now=now)
+                conn,
+                message_id=message.id,
+                scope=message.scope,
+                visible_in=message.visible_in,
+                epoch=state.epoch,
+                interaction=state.interaction_count,
+                version=version,
+                score=scored.score,
+                reasoning_type=scored.reasoning_type,
+                source_reliability=scored.source_reliability,
+                novelty=scored.novelty,
+                topics=[[*t, sure[t[0]]] for t in topics],
+                features=scored.features,
+                scorer=scored.scorer,
+                embedding=vector,
+                now=now,
+            )
         return True
 
     async def _state(self, conn: asyncpg.Connection, scope: str, visible_in: str | None) -> PersonaState:
@@ -202,12 +271,23 @@ class PersonaLayer(BaseLayer):
 
     # --- reflection and proposals --------------------------------------------------------------------------
 
-    async def _maybe_reflect(self, conn: asyncpg.Connection, state: PersonaState, scope: str,
-                             visible_in: str | None, now: datetime, *, force: bool = False) -> list[str]:
+    async def _maybe_reflect(
+        self,
+        conn: asyncpg.Connection,
+        state: PersonaState,
+        scope: str,
+        visible_in: str | None,
+        now: datetime,
+        *,
+        force: bool = False,
+    ) -> list[str]:
         if state.pending_proposal is not None:
             # without a proposer (a layer built for scoring) the proposal's fate is unknown: keep holding
-            status = ((await self.proposer.statuses([state.pending_proposal], conn=conn)).get(
-                state.pending_proposal) if self.proposer is not None else "pending")
+            status = (
+                (await self.proposer.statuses([state.pending_proposal], conn=conn)).get(state.pending_proposal)
+                if self.proposer is not None
+                else "pending"
+            )
             if status == "pending":
                 return []
             state.pending_proposal = None  # rejected, expired or gone: the held flips are dropped
@@ -228,44 +308,72 @@ class PersonaLayer(BaseLayer):
             after = _with_held(state)
             proposal = await self._propose(conn, scope, visible_in, state, deterministic_snapshot(after), share, now)
             state.pending_proposal = proposal
-            return [f"reflection needs approval: proposal #{proposal} (change {share:.0%}, "
-                    f"{len(state.held)} flip(s))"]
+            return [f"reflection needs approval: proposal #{proposal} (change {share:.0%}, {len(state.held)} flip(s))"]
         state.snapshot = new
         return [f"reflected (change {share:.0%})"]
 
-    async def _propose(self, conn: asyncpg.Connection, scope: str, visible_in: str | None, state: PersonaState,
-                       after: str, share: float, now: datetime) -> int:
+    async def _propose(
+        self,
+        conn: asyncpg.Connection,
+        scope: str,
+        visible_in: str | None,
+        state: PersonaState,
+        after: str,
+        share: float,
+        now: datetime,
+    ) -> int:
         """A pending ``persona`` proposal, stored by the proposer in this transaction (the state's
         ``pending_proposal`` refers to it; the outbox posts it to the dream channel)."""
         if self.proposer is None:
             raise MemoryStoreError("the persona layer was built without a proposer: it cannot propose a shift")
         ids = sorted({i for h in state.held for i in h.message_ids})
-        quoted = await conn.fetch("SELECT id, content FROM messages WHERE id = ANY($1::bigint[]) AND scope = $2",
-                                  ids, scope)
+        quoted = await conn.fetch(
+            "SELECT id, content FROM messages WHERE id = ANY($1::bigint[]) AND scope = $2", ids, scope
+        )
         flips = [{"topic": h.topic, "before": round(h.before, 3), "after": round(h.after, 3)} for h in state.held]
-        payload = {"action": "shift", "visible_in": visible_in, "before": state.snapshot, "after": after,
-                   "flips": flips}
+        payload = {
+            "action": "shift",
+            "visible_in": visible_in,
+            "before": state.snapshot,
+            "after": after,
+            "flips": flips,
+        }
         if visible_in is None:
-            payload |= {"examples": [r["content"] for r in quoted],
-                        "description": f"Before: {state.snapshot}\nAfter: {after}"}
+            payload |= {
+                "examples": [r["content"] for r in quoted],
+                "description": f"Before: {state.snapshot}\nAfter: {after}",
+            }
             rationale = "\n".join(
                 [f"The snapshot would change by {share:.0%}."]
                 + [f"{f['topic']}: {f['before']:+.2f} -> {f['after']:+.2f} (crosses zero)" for f in flips]
-                + ["Evidence messages are quoted above; approve to apply, reject to drop the held shifts."])
+                + ["Evidence messages are quoted above; approve to apply, reject to drop the held shifts."]
+            )
         else:
             # A restricted channel's persona is made of what its audience said, and the dream channel may be read
             # by people outside it: the post carries neither the messages nor the wording nor the topics they
             # named. The payload keeps what approving applies; proposal_sources keeps the ids, so forgetting
             # one of them still withdraws the proposal.
-            payload["description"] = ("The persona of a restricted channel would change; what it would say, and "
-                                      "the messages behind it, stay in that channel (`/persona show` there).")
-            rationale = (f"The snapshot would change by {share:.0%}, with {len(flips)} opinion(s) crossing zero, "
-                         f"on the evidence of {len(ids)} message(s) in that channel.\n"
-                         "Approve to apply, reject to drop the held shifts.")
+            payload["description"] = (
+                "The persona of a restricted channel would change; what it would say, and "
+                "the messages behind it, stay in that channel (`/persona show` there)."
+            )
+            rationale = (
+                f"The snapshot would change by {share:.0%}, with {len(flips)} opinion(s) crossing zero, "
+                f"on the evidence of {len(ids)} message(s) in that channel.\n"
+                "Approve to apply, reject to drop the held shifts."
+            )
         proposal = await self.proposer.propose(
-            PERSONA_KIND, f"Persona shift{' in ' + visible_in if visible_in else ''}", payload, rationale,
-            {"scope": scope, "visible_in": visible_in, "evidence_messages": ids}, centroid=None, now=now, scope=scope,
-            sources=[(r["id"], r["content"]) for r in quoted], conn=conn)
+            PERSONA_KIND,
+            f"Persona shift{' in ' + visible_in if visible_in else ''}",
+            payload,
+            rationale,
+            {"scope": scope, "visible_in": visible_in, "evidence_messages": ids},
+            centroid=None,
+            now=now,
+            scope=scope,
+            sources=[(r["id"], r["content"]) for r in quoted],
+            conn=conn,
+        )
         pid = proposal.id
         log.info("persona proposal %s for %s (%d flips)", pid, scope, len(flips))
         return int(pid)
@@ -288,8 +396,12 @@ class PersonaLayer(BaseLayer):
             wanted = {f["topic"]: f["after"] for f in p.get("flips") or []}
             for h in [h for h in state.held if h.topic in wanted]:
                 set_belief(state, h.topic, h.after, h.message_ids, evidence_increment=len(h.message_ids))
-                record_shift(state, f"{h.topic} {h.before:+.2f} -> {h.after:+.2f} (approved)", abs(h.after - h.before),
-                             h.message_ids)
+                record_shift(
+                    state,
+                    f"{h.topic} {h.before:+.2f} -> {h.after:+.2f} (approved)",
+                    abs(h.after - h.before),
+                    h.message_ids,
+                )
             state.held = [h for h in state.held if h.topic not in wanted]
             if p.get("after"):
                 state.snapshot = deterministic_snapshot(state) if p.get("flips") else p["after"]
@@ -328,13 +440,24 @@ class PersonaLayer(BaseLayer):
             newest = current.version if current is not None else 0
             await self.store.drop_versions_from(conn, scope, visible_in, r["first_version"])
             kept = await self.store.current(scope, visible_in, conn=conn)
-            state = await self.recompute(conn, scope, visible_in, epoch, exclude=ids,
-                                         base=kept.state if kept is not None else None,
-                                         from_version=r["first_version"])
+            state = await self.recompute(
+                conn,
+                scope,
+                visible_in,
+                epoch,
+                exclude=ids,
+                base=kept.state if kept is not None else None,
+                from_version=r["first_version"],
+            )
             version = await self.store.write(
-                conn, scope, visible_in, state,
-                f"recomputed after forgetting {r['n']} message(s); {_versions(r['first_version'], newest)} "
-                f"withdrawn", self.clock.now(), after=newest)
+                conn,
+                scope,
+                visible_in,
+                state,
+                f"recomputed after forgetting {r['n']} message(s); {_versions(r['first_version'], newest)} withdrawn",
+                self.clock.now(),
+                after=newest,
+            )
             await self.store.replayed_into(conn, scope, visible_in, r["first_version"], version)
             total += int(r["n"])
         # A restricted channel's persona started as a copy of the scope's public one (``_state``): when that was
@@ -350,34 +473,63 @@ class PersonaLayer(BaseLayer):
                 epoch = current.state.epoch if current is not None else 0
                 newest = current.version if current is not None else 0
                 await self.store.drop_versions_from(conn, scope, visible_in, 1)
-                state = await self.recompute(conn, scope, visible_in, epoch, exclude=ids,
-                                             base=public.state if public is not None else None)
+                state = await self.recompute(
+                    conn, scope, visible_in, epoch, exclude=ids, base=public.state if public is not None else None
+                )
                 version = await self.store.write(
-                    conn, scope, visible_in, state,
+                    conn,
+                    scope,
+                    visible_in,
+                    state,
                     f"recomputed: the public persona it started from forgot message(s); {_versions(1, newest)} "
-                    f"withdrawn", self.clock.now(), after=newest)
+                    f"withdrawn",
+                    self.clock.now(),
+                    after=newest,
+                )
                 await self.store.replayed_into(conn, scope, visible_in, 1, version)
         if self.proposer is not None:  # every persona proposal citing them, pending or decided, loses its words
             await self.proposer.withdraw(
-                await self.proposer.citing(PERSONA_KIND, ids, conn=conn), reason="(evidence it cited was forgotten)",
-                conn=conn, rewrite=WITHDRAWN)
+                await self.proposer.citing(PERSONA_KIND, ids, conn=conn),
+                reason="(evidence it cited was forgotten)",
+                conn=conn,
+                rewrite=WITHDRAWN,
+            )
         await conn.execute("DELETE FROM persona_evidence WHERE message_id = ANY($1::bigint[])", ids)
         return {"persona_evidence": total} if total else {}
 
-    async def recompute(self, conn: asyncpg.Connection, scope: str, visible_in: str | None, epoch: int, *,
-                        exclude: Sequence[int] = (), base: PersonaState | None = None,
-                        from_version: int = 1) -> PersonaState:
+    async def recompute(
+        self,
+        conn: asyncpg.Connection,
+        scope: str,
+        visible_in: str | None,
+        epoch: int,
+        *,
+        exclude: Sequence[int] = (),
+        base: PersonaState | None = None,
+        from_version: int = 1,
+    ) -> PersonaState:
         """The state ``base`` (the last version kept) and the epoch's evidence of later versions make, replayed
         in order, topics named again from what is left."""
         state = base.copy() if base is not None and base.epoch == epoch else PersonaState(epoch=epoch)
-        rows = [r for r in await self.store.evidence(conn, scope, visible_in, epoch, exclude=exclude)
-                if r.version >= from_version or state.interaction_count == 0]
+        rows = [
+            r
+            for r in await self.store.evidence(conn, scope, visible_in, epoch, exclude=exclude)
+            if r.version >= from_version or state.interaction_count == 0
+        ]
         for row in rows:
             topics = await self._canonical(state, [(t[0], int(t[2])) for t in row.topics])
             sure = {t[0]: certainty_of(t) for t in row.topics}
-            apply_evidence(state, Evidence(row.message_id, row.score, row.reasoning_type, row.novelty,
-                                           tuple(TopicStance(c, d, sure.get(p, 1.0)) for p, c, d in topics),
-                                           row.source_reliability))
+            apply_evidence(
+                state,
+                Evidence(
+                    row.message_id,
+                    row.score,
+                    row.reasoning_type,
+                    row.novelty,
+                    tuple(TopicStance(c, d, sure.get(p, 1.0)) for p, c, d in topics),
+                    row.source_reliability,
+                ),
+            )
         decay(state)
         state.held = []
         state.pending_proposal = None
@@ -413,17 +565,26 @@ class PersonaLayer(BaseLayer):
                         changes.append("reflected by the model")
                 if changed or gone or changes:
                     reason = f"dream: {changed} belief(s) decayed, {len(gone)} dropped" + (
-                        "; " + "; ".join(changes) if changes else "")
+                        "; " + "; ".join(changes) if changes else ""
+                    )
                     await self.store.write(conn, s, visible_in, state, reason, now)
                 decayed += changed
                 dropped += len(gone)
                 reflected += sum(1 for c in changes if c.startswith("reflect"))
                 if gone:
-                    notes.append(f"{s}{'/' + visible_in if visible_in else ''}: {len(gone)} belief(s) under "
-                                 f"0.05 confidence dropped")
-        return StepResult(counts={"beliefs_decayed": decayed, "beliefs_dropped": dropped, "reflections": reflected},
-                          notes=notes, headline=told((decayed, "opinion{s} weakened with time"),
-                                                     (dropped, "opinion{s} dropped"), (reflected, "reflection{s}")))
+                    notes.append(
+                        f"{s}{'/' + visible_in if visible_in else ''}: {len(gone)} belief(s) under "
+                        f"0.05 confidence dropped"
+                    )
+        return StepResult(
+            counts={"beliefs_decayed": decayed, "beliefs_dropped": dropped, "reflections": reflected},
+            notes=notes,
+            headline=told(
+                (decayed, "opinion{s} weakened with time"),
+                (dropped, "opinion{s} dropped"),
+                (reflected, "reflection{s}"),
+            ),
+        )
 
 
 def _first_sentences(text: str, limit: int = _PROMPT_CHARS) -> str:

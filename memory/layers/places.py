@@ -26,8 +26,18 @@ from memory.conversation import StoredMessage, require_scope
 from memory.embed import Embedder
 from memory.errors import InvalidInput
 from memory.fields import check_text
-from memory.layers.base import (MEMORY, AbsorbedTurn, BaseLayer, Signal, LayerStep, MemoryItem, RecallQuery, Section,
-                                StepResult, told)
+from memory.layers.base import (
+    MEMORY,
+    AbsorbedTurn,
+    BaseLayer,
+    Signal,
+    LayerStep,
+    MemoryItem,
+    RecallQuery,
+    Section,
+    StepResult,
+    told,
+)
 from memory.places.classifier import PER_CHANNEL, ChannelClassifier
 from memory.places.codes import FRAME_WORDS, asks_for_directions, channel_label, content_words, name_text, topic_of
 from memory.places.gate import GateConfig
@@ -42,6 +52,7 @@ def _blend(topic_vector: np.ndarray, whole: np.ndarray) -> np.ndarray:
     question alone, 72 with both (bench/places_eval.py)."""
     v = np.asarray(topic_vector, dtype=np.float32) + np.asarray(whole, dtype=np.float32)
     return v / (np.linalg.norm(v) or 1.0)
+
 
 log = logging.getLogger(__name__)
 
@@ -64,9 +75,17 @@ def topic_text(topic: str | None) -> str:
 class PlacesLayer(BaseLayer):
     name = "places"
 
-    def __init__(self, pool: asyncpg.Pool, embedder: Embedder, *, gate: GateConfig | None = None,
-                 merge_similarity: float = MERGE_SIMILARITY, ttl: timedelta = PLACE_TTL,
-                 name_weight: float = NAME_WEIGHT, model_weight: float = MODEL_WEIGHT) -> None:
+    def __init__(
+        self,
+        pool: asyncpg.Pool,
+        embedder: Embedder,
+        *,
+        gate: GateConfig | None = None,
+        merge_similarity: float = MERGE_SIMILARITY,
+        ttl: timedelta = PLACE_TTL,
+        name_weight: float = NAME_WEIGHT,
+        model_weight: float = MODEL_WEIGHT,
+    ) -> None:
         self.store = PlaceStore(pool, gate=gate)
         self.embedder = embedder
         self.merge_similarity = merge_similarity
@@ -90,31 +109,54 @@ class PlacesLayer(BaseLayer):
         # A "where do I ask about X?" message is embedded again as X (blended with the whole message, as
         # where_to does); anything else (a problem, a question) is already what it is about: its own vector,
         # no second embedding before the reply.
-        vector = (_blend(await self.embedder.embed(topic_of(query.text)), query.vector)
-                  if _ASKS_WHERE.search(query.text) else query.vector)
+        vector = (
+            _blend(await self.embedder.embed(topic_of(query.text)), query.vector)
+            if _ASKS_WHERE.search(query.text)
+            else query.vector
+        )
         graph = await self.store.graph(query.scope, query.audience.visible_channel)
         model = await self._model(query.scope, query.audience.visible_channel, wait=False)  # never delays a reply
-        routes = plan(graph, vector, start_channel=query.audience.channel_id, k=depth, names=await self._names(graph),
-                      name_weight=self.name_weight, likelihoods=model.probabilities(vector) if model else None,
-                      model_weight=self.model_weight)
+        routes = plan(
+            graph,
+            vector,
+            start_channel=query.audience.channel_id,
+            k=depth,
+            names=await self._names(graph),
+            name_weight=self.name_weight,
+            likelihoods=model.probabilities(vector) if model else None,
+            model_weight=self.model_weight,
+        )
         routes = [r for r in routes if not r.unsure]  # a small model repeats a wrong channel as if it knew
         if not routes:
             return None
-        items = tuple(MemoryItem("place", r.fit, _route_text(r), "Discussed in " + _route_text(r), (),
-                                 ref=r.destination.id, payload=r) for r in routes)
-        return Section(self.name, "Where this is discussed", items, placement=MEMORY, priority=80,
-                       meta={"limit": depth})
+        items = tuple(
+            MemoryItem(
+                "place", r.fit, _route_text(r), "Discussed in " + _route_text(r), (), ref=r.destination.id, payload=r
+            )
+            for r in routes
+        )
+        return Section(
+            self.name, "Where this is discussed", items, placement=MEMORY, priority=80, meta={"limit": depth}
+        )
 
-    async def where_to(self, scope: str, topic: str, *, channel_id: str | None = None,
-                       visible_channel: str | None = None, k: int = 3) -> list[Route]:
-        """"Where do I ask about ``topic``?": up to ``k`` routes (each to a different channel), best first, from
+    async def where_to(
+        self, scope: str, topic: str, *, channel_id: str | None = None, visible_channel: str | None = None, k: int = 3
+    ) -> list[Route]:
+        """ "Where do I ask about ``topic``?": up to ``k`` routes (each to a different channel), best first, from
         ``channel_id`` for the audience of ``visible_channel`` (None: what everyone may see)."""
         vector = await self._topic_vector(scope, topic, k)
         graph = await self.store.graph(scope, visible_channel)
         model = await self._model(scope, visible_channel, wait=True)
-        return plan(graph, vector, start_channel=channel_id, k=k, names=await self._names(graph),
-                    name_weight=self.name_weight, likelihoods=model.probabilities(vector) if model else None,
-                    model_weight=self.model_weight)
+        return plan(
+            graph,
+            vector,
+            start_channel=channel_id,
+            k=k,
+            names=await self._names(graph),
+            name_weight=self.name_weight,
+            likelihoods=model.probabilities(vector) if model else None,
+            model_weight=self.model_weight,
+        )
 
     async def _model(self, scope: str, visible_channel: str | None, *, wait: bool) -> ChannelClassifier | None:
         """The audience's learned channel model, if one may be used: learned only from messages that are all
@@ -171,9 +213,10 @@ class PlacesLayer(BaseLayer):
         self._generation += 1
         self._models.clear()
 
-    async def where_discussed(self, scope: str, topic: str, *, visible_channel: str | None = None,
-                              k: int = 5) -> list[Route]:
-        """"Where has ``topic`` been discussed?": the best-fitting place of each channel, best first."""
+    async def where_discussed(
+        self, scope: str, topic: str, *, visible_channel: str | None = None, k: int = 5
+    ) -> list[Route]:
+        """ "Where has ``topic`` been discussed?": the best-fitting place of each channel, best first."""
         vector = await self._topic_vector(scope, topic, k)
         graph = await self.store.graph(scope, visible_channel)
         return discussed(graph, vector, k=k)
@@ -247,8 +290,9 @@ class PlacesLayer(BaseLayer):
     async def ttl_step(self, now: datetime, scope: str | None) -> StepResult:
         dropped = await self.store.drop_unused(now, scope, self.ttl)
         notes = [f"{dropped} place(s) unused for {self.ttl.days} days dropped"] if dropped else []
-        return StepResult(counts={"places_dropped": dropped}, notes=notes,
-                          headline=told((dropped, "unused place{s} dropped")))
+        return StepResult(
+            counts={"places_dropped": dropped}, notes=notes, headline=told((dropped, "unused place{s} dropped"))
+        )
 
 
 def _route_text(r: Route) -> str:

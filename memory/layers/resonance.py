@@ -33,12 +33,29 @@ import asyncpg
 from memory.conversation import StoredMessage
 from memory.clock import Clock, SystemClock
 from memory.layers.base import MEMORY, AbsorbedTurn, BaseLayer, MemoryItem, RecallQuery, Section, Signal, sources_of
-from memory.resonance.features import (arousal, clamp, jaccard, reply_len_norm, themes, unique_ratio,
-                                       words)
-from memory.resonance.moments import (CANDIDATES, CARRY_ON_WEIGHT, DOWN_REACTIONS, RATING_WEIGHT, REPLY_WEIGHT,
-                                      UP_REACTIONS, MomentStore, NewMoment, Stats)
-from memory.resonance.scoring import ALPHA, THRESHOLD, TOP_K, Candidate, Probe, Scored, select, token_boosts, \
-    word_weights
+from memory.resonance.features import arousal, clamp, jaccard, reply_len_norm, themes, unique_ratio, words
+from memory.resonance.moments import (
+    CANDIDATES,
+    CARRY_ON_WEIGHT,
+    DOWN_REACTIONS,
+    RATING_WEIGHT,
+    REPLY_WEIGHT,
+    UP_REACTIONS,
+    MomentStore,
+    NewMoment,
+    Stats,
+)
+from memory.resonance.scoring import (
+    ALPHA,
+    THRESHOLD,
+    TOP_K,
+    Candidate,
+    Probe,
+    Scored,
+    select,
+    token_boosts,
+    word_weights,
+)
 
 log = logging.getLogger(__name__)
 
@@ -65,9 +82,19 @@ class Resonance:
 class ResonanceLayer(BaseLayer):
     name = "resonance"
 
-    def __init__(self, pool: asyncpg.Pool, llm: TokenMapper | None, *, bot_name: str = "hippobot",
-                 alpha: float = ALPHA, top_k: int = TOP_K, threshold: float = THRESHOLD,
-                 candidates: int = CANDIDATES, boosts_enabled: bool = True, clock: Clock | None = None) -> None:
+    def __init__(
+        self,
+        pool: asyncpg.Pool,
+        llm: TokenMapper | None,
+        *,
+        bot_name: str = "hippobot",
+        alpha: float = ALPHA,
+        top_k: int = TOP_K,
+        threshold: float = THRESHOLD,
+        candidates: int = CANDIDATES,
+        boosts_enabled: bool = True,
+        clock: Clock | None = None,
+    ) -> None:
         """``llm``: maps words to the engine's token ids (None: the section alone, no boosts). ``clock``: when a
         forgetting marks a moment down (default the wall clock)."""
         self.moments = MomentStore(pool)
@@ -98,12 +125,17 @@ class ResonanceLayer(BaseLayer):
         if not text:
             log.info("resonance: empty prompt in scope %s; no boosts", query.scope)
             return None
-        probe = Probe(frozenset(words(text)), frozenset(themes([text], query.plan.archetype)),
-                      arousal(text, self._sentiment()), query.now)
+        probe = Probe(
+            frozenset(words(text)),
+            frozenset(themes([text], query.plan.archetype)),
+            arousal(text, self._sentiment()),
+            query.now,
+        )
         # only moments sharing a word or a theme other than the archetype can score (scoring.score)
         sharing = (sorted(probe.words), sorted(t for t in probe.themes if not t.startswith("@")))
-        candidates = await self.moments.candidates(query.scope, query.audience.visible_channel, self.candidates,
-                                                   sharing=sharing)
+        candidates = await self.moments.candidates(
+            query.scope, query.audience.visible_channel, self.candidates, sharing=sharing
+        )
         if not candidates:
             log.debug("resonance: nothing in scope %s shares a word with the message", query.scope)
             return None
@@ -119,8 +151,11 @@ class ResonanceLayer(BaseLayer):
         if self.llm is not None and self.boosts_enabled and weights:
             try:
                 lookup = getattr(self.llm, "aword_token_ids", None)  # an engine whose tokenizer is remote
-                ids = (await lookup(weights, exclude=self.stop_labels) if lookup is not None
-                       else self.llm.word_token_ids(weights, exclude=self.stop_labels))
+                ids = (
+                    await lookup(weights, exclude=self.stop_labels)
+                    if lookup is not None
+                    else self.llm.word_token_ids(weights, exclude=self.stop_labels)
+                )
                 boosts = token_boosts(weights, ids)
             except Exception:
                 log.warning("resonance: the engine could not map words to tokens; no boosts", exc_info=True)
@@ -131,8 +166,9 @@ class ResonanceLayer(BaseLayer):
         if found is None:
             return None
         res, texts = found
-        refs = await sources_of(self.moments.pool, sorted({i for m in texts.values()
-                                                           for i in (m.message_id, m.reply_id)}))
+        refs = await sources_of(
+            self.moments.pool, sorted({i for m in texts.values() for i in (m.message_id, m.reply_id)})
+        )
         ranked = sorted(res.word_weights.items(), key=lambda kv: (-kv[1], kv[0]))
         items = []
         for w in res.winners:
@@ -143,12 +179,28 @@ class ResonanceLayer(BaseLayer):
             line = reply if len(reply) <= TEXT_CHARS else reply[: TEXT_CHARS - 1].rstrip() + "…"
             text = f"(quality {m.quality:.2f}) {line}" + (f"  [boosts: {', '.join(shown)}]" if shown else "")
             sources = tuple(refs[i] for i in (m.message_id, m.reply_id) if i in refs)
-            items.append(MemoryItem("moment", w.score, text, line, (m.message_id, m.reply_id), m.created_at,
-                                    ref=m.id, sources=sources, payload=w))
-        return Section(self.name, "Things {bot} said before that went well", tuple(items), placement=MEMORY,
-                       priority=70, boosts=res.boosts,
-                       meta={"limit": self.top_k, "boosted_words": [w for w, _ in ranked[:20]],
-                             "boosted_tokens": len(res.boosts)})
+            items.append(
+                MemoryItem(
+                    "moment",
+                    w.score,
+                    text,
+                    line,
+                    (m.message_id, m.reply_id),
+                    m.created_at,
+                    ref=m.id,
+                    sources=sources,
+                    payload=w,
+                )
+            )
+        return Section(
+            self.name,
+            "Things {bot} said before that went well",
+            tuple(items),
+            placement=MEMORY,
+            priority=70,
+            boosts=res.boosts,
+            meta={"limit": self.top_k, "boosted_words": [w for w, _ in ranked[:20]], "boosted_tokens": len(res.boosts)},
+        )
 
     def _sentiment(self) -> Any:
         """TextBlob's polarity once loaded; until then None (arousal from punctuation, capitals and emoji)
@@ -193,12 +245,22 @@ class ResonanceLayer(BaseLayer):
             mine = set(words(message.content))
             novelty = 1.0 - max((jaccard(mine, set(c.words)) for c in recent), default=0.0)
         moment = NewMoment(
-            message_id=message.id, reply_id=reply.id, scope=message.scope, visible_in=message.visible_in,
-            channel_id=message.channel_id, words=reply_words,
-            themes=themes([message.content, reply.content], turn.plan.archetype), archetype=turn.plan.archetype,
-            surprise=turn.surprise, entropy=turn.entropy, novelty=clamp(novelty),
-            arousal=arousal(message.content, polarity), reply_len_norm=reply_len_norm(reply.content),
-            unique_ratio=unique_ratio(reply.content), created_at=reply.created_at)
+            message_id=message.id,
+            reply_id=reply.id,
+            scope=message.scope,
+            visible_in=message.visible_in,
+            channel_id=message.channel_id,
+            words=reply_words,
+            themes=themes([message.content, reply.content], turn.plan.archetype),
+            archetype=turn.plan.archetype,
+            surprise=turn.surprise,
+            entropy=turn.entropy,
+            novelty=clamp(novelty),
+            arousal=arousal(message.content, polarity),
+            reply_len_norm=reply_len_norm(reply.content),
+            unique_ratio=unique_ratio(reply.content),
+            created_at=reply.created_at,
+        )
         _, inserted = await self.moments.add(moment)
         used = turn.used.get(self.name, ())
         if used and inserted:  # a turn absorbed again after a crash counts its recalls once
@@ -206,21 +268,32 @@ class ResonanceLayer(BaseLayer):
 
     async def _carried_on(self, message: StoredMessage) -> None:
         """The person wrote again soon after the bot's last reply to them here: a small up for that reply."""
-        previous = await self.moments.previous_for(message.scope, message.channel_id, message.author_id,
-                                                   message.id, message.created_at - CARRY_ON_WINDOW)
+        previous = await self.moments.previous_for(
+            message.scope, message.channel_id, message.author_id, message.id, message.created_at - CARRY_ON_WINDOW
+        )
         if previous is not None:
-            await self.moments.signal(previous, "carry_on", CARRY_ON_WEIGHT, message.created_at,
-                                      actor_id=message.author_id, message_id=message.id)
+            await self.moments.signal(
+                previous,
+                "carry_on",
+                CARRY_ON_WEIGHT,
+                message.created_at,
+                actor_id=message.author_id,
+                message_id=message.id,
+            )
 
     async def after_edit(self, message: StoredMessage, now: datetime) -> None:
         """The person's message changed: the moment's themes and arousal follow the new text."""
         row = await self.moments.pool.fetchrow(
             """SELECT r.archetype, m.content FROM resonance_moments r JOIN messages m ON m.id = r.reply_id
-               WHERE r.message_id = $1""", message.id)
+               WHERE r.message_id = $1""",
+            message.id,
+        )
         if row is not None:
             await self.moments.set_message_features(
-                message.id, themes([message.content, row["content"]], row["archetype"]),
-                arousal(message.content, self._polarity))
+                message.id,
+                themes([message.content, row["content"]], row["archetype"]),
+                arousal(message.content, self._polarity),
+            )
 
     async def forgetting(self, conn: asyncpg.Connection, message_ids: Sequence[int]) -> Mapping[str, int]:
         return {"moments": await self.moments.forgetting(conn, message_ids, self.clock.now())}
@@ -230,18 +303,42 @@ class ResonanceLayer(BaseLayer):
     async def signal(self, signal: Signal) -> None:
         """A reaction on one of the bot's replies, or a direct reply to it: the reply's moment's quality."""
         if signal.kind == "reaction":
-            quality = await self.react(signal.source, signal.channel_id, signal.external_id, signal.actor_id,
-                                       signal.emoji, added=signal.added, now=signal.now, scope=signal.scope)
+            quality = await self.react(
+                signal.source,
+                signal.channel_id,
+                signal.external_id,
+                signal.actor_id,
+                signal.emoji,
+                added=signal.added,
+                now=signal.now,
+                scope=signal.scope,
+            )
         elif signal.kind == "reply":
-            quality = await self.replied_to(signal.source, signal.channel_id, signal.external_id, signal.actor_id,
-                                            now=signal.now, scope=signal.scope)
+            quality = await self.replied_to(
+                signal.source,
+                signal.channel_id,
+                signal.external_id,
+                signal.actor_id,
+                now=signal.now,
+                scope=signal.scope,
+            )
         else:
             return
         if quality is not None:
             log.info("%s on reply %s: quality %.2f", signal.kind, signal.external_id, quality)
 
-    async def react(self, source: str, channel_id: str, reply_external_id: str, actor_id: str, emoji: str, *,
-                    added: bool, now: datetime, scope: str | None = None) -> float | None:
+    async def react(
+        self,
+        source: str,
+        channel_id: str,
+        reply_external_id: str,
+        actor_id: str,
+        emoji: str,
+        *,
+        added: bool,
+        now: datetime,
+        scope: str | None = None,
+    ) -> float | None:
         """A reaction added to (or removed from) one of the bot's replies: its moment's new quality, or None
         when the message is no reply of the bot's, the emoji means nothing here, or ``scope`` differs."""
         weight = UP_REACTIONS.get(emoji, DOWN_REACTIONS.get(emoji))
@@ -255,8 +352,16 @@ class ResonanceLayer(BaseLayer):
             return await self.moments.signal(moment_id, "reaction", weight, now, actor_id=actor_id, detail=emoji)
         return await self.moments.retract(moment_id, "reaction", actor_id=actor_id, detail=emoji)
 
-    async def replied_to(self, source: str, channel_id: str, reply_external_id: str, actor_id: str, *,
-                         now: datetime, scope: str | None = None) -> float | None:
+    async def replied_to(
+        self,
+        source: str,
+        channel_id: str,
+        reply_external_id: str,
+        actor_id: str,
+        *,
+        now: datetime,
+        scope: str | None = None,
+    ) -> float | None:
         """Someone answered one of the bot's replies directly: an up for it (once per person)."""
         found = await self.moments.for_transport_reply(source, channel_id, reply_external_id)
         if found is None or (scope is not None and found[1] != scope):
@@ -265,8 +370,9 @@ class ResonanceLayer(BaseLayer):
 
     async def rate(self, moment_id: int, actor_id: str, good: bool, now: datetime) -> float | None:
         """``/good`` or ``/bad``: a strong up or down from this person (a new rating replaces theirs)."""
-        return await self.moments.signal(moment_id, "rating", RATING_WEIGHT if good else -RATING_WEIGHT, now,
-                                         actor_id=actor_id)
+        return await self.moments.signal(
+            moment_id, "rating", RATING_WEIGHT if good else -RATING_WEIGHT, now, actor_id=actor_id
+        )
 
     async def moment_stats(self, scope: str) -> Stats:
         return await self.moments.stats(scope)

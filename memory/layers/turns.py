@@ -25,16 +25,27 @@ class TurnsLayer(BaseLayer):
         if audience.channel_id is None or plan.turns <= 0:
             return None
         turns = await self._conversations.recent(
-            audience.scope, audience.channel_id, plan.turns, before_id=query.before_message_id,
-            visible_channel=audience.visible_channel)
+            audience.scope,
+            audience.channel_id,
+            plan.turns,
+            before_id=query.before_message_id,
+            visible_channel=audience.visible_channel,
+        )
         stored = {m.external_id for m in turns}
-        pending = [m for m in query.extra_turns
-                   if m.external_id not in stored and m.scope == audience.scope and m.channel_id == audience.channel_id]
+        pending = [
+            m
+            for m in query.extra_turns
+            if m.external_id not in stored and m.scope == audience.scope and m.channel_id == audience.channel_id
+        ]
         if pending:
-            turns = sorted(turns + pending, key=lambda m: m.created_at)[-plan.turns:]
+            turns = sorted(turns + pending, key=lambda m: m.created_at)[-plan.turns :]
         target = query.reply_to
-        if (target is not None and target.scope == audience.scope and target.channel_id == audience.channel_id
-                and target.id not in {m.id for m in turns}):  # replied to: shown first, however old
+        if (
+            target is not None
+            and target.scope == audience.scope
+            and target.channel_id == audience.channel_id
+            and target.id not in {m.id for m in turns}
+        ):  # replied to: shown first, however old
             turns = [target, *turns]
         return Section(self.name, "Conversation", tuple(turn_item(m) for m in turns), placement=TRANSCRIPT, priority=0)
 
@@ -42,5 +53,6 @@ class TurnsLayer(BaseLayer):
 def turn_item(m: StoredMessage) -> MemoryItem:
     line = f"{m.author_name}: {m.content}"
     source = (SourceRef(m.id, m.external_id, m.channel_id, m.source, m.author_id),) if m.id > 0 else ()
-    return MemoryItem("turn", None, line, line, (m.id,) if m.id > 0 else (), m.created_at, ref=m.id, sources=source,
-                      payload=m)
+    return MemoryItem(
+        "turn", None, line, line, (m.id,) if m.id > 0 else (), m.created_at, ref=m.id, sources=source, payload=m
+    )

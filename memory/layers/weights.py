@@ -50,7 +50,14 @@ ADAPTER_KIND = "adapter"
 # an adapter's life: proposed -> active -> retired (replaced) | rolled_back; proposed -> rejected;
 # a candidate that failed its evaluation is 'failed'; any of them -> tainted when a source is forgotten
 PROPOSED, ACTIVE, RETIRED, ROLLED_BACK, REJECTED, FAILED, TAINTED = (
-    "proposed", "active", "retired", "rolled_back", "rejected", "failed", "tainted")
+    "proposed",
+    "active",
+    "retired",
+    "rolled_back",
+    "rejected",
+    "failed",
+    "tainted",
+)
 
 
 class AdapterError(ValueError):
@@ -101,8 +108,9 @@ class AdapterTrainer(Protocol):
 
     base_model: str
 
-    def distill(self, texts: Sequence[TrainingText], questions: Sequence[Cloze], current: Path | None,
-                out_dir: Path) -> DistillOutcome: ...
+    def distill(
+        self, texts: Sequence[TrainingText], questions: Sequence[Cloze], current: Path | None, out_dir: Path
+    ) -> DistillOutcome: ...
 
 
 @dataclass(frozen=True)
@@ -133,16 +141,27 @@ class AdapterRow:
         m = self.metrics
         numbers = ""
         if "delta_em" in m:
-            numbers = (f" EM {m.get('em_current', 0):.2f} -> {m.get('em_candidate', 0):.2f}, "
-                       f"perplexity x{m.get('ppl_ratio', 0):.3f}, {m.get('steps', 0)} steps in "
-                       f"{m.get('train_s', 0):.0f} s")
+            numbers = (
+                f" EM {m.get('em_current', 0):.2f} -> {m.get('em_candidate', 0):.2f}, "
+                f"perplexity x{m.get('ppl_ratio', 0):.3f}, {m.get('steps', 0)} steps in "
+                f"{m.get('train_s', 0):.0f} s"
+            )
         return f"adapter #{self.id} ({self.status}){numbers}"
 
 
 def _row(r: asyncpg.Record) -> AdapterRow:
-    return AdapterRow(id=r["id"], scope=r["scope"], status=r["status"], path=Path(r["path"]),
-                      metrics=dict(r["metrics"] or {}), created_at=r["created_at"], activated_at=r["activated_at"],
-                      replaced_id=r["replaced_id"], proposal_id=r["proposal_id"], note=r["note"])
+    return AdapterRow(
+        id=r["id"],
+        scope=r["scope"],
+        status=r["status"],
+        path=Path(r["path"]),
+        metrics=dict(r["metrics"] or {}),
+        created_at=r["created_at"],
+        activated_at=r["activated_at"],
+        replaced_id=r["replaced_id"],
+        proposal_id=r["proposal_id"],
+        note=r["note"],
+    )
 
 
 def _remove(path: Path) -> None:
@@ -152,9 +171,18 @@ def _remove(path: Path) -> None:
 class WeightsLayer(BaseLayer):
     name = "weights"
 
-    def __init__(self, pool: asyncpg.Pool, adapters_dir: Path, *, trainer: AdapterTrainer | None = None,
-                 semantic: Any = None, enabled: bool = False, policy: DistillPolicy | None = None,
-                 bot_name: str = "hippo", proposer: Proposer | None = None) -> None:
+    def __init__(
+        self,
+        pool: asyncpg.Pool,
+        adapters_dir: Path,
+        *,
+        trainer: AdapterTrainer | None = None,
+        semantic: Any = None,
+        enabled: bool = False,
+        policy: DistillPolicy | None = None,
+        bot_name: str = "hippo",
+        proposer: Proposer | None = None,
+    ) -> None:
         """``proposer``: governance, which stores each candidate that passes as an ``adapter`` proposal
         (None: candidates that pass are an error, for a layer built without the dream cycle)."""
         self.pool = pool
@@ -183,13 +211,18 @@ class WeightsLayer(BaseLayer):
                       note = 'trained on a forgotten message'
                WHERE id IN (SELECT adapter_id FROM adapter_sources WHERE message_id = ANY($1::bigint[]))
                  AND status <> 'tainted'
-               RETURNING id, path, proposal_id""", list(message_ids))
+               RETURNING id, path, proposal_id""",
+            list(message_ids),
+        )
         if not rows:
             return {}
         await conn.execute("DELETE FROM adapter_sources WHERE message_id = ANY($1::bigint[])", list(message_ids))
         if self.proposer is not None:
-            await self.proposer.withdraw([r["proposal_id"] for r in rows if r["proposal_id"] is not None],
-                                         reason="(its adapter was trained on a forgotten message)", conn=conn)
+            await self.proposer.withdraw(
+                [r["proposal_id"] for r in rows if r["proposal_id"] is not None],
+                reason="(its adapter was trained on a forgotten message)",
+                conn=conn,
+            )
         for r in rows:
             _remove(Path(r["path"]))
             log.info("adapter %s tainted by forgetting; its files are deleted", r["id"])
@@ -205,13 +238,16 @@ class WeightsLayer(BaseLayer):
         return {ADAPTER_KIND: self.reject_proposal}
 
     async def stats(self, scope: str) -> Mapping[str, object]:
-        rows = await self.pool.fetch("SELECT status, count(*) AS n FROM adapters WHERE scope = $1 GROUP BY status",
-                                     scope)
+        rows = await self.pool.fetch(
+            "SELECT status, count(*) AS n FROM adapters WHERE scope = $1 GROUP BY status", scope
+        )
         if not rows:
             return {}
         active = await self.active(scope)
-        return {"adapter in use": f"#{active.id}" if active else "none",
-                "adapters": ", ".join(f"{r['n']} {r['status']}" for r in rows)}
+        return {
+            "adapter in use": f"#{active.id}" if active else "none",
+            "adapters": ", ".join(f"{r['n']} {r['status']}" for r in rows),
+        }
 
     # --- adapters -------------------------------------------------------------------------------------------
 
@@ -223,8 +259,10 @@ class WeightsLayer(BaseLayer):
 
     async def history(self, scope: str) -> list[AdapterRow]:
         require_scope(scope)
-        return [_row(r) for r in await self.pool.fetch(
-            "SELECT * FROM adapters WHERE scope = $1 ORDER BY id DESC LIMIT 20", scope)]
+        return [
+            _row(r)
+            for r in await self.pool.fetch("SELECT * FROM adapters WHERE scope = $1 ORDER BY id DESC LIMIT 20", scope)
+        ]
 
     async def report(self, scope: str) -> str:
         """What ``/dream adapter status`` and ``hippobot adapters`` print: the adapter in use and the latest ones."""
@@ -234,8 +272,11 @@ class WeightsLayer(BaseLayer):
             return f"no adapters yet in {scope}; distillation is {state}"
         active = next((r for r in rows if r.status == ACTIVE), None)
         lines = [f"in use: {active.describe() if active else 'no adapter (the base model)'}"]
-        lines += [f"  #{r.id} {r.status:<11} {r.created_at:%Y-%m-%d %H:%M} {r.describe().split(')', 1)[-1].strip()}"
-                  + (f" ({r.note})" if r.note else "") for r in rows]
+        lines += [
+            f"  #{r.id} {r.status:<11} {r.created_at:%Y-%m-%d %H:%M} {r.describe().split(')', 1)[-1].strip()}"
+            + (f" ({r.note})" if r.note else "")
+            for r in rows
+        ]
         return "\n".join(lines)
 
     async def apply_proposal(self, conn: asyncpg.Connection, row: Any, approvers: str) -> int:
@@ -249,10 +290,14 @@ class WeightsLayer(BaseLayer):
         if not Path(a["path"]).exists():
             raise AdapterError(f"adapter #{adapter_id}'s files are gone from {a['path']}")
         previous = await conn.fetchval(
-            "UPDATE adapters SET status = 'retired' WHERE scope = $1 AND status = 'active' RETURNING id", scope)
+            "UPDATE adapters SET status = 'retired' WHERE scope = $1 AND status = 'active' RETURNING id", scope
+        )
         await conn.execute(
             """UPDATE adapters SET status = 'active', activated_at = clock_timestamp(), replaced_id = $2
-               WHERE id = $1""", adapter_id, previous)
+               WHERE id = $1""",
+            adapter_id,
+            previous,
+        )
         log.info("adapter %s active in %s (approved by %s; replaces %s)", adapter_id, scope, approvers, previous)
         return adapter_id
 
@@ -260,7 +305,8 @@ class WeightsLayer(BaseLayer):
         """A rejected (or expired) ``adapter`` proposal deletes the candidate."""
         path = await conn.fetchval(
             "UPDATE adapters SET status = 'rejected' WHERE id = $1 AND status = 'proposed' RETURNING path",
-            int(row["payload"]["adapter_id"]))
+            int(row["payload"]["adapter_id"]),
+        )
         if path is not None:
             _remove(Path(path))
 
@@ -270,7 +316,8 @@ class WeightsLayer(BaseLayer):
         require_scope(scope)
         async with self.pool.acquire() as conn, conn.transaction():
             current = await conn.fetchrow(
-                "SELECT * FROM adapters WHERE scope = $1 AND status = 'active' FOR UPDATE", scope)
+                "SELECT * FROM adapters WHERE scope = $1 AND status = 'active' FOR UPDATE", scope
+            )
             if current is None:
                 raise AdapterError("no adapter is in use here: nothing to roll back")
             await conn.execute("UPDATE adapters SET status = 'rolled_back' WHERE id = $1", current["id"])
@@ -278,8 +325,10 @@ class WeightsLayer(BaseLayer):
             if current["replaced_id"] is not None:
                 prev = await conn.fetchrow("SELECT * FROM adapters WHERE id = $1 FOR UPDATE", current["replaced_id"])
                 if prev is not None and prev["status"] == RETIRED and Path(prev["path"]).exists():
-                    await conn.execute("UPDATE adapters SET status = 'active', activated_at = clock_timestamp() "
-                                       "WHERE id = $1", prev["id"])
+                    await conn.execute(
+                        "UPDATE adapters SET status = 'active', activated_at = clock_timestamp() WHERE id = $1",
+                        prev["id"],
+                    )
                     back = int(prev["id"])
         _remove(Path(current["path"]))
         log.info("adapter %s rolled back in %s; now %s", current["id"], scope, back or "the base model")
@@ -289,8 +338,9 @@ class WeightsLayer(BaseLayer):
         """Delete the files nothing can use again: rejected, failed, and retired adapters other than the
         one the active adapter replaced (the rollback target). Returns how many directories went."""
         # a candidate whose proposal was decided against (its rejection handler normally did this already)
-        offered = await self.pool.fetch("SELECT id, proposal_id FROM adapters WHERE status = 'proposed' "
-                                        "AND proposal_id IS NOT NULL")
+        offered = await self.pool.fetch(
+            "SELECT id, proposal_id FROM adapters WHERE status = 'proposed' AND proposal_id IS NOT NULL"
+        )
         fate = await self.proposer.statuses([r["proposal_id"] for r in offered]) if offered and self.proposer else {}
         refused = [r["id"] for r in offered if fate.get(r["proposal_id"]) in ("rejected", "expired")]
         rows = await self.pool.fetch(
@@ -298,7 +348,9 @@ class WeightsLayer(BaseLayer):
                WHERE a.status IN ('rejected', 'failed', 'rolled_back', 'tainted')
                   OR (a.status = 'retired' AND NOT EXISTS (
                         SELECT 1 FROM adapters b WHERE b.status = 'active' AND b.replaced_id = a.id))
-                  OR (a.status = 'proposed' AND a.id = ANY($1::bigint[]))""", refused)
+                  OR (a.status = 'proposed' AND a.id = ANY($1::bigint[]))""",
+            refused,
+        )
         gone = 0
         for r in rows:
             path = Path(r["path"])
@@ -306,7 +358,8 @@ class WeightsLayer(BaseLayer):
                 _remove(path)
                 gone += 1
         await self.pool.execute(
-            "UPDATE adapters SET status = 'rejected' WHERE status = 'proposed' AND id = ANY($1::bigint[])", refused)
+            "UPDATE adapters SET status = 'rejected' WHERE status = 'proposed' AND id = ANY($1::bigint[])", refused
+        )
         return gone
 
     # --- the replay mix -------------------------------------------------------------------------------------
@@ -344,7 +397,10 @@ class WeightsLayer(BaseLayer):
                WHERE e.scope = $1 AND e.contradicted_at IS NULL AND e.confidence >= $2
                  AND src.message_id = ANY($3::bigint[]) AND t.name <> 'bot'
                ORDER BY e.evidence_count DESC, e.id DESC""",
-            scope, self.policy.min_confidence, sorted(trained))
+            scope,
+            self.policy.min_confidence,
+            sorted(trained),
+        )
         out: list[Cloze] = []
         used: set[object] = set()  # one question per message, and per wording (a line said twice is one)
         for r in rows:
@@ -363,7 +419,10 @@ class WeightsLayer(BaseLayer):
             """SELECT e.id, e.content, e.salience, e.created_at, e.embedding, e.message_id, m.author_name
                FROM episodes e JOIN messages m ON m.id = e.message_id
                WHERE e.scope = $1 AND e.visible_in IS NULL AND e.created_at >= $2
-               ORDER BY e.salience DESC, e.created_at DESC LIMIT 2000""", scope, since)
+               ORDER BY e.salience DESC, e.created_at DESC LIMIT 2000""",
+            scope,
+            since,
+        )
         if not rows:
             return []
         salience = np.array([r["salience"] for r in rows], dtype=np.float32)
@@ -380,12 +439,18 @@ class WeightsLayer(BaseLayer):
     async def _facts(self, scope: str, now: datetime, k: int) -> tuple[list[TrainingText], list[Cloze]]:
         if self.semantic is None or k <= 0:
             return [], []
-        ids = [r["id"] for r in await self.pool.fetch(
-            """SELECT e.id FROM kg_edges e
+        ids = [
+            r["id"]
+            for r in await self.pool.fetch(
+                """SELECT e.id FROM kg_edges e
                WHERE e.scope = $1 AND e.contradicted_at IS NULL AND e.confidence >= $2
                  AND EXISTS (SELECT 1 FROM kg_edge_sources s WHERE s.edge_id = e.id AND s.visible_in IS NULL)
                ORDER BY e.evidence_count DESC, e.confidence DESC, e.id DESC LIMIT $3""",
-            scope, self.policy.min_confidence, k)]
+                scope,
+                self.policy.min_confidence,
+                k,
+            )
+        ]
         facts = await self.semantic._facts(scope, ids, now, visible_channel=None)  # public sources only
         texts, questions = [], []
         for f in facts:
@@ -402,16 +467,25 @@ class WeightsLayer(BaseLayer):
         rows = await self.pool.fetch(
             """SELECT id, channel_id, author_name, content, created_at FROM messages
                WHERE scope = $1 AND visible_in IS NULL AND created_at >= $2 AND content <> ''
-               ORDER BY created_at DESC, id DESC LIMIT $3""", scope, since, k * per_text)
+               ORDER BY created_at DESC, id DESC LIMIT $3""",
+            scope,
+            since,
+            k * per_text,
+        )
         by_channel: dict[str, list[asyncpg.Record]] = {}
         for r in reversed(rows):
             by_channel.setdefault(r["channel_id"], []).append(r)
         out = []
         for msgs in by_channel.values():
             for i in range(0, len(msgs), per_text):
-                chunk = msgs[i: i + per_text]
-                out.append(TrainingText("turn", "\n".join(f"{m['author_name']}: {m['content']}" for m in chunk),
-                                        tuple(m["id"] for m in chunk)))
+                chunk = msgs[i : i + per_text]
+                out.append(
+                    TrainingText(
+                        "turn",
+                        "\n".join(f"{m['author_name']}: {m['content']}" for m in chunk),
+                        tuple(m["id"] for m in chunk),
+                    )
+                )
         return out[-k:]
 
     # --- the dream step -------------------------------------------------------------------------------------
@@ -421,12 +495,20 @@ class WeightsLayer(BaseLayer):
         result.counts["files_removed"] = await self.sweep()
         if self.trainer is None:
             return result
-        scopes = [scope] if scope is not None else [r["scope"] for r in await self.pool.fetch(
-            "SELECT DISTINCT scope FROM messages WHERE visible_in IS NULL")]
+        scopes = (
+            [scope]
+            if scope is not None
+            else [
+                r["scope"]
+                for r in await self.pool.fetch("SELECT DISTINCT scope FROM messages WHERE visible_in IS NULL")
+            ]
+        )
         for s in scopes:
             new = await self.pool.fetchval(  # by id, not time: an imported history is older than any adapter
                 """SELECT count(*) FROM messages WHERE scope = $1 AND visible_in IS NULL AND NOT is_bot
-                   AND id > coalesce((SELECT max(trained_through) FROM adapters WHERE scope = $1), 0)""", s)
+                   AND id > coalesce((SELECT max(trained_through) FROM adapters WHERE scope = $1), 0)""",
+                s,
+            )
             through = await self.pool.fetchval("SELECT max(id) FROM messages WHERE scope = $1", s)
             if new < self.policy.min_new_messages:
                 continue
@@ -438,8 +520,9 @@ class WeightsLayer(BaseLayer):
             out = self.adapters_dir / f"{_safe(s)}-{now:%Y%m%dT%H%M%S}-{secrets.token_hex(3)}"
             t0 = time.perf_counter()
             try:
-                outcome = await asyncio.to_thread(self.trainer.distill, texts, questions,
-                                                  current.path if current else None, out)
+                outcome = await asyncio.to_thread(
+                    self.trainer.distill, texts, questions, current.path if current else None, out
+                )
             except Exception as exc:  # a failed training run loses nothing; the next night tries again
                 log.exception("distillation failed in %s", s)
                 _remove(out)
@@ -459,44 +542,79 @@ class WeightsLayer(BaseLayer):
         result.headline = told((result.counts["proposed"], "adapter{s} proposed (the bot trained on its memories)"))
         return result
 
-    async def _record(self, scope: str, texts: Sequence[TrainingText], outcome: DistillOutcome,
-                      current: AdapterRef | None, now: datetime, through: int | None = None
-                      ) -> tuple[int, int | None]:
+    async def _record(
+        self,
+        scope: str,
+        texts: Sequence[TrainingText],
+        outcome: DistillOutcome,
+        current: AdapterRef | None,
+        now: datetime,
+        through: int | None = None,
+    ) -> tuple[int, int | None]:
         """The candidate's row and sources (passed or not: a failed one keeps its record), and its proposal."""
         base = getattr(self.trainer, "base_model", "")
         sources = sorted({i for t in texts for i in t.message_ids})
         async with self.pool.acquire() as conn, conn.transaction():
             # messages forgotten while it trained: the candidate is tainted before anyone sees it
-            present = {r["id"] for r in await conn.fetch(
-                "SELECT id FROM messages WHERE scope = $1 AND id = ANY($2::bigint[])", scope, sources)}
+            present = {
+                r["id"]
+                for r in await conn.fetch(
+                    "SELECT id FROM messages WHERE scope = $1 AND id = ANY($2::bigint[])", scope, sources
+                )
+            }
             lost = len(sources) - len(present)
             status = PROPOSED if outcome.passed and not lost else (TAINTED if lost else FAILED)
             adapter_id = await conn.fetchval(
                 """INSERT INTO adapters (scope, status, path, base_model, metrics, created_at, note, trained_through)
                    VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $8) RETURNING id""",
-                scope, status, str(outcome.path), base, outcome.metrics, now,
+                scope,
+                status,
+                str(outcome.path),
+                base,
+                outcome.metrics,
+                now,
                 None if status == PROPOSED else (outcome.reason if status == FAILED else "a source was forgotten"),
-                through)
-            await conn.executemany("INSERT INTO adapter_sources (adapter_id, message_id) VALUES ($1, $2)",
-                                   [(adapter_id, i) for i in sorted(present)])
+                through,
+            )
+            await conn.executemany(
+                "INSERT INTO adapter_sources (adapter_id, message_id) VALUES ($1, $2)",
+                [(adapter_id, i) for i in sorted(present)],
+            )
             if status != PROPOSED:
                 return adapter_id, None
             m = outcome.metrics
-            payload = {"adapter_id": adapter_id, "metrics": m, "replaces": current.id if current else None,
-                       "description": (
-                           f"A LoRA adapter distilled from this server's public memory ({m.get('texts', 0)} texts, "
-                           f"{m.get('steps', 0)} steps in {m.get('train_s', 0):.0f} s). Exact recall of "
-                           f"{m.get('questions', 0)} facts as they were said here, with no memory in the prompt: "
-                           f"{m.get('em_current', 0):.2f} -> {m.get('em_candidate', 0):.2f}; "
-                           f"held-out perplexity {m.get('ppl_base', 0):.2f} -> {m.get('ppl_candidate', 0):.2f}.")}
-            rationale = (f"Approve to use it for this server's replies from the next message on (rollback: "
-                         f"/dream adapter rollback). Trained on {len(present)} message(s); forgetting any of them "
-                         f"taints it (it is deleted and no longer used). {outcome.reason}")
+            payload = {
+                "adapter_id": adapter_id,
+                "metrics": m,
+                "replaces": current.id if current else None,
+                "description": (
+                    f"A LoRA adapter distilled from this server's public memory ({m.get('texts', 0)} texts, "
+                    f"{m.get('steps', 0)} steps in {m.get('train_s', 0):.0f} s). Exact recall of "
+                    f"{m.get('questions', 0)} facts as they were said here, with no memory in the prompt: "
+                    f"{m.get('em_current', 0):.2f} -> {m.get('em_candidate', 0):.2f}; "
+                    f"held-out perplexity {m.get('ppl_base', 0):.2f} -> {m.get('ppl_candidate', 0):.2f}."
+                ),
+            }
+            rationale = (
+                f"Approve to use it for this server's replies from the next message on (rollback: "
+                f"/dream adapter rollback). Trained on {len(present)} message(s); forgetting any of them "
+                f"taints it (it is deleted and no longer used). {outcome.reason}"
+            )
             if self.proposer is None:
                 raise AdapterError("the weights layer was built without a proposer: it cannot propose an adapter")
-            proposal_id = (await self.proposer.propose(
-                ADAPTER_KIND, f"Adapter #{adapter_id}: memory in the model's weights", payload, rationale,
-                {"scope": scope, "metrics": m}, centroid=None, now=now, scope=scope, conn=conn)).id
+            proposal_id = (
+                await self.proposer.propose(
+                    ADAPTER_KIND,
+                    f"Adapter #{adapter_id}: memory in the model's weights",
+                    payload,
+                    rationale,
+                    {"scope": scope, "metrics": m},
+                    centroid=None,
+                    now=now,
+                    scope=scope,
+                    conn=conn,
+                )
+            ).id
             await conn.execute("UPDATE adapters SET proposal_id = $2 WHERE id = $1", adapter_id, proposal_id)
         log.info("adapter %s proposed in %s as proposal %s", adapter_id, scope, proposal_id)
         return adapter_id, proposal_id
@@ -510,8 +628,8 @@ def cloze_of(sentence: str, relation: str, object_name: str) -> tuple[str, str] 
     words = sentence.split()
     rel = relation.replace("_", " ").split()
     for i in range(len(words) - len(rel), 0, -1):
-        if [w.lower() for w in words[i: i + len(rel)]] == rel:
-            prompt, answer = " ".join(words[: i + len(rel)]), " ".join(words[i + len(rel):])
+        if [w.lower() for w in words[i : i + len(rel)]] == rel:
+            prompt, answer = " ".join(words[: i + len(rel)]), " ".join(words[i + len(rel) :])
             if len(answer) >= 2 and prompt:
                 return prompt, answer
             return None

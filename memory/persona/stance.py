@@ -154,7 +154,12 @@ class StanceModel:
             out: list[np.ndarray] = []
             with torch.inference_mode():
                 for i in range(0, len(texts), BATCH):
-                    batch = self._tokenizer(list(texts[i:i + BATCH]), padding=True, truncation=True,
-                                            max_length=MAX_TOKENS, return_tensors="pt")
+                    batch = self._tokenizer(
+                        list(texts[i : i + BATCH]),
+                        padding=True,
+                        truncation=True,
+                        max_length=MAX_TOKENS,
+                        return_tensors="pt",
+                    )
                     out.append(self._model.logits(batch).float().numpy())
             return np.concatenate(out).astype(np.float32)

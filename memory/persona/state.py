@@ -28,8 +28,15 @@ LOGICAL, EMPIRICAL, EXPERT = "logical_argument", "empirical_data", "expert_opini
 ANECDOTAL, SOCIAL, EMOTIONAL, NO_ARGUMENT = "anecdotal", "social_pressure", "emotional_appeal", "no_argument"
 REASONING_TYPES = (LOGICAL, EMPIRICAL, EXPERT, ANECDOTAL, SOCIAL, EMOTIONAL, NO_ARGUMENT)
 # The largest step one message of a type may cause.
-TYPE_CAPS: Mapping[str, float] = {EMPIRICAL: 0.20, EXPERT: 0.14, LOGICAL: 0.10, ANECDOTAL: 0.06,
-                                  SOCIAL: 0.02, EMOTIONAL: 0.02, NO_ARGUMENT: 0.0}
+TYPE_CAPS: Mapping[str, float] = {
+    EMPIRICAL: 0.20,
+    EXPERT: 0.14,
+    LOGICAL: 0.10,
+    ANECDOTAL: 0.06,
+    SOCIAL: 0.02,
+    EMOTIONAL: 0.02,
+    NO_ARGUMENT: 0.0,
+}
 
 BASE_RATE = 0.1
 MIN_SCORE = 0.25  # the seed's ESS threshold for opinion updates
@@ -46,9 +53,11 @@ MIN_CONFIDENCE = 0.05
 REFLECT_EVERY = 20
 REFLECT_SHIFT = 0.1
 SEED_TONE = "curious, direct, unpretentious"
-SEED_SNAPSHOT = ("I am still forming my views here. I weigh what people tell me on its evidence: figures with "
-                 "sources, expert findings and sound arguments move me; repetition, insistence and popularity "
-                 "do not. I say so when I disagree, and I change my mind when the evidence is good.")
+SEED_SNAPSHOT = (
+    "I am still forming my views here. I weigh what people tell me on its evidence: figures with "
+    "sources, expert findings and sound arguments move me; repetition, insistence and popularity "
+    "do not. I say so when I disagree, and I change my mind when the evidence is good."
+)
 
 
 @dataclass(frozen=True)
@@ -190,8 +199,10 @@ def apply_evidence(state: PersonaState, ev: Evidence) -> list[str]:
     if ev.score >= INSIGHT_SCORE and ev.topics:
         t = ev.topics[0]
         side = {1: "for", -1: "against", 0: "about"}[t.direction]
-        state.pending_insights = (state.pending_insights + [
-            f"weighed {ev.reasoning_type.replace('_', ' ')} {side} {t.topic} (strength {ev.score:.2f})"])[-MAX_INSIGHTS:]
+        state.pending_insights = (
+            state.pending_insights
+            + [f"weighed {ev.reasoning_type.replace('_', ' ')} {side} {t.topic} (strength {ev.score:.2f})"]
+        )[-MAX_INSIGHTS:]
     changes += apply_due(state)
     return changes
 
@@ -231,8 +242,9 @@ def apply_due(state: PersonaState) -> list[str]:
     return out
 
 
-def set_belief(state: PersonaState, topic: str, position: float, message_ids: Sequence[int], *,
-               evidence_increment: int = 1) -> None:
+def set_belief(
+    state: PersonaState, topic: str, position: float, message_ids: Sequence[int], *, evidence_increment: int = 1
+) -> None:
     b = state.beliefs.get(topic) or Belief()
     b.position = max(-1.0, min(1.0, position))
     b.evidence += evidence_increment
@@ -243,8 +255,9 @@ def set_belief(state: PersonaState, topic: str, position: float, message_ids: Se
 
 
 def record_shift(state: PersonaState, description: str, size: float, message_ids: Sequence[int]) -> None:
-    state.recent_shifts = (state.recent_shifts + [
-        Shift(state.interaction_count, description, round(size, 4), list(message_ids))])[-MAX_SHIFTS:]
+    state.recent_shifts = (
+        state.recent_shifts + [Shift(state.interaction_count, description, round(size, 4), list(message_ids))]
+    )[-MAX_SHIFTS:]
     state.shift_since_reflection += size
 
 
@@ -281,8 +294,9 @@ def structured_traits(state: PersonaState) -> str:
         lines.append("Top topics: " + ", ".join(f"{t}({n})" for t, n in topics))
     opinions = state.strongest(5)
     if opinions:
-        lines.append("Strongest opinions: " + ", ".join(f"{t}={b.position:+.2f} c={b.confidence:.1f}"
-                                                        for t, b in opinions))
+        lines.append(
+            "Strongest opinions: " + ", ".join(f"{t}={b.position:+.2f} c={b.confidence:.1f}" for t, b in opinions)
+        )
     lines.append(f"Disagreement rate: {state.disagreement_rate:.0%}")
     return "\n".join(lines)
 

@@ -21,7 +21,8 @@ MAX_STEPS = 6
 SUCCESS, FAILURE = "success", "failure"
 
 _WORD = re.compile(r"[a-z][a-z0-9+#.\-]*[a-z0-9+#](?:['’]t)?|[a-z]")  # "didn't" stays one word (a stopword)
-STOPWORDS = frozenset("""
+STOPWORDS = frozenset(
+    """
 a about above after again all also am an and any are as at be because been before being below between both but by
 can could did do does doing don done down during each else even ever every few for from further get gets got had has
 have having he her here hers him his how i if in into is it its itself just like me more most my myself no nor not
@@ -30,26 +31,37 @@ their them then there these they this those through to too under until up us ver
 while who whom why will with would you your yours yes yeah hi hey hello thanks thank anyone someone something
 really one two know think want need use using used make makes made still any way much many lot lots also maybe
 im i'm it's that's there's can't don't doesn't didn't isn't won't
-""".split())
+""".split()
+)
 
 _SUCCESS = re.compile(
     r"(\bthat (?:worked|did it|fixed it|solved it)\b|\bit works\b|\bworks now\b|\bworking now\b|\bsolved\b|"
     r"\bfixed it\b|\bthat fixed\b|\bproblem solved\b|✅|\bthanks?,? (?:that|it) worked\b|\bworked,? thanks?\b|"
-    r"\bworked like a charm\b|\bthat was it\b|\bperfect,? thanks?\b)", re.IGNORECASE)
+    r"\bworked like a charm\b|\bthat was it\b|\bperfect,? thanks?\b)",
+    re.IGNORECASE,
+)
 _FAILURE = re.compile(
     r"(\bstill (?:get|getting|fails|failing|broken|the same|doesn'?t|does not|not)\b|\bdidn'?t (?:work|help|fix)\b|"
     r"\bdoesn'?t (?:work|help|fix)\b|\bsame (?:error|problem|issue)\b|\bno luck\b|\bnot working\b|"
-    r"\bdid not (?:work|help)\b|❌)", re.IGNORECASE)
+    r"\bdid not (?:work|help)\b|❌)",
+    re.IGNORECASE,
+)
 _QUESTION_START = re.compile(
-    r"^(how|why|what|where|which|who|when|can|could|does|do|is|are|should|anyone|any idea|help)\b", re.IGNORECASE)
+    r"^(how|why|what|where|which|who|when|can|could|does|do|is|are|should|anyone|any idea|help)\b", re.IGNORECASE
+)
 # A sentence ends at . ! or ? right after a word: not at a lone "." ("pip install -e . in the root") or "..".
 _SENTENCE = re.compile(r"(?<=[^\s.][.!?])\s+|\n+")
-_LEAD = re.compile(r"^(?:ok(?:ay)?|so|well|hmm|yeah|yes|no|also|then|and|first|next|finally|now|ah|oh)[,:]?\s+",
-                   re.IGNORECASE)
-_SOFT = re.compile(r"^(?:(?:you )?(?:should|could|might want to|need to|have to|must)|just|maybe|"
-                   r"please|i'?d|i would|try to|you can|make sure to|remember to)\s+", re.IGNORECASE)
+_LEAD = re.compile(
+    r"^(?:ok(?:ay)?|so|well|hmm|yeah|yes|no|also|then|and|first|next|finally|now|ah|oh)[,:]?\s+", re.IGNORECASE
+)
+_SOFT = re.compile(
+    r"^(?:(?:you )?(?:should|could|might want to|need to|have to|must)|just|maybe|"
+    r"please|i'?d|i would|try to|you can|make sure to|remember to)\s+",
+    re.IGNORECASE,
+)
 # First words that make a sentence an instruction (lower case).
-IMPERATIVE = frozenset("""
+IMPERATIVE = frozenset(
+    """
 add adjust allow apply bump call change check chmod clean clear close configure copy create delete disable download
 drop edit enable export fix flush format give increase install kill launch lower mount move open pass pin point
 prune pull put raise re-run rebase rebuild recreate reduce refresh reinstall reload remove rename replace reset
@@ -58,7 +70,8 @@ update upgrade use wrap write activate append blanch bake boil brush chill cook 
 heat knead let lift mix oil preheat proof rest salt season stir store tune wait warm wash whisk lock unlock map
 mark merge mute pair plug re-pair reseat reflash register rerun retune sign squash stash tag uncheck undo unset
 verify vacuum analyze reindex dump shoot meter focus shoot stretch deload eat sleep drink breathe hold lean
-""".split())
+""".split()
+)
 
 
 # Asking for directions ("where do I ask about X?", "which channel is for X?", "is there a channel for X?"):
@@ -66,7 +79,9 @@ verify vacuum analyze reindex dump shoot meter focus shoot stretch deload eat sl
 _DIRECTIONS = re.compile(
     r"\b(?:where (?:do|can|could|should|would|shall) (?:i|we|you|one|people) (?:ask|go|post|get help|find help|"
     r"talk|discuss|put)|which (?:channel|room)|what channel|(?:is|are) there (?:a|any) (?:channel|room)s?|"
-    r"right (?:channel|room|place) (?:for|to))\b", re.IGNORECASE)
+    r"right (?:channel|room|place) (?:for|to))\b",
+    re.IGNORECASE,
+)
 
 
 def asks_for_directions(text: str) -> bool:
@@ -76,12 +91,14 @@ def asks_for_directions(text: str) -> bool:
 
 # The words of asking where to go ("where do I ask about", "which channel is for", "who can help with"): a
 # "where" question's topic is what is left (the frame itself matches lobby chatter, not the topic's place).
-FRAME_WORDS = frozenset("""
+FRAME_WORDS = frozenset(
+    """
 where which what who whom channel channels room rooms ask asking asked question questions help helping get can
 could do does did i i'm me my should here there best someone anyone somebody people talk talking discuss go post
 place server is are am the a an to for about with on regarding have has know knows well good right hi hey hello
 please any idea ideas one
-""".split())
+""".split()
+)
 
 
 def topic_of(text: str) -> str:
@@ -120,10 +137,12 @@ def outcome(text: str) -> str | None:
 
 
 # Words every help channel says ("that worked", "same problem", "good idea"): never what a place is about.
-_LABEL_FILLER = frozenset("""
+_LABEL_FILLER = frozenset(
+    """
 work works worked working fix fixes fixed fixing solve solves solved problem problems issue issues question
 questions idea ideas try tries tried trying sure good great nice cool awesome lol thing things stuff help helped
-""".split())
+""".split()
+)
 
 
 def label(texts: Iterable[str], n: int = 4) -> str:
@@ -133,10 +152,6 @@ def label(texts: Iterable[str], n: int = 4) -> str:
         # once per message: one chatty message does not win
         counts.update(dict.fromkeys((w for w in content_words(t) if w not in _LABEL_FILLER), 1))
     return ", ".join(w for w, _ in counts.most_common(n))
-
-
-
-
 
 
 def steps(text: str) -> list[str]:
@@ -189,7 +204,8 @@ def channel_label(channel_id: str) -> str:
 
 _GENERIC_NAME_WORDS = frozenset(
     "help helps helpdesk support chat chats talk talks discuss discussion discussions question questions qa q a "
-    "channel general random misc offtopic off topic lounge corner hangout the and of".split())
+    "channel general random misc offtopic off topic lounge corner hangout the and of".split()
+)
 
 
 def name_text(name: str | None) -> str | None:

@@ -32,8 +32,9 @@ class GateConfig:
 
     def __post_init__(self) -> None:
         if self.repeat_N < 1 or self.recent_window < 1 or self.max_degree < 1 or self.block_threshold <= 0:
-            raise ValueError("spatial gate: repeat_N, recent_window and max_degree must be >= 1 and "
-                             "block_threshold > 0")
+            raise ValueError(
+                "spatial gate: repeat_N, recent_window and max_degree must be >= 1 and block_threshold > 0"
+            )
 
 
 @dataclass(frozen=True)
@@ -47,8 +48,17 @@ class GateDecision:
 class SpatialGate:
     config: GateConfig = GateConfig()
 
-    def decide(self, src: int, dst: int, *, edge_exists: bool, reverse_exists: bool,
-               recent: Sequence[tuple[int, int]], degree_src: int, degree_dst: int) -> GateDecision:
+    def decide(
+        self,
+        src: int,
+        dst: int,
+        *,
+        edge_exists: bool,
+        reverse_exists: bool,
+        recent: Sequence[tuple[int, int]],
+        degree_src: int,
+        degree_dst: int,
+    ) -> GateDecision:
         """The decision for the move ``src -> dst`` given this trajectory's ``recent`` moves (oldest first)
         and the two places' degrees (edges in and out)."""
         if src == dst:
@@ -59,15 +69,21 @@ class SpatialGate:
         if not c.enabled:
             return GateDecision(INSERT, "gate disabled")
         if max(degree_src, degree_dst) >= c.max_degree:
-            return GateDecision(BLOCK, f"degree cap: a place already has {max(degree_src, degree_dst)} edges "
-                                       f"(max_degree {c.max_degree})", 1.0)
-        window = list(recent)[-c.recent_window:]
+            return GateDecision(
+                BLOCK,
+                f"degree cap: a place already has {max(degree_src, degree_dst)} edges (max_degree {c.max_degree})",
+                1.0,
+            )
+        window = list(recent)[-c.recent_window :]
         pair = {(src, dst), (dst, src)}
         repeats = sum(1 for m in window if m in pair)
         bounce = bool(window) and window[-1] == (dst, src)
         score = (repeats + (2 if bounce else 0)) / c.repeat_N
         if reverse_exists and score >= c.block_threshold:
-            why = "immediate bounce back" if bounce else f"flapping: pair seen {repeats} times in the last " \
-                                                        f"{len(window)} moves"
+            why = (
+                "immediate bounce back"
+                if bounce
+                else f"flapping: pair seen {repeats} times in the last {len(window)} moves"
+            )
             return GateDecision(BLOCK, f"redundant new edge ({why}; the reverse edge exists)", score)
         return GateDecision(INSERT, "novel transition" + (f" (flap score {score:.2f})" if score else ""), score)

@@ -74,14 +74,23 @@ class Route:
         return self.places[-1]
 
     def as_dict(self) -> dict[str, object]:
-        return {"channel": self.destination.channel_id, "name": self.destination.name, "place": self.destination.id,
-                "route": [p.channel_id for p in self.places], "fit": round(self.fit, 4), "cost": round(self.cost, 4),
-                "about": self.destination.label, "likelihood": None if self.likelihood is None else
-                round(self.likelihood, 4), "unsure": self.unsure, "reason": self.reason}
+        return {
+            "channel": self.destination.channel_id,
+            "name": self.destination.name,
+            "place": self.destination.id,
+            "route": [p.channel_id for p in self.places],
+            "fit": round(self.fit, 4),
+            "cost": round(self.cost, 4),
+            "about": self.destination.label,
+            "likelihood": None if self.likelihood is None else round(self.likelihood, 4),
+            "unsure": self.unsure,
+            "reason": self.reason,
+        }
 
 
-def fit(node: PlaceNode, vector: np.ndarray, name_vector: np.ndarray | None = None,
-        name_weight: float = NAME_WEIGHT) -> tuple[float, float]:
+def fit(
+    node: PlaceNode, vector: np.ndarray, name_vector: np.ndarray | None = None, name_weight: float = NAME_WEIGHT
+) -> tuple[float, float]:
     """(similarity of the topic to the place, that plus the success bonus). The similarity is the code's,
     blended with the channel name's when ``name_vector`` (the name's unit vector) is given."""
     sim = float(similarity(float(node.centroid @ vector)))
@@ -94,10 +103,20 @@ def edge_cost(t: Transition) -> float:
     return -math.log(t.success_prob) + 0.05 * math.log1p(t.cost_s / 60.0)
 
 
-def plan(graph: PlaceGraph, vector: np.ndarray, *, start_channel: str | None = None, k: int = 3,
-         names: Mapping[str, np.ndarray] | None = None, name_weight: float = NAME_WEIGHT,
-         likelihoods: Mapping[str, float] | None = None, model_weight: float = MODEL_WEIGHT,
-         relevance_weight: float = RELEVANCE_WEIGHT, jump: float = JUMP_COST, min_fit: float = MIN_FIT) -> list[Route]:
+def plan(
+    graph: PlaceGraph,
+    vector: np.ndarray,
+    *,
+    start_channel: str | None = None,
+    k: int = 3,
+    names: Mapping[str, np.ndarray] | None = None,
+    name_weight: float = NAME_WEIGHT,
+    likelihoods: Mapping[str, float] | None = None,
+    model_weight: float = MODEL_WEIGHT,
+    relevance_weight: float = RELEVANCE_WEIGHT,
+    jump: float = JUMP_COST,
+    min_fit: float = MIN_FIT,
+) -> list[Route]:
     """Up to ``k`` routes, each to a different channel, cheapest first. ``names``: unit vectors of channel names by
     channel id, blended into the fit of those channels' places. ``likelihoods``: a learned P(channel | topic) by
     channel id (a channel the model does not know counts as 0), blended in after the names."""
@@ -107,7 +126,7 @@ def plan(graph: PlaceGraph, vector: np.ndarray, *, start_channel: str | None = N
     names = names or {}
     fits = {i: fit(n, v, names.get(n.channel_id), name_weight)[1] for i, n in graph.nodes.items()}
     # whether a place is about the topic at all is a similarity; which one fits best, the model has a say in
-    likely = ({i: likelihoods.get(n.channel_id, 0.0) for i, n in graph.nodes.items()} if likelihoods else {})
+    likely = {i: likelihoods.get(n.channel_id, 0.0) for i, n in graph.nodes.items()} if likelihoods else {}
     ranked = {i: (1.0 - model_weight) * f + model_weight * likely[i] if likely else f for i, f in fits.items()}
     entry = {i: relevance_weight * (1.0 - ranked[i]) for i, f in fits.items() if f >= min_fit}
     starts = [i for i, n in graph.nodes.items() if start_channel is not None and n.channel_id == start_channel]
@@ -123,9 +142,15 @@ def plan(graph: PlaceGraph, vector: np.ndarray, *, start_channel: str | None = N
         path, cost = found
         nodes = tuple(graph.nodes[i] for i in path)
         dest = nodes[-1]
-        routes.append(Route(nodes, fits[dest.id], cost,
-                            _reason(graph, nodes, fits[dest.id], start_channel, likely.get(dest.id)),
-                            likely.get(dest.id)))
+        routes.append(
+            Route(
+                nodes,
+                fits[dest.id],
+                cost,
+                _reason(graph, nodes, fits[dest.id], start_channel, likely.get(dest.id)),
+                likely.get(dest.id),
+            )
+        )
         excluded.add(dest.channel_id)
     return routes
 
@@ -142,8 +167,9 @@ def discussed(graph: PlaceGraph, vector: np.ndarray, *, k: int = 5, min_fit: flo
     return [Route((n,), sim, 0.0, f"{n.messages} message(s) about {n.label or 'this'}") for sim, n in ranked]
 
 
-def _astar(graph: PlaceGraph, goals: dict[int, float], starts: Sequence[int],
-           jump: float) -> tuple[list[int], float] | None:
+def _astar(
+    graph: PlaceGraph, goals: dict[int, float], starts: Sequence[int], jump: float
+) -> tuple[list[int], float] | None:
     min_entry = min(goals.values())
 
     def h(node: int) -> float:  # every route still has to enter the goal from some place
@@ -175,8 +201,9 @@ def _astar(graph: PlaceGraph, goals: dict[int, float], starts: Sequence[int],
     return None
 
 
-def _neighbours(graph: PlaceGraph, node: int, goals: dict[int, float], jump: float,
-                starts: Sequence[int]) -> list[tuple[int, float]]:
+def _neighbours(
+    graph: PlaceGraph, node: int, goals: dict[int, float], jump: float, starts: Sequence[int]
+) -> list[tuple[int, float]]:
     if node == _START:
         return [(i, 0.0 if i in starts else jump) for i in graph.nodes]
     out = [(t.dst, edge_cost(t)) for t in graph.out.get(node, ()) if t.dst in graph.nodes]
@@ -185,8 +212,13 @@ def _neighbours(graph: PlaceGraph, node: int, goals: dict[int, float], jump: flo
     return out
 
 
-def _reason(graph: PlaceGraph, nodes: Sequence[PlaceNode], fitness: float, start_channel: str | None,
-            likelihood: float | None = None) -> str:
+def _reason(
+    graph: PlaceGraph,
+    nodes: Sequence[PlaceNode],
+    fitness: float,
+    start_channel: str | None,
+    likelihood: float | None = None,
+) -> str:
     dest = nodes[-1]
     learned = "" if likelihood is None else f", {likelihood:.0%} likely"  # the learned model's P(channel | topic)
     parts = [f"about {dest.label or 'this'} (fit {fitness:.2f}{learned})"]
@@ -197,8 +229,10 @@ def _reason(graph: PlaceGraph, nodes: Sequence[PlaceNode], fitness: float, start
         for a, b in zip(nodes, nodes[1:]):
             t = next((t for t in graph.out.get(a.id, ()) if t.dst == b.id), None)
             if t is not None:
-                hops.append(f"{channel_label(a.channel_id)} → {channel_label(b.channel_id)} "
-                            f"({t.moves} move(s), {t.successes} ended well)")
+                hops.append(
+                    f"{channel_label(a.channel_id)} → {channel_label(b.channel_id)} "
+                    f"({t.moves} move(s), {t.successes} ended well)"
+                )
         if hops:
             parts.append("people went " + "; ".join(hops))
     elif start_channel is not None and dest.channel_id == start_channel:

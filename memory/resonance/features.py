@@ -18,7 +18,8 @@ MAX_WORDS = 64  # a moment's words kept for scoring and boosts (the seed's max_t
 REPLY_LEN_NORM = 400  # characters: a reply this long or longer has length 1.0
 
 # Words that carry no theme: overlapping on them says nothing about resonance, boosting them says less.
-STOPWORDS = frozenset("""
+STOPWORDS = frozenset(
+    """
 a about above after again against all am an and any are aren't as at be because been before being below between
 both but by can can't cannot could couldn't did didn't do does doesn't doing don't down during each few for from
 further had hadn't has hasn't have haven't having he he'd he'll he's her here here's hers herself him himself his
@@ -29,9 +30,27 @@ they'll they're they've this those through to too under until up very was wasn't
 weren't what what's when when's where where's which while who who's whom why why's will with won't would wouldn't
 you you'd you'll you're you've your yours yourself yourselves yes yeah ok okay oh just also really like get got
 one well much many still even thing things know think s t re ve ll d m
-""".split())
-_SUFFIXES = ("ations", "ation", "ingly", "ments", "ment", "ness", "ings", "ing", "ies", "ied", "ers", "er",
-             "est", "ed", "ly", "es", "s")
+""".split()
+)
+_SUFFIXES = (
+    "ations",
+    "ation",
+    "ingly",
+    "ments",
+    "ment",
+    "ness",
+    "ings",
+    "ing",
+    "ies",
+    "ied",
+    "ers",
+    "er",
+    "est",
+    "ed",
+    "ly",
+    "es",
+    "s",
+)
 
 
 def words(text: str) -> list[str]:

@@ -76,8 +76,7 @@ def score(probe: Probe, c: Candidate) -> Scored | None:
         return None
     arousal_score = max(0.0, 1.0 - abs(clamp(probe.arousal) - clamp(c.arousal)))
     raw = W_TOKENS * overlap + W_THEMES * theme_overlap + W_AROUSAL * arousal_score + W_QUALITY * clamp(c.quality)
-    return Scored(c, raw * recency_factor(c, probe.now) / (1.0 + max(c.uses, 0) / USE_DAMPING), overlap,
-                  theme_overlap)
+    return Scored(c, raw * recency_factor(c, probe.now) / (1.0 + max(c.uses, 0) / USE_DAMPING), overlap, theme_overlap)
 
 
 def recency_factor(c: Candidate, now: datetime) -> float:
@@ -87,12 +86,14 @@ def recency_factor(c: Candidate, now: datetime) -> float:
     return 1.0 - RECENCY_PENALTY * max(0.0, min(1.0, 1.0 - age))
 
 
-def select(probe: Probe, candidates: Sequence[Candidate], *, k: int = TOP_K,
-           threshold: float = THRESHOLD) -> list[Scored]:
+def select(
+    probe: Probe, candidates: Sequence[Candidate], *, k: int = TOP_K, threshold: float = THRESHOLD
+) -> list[Scored]:
     """The best ``k`` moments people showed went well (``MIN_QUALITY``) scoring above ``threshold``, best first
     (ties: the newer first)."""
-    scored = [s for c in candidates
-              if c.quality >= MIN_QUALITY and (s := score(probe, c)) is not None and s.score > threshold]
+    scored = [
+        s for c in candidates if c.quality >= MIN_QUALITY and (s := score(probe, c)) is not None and s.score > threshold
+    ]
     scored.sort(key=lambda s: (s.score, s.candidate.created_at, s.candidate.id), reverse=True)
     return scored[:k]
 
