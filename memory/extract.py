@@ -476,6 +476,7 @@ def _triples_of(
                 objects.append((f"{lemma}_{child.lemma_.lower()}", grandchild))
             if not direct and child.tag_ == "VBG":
                 objects.append((lemma, child))
+    objects = _jobs(verb, objects)
     for relation, obj in objects:
         targets = [obj] + [c for c in obj.conjuncts]
         for target in targets:
@@ -490,6 +491,35 @@ def _triples_of(
             if rel in _LIGHT_VERBS - {"have"} and target.pos_ == "ADJ":
                 rel = "is"
             out.append(_triple(subject, prefix + rel, resolved, polarity, confidence))
+    return out
+
+
+# A job taken or left at a place ("I started a new job at the hospital", "I quit my job at the bank"): the place is
+# where the subject works (work_at), or no longer works (quit, as in "I quit the bank"), so a new job contradicts
+# the old one (``memory.semantic.rivals``) instead of reading as "start at hospital" beside "work at bank".
+_JOB_NOUNS = frozenset({"job", "position", "post", "role", "career", "placement", "internship", "apprenticeship"})
+_NEW_JOB = frozenset({"start", "get", "land", "take", "accept", "begin", "find", "have", "secure"})
+_END_JOB = frozenset({"quit", "leave", "lose", "resign"})
+_EMPLOYER_PREPS = frozenset({"at", "with", "for"})
+
+
+def _jobs(verb: Any, objects: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """``objects`` with a job's place renamed: "start_at hospital" -> "work_at hospital" when the verb takes a job
+    ("started a new job at"), "quit_at bank" -> "quit bank" when it leaves one."""
+    lemma = verb.lemma_.lower()
+    if lemma not in _NEW_JOB | _END_JOB or (lemma == "have" and verb.tag_ == "VBD"):  # "I had a job at": not now
+        return objects
+    if not any(o.dep_ == "dobj" and o.lemma_.lower() in _JOB_NOUNS for _, o in objects):
+        return objects
+    renamed = "work_at" if lemma in _NEW_JOB else "quit"
+    out = []
+    for relation, obj in objects:
+        prep = relation.rpartition("_")[2] if "_" in relation else ""
+        out.append((renamed, obj) if prep in _EMPLOYER_PREPS and obj.dep_ == "pobj" else (relation, obj))
+        if obj.dep_ == "dobj" and obj.lemma_.lower() in _JOB_NOUNS:  # "a job at the library": the noun's own "at"
+            for prep_token in obj.children:
+                if prep_token.dep_ == "prep" and prep_token.lower_ in _EMPLOYER_PREPS:
+                    out += [(renamed, p) for p in prep_token.children if p.dep_ == "pobj"]
     return out
 
 

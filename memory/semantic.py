@@ -80,20 +80,28 @@ ONE_VALUED_RELATIONS = frozenset({"live_in", "work_at", "work_as", "named"})
 LIVING = frozenset({"live_in", "move_to", "relocate_to", "move_into"})
 # Where someone no longer lives ("I moved from Lisbon", "I moved out of Lisbon"): contradicts living there.
 LEFT = frozenset({"move_from", "move_out_of", "relocate_from"})
+# Where someone no longer works ("I quit the bank", "I left my job at the bank", memory.extract): contradicts
+# working there, as LEFT does living there. A new place of work contradicts the old by ONE_VALUED_RELATIONS.
+QUIT = frozenset({"quit", "resign_from"})
 
 
 def rivals(relation: str) -> tuple[list[str], list[str]]:
     """The relations a new ``relation`` edge contradicts: (those that contradict it with another target, those
     that contradict it with the same target). "not_like jazz" / "like jazz"; "live_in Porto" / "live_in Lisbon"
-    and "move_to Lisbon"; "move_from Lisbon" / "live_in Lisbon" (and the other way round)."""
+    and "move_to Lisbon"; "move_from Lisbon" / "live_in Lisbon" (and the other way round); "quit bank" / "work_at
+    bank" (and the other way round: hired back)."""
     same = [relation.removeprefix("not_") if relation.startswith("not_") else "not_" + relation]
     other: list[str] = []
     if relation in LIVING:
         other, same = sorted(LIVING), same + sorted(LEFT)
     elif relation in LEFT:
         same = same + sorted(LIVING)
+    elif relation in QUIT:
+        same = same + ["work_at"]
     elif relation in ONE_VALUED_RELATIONS:
         other = [relation]
+        if relation == "work_at":
+            same = same + sorted(QUIT)
     return other, same
 
 
@@ -655,7 +663,7 @@ class SemanticMemory:
             scope,
             list(message_ids),
             f"user:{author_id}",
-            sorted(LEFT),
+            sorted(LEFT | QUIT),
         )
         out: dict[int, set[str]] = {}
         for r in rows:

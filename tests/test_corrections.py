@@ -142,3 +142,38 @@ async def test_the_newest_memory_of_a_place_decides_a_yes(app: App, llm: Scripte
     assert (await ask_as(app, llm, "alex", "do I still live in Dublin?", "Yes, I do.")).text == "No."
     await _told(app, llm, "I moved back to Dublin, Cork was too quiet.")
     assert (await ask_as(app, llm, "alex", "do I still live in Dublin?", "Yes, I do.")).text == "Yes, I do."
+
+
+def test_a_job_taken_or_left_at_a_place_is_where_one_works_or_no_longer_works() -> None:
+    from memory.extract import TripleExtractor
+
+    extract = TripleExtractor().extract
+
+    def facts(text: str) -> set[tuple[str, str]]:
+        return {(t.relation, t.object) for t in extract(text)}
+
+    assert ("work_at", "hospital") in facts("I started a new job at the hospital.")
+    assert ("work_at", "library") in facts("I have a job at the library now.")
+    assert ("quit", "bank") in facts("I left my job at the bank.")
+    assert ("quit", "bank") in facts("Big news, I quit the bank.")
+    assert not any(r == "work_at" for r, _ in facts("I started a course at the college.")), "a course is no job"
+    assert not any(r == "work_at" for r, _ in facts("I had a job at the mill for years.")), "had: not now"
+    assert "work_at" in rivals("quit")[1] and "quit" in rivals("work_at")[1]
+
+
+async def test_a_new_job_wins_over_the_old_one(app: App, llm: ScriptedLLM) -> None:
+    """A new user's try: "I work at a bank", then "I quit the bank ... I started a new job at the hospital", and
+    "where do I work?" got "Bank.": working at the bank stayed current."""
+    from tests.grounding_support import ask_as
+
+    await _told(app, llm, "I work at a bank in the city centre.")
+    _, new = await _told(app, llm, "Big news, I quit the bank.", "I started a new job at the hospital on Monday.")
+    lost = await app.db.pool.fetchval(
+        """SELECT e.contradicted_at IS NOT NULL FROM kg_edges e JOIN kg_nodes t ON t.id = e.target_id
+           WHERE e.relation = 'work_at' AND t.name = 'bank'"""
+    )
+    assert lost
+    texts = await _memories(app, "where do I work?")
+    assert not any(t.endswith("works at bank") or t.endswith("work at bank") for t in texts), texts
+    assert any("hospital" in t for t in texts), texts
+    assert (await ask_as(app, llm, "alex", "do I work at the bank?", "Yes, you do.")).text == "No."
