@@ -33,7 +33,10 @@ from bot.grounding import (
     NO_GUARD,
     Grounding,
     Guard,
+    WHEN_RELATED,
     SourceLine,
+    asked_phrase,
+    asks_when,
     declines,
     echoes,
     ground,
@@ -44,6 +47,7 @@ from bot.grounding import (
     is_question,
     own_items,
     quote,
+    said,
     says_mine,
     says_yes,
     stem,
@@ -204,6 +208,7 @@ class Reply:
         self._streamed: list[str] = []  # what was shown so far (an engine fills its text only once it stops)
         self._quoted: MemoryItem | None = None  # the memory the reply quotes, when the model gave no answer
         self._drawn = tuple(drawn)  # what a reply the bot wrote without the model was made from (its sources)
+        self._off_topic: frozenset[str] = frozenset()  # prompt lines no answer to this when-question may come from
 
     @property
     def plan(self) -> ContextPlan:
@@ -252,6 +257,7 @@ class Reply:
                 # Held back: a reply to a question about memory is shown only once it is known to draw on a memory.
                 async for _ in self._generation:
                     pass
+                self._off_topic = await self._not_about_when()
                 self._final = self._verdict = grounded_or_not_told(
                     self._generation.text,
                     self.message.content,
@@ -306,6 +312,31 @@ class Reply:
             self.trace.tokens = stats.tokens
             self.trace.tokens_per_s = stats.tokens_per_second
             self._finish()
+
+    async def _not_about_when(self) -> frozenset[str]:
+        """For a question asking when something happens, the memories in the prompt that cannot say when: they hold
+        none of the words it asks about beyond whom, and mean nothing near them (``WHEN_RELATED``). A new user's
+        "when is Lena's wedding?", nobody having mentioned one, got "December 2026." from "My sister Lena is moving
+        to Berlin next month", and "when is the wedding?" the day of a job interview: a date ties a reply to any
+        memory that holds a date. A paraphrase keeps its memory ("When did Omar buy the vehicle?", "I got a car
+        on Sunday"). Each line of a memory counts on its own (an episode may hold a turn either side), without its
+        speaker's name (a name alone moved "wedding" to 0.15 of Lena's move)."""
+        question = self.message.content
+        skip = set(self.guard.named) | {stem(w.lower()) for n in self._ignored() for w in n.split()}
+        phrase = asked_phrase(question, skip)
+        if not asks_when(question) or not phrase:
+            return frozenset()
+        asked = {stem(w) for w in phrase.split()}
+        candidates = [i for i in evidence_in(self.bundle, self.prompt) if not asked & held_words(i.text, i.created_at)]
+        lines = [(i, said(line)) for i in candidates for line in i.text.splitlines() if said(line)]
+        if not lines:
+            return frozenset()
+        vectors = np.asarray(await self._brain.embedder.embed_many([phrase, *(line for _, line in lines)]))
+        vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-9)
+        near: dict[str, float] = {}
+        for (item, _), similarity in zip(lines, vectors[1:] @ vectors[0], strict=True):
+            near[item.prompt_line] = max(near.get(item.prompt_line, -1.0), float(similarity))
+        return frozenset(line for line, similarity in near.items() if similarity < WHEN_RELATED)
 
     async def _denied_yes(self) -> bool:
         """Whether a "yes" to a question about the asker ("do I live in Lisbon?") is denied by the newest of the
@@ -373,7 +404,7 @@ class Reply:
         turn, never a moment of the bot's own. For a question about the asker's own things (``Guard.own``),
         only what the asker said or what names them, and of those, for "what is my horse called?", only what
         mentions the horse (``Guard.thing``)."""
-        items = evidence_in(self.bundle, self.prompt)
+        items = [i for i in evidence_in(self.bundle, self.prompt) if i.prompt_line not in self._off_topic]
         if not self.guard.own:
             return items
         mine = own_items(items, self.message.author_id, self.message.author_name)

@@ -321,7 +321,7 @@ async def test_the_message_replied_to_is_in_the_context_however_old(app: App, ll
     from tests.test_brain import turn
 
     llm.reply = "The quokka exhibit opens at nine."
-    await say(app, "when does the zoo open?", channel="c1")
+    await say(app, "tell me something about the zoo", channel="c1")
     await app.brain.drain()
     answer = await app.db.pool.fetchrow("SELECT external_id FROM messages WHERE is_bot ORDER BY id DESC LIMIT 1")
     llm.reply = "Sure."

@@ -1,0 +1,52 @@
+"""A question asking when something happens is answered only from a memory of that thing (a new user's try: "when
+is Lena's wedding?", nobody having mentioned one, got "December 2026." from "My sister Lena is moving to Berlin next
+month"; "when is the wedding?" got the day of a job interview). Real PostgreSQL, MiniLM and spaCy; the model's
+reply is scripted, the check is under test."""
+
+from __future__ import annotations
+
+from bot.app import App
+from bot.grounding import asked_phrase, asks_when, guard, stem
+from tests.fakes import ScriptedLLM
+from tests.grounding_support import ask_as, memory, tell
+
+DECLINED = ("I don't remember", "I don't know")
+
+
+def test_what_a_when_question_asks_about() -> None:
+    assert asks_when("when is Lena's wedding?") and asks_when("What day is the match?")
+    assert asks_when("When's the party?") and not asks_when("where is the party?")
+    assert asked_phrase("When did Omar buy the vehicle?", {stem("omar")}) == "buy vehicle"
+    assert asked_phrase("when is Lena's wedding?", {stem("lena")}) == "wedding"
+
+
+def test_when_a_particular_thing_happens_is_a_question_about_memory() -> None:
+    lines = [memory("ana: I have a job interview on Thursday at the museum.")]
+    assert guard("when is the wedding?", lines).about_memory, "the wedding: someone's, so memory answers"
+    assert guard("when is their party?", lines).about_memory
+    assert not guard("when did world war two end?", lines).about_memory, "left to the model"
+
+
+async def test_an_unrelated_memory_of_the_person_does_not_say_when(app: App, llm: ScriptedLLM) -> None:
+    await tell(
+        app,
+        llm,
+        ("ana", "My sister Lena is moving to Berlin next month."),
+        ("ana", "I have a job interview on Thursday at the museum."),
+    )
+    reply = await ask_as(app, llm, "bo", "when is Lena's wedding?", "December 2026.")
+    assert reply.text.startswith(DECLINED), reply.text
+    assert not reply.grounding().items
+    reply = await ask_as(app, llm, "bo", "when is the wedding?", "Thursday.")
+    assert reply.text.startswith(DECLINED), reply.text
+
+
+async def test_a_memory_of_the_thing_in_other_words_still_says_when(app: App, llm: ScriptedLLM) -> None:
+    await tell(
+        app, llm, ("omar", "I got a car on Sunday, a little red hatchback."), ("omar", "My sister Lena is a nurse.")
+    )
+    reply = await ask_as(app, llm, "bo", "When did Omar buy the vehicle?", "Sunday.")
+    assert reply.text.startswith("Sunday"), reply.text
+    assert any("car" in i.text for i in reply.grounding().items)
+    reply = await ask_as(app, llm, "bo", "when is Lena moving?", "Next month.")
+    assert reply.text.startswith(DECLINED), "nothing said of a move"
