@@ -339,31 +339,48 @@ class Reply:
         return frozenset(line for line, similarity in near.items() if similarity < WHEN_RELATED)
 
     async def _denied_yes(self) -> bool:
-        """Whether a "yes" to a question about the asker ("do I live in Lisbon?") is denied by the newest of the
-        asker's memories that hold what it asks last: P6 got "Yes, I do." to both cities after "I moved from
-        Lisbon to Porto", which holds the word Lisbon, and to "do I still live in Dublin?" from "I drive a taxi in
-        Dublin" beside "I moved from Dublin to Cork". That memory then stands for a "No." (``SemanticMemory.denied``:
-        negated claims, where one moved from)."""
+        """Whether a "yes" to a question about a fact of the asker or of someone remembered ("do I live in
+        Lisbon?", "does hank live in Lisbon?") is denied by the newest of the memories that hold what it asks
+        last (and, of someone else, mention them): P6 got "Yes, I do." to both cities after "I moved from Lisbon
+        to Porto", which holds the word Lisbon, and to "do I still live in Dublin?" from "I drive a taxi in
+        Dublin" beside "I moved from Dublin to Cork". That memory then stands for a "No." (the layers'
+        ``denied``: negated claims, where one moved from, where one quit)."""
         claim = self.guard.claim
-        if claim is None or claim.subject or not claim.last or not self._final or not says_yes(self._final):
+        if claim is None or not claim.last or not self._final or not says_yes(self._final):
             return False
-        semantic = self._brain.semantic
         dates = self.guard.dates_ground
         holding = [
             i
             for i in self.evidence()
-            if i.sources and claim.last in held_words(i.text, i.created_at if dates else None)
+            if i.sources
+            and claim.last in (held := held_words(i.text, i.created_at if dates else None))
+            and (not claim.subject or claim.subject in held)
         ]
-        if semantic is None or not holding:
+        if not holding:
             return False
         newest = max(
             holding, key=lambda i: (i.created_at or datetime.min.replace(tzinfo=UTC), max(i.message_ids, default=0))
         )
-        denied = await semantic.denied(self.message.scope, newest.message_ids, self.message.author_id)
-        if claim.last not in {stem(w) for names in denied.values() for name in names for w in name.split()}:
+        people = await self._claimed_of(newest)
+        found: set[str] = set()
+        for layer_found in await asyncio.gather(
+            *(layer.denied(self.message.scope, newest.message_ids, people) for layer in self._brain.layers)
+        ):
+            found |= {stem(w) for names in layer_found.values() for name in names for w in name.split()}
+        if claim.last not in found:
             return False
         self._quoted = newest
         return True
+
+    async def _claimed_of(self, item: MemoryItem) -> list[str]:
+        """Whom a yes/no question asks about, as the graph knows them: the asker ('user:<id>'), or the person it
+        names, by name and as the speaker of ``item``'s messages they said themselves ("hank: I moved ...")."""
+        subject = self.guard.claim.subject if self.guard.claim is not None else ""
+        if not subject:
+            return [f"user:{self.message.author_id}"]
+        said = await self._brain.conversations.many(self.message.scope, list(item.message_ids))
+        speakers = [f"user:{m.author_id}" for m in said.values() if stem(m.author_name.lower()) == subject]
+        return [subject, *dict.fromkeys(speakers)]
 
     async def _in_askers_words(self, text: str) -> str:
         """``text`` with "my" of the one person whose memory it drew on said from the asker's side

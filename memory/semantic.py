@@ -648,21 +648,22 @@ class SemanticMemory:
                 break  # the new claim lost: it is contradicted once, by the claim that outweighs it
         return len(rows)
 
-    async def denied(self, scope: str, message_ids: Sequence[int], author_id: str) -> dict[int, set[str]]:
-        """What ``author_id``'s own facts from each of ``message_ids`` say they are not, or no longer, related to:
-        the objects of their negated claims and of where they moved from ("I moved from Lisbon to Porto": lisbon;
-        "I don't like jazz": jazz), by message. A yes to "do I live in Lisbon?" that message holds is a no."""
+    async def denied(self, scope: str, message_ids: Sequence[int], people: Sequence[str]) -> dict[int, set[str]]:
+        """What the facts from each of ``message_ids`` say ``people`` (graph nodes: 'user:<id>' for a speaker,
+        a name for someone spoken of) are not, or no longer, related to: the objects of negated claims, of where
+        they moved from and where they quit ("I moved from Lisbon to Porto": lisbon; "I don't like jazz": jazz),
+        by message. A yes to "do I live in Lisbon?" that message holds is a no."""
         require_scope(scope)
-        if not message_ids:
+        if not message_ids or not people:
             return {}
         rows = await self.pool.fetch(
             """SELECT DISTINCT s.message_id, t.name FROM kg_edge_sources s JOIN kg_edges e ON e.id = s.edge_id
                    JOIN kg_nodes t ON t.id = e.target_id JOIN kg_nodes n ON n.id = e.source_id
-               WHERE e.scope = $1 AND s.message_id = ANY($2::bigint[]) AND n.name = $3
+               WHERE e.scope = $1 AND s.message_id = ANY($2::bigint[]) AND n.name = ANY($3::text[])
                  AND (e.relation LIKE 'not\\_%' OR e.relation = ANY($4::text[]))""",
             scope,
             list(message_ids),
-            f"user:{author_id}",
+            list(people),
             sorted(LEFT | QUIT),
         )
         out: dict[int, set[str]] = {}

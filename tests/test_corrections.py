@@ -177,3 +177,22 @@ async def test_a_new_job_wins_over_the_old_one(app: App, llm: ScriptedLLM) -> No
     assert not any(t.endswith("works at bank") or t.endswith("work at bank") for t in texts), texts
     assert any("hospital" in t for t in texts), texts
     assert (await ask_as(app, llm, "alex", "do I work at the bank?", "Yes, you do.")).text == "No."
+
+
+async def test_a_yes_about_someone_else_their_newer_words_deny_is_a_no(app: App, llm: ScriptedLLM) -> None:
+    """A new user's try: "does hank live in Lisbon?" after hank's "I moved from Lisbon to Porto" was a yes (only
+    the asker's own claims were checked); said of hank by someone else, too."""
+    from bot.grounding import BARE_NO
+    from tests.grounding_support import ask_as, tell
+
+    await tell(
+        app,
+        llm,
+        ("hank", "I live in Lisbon, near the castle."),
+        ("ana", "My dog is called Pico."),
+        ("hank", "I moved from Lisbon to Porto last week."),
+    )
+    assert (await ask_as(app, llm, "bo", "does hank live in Lisbon?", "Yes, he does.")).text == BARE_NO
+    assert (await ask_as(app, llm, "bo", "does hank live in Porto?", "Yes, he does.")).text.startswith("Yes")
+    await tell(app, llm, ("ana", "Meera quit the bank in May, she works at the library now."))
+    assert (await ask_as(app, llm, "bo", "does Meera work at the bank?", "Yes, she does.")).text == BARE_NO

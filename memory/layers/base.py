@@ -231,6 +231,10 @@ class MemoryLayer(Protocol):
 
     async def superseded(self, scope: str, message_ids: Sequence[int]) -> Mapping[int, frozenset[int]]: ...
 
+    async def denied(
+        self, scope: str, message_ids: Sequence[int], people: Sequence[str]
+    ) -> Mapping[int, frozenset[str]]: ...
+
 
 # Registering a layer: a factory the composition root calls once with the shared services.
 LayerFactory = Callable[[LayerContext], MemoryLayer]
@@ -302,4 +306,13 @@ class BaseLayer:
         """Of the messages in a prompt's memory, those this layer knows were corrected by others of them (every
         fact one states lost to a newer claim: "I live in Lisbon" beside "I moved to Porto"), each with the
         messages that corrected it; recall leaves such a memory out. Most layers know of none."""
+        return {}
+
+    async def denied(
+        self, scope: str, message_ids: Sequence[int], people: Sequence[str]
+    ) -> Mapping[int, frozenset[str]]:
+        """What each of ``message_ids`` says ``people`` ('user:<id>' for a speaker, a name for someone spoken of)
+        are not, or no longer ("I moved from Lisbon to Porto": lisbon), in this layer's words for things; a
+        reply's "yes" to "do I live in Lisbon?" that the newest such memory denies is a "No." Most layers know
+        of none."""
         return {}

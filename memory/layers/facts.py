@@ -139,6 +139,12 @@ class FactsLayer(BaseLayer):
     async def superseded(self, scope: str, message_ids: Sequence[int]) -> Mapping[int, frozenset[int]]:
         return await self.semantic.superseded(scope, message_ids)
 
+    async def denied(
+        self, scope: str, message_ids: Sequence[int], people: Sequence[str]
+    ) -> Mapping[int, frozenset[str]]:
+        found = await self.semantic.denied(scope, message_ids, people)
+        return {m: frozenset(names) for m, names in found.items()}
+
     def people_in(self, text: str) -> Sequence[str]:
         return self.semantic.extractor.people(text)  # the parse recall made of the message, cached
 
