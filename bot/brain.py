@@ -62,7 +62,7 @@ from memory.db import database_unreachable
 from memory.embed import Embedder
 from memory.errors import InvalidInput
 from memory.episodic import novelty
-from memory.layers.base import MemoryItem, MemoryLayer, sources_of
+from memory.layers.base import MemoryItem, MemoryLayer
 from memory.recall import ContextBundle, Recall, recall_query
 from memory.timeparse import dated
 
@@ -733,20 +733,15 @@ class Brain:
         that the current facts it holds come from (a message whose every fact a newer one corrected is not among
         them), most recent first, those this audience may see (a restricted channel's only there), each a memory
         with its source. In their words, not the facts' ("your sister marries at pm" is what the parse made of
-        "My sister Maria is getting married next Friday at 3pm"). With no facts layer, or nothing held, it says so."""
-        semantic = self.semantic
-        facts = (
-            []
-            if semantic is None
-            else [
-                f
-                for f in await semantic.about_author(
-                    scope, author_id, self.clock.now(), visible_channel=visible_channel
-                )
-                if not f.contradicted
-            ]
+        "My sister Maria is getting married next Friday at 3pm"). The layers say which messages (``told_by``); with
+        nothing held, it says so."""
+        told = await asyncio.gather(
+            *(
+                layer.told_by(scope, author_id, self.clock.now(), visible_channel=visible_channel)
+                for layer in self.layers
+            )
         )
-        found = await self.conversations.many(scope, sorted({i for f in facts for i in f.message_ids}))
+        found = await self.conversations.many(scope, sorted({i for ids in told for i in ids}))
         said = sorted(
             (m for m in found.values() if m.author_id == author_id and not m.is_bot),
             key=lambda m: (m.created_at, m.id),
@@ -754,7 +749,7 @@ class Brain:
         )
         if not said:
             return "You haven't told me anything about yourself that I remember.", ()
-        refs = await sources_of(semantic.pool, [m.id for m in said[:limit]])
+        refs = await self.conversations.sources([m.id for m in said[:limit]])
         drawn = tuple(
             MemoryItem(
                 "message",

@@ -18,6 +18,7 @@ from memory.fields import check_time, clean_name, clean_text, id_problem
 from memory.errors import InvalidInput, ScopeError
 from memory.db import session_lock
 from memory.digests import optout_digest
+from memory.sources import SourceRef, sources_of
 
 _COLUMNS = (
     "id, scope, source, external_id, channel_id, author_id, author_name, is_bot, content, "
@@ -279,6 +280,10 @@ class ConversationStore:
             f"SELECT {_COLUMNS} FROM messages WHERE scope = $1 AND id = $2", scope, message_id
         )
         return _stored(row) if row else None
+
+    async def sources(self, message_ids: Sequence[int]) -> dict[int, SourceRef]:
+        """The user-facing ids of stored messages, by row id (``memory.sources``)."""
+        return await sources_of(self._pool, message_ids)
 
     async def many(self, scope: str, message_ids: Sequence[int]) -> dict[int, StoredMessage]:
         """The scope's stored messages among ``message_ids``, by id (others' ids are simply not found)."""

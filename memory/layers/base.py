@@ -235,6 +235,10 @@ class MemoryLayer(Protocol):
         self, scope: str, message_ids: Sequence[int], people: Sequence[str]
     ) -> Mapping[int, frozenset[str]]: ...
 
+    async def told_by(
+        self, scope: str, author_id: str, now: datetime, *, visible_channel: str | None
+    ) -> Sequence[int]: ...
+
 
 # Registering a layer: a factory the composition root calls once with the shared services.
 LayerFactory = Callable[[LayerContext], MemoryLayer]
@@ -316,3 +320,9 @@ class BaseLayer:
         reply's "yes" to "do I live in Lisbon?" that the newest such memory denies is a "No." Most layers know
         of none."""
         return {}
+
+    async def told_by(self, scope: str, author_id: str, now: datetime, *, visible_channel: str | None) -> Sequence[int]:
+        """The messages of ``author_id``'s that what this layer holds about them as current comes from, those the
+        audience may see (``visible_channel`` None: public ones only); "what do you know about me?" quotes them.
+        Most layers hold nothing of a person's own."""
+        return ()

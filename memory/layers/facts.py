@@ -145,6 +145,10 @@ class FactsLayer(BaseLayer):
         found = await self.semantic.denied(scope, message_ids, people)
         return {m: frozenset(names) for m, names in found.items()}
 
+    async def told_by(self, scope: str, author_id: str, now: datetime, *, visible_channel: str | None) -> Sequence[int]:
+        facts = await self.semantic.about_author(scope, author_id, now, visible_channel=visible_channel)
+        return sorted({i for f in facts if not f.contradicted for i in f.message_ids})
+
     def people_in(self, text: str) -> Sequence[str]:
         return self.semantic.extractor.people(text)  # the parse recall made of the message, cached
 
