@@ -105,7 +105,6 @@ def rivals(relation: str) -> tuple[list[str], list[str]]:
     return other, same
 
 
-CONTRADICTED_CONFIDENCE = 0.5  # a contradicted edge's confidence is multiplied by this
 REHEARSAL_WINDOW = timedelta(hours=12)  # an episode replayed this long before consolidation was replayed tonight
 _MESSAGE_FIELDS = (
     "id",
@@ -636,10 +635,10 @@ class SemanticMemory:
             row = await conn.fetchrow(f"SELECT id, {_CARD_COLUMNS} FROM kg_edges WHERE id = $1", loser)
             card, _ = self.fsrs.review_card(_card(row, loser), Rating.Again, now)  # a lapse
             await conn.execute(
-                f"""UPDATE kg_edges SET confidence = confidence * $2, contradicted_at = $3, contradicted_by = $4,
-                        ({_CARD_COLUMNS}) = ($5, $6, $7, $8, $9, $10, reps + 1) WHERE id = $1""",
+                # kg_contradicted_factor() (sql/030): the trigger that undoes a contradiction divides by it.
+                f"""UPDATE kg_edges SET confidence = confidence * kg_contradicted_factor(), contradicted_at = $2,
+                        contradicted_by = $3, ({_CARD_COLUMNS}) = ($4, $5, $6, $7, $8, $9, reps + 1) WHERE id = $1""",
                 loser,
-                CONTRADICTED_CONFIDENCE,
                 now,
                 winner,
                 *_card_values(card),

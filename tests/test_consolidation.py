@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from bot.app import App
 from memory.conversation import NewMessage, StoredMessage
 from memory.extract import TripleExtractor
-from memory.semantic import CONTRADICTED_CONFIDENCE, GateConfig, SemanticMemory
+from memory.semantic import GateConfig, SemanticMemory
 
 T0 = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 
@@ -87,7 +87,8 @@ async def test_a_newer_value_of_a_one_valued_relation_lowers_the_old_edge(app: A
     await semantic.absorb(await stored(app, "I live in Porto now", at=T0 + timedelta(days=30)), T0 + timedelta(days=30))
     old, new = await pool.fetchrow(LISBON, "lisbon"), await pool.fetchrow(LISBON, "porto")
     assert old is not None, "contradicted, not deleted"
-    assert abs(old["confidence"] - before * CONTRADICTED_CONFIDENCE) < 1e-6 and old["contradicted_at"] is not None
+    factor = await pool.fetchval("SELECT kg_contradicted_factor()")
+    assert 0 < factor < 1 and abs(old["confidence"] - before * factor) < 1e-6 and old["contradicted_at"] is not None
     assert new["contradicted_at"] is None and new["confidence"] == before
 
 
