@@ -208,7 +208,7 @@ class Reply:
         self._streamed: list[str] = []  # what was shown so far (an engine fills its text only once it stops)
         self._quoted: MemoryItem | None = None  # the memory the reply quotes, when the model gave no answer
         self._drawn = tuple(drawn)  # what a reply the bot wrote without the model was made from (its sources)
-        self._off_topic: frozenset[str] = frozenset()  # prompt lines no answer to this when-question may come from
+        self._when_lines: dict[str, str] = {}  # of a when-question, memories' lines that can say when (_about_when)
 
     @property
     def plan(self) -> ContextPlan:
@@ -257,7 +257,7 @@ class Reply:
                 # Held back: a reply to a question about memory is shown only once it is known to draw on a memory.
                 async for _ in self._generation:
                     pass
-                self._off_topic = await self._not_about_when()
+                self._when_lines = await self._about_when()
                 self._final = self._verdict = grounded_or_not_told(
                     self._generation.text,
                     self.message.content,
@@ -313,30 +313,49 @@ class Reply:
             self.trace.tokens_per_s = stats.tokens_per_second
             self._finish()
 
-    async def _not_about_when(self) -> frozenset[str]:
-        """For a question asking when something happens, the memories in the prompt that cannot say when: they hold
-        none of the words it asks about beyond whom, and mean nothing near them (``WHEN_RELATED``). A new user's
+    async def _about_when(self) -> dict[str, str]:
+        """For a question asking when something happens, the memories in the prompt with lines that cannot say
+        when, by prompt line, each with the text of its lines that can ("" for none). A line can when it holds a
+        word the question asks about beyond whom, or means something near it (``WHEN_RELATED``), or answers a
+        question in the line before it that can ("Yeah, on the 5th." after "When's the wedding?"). A new user's
         "when is Lena's wedding?", nobody having mentioned one, got "December 2026." from "My sister Lena is moving
-        to Berlin next month", and "when is the wedding?" the day of a job interview: a date ties a reply to any
-        memory that holds a date. A paraphrase keeps its memory ("When did Omar buy the vehicle?", "I got a car
-        on Sunday"). Each line of a memory counts on its own (an episode may hold a turn either side), without its
-        speaker's name (a name alone moved "wedding" to 0.15 of Lena's move)."""
+        to Berlin next month", and "when is the wedding?" the day of a job interview, held in the turn beside a
+        memory of a wedding: a date ties a reply to any memory that holds one. A paraphrase keeps its memory
+        ("When did Omar buy the vehicle?", "I got a car on Sunday"). Lines are compared without their speaker's
+        name (a name alone moved "wedding" to 0.15 of Lena's move)."""
         question = self.message.content
         skip = set(self.guard.named) | {stem(w.lower()) for n in self._ignored() for w in n.split()}
         phrase = asked_phrase(question, skip)
         if not asks_when(question) or not phrase:
-            return frozenset()
+            return {}
         asked = {stem(w) for w in phrase.split()}
-        candidates = [i for i in evidence_in(self.bundle, self.prompt) if not asked & held_words(i.text, i.created_at)]
-        lines = [(i, said(line)) for i in candidates for line in i.text.splitlines() if said(line)]
-        if not lines:
-            return frozenset()
-        vectors = np.asarray(await self._brain.embedder.embed_many([phrase, *(line for _, line in lines)]))
+        items = [
+            (i, [line for line in i.text.splitlines() if said(line)]) for i in evidence_in(self.bundle, self.prompt)
+        ]
+        holds = {
+            (n, k): bool(asked & held_words(said(line), item.created_at))
+            for n, (item, lines) in enumerate(items)
+            for k, line in enumerate(lines)
+        }
+        far = [(n, k) for (n, k), held in holds.items() if not held]
+        if not far:
+            return {}
+        texts = [said(items[n][1][k]) for n, k in far]
+        vectors = np.asarray(await self._brain.embedder.embed_many([phrase, *texts]))
         vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-9)
-        near: dict[str, float] = {}
-        for (item, _), similarity in zip(lines, vectors[1:] @ vectors[0], strict=True):
-            near[item.prompt_line] = max(near.get(item.prompt_line, -1.0), float(similarity))
-        return frozenset(line for line, similarity in near.items() if similarity < WHEN_RELATED)
+        related = dict(holds)
+        for key, similarity in zip(far, vectors[1:] @ vectors[0], strict=True):
+            related[key] = float(similarity) >= WHEN_RELATED
+        out: dict[str, str] = {}
+        for n, (item, lines) in enumerate(items):
+            kept = [
+                line
+                for k, line in enumerate(lines)
+                if related[n, k] or (k > 0 and related[n, k - 1] and said(lines[k - 1]).endswith("?"))
+            ]
+            if len(kept) < len(lines):
+                out[item.prompt_line] = "\n".join(kept)
+        return out
 
     async def _denied_yes(self) -> bool:
         """Whether a "yes" to a question about a fact of the asker or of someone remembered ("do I live in
@@ -418,10 +437,17 @@ class Reply:
 
     def evidence(self) -> list[MemoryItem]:
         """What a reply may draw on: the memories in the prompt and people's recent turns in it; never a bot's
-        turn, never a moment of the bot's own. For a question about the asker's own things (``Guard.own``),
+        turn, never a moment of the bot's own; of a when-question, only the lines that can say when
+        (``_about_when``). For a question about the asker's own things (``Guard.own``),
         only what the asker said or what names them, and of those, for "what is my horse called?", only what
         mentions the horse (``Guard.thing``)."""
-        items = [i for i in evidence_in(self.bundle, self.prompt) if i.prompt_line not in self._off_topic]
+        items = []
+        for item in evidence_in(self.bundle, self.prompt):
+            lines = self._when_lines.get(item.prompt_line)  # a when-question's: only the lines that can say when
+            if lines is None:
+                items.append(item)
+            elif lines:
+                items.append(replace(item, text=lines))
         if not self.guard.own:
             return items
         mine = own_items(items, self.message.author_id, self.message.author_name)

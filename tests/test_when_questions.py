@@ -50,3 +50,23 @@ async def test_a_memory_of_the_thing_in_other_words_still_says_when(app: App, ll
     assert any("car" in i.text for i in reply.grounding().items)
     reply = await ask_as(app, llm, "bo", "when is Lena moving?", "Next month.")
     assert reply.text.startswith(DECLINED), "nothing said of a move"
+
+
+async def test_only_the_lines_about_the_thing_say_when(app: App, llm: ScriptedLLM) -> None:
+    """An episode holds a turn either side: "when is the wedding?" was answered with the day of the job interview
+    held in the turn beside a memory of the wedding. The answer to a question about it still counts."""
+    await tell(
+        app,
+        llm,
+        ("bo", "Any news about the wedding?"),
+        ("ana", "Yes! June 5th, at the old mill."),
+        ("ana", "I also have a job interview on Thursday at the museum."),
+        ("bo", "Good luck with it."),
+        ("ana", "Thanks. The venue for the wedding has a lovely garden."),
+    )
+    reply = await ask_as(app, llm, "cy", "when is the wedding?", "Thursday.")
+    assert "Thursday" not in reply.text and not any("Thursday" in i.text for i in reply.grounding().items)
+    reply = await ask_as(app, llm, "cy", "when is the wedding?", "June 5th.")
+    assert reply.text == "June 5th." and any("June 5th" in i.text for i in reply.grounding().items)
+    reply = await ask_as(app, llm, "cy", "when is the interview?", "Thursday.")
+    assert reply.text == "Thursday."
