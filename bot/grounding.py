@@ -621,7 +621,7 @@ def owned_thing(question: str) -> str:
     words = _WORD.findall(question.strip().lower().replace("’", "'"))
     if not words or words[0] not in _WH or "my" not in words:
         return ""
-    return next((stem(w) for w in words[words.index("my") + 1 :] if content_words(w)), "")
+    return next((stem(w.removesuffix("'s")) for w in words[words.index("my") + 1 :] if content_words(w)), "")
 
 
 def topic_of(question: str, skip: Iterable[str] = ()) -> set[str]:

@@ -82,5 +82,6 @@ async def test_a_question_about_ones_thing_is_answered_only_from_memories_of_it(
 def test_the_thing_an_own_question_asks_about() -> None:
     assert owned_thing("what is my horse called?") == "horse"
     assert owned_thing("when is my favourite band playing?") == "favourite"
+    assert owned_thing("what's my daughter's name?") == "daughter", "a new user's try: 'daughter'' matched nothing"
     assert owned_thing("is my parrot blue?") == "", "a yes/no question has its claim"
     assert owned_thing("where does Maya's brother live?") == ""
