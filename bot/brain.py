@@ -278,7 +278,7 @@ class Reply:
                         self._generation.text[:200],
                         self._final,
                     )
-                if await self._denied_yes():
+                if await self._denied():
                     self._final = BARE_NO  # their own words say otherwise ("I moved from Lisbon to Porto")
                 elif declines(self._final) or echoes(self._final, self.message.content, ignore=self._ignored()):
                     # No answer, but a memory holds every word of the question: show what was said, in its words.
@@ -357,15 +357,18 @@ class Reply:
                 out[item.prompt_line] = "\n".join(kept)
         return out
 
-    async def _denied_yes(self) -> bool:
-        """Whether a "yes" to a question about a fact of the asker or of someone remembered ("do I live in
-        Lisbon?", "does hank live in Lisbon?") is denied by the newest of the memories that hold what it asks
-        last (and, of someone else, mention them): P6 got "Yes, I do." to both cities after "I moved from Lisbon
-        to Porto", which holds the word Lisbon, and to "do I still live in Dublin?" from "I drive a taxi in
-        Dublin" beside "I moved from Dublin to Cork". That memory then stands for a "No." (the layers'
-        ``denied``: negated claims, where one moved from, where one quit)."""
+    async def _denied(self) -> bool:
+        """Whether a "yes", or a reply that does not know, to a question about a fact of the asker or of someone
+        remembered ("do I live in Lisbon?", "does hank live in Lisbon?") is answered "No." by the newest of the
+        memories that hold what it asks last (and, of someone else, mention them): P6 got "Yes, I do." to both
+        cities after "I moved from Lisbon to Porto", which holds the word Lisbon, and to "do I still live in
+        Dublin?" from "I drive a taxi in Dublin" beside "I moved from Dublin to Cork"; a new user got "I don't
+        know" to "does hank live in Lisbon?" after hank's move. That memory then stands for the "No." (the
+        layers' ``denied``: negated claims, where one moved from, where one quit)."""
         claim = self.guard.claim
-        if claim is None or not claim.last or not self._final or not says_yes(self._final):
+        if claim is None or not claim.last or not self._final:
+            return False
+        if not says_yes(self._final) and not declines(self._final):
             return False
         dates = self.guard.dates_ground
         holding = [

@@ -22,7 +22,7 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 USER, BOT = "user", "bot"  # placeholders, resolved to the author's and the bot's node by the caller
@@ -252,6 +252,7 @@ class TripleExtractor:
             triples += _named(sent, owners, polarity, confidence)
             triples += _possessions(sent, owners, polarity, confidence)
             _remember_nouns(sent, antecedents)
+        triples = _started_work(triples)
         unique: dict[tuple[str, str | None, str, str, str | None], Triple] = {}
         for t in triples:
             # a thing with no letter or digit ("caf named \ufffd" from undecodable bytes) names nothing
@@ -521,6 +522,20 @@ def _jobs(verb: Any, objects: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
                 if prep_token.dep_ == "prep" and prep_token.lower_ in _EMPLOYER_PREPS:
                     out += [(renamed, p) for p in prep_token.children if p.dep_ == "pobj"]
     return out
+
+
+def _started_work(triples: list[Triple]) -> list[Triple]:
+    """Where someone starts, in a message that says they got a job ("I got the job! I start at the museum on
+    Monday."), is where they work: the two sentences make one "start_at museum" and one "get job"."""
+    hired = {
+        t.subject
+        for t in triples
+        if t.relation in _NEW_JOB - {"have"} and t.object in _JOB_NOUNS and not t.relation.startswith("not_")
+    }
+    return [
+        replace(t, relation="work_at") if t.relation in ("start_at", "begin_at") and t.subject in hired else t
+        for t in triples
+    ]
 
 
 # A preposition's object that is a number's unit: a clock time, an amount or a day of a month ("at 3pm", "in 1

@@ -154,6 +154,10 @@ def test_a_job_taken_or_left_at_a_place_is_where_one_works_or_no_longer_works() 
 
     assert ("work_at", "hospital") in facts("I started a new job at the hospital.")
     assert ("work_at", "library") in facts("I have a job at the library now.")
+    assert ("work_at", "museum") in facts("I got the job! I start at the museum on Monday."), (
+        "one message, two sentences"
+    )
+    assert ("start_at", "gym") in facts("I didn't get the job, I start at the gym tomorrow though.")
     assert ("quit", "bank") in facts("I left my job at the bank.")
     assert ("quit", "bank") in facts("Big news, I quit the bank.")
     assert not any(r == "work_at" for r, _ in facts("I started a course at the college.")), "a course is no job"
@@ -194,5 +198,8 @@ async def test_a_yes_about_someone_else_their_newer_words_deny_is_a_no(app: App,
     )
     assert (await ask_as(app, llm, "bo", "does hank live in Lisbon?", "Yes, he does.")).text == BARE_NO
     assert (await ask_as(app, llm, "bo", "does hank live in Porto?", "Yes, he does.")).text.startswith("Yes")
+    declined = await ask_as(app, llm, "bo", "does hank live in Lisbon?", "I don't know, nobody has told me that.")
+    assert declined.text == BARE_NO, "a reply that does not know, where the newest memory says no"
+    assert any("moved from Lisbon" in i.text for i in declined.grounding().items)
     await tell(app, llm, ("ana", "Meera quit the bank in May, she works at the library now."))
     assert (await ask_as(app, llm, "bo", "does Meera work at the bank?", "Yes, she does.")).text == BARE_NO
