@@ -47,9 +47,11 @@ from bot.grounding import (
     is_question,
     own_items,
     quote,
+    quote_answer,
     said,
     says_mine,
     says_yes,
+    speaks_as_someone,
     stem,
 )
 from bot.llm import Generation, LanguageModel
@@ -280,6 +282,18 @@ class Reply:
                     )
                 if await self._denied():
                     self._final = BARE_NO  # their own words say otherwise ("I moved from Lisbon to Porto")
+                elif not self.replaced and not declines(self._final) and speaks_as_someone(self._final):
+                    # The model answered in someone's words ("I started at the museum on Monday."): show them as
+                    # theirs, quoted, not as the bot's.
+                    said_so = quote_answer(
+                        self._final,
+                        self.message.content,
+                        self.evidence(),
+                        asker=self.message.author_name,
+                        ignore=self._ignored(),
+                    )
+                    if said_so is not None:
+                        self._final, self._quoted = said_so
                 elif declines(self._final) or echoes(self._final, self.message.content, ignore=self._ignored()):
                     # No answer, but a memory holds every word of the question: show what was said, in its words.
                     found = quote(

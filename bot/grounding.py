@@ -719,6 +719,48 @@ def quote(
     return None
 
 
+_SPEAKS_AS = re.compile(r"\s*(?:i|i'm|i've|i'd|i'll|we|we're|we've|we'd|we'll)\b", re.I)
+
+
+def speaks_as_someone(reply: str) -> bool:
+    """Whether a reply opens in the first person: to a question about what people said, the model copying a
+    memory's words ("I started at the museum on Monday." to "did ana get the job?"), which reads as the bot's."""
+    return bool(_SPEAKS_AS.match(reply.replace("’", "'")))
+
+
+def quote_answer(
+    reply: str, question: str, items: Sequence[MemoryItem], *, asker: str, ignore: Iterable[str] = ()
+) -> tuple[str, MemoryItem] | None:
+    """The sentence someone said, among ``items`` (what the reply may draw on), that holds the most of ``reply``'s
+    answer words, and at least half of them, quoted with its speaker as ``quote`` does: a first-person reply is
+    the model speaking in someone's words, and is shown as theirs. None when no sentence holds enough."""
+    wanted = answer_words(reply, question, ignore=ignore)
+    if not wanted:
+        return None
+    best: tuple[int, str, str, MemoryItem] | None = None
+    for item in items:
+        if item.kind == "fact" or not item.sources:
+            continue
+        for line in item.text.split("\n"):
+            said = _SAID.match(line.strip())
+            if said is None:
+                continue
+            speaker = said.group(1).strip()
+            for sentence in _SENTENCE.findall(said.group(2).strip()):
+                sentence = sentence.strip()
+                if not sentence or sentence.endswith("?"):
+                    continue
+                shared = len(wanted & held_words(sentence, item.created_at))
+                if 2 * shared >= len(wanted) and (best is None or shared > best[0]):
+                    best = (shared, speaker, dated(sentence, item.created_at), item)
+    if best is None:
+        return None
+    _, speaker, words, item = best
+    if speaker.lower() == asker.lower():
+        return f'You told me: "{words}"', item
+    return f'I remember {speaker} saying: "{words}"', item
+
+
 def own_items(items: Iterable[MemoryItem], author_id: str, author_name: str) -> list[MemoryItem]:
     """The memories among ``items`` that can answer a question about the asker's own things: those with a
     source the asker wrote, and those that name the asker (bob's "alex's dog is Biscuit" answers alex's "what

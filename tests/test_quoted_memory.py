@@ -85,3 +85,19 @@ def test_the_thing_an_own_question_asks_about() -> None:
     assert owned_thing("what's my daughter's name?") == "daughter", "a new user's try: 'daughter'' matched nothing"
     assert owned_thing("is my parrot blue?") == "", "a yes/no question has its claim"
     assert owned_thing("where does Maya's brother live?") == ""
+
+
+async def test_a_reply_in_someones_words_is_shown_as_theirs(app: App, llm: ScriptedLLM) -> None:
+    """A new user's try: "did ana get the job?" got "I started at the museum on Monday.", the model speaking in
+    ana's words as if they were the bot's."""
+    await tell(
+        app, llm, ("ana", "The interview went great, I got the job! I start at the museum on Monday."), ("bo", "Hi!")
+    )
+    reply = await ask_as(app, llm, "cy", "did ana get the job?", "I started at the museum on Monday.")
+    assert undated(reply.text) == 'I remember ana saying: "I start at the museum on Monday."', reply.text
+    assert [i.text for i in reply.grounding().items] == [
+        "ana: The interview went great, I got the job! I start at the museum on Monday."
+    ]
+    mine = await ask_as(app, llm, "ana", "where do I work?", "I work at the museum.")
+    assert undated(mine.text).startswith('You told me: "'), mine.text
+    assert (await ask_as(app, llm, "cy", "where does ana work?", "At the museum.")).text == "At the museum."
