@@ -79,10 +79,22 @@ ONE_VALUED_RELATIONS = frozenset({"live_in", "work_at", "work_as", "named"})
 # Where someone lives, said either way ("I live in Porto", "I moved to Porto"): one value across the group.
 LIVING = frozenset({"live_in", "move_to", "relocate_to", "move_into"})
 # Where someone no longer lives ("I moved from Lisbon", "I moved out of Lisbon"): contradicts living there.
-LEFT = frozenset({"move_from", "move_out_of", "relocate_from"})
+LEFT = frozenset({"move_from", "move_out_of", "relocate_from", "leave"})
 # Where someone no longer works ("I quit the bank", "I left my job at the bank", memory.extract): contradicts
 # working there, as LEFT does living there. A new place of work contradicts the old by ONE_VALUED_RELATIONS.
-QUIT = frozenset({"quit", "resign_from"})
+QUIT = frozenset({"quit", "resign_from", "leave"})  # "leave" a place: one lived or worked at, either
+
+
+def _introduces(triple: Triple, author_name: str) -> bool:
+    """Whether ``triple`` is the speaker saying their own name ("hi! I am ana"): the message's author says it
+    already, and as a fact it kept a message current after its only other fact was corrected ("I work at a bank"
+    beside "I got the job at the museum"; ``superseded``)."""
+    return (
+        triple.subject == USER
+        and triple.relation in ("is", "named")
+        and triple.object_owner is None
+        and triple.object.lower() == author_name.strip().lower()
+    )
 
 
 def rivals(relation: str) -> tuple[list[str], list[str]]:
@@ -94,10 +106,8 @@ def rivals(relation: str) -> tuple[list[str], list[str]]:
     other: list[str] = []
     if relation in LIVING:
         other, same = sorted(LIVING), same + sorted(LEFT)
-    elif relation in LEFT:
-        same = same + sorted(LIVING)
-    elif relation in QUIT:
-        same = same + ["work_at"]
+    elif relation in LEFT | QUIT:
+        same = same + (sorted(LIVING) if relation in LEFT else []) + (["work_at"] if relation in QUIT else [])
     elif relation in ONE_VALUED_RELATIONS:
         other = [relation]
         if relation == "work_at":
@@ -363,7 +373,9 @@ class SemanticMemory:
         require_scope(message.scope)
         if message.is_bot or await self._absorbed(self.pool, message):
             return []
-        triples = [_with_owners(t) for t in await self._extract(message.content)]
+        triples = [
+            _with_owners(t) for t in await self._extract(message.content) if not _introduces(t, message.author_name)
+        ]
         if not triples:
             return []
         names = sorted({n for t in triples for n in (t.subject, t.object) if n not in (USER, BOT)})
@@ -651,7 +663,9 @@ class SemanticMemory:
         """What the facts from each of ``message_ids`` say ``people`` (graph nodes: 'user:<id>' for a speaker,
         a name for someone spoken of) are not, or no longer, related to: the objects of negated claims, of where
         they moved from and where they quit ("I moved from Lisbon to Porto": lisbon; "I don't like jazz": jazz),
-        by message. A yes to "do I live in Lisbon?" that message holds is a no."""
+        by message. A yes to "do I live in Lisbon?" that message holds is a no. What one left counts only beside a
+        move or a new job in the same message ("I moved to Porto, I left Lisbon for good"): "we left the party
+        early" denies nothing of having been there."""
         require_scope(scope)
         if not message_ids or not people:
             return {}
@@ -659,11 +673,16 @@ class SemanticMemory:
             """SELECT DISTINCT s.message_id, t.name FROM kg_edge_sources s JOIN kg_edges e ON e.id = s.edge_id
                    JOIN kg_nodes t ON t.id = e.target_id JOIN kg_nodes n ON n.id = e.source_id
                WHERE e.scope = $1 AND s.message_id = ANY($2::bigint[]) AND n.name = ANY($3::text[])
-                 AND (e.relation LIKE 'not\\_%' OR e.relation = ANY($4::text[]))""",
+                 AND (e.relation LIKE 'not\\_%' OR e.relation = ANY($4::text[])
+                      OR e.relation = 'leave' AND EXISTS (
+                          SELECT 1 FROM kg_edge_sources o JOIN kg_edges oe ON oe.id = o.edge_id
+                          WHERE o.message_id = s.message_id AND oe.source_id = e.source_id
+                            AND oe.relation = ANY($5::text[])))""",
             scope,
             list(message_ids),
             list(people),
-            sorted(LEFT | QUIT),
+            sorted((LEFT | QUIT) - {"leave"}),
+            sorted(LIVING | {"work_at"}),
         )
         out: dict[int, set[str]] = {}
         for r in rows:

@@ -162,7 +162,15 @@ def test_a_job_taken_or_left_at_a_place_is_where_one_works_or_no_longer_works() 
     assert ("quit", "bank") in facts("Big news, I quit the bank.")
     assert not any(r == "work_at" for r, _ in facts("I started a course at the college.")), "a course is no job"
     assert not any(r == "work_at" for r, _ in facts("I had a job at the mill for years.")), "had: not now"
+    assert "live_in" in rivals("leave")[1] and "work_at" in rivals("leave")[1], "left Lisbon, left the bank"
     assert "work_at" in rivals("quit")[1] and "quit" in rivals("work_at")[1]
+
+
+async def test_saying_ones_own_name_is_no_fact(app: App, llm: ScriptedLLM) -> None:
+    """ "hi! I am ana, I work at a bank" stayed current beside ana's new job: "ana is ana" was its other fact."""
+    await _told(app, llm, "hi! I am alex, I work at a bank in the city centre.")
+    names = await app.db.pool.fetch("SELECT relation FROM kg_edges WHERE relation IN ('is', 'named')")
+    assert not names
 
 
 async def test_a_new_job_wins_over_the_old_one(app: App, llm: ScriptedLLM) -> None:
@@ -201,5 +209,10 @@ async def test_a_yes_about_someone_else_their_newer_words_deny_is_a_no(app: App,
     declined = await ask_as(app, llm, "bo", "does hank live in Lisbon?", "I don't know, nobody has told me that.")
     assert declined.text == BARE_NO, "a reply that does not know, where the newest memory says no"
     assert any("moved from Lisbon" in i.text for i in declined.grounding().items)
+    await tell(
+        app, llm, ("carl", "I moved to Porto last week, I left Lisbon for good."), ("dee", "We left the party early.")
+    )
+    assert (await ask_as(app, llm, "bo", "does carl live in Lisbon?", "I don't know.")).text == BARE_NO
+    assert (await ask_as(app, llm, "bo", "did dee go to the party?", "Yes, she did.")).text.startswith("Yes")
     await tell(app, llm, ("ana", "Meera quit the bank in May, she works at the library now."))
     assert (await ask_as(app, llm, "bo", "does Meera work at the bank?", "Yes, she does.")).text == BARE_NO
