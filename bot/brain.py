@@ -22,7 +22,6 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 from datetime import UTC, datetime
 
 import numpy as np
@@ -563,11 +562,6 @@ class Brain:
 
     def layer(self, name: str) -> MemoryLayer | None:
         return next((layer for layer in self.layers if layer.name == name), None)
-
-    @property
-    def semantic(self) -> Any:
-        """The knowledge graph (SemanticMemory) when the facts layer is registered, else None."""
-        return getattr(self.layer("facts"), "semantic", None)
 
     # --- input --------------------------------------------------------------
 

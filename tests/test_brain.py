@@ -10,6 +10,8 @@ import pytest
 from bot.app import App
 from bot.brain import IncomingTurn
 from memory.errors import InvalidInput
+from memory.layers.facts import FactsLayer
+from memory.semantic import SemanticMemory
 from tests.fakes import ScriptedLLM
 
 
@@ -17,6 +19,13 @@ def turn(text: str, *, scope: str = "g1", author: str = "ana", channel: str = "c
     return IncomingTurn(
         scope=scope, source="console", channel_id=channel, author_id=f"u-{author}", author_name=author, text=text
     )
+
+
+def graph(app: App) -> SemanticMemory:
+    """The knowledge graph of the app's facts layer (registered when the graph is on, as in the tests' app)."""
+    facts = app.brain.layer("facts")
+    assert isinstance(facts, FactsLayer)
+    return facts.semantic
 
 
 async def say(app: App, text: str, **kw: str) -> str:

@@ -8,6 +8,7 @@ from bot.app import App
 from memory.conversation import NewMessage, StoredMessage
 from memory.extract import TripleExtractor
 from memory.semantic import GateConfig, SemanticMemory
+from tests.test_brain import graph
 
 T0 = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 
@@ -45,7 +46,7 @@ async def test_a_routed_tuple_is_admitted_once_a_second_message_supports_it(app:
     edge = await pool.fetchrow(LISBON, "lisbon")
     assert edge["evidence_count"] == 2
     assert await pool.fetchval("SELECT count(*) FROM kg_edge_sources WHERE edge_id = $1", edge["id"]) == 2
-    facts = await app.brain.semantic.facts_for(
+    facts = await graph(app).facts_for(
         "g1", "where does my sister live?", author_id="u-ana", depth=2, now=T0 + timedelta(days=2)
     )
     assert any(f.relation == "live_in" and f.object_name == "lisbon" for f in facts), "recallable once admitted"

@@ -714,3 +714,17 @@ async def test_dream_adapter_status_and_rollback_are_this_servers(app: App, tmp_
     assert f"Adapter #{second} rolled back" in said(manager) and f"adapter #{first}." in said(manager)
     assert not second_path.exists()
     assert await pool.fetchval("SELECT status FROM adapters WHERE scope = '999'") == "active", "another server's"
+
+
+async def test_memory_pin_pins_what_each_layer_holds_from_the_message(app: App) -> None:
+    await talk(app, 111, "My sister Lena lives in Berlin.", external_id="555")
+    await app.brain.drain()
+    cog = AdminCog(*cog_args(app))
+    i = interaction(member(111, manage=True))
+    await run_command(cog, cog.memory_pin, i, f"https://discord.com/channels/{GUILD}/42/555")
+    assert said(i).startswith("Pinned (") and "episodes 1" in said(i) and "facts" in said(i), said(i)
+    assert await app.db.pool.fetchval("SELECT count(*) FROM episodes WHERE pinned") == 1
+    assert await app.db.pool.fetchval("SELECT count(*) FROM kg_edges WHERE pinned") >= 1
+    other = interaction(member(111, manage=True))
+    await run_command(cog, cog.memory_pin, other, f"https://discord.com/channels/{GUILD + 1}/42/555")
+    assert "not a link to a message in this server" in said(other)

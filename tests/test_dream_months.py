@@ -8,6 +8,7 @@ from pathlib import Path
 
 from bot.app import App
 from tests.conftest import admit_every_import
+from tests.test_brain import graph
 
 T0 = datetime(2027, 3, 2, 12, 0, tzinfo=UTC)  # after the wall clock, which the test app absorbs at
 CELLO = ["I play the cello in the Leeds Philharmonic.", "I still play the cello in the Leeds Philharmonic."]
@@ -49,7 +50,7 @@ async def test_a_fact_said_twice_outlives_its_episodes_and_forgetting_its_messag
     later = await app.dream.run(T0 + timedelta(days=6 + 15), scope="g1")
     assert later.steps["episodic_decay"].counts["consolidated"] == 2, later.render()
     assert await pool.fetchval("SELECT count(*) FROM episodes WHERE message_id = ANY($1::bigint[])", ids) == 0
-    facts = await app.brain.semantic.facts_for(
+    facts = await graph(app).facts_for(
         "g1", "what does Ana play?", author_id=None, depth=1, now=T0 + timedelta(days=22)
     )
     assert any(f.relation == "play" and f.object_name == "cello" for f in facts), "the fact outlived its episodes"

@@ -10,6 +10,7 @@ from bot.app import App
 from bot.namer import LLMNamer, parse_name
 from tests.dream_data import NOW, month_of_history
 from tests.fakes import ScriptedLLM
+from tests.test_brain import graph
 
 
 @pytest.mark.parametrize(
@@ -64,14 +65,14 @@ async def test_a_configured_llm_extracts_and_questions_still_add_nothing(app: Ap
     from memory.conversation import NewMessage
 
     llm = ScriptedLLM('[["I", "own", "a sailboat"]]')
-    app.brain.semantic.llm_extract = LLMTripleExtractor(llm)
+    graph(app).llm_extract = LLMTripleExtractor(llm)
     statement = await app.conversations.add(
         NewMessage("g1", "console", "s1", "c", "u1", "ana", "I own a sailboat", NOW)
     )
-    decisions = await app.brain.semantic.absorb(statement, NOW)
+    decisions = await graph(app).absorb(statement, NOW)
     assert [(d.triple.subject, d.triple.relation, d.triple.object) for d in decisions] == [
         ("user", "own", "a sailboat")
     ]
     question = await app.conversations.add(NewMessage("g1", "console", "s2", "c", "u1", "ana", "do I own a boat?", NOW))
-    assert await app.brain.semantic.absorb(question, NOW) == []
+    assert await graph(app).absorb(question, NOW) == []
     assert len(llm.prompts) == 1, "questions never reach the LLM extractor"

@@ -17,6 +17,7 @@ from memory.conversation import ConversationStore, NewMessage
 from memory.db import _init_connection
 from memory.episodic import EpisodicStore, NewEpisode, exact_scan_limit
 from memory.lexical import BM25_B, BM25_K1, LexicalSearch
+from tests.test_brain import graph
 
 T0 = datetime(2026, 5, 1, 18, 0, tzinfo=UTC)
 
@@ -172,7 +173,7 @@ async def test_the_graph_walk_in_one_query_gives_each_fact_its_distance(app: App
     from tests.test_semantic import T0 as AT0
     from tests.test_semantic import stored
 
-    semantic = app.brain.semantic
+    semantic = graph(app)
     for text in ("My sister Lena lives in Lisbon", "Lisbon has great pastries", "Pastries need butter"):
         await semantic.absorb(await stored(app, text), AT0)
     facts = await semantic.facts_for("g1", "my sister", author_id="u-ana", depth=3, now=AT0)

@@ -17,6 +17,7 @@ from memory.recall import recall_query
 from memory.semantic import GateConfig, SemanticMemory
 from tests.conftest import layer_of
 from tests.fakes import ScriptedLLM
+from tests.test_brain import graph
 
 T0 = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 
@@ -64,7 +65,7 @@ async def test_questions_bot_replies_and_recalled_memories_add_no_facts(app: App
 
 
 async def test_a_month_of_silence_lowers_retrievability_and_a_review_raises_stability(app: App) -> None:
-    semantic = app.brain.semantic
+    semantic = graph(app)
     message = await stored(app, "I adopted a cat called Miso")
     await semantic.absorb(message, T0)
     plan_depth = 2
@@ -80,7 +81,7 @@ async def test_a_month_of_silence_lowers_retrievability_and_a_review_raises_stab
 
 
 async def test_deleting_the_message_removes_the_facts_it_alone_supported(app: App) -> None:
-    semantic = app.brain.semantic
+    semantic = graph(app)
     first = await stored(app, "I adopted a cat called Miso")
     second = await stored(app, "My cat is called Miso, she is lovely")
     await semantic.absorb(first, T0)
@@ -97,7 +98,7 @@ async def test_deleting_the_message_removes_the_facts_it_alone_supported(app: Ap
 
 
 async def test_the_gate_routes_weak_tuples_and_logs_every_decision(app: App) -> None:
-    semantic = app.brain.semantic
+    semantic = graph(app)
     sarcastic = await stored(app, "Oh sure, I just love waiting in line for hours")
     decisions = await semantic.absorb(sarcastic, T0)
     assert decisions and all(d.action == "route_to_episodic" for d in decisions)
@@ -118,14 +119,14 @@ async def test_with_the_gate_off_everything_is_inserted(app: App) -> None:
 
 
 async def test_facts_never_cross_scopes(app: App) -> None:
-    semantic = app.brain.semantic
+    semantic = graph(app)
     await semantic.absorb(await stored(app, "I adopted a cat called Miso", scope="guild-a"), T0)
     assert await semantic.facts_for("guild-b", "my cat Miso", author_id="u-ana", depth=3, now=T0) == []
     assert await semantic.facts_for("guild-a", "my cat Miso", author_id="u-ana", depth=3, now=T0)
 
 
 async def test_depth_bounds_the_walk(app: App) -> None:
-    semantic = app.brain.semantic
+    semantic = graph(app)
     await semantic.absorb(await stored(app, "My sister Lena lives in Lisbon"), T0)
     await semantic.absorb(await stored(app, "Lisbon has great pastries"), T0)
     one = triples(await semantic.facts_for("g1", "my sister", author_id="u-ana", depth=1, now=T0))
@@ -135,7 +136,7 @@ async def test_depth_bounds_the_walk(app: App) -> None:
 
 
 async def test_pruning_forgets_faded_doubtful_edges_but_not_pinned_ones(app: App) -> None:
-    semantic = app.brain.semantic
+    semantic = graph(app)
     await semantic.absorb(await stored(app, "I think I like the new album"), T0)  # hedged: confidence 0.5
     await semantic.absorb(await stored(app, "I might visit Rome"), T0)
     pool = app.db.pool
@@ -215,14 +216,14 @@ async def said(
             visible_in=visible_in,
         )
     )
-    await app.brain.semantic.absorb(message, T0)
+    await graph(app).absorb(message, T0)
     return message
 
 
 async def ask(
     app: App, text: str, *, author: str | None = "ana", visible_channel: str | None = None, depth: int = 2
 ) -> set[tuple[str, str, str]]:
-    facts = await app.brain.semantic.facts_for(
+    facts = await graph(app).facts_for(
         "g1",
         text,
         author_id=None if author is None else f"u-{author}",
@@ -252,7 +253,7 @@ async def test_two_peoples_sisters_stay_apart_and_a_world_fact_stays_shared(app:
 
 async def test_an_owned_fact_reads_with_its_owners_name(app: App) -> None:
     await said(app, "My sister lives in Lisbon", author="ana")
-    facts = await app.brain.semantic.facts_for("g1", "what about Lisbon?", author_id="u-ben", depth=1, now=T0)
+    facts = await graph(app).facts_for("g1", "what about Lisbon?", author_id="u-ben", depth=1, now=T0)
     assert [f.sentence() for f in facts] == ["ana's sister live in Lisbon"]
     assert facts[0].view("u-ana") == "user" and facts[0].view("u-ben") == "others"
 
@@ -269,7 +270,7 @@ async def test_a_pronoun_takes_its_owned_antecedent(app: App) -> None:
 async def test_your_things_are_the_bots(app: App) -> None:
     await said(app, "Your jokes are funny", author="ana")
     assert await app.db.pool.fetchval("SELECT owner FROM kg_nodes WHERE name = 'joke'") == "bot"
-    facts = await app.brain.semantic.facts_for("g1", "tell me about your jokes", author_id="u-ben", depth=1, now=T0)
+    facts = await graph(app).facts_for("g1", "tell me about your jokes", author_id="u-ben", depth=1, now=T0)
     assert "my jokes is funny" in {f.sentence() for f in facts}
 
 
@@ -285,7 +286,7 @@ async def test_an_llms_my_x_is_owned_too(app: App) -> None:
     async def llm(text: str) -> list[Triple]:
         return [Triple("my sister", "live_in", "lisbon", 0.0, 0.8, "my sister", "lisbon")]
 
-    app.brain.semantic.llm_extract = llm
+    graph(app).llm_extract = llm
     await said(app, "My sister lives in Lisbon", author="ana")
     assert await app.db.pool.fetchval("SELECT owner FROM kg_nodes WHERE name = 'sister'") == "user:u-ana"
 
@@ -303,12 +304,12 @@ async def test_a_fact_said_only_in_a_restricted_channel_is_seen_only_by_that_aud
     assert fact in await ask(app, "what about Lisbon?", visible_channel="C")
     assert fact not in await ask(app, "what about Lisbon?", visible_channel=None)
     assert fact not in await ask(app, "what about Lisbon?", visible_channel="D")
-    assert await app.brain.semantic.about_author("g1", "u-ana", T0) == []
-    assert await app.brain.semantic.about_author("g1", "u-ana", T0, visible_channel="C")
+    assert await graph(app).about_author("g1", "u-ana", T0) == []
+    assert await graph(app).about_author("g1", "u-ana", T0, visible_channel="C")
     public = await said(app, "Lisbon has great pastries!", channel="c1")
     for audience in (None, "C", "D"):
         assert fact in await ask(app, "what about Lisbon?", visible_channel=audience)
-    facts = await app.brain.semantic.facts_for("g1", "what about Lisbon?", author_id="u-ana", depth=1, now=T0)
+    facts = await graph(app).facts_for("g1", "what about Lisbon?", author_id="u-ana", depth=1, now=T0)
     assert [f.message_ids for f in facts] == [(public.id,)], "a public audience sees only the public source"
 
 
@@ -323,7 +324,7 @@ async def test_the_walk_never_passes_through_what_the_audience_cannot_see(app: A
 
 
 async def test_an_edit_replaces_the_old_facts(app: App) -> None:
-    semantic = app.brain.semantic
+    semantic = graph(app)
     pool = app.db.pool
     message = await said(app, "My cat is called Miso")
     await pool.execute("UPDATE messages SET content = 'My cat is called Luna' WHERE id = $1", message.id)
@@ -337,7 +338,7 @@ async def test_an_edit_replaces_the_old_facts(app: App) -> None:
 
 
 async def test_absorbing_a_message_twice_counts_it_once(app: App) -> None:
-    semantic = app.brain.semantic
+    semantic = graph(app)
     pool = app.db.pool
     message = await said(app, "My cat is called Miso")
     logged = await pool.fetchval("SELECT count(*) FROM kg_gate_log")
@@ -349,7 +350,7 @@ async def test_absorbing_a_message_twice_counts_it_once(app: App) -> None:
 
 
 async def test_merging_stays_within_one_owner_and_one_scope(app: App) -> None:
-    semantic = app.brain.semantic
+    semantic = graph(app)
     pool = app.db.pool
     await said(app, "My kitty is lazy", author="ana")
     await said(app, "My kitty is lazy", author="ben")
@@ -370,7 +371,7 @@ async def test_merging_stays_within_one_owner_and_one_scope(app: App) -> None:
 
 
 async def test_pruning_one_scope_leaves_the_others(app: App) -> None:
-    semantic = app.brain.semantic
+    semantic = graph(app)
     await said(app, "I might visit Rome", scope="g1")
     await said(app, "I might visit Rome", scope="g2")
     await app.db.pool.execute("UPDATE kg_edges SET confidence = 0.4")
@@ -434,7 +435,7 @@ async def test_a_message_deleted_before_its_facts_are_written_leaves_none(app: A
         NewMessage("g1", "console", "gone", "c1", "u-ana", "ana", "My cat is called Miso", T0)
     )
     await app.db.pool.execute("DELETE FROM messages WHERE id = $1", message.id)
-    assert await app.brain.semantic.absorb(message, T0) == []
+    assert await graph(app).absorb(message, T0) == []
     assert await app.db.pool.fetchval("SELECT count(*) FROM kg_nodes") == 0
 
 
@@ -444,7 +445,7 @@ async def test_the_facts_layer_keeps_the_facts_about_the_question_and_ranks_afte
     from memory.layers.episodes import EpisodesLayer
     from memory.layers.facts import FactRelevance, FactsLayer
 
-    semantic = app.brain.semantic
+    semantic = graph(app)
     for text in [
         "I adopted a cat called Miso",
         "I volunteer at the animal shelter",
@@ -472,7 +473,7 @@ async def test_the_facts_layer_keeps_the_facts_about_the_question_and_ranks_afte
 async def test_a_fact_keeps_its_sentence_vector_and_facts_written_before_are_embedded_at_recall(app: App) -> None:
     import numpy as np
 
-    semantic = app.brain.semantic
+    semantic = graph(app)
     await semantic.absorb(await stored(app, "I adopted a cat called Miso"), T0)
     await semantic.absorb(await stored(app, "I play chess at the club on Tuesdays"), T0)
     pool = app.db.pool
@@ -481,6 +482,7 @@ async def test_a_fact_keeps_its_sentence_vector_and_facts_written_before_are_emb
     facts = await semantic.facts_for("g1", "my cat", author_id="u-ana", depth=1, now=T0)
     assert facts and all(f.vector is not None for f in facts)
     for f in facts:
+        assert f.vector is not None
         np.testing.assert_allclose(f.vector, await app.embedder.embed(f.sentence()), atol=1e-5)
     question = [("what is my cat called?", "g1")]
     [stored_vectors] = await app.brain.contexts(question, k=5, author_id="u-ana")
@@ -496,7 +498,7 @@ async def test_a_fact_keeps_its_sentence_vector_and_facts_written_before_are_emb
 async def test_a_fact_moved_by_a_merge_gets_the_vector_of_its_new_sentence(app: App) -> None:
     import numpy as np
 
-    semantic = app.brain.semantic
+    semantic = graph(app)
     pool = app.db.pool
     await said(app, "My kitty likes tuna", author="ana")
     await said(app, "My kitten loves salmon", author="ana")
@@ -507,6 +509,7 @@ async def test_a_fact_moved_by_a_merge_gets_the_vector_of_its_new_sentence(app: 
     facts = await semantic.facts_for("g1", "my kitty", author_id="u-ana", depth=1, now=T0)
     assert any("salmon" in f.sentence() and "kitty" in f.sentence() for f in facts), [f.sentence() for f in facts]
     for f in facts:
+        assert f.vector is not None
         np.testing.assert_allclose(f.vector, await app.embedder.embed(f.sentence()), atol=1e-5)
 
 

@@ -165,15 +165,9 @@ class AdminCog(commands.Cog):
             await reply(interaction, "I hold nothing from that message.")
             return
         now = self.services.clock.now()
-        pinned = await self.services.episodes.pin(stored.scope, stored.id, now)
-        semantic = self.services.brain.semantic
-        facts = await semantic.pin(stored.scope, stored.id, now) if semantic is not None else 0
-        await reply(
-            interaction,
-            f"Pinned{f', with {facts} fact(s)' if facts else ''}."
-            if pinned or facts
-            else "That message has no memory to pin yet.",
-        )
+        pinned = {layer.name: await layer.pin(stored.scope, stored.id, now) for layer in self.services.brain.layers}
+        held = ", ".join(f"{name} {n}" for name, n in pinned.items() if n)
+        await reply(interaction, f"Pinned ({held})." if held else "That message has no memory to pin yet.")
 
     @memory.command(name="optout", description="Stop the bot remembering anything you say in this server")
     async def memory_optout(self, interaction: discord.Interaction) -> None:
@@ -473,29 +467,20 @@ class AdminCog(commands.Cog):
         scope, user = self._scope(interaction), str(interaction.user.id)
         # What this channel's audience may see: a restricted channel's memories are shown only there.
         audience = visible_channel(interaction)
-        episodes = await self.services.episodes.by_author(scope, user, 30, visible_channel=audience)
-        semantic = self.services.brain.semantic
-        facts = (
-            await semantic.about_author(scope, user, self.services.clock.now(), visible_channel=audience)
-            if semantic
-            else []
-        )
-        if not episodes and not facts:
+        now = self.services.clock.now()
+        sections = [
+            section
+            for layer in self.services.brain.layers
+            if (section := await layer.held_from(scope, user, now, visible_channel=audience)) is not None
+            and section.items
+        ]
+        if not sections:
             await reply(interaction, "I don't remember anything you said here.")
             return
         lines = []
-        if facts:
-            lines.append("Facts I hold from what you said (with the messages they came from):")
-            lines += [
-                f"- {f.sentence(readable=True)} (messages {', '.join(map(str, f.message_ids))}; "
-                f"recall {f.retrievability:.0%})"
-                for f in facts
-            ]
-        if episodes:
-            lines.append("Conversations I remember:")
-            lines += [
-                f"- [{e.created_at:%Y-%m-%d}] {e.content.splitlines()[0]} (message {e.message_id})" for e in episodes
-            ]
+        for section in sections:
+            lines.append(f"{section.title}:")
+            lines += [f"- {item.text}" for item in section.items]
         await reply(interaction, "\n".join(lines))
 
 

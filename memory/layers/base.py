@@ -239,6 +239,12 @@ class MemoryLayer(Protocol):
         self, scope: str, author_id: str, now: datetime, *, visible_channel: str | None
     ) -> Sequence[int]: ...
 
+    async def held_from(
+        self, scope: str, author_id: str, now: datetime, *, visible_channel: str | None
+    ) -> Section | None: ...
+
+    async def pin(self, scope: str, message_id: int, now: datetime) -> int: ...
+
 
 # Registering a layer: a factory the composition root calls once with the shared services.
 LayerFactory = Callable[[LayerContext], MemoryLayer]
@@ -326,3 +332,14 @@ class BaseLayer:
         audience may see (``visible_channel`` None: public ones only); "what do you know about me?" quotes them.
         Most layers hold nothing of a person's own."""
         return ()
+
+    async def held_from(
+        self, scope: str, author_id: str, now: datetime, *, visible_channel: str | None
+    ) -> Section | None:
+        """What this layer holds from ``author_id``'s messages, shown to them (``/whatdoyouknow``): a titled list,
+        each item with the messages it came from, those the audience may see only. None: nothing of theirs."""
+        return None
+
+    async def pin(self, scope: str, message_id: int, now: datetime) -> int:
+        """Keep what this layer holds from a message from fading (``/memory pin``); how many of its memories."""
+        return 0

@@ -25,6 +25,7 @@ import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 import asyncpg
@@ -513,6 +514,26 @@ class EpisodesLayer(BaseLayer):
         self._speaker_cache.clear()  # and the names of who spoke
         self.associative.invalidate()  # and the associative keys
         return {"episodes": n}
+
+    async def held_from(
+        self, scope: str, author_id: str, now: datetime, *, visible_channel: str | None
+    ) -> Section | None:
+        episodes = await self.store.by_author(scope, author_id, 30, visible_channel=visible_channel)
+        items = tuple(
+            MemoryItem(
+                "episode",
+                None,
+                line := f"[{e.created_at:%Y-%m-%d}] {e.content.splitlines()[0]} (message {e.message_id})",
+                line,
+                (e.message_id,),
+                e.created_at,
+            )
+            for e in episodes
+        )
+        return Section(self.name, "Conversations I remember", items)
+
+    async def pin(self, scope: str, message_id: int, now: datetime) -> int:
+        return await self.store.pin(scope, message_id, now)
 
 
 @dataclass

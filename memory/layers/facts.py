@@ -149,6 +149,28 @@ class FactsLayer(BaseLayer):
         facts = await self.semantic.about_author(scope, author_id, now, visible_channel=visible_channel)
         return sorted({i for f in facts if not f.contradicted for i in f.message_ids})
 
+    async def held_from(
+        self, scope: str, author_id: str, now: datetime, *, visible_channel: str | None
+    ) -> Section | None:
+        facts = await self.semantic.about_author(scope, author_id, now, visible_channel=visible_channel)
+        items = tuple(
+            MemoryItem(
+                "fact",
+                None,
+                line := (
+                    f"{f.sentence(readable=True)} (messages {', '.join(map(str, f.message_ids))}; "
+                    f"recall {f.retrievability:.0%})"
+                ),
+                line,
+                f.message_ids,
+            )
+            for f in facts
+        )
+        return Section(self.name, "Facts I hold from what you said (with the messages they came from)", items)
+
+    async def pin(self, scope: str, message_id: int, now: datetime) -> int:
+        return await self.semantic.pin(scope, message_id, now)
+
     def people_in(self, text: str) -> Sequence[str]:
         return self.semantic.extractor.people(text)  # the parse recall made of the message, cached
 
