@@ -372,48 +372,57 @@ class Reply:
 
     async def _denied(self) -> bool:
         """Whether a "yes", or a reply that does not know, to a question about a fact of the asker or of someone
-        remembered ("do I live in Lisbon?", "does hank live in Lisbon?") is answered "No." by the newest of the
-        memories that hold what it asks last (and, of someone else, mention them): P6 got "Yes, I do." to both
+        remembered ("do I live in Lisbon?", "does hank live in Lisbon?") is answered "No." by the newest memory of
+        them that denies what it asks last, unless one said since holds it: P6 got "Yes, I do." to both
         cities after "I moved from Lisbon to Porto", which holds the word Lisbon, and to "do I still live in
         Dublin?" from "I drive a taxi in Dublin" beside "I moved from Dublin to Cork"; a new user got "I don't
         know" to "does hank live in Lisbon?" after hank's move. That memory then stands for the "No." (the
-        layers' ``denied``: negated claims, where one moved from, where one quit)."""
+        layers' ``denied``: negated claims, where one moved from, where one quit, what a newer claim beat: "I
+        moved to Lisbon" denies Hamburg, P7)."""
         claim = self.guard.claim
         if claim is None or not claim.last or not self._final:
             return False
         if not says_yes(self._final) and not declines(self._final):
             return False
         dates = self.guard.dates_ground
-        holding = [
-            i
-            for i in self.evidence()
-            if i.sources
-            and claim.last in (held := held_words(i.text, i.created_at if dates else None))
-            and (not claim.subject or claim.subject in held)
+        about = [
+            i for i in self.evidence() if i.sources and (not claim.subject or claim.subject in held_words(i.text, None))
         ]
-        if not holding:
+        if not about:
             return False
-        newest = max(
-            holding, key=lambda i: (i.created_at or datetime.min.replace(tzinfo=UTC), max(i.message_ids, default=0))
-        )
-        people = await self._claimed_of(newest)
-        found: set[str] = set()
+
+        def when(item: MemoryItem) -> tuple[datetime, int]:
+            return item.created_at or datetime.min.replace(tzinfo=UTC), max(item.message_ids, default=0)
+
+        people = await self._claimed_of(about)
+        ids = sorted({m for i in about for m in i.message_ids})
+        found: dict[int, set[str]] = {}
         for layer_found in await asyncio.gather(
-            *(layer.denied(self.message.scope, newest.message_ids, people) for layer in self._brain.layers)
+            *(layer.denied(self.message.scope, ids, people) for layer in self._brain.layers)
         ):
-            found |= {stem(w) for names in layer_found.values() for name in names for w in name.split()}
-        if claim.last not in found:
+            for m, names in layer_found.items():
+                found.setdefault(m, set()).update(stem(w) for name in names for w in name.split())
+        deniers = [i for i in about if any(claim.last in found.get(m, ()) for m in i.message_ids)]
+        if not deniers:
             return False
-        self._quoted = newest
+        denier = max(deniers, key=when)
+        holders = [
+            i for i in about if i not in deniers and claim.last in held_words(i.text, i.created_at if dates else None)
+        ]
+        if holders and when(max(holders, key=when)) > when(denier):
+            return False  # said again since ("I moved back to Dublin")
+        self._quoted = denier
         return True
 
-    async def _claimed_of(self, item: MemoryItem) -> list[str]:
+    async def _claimed_of(self, items: Sequence[MemoryItem]) -> list[str]:
         """Whom a yes/no question asks about, as the graph knows them: the asker ('user:<id>'), or the person it
-        names, by name and as the speaker of ``item``'s messages they said themselves ("hank: I moved ...")."""
+        names, by name and as the speaker of ``items``' messages they said themselves ("hank: I moved ...")."""
         subject = self.guard.claim.subject if self.guard.claim is not None else ""
         if not subject:
             return [f"user:{self.message.author_id}"]
-        said = await self._brain.conversations.many(self.message.scope, list(item.message_ids))
+        said = await self._brain.conversations.many(
+            self.message.scope, sorted({m for i in items for m in i.message_ids})
+        )
         speakers = [f"user:{m.author_id}" for m in said.values() if stem(m.author_name.lower()) == subject]
         return [subject, *dict.fromkeys(speakers)]
 

@@ -663,14 +663,20 @@ class SemanticMemory:
         """What the facts from each of ``message_ids`` say ``people`` (graph nodes: 'user:<id>' for a speaker,
         a name for someone spoken of) are not, or no longer, related to: the objects of negated claims, of where
         they moved from and where they quit ("I moved from Lisbon to Porto": lisbon; "I don't like jazz": jazz),
-        by message. A yes to "do I live in Lisbon?" that message holds is a no. What one left counts only beside a
+        by message, and the objects of the claims a claim of the message beat ("I moved to Lisbon": hamburg, where
+        they lived before). A yes to "do I live in Lisbon?" that message holds is a no. What one left counts only beside a
         move or a new job in the same message ("I moved to Porto, I left Lisbon for good"): "we left the party
         early" denies nothing of having been there."""
         require_scope(scope)
         if not message_ids or not people:
             return {}
         rows = await self.pool.fetch(
-            """SELECT DISTINCT s.message_id, t.name FROM kg_edge_sources s JOIN kg_edges e ON e.id = s.edge_id
+            """SELECT s.message_id, t.name FROM kg_edge_sources s JOIN kg_edges w ON w.id = s.edge_id
+                   JOIN kg_edges e ON e.contradicted_by = w.id JOIN kg_nodes t ON t.id = e.target_id
+                   JOIN kg_nodes n ON n.id = e.source_id
+               WHERE w.scope = $1 AND s.message_id = ANY($2::bigint[]) AND n.name = ANY($3::text[])
+               UNION
+               SELECT DISTINCT s.message_id, t.name FROM kg_edge_sources s JOIN kg_edges e ON e.id = s.edge_id
                    JOIN kg_nodes t ON t.id = e.target_id JOIN kg_nodes n ON n.id = e.source_id
                WHERE e.scope = $1 AND s.message_id = ANY($2::bigint[]) AND n.name = ANY($3::text[])
                  AND (e.relation LIKE 'not\\_%' OR e.relation = ANY($4::text[])
@@ -690,9 +696,11 @@ class SemanticMemory:
         return out
 
     async def superseded(self, scope: str, message_ids: Sequence[int]) -> dict[int, frozenset[int]]:
-        """Of ``message_ids``, those whose every fact lost to a newer claim made by another of them ("I live in
-        Lisbon" beside "I moved from Lisbon to Porto"), each with the messages that won. A message with no fact
-        is never superseded."""
+        """Of ``message_ids``, those with a fact that lost to a newer claim made by another of them ("I live in
+        Lisbon" beside "I moved from Lisbon to Porto"; "I live in Hamburg, near the harbour" beside "I moved to
+        Lisbon", its other fact kept in the graph), each with the messages that won. A message with no fact is
+        never superseded. (Every fact lost, as this first was, left P7's old homes and jobs in the prompt beside
+        their corrections, 7 changes of 8, and the reader answered with the old.)"""
         require_scope(scope)
         if len(message_ids) < 2:
             return {}
@@ -707,13 +715,10 @@ class SemanticMemory:
             list(message_ids),
         )
         lost: dict[int, set[int]] = {}
-        kept: set[int] = set()
         for r in rows:
             if r["winners"]:
                 lost.setdefault(r["m"], set()).update(r["winners"])
-            else:
-                kept.add(r["m"])
-        return {m: frozenset(w) for m, w in lost.items() if m not in kept}
+        return {m: frozenset(w) for m, w in lost.items()}
 
     async def pin(self, scope: str, message_id: int, now: datetime, *, pinned: bool = True) -> int:
         """Pin (or unpin) the facts a message supports: a pinned edge is never pruned, and pinning is an

@@ -216,3 +216,25 @@ async def test_a_yes_about_someone_else_their_newer_words_deny_is_a_no(app: App,
     assert (await ask_as(app, llm, "bo", "did dee go to the party?", "Yes, she did.")).text.startswith("Yes")
     await tell(app, llm, ("ana", "Meera quit the bank in May, she works at the library now."))
     assert (await ask_as(app, llm, "bo", "does Meera work at the bank?", "Yes, she does.")).text == BARE_NO
+
+
+async def test_a_memory_with_one_corrected_claim_is_left_out_beside_its_correction(app: App, llm: ScriptedLLM) -> None:
+    """P7: "I live in Hamburg, near the harbour" then "I moved to Lisbon": the old memory kept a fact ("near the
+    harbour") that no move contradicts, so it stayed in the prompt beside the move and the reader answered
+    "Hamburg." (7 changes of 8). And "does hank live in Hamburg?" quoted the old sentence: the move says no."""
+    from bot.grounding import BARE_NO
+    from tests.grounding_support import ask_as, tell
+
+    await tell(app, llm, ("hank", "I live in Hamburg, near the harbour."), ("ivy", "I work at the bank downtown."))
+    await tell(app, llm, ("hank", "I moved to Lisbon last week."))
+    bundle = await app.brain.context("where does hank live?", "g1", author_id="u-zed")
+    texts = [i.text for i in bundle.items(preamble=False) if i.kind == "episode"]
+    assert any("Lisbon" in t for t in texts) and not any("Hamburg" in t for t in texts), texts
+    graph_facts = await app.db.pool.fetch(
+        """SELECT e.relation, e.contradicted_at IS NULL AS current FROM kg_edges e
+           JOIN kg_nodes t ON t.id = e.target_id WHERE t.name = 'harbour'"""
+    )
+    assert graph_facts and all(r["current"] for r in graph_facts), "what no move contradicts stays a fact"
+    no = await ask_as(app, llm, "zed", "does hank live in Hamburg?", "Yes, he does.")
+    assert no.text == BARE_NO and any("Lisbon" in i.text for i in no.grounding().items)
+    assert (await ask_as(app, llm, "zed", "does hank live in Lisbon?", "Yes, he does.")).text.startswith("Yes")
