@@ -30,10 +30,12 @@ from bot.grounding import (
     BARE_NO,
     MAX_SOURCES,
     NO_GUARD,
+    NOT_TOLD,
     Grounding,
     Guard,
     WHEN_RELATED,
     SourceLine,
+    answer_words,
     asked_phrase,
     asks_when,
     declines,
@@ -281,6 +283,17 @@ class Reply:
                     )
                 if await self._denied():
                     self._final = BARE_NO  # their own words say otherwise ("I moved from Lisbon to Porto")
+                elif not self.replaced and await self._answer_denied():
+                    # The answer names what its own memory says is over ("Siemens." from "I left Siemens, now I'm
+                    # at Bosch"): show the memory, in its words, instead.
+                    said_so = quote_answer(
+                        self._final,
+                        self.message.content,
+                        self.grounding().items,
+                        asker=self.message.author_name,
+                        ignore=self._ignored(),
+                    )
+                    self._final, self._quoted = said_so if said_so is not None else (NOT_TOLD, None)
                 elif not self.replaced and not declines(self._final) and speaks_as_someone(self._final):
                     # The model answered in someone's words ("I started at the museum on Monday."): show them as
                     # theirs, quoted, not as the bot's.
@@ -413,6 +426,26 @@ class Reply:
             return False  # said again since ("I moved back to Dublin")
         self._quoted = denier
         return True
+
+    async def _answer_denied(self) -> bool:
+        """Whether every answer word of a reply (not a yes or no) names what the memories it drew on say their
+        speakers, or the people asked about, no longer have or never did (the layers' ``denied``): P7's "where
+        does kai work?" got "Siemens." from "I left Siemens, now I'm at Bosch"."""
+        if self.guard.claim is not None or not self._final or declines(self._final):
+            return False
+        items = self.grounding().items
+        wanted = answer_words(self._final, self.message.content, ignore=self._ignored())
+        if not items or not wanted:
+            return False
+        ids = sorted({m for i in items for m in i.message_ids})
+        said = await self._brain.conversations.many(self.message.scope, ids)
+        people = [*dict.fromkeys(f"user:{m.author_id}" for m in said.values()), *sorted(self.guard.named)]
+        found: set[str] = set()
+        for layer_found in await asyncio.gather(
+            *(layer.denied(self.message.scope, ids, people) for layer in self._brain.layers)
+        ):
+            found |= {stem(w) for names in layer_found.values() for name in names for w in name.split()}
+        return wanted <= found
 
     async def _claimed_of(self, items: Sequence[MemoryItem]) -> list[str]:
         """Whom a yes/no question asks about, as the graph knows them: the asker ('user:<id>'), or the person it

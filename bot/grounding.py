@@ -540,6 +540,7 @@ def guard(
     never told about Aoife, and says so, instead of leaving the model to invent where she lives."""
     if not is_question(question):
         return NO_GUARD
+    people = [*people, *speakers_named(question, items)]
     person_words = {w.lower() for p in people for w in p.split()}
     skip = {stem(w) for n in ignore for w in content_words(n)}
     held: set[str] = set()
@@ -612,6 +613,20 @@ def guard(
         named=frozenset(named),
         thing=owned_thing(question) if own and claim is None else "",
     )
+
+
+def speakers_named(question: str, items: Iterable[MemoryItem]) -> list[str]:
+    """The speakers of ``items`` (a memory's line "name: words") that ``question`` names, however it is typed:
+    "where does ivy work?", in lower case, is no name to the parse or the capitals, but ivy said things the
+    prompt holds, so the question is about her (P7: "Bank." to it was shown unchecked)."""
+    said = {}
+    for item in items:
+        for line in item.text.split("\n"):
+            m = _SAID.match(line.strip())
+            if m is not None and content_words(m.group(1)):
+                said[m.group(1).strip().lower()] = m.group(1).strip()
+    words = [w.removesuffix("'s") for w in _WORD.findall(question.lower().replace("’", "'"))]
+    return [said[w] for w in dict.fromkeys(words) if w in said]
 
 
 def owned_thing(question: str) -> str:

@@ -238,3 +238,16 @@ async def test_a_memory_with_one_corrected_claim_is_left_out_beside_its_correcti
     no = await ask_as(app, llm, "zed", "does hank live in Hamburg?", "Yes, he does.")
     assert no.text == BARE_NO and any("Lisbon" in i.text for i in no.grounding().items)
     assert (await ask_as(app, llm, "zed", "does hank live in Lisbon?", "Yes, he does.")).text.startswith("Yes")
+
+
+async def test_an_answer_its_own_memory_says_is_over_is_shown_as_that_memory(app: App, llm: ScriptedLLM) -> None:
+    """P7: "where does kai work?" got "Siemens." from "I left Siemens, now I'm at Bosch"; asked in lower case, the
+    question was not even checked ("where does ivy work?" -> "Bank." from "I quit the bank ...")."""
+    from bot.grounding import guard
+    from tests.grounding_support import ask_as, memory, tell
+
+    assert guard("where does ivy work?", [memory("ivy: I quit the bank.")]).about_memory, "ivy said it: a person"
+    await tell(app, llm, ("kai", "I work at Siemens as an electrician."), ("kai", "I left Siemens, now I'm at Bosch."))
+    reply = await ask_as(app, llm, "zed", "where does kai work?", "Siemens.")
+    assert reply.text == 'I remember kai saying: "I left Siemens, now I\'m at Bosch."', reply.text
+    assert (await ask_as(app, llm, "zed", "where does kai work?", "Bosch.")).text == "Bosch."
