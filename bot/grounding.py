@@ -381,12 +381,17 @@ def asks_whether(text: str) -> str | None:
     return subject if subject not in _SECOND_PERSON and content_words(subject) else None
 
 
+def shouted(text: str) -> bool:
+    """Whether ``text`` is typed in capitals, where capitals mark no names."""
+    letters = [c for c in text if c.isalpha()]
+    return len(letters) >= 4 and sum(c.isupper() for c in letters) > 0.8 * len(letters)
+
+
 def names_in(text: str) -> list[str]:
     """The capitalised names in ``text`` as written ("Lisbon", "Mexico City"), leaving out a sentence's first
     word (capitalised by grammar, not because it names something) and "I". A message typed in capitals
     ("WHAT DOES OMAR DO FOR FUN?") shows no name by its capitals: none is found."""
-    letters = [c for c in text if c.isalpha()]
-    if len(letters) >= 4 and sum(c.isupper() for c in letters) > 0.8 * len(letters):
+    if shouted(text):
         return []
     out = []
     for m in _NAME.finditer(text):
@@ -540,7 +545,9 @@ def guard(
     never told about Aoife, and says so, instead of leaving the model to invent where she lives."""
     if not is_question(question):
         return NO_GUARD
-    people = [*people, *speakers_named(question, items)]
+    # A question typed in capitals gives the parse no names to go by ("WHERE DOES JUNS SISTR LIVE": its person
+    # "JUNS SISTR LIVE" was refused by name, P7): only the speakers it names count then.
+    people = [*([] if shouted(question) else people), *speakers_named(question, items)]
     person_words = {w.lower() for p in people for w in p.split()}
     skip = {stem(w) for n in ignore for w in content_words(n)}
     held: set[str] = set()
@@ -675,7 +682,9 @@ def asked_phrase(question: str, skip: Iterable[str] = ()) -> str:
 # How the reader (and the check) say they do not know: "I don't know ...", "I don't remember ...".
 _DECLINES = re.compile(r"\s*i (?:do not|don't|dont) (?:know|remember|recall)\b|\s*i'm not sure\b", re.I)
 _SAID = re.compile(r"^([^:\n]{1,60}): (.+)$")
-_SENTENCE = re.compile(r"[^.!?]+(?:[.!?]+|$)")  # a sentence with its closing marks ("Does he like cats?")
+# A sentence with its closing marks ("Does he like cats?"); a capitalised word of one to three letters and its
+# full stop ("St.", "Dr.", "Mrs.") is an abbreviation, not an end (P7: a quote cut at "a nurse at St.").
+_SENTENCE = re.compile(r"(?:(?<![^\s(])[A-Z][a-z]{0,2}\.(?=\s)|[^.!?])+(?:[.!?]+|$)")
 
 
 def said(line: str) -> str:

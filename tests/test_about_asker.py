@@ -80,3 +80,13 @@ async def test_more_than_fit_say_where_the_rest_is(app: App, llm: ScriptedLLM) -
     )
     reply = await ask_as(app, llm, "alex", "what do you know about me?", "Nice.")
     assert "more; `hippobot mine --person <you>` lists them all)" in reply.text
+
+
+async def test_a_message_with_a_corrected_claim_is_not_what_the_bot_knows(app: App, llm: ScriptedLLM) -> None:
+    """P7: "what do you know about me?" listed "I live in Porto, moved here in 2024" beside the move to Lisbon."""
+    from tests.grounding_support import ask_as, tell
+
+    await tell(app, llm, ("omar", "I live in Porto, moved here in 2024"), ("omar", "I have two cats."))
+    await tell(app, llm, ("omar", "update: I moved from Porto to Lisbon last week."))
+    reply = await ask_as(app, llm, "omar", "what do you know about me?", "unused")
+    assert "Lisbon" in reply.text and "cats" in reply.text and "I live in Porto" not in reply.text, reply.text

@@ -101,3 +101,23 @@ async def test_a_reply_in_someones_words_is_shown_as_theirs(app: App, llm: Scrip
     mine = await ask_as(app, llm, "ana", "where do I work?", "I work at the museum.")
     assert undated(mine.text).startswith('You told me: "'), mine.text
     assert (await ask_as(app, llm, "cy", "where does ana work?", "At the museum.")).text == "At the museum."
+
+
+def test_a_quote_is_not_cut_at_an_abbreviation() -> None:
+    """P7: 'I remember maya saying: "I work as a nurse at St."'."""
+    found = quote(
+        "who is a nurse?", [memory("maya: I work as a nurse at St. Mary's hospital, night shifts mostly.")], asker="zed"
+    )
+    assert found is not None and found[0] == (
+        'I remember maya saying: "I work as a nurse at St. Mary\'s hospital, night shifts mostly."'
+    )
+
+
+def test_a_question_in_capitals_names_no_one_by_its_parse() -> None:
+    """P7: "WHERE DOES JUNS SISTR LIVE" got "I don't remember anyone mentioning JUNS SISTR LIVE or SISTR."."""
+    from bot.grounding import guard
+
+    checked = guard(
+        "WHERE DOES JUNS SISTR LIVE", [memory("jun: my sister Lena lives in Vienna")], people=["JUNS SISTR"]
+    )
+    assert not checked.missing

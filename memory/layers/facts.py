@@ -146,8 +146,11 @@ class FactsLayer(BaseLayer):
         return {m: frozenset(names) for m, names in found.items()}
 
     async def told_by(self, scope: str, author_id: str, now: datetime, *, visible_channel: str | None) -> Sequence[int]:
+        # A message with a claim a newer one beat is not current ("I live in Porto, moved here in 2024" beside the
+        # move to Lisbon, P7), as recall leaves it out (``SemanticMemory.superseded``).
         facts = await self.semantic.about_author(scope, author_id, now, visible_channel=visible_channel)
-        return sorted({i for f in facts if not f.contradicted for i in f.message_ids})
+        lost = {i for f in facts if f.contradicted for i in f.message_ids}
+        return sorted({i for f in facts if not f.contradicted for i in f.message_ids} - lost)
 
     async def held_from(
         self, scope: str, author_id: str, now: datetime, *, visible_channel: str | None
