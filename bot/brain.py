@@ -36,6 +36,7 @@ from bot.grounding import (
     WHEN_RELATED,
     SourceLine,
     answer_words,
+    asks_who_did,
     asked_phrase,
     asks_when,
     declines,
@@ -45,6 +46,7 @@ from bot.grounding import (
     guard,
     held_words,
     in_askers_words,
+    names_a_speaker,
     is_question,
     own_items,
     quote,
@@ -294,9 +296,17 @@ class Reply:
                         ignore=self._ignored(),
                     )
                     self._final, self._quoted = said_so if said_so is not None else (NOT_TOLD, None)
-                elif not self.replaced and not declines(self._final) and speaks_as_someone(self._final):
-                    # The model answered in someone's words ("I started at the museum on Monday."): show them as
-                    # theirs, quoted, not as the bot's.
+                elif (
+                    not self.replaced
+                    and not declines(self._final)
+                    and (
+                        speaks_as_someone(self._final)
+                        or asks_who_did(self.message.content)
+                        and not names_a_speaker(self._final, self.evidence())
+                    )
+                ):
+                    # The model answered in someone's words ("I started at the museum on Monday."), or named no one
+                    # to "who has cats?" ("Pepper and Salt.", P7): show what was said, quoted with who said it.
                     said_so = quote_answer(
                         self._final,
                         self.message.content,

@@ -636,6 +636,25 @@ def speakers_named(question: str, items: Iterable[MemoryItem]) -> list[str]:
     return [said[w] for w in dict.fromkeys(words) if w in said]
 
 
+# "who has cats?", "who works at Shopify?": who did something, asked with a verb (not "who is Lily's teacher?").
+_WHO_DID = re.compile(r"^\s*who\s+(?!is\b|was\b|are\b|were\b|'s\b)[a-z]+", re.I)
+
+
+def asks_who_did(question: str) -> bool:
+    return bool(_WHO_DID.match(question.replace("’", "'")))
+
+
+def names_a_speaker(reply: str, items: Iterable[MemoryItem]) -> bool:
+    """Whether ``reply`` names someone who speaks in ``items`` (a memory's line "name: words")."""
+    words = {w.removesuffix("'s") for w in _WORD.findall(reply.lower().replace("’", "'"))}
+    return any(
+        m is not None and m.group(1).strip().lower() in words
+        for item in items
+        for line in item.text.split("\n")
+        if (m := _SAID.match(line.strip()))
+    )
+
+
 def owned_thing(question: str) -> str:
     """The stem of the thing of the asker's a wh-question asks about, the first content word after "my" ("what is
     my horse called?": horse), or "". Only a memory that mentions it can answer: dana's "My parrot is called Kiwi"

@@ -121,3 +121,15 @@ def test_a_question_in_capitals_names_no_one_by_its_parse() -> None:
         "WHERE DOES JUNS SISTR LIVE", [memory("jun: my sister Lena lives in Vienna")], people=["JUNS SISTR"]
     )
     assert not checked.missing
+
+
+async def test_who_did_something_is_answered_with_who_said_it(app: App, llm: ScriptedLLM) -> None:
+    """P7: "who has cats?" got "Pepper and Salt." (the cats), "who has a husky?" got "Luna."."""
+    from bot.grounding import asks_who_did
+
+    assert asks_who_did("who has cats?") and asks_who_did("Who works at Shopify?")
+    assert not asks_who_did("who is Lily's teacher?")
+    await tell(app, llm, ("omar", "I have two cats, Pepper and Salt."), ("maya", "I adopted a beagle called Biscuit."))
+    reply = await ask_as(app, llm, "zed", "who has cats?", "Pepper and Salt.")
+    assert reply.text == 'I remember omar saying: "I have two cats, Pepper and Salt."', reply.text
+    assert (await ask_as(app, llm, "zed", "who has cats?", "Omar.")).text == "Omar."
