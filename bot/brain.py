@@ -51,6 +51,7 @@ from bot.grounding import (
     own_items,
     quote,
     quote_answer,
+    same_thing,
     said,
     says_mine,
     says_yes,
@@ -507,8 +508,8 @@ class Reply:
         """What a reply may draw on: the memories in the prompt and people's recent turns in it; never a bot's
         turn, never a moment of the bot's own; of a when-question, only the lines that can say when
         (``_about_when``). For a question about the asker's own things (``Guard.own``),
-        only what the asker said or what names them, and of those, for "what is my horse called?", only what
-        mentions the horse (``Guard.thing``)."""
+        only what the asker said or what names them; for "what is my horse called?" or "what's jun's wife's
+        name?", only what mentions the horse, or a wife (``Guard.thing``)."""
         items = []
         for item in evidence_in(self.bundle, self.prompt):
             lines = self._when_lines.get(item.prompt_line)  # a when-question's: only the lines that can say when
@@ -516,11 +517,13 @@ class Reply:
                 items.append(item)
             elif lines:
                 items.append(replace(item, text=lines))
-        if not self.guard.own:
+        if self.guard.own:
+            items = own_items(items, self.message.author_id, self.message.author_name)
+        if not self.guard.thing:
             return items
-        mine = own_items(items, self.message.author_id, self.message.author_name)
-        thing = self.guard.thing  # "what is my horse called?": only a memory of the asker's that mentions a horse
-        return [i for i in mine if thing in held_words(i.text, i.created_at)] if thing else mine
+        # "what is my horse called?", "what's jun's wife's name?": only a memory that mentions a horse, a wife
+        thing = same_thing(self.guard.thing)
+        return [i for i in items if thing & held_words(i.text, i.created_at)]
 
     def _ignored(self) -> tuple[str, str]:
         return self._brain.bot_name, self.message.author_name

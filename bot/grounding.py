@@ -15,6 +15,7 @@ layer gives a person's message as an episode's only source, and bots' messages a
 from __future__ import annotations
 
 import calendar
+import itertools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -461,7 +462,9 @@ class Guard:
     own: bool = False  # asks about the asker's own things and names no one else: only what they said answers it
     claim: Claim | None = None  # a yes/no question about a fact: what a "yes" must find in one memory
     named: frozenset[str] = frozenset()  # the remembered people it asks about (stems): a source mentions one
-    thing: str = ""  # of an own wh-question, the thing of the asker's it asks about ("my horse"): a source holds it
+    # of a wh-question, the thing of the asker's it asks about ("my horse"), or the relation of someone named it
+    # asks about ("jun's wife"): a source holds it (``same_thing``)
+    thing: str = ""
 
     @property
     def dates_ground(self) -> bool:
@@ -618,7 +621,7 @@ def guard(
         own=own,
         claim=claim,
         named=frozenset(named),
-        thing=owned_thing(question) if own and claim is None else "",
+        thing=owned_thing(question) if own and claim is None else kin_asked(question),
     )
 
 
@@ -653,6 +656,55 @@ def names_a_speaker(reply: str, items: Iterable[MemoryItem]) -> bool:
         for line in item.text.split("\n")
         if (m := _SAID.match(line.strip()))
     )
+
+
+# Words for the people one is related to (English's kinship and household terms), each with those that name the
+# same relation ("my mom Carmen" answers "my mother's name").
+_KIN = (
+    ("mother", "mom", "mum", "mama", "mommy", "mummy"),
+    ("father", "dad", "daddy", "papa"),
+    ("sister",),
+    ("brother",),
+    ("wife",),
+    ("husband",),
+    ("son",),
+    ("daughter",),
+    ("partner",),
+    ("girlfriend",),
+    ("boyfriend",),
+    ("fiance", "fiancee", "fiancé", "fiancée"),
+    ("aunt", "auntie"),
+    ("uncle",),
+    ("cousin",),
+    ("niece",),
+    ("nephew",),
+    ("grandmother", "grandma", "granny", "gran", "nan", "nana"),
+    ("grandfather", "grandpa", "grandad", "granddad"),
+    ("stepmother", "stepmom", "stepmum"),
+    ("stepfather", "stepdad"),
+    ("neighbour", "neighbor"),
+    ("roommate", "flatmate", "housemate"),
+    ("boss", "manager"),
+)
+_KIN_OF = {stem(w): frozenset(stem(v) for v in group) for group in _KIN for w in group}
+
+
+def same_thing(thing: str) -> frozenset[str]:
+    """The stems that name ``thing`` (a stem): itself, and for a relation the words that name the same one."""
+    return _KIN_OF.get(thing, frozenset({thing}))
+
+
+def kin_asked(question: str) -> str:
+    """The stem of the relation a wh-question asks about of someone named ("what's jun's wife's name?": wife), or
+    "". Only a memory that mentions that relation can answer: jun's "my sister Lena lives in Vienna" says nothing
+    of a wife (P7: "Lena.")."""
+    words = _WORD.findall(question.strip().lower().replace("’", "'"))
+    if not words or words[0] not in _WH:
+        return ""
+    for before, word in itertools.pairwise(words):
+        if before.endswith("'s") and before not in _WH and stem(word.removesuffix("'s")) in _KIN_OF:
+            return stem(word.removesuffix("'s"))
+    return ""
 
 
 def owned_thing(question: str) -> str:

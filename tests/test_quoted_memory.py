@@ -133,3 +133,17 @@ async def test_who_did_something_is_answered_with_who_said_it(app: App, llm: Scr
     reply = await ask_as(app, llm, "zed", "who has cats?", "Pepper and Salt.")
     assert reply.text == 'I remember omar saying: "I have two cats, Pepper and Salt."', reply.text
     assert (await ask_as(app, llm, "zed", "who has cats?", "Omar.")).text == "Omar."
+
+
+async def test_a_relation_nobody_mentioned_is_not_answered_with_another(app: App, llm: ScriptedLLM) -> None:
+    """P7: "what's jun's wife's name?" and "what is jun's daughter called?" got "Lena." (his sister); dana's "what's
+    my mother's name?" was refused beside "my mom Carmen lives in Madrid"."""
+    from bot.grounding import kin_asked, same_thing
+
+    assert kin_asked("what's jun's wife's name?") == "wife" and kin_asked("where does Ana's mum live?") == "mum"
+    assert kin_asked("what is my horse called?") == "" and "mother" in same_thing("mom")
+    await tell(app, llm, ("jun", "my sister Lena lives in Vienna"), ("dana", "my mom Carmen lives in Madrid"))
+    assert (await ask_as(app, llm, "zed", "what's jun's wife's name?", "Lena.")).text.startswith("I don't")
+    assert (await ask_as(app, llm, "zed", "what's jun's sister's name?", "Lena.")).text == "Lena."
+    assert (await ask_as(app, llm, "dana", "what's my mother's name?", "Carmen.")).text == "Carmen."
+    assert (await ask_as(app, llm, "zed", "where does dana's mother live?", "Madrid.")).text == "Madrid."
