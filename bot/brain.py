@@ -50,9 +50,11 @@ from bot.grounding import (
     is_question,
     own_items,
     quote,
+    own_account,
     quote_answer,
     same_thing,
     said,
+    said_by_whom,
     says_mine,
     says_yes,
     speaks_as_someone,
@@ -286,6 +288,8 @@ class Reply:
                     )
                 if await self._denied():
                     self._final = BARE_NO  # their own words say otherwise ("I moved from Lisbon to Porto")
+                elif not self.replaced and (account := self._own_account()) is not None:
+                    self._final, self._quoted = account  # what they said of themselves, not others of them
                 elif not self.replaced and await self._answer_denied():
                     # The answer names what its own memory says is over ("Siemens." from "I left Siemens, now I'm
                     # at Bosch"): show the memory, in its words, instead.
@@ -437,6 +441,25 @@ class Reply:
             return False  # said again since ("I moved back to Dublin")
         self._quoted = denier
         return True
+
+    def _own_account(self) -> tuple[str, MemoryItem] | None:
+        """When the reply drew only on what others said of the people the question names, what those people said
+        of themselves that differs from it (``bot.grounding.own_account``), quoted."""
+        named, reply = self.guard.named, self._final or ""
+        items = self.grounding().items
+        if not named or not items or self.guard.claim is not None or declines(reply):
+            return None
+        speakers = {stem(w) for i in items for line in i.text.split("\n") for w in said_by_whom(line).lower().split()}
+        if speakers & named:
+            return None
+        return own_account(
+            self.message.content,
+            reply,
+            self.evidence(),
+            people=named,
+            asker=self.message.author_name,
+            ignore=self._ignored(),
+        )
 
     async def _answer_denied(self) -> bool:
         """Whether every answer word of a reply (not a yes or no) names what the memories it drew on say their

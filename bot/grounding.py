@@ -758,6 +758,12 @@ _SAID = re.compile(r"^([^:\n]{1,60}): (.+)$")
 _SENTENCE = re.compile(r"(?:(?<![^\s(])[A-Z][a-z]{0,2}\.(?=\s)|[^.!?])+(?:[.!?]+|$)")
 
 
+def said_by_whom(line: str) -> str:
+    """The speaker's name before a memory's line ("ana: I moved." -> "ana"), or ""."""
+    m = _SAID.match(line.strip())
+    return m.group(1).strip() if m else ""
+
+
 def said(line: str) -> str:
     """What a memory's line says, without the speaker's name before it ("ana: I moved." -> "I moved.")."""
     m = _SAID.match(line.strip())
@@ -854,6 +860,48 @@ def quote_answer(
     if speaker.lower() == asker.lower():
         return f'You told me: "{words}"', item
     return f'I remember {speaker} saying: "{words}"', item
+
+
+_NAMING = frozenset({"name", "call"})  # "what's X's name?", "what is X called?": ask for a name, hold no topic
+
+
+def own_account(
+    question: str,
+    reply: str,
+    items: Sequence[MemoryItem],
+    *,
+    people: Iterable[str],
+    asker: str,
+    ignore: Iterable[str] = (),
+) -> tuple[str, MemoryItem] | None:
+    """What the person a question asks about said themselves, when it differs from the reply: the first sentence
+    that one of ``people`` (name stems) said that holds every word the question asks with beyond whom and beyond
+    asking for a name, and none of the reply's answer words, quoted as ``quote`` does. What someone says of
+    themselves outranks what others say of them (P7: mallory's "rita told me her husband is actually named Bob"
+    answered "what's rita's husband's name?" beside rita's own "my husband Karl is a pilot")."""
+    who = frozenset(people)
+    skip = {stem(w) for n in ignore for w in content_words(n)}
+    beyond = topic_of(question, skip) - who - _NAMING
+    wanted = answer_words(reply, question, ignore=ignore)
+    if not who or not beyond or not wanted:
+        return None
+    for item in items:
+        if item.kind == "fact" or not item.sources:
+            continue
+        for line in item.text.split("\n"):
+            said = _SAID.match(line.strip())
+            if said is None or not {stem(w) for w in content_words(said.group(1))} & who:
+                continue
+            for sentence in _SENTENCE.findall(said.group(2).strip()):
+                sentence = sentence.strip()
+                held = held_words(sentence, item.created_at)
+                if sentence and not sentence.endswith("?") and beyond <= held and not wanted & held:
+                    speaker = said.group(1).strip()
+                    words = dated(sentence, item.created_at)
+                    if speaker.lower() == asker.lower():
+                        return f'You told me: "{words}"', item
+                    return f'I remember {speaker} saying: "{words}"', item
+    return None
 
 
 def own_items(items: Iterable[MemoryItem], author_id: str, author_name: str) -> list[MemoryItem]:
