@@ -15,6 +15,7 @@ import beside the bot) absorb each message once.
 from __future__ import annotations
 
 import asyncio
+import re
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from collections import Counter
@@ -44,6 +45,21 @@ class AbsorbHints:
     entropy: float | None = None
     novelty: float | None = None
     batch_novelty: float | None = None
+
+
+# Asking that something not be passed on ("don't tell anyone", "keep this between us", "this is confidential").
+_PRIVATE = re.compile(
+    r"\b(?:do not|don'?t|dont|please don'?t) (?:tell|mention (?:it|this) to|share (?:it|this) with|repeat (?:it|this) to)"
+    r" (?:anyone|anybody|others|the others|people|a soul)\b"
+    r"|\bkeep (?:this|it|that) (?:between us|between you and me|to yourself|secret|private|quiet)\b"
+    r"|\bbetween you and me\b|\b(?:this|it) is (?:private|confidential|a secret)\b",
+    re.I,
+)
+
+
+def kept_private(text: str) -> bool:
+    """Whether a message asks not to be passed on: it is never made a memory another person could recall."""
+    return bool(_PRIVATE.search(text.replace("’", "'")))
 
 
 def absorb_waves(layers: Sequence[MemoryLayer]) -> list[list[MemoryLayer]]:
@@ -88,6 +104,12 @@ class Absorber:
         message = await self.conversations.by_id(message_id)
         if message is None or message.is_bot or await self.conversations.is_absorbed(message_id):
             return False
+        if kept_private(message.content):
+            # Asked not to be passed on ("my passport number is ..., don't tell anyone", P7: given to anyone who
+            # asked): kept in the log (forgetting, export) but never made a memory, and shown to no one again.
+            log.info("message %s asks to be kept private: not made a memory", message_id)
+            await self.conversations.keep_private(message_id, self.clock.now())
+            return True
         reply = await self.conversations.reply_to(message_id)
         if hints.vector is not None and hints.text == message.content:
             vector = hints.vector

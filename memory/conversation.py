@@ -312,6 +312,14 @@ class ConversationStore:
     async def is_absorbed(self, message_id: int) -> bool:
         return bool(await self._pool.fetchval("SELECT absorbed_at IS NOT NULL FROM messages WHERE id = $1", message_id))
 
+    async def keep_private(self, message_id: int, at: datetime) -> None:
+        """Mark a message that asked not to be passed on absorbed with no memory made of it, and seen by no audience
+        from now on ('private:<author>' is no channel's id): the log keeps it for forgetting and export, but no
+        recall, transcript or search shows it to anyone again."""
+        await self._pool.execute(
+            "UPDATE messages SET absorbed_at = $2, visible_in = 'private:' || author_id WHERE id = $1", message_id, at
+        )
+
     async def mark_absorbed(self, message_id: int, at: datetime) -> None:
         await self._pool.execute("UPDATE messages SET absorbed_at = $2 WHERE id = $1", message_id, at)
 
