@@ -31,6 +31,7 @@ from bot.grounding import (
     MAX_SOURCES,
     NO_GUARD,
     NOT_TOLD,
+    NOT_TOLD_YOU,
     Grounding,
     Guard,
     WHEN_RELATED,
@@ -41,6 +42,7 @@ from bot.grounding import (
     asks_when,
     declines,
     echoes,
+    fits_asked,
     ground,
     grounded_or_not_told,
     guard,
@@ -286,55 +288,7 @@ class Reply:
                         self._generation.text[:200],
                         self._final,
                     )
-                if await self._denied():
-                    self._final = BARE_NO  # their own words say otherwise ("I moved from Lisbon to Porto")
-                elif not self.replaced and (account := self._own_account()) is not None:
-                    self._final, self._quoted = account  # what they said of themselves, not others of them
-                elif not self.replaced and await self._answer_denied():
-                    # The answer names what its own memory says is over ("Siemens." from "I left Siemens, now I'm
-                    # at Bosch"): show the memory, in its words, instead.
-                    said_so = quote_answer(
-                        self._final,
-                        self.message.content,
-                        self.grounding().items,
-                        asker=self.message.author_name,
-                        ignore=self._ignored(),
-                    )
-                    self._final, self._quoted = said_so if said_so is not None else (NOT_TOLD, None)
-                elif (
-                    not self.replaced
-                    and not declines(self._final)
-                    and (
-                        speaks_as_someone(self._final)
-                        or asks_who_did(self.message.content)
-                        and not names_a_speaker(self._final, self.evidence())
-                    )
-                ):
-                    # The model answered in someone's words ("I started at the museum on Monday."), or named no one
-                    # to "who has cats?" ("Pepper and Salt.", P7): show what was said, quoted with who said it.
-                    said_so = quote_answer(
-                        self._final,
-                        self.message.content,
-                        self.evidence(),
-                        asker=self.message.author_name,
-                        ignore=self._ignored(),
-                    )
-                    if said_so is not None:
-                        self._final, self._quoted = said_so
-                elif declines(self._final) or echoes(self._final, self.message.content, ignore=self._ignored()):
-                    # No answer, but a memory holds every word of the question: show what was said, in its words.
-                    found = quote(
-                        self.message.content,
-                        self.evidence(),
-                        asker=self.message.author_name,
-                        ignore=self._ignored(),
-                        named=self.guard.named,
-                    )
-                    if found is not None:
-                        log.info(
-                            "message %s: %r was no answer; quoted memory instead", self.message.id, self._final[:200]
-                        )
-                        self._final, self._quoted = found
+                await self._settle()
                 if not self._final.strip() and not self._generation.cancelled.is_set():
                     self._final = NOTHING_TO_SAY
                 if self._final:
@@ -353,6 +307,81 @@ class Reply:
             self.trace.tokens = stats.tokens
             self.trace.tokens_per_s = stats.tokens_per_second
             self._finish()
+
+    @property
+    def _shown(self) -> str:
+        """What the person will be shown, as it stands while the reply is settled."""
+        return self._final or ""
+
+    async def _settle(self) -> None:
+        """After the check, what the person is shown instead of a checked reply that is no answer, or that others'
+        words or the asker's own newer words contradict: the kind of answer asked for, a "No." their words give,
+        their own account, a memory that says the answer is over, someone's words shown as theirs, or, for a reply
+        that knows nothing, a memory that holds every word of the question; each quoted with its source."""
+        if not self.replaced and not fits_asked(self.message.content, self._shown):
+            # No answer of the kind asked ("Friday." to "what time is jun's flight?"): the sentence it came
+            # from, quoted, where that holds one ("... on Friday at 7am"); else it is no answer.
+            log.info("message %s: %r is no answer of the kind asked", self.message.id, self._shown[:200])
+            said_so = quote_answer(
+                self._shown,
+                self.message.content,
+                self.grounding().items,
+                asker=self.message.author_name,
+                ignore=self._ignored(),
+            )
+            if said_so is not None and fits_asked(self.message.content, said_so[0]):
+                self._final, self._quoted = said_so
+            else:
+                self._final = NOT_TOLD_YOU if self.guard.own else NOT_TOLD
+        if self._quoted is not None:
+            pass  # already what was said, quoted
+        elif await self._denied():
+            self._final = BARE_NO  # their own words say otherwise ("I moved from Lisbon to Porto")
+        elif not self.replaced and (account := self._own_account()) is not None:
+            self._final, self._quoted = account  # what they said of themselves, not others of them
+        elif not self.replaced and await self._answer_denied():
+            # The answer names what its own memory says is over ("Siemens." from "I left Siemens, now I'm
+            # at Bosch"): show the memory, in its words, instead.
+            said_so = quote_answer(
+                self._shown,
+                self.message.content,
+                self.grounding().items,
+                asker=self.message.author_name,
+                ignore=self._ignored(),
+            )
+            self._final, self._quoted = said_so if said_so is not None else (NOT_TOLD, None)
+        elif (
+            not self.replaced
+            and not declines(self._shown)
+            and (
+                speaks_as_someone(self._shown)
+                or asks_who_did(self.message.content)
+                and not names_a_speaker(self._shown, self.evidence())
+            )
+        ):
+            # The model answered in someone's words ("I started at the museum on Monday."), or named no one
+            # to "who has cats?" ("Pepper and Salt.", P7): show what was said, quoted with who said it.
+            said_so = quote_answer(
+                self._shown,
+                self.message.content,
+                self.evidence(),
+                asker=self.message.author_name,
+                ignore=self._ignored(),
+            )
+            if said_so is not None:
+                self._final, self._quoted = said_so
+        elif declines(self._shown) or echoes(self._shown, self.message.content, ignore=self._ignored()):
+            # No answer, but a memory holds every word of the question: show what was said, in its words.
+            found = quote(
+                self.message.content,
+                self.evidence(),
+                asker=self.message.author_name,
+                ignore=self._ignored(),
+                named=self.guard.named,
+            )
+            if found is not None:
+                log.info("message %s: %r was no answer; quoted memory instead", self.message.id, self._shown[:200])
+                self._final, self._quoted = found
 
     async def _about_when(self) -> dict[str, str]:
         """For a question asking when something happens, the memories in the prompt with lines that cannot say

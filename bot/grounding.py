@@ -738,6 +738,34 @@ WHEN_RELATED = 0.15
 _PARTICULAR = re.compile(r"\b(?:the|our|his|her|their)\s+[a-z]", re.I)  # "the wedding", "their party"
 
 
+# What kind of answer a question asks for, by its opening words, and what such an answer holds: a clock time, a
+# number, a year. ("what time is jun's flight?" got "Friday.", "how old is my daughter?" "Lily.", P6 and P7.)
+_CLOCK = re.compile(
+    r"\d|\b(?:noon|midday|midnight|o'clock|morning|afternoon|evening|night|dawn|dusk|lunchtime)\b", re.I
+)
+_NUMBER = re.compile(
+    r"\d|\b(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|"
+    r"sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred|thousand|"
+    r"million|dozen|couple|few|several|a pair|half|once|twice|no|ages|forever)\b"
+    r"|\ban? (?:second|minute|hour|day|night|week|fortnight|month|year|decade|mile|metre|meter|kilometre|kilometer|"
+    r"lot|bit|while)\b",
+    re.I,
+)
+_YEAR = re.compile(r"\b\d{4}\b|\b(?:last|this|next) year\b", re.I)
+_ASKS_FOR = (
+    (re.compile(r"^\s*(?:at |by |from |until )?what time\b", re.I), _CLOCK),
+    (re.compile(r"^\s*how (?:old|many|much|long)\b", re.I), _NUMBER),
+    (re.compile(r"^\s*(?:in |from )?what year\b", re.I), _YEAR),
+)
+
+
+def fits_asked(question: str, reply: str) -> bool:
+    """Whether ``reply`` is the kind of answer ``question`` asks for, where its opening words say (a time, a
+    number, a year); any reply to any other question fits."""
+    q = question.replace("’", "'")
+    return all(holds.search(reply) for asks, holds in _ASKS_FOR if asks.match(q))
+
+
 def asks_when(question: str) -> bool:
     return bool(_ASKS_WHEN.match(question.replace("’", "'")))
 

@@ -161,3 +161,18 @@ async def test_what_someone_says_of_themselves_outranks_what_others_say_of_them(
     reply = await ask_as(app, llm, "zoe", "what's rita's husband's name?", "Bob.")
     assert reply.text == 'I remember rita saying: "my husband Karl is a pilot with Lufthansa"', reply.text
     assert (await ask_as(app, llm, "zoe", "what's rita's husband's name?", "Karl.")).text == "Karl."
+
+
+async def test_an_answer_of_another_kind_than_asked_is_no_answer(app: App, llm: ScriptedLLM) -> None:
+    """P7: "what time is jun's flight?" got "Friday." (said: Friday at 7am); P6: "how old is my daughter?" got
+    "Lily."."""
+    from bot.grounding import fits_asked
+
+    assert not fits_asked("what time is the flight?", "Friday.") and fits_asked("what time is it on?", "At 7am.")
+    assert fits_asked("how long is the drive?", "An hour.") and not fits_asked("how old is she?", "Lily.")
+    assert fits_asked("where does she live?", "Lisbon.")
+    await tell(app, llm, ("jun", "I'm flying to Tokyo on Friday at 7am"), ("ana", "My daughter Lily loves school."))
+    reply = await ask_as(app, llm, "zed", "what time is jun's flight?", "Friday.")
+    assert undated(reply.text) == 'I remember jun saying: "I\'m flying to Tokyo on Friday at 7am"', reply.text
+    own = await ask_as(app, llm, "ana", "how old is my daughter?", "Lily.")
+    assert own.text.startswith("I don't"), own.text
