@@ -215,6 +215,9 @@ _STOP = (frozenset(ENGLISH_STOP_WORDS) - _ANSWERING) | {
 }  # greetings answer nothing
 
 
+_JOINED = re.compile(r"(\d+)[a-z]+")
+
+
 def content_words(text: str) -> set[str]:
     """Lower-case words of ``text`` that carry content (no stop words; a possessive 's dropped)."""
     out = set()
@@ -222,12 +225,27 @@ def content_words(text: str) -> set[str]:
         w = w.removesuffix("'s")
         if w and w not in _STOP:
             out.add(w)
+            if (joined := _JOINED.fullmatch(w)) is not None:  # "7am" holds the 7 of "7 am"
+                out.add(joined.group(1))
     return out
+
+
+_ORDINAL = re.compile(r"(\d+)(?:st|nd|rd|th)")
+_DIGITS = re.compile(r"\d+")
+
+
+def digits_in(text: str, when: datetime | None) -> set[str]:
+    """The runs of digits a memory holds, its relative days read as dates and its own date's numbers with them
+    ("7am" and "at 7" hold 7; "5th" holds 5), without leading zeros."""
+    found = set(_DIGITS.findall(resolved(text, when))) | {w for w in date_words(when) if w.isdigit()}
+    return {d.lstrip("0") or "0" for d in found}
 
 
 def stem(word: str) -> str:
     """A word with a plural or verb ending taken off ("lives" and "live", "studied" and "study" meet), so a
     reply does not count a question's own word, inflected, as an answer. Crude on purpose: only matching."""
+    if (ordinal := _ORDINAL.fullmatch(word)) is not None:
+        return ordinal.group(1)  # "5th" and "5" meet: a day said either way
     for suffix, keep in (("ies", "y"), ("ied", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", "")):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3 and not word.endswith("ss"):
             return word[: len(word) - len(suffix)] + keep
@@ -310,6 +328,7 @@ def ground(
     # Another memory in the prompt holds all of that (eli's "My flight to Cairo leaves on December 18"): an answer
     # held only by a date then needs a memory about it too.
     elsewhere = any(beyond <= held_words(item.text, item.created_at) for item in items if item.sources)
+    numbers = {d.lstrip("0") for d in _DIGITS.findall(reply)} - set(_DIGITS.findall(question)) - {""}  # "07:00"
     scored = []
     for rank, item in enumerate(items):
         if not item.sources:
@@ -323,7 +342,14 @@ def ground(
         # whenever: "When did Omar buy the vehicle?" is answered from "I got a car on Sunday", which shares only
         # Omar, and the dev split lost two right dated answers that way.)
         by_date = not (shared & held_words(item.text, None))
-        if len(shared) >= need and (not about or about & held) and (not by_date or not elsewhere or beyond & held):
+        # A number in a reply is a precise claim (a day, a time, an amount): every one must be in the memory, or
+        # "June 5." is grounded by a memory of "in June" (P7).
+        if (
+            len(shared) >= need
+            and numbers <= digits_in(item.text, when)
+            and (not about or about & held)
+            and (not by_date or not elsewhere or beyond & held)
+        ):
             scored.append((-len(shared), -len(asked & held), rank, item, shared))
     if any(asked & held_words(item.text, item.created_at) for item in items if item.sources):
         # When the prompt holds memories about what was asked, only those can hold the answer: "12 March 2026." to

@@ -70,3 +70,15 @@ async def test_only_the_lines_about_the_thing_say_when(app: App, llm: ScriptedLL
     assert reply.text == "June 5th." and any("June 5th" in i.text for i in reply.grounding().items)
     reply = await ask_as(app, llm, "cy", "when is the interview?", "Thursday.")
     assert reply.text == "Thursday."
+
+
+def test_a_number_in_an_answer_must_be_in_the_memory() -> None:
+    """P7: "when is theo's wedding?" got "June 26th." and "June 5." from "getting married in June"."""
+    from bot.grounding import ground
+
+    said = [memory("maya: my brother Theo is getting married in June in Seville")]
+    assert not ground("June 5.", "when is Theo's wedding?", said).items
+    assert not ground("June 26th.", "when is Theo's wedding?", said).items
+    assert ground("June.", "when is Theo's wedding?", said).items
+    flight = [memory("jun: I'm flying to Tokyo on Friday at 7am")]
+    assert ground("At 7 am.", "what time is jun's flight?", flight).items, "7am holds the 7 of 7 am"
