@@ -727,9 +727,13 @@ def kin_asked(question: str) -> str:
     words = _WORD.findall(question.strip().lower().replace("’", "'"))
     if not words or words[0] not in _WH:
         return ""
-    for before, word in itertools.pairwise(words):
+    for at, (before, word) in enumerate(itertools.pairwise(words)):
         if before.endswith("'s") and before not in _WH and stem(word.removesuffix("'s")) in _KIN_OF:
-            return stem(word.removesuffix("'s"))
+            # Only when it asks who the relation is ("what's jun's wife's name?", "who is jun's wife?"): what the
+            # relation did ("which instrument did Marcus's daughter take up?") is told by her name as often.
+            naming = set(words[at + 2 : at + 4]) & {"name", "called", "named"}
+            if naming or words[:2] in (["who", "is"], ["who", "was"]) or words[0] == "who's":
+                return stem(word.removesuffix("'s"))
     return ""
 
 
