@@ -313,6 +313,12 @@ class Reply:
         """What the person will be shown, as it stands while the reply is settled."""
         return self._final or ""
 
+    def _said_so(self, items: Sequence[MemoryItem]) -> tuple[str, MemoryItem] | None:
+        """The sentence among ``items`` that holds the reply's answer, quoted with its speaker (``quote_answer``)."""
+        return quote_answer(
+            self._shown, self.message.content, items, asker=self.message.author_name, ignore=self._ignored()
+        )
+
     async def _settle(self) -> None:
         """After the check, what the person is shown instead of a checked reply that is no answer, or that others'
         words or the asker's own newer words contradict: the kind of answer asked for, a "No." their words give,
@@ -322,13 +328,7 @@ class Reply:
             # No answer of the kind asked ("Friday." to "what time is jun's flight?"): the sentence it came
             # from, quoted, where that holds one ("... on Friday at 7am"); else it is no answer.
             log.info("message %s: %r is no answer of the kind asked", self.message.id, self._shown[:200])
-            said_so = quote_answer(
-                self._shown,
-                self.message.content,
-                self.grounding().items,
-                asker=self.message.author_name,
-                ignore=self._ignored(),
-            )
+            said_so = self._said_so(self.grounding().items)
             if said_so is not None and fits_asked(self.message.content, said_so[0]):
                 self._final, self._quoted = said_so
             else:
@@ -342,13 +342,7 @@ class Reply:
         elif not self.replaced and await self._answer_denied():
             # The answer names what its own memory says is over ("Siemens." from "I left Siemens, now I'm
             # at Bosch"): show the memory, in its words, instead.
-            said_so = quote_answer(
-                self._shown,
-                self.message.content,
-                self.grounding().items,
-                asker=self.message.author_name,
-                ignore=self._ignored(),
-            )
+            said_so = self._said_so(self.grounding().items)
             self._final, self._quoted = said_so if said_so is not None else (NOT_TOLD, None)
         elif (
             not self.replaced
@@ -361,13 +355,7 @@ class Reply:
         ):
             # The model answered in someone's words ("I started at the museum on Monday."), or named no one
             # to "who has cats?" ("Pepper and Salt.", P7): show what was said, quoted with who said it.
-            said_so = quote_answer(
-                self._shown,
-                self.message.content,
-                self.evidence(),
-                asker=self.message.author_name,
-                ignore=self._ignored(),
-            )
+            said_so = self._said_so(self.evidence())
             if said_so is not None:
                 self._final, self._quoted = said_so
         elif declines(self._shown) or echoes(self._shown, self.message.content, ignore=self._ignored()):

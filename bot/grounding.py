@@ -17,7 +17,7 @@ from __future__ import annotations
 import calendar
 import itertools
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -840,6 +840,30 @@ def echoes(reply: str, question: str, *, ignore: Iterable[str] = ()) -> bool:
     return bool(words) and words[0] in _WH and bool(reply.strip()) and not answer_words(reply, question, ignore=ignore)
 
 
+def said_sentences(items: Iterable[MemoryItem]) -> Iterator[tuple[MemoryItem, str, str]]:
+    """(memory, speaker, sentence) for each sentence people said in ``items`` (a memory's line "name: words"),
+    never a derived fact and never a question: someone asking "does he get on with cats?" said nothing of a cat."""
+    for item in items:
+        if item.kind == "fact" or not item.sources:
+            continue
+        for line in item.text.split("\n"):
+            said = _SAID.match(line.strip())
+            if said is None:
+                continue
+            for sentence in _SENTENCE.findall(said.group(2).strip()):
+                sentence = sentence.strip()
+                if sentence and not sentence.endswith("?"):
+                    yield item, said.group(1).strip(), sentence
+
+
+def quoted(item: MemoryItem, speaker: str, sentence: str, asker: str) -> tuple[str, MemoryItem]:
+    """A sentence someone said, as the bot shows it, dated, with the memory it came from."""
+    words = dated(sentence, item.created_at)
+    if speaker.lower() == asker.lower():
+        return f'You told me: "{words}"', item
+    return f'I remember {speaker} saying: "{words}"', item
+
+
 def quote(
     question: str, items: Sequence[MemoryItem], *, asker: str, ignore: Iterable[str] = (), named: Iterable[str] = ()
 ) -> tuple[str, MemoryItem] | None:
@@ -857,24 +881,10 @@ def quote(
     about = frozenset(named)
     if not topic:
         return None
-    for item in items:
-        if item.kind == "fact" or not item.sources:
-            continue
-        for line in item.text.split("\n"):
-            said = _SAID.match(line.strip())
-            if said is None:
-                continue
-            speaker = said.group(1).strip()
-            for sentence in _SENTENCE.findall(said.group(2).strip()):
-                sentence = sentence.strip()
-                if not sentence or sentence.endswith("?"):
-                    continue
-                held = held_words(f"{speaker}: {sentence}", item.created_at)
-                if topic <= held and (not about or about & held):
-                    words = dated(sentence, item.created_at)
-                    if speaker.lower() == asker.lower():
-                        return f'You told me: "{words}"', item
-                    return f'I remember {speaker} saying: "{words}"', item
+    for item, speaker, sentence in said_sentences(items):
+        held = held_words(f"{speaker}: {sentence}", item.created_at)
+        if topic <= held and (not about or about & held):
+            return quoted(item, speaker, sentence, asker)
     return None
 
 
@@ -896,28 +906,12 @@ def quote_answer(
     wanted = answer_words(reply, question, ignore=ignore)
     if not wanted:
         return None
-    best: tuple[int, str, str, MemoryItem] | None = None
-    for item in items:
-        if item.kind == "fact" or not item.sources:
-            continue
-        for line in item.text.split("\n"):
-            said = _SAID.match(line.strip())
-            if said is None:
-                continue
-            speaker = said.group(1).strip()
-            for sentence in _SENTENCE.findall(said.group(2).strip()):
-                sentence = sentence.strip()
-                if not sentence or sentence.endswith("?"):
-                    continue
-                shared = len(wanted & held_words(sentence, item.created_at))
-                if 2 * shared >= len(wanted) and (best is None or shared > best[0]):
-                    best = (shared, speaker, dated(sentence, item.created_at), item)
-    if best is None:
-        return None
-    _, speaker, words, item = best
-    if speaker.lower() == asker.lower():
-        return f'You told me: "{words}"', item
-    return f'I remember {speaker} saying: "{words}"', item
+    best: tuple[int, MemoryItem, str, str] | None = None
+    for item, speaker, sentence in said_sentences(items):
+        shared = len(wanted & held_words(sentence, item.created_at))
+        if 2 * shared >= len(wanted) and (best is None or shared > best[0]):
+            best = (shared, item, speaker, sentence)
+    return None if best is None else quoted(*best[1:], asker)
 
 
 _NAMING = frozenset({"name", "call"})  # "what's X's name?", "what is X called?": ask for a name, hold no topic
@@ -943,22 +937,10 @@ def own_account(
     wanted = answer_words(reply, question, ignore=ignore)
     if not who or not beyond or not wanted:
         return None
-    for item in items:
-        if item.kind == "fact" or not item.sources:
-            continue
-        for line in item.text.split("\n"):
-            said = _SAID.match(line.strip())
-            if said is None or not {stem(w) for w in content_words(said.group(1))} & who:
-                continue
-            for sentence in _SENTENCE.findall(said.group(2).strip()):
-                sentence = sentence.strip()
-                held = held_words(sentence, item.created_at)
-                if sentence and not sentence.endswith("?") and beyond <= held and not wanted & held:
-                    speaker = said.group(1).strip()
-                    words = dated(sentence, item.created_at)
-                    if speaker.lower() == asker.lower():
-                        return f'You told me: "{words}"', item
-                    return f'I remember {speaker} saying: "{words}"', item
+    for item, speaker, sentence in said_sentences(items):
+        held = held_words(sentence, item.created_at)
+        if {stem(w) for w in content_words(speaker)} & who and beyond <= held and not wanted & held:
+            return quoted(item, speaker, sentence, asker)
     return None
 
 
