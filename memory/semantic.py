@@ -1072,6 +1072,7 @@ class SemanticMemory:
         if depth <= 0:
             return []
         mentions = await asyncio.to_thread(self.extractor.mentions, text)
+        mentions = [*mentions, *await self._people_named(scope, text, mentions)]
         seeds = await self._seeds(scope, mentions, author_id, visible_channel)
         if not seeds:
             return []
@@ -1102,6 +1103,21 @@ class SemanticMemory:
         facts = [self._fact(r, now, r["hop"]) for r in rows]
         facts.sort(key=fact_rank, reverse=True)
         return facts[:limit]
+
+    async def _people_named(self, scope: str, text: str, mentions: Sequence[Mention]) -> list[Mention]:
+        """The people of this scope that ``text`` names by a word the parse took for no name ("where does ivy
+        work?": ivy is a plant to it, and the facts ivy told of herself were never reached)."""
+        said = {m.name for m in mentions}
+        words = sorted({w.removesuffix("'s") for w in re.findall(r"[a-z][a-z'’-]*", text.lower())} - said)
+        if not words:
+            return []
+        rows = await self.pool.fetch(
+            """SELECT DISTINCT lower(display) AS said FROM kg_nodes
+               WHERE scope = $1 AND owner = '' AND kind = 'person' AND lower(display) = ANY($2::text[])""",
+            scope,
+            words,
+        )
+        return [Mention(r["said"]) for r in rows]
 
     async def _seeds(
         self, scope: str, mentions: Sequence[Mention], author_id: str | None, visible_channel: str | None

@@ -251,3 +251,14 @@ async def test_an_answer_its_own_memory_says_is_over_is_shown_as_that_memory(app
     reply = await ask_as(app, llm, "zed", "where does kai work?", "Siemens.")
     assert reply.text == 'I remember kai saying: "I left Siemens, now I\'m at Bosch."', reply.text
     assert (await ask_as(app, llm, "zed", "where does kai work?", "Bosch.")).text == "Bosch."
+
+
+async def test_a_person_named_in_lower_case_is_where_the_facts_walk_starts(app: App, llm: ScriptedLLM) -> None:
+    """ "where does ivy work?": the parse takes ivy for a plant, so the facts ivy told of herself were never recalled
+    for the question (a new user's try of P7's scenario: the reader declined with only the episode to go on)."""
+    from tests.grounding_support import tell
+    from tests.test_brain import graph
+
+    await tell(app, llm, ("ivy", "I quit the bank. I started a new job at Zalando"))
+    facts = await graph(app).facts_for("g1", "where does ivy work?", author_id="u-zed", depth=1, now=app.clock.now())
+    assert any(f.relation == "work_at" and f.object.lower() == "zalando" for f in facts), [f.sentence() for f in facts]
