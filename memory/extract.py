@@ -466,6 +466,14 @@ def _triples_of(
     for child in verb.children:
         if child.dep_ in ("dobj", "attr", "oprd", "acomp", "dative"):
             objects.append((lemma, child))
+            if child.dep_ == "acomp":  # "I'm allergic to peanuts", "she is afraid of dogs": what the adjective is of
+                objects += [
+                    (f"{lemma}_{child.lemma_.lower()}_{prep.lower_}", pobj)
+                    for prep in child.children
+                    if prep.dep_ == "prep"
+                    for pobj in prep.children
+                    if pobj.dep_ == "pobj" and not _when_or_how_much(pobj)
+                ]
         elif child.dep_ == "prep":
             for pobj in child.children:
                 if pobj.dep_ == "pobj" and not _when_or_how_much(pobj):

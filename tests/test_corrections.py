@@ -262,3 +262,12 @@ async def test_a_person_named_in_lower_case_is_where_the_facts_walk_starts(app: 
     await tell(app, llm, ("ivy", "I quit the bank. I started a new job at Zalando"))
     facts = await graph(app).facts_for("g1", "where does ivy work?", author_id="u-zed", depth=1, now=app.clock.now())
     assert any(f.relation == "work_at" and f.object.lower() == "zalando" for f in facts), [f.sentence() for f in facts]
+
+
+def test_what_an_adjective_is_of_is_a_fact() -> None:
+    """P7: "I'm allergic to peanuts" became "Greta is allergic", the peanuts lost."""
+    from memory.extract import TripleExtractor
+
+    got = {(t.relation, t.object) for t in TripleExtractor().extract("I'm allergic to peanuts")}
+    assert ("is_allergic_to", "peanut") in got
+    assert {t.relation for t in TripleExtractor().extract("I am tired.")} == {"is"}, "nothing it is of"
