@@ -58,6 +58,8 @@ from bot.grounding import (
     said,
     said_by_whom,
     says_mine,
+    said_of,
+    says_no,
     says_yes,
     speaks_as_someone,
     stem,
@@ -337,6 +339,13 @@ class Reply:
             pass  # already what was said, quoted
         elif await self._denied():
             self._final = BARE_NO  # their own words say otherwise ("I moved from Lisbon to Porto")
+        elif (
+            not self.replaced
+            and self.guard.claim is not None
+            and says_no(self._shown)
+            and (shown := said_of(self.guard.claim, self.evidence(), asker=self.message.author_name)) is not None
+        ):
+            self._final, self._quoted = shown  # a "No." no memory says: what was said of it, for them to judge
         elif not self.replaced and (account := self._own_account()) is not None:
             self._final, self._quoted = account  # what they said of themselves, not others of them
         elif not self.replaced and await self._answer_denied():
@@ -427,7 +436,7 @@ class Reply:
         claim = self.guard.claim
         if claim is None or not claim.last or not self._final:
             return False
-        if not says_yes(self._final) and not declines(self._final):
+        if not says_yes(self._final) and not declines(self._final) and not says_no(self._final):
             return False
         dates = self.guard.dates_ground
         about = [

@@ -1000,6 +1000,28 @@ def says_yes(text: str) -> bool:
     return bool(_YES.match(text.strip()))
 
 
+_NO = re.compile(r"(?:no|nope|nah)\b", re.I)
+
+
+def says_no(text: str) -> bool:
+    """Whether ``text`` opens with a no ("No.", "No, she doesn't.")."""
+    return bool(_NO.match(text.strip()))
+
+
+def said_of(claim: Claim, items: Sequence[MemoryItem], *, asker: str) -> tuple[str, MemoryItem] | None:
+    """The first sentence said by or of the claim's subject that holds any of what the claim asks beyond its
+    subject, quoted: what a "No." with no memory behind it is shown as instead, so the person judges (P7: "Does
+    Greta have a peanut allergy?" got a bare "No." beside Greta's "I am allergic to peanuts")."""
+    asked = set(claim.rest) - {claim.subject} - {stem(w) for w in _AUXILIARIES} - {"have", "has"}
+    if not asked:
+        return None
+    for item, speaker, sentence in said_sentences(items):
+        held = held_words(f"{speaker}: {sentence}", item.created_at)
+        if (not claim.subject or claim.subject in held) and asked & held:
+            return quoted(item, speaker, sentence, asker)
+    return None
+
+
 def says_mine(text: str) -> bool:
     """Whether ``text`` uses "my" or "mine" (``in_askers_words`` has something to say from the asker's side)."""
     return bool(_MY.search(text))

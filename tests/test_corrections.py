@@ -271,3 +271,17 @@ def test_what_an_adjective_is_of_is_a_fact() -> None:
     got = {(t.relation, t.object) for t in TripleExtractor().extract("I'm allergic to peanuts")}
     assert ("is_allergic_to", "peanut") in got
     assert {t.relation for t in TripleExtractor().extract("I am tired.")} == {"is"}, "nothing it is of"
+
+
+async def test_a_no_that_no_memory_says_is_shown_as_what_was_said(app: App, llm: ScriptedLLM) -> None:
+    """P7: "Does Greta have a peanut allergy?" got a bare "No." with no source, Greta having said "I am allergic to
+    peanuts"; a "No." that newer words give is shown with them."""
+    from bot.grounding import BARE_NO
+    from tests.grounding_support import ask_as, tell
+
+    await tell(app, llm, ("greta", "I am allergic to peanuts, so no satay for me"), ("hank", "I live in Hamburg."))
+    await tell(app, llm, ("hank", "I moved to Lisbon last week."))
+    reply = await ask_as(app, llm, "zoe", "Does Greta have a peanut allergy?", "No.")
+    assert reply.text == 'I remember greta saying: "I am allergic to peanuts, so no satay for me"', reply.text
+    no = await ask_as(app, llm, "zoe", "does hank live in Hamburg?", "No.")
+    assert no.text == BARE_NO and any("Lisbon" in i.text for i in no.grounding().items)
