@@ -151,7 +151,8 @@ async def test_forget_me_asks_first_then_removes_only_that_user(two_speakers: Ap
     )
     confirm = interaction(member(111))
     await view.confirm.callback(confirm)
-    assert "forgot 2 message(s), 1 episode(s), 1 fact(s)" in confirm.edit_original_response.call_args.kwargs["content"]
+    # "I am allergic to peanuts": is allergic, and is allergic to peanut
+    assert "forgot 2 message(s), 1 episode(s), 2 fact(s)" in confirm.edit_original_response.call_args.kwargs["content"]
     assert await pool.fetchval("SELECT count(*) FROM episodes WHERE author_id = '111'") == 0
     assert await pool.fetchval("SELECT count(*) FROM messages WHERE author_id = '222'") == 1
     assert await pool.fetchval("SELECT count(*) FROM episodes WHERE author_id = '222'") == 1
