@@ -35,7 +35,7 @@ import json
 import logging
 import math
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -664,9 +664,9 @@ class SemanticMemory:
         a name for someone spoken of) are not, or no longer, related to: the objects of negated claims, of where
         they moved from and where they quit ("I moved from Lisbon to Porto": lisbon; "I don't like jazz": jazz),
         by message, and the objects of the claims a claim of the message beat ("I moved to Lisbon": hamburg, where
-        they lived before). A yes to "do I live in Lisbon?" that message holds is a no. What one left counts only beside a
-        move or a new job in the same message ("I moved to Porto, I left Lisbon for good"): "we left the party
-        early" denies nothing of having been there."""
+        they lived before). A yes to "do I live in Lisbon?" that message holds is a no. What one left counts only
+        beside a move or a new job in the same message ("I moved to Porto, I left Lisbon for good"): "we left the
+        party early" denies nothing of having been there."""
         require_scope(scope)
         if not message_ids or not people:
             return {}
@@ -1072,8 +1072,8 @@ class SemanticMemory:
         if depth <= 0:
             return []
         mentions = await asyncio.to_thread(self.extractor.mentions, text)
-        mentions = [*mentions, *await self._people_named(scope, text, mentions)]
-        seeds = await self._seeds(scope, mentions, author_id, visible_channel)
+        words = {w.removesuffix("'s") for w in re.findall(r"[a-z][a-z'-]*", text.lower().replace("’", "'"))}
+        seeds = await self._seeds(scope, mentions, author_id, visible_channel, words=words)
         if not seeds:
             return []
         # The walk, breadth first, and the facts it reaches, in one query: each node's hop is its distance from
@@ -1104,23 +1104,14 @@ class SemanticMemory:
         facts.sort(key=fact_rank, reverse=True)
         return facts[:limit]
 
-    async def _people_named(self, scope: str, text: str, mentions: Sequence[Mention]) -> list[Mention]:
-        """The people of this scope that ``text`` names by a word the parse took for no name ("where does ivy
-        work?": ivy is a plant to it, and the facts ivy told of herself were never reached)."""
-        said = {m.name for m in mentions}
-        words = sorted({w.removesuffix("'s") for w in re.findall(r"[a-z][a-z'’-]*", text.lower())} - said)
-        if not words:
-            return []
-        rows = await self.pool.fetch(
-            """SELECT DISTINCT lower(display) AS said FROM kg_nodes
-               WHERE scope = $1 AND owner = '' AND kind = 'person' AND lower(display) = ANY($2::text[])""",
-            scope,
-            words,
-        )
-        return [Mention(r["said"]) for r in rows]
-
     async def _seeds(
-        self, scope: str, mentions: Sequence[Mention], author_id: str | None, visible_channel: str | None
+        self,
+        scope: str,
+        mentions: Sequence[Mention],
+        author_id: str | None,
+        visible_channel: str | None,
+        *,
+        words: Iterable[str] = (),
     ) -> set[int]:
         """The nodes a question starts from, among those with an edge the audience may see.
 
@@ -1129,18 +1120,21 @@ class SemanticMemory:
         A bare "X": the shared X; failing that, the author's own X ("where does the cat sleep?" is
         about one's own cat). Never someone else's X: that is exactly the mix-up ownership prevents.
         Their things stay reachable through them ("what does ben's sister do?" walks from ben).
+        ``words``: the question's words; one that is a person's name here starts the walk at them too, a name the
+        parse took for none ("where does ivy work?": ivy is a plant to it).
         """
         me = f"user:{author_id}" if author_id is not None else None
         # A bare name may be a person of this scope ("where does Mina live?"): their node is 'user:<id>',
         # shown by their name; without this the facts people told about themselves were never reached by name.
         bare = sorted({m.name for m in mentions if m.owner is None and m.name not in (USER, BOT)})
+        named = set(words) - set(bare) - {m.name for m in mentions}
         people: dict[str, list[str]] = {}
-        if bare:
+        if bare or named:
             for r in await self.pool.fetch(
                 """SELECT lower(display) AS said, name FROM kg_nodes
                        WHERE scope = $1 AND owner = '' AND kind = 'person' AND lower(display) = ANY($2::text[])""",
                 scope,
-                bare,
+                sorted({*bare, *named}),
             ):
                 people.setdefault(r["said"], []).append(r["name"])
         # per mention, in order of preference: (owner, name, the node a shared fallback must touch)
@@ -1160,6 +1154,7 @@ class SemanticMemory:
                     options.append((me, m.name, None))
                 options += [(WORLD, person, None) for person in people.get(m.name, ())]
             wanted.append(options)
+        wanted += [[(WORLD, person, None) for person in people[w]] for w in sorted(named & people.keys())]
         keys = {(o, n) for options in wanted for o, n, _ in options}
         if not keys:
             return set()
