@@ -128,18 +128,10 @@ def format_bundle(bundle: ContextBundle) -> str:
         lines.append("(no memories recalled)")
     for item in items:
         score = "     -" if item.score is None else f"{item.score:6.3f}"
-        ids = ",".join(_source_label(s) for s in item.sources) or ",".join(f"#{i}" for i in item.message_ids)
+        ids = ",".join(s.label() for s in item.sources) or ",".join(f"#{i}" for i in item.message_ids)
         text = item.text.replace("\n", " / ")
         lines.append(f"  {item.kind:<7} {score}  [{ids}]  {text}")
     return "\n".join(lines)
-
-
-def _source_label(source: SourceRef) -> str:
-    """A message as a person finds it: channel/id for Discord and imported messages (ids are unique per
-    channel), the store's #id for the console's own (its ids are generated)."""
-    if source.source == "console":
-        return f"#{source.id}"
-    return f"{source.channel_id}/{source.external_id}"
 
 
 def format_archetypes(archetypes: Sequence[Archetype], stats: Mapping[Any, tuple[int, float]]) -> str:
@@ -460,4 +452,4 @@ class Console:
         log.debug("turn trace %s", json.dumps(reply.trace.__dict__))
         sources = await self._brain.source_lines(self._me.scope, reply.grounding())
         if sources:  # a reply that drew on a memory says where it came from
-            self._print("  (" + render_sources(sources, link=_source_label) + ")")
+            self._print("  (" + render_sources(sources, link=SourceRef.label) + ")")

@@ -68,7 +68,8 @@ async def _resolve(pool: asyncpg.Pool, scope: str, args: argparse.Namespace) -> 
 
 async def _message(pool: asyncpg.Pool, scope: str, given: str) -> tuple[str, str, list[str], int]:
     """A message by its id in the history (or on Discord), or as `hippobot chat` and `recall` show it: ``#N``
-    (the store's id, how the console's own messages are shown) or ``CHANNEL/ID``. An id in the history is
+    (the store's id, how the console's own messages are shown) or ``CHANNEL/ID`` (the channel by its id or its
+    #name, as recall shows an imported one). An id in the history is
     matched first, so a label never shadows one; the stored ids it names are returned, and each is described
     (channel/id, author, date) so that a dry run shows which message a bare id found."""
     query = """SELECT id, channel_id, external_id, author_name, created_at FROM messages
@@ -78,7 +79,13 @@ async def _message(pool: asyncpg.Pool, scope: str, given: str) -> tuple[str, str
         rows = await pool.fetch(query.format(where="id = $2"), scope, int(m[1]))
     if not rows and "/" in given:
         channel, _, external = given.rpartition("/")
-        rows = await pool.fetch(query.format(where="channel_id = $2 AND external_id = $3"), scope, channel, external)
+        rows = await pool.fetch(
+            query.format(where="(channel_id = $2 OR lower(channel_name) = lower($4)) AND external_id = $3"),
+            scope,
+            channel,
+            external,
+            channel.removeprefix("#"),
+        )
     if not rows:
         raise NotFound(
             f"no message {given!r} is stored in scope {scope!r} (by its id in the history, or as the "

@@ -63,7 +63,7 @@ async def run(settings: Settings, args: argparse.Namespace, app: Any, out: TextI
         f"{len(held.messages)} message(s){inside}{'; opted out of being remembered' if opted else ''}\n"
     )
     for item in items:
-        sources = ", ".join(f"{s.ref.source} {s.ref.external_id}" for s in item.sources)
+        sources = ", ".join(f"{s.ref.source} {s.ref.label()}" for s in item.sources)
         lock = " [restricted]" if item.restricted else ""
         out.write(f"- {item.created_at:%Y-%m-%d} {item.kind}{lock}: {' '.join(item.text.split())} ({sources})\n")
     return 0

@@ -117,7 +117,16 @@ def _episode(row: asyncpg.Record) -> Episode:
 
 def _sources(row: asyncpg.Record) -> tuple[SourceRef, ...]:
     """The person's message: the bot's reply (reply_message_id) is provenance, never a source of what was said."""
-    return (SourceRef(row["message_id"], row["m_external"], row["m_channel"], row["m_source"], row["m_author"]),)
+    return (
+        SourceRef(
+            row["message_id"],
+            row["m_external"],
+            row["m_channel"],
+            row["m_source"],
+            row["m_author"],
+            row["m_channel_name"],
+        ),
+    )
 
 
 def exact_scan_limit(table_rows: int) -> int:
@@ -237,7 +246,7 @@ class EpisodicStore:
                    WHERE scope = $1 AND (visible_in IS NULL OR visible_in = $4::text)
                    ORDER BY {order} LIMIT $3"""
         query = """SELECT e.*, 1 - e.distance / 2 AS similarity,
-                          m.external_id AS m_external, m.channel_id AS m_channel, m.source AS m_source, m.author_id AS m_author,
+                          m.external_id AS m_external, m.channel_id AS m_channel, m.source AS m_source, m.author_id AS m_author, m.channel_name AS m_channel_name,
                           r.external_id AS r_external, r.channel_id AS r_channel, r.source AS r_source
                    FROM ({inner}) e
                    LEFT JOIN messages m ON m.id = e.message_id
@@ -283,7 +292,7 @@ class EpisodicStore:
             return []
         rows = await self._pool.fetch(
             f"""SELECT e.*, 1 - e.distance / 2 AS similarity,
-                       m.external_id AS m_external, m.channel_id AS m_channel, m.source AS m_source, m.author_id AS m_author,
+                       m.external_id AS m_external, m.channel_id AS m_channel, m.source AS m_source, m.author_id AS m_author, m.channel_name AS m_channel_name,
                        r.external_id AS r_external, r.channel_id AS r_channel, r.source AS r_source
                 FROM (SELECT {_COLUMNS}, embedding <=> $2 AS distance FROM episodes
                       WHERE scope = $1 AND created_at >= $4 AND created_at < $5
@@ -317,7 +326,7 @@ class EpisodicStore:
             return []
         rows = await self._pool.fetch(
             f"""SELECT e.*, 1 - e.distance / 2 AS similarity,
-                       m.external_id AS m_external, m.channel_id AS m_channel, m.source AS m_source, m.author_id AS m_author,
+                       m.external_id AS m_external, m.channel_id AS m_channel, m.source AS m_source, m.author_id AS m_author, m.channel_name AS m_channel_name,
                        r.external_id AS r_external, r.channel_id AS r_channel, r.source AS r_source
                 FROM (SELECT {_COLUMNS}, embedding <=> $2 AS distance FROM episodes
                       WHERE scope = $1 AND author_id = ANY($4::text[])
@@ -370,7 +379,7 @@ class EpisodicStore:
             return {}
         rows = await self._pool.fetch(
             f"""SELECT e.*, 1 - e.distance / 2 AS similarity,
-                       m.external_id AS m_external, m.channel_id AS m_channel, m.source AS m_source, m.author_id AS m_author,
+                       m.external_id AS m_external, m.channel_id AS m_channel, m.source AS m_source, m.author_id AS m_author, m.channel_name AS m_channel_name,
                        r.external_id AS r_external, r.channel_id AS r_channel, r.source AS r_source
                 FROM (SELECT {_COLUMNS}, embedding <=> $3 AS distance FROM episodes
                       WHERE scope = $1 AND (message_id = ANY($2::bigint[]) OR reply_message_id = ANY($2::bigint[]))

@@ -52,6 +52,7 @@ class Source:
         out: dict[str, object] = {
             "message_id": self.ref.external_id,
             "channel_id": self.ref.channel_id,
+            "channel_name": self.ref.channel_name,
             "source": self.ref.source,
             "stored_id": self.ref.id,
             "created_at": self.created_at.isoformat(),
@@ -191,7 +192,7 @@ class MemoryOfPerson:
     @staticmethod
     async def _messages(conn: asyncpg.Connection, scope: str, person: str) -> list[HeldItem]:
         rows = await conn.fetch(
-            """SELECT id, external_id, channel_id, source, content, created_at, visible_in FROM messages
+            """SELECT id, external_id, channel_id, source, content, created_at, visible_in, channel_name FROM messages
                WHERE scope = $1 AND author_id = $2 AND NOT is_bot ORDER BY created_at DESC, id DESC""",
             scope,
             person,
@@ -207,7 +208,7 @@ class MemoryOfPerson:
     async def _episodes(conn: asyncpg.Connection, scope: str, person: str) -> tuple[list[HeldItem], set[int]]:
         rows = await conn.fetch(
             """SELECT e.id AS episode_id, e.content, e.created_at AS episode_at, e.visible_in,
-                      m.id, m.external_id, m.channel_id, m.source, m.created_at
+                      m.id, m.external_id, m.channel_id, m.source, m.created_at, m.channel_name
                FROM episodes e JOIN messages m ON m.id = e.message_id
                WHERE e.scope = $1 AND e.author_id = $2 AND m.author_id = $2
                ORDER BY e.created_at DESC, e.id DESC""",
@@ -254,7 +255,7 @@ class MemoryOfPerson:
         # Each fact's sources: theirs, and others' only where the audience may see them.
         rows = await conn.fetch(
             """SELECT src.edge_id, src.speaker_id = $2 AS own, src.visible_in,
-                      m.id, m.external_id, m.channel_id, m.source, m.created_at
+                      m.id, m.external_id, m.channel_id, m.source, m.created_at, m.channel_name
                FROM kg_edge_sources src JOIN messages m ON m.id = src.message_id AND m.scope = $4
                WHERE src.edge_id = ANY($1::bigint[])
                  AND (src.speaker_id = $2 OR src.visible_in IS NULL OR src.visible_in = $3::text)
@@ -288,7 +289,11 @@ class MemoryOfPerson:
 
 
 def _source(r: asyncpg.Record, *, own: bool) -> Source:
-    return Source(SourceRef(r["id"], r["external_id"], r["channel_id"], r["source"]), r["created_at"], own)
+    return Source(
+        SourceRef(r["id"], r["external_id"], r["channel_id"], r["source"], channel_name=r["channel_name"]),
+        r["created_at"],
+        own,
+    )
 
 
 def _sentence(e: asyncpg.Record) -> str:

@@ -4,6 +4,7 @@ and an import that would leave a channel's old messages public while marking its
 from __future__ import annotations
 
 import argparse
+import json
 import io
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -232,6 +233,22 @@ async def test_a_message_is_found_by_the_label_the_console_shows(app: App, tmp_p
     assert code == 0 and "300/4 by ana" in said and await count(app, "external_id = '4'") == 0
     code, said = await forget(app, message="100/2", yes=True)
     assert code == 0 and await count(app, "external_id = '2'") == 0 and await count(app) == 2
+
+
+async def test_a_message_is_found_by_its_channels_name_as_recall_shows_it(app: App, tmp_path: Path) -> None:
+    """recall shows an imported message of a named channel as '#trips/1001'; forget takes that label too."""
+    path = tmp_path / "trips.json"
+    message = {
+        "id": "1001",
+        "type": "Default",
+        "timestamp": "2026-09-01T08:00:00+00:00",
+        "content": "the hut is booked for the 14th",
+        "author": {"id": "21", "name": "Greta", "isBot": False},
+    }
+    path.write_text(json.dumps({"channel": {"id": "901", "name": "trips"}, "messages": [message]}), encoding="utf-8")
+    await app.importer.run(path, "g1")
+    code, said = await forget(app, message="#Trips/1001", yes=True)
+    assert code == 0 and "901/1001 by Greta" in said and await count(app) == 0
 
 
 async def test_another_scopes_stored_message_is_not_found(

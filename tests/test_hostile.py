@@ -348,4 +348,4 @@ async def test_the_store_repairs_text_and_names(app: App) -> None:
 async def test_recall_lists_the_ids_a_person_can_find(app: App, tmp_path: Path) -> None:
     await app.importer.run(jsonl(tmp_path, {**GOOD, "id": "m-77", "text": "my cat is called Miso"}), "g1")
     bundle = await app.brain.context("what is my cat called?", "g1", k=3)
-    assert "[general/m-77]" in format_bundle(bundle)
+    assert "[#general/m-77]" in format_bundle(bundle)

@@ -213,6 +213,37 @@ async def test_imported_history_is_recalled(app: App, tmp_path: Path) -> None:
     assert bundle.episodes and "Porto" in bundle.episodes[0].episode.content
 
 
+async def test_a_recalled_export_line_names_its_channel_by_the_exports_name(app: App, tmp_path: Path) -> None:
+    """P7: the sources of a DiscordChatExporter import showed the channel as its id ("901/1001"); the export
+    names it, so recall, ask and mine show '#trips/1001' and carry the name beside the id."""
+    from bot.console import format_bundle
+    from memory.mine import MemoryOfPerson
+
+    export = {
+        "guild": {"id": "900", "name": "G"},
+        "channel": {"id": "901", "name": "trips"},
+        "messages": [
+            {
+                "id": "1001",
+                "type": "Default",
+                "timestamp": "2026-09-01T08:00:00+00:00",
+                "content": "I'm allergic to peanuts, so no satay for me at the hut",
+                "author": {"id": "21", "name": "Greta", "isBot": False},
+            }
+        ],
+    }
+    path = tmp_path / "trips.json"
+    path.write_text(json.dumps(export), encoding="utf-8")
+    await app.importer.run(path, "900")
+    bundle = await app.brain.context("what is Greta allergic to?", "900", k=5)
+    refs = [s for item in bundle.items() for s in item.sources]
+    assert refs and all(s.channel_name == "trips" for s in refs)
+    assert "[#trips/1001]" in format_bundle(bundle) and "901/" not in format_bundle(bundle)
+    assert refs[0].as_dict()["channel_name"] == "trips"
+    held = await MemoryOfPerson(app.db.pool).gather("900", "21", visible_channel=None)
+    assert {s.ref.label() for item in held.facts for s in item.sources} == {"#trips/1001"}
+
+
 async def test_import_absorbs_into_every_layer_and_marks_messages_absorbed(app: App, tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "h.jsonl", LINES)
     await app.importer.run(path, "g1")

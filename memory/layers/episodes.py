@@ -669,4 +669,4 @@ def _said(m: StoredMessage) -> tuple[str, str]:
 
 
 def _source(m: StoredMessage) -> SourceRef:
-    return SourceRef(m.id, m.external_id, m.channel_id, m.source, m.author_id)
+    return SourceRef(m.id, m.external_id, m.channel_id, m.source, m.author_id, m.channel_name)

@@ -52,7 +52,7 @@ class TurnsLayer(BaseLayer):
 
 def turn_item(m: StoredMessage) -> MemoryItem:
     line = f"{m.author_name}: {m.content}"
-    source = (SourceRef(m.id, m.external_id, m.channel_id, m.source, m.author_id),) if m.id > 0 else ()
+    source = (SourceRef(m.id, m.external_id, m.channel_id, m.source, m.author_id, m.channel_name),) if m.id > 0 else ()
     return MemoryItem(
         "turn", None, line, line, (m.id,) if m.id > 0 else (), m.created_at, ref=m.id, sources=source, payload=m
     )
