@@ -818,7 +818,18 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument(
         "--split",
-        choices=["dev", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "all"],
+        choices=[
+            "dev",
+            "heldout",
+            "heldout2",
+            "heldout3",
+            "heldout4",
+            "heldout5",
+            "heldout6",
+            "heldout7",
+            "heldout8",
+            "all",
+        ],
         default="heldout",
     )
     p.add_argument(
