@@ -20,6 +20,13 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 _TERMINAL_CONTROL = re.compile(r"[\x01-\x08\x0b\x0c\x0e-\x1f\x7f\x80-\x9f]")  # not tab, newline, return
+# A terminal escape sequence (ECMA-48): a control sequence (ESC [ or CSI, parameters, one final byte), an
+# operating-system command (ESC ] up to BEL or ESC and a backslash) or a short escape (ESC, intermediates, one
+# final byte). It formats text and says nothing, so it is removed whole; with only its ESC replaced,
+# "\x1b[31mmy colour" was stored as "\ufffd[31mmy colour" and a topic word "mmy" was made of it (P7).
+_ESCAPE_SEQUENCE = re.compile(
+    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]|(?:\x1b\]|\x9d)[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?|\x1b[ -/]*[0-~]"
+)
 # Bidirectional embeddings, overrides (U+202A-U+202E) and isolates (U+2066-U+2069) reorder the text that follows
 # them ("Trojan Source", CVE-2021-42574): shown by the bot they could make its words, a name or a link read
 # differently from what they are. The marks (U+200E, U+200F, U+061C) stay: they reorder no letters, only the
@@ -30,8 +37,8 @@ _BIDI_CONTROL = re.compile("[\u202a-\u202e\u2066-\u2069]")
 def clean_text(text: str) -> str:
     """Text as it can be stored: NUL characters dropped, lone surrogates replaced, and control characters other
     than tab and line breaks (escape sequences, bells, which would recolour or clear a terminal that prints the
-    text back) replaced by U+FFFD."""
-    text = _TERMINAL_CONTROL.sub("\ufffd", text.replace("\x00", ""))
+    text back) replaced by U+FFFD; a whole escape sequence ("\x1b[31m") is removed."""
+    text = _TERMINAL_CONTROL.sub("\ufffd", _ESCAPE_SEQUENCE.sub("", text.replace("\x00", "")))
     return text.encode("utf-8", "replace").decode("utf-8")
 
 

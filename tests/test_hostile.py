@@ -24,6 +24,7 @@ from bot.cli import main
 from bot.console import Console, ConsoleIdentity, format_bundle
 from memory.conversation import NewMessage
 from memory.errors import ImportFileError, InvalidInput, ScopeError
+from memory.fields import clean_text
 from memory.importer import parse_import_file
 from tests.fakes import ScriptedLLM
 from tests.test_cli import env, run_cli  # noqa: F401  (the fixture)
@@ -342,7 +343,9 @@ async def test_the_store_repairs_text_and_names(app: App) -> None:
             created_at=datetime(2026, 10, 1, tzinfo=UTC),
         )
     )
-    assert stored.content == "my colour is \ufffd[41mteal\ufffd\ufffd2J\tand\r\nmore"
+    # the escape sequences go whole (P7: "\x1b[31mmy" left "[31mmy", and a topic word "mmy"); the bell is marked
+    assert stored.content == "my colour is teal\ufffd\tand\r\nmore"
+    assert clean_text("\x1b]0;title\x07hi \x1b[1;31mred\x1b[0m \x1bc!") == "hi red !"
 
 
 async def test_recall_lists_the_ids_a_person_can_find(app: App, tmp_path: Path) -> None:

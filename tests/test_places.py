@@ -69,6 +69,11 @@ def test_outcomes_steps_and_questions_are_read_from_words() -> None:
         )
         == "image, docker, small, build"
     )  # no "worked", no "problem"
+    # a contraction is its first word, never "ll" or "re" (P7: a place labelled "ll, favourite, food")
+    assert (
+        label(["I'll bring my favourite food", "we’re cooking Ana's favourite food"])
+        == "favourite, food, bring, cooking"
+    )
     assert steps("Run pip install -e . in the project root, then activate it. Wait... then restart the shell.") == [
         "Run pip install -e . in the project root, then activate it.",
         "Wait... then restart the shell.",

@@ -20,7 +20,10 @@ MAX_STEPS = 6
 
 SUCCESS, FAILURE = "success", "failure"
 
-_WORD = re.compile(r"[a-z][a-z0-9+#.\-]*[a-z0-9+#](?:['’]t)?|[a-z]")  # "didn't" stays one word (a stopword)
+# A word with its contraction: "didn't" stays one word (a stopword); "I'll", "we're", "ana's" are their first word
+# (``words``), never a word "ll" (P7: a place labelled "ll, favourite, food").
+_WORD = re.compile(r"(?:[a-z][a-z0-9+#.\-]*[a-z0-9+#]|[a-z])(?:'(?:t|ll|re|ve|d|s|m)\b)?")
+_CONTRACTION = re.compile(r"'(?:ll|re|ve|d|s|m)$")
 STOPWORDS = frozenset(
     """
 a about above after again all also am an and any are as at be because been before being below between both but by
@@ -109,7 +112,7 @@ def topic_of(text: str) -> str:
 
 
 def words(text: str) -> list[str]:
-    return _WORD.findall(text.lower())
+    return [_CONTRACTION.sub("", w) for w in _WORD.findall(text.lower().replace("’", "'"))]
 
 
 def content_words(text: str) -> list[str]:
