@@ -339,22 +339,30 @@ def _common_before_name(token: Any) -> Any | None:
     return None
 
 
+def _compounds(token: Any) -> list[Any]:
+    """The compounds before a noun, with theirs, in order: "the Blue Note club" -> Blue, Note (spaCy hangs "Blue"
+    on "Note" and "Note" on "club"; P7 saw the club stored as "Note club")."""
+    parts: list[Any] = []
+    for c in token.children:
+        if c.dep_ == "compound" and c.i < token.i:
+            parts.extend([*_compounds(c), c])
+    return sorted(parts, key=lambda t: t.i)
+
+
 def _name(token: Any) -> str:
     """A node name for a noun: compounds kept ("ice cream"), lemma for common nouns."""
     common = _common_before_name(token)
     if common is not None:
         return common.lemma_.lower()
-    parts = [c for c in token.children if c.dep_ == "compound" and c.i < token.i]
     head = token.text.lower() if token.pos_ == "PROPN" else token.lemma_.lower()
-    return " ".join([p.text.lower() for p in parts] + [head])
+    return " ".join([p.text.lower() for p in _compounds(token)] + [head])
 
 
 def _display(token: Any) -> str:
     common = _common_before_name(token)
     if common is not None:
         return common.text
-    parts = [c for c in token.children if c.dep_ == "compound" and c.i < token.i]
-    return " ".join([p.text for p in parts] + [token.text])
+    return " ".join([p.text for p in _compounds(token)] + [token.text])
 
 
 def _owners(doc: Any) -> dict[int, str]:
@@ -563,17 +571,28 @@ def _named(sent: Any, owners: dict[int, str], polarity: float, confidence: float
     out = []
     for token in sent:
         if token.dep_ == "acl" and token.lemma_.lower() in ("call", "name") and token.head.pos_ in ("NOUN", "PROPN"):
-            for child in token.children:
-                if child.dep_ in ("oprd", "dobj", "attr", "npadvmod", "xcomp") and child.pos_ in ("PROPN", "NOUN"):
-                    out.append(
-                        _triple(
-                            _thing(token.head, owners),
-                            "named",
-                            (_name(child), _display(child), None),
-                            polarity,
-                            confidence,
-                        )
+            names = [
+                child
+                for child in token.children
+                if child.dep_ in ("oprd", "dobj", "attr", "npadvmod", "xcomp") and child.pos_ in ("PROPN", "NOUN")
+            ]
+            # "two cats called Pepper and Salt": each conjoined name names the thing too ("and a Dog" is a thing)
+            names += [
+                c
+                for n in names
+                for c in n.conjuncts
+                if c.text[:1].isupper() and c not in names and not any(k.dep_ == "det" for k in c.children)
+            ]
+            for run in _adjacent(names):
+                out.append(
+                    _triple(
+                        _thing(token.head, owners),
+                        "named",
+                        (" ".join(_name(t) for t in run), " ".join(_display(t) for t in run), None),
+                        polarity,
+                        confidence,
                     )
+                )
         common = _common_before_name(token)
         if common is not None:  # "my dog Rex": "my" hangs on Rex, the owner is the dog's
             out.append(
@@ -592,6 +611,19 @@ def _named(sent: Any, owners: dict[int, str], polarity: float, confidence: float
                 )
             )
     return out
+
+
+def _adjacent(tokens: list[Any]) -> list[list[Any]]:
+    """Names side by side are one name: "a band called Blue Tuesday", which spaCy parses as two objects of
+    "called" (P7 saw a band named Blue and one named Tuesday)."""
+    runs: list[list[Any]] = []
+    for t in sorted(tokens, key=lambda t: t.i):
+        first = min([t.i, *(c.i for c in _compounds(t))])
+        if runs and runs[-1][-1].i == first - 1:
+            runs[-1].append(t)
+        else:
+            runs.append([t])
+    return runs
 
 
 def _thing(token: Any, owners: dict[int, str]) -> Resolved:
