@@ -98,9 +98,10 @@ async def _message(pool: asyncpg.Pool, scope: str, given: str) -> tuple[str, str
 
 
 async def _person(pool: asyncpg.Pool, scope: str, person: str) -> tuple[str, str, list[str], int]:
-    """A stored author id names one person whatever else shares it as a name; a name (the console's, the
-    display name or the username in the history) must fit exactly one person, or the candidates are listed with
-    their ids."""
+    """A stored author id names one person whatever else shares it as a name, and the others who go by it are
+    named beside them (P8: "forget --person carla" forgot the person whose id is carla and said nothing of the
+    Carla of a Discord export, whom a moderator then believed gone); a name (the console's, the display name or
+    the username in the history) must fit exactly one person, or the candidates are listed with their ids."""
     rows = await pool.fetch(
         """SELECT author_id, count(*) AS n,
                   (array_agg(author_name ORDER BY created_at DESC, id DESC))[1] AS shown,
@@ -126,7 +127,13 @@ async def _person(pool: asyncpg.Pool, scope: str, person: str) -> tuple[str, str
         )
     [r] = chosen
     how = "id" if r["by_id"] else "console name" if r["by_console"] else "display name" if r["by_name"] else "username"
-    return "person", f"{r['author_id']} ({r['shown']}, matched by {how})", [r["author_id"]], int(r["n"])
+    others = [o for o in rows if o["author_id"] != r["author_id"]]
+    also = (
+        f"; not {', '.join(_who(o) for o in others[:10])}, who also go(es) by {person!r}: name them by id to forget them"
+        if others
+        else ""
+    )
+    return "person", f"{r['author_id']} ({r['shown']}, matched by {how}){also}", [r["author_id"]], int(r["n"])
 
 
 def _who(row: asyncpg.Record) -> str:

@@ -224,6 +224,20 @@ async def test_a_person_is_found_by_id_username_or_display_name_and_told_which( 
     assert await app.db.pool.fetchval("SELECT array_agg(author_id) FROM messages WHERE scope = '500'") == ["1005"]
 
 
+async def test_an_id_names_one_person_and_says_who_else_goes_by_it(app: App, tmp_path: Path) -> None:
+    """P8: "carla" was the id of one person (JSON Lines) and the username of another (a Discord export);
+    forget --person carla forgot the first and said nothing of the second."""
+    rows = [
+        {**ROWS[0], "id": "50", "author": {"id": "carla", "name": "carla"}, "text": "I run the cooking channel"},
+        {**ROWS[0], "id": "51", "author": {"id": "9003", "name": "Carla"}, "text": "I'm the other Carla here"},
+    ]
+    await app.importer.run(history_file(tmp_path / "h.jsonl", rows), "g1")
+    for yes in (False, True):
+        code, said = await forget(app, person="carla", yes=yes)
+        assert code == 0 and "person carla (carla, matched by id); not 9003 (Carla), who also go(es) by 'carla'" in said
+    assert await count(app, "author_id = 'carla'") == 0 and await count(app, "author_id = '9003'") == 1
+
+
 async def test_a_message_is_found_by_the_label_the_console_shows(app: App, tmp_path: Path) -> None:
     # `hippobot chat` and `recall` show a console message as "#N" (the store's id) and an imported one as
     # "CHANNEL/ID"; forget --message took only the bare id, so "#N" was refused, and "N" found another message.
