@@ -302,6 +302,7 @@ class App:
                 max_generations=settings.max_pending_replies,
                 writer_queue=settings.max_pending_writes,
                 abstain_bias=settings.reader_abstain_bias,
+                chat_decline_bias=settings.reader_chat_decline_bias,
             )
             importer = Importer(conversations, absorber, embedder, episodes, max_chars=settings.max_message_chars)
             for layer in registered:  # what approving a layer's proposals does (e.g. persona shifts, adapters)

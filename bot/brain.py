@@ -632,6 +632,7 @@ class Brain:
         max_generations: int = 8,
         writer_queue: int = 256,
         abstain_bias: float = 0.0,
+        chat_decline_bias: float = 0.0,
     ) -> None:
         self.conversations = conversations
         self.archetypes = archetypes
@@ -654,6 +655,10 @@ class Brain:
         # A logit bias on the word that opens "I don't know" in a reply to a question about memory (see
         # _abstain_boosts); 0 leaves the model's own balance between answering and saying it does not know.
         self.abstain_bias = abstain_bias
+        # The same word's bias in a reply to anything else (small talk, advice, a general question): the reader
+        # learned to decline a question its memory cannot answer, and said "I don't remember anyone telling me
+        # that." to "what should I cook tonight?" (P7), which asks nothing of memory.
+        self.chat_decline_bias = chat_decline_bias
         self._abstain_ids: dict[int, tuple[int, ...]] = {}  # id(llm) -> its token ids for " don"
 
     def use_model(self, llm: LanguageModel | None, prompts: PromptBuilder | None) -> None:
@@ -927,9 +932,10 @@ class Brain:
         if checks.refusal is not None:  # the memory cannot hold the answer: say so, without the model
             return Generation.fixed(checks.refusal, reason="not in memory")
         boosts = dict(bundle.boosts or {})
-        if checks.about_memory and self.abstain_bias:
+        bias = self.abstain_bias if checks.about_memory else self.chat_decline_bias
+        if bias:
             for token in self._abstain_tokens():
-                boosts[token] = boosts.get(token, 0.0) + self.abstain_bias
+                boosts[token] = boosts.get(token, 0.0) + bias
         # An answer read from memory is decoded greedily, as bench/memory_eval.py measures it: sampled, a name
         # in the prompt comes out as a near miss ("Milo." for Miso) that the grounding check must then refuse.
         return self.llm.generate(

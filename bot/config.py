@@ -188,6 +188,14 @@ class Settings(BaseSettings):
         "still replaced by the grounding check. Chosen on the dev split with `bench/memory_eval.py "
         "--abstain-bias` (docs/reader.md).",
     )
+    reader_chat_decline_bias: float = Field(
+        default=-6.0,
+        ge=-10.0,
+        le=10.0,
+        description="The same logit bias in replies to anything not about memory (small talk, advice, a general "
+        'question): below 0 the model says "I don\'t know" less where nobody asked it to remember. Chosen on the '
+        "dev requests with `bench/chat_declines.py` (declines 0.18 at 0, 0.05 at -4, 0.02 at -6; docs/reader.md).",
+    )
     max_new_tokens: int = Field(default=96, ge=1, le=2048, description="Reply length limit, in tokens.")
     context_tokens: int = Field(
         default=1024,

@@ -131,6 +131,12 @@ _ADVICE = _MODALS | {
     "tips",
 }
 _HOW_TO = re.compile(r"\bhow (?:do|can|should|could|would|shall) i\b", re.I)
+# What the asker can or could do asks for ideas too ("what's a quick lunch I can make?", "what could I bake?"),
+# unless the question asks what was said or done ("what did I say I could bring?").
+_I_CAN = re.compile(r"\b(?:can|could|might) i\b|\bi (?:can|could|might)\b", re.I)
+_ASKS_WHAT_WAS = re.compile(r"\b(?:did|was|were|had|said|say|told|tell|mentioned)\b", re.I)
+# A request to the bot that names the asker only as "me" or "us" ("can you cheer me up?") asks nothing of memory.
+_REQUEST = frozenset({"can", "could", "will", "would"})
 _SECOND_PERSON = frozenset({"you", "your", "yours", "yourself", "u", "ya", "y'all"})  # the bot, asked about itself
 _SAID_DAY = frozenset({"today", "tonight"})  # the day a memory was said (held_words)
 # What the bot says instead of a reply it cannot ground (see Guard).
@@ -395,6 +401,14 @@ def is_question(text: str) -> bool:
     return stripped.endswith("?") or bool(words and words[0] in _WH)
 
 
+def asked_part(message: str) -> str:
+    """The questions of a message of several sentences (``asks``), or the message itself when it is one sentence
+    or none of its sentences is a question by itself."""
+    sentences = [s.strip() for s in _SENTENCE.findall(message.strip()) if s.strip()]
+    questions = [s for s in sentences if asks(s)]
+    return " ".join(questions) if len(sentences) > 1 and questions else message
+
+
 def asks_whether(text: str) -> str | None:
     """What a yes/no question asks about, when it names someone or something: the question ends with "?" and
     opens with an auxiliary or modal verb, and its subject (the word after it) is a content word, as a name is
@@ -574,6 +588,12 @@ def guard(
     never told about Aoife, and says so, instead of leaving the model to invent where she lives."""
     if not is_question(question):
         return NO_GUARD
+    # Only the message's questions ask: the names of the sentences around them are chat ("Lisbon is gorgeous,
+    # Maren and I went there. Have you been?" got "I don't remember anyone mentioning Maren or Lisbon.").
+    asked = asked_part(question)
+    if asked != question:
+        question = asked
+        people = [p for p in people if any(w.lower() in question.lower() for w in p.split())]
     # A question typed in capitals gives the parse no names to go by ("WHERE DOES JUNS SISTR LIVE": its person
     # "JUNS SISTR LIVE" was refused by name, P7): only the speakers it names count then.
     people = [*([] if shouted(question) else people), *speakers_named(question, items)]
@@ -614,7 +634,13 @@ def guard(
     said = set(_WORD.findall(question.lower().replace("’", "'")))
     # A question about oneself asks about memory, unless it asks for advice ("what should I cook tonight?")
     advice = bool(said & _ADVICE) or bool(_HOW_TO.search(question.replace("’", "'")))
-    first_person = bool(said & _FIRST_PERSON) and not advice
+    plain = question.replace("’", "'")
+    advice = advice or bool(_I_CAN.search(plain) and not _ASKS_WHAT_WAS.search(plain))
+    opening = _WORD.findall(plain.strip().lower())[:2]
+    request = (
+        len(opening) == 2 and opening[0] in _REQUEST and opening[1] == "you" and said & _FIRST_PERSON <= {"me", "us"}
+    )
+    first_person = bool(said & _FIRST_PERSON) and not advice and not request
     claim = claim_of(question, skip=skip)
     own = bool(said & _ASKER) and not persons or (claim is not None and not claim.subject)
     # Every word the question asks with, in one memory: it asks about that ("when is the party?" with "the party
@@ -852,8 +878,28 @@ def said_sentences(items: Iterable[MemoryItem]) -> Iterator[tuple[MemoryItem, st
                 continue
             for sentence in _SENTENCE.findall(said.group(2).strip()):
                 sentence = sentence.strip()
-                if sentence and not sentence.endswith("?"):
+                if sentence and not asks(sentence):
                     yield item, said.group(1).strip(), sentence
+
+
+_HOW_MUCH = frozenset({"many", "much", "old", "long", "far", "often", "big"})
+
+
+def asks(sentence: str) -> bool:
+    """Whether a sentence is a question, with its question mark or without: a wh-word before an auxiliary verb or
+    "how many/much/..." opens one ("WHAT IS MY CATS NAME", P8, was quoted back to its asker as what they had told
+    the bot), as an auxiliary before a pronoun does ("do you know"); "When I was young ..." is no question."""
+    if sentence.rstrip().endswith("?"):
+        return True
+    words = _WORD.findall(sentence.strip().lower().replace("’", "'"))[:2]
+    if len(words) < 2:
+        return False
+    first, second = words
+    return (
+        first in {"what's", "where's", "who's", "when's", "how's"}
+        or (first in _WH and (second in _AUXILIARIES or (first == "how" and second in _HOW_MUCH)))
+        or (first in _AUXILIARIES and second in {"i", "you", "we", "they", "he", "she", "it"})
+    )
 
 
 def quoted(item: MemoryItem, speaker: str, sentence: str, asker: str) -> tuple[str, MemoryItem]:

@@ -404,7 +404,7 @@ async def test_the_abstain_bias_is_applied_only_to_a_reply_to_a_question_about_m
 ) -> None:
     ids = {"don": (7, 8), "Don": (8,)}  # an engine's " don" and " Don" (a name, never biased)
     monkeypatch.setattr(llm, "word_token_ids", lambda words, exclude=(): {w: ids[w] for w in words if w in ids})
-    app.brain.abstain_bias = -2.0
+    app.brain.abstain_bias, app.brain.chat_decline_bias = -2.0, 0.0
     await (await app.brain.ask("what is my dog called?", "g1", author_id="u-bo", author_name="bo")).complete()
     assert llm.boosts[-1] == {7: -2.0}
     await (await app.brain.ask("tell me a joke", "g1", author_id="u-bo", author_name="bo")).complete()
@@ -412,6 +412,14 @@ async def test_the_abstain_bias_is_applied_only_to_a_reply_to_a_question_about_m
     app.brain.abstain_bias = 0.0
     await (await app.brain.ask("what is my cat called?", "g1", author_id="u-bo", author_name="bo")).complete()
     assert 7 not in llm.boosts[-1]
+    # the chat bias (shipped: -6) lands on anything else, never on a question about memory (P7: "what should I
+    # cook tonight?" declined as if asked what someone said)
+    app.brain.chat_decline_bias = -6.0
+    await (await app.brain.ask("what should I cook tonight?", "g1", author_id="u-bo", author_name="bo")).complete()
+    assert llm.boosts[-1] == {7: -6.0}
+    await (await app.brain.ask("what is my dog called?", "g1", author_id="u-bo", author_name="bo")).complete()
+    assert 7 not in llm.boosts[-1]
+    assert app.settings.reader_chat_decline_bias == -6.0
 
 
 def test_a_date_alone_does_not_ground_a_reply_about_something_no_memory_mentions() -> None:

@@ -7,7 +7,7 @@ with its source; an answer from a memory about something else is no answer."""
 from __future__ import annotations
 
 from bot.app import App
-from bot.grounding import NOT_TOLD, NOT_TOLD_YOU, declines, echoes, owned_thing, quote
+from bot.grounding import NOT_TOLD, NOT_TOLD_YOU, declines, echoes, owned_thing, quote, quote_answer
 from tests.fakes import ScriptedLLM
 from tests.grounding_support import ask_as, memory, tell, undated
 
@@ -67,6 +67,16 @@ def test_one_sentence_is_quoted_and_never_a_question() -> None:
     assert quote("When did Nell take her first Friday off?", [nell], asker="bea") == (
         'I remember Nell saying: "My news: I did my first Friday off!"',
         nell,
+    )
+    # nor a question without its question mark (P8: 'You told me: "WHAT IS MY CATS NAME"' to "how many cats do I
+    # have?"); "When I was ..." is a statement
+    ana = memory("ana: WHAT IS MY CATS NAME", 5, "u-ana")
+    assert quote("what is my cats name?", [ana], asker="ana") is None
+    assert quote_answer("Cats.", "how many cats do I have?", [ana], asker="ana") is None
+    young = memory("ana: When I was young I had two cats", 6, "u-ana")
+    assert quote("how many cats did I have when young?", [young], asker="ana") == (
+        'You told me: "When I was young I had two cats"',
+        young,
     )
 
 
