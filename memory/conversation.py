@@ -186,6 +186,20 @@ class ConversationStore:
         exact = [c for c in ids if c in (name, f"console:{name}")]
         return exact[:1] or ids
 
+    async def authors_named(self, scope: str, name: str) -> list[str]:
+        """The people (author ids, never the bot) of this scope whom ``name`` names: by id, display name or
+        username in the history, any case (as ``hippobot forget --person`` reads a name)."""
+        require_scope(scope)
+        rows = await self._pool.fetch(
+            """SELECT DISTINCT author_id FROM messages
+               WHERE scope = $1 AND NOT is_bot
+                 AND (author_id = $2 OR lower(author_name) = lower($2) OR lower(author_username) = lower($2))
+               ORDER BY author_id""",
+            scope,
+            name,
+        )
+        return [r["author_id"] for r in rows]
+
     async def forgotten(self, digests: Sequence[str]) -> dict[str, datetime]:
         """Which of these tombstones (memory.provenance.forgotten_digest) exist, and when each was forgotten."""
         rows = await self._pool.fetch(

@@ -4,6 +4,8 @@ restricted channel's outside it."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from bot.app import App
 from bot.brain import IncomingTurn
 from tests.fakes import ScriptedLLM
@@ -90,3 +92,26 @@ async def test_a_message_with_a_corrected_claim_is_not_what_the_bot_knows(app: A
     await tell(app, llm, ("omar", "update: I moved from Porto to Lisbon last week."))
     reply = await ask_as(app, llm, "omar", "what do you know about me?", "unused")
     assert "Lisbon" in reply.text and "cats" in reply.text and "I live in Porto" not in reply.text, reply.text
+
+
+async def test_the_consoles_user_is_the_historys_person_of_that_name(app: App, tmp_path: Path) -> None:
+    """P8: `hippobot ask` as dmitri, whose nine facts came from an imported history (author id "d-7"), was told
+    "You haven't told me anything about yourself that I remember." The console's --user is that person too."""
+    from tests.test_importer import write_jsonl
+
+    row = {"channel": "general", "author": {"id": "d-7", "name": "dmitri"}, "timestamp": "2026-10-05T10:00:00Z"}
+    await app.importer.run(
+        write_jsonl(
+            tmp_path / "h.jsonl",
+            [
+                {**row, "id": "1", "text": "I have a dog called Pixel, a little terrier."},
+                {**row, "id": "2", "text": "I ran the city half marathon in 1:43 last weekend."},
+            ],
+        ),
+        "g1",
+    )
+    reply = await app.brain.ask("what do you know about me?", "g1", author_id="console:dmitri", author_name="dmitri")
+    said = await reply.complete()
+    assert said.startswith("You told me: ") and "Pixel" in said and "1:43" in said, said
+    other = await app.brain.ask("what do you know about me?", "g1", author_id="console:zoe", author_name="zoe")
+    assert await other.complete() == "You haven't told me anything about yourself that I remember."
