@@ -493,7 +493,7 @@ def _triples_of(
                 objects.append((f"{lemma}_{child.lemma_.lower()}", grandchild))
             if not direct and child.tag_ == "VBG":
                 objects.append((lemma, child))
-    objects = _jobs(verb, objects)
+    objects = [(r, o) for r, o in _jobs(verb, objects + _roles_place(lemma, objects)) if not _no_more(o)]
     for relation, obj in objects:
         targets = [obj] + [c for c in obj.conjuncts]
         for target in targets:
@@ -538,6 +538,28 @@ def _jobs(verb: Any, objects: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
                 if prep_token.dep_ == "prep" and prep_token.lower_ in _EMPLOYER_PREPS:
                     out += [(renamed, p) for p in prep_token.children if p.dep_ == "pobj"]
     return out
+
+
+def _roles_place(lemma: str, objects: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """Where a role is held is where one works: "I'm a nurse at St. Mary's hospital", "I work as a nurse at the
+    clinic" -> work_at the hospital, the clinic (P8: a job change to "now a nurse at the Westside clinic" left no
+    fact of the clinic, and "where do I work?" was answered with the old hospital)."""
+    return [
+        ("work_at", place)
+        for relation, role in objects
+        if (lemma == "be" and role.dep_ == "attr") or relation == "work_as"
+        for prep in role.children
+        if prep.dep_ == "prep" and prep.lower_ in _EMPLOYER_PREPS
+        for place in prep.children
+        if place.dep_ == "pobj" and not _when_or_how_much(place)
+    ]
+
+
+def _no_more(token: Any) -> bool:
+    """Whether a thing is said to be over where it is named: "no more St. Mary's" (P8: made "ana is St. Mary")."""
+    return any(
+        c.dep_ == "amod" and c.lower_ == "more" and any(g.dep_ == "neg" for g in c.children) for c in token.children
+    )
 
 
 def _started_work(triples: list[Triple]) -> list[Triple]:

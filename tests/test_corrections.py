@@ -191,6 +191,21 @@ async def test_a_new_job_wins_over_the_old_one(app: App, llm: ScriptedLLM) -> No
     assert (await ask_as(app, llm, "alex", "do I work at the bank?", "Yes, you do.")).text == "No."
 
 
+async def test_a_role_at_a_new_place_is_a_job_change(app: App, llm: ScriptedLLM) -> None:
+    """P8: "I switched jobs: I'm now a nurse at the Westside clinic, no more St. Mary's." made the fact "ana is St.
+    Mary" and none of the clinic; "where do I work?" kept the hospital. Where a role is held is where one works."""
+    await _told(app, llm, "I'm a nurse at the city hospital.")
+    await _told(app, llm, "I switched jobs: I'm now a nurse at the Westside clinic, no more St. Mary's.")
+    rows = await app.db.pool.fetch(
+        """SELECT t.name, e.contradicted_at IS NOT NULL AS lost FROM kg_edges e JOIN kg_nodes t ON t.id = e.target_id
+           WHERE e.relation = 'work_at'"""
+    )
+    assert {r["name"]: r["lost"] for r in rows} == {"city hospital": True, "westside clinic": False}
+    assert not await app.db.pool.fetchval("SELECT count(*) FROM kg_nodes WHERE name LIKE '%mary%'")
+    texts = await _memories(app, "where do I work?")
+    assert any("westside clinic" in t.lower() for t in texts), texts
+
+
 async def test_a_yes_about_someone_else_their_newer_words_deny_is_a_no(app: App, llm: ScriptedLLM) -> None:
     """A new user's try: "does hank live in Lisbon?" after hank's "I moved from Lisbon to Porto" was a yes (only
     the asker's own claims were checked); said of hank by someone else, too."""
