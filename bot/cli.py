@@ -592,10 +592,14 @@ async def _dream(settings: Settings, args: argparse.Namespace) -> int:
         app.dream.services.channel = ConsoleDreamChannel(sys.stdout)
         if args.scope is not None:
             await note_if_empty(app.conversations, "dream", args.scope)
-        report = await app.dream.run(app.brain.clock.now(), scope=args.scope)
+        began = app.brain.clock.now()
+        report = await app.dream.run(began, scope=args.scope)
         print(display_text(report.render()))
-        # The console's own proposals are posted here; a server's wait for `hippobot run` to post them.
-        await post_proposals(app.governance, sys.stdout, scope=settings.console_scope, only=args.scope, clock=app.clock)
+        # The console's own proposals are posted here; a server's wait for `hippobot run` to post them (this run's
+        # are shown in full, earlier ones counted).
+        await post_proposals(
+            app.governance, sys.stdout, scope=settings.console_scope, only=args.scope, clock=app.clock, since=began
+        )
         return 0 if report.status in ("ok", "skipped") else EXIT_ERROR
     finally:
         await app.close()

@@ -12,6 +12,7 @@ import logging
 import re
 import threading
 from dataclasses import dataclass, replace
+from datetime import datetime
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
@@ -165,7 +166,13 @@ class ConsoleDreamChannel:
 
 
 async def post_proposals(
-    governance: Governance, out: TextIO, *, scope: str | None, only: str | None = None, clock: Clock | None = None
+    governance: Governance,
+    out: TextIO,
+    *,
+    scope: str | None,
+    only: str | None = None,
+    clock: Clock | None = None,
+    since: datetime | None = None,
 ) -> int:
     """Print what waits in the outbox after a dream run; returns how many were printed.
 
@@ -176,7 +183,9 @@ async def post_proposals(
     scope, run by whoever runs the bot), other scopes' proposals are printed
     too but stay in the outbox, so the Discord bot posts them to their
     server's dream channel when it runs. ``scope=None`` leaves every proposal
-    in the outbox. A post is recorded at ``clock``'s time (the app's: ``--now`` in a replay).
+    in the outbox. A post is recorded at ``clock``'s time (the app's: ``--now`` in a replay). With ``since``
+    (the dream run's time), another scope's proposals made before it are counted in one line, not printed again
+    each night (P8: every nightly dream reprinted the proposals already decided, as waiting).
     """
     from dream.outbox import Outbox
 
@@ -184,15 +193,24 @@ async def post_proposals(
     posted = 0
     if scope is not None and only in (None, scope):
         posted = await outbox.flush(ConsoleDreamChannel(out), scope=scope)
+    earlier = 0
     for proposal_id in await outbox.pending(scope=only):
         proposal = await governance.get(proposal_id)
         if proposal.scope == scope and scope is not None:
             continue  # its post failed; the flush logged why
+        if since is not None and proposal.created_at < since:
+            earlier += 1
+            continue
         out.write(
             "\n" + proposal.render() + f"\n(waits in the outbox for {proposal.scope or 'every'} server's "
             "dream channel; `hippobot run` posts it)\n"
         )
         posted += 1
+    if earlier:
+        out.write(
+            f"\n({earlier} earlier proposal(s) wait in the outbox for their server's dream channel; `hippobot run` "
+            "posts them; `/proposals` in `hippobot chat --scope S` lists the open ones)\n"
+        )
     out.flush()
     return posted
 

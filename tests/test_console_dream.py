@@ -103,6 +103,23 @@ async def test_hippobot_dream_for_a_scope_prints_that_scopes_proposals_only(
     assert (await app.governance.get(local.id)).post_pending, "the console's own waits for its own /dream"
 
 
+async def test_hippobot_dream_shows_a_servers_earlier_proposals_once(
+    app: App, db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """P8: every nightly `hippobot dream --scope srv` reprinted every proposal still in the outbox (decided ones
+    too) as waiting; proposals made before the run are counted in one line."""
+    from bot import cli
+
+    theirs = await guild_proposal(app)  # made before the run: the server's dream channel still has to show it
+    settings = make_settings(db_url, tmp_path / "cli", console_scope="local")
+    code = await cli._dream(settings, argparse.Namespace(scope="g1", now=None))
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    assert f"Proposal #{theirs.id}" not in out.out, out.out
+    assert "(1 earlier proposal(s) wait in the outbox for their server's dream channel" in out.out, out.out
+    assert (await app.governance.get(theirs.id)).post_pending, "it still waits for `hippobot run`"
+
+
 async def test_archetypes_lists_the_archetype_the_scope_routes_with(app: App) -> None:
     mine = await guild_proposal(app)
     assert (await app.governance.vote(mine.id, APPROVER, True, now=datetime.now(UTC))).proposal.status == "applied"
