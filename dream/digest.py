@@ -75,6 +75,9 @@ def render_digest(
     lines = [
         f"Dream digest{where}, run #{run_id} ({now:%Y-%m-%d %H:%M %Z}): "
         f"{messages} message(s) from {since:%Y-%m-%d} to {end:%Y-%m-%d}"
+        # the window ends at the history's last message: say so when that is not this night's (P8: thirty nightly
+        # digests read alike, with nothing said in between)
+        + (f" (nothing said since {end:%Y-%m-%d}: the history's last weeks)" if now - end > timedelta(days=1) else "")
     ]
     told = [f"- {r.headline}." for r in reports.values() if r.headline and not r.error]
     lines += told or ["- A quiet night: nothing consolidated, faded or proposed."]

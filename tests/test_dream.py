@@ -180,6 +180,10 @@ async def test_the_digest_says_what_the_night_did_in_plain_words(app: App, tmp_p
     assert "A quiet night" in quiet
     failed = render_digest(3, None, NOW, NOW, NOW, 0, {"place_merge": StepReport(error="boom")})
     assert "Failed (the rest of the run stands): place_merge (boom)" in failed
+    assert "nothing said since" not in text, "the window ends this night"
+    later = NOW + timedelta(days=20)  # P8: a month of nightly digests of the same weeks read alike
+    stale = render_digest(4, "g1", later, NOW - timedelta(days=30), NOW, 120, steps)
+    assert f"(nothing said since {NOW:%Y-%m-%d}: the history's last weeks)" in stale.splitlines()[0]
 
 
 def _said(text: str, author: str, day: int) -> PoorMatch:
