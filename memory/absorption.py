@@ -104,9 +104,11 @@ class Absorber:
         message = await self.conversations.by_id(message_id)
         if message is None or message.is_bot or await self.conversations.is_absorbed(message_id):
             return False
-        if kept_private(message.content):
+        if kept_private(message.content) and message.visible_in is None and not message.scope.startswith("dm:"):
             # Asked not to be passed on ("my passport number is ..., don't tell anyone", P7: given to anyone who
-            # asked): kept in the log (forgetting, export) but never made a memory, and shown to no one again.
+            # asked): kept in the log (forgetting, export) but never made a memory, and shown to no one again. Said
+            # in a restricted channel or a DM, the audience it was said to is already the one it may reach ("keep
+            # it secret" in #staff, P8, was then unknown in #staff too): remembered there, as usual.
             log.info("message %s asks to be kept private: not made a memory", message_id)
             await self.conversations.keep_private(message_id, self.clock.now())
             return True

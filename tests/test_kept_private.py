@@ -29,3 +29,30 @@ async def test_a_secret_is_kept_in_the_log_but_never_recalled(app: App, llm: Scr
     reply = await ask_as(app, llm, "zoe", "what is sam's passport number?", "X1234567.")
     assert "X1234567" not in reply.text and not reply.grounding().items
     assert await app.db.pool.fetchval("SELECT count(*) FROM messages WHERE absorbed_at IS NULL AND NOT is_bot") == 0
+
+
+async def test_a_secret_told_in_a_restricted_channel_stays_known_there(app: App, llm: ScriptedLLM) -> None:
+    """P8: "Project Nightjar launches on December 3, keep it secret." said in the private #staff was then unknown
+    in #staff too; the channel's audience is the one it was told to."""
+    from bot.brain import IncomingTurn
+
+    llm.reply = "Noted."
+    said = await app.brain.respond(
+        IncomingTurn(
+            scope="g1",
+            source="console",
+            channel_id="staff",
+            author_id="u-dmitri",
+            author_name="dmitri",
+            text="Project Nightjar launches on December 3, keep it secret.",
+            visible_in="staff",
+        )
+    )
+    await said.complete()
+    await app.brain.drain()
+    there = await app.brain.context(
+        "when does Project Nightjar launch?", "g1", channel_id="staff", visible_channel="staff", k=5
+    )
+    assert any("Nightjar" in i.text for i in there.items(preamble=False))
+    public = await app.brain.context("when does Project Nightjar launch?", "g1", channel_id="general", k=5)
+    assert not any("Nightjar" in i.text for i in public.items(preamble=False))
