@@ -40,6 +40,7 @@ from bot.grounding import (
     asks_who_did,
     asked_phrase,
     asks_when,
+    dated_answer,
     declines,
     echoes,
     fits_asked,
@@ -379,6 +380,9 @@ class Reply:
             if found is not None:
                 log.info("message %s: %r was no answer; quoted memory instead", self.message.id, self._shown[:200])
                 self._final, self._quoted = found
+        if self._quoted is None and not self.replaced and asks_when(self.message.content):
+            # "Monday." copied from a memory's "on Monday": the day that memory means, dated
+            self._final = dated_answer(self._final, self.evidence()) or self._final
 
     async def _about_when(self) -> dict[str, str]:
         """For a question asking when something happens, the memories in the prompt with lines that cannot say

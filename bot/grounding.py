@@ -773,6 +773,25 @@ def owned_thing(question: str) -> str:
     return next((stem(w.removesuffix("'s")) for w in words[words.index("my") + 1 :] if content_words(w)), "")
 
 
+_DAY_WORDS = frozenset({"yesterday", "today", "tonight", "tomorrow"})
+
+
+def dated_answer(reply: str, items: Iterable[MemoryItem]) -> str | None:
+    """A short answer to a when-question that copies a memory's day without its date ("Monday." from "I start my
+    new job at Acme on Monday", said on 20 November), dated as that memory dates it: "Monday (23 November
+    2026)."; "Yesterday." becomes the day itself (P8: "when did ben start at Acme?" got "Monday."). None when the
+    reply holds a number already, is more than a few words, or the memories date it to more than one day."""
+    core = re.sub(r"^(?:on|at|in)\s+", "", reply.strip().rstrip(".!").strip(), flags=re.I)
+    if not core or len(core.split()) > 4 or re.search(r"\d|\(", core):
+        return None
+    pattern = re.compile(rf"\b{re.escape(core)} \(([^()]+)\)", re.I)
+    days = {m.group(1) for item in items for m in pattern.finditer(dated(item.text, item.created_at))}
+    if len(days) != 1:
+        return None
+    [day] = days
+    return f"{day}." if core.lower() in _DAY_WORDS else f"{core[:1].upper()}{core[1:]} ({day})."
+
+
 def topic_of(question: str, skip: Iterable[str] = ()) -> set[str]:
     """The stems a question asks with, less its question and auxiliary words and ``skip`` ("when is the party?":
     party)."""

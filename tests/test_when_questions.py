@@ -8,7 +8,7 @@ from __future__ import annotations
 from bot.app import App
 from bot.grounding import asked_phrase, asks_when, guard, stem
 from tests.fakes import ScriptedLLM
-from tests.grounding_support import ask_as, memory, tell
+from tests.grounding_support import undated, ask_as, memory, tell
 
 DECLINED = ("I don't remember", "I don't know")
 
@@ -69,7 +69,7 @@ async def test_only_the_lines_about_the_thing_say_when(app: App, llm: ScriptedLL
     reply = await ask_as(app, llm, "cy", "when is the wedding?", "June 5th.")
     assert reply.text == "June 5th." and any("June 5th" in i.text for i in reply.grounding().items)
     reply = await ask_as(app, llm, "cy", "when is the interview?", "Thursday.")
-    assert reply.text == "Thursday."
+    assert undated(reply.text) == "Thursday." and reply.text.startswith("Thursday ("), "dated as its memory dates it"
 
 
 def test_a_number_in_an_answer_must_be_in_the_memory() -> None:
@@ -82,3 +82,23 @@ def test_a_number_in_an_answer_must_be_in_the_memory() -> None:
     assert ground("June.", "when is Theo's wedding?", said).items
     flight = [memory("jun: I'm flying to Tokyo on Friday at 7am")]
     assert ground("At 7 am.", "what time is jun's flight?", flight).items, "7am holds the 7 of 7 am"
+
+
+def test_a_copied_day_is_dated_as_its_memory_dates_it() -> None:
+    """P8: "when did ben start at Acme?" got "Monday." from "I start my new job at Acme on Monday", said on Friday
+    20 November: the memory's Monday is the 23rd."""
+    from datetime import UTC, datetime
+    from dataclasses import replace
+
+    from bot.grounding import dated_answer
+
+    said = datetime(2026, 11, 20, 12, tzinfo=UTC)
+    acme = replace(memory("ben: I start my new job at Acme on Monday.", 1, "u-ben"), created_at=said)
+    cat = replace(memory("ana: Yesterday I adopted a grey cat called Miso.", 2), created_at=said)
+    assert dated_answer("Monday.", [acme]) == "Monday (23 November 2026)."
+    assert dated_answer("On Monday.", [acme, cat]) == "Monday (23 November 2026)."
+    assert dated_answer("Yesterday.", [cat]) == "19 November 2026."
+    assert dated_answer("Saturday (21 November 2026).", [acme]) is None, "dated already"
+    assert dated_answer("Tuesday.", [acme]) is None, "no memory says Tuesday"
+    later = replace(acme, created_at=datetime(2026, 11, 27, 12, tzinfo=UTC), prompt_line="x")
+    assert dated_answer("Monday.", [acme, later]) is None, "two memories, two Mondays: not one day"
