@@ -8,7 +8,7 @@ from __future__ import annotations
 from bot.app import App
 from bot.grounding import asked_phrase, asks_when, guard, stem
 from tests.fakes import ScriptedLLM
-from tests.grounding_support import undated, ask_as, memory, tell
+from tests.grounding_support import ask_as, memory, tell, undated
 
 DECLINED = ("I don't remember", "I don't know")
 
