@@ -254,7 +254,10 @@ def stem(word: str) -> str:
         return ordinal.group(1)  # "5th" and "5" meet: a day said either way
     for suffix, keep in (("ies", "y"), ("ied", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", "")):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3 and not word.endswith("ss"):
-            return word[: len(word) - len(suffix)] + keep
+            root = word[: len(word) - len(suffix)] + keep
+            if suffix in ("ing", "ed") and len(root) >= 4 and root[-1] == root[-2] and root[-1] not in "aeioulsz":
+                root = root[:-1]  # "banned" and "ban", "getting" and "get" meet (P8: "bann" missed "ban")
+            return root
     return word
 
 
@@ -774,6 +777,9 @@ def owned_thing(question: str) -> str:
 
 
 _DAY_WORDS = frozenset({"yesterday", "today", "tonight", "tomorrow"})
+# "get" as the passive's auxiliary asks nothing itself ("who is getting banned?": what was said is "X's ban is
+# confirmed", P8; "who got married?")
+_GET = frozenset({"get", "gets", "got", "gotten", "getting"})
 
 
 def dated_answer(reply: str, items: Iterable[MemoryItem]) -> str | None:
@@ -795,7 +801,7 @@ def dated_answer(reply: str, items: Iterable[MemoryItem]) -> str | None:
 def topic_of(question: str, skip: Iterable[str] = ()) -> set[str]:
     """The stems a question asks with, less its question and auxiliary words and ``skip`` ("when is the party?":
     party)."""
-    return stems(question) - set(skip) - {stem(w) for w in _AUXILIARIES | _WH}
+    return stems(question) - set(skip) - {stem(w) for w in _AUXILIARIES | _WH | _GET}
 
 
 # A question that asks when something happens or happened ("when is Lena's wedding?", "what day is the match?").

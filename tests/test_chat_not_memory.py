@@ -45,3 +45,23 @@ def test_the_asked_part_of_a_message() -> None:
     assert asked_part("where does Tom live") == "where does Tom live"
     assert asked_part("I moved. WHAT IS MY CATS NAME") == "WHAT IS MY CATS NAME"
     assert asks("how many cats do I have") and not asks("When I was young I had two cats.")
+
+
+def test_a_question_in_other_inflections_of_a_memorys_words_is_about_it() -> None:
+    """P8: "who is getting banned on Friday?" beside "zedkiller ban is confirmed for Friday" was left to the model,
+    which answered with an unrelated memory: "banned" stemmed to "bann", and "getting" asked for a word no one
+    said. A doubled consonant before -ed/-ing is one, and the passive's "get" asks nothing."""
+    from bot.grounding import stem
+    from tests.grounding_support import memory
+
+    assert [stem(w) for w in ("banned", "getting", "running", "planned", "added", "falling", "missed")] == [
+        "ban",
+        "get",
+        "run",
+        "plan",
+        "add",
+        "fall",
+        "miss",
+    ]
+    ban = memory("ana: Staff only: zedkiller ban is confirmed for Friday.")
+    assert guard("who is getting banned on Friday?", [ban]).about_memory
