@@ -293,8 +293,13 @@ def third_person(relation: str) -> str:
     """``relation`` (a verb first: "work as", "not like") as said of someone else: "works as", "does not like"."""
     words = relation.split(" ")
     verb = words[0]
-    if verb == "not":
-        return " ".join(["does", *words])
+    if verb == "not":  # "not has" (the relation of "I have" is "has"): "does not have"; "not is": "is not"
+        rest = words[1:]
+        if rest and rest[0] in ("is", "be"):
+            return " ".join(["is not", *rest[1:]])
+        if rest and rest[0] == "has":
+            rest = ["have", *rest[1:]]
+        return " ".join(["does not", *rest])
     if verb in _AGREED or verb.endswith("ed") or not verb.isalpha():
         return relation
     if verb in _IRREGULAR:

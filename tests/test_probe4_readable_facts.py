@@ -23,6 +23,8 @@ from memory.semantic import Fact, third_person
         ("play", "plays"),
         ("go to", "goes to"),
         ("have", "has"),
+        ("not has", "does not have"),  # P8's fact display: "ben does not has boat"
+        ("not is", "is not"),
     ],
 )
 def test_a_relation_agrees_with_someone_else_as_its_subject(relation: str, said: str) -> None:
