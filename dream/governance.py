@@ -566,16 +566,18 @@ class Governance:
 
     async def forgetting(self, conn: asyncpg.Connection, message_ids: Sequence[int]) -> dict[str, int]:
         """Inside the forgetting transaction, before the messages go: how many proposals cite them (their
-        deletion's trigger redacts those words, sql/019) and how many of those are worded by them."""
+        deletion's trigger redacts those words, sql/019) and how many of those are worded by them alone (no
+        message that stays holds the wording, sql/031)."""
         ids = list(message_ids)
         cited = await conn.fetchval(
             "SELECT count(DISTINCT proposal_id) FROM proposal_sources WHERE message_id = ANY($1::bigint[])", ids
         )
-        worded = await conn.fetchval(
+        worded = await conn.fetchval(  # worded by them, and by no message that stays (sql/031)
             """SELECT count(DISTINCT s.proposal_id)
                FROM proposal_sources s JOIN proposals p ON p.id = s.proposal_id
                WHERE s.message_id = ANY($1::bigint[]) AND s.wording
-                 AND NOT COALESCE(p.evidence ->> 'wording_redacted', '') = 'true'""",
+                 AND NOT COALESCE(p.evidence ->> 'wording_redacted', '') = 'true'
+                 AND NOT proposal_wording_kept(p.id, $1::bigint[])""",
             ids,
         )
         return {"proposals_redacted": int(cited), "proposal_names_redacted": int(worded)}

@@ -234,3 +234,44 @@ async def test_a_forgotten_source_of_the_wording_redacts_it_and_the_archetype_an
         worded_by=[said[0].id],
     )
     assert late.payload["name"] == f"redacted_{late.id}" and "wobblecrank" not in late.rationale + late.title
+
+
+async def test_a_wording_that_messages_left_still_hold_is_kept(app: App) -> None:
+    """P8: forgetting one of four people renamed the approved "git_advice" to "redacted_1" and blanked its theme
+    words, though the examples left, others', hold them. Only what the forgotten messages alone said goes."""
+    now = datetime.now(UTC)
+    texts = ["any git advice for a rebase?", "git advice please: undo a commit", "more git advice: stash or branch?"]
+    said = [
+        await app.conversations.add(NewMessage("g1", "console", f"g{i}", "c1", f"u{i}", f"p{i}", text, now))
+        for i, text in enumerate(texts)
+    ]
+    payload = {
+        "name": "git_advice",
+        "description": "Messages asking for git advice",
+        "examples": texts,
+        "context_turns": 5,
+        "context_vectors": 5,
+        "similarity_threshold": 0.7,
+        "triple_depth": 1,
+    }
+    p = await app.governance.propose(
+        "new_archetype",
+        "new archetype 'git_advice'",
+        payload,
+        "- They share a theme: git, advice (cohesion 0.80).",
+        {"terms": ["git", "advice"]},
+        centroid=None,
+        now=now,
+        scope="g1",
+        sources=[(m.id, m.content) for m in said],
+        worded_by=[m.id for m in said],
+    )
+    report = await app.provenance.forget_author("g1", "u0")
+    assert report.counts["proposal_names_redacted"] == 0 and report.counts["proposals_redacted"] == 1
+    kept = await app.governance.get(p.id)
+    assert kept.payload["name"] == "git_advice" and kept.evidence["terms"] == ["git", "advice"], kept.render()
+    assert kept.payload["examples"] == texts[1:]
+    await app.provenance.forget_author("g1", "u1")
+    last = await app.provenance.forget_author("g1", "u2")  # no message holds the wording now
+    assert last.counts["proposal_names_redacted"] == 1
+    assert (await app.governance.get(p.id)).payload["name"] == f"redacted_{p.id}"
