@@ -199,6 +199,8 @@ _PAST = re.compile(
     re.I,
 )
 _HABIT = re.compile(r"\b(?:always|usually|normally|often|sometimes|never|every|each|most)\b", re.I)
+_PRESENT = re.compile(r"\b(?:is|are|am|will|shall|going|gonna|starts?|begins?)\b|'(?:s|re|m|ll)\b", re.I)
+_SUBCLAUSE = re.compile(r"[,:;\u2013\u2014]")  # a comma, a colon, a dash: where a clause with its own verb starts
 _CLAUSE = re.compile(r"[.!?;\n]")
 
 
@@ -324,6 +326,9 @@ def _bare_weekday(text: str, m: re.Match[str], said: datetime) -> str | None:
         return None
     day = datetime(said.year, said.month, said.day, tzinfo=UTC)
     weekday = WEEKDAYS[m.group("wd").lower()]
-    if _PAST.search(sentence):
+    # The verb of the day's own clause first: "signed the contract, first day is on Monday" is a Monday to come
+    clause = text[max((c.end() for c in _SUBCLAUSE.finditer(text, start, m.start())), default=start) : end]
+    past = bool(_PAST.search(clause)) or (not _PRESENT.search(clause) and bool(_PAST.search(sentence)))
+    if past:
         return _day(day - timedelta(days=(day.weekday() - weekday) % 7 or 7))
     return _day(day + timedelta(days=(weekday - day.weekday()) % 7 or 7))

@@ -118,6 +118,12 @@ def test_without_a_day_said_or_out_of_the_calendar_nothing_is_added() -> None:
             "Call me on Monday. I was out on Sunday.",
             "Call me on Monday (8 April 2024). I was out on Sunday (31 March 2024).",
         ),
+        # the day's own clause decides ("signed" is past, the first day to come)
+        (
+            "so, signed the contract, first day is on Monday",
+            "so, signed the contract, first day is on Monday (8 April 2024)",
+        ),
+        ("I started on Monday, it was great", "I started on Monday (1 April 2024), it was great"),
     ],
 )
 def test_a_bare_weekday_is_the_next_one_or_by_a_past_verb_the_last_one(text: str, shown: str) -> None:
