@@ -398,10 +398,15 @@ def render_sources(lines: Sequence[SourceLine], *, link: object = None) -> str:
 
 
 def is_question(text: str) -> bool:
-    """Asked as a question: it ends with "?" or opens with a wh-word."""
+    """Asked as a question: it ends with "?", opens with a wh-word, or asks in the imperative for what is known
+    ("Name two places Kofi visited.", "List ...", "Remind me ...")."""
     stripped = text.strip()
     words = _WORD.findall(stripped.lower().replace("’", "'"))
-    return stripped.endswith("?") or bool(words and words[0] in _WH)
+    return stripped.endswith("?") or bool(words and (words[0] in _WH or words[0] in _ASKING or words[:2] == _REMIND))
+
+
+_ASKING = frozenset({"name", "list"})  # "Name two destinations Omar visited."
+_REMIND = ["remind", "me"]
 
 
 def asked_part(message: str) -> str:

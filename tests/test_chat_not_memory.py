@@ -32,6 +32,7 @@ def test_chat_is_not_a_question_about_memory(message: str, people: list[str]) ->
         ("My dog is Rex. What's my dog called?", [], ()),
         ("Lovely weather. Where does Tom live?", ["Tom"], ("Tom",)),
         ("can you remind me what my dog is called?", [], ()),
+        ("Name two places Kofi visited.", ["Kofi"], ("Kofi",)),  # an imperative asks as well
         ("what is my dog called?", [], ()),
     ],
 )
