@@ -382,7 +382,7 @@ class Reply:
                 self._final, self._quoted = found
         if self._quoted is None and not self.replaced and asks_when(self.message.content):
             # "Monday." copied from a memory's "on Monday": the day that memory means, dated
-            self._final = dated_answer(self._final, self.evidence()) or self._final
+            self._final = dated_answer(self._shown, self.evidence()) or self._final
 
     async def _about_when(self) -> dict[str, str]:
         """For a question asking when something happens, the memories in the prompt with lines that cannot say

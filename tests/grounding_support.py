@@ -26,6 +26,26 @@ async def tell(app: App, llm: ScriptedLLM, *lines: tuple[str, str]) -> None:
     await app.brain.drain()
 
 
+async def tell_in(app: App, llm: ScriptedLLM, channel: str, author: str, text: str) -> None:
+    """``text`` said by ``author`` in g1's restricted channel ``channel`` (only its audience sees it), absorbed."""
+    from bot.brain import IncomingTurn
+
+    llm.reply = "Noted."
+    said = await app.brain.respond(
+        IncomingTurn(
+            scope="g1",
+            source="console",
+            channel_id=channel,
+            author_id=f"u-{author}",
+            author_name=author,
+            text=text,
+            visible_in=channel,
+        )
+    )
+    await said.complete()
+    await app.brain.drain()
+
+
 async def ask_as(app: App, llm: ScriptedLLM, asker: str, question: str, model_says: str) -> Reply:
     """``question`` asked fresh by ``asker`` in g1 while the model would say ``model_says``; complete."""
     llm.reply = model_says

@@ -7,9 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from bot.app import App
-from bot.brain import IncomingTurn
 from tests.fakes import ScriptedLLM
-from tests.grounding_support import ask_as, tell
+from tests.grounding_support import ask_as, tell, tell_in
 
 
 async def test_what_do_you_know_about_me_lists_the_askers_facts_with_sources(app: App, llm: ScriptedLLM) -> None:
@@ -36,20 +35,7 @@ async def test_what_do_you_know_about_me_lists_the_askers_facts_with_sources(app
 
 
 async def test_a_restricted_channels_facts_are_told_only_there(app: App, llm: ScriptedLLM) -> None:
-    llm.reply = "Noted."
-    said = await app.brain.respond(
-        IncomingTurn(
-            scope="g1",
-            source="console",
-            channel_id="staff",
-            author_id="u-alex",
-            author_name="alex",
-            text="I work as a locksmith.",
-            visible_in="staff",
-        )
-    )
-    await said.complete()
-    await app.brain.drain()
+    await tell_in(app, llm, "staff", "alex", "I work as a locksmith.")
     public = await app.brain.ask("what do you know about me?", "g1", author_id="u-alex", author_name="alex")
     assert await public.complete() == "You haven't told me anything about yourself that I remember."
     there = await app.brain.ask(

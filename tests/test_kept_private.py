@@ -6,7 +6,7 @@ from __future__ import annotations
 from bot.app import App
 from memory.absorption import kept_private
 from tests.fakes import ScriptedLLM
-from tests.grounding_support import ask_as, tell
+from tests.grounding_support import ask_as, tell, tell_in
 
 
 def test_what_asks_not_to_be_passed_on() -> None:
@@ -34,22 +34,7 @@ async def test_a_secret_is_kept_in_the_log_but_never_recalled(app: App, llm: Scr
 async def test_a_secret_told_in_a_restricted_channel_stays_known_there(app: App, llm: ScriptedLLM) -> None:
     """P8: "Project Nightjar launches on December 3, keep it secret." said in the private #staff was then unknown
     in #staff too; the channel's audience is the one it was told to."""
-    from bot.brain import IncomingTurn
-
-    llm.reply = "Noted."
-    said = await app.brain.respond(
-        IncomingTurn(
-            scope="g1",
-            source="console",
-            channel_id="staff",
-            author_id="u-dmitri",
-            author_name="dmitri",
-            text="Project Nightjar launches on December 3, keep it secret.",
-            visible_in="staff",
-        )
-    )
-    await said.complete()
-    await app.brain.drain()
+    await tell_in(app, llm, "staff", "dmitri", "Project Nightjar launches on December 3, keep it secret.")
     there = await app.brain.context(
         "when does Project Nightjar launch?", "g1", channel_id="staff", visible_channel="staff", k=5
     )
