@@ -627,11 +627,13 @@ def _named(sent: Any, owners: dict[int, str], polarity: float, confidence: float
                 )
             )
         if token.dep_ == "appos" and token.pos_ == "PROPN" and token.head.pos_ == "NOUN":
-            out.append(
-                _triple(
-                    _thing(token.head, owners), "named", (_name(token), _display(token), None), polarity, confidence
+            # "two cats, Pepper and Salt": each conjoined name too
+            for name in [token, *(c for c in token.conjuncts if c.text[:1].isupper())]:
+                out.append(
+                    _triple(
+                        _thing(token.head, owners), "named", (_name(name), _display(name), None), polarity, confidence
+                    )
                 )
-            )
     return out
 
 

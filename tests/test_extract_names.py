@@ -36,5 +36,8 @@ def test_each_of_several_names_names_the_thing(extractor: TripleExtractor) -> No
     assert {("cat", "named", "pepper"), ("cat", "named", "salt")} <= facts(
         extractor, "I have two cats called Pepper and Salt"
     )
+    assert {("cat", "named", "pepper"), ("cat", "named", "salt")} <= facts(
+        extractor, "I have two cats, Pepper and Salt"
+    )
     got = facts(extractor, "I have a cat called Miso and a Dog")
     assert ("cat", "named", "miso") in got and ("cat", "named", "dog") not in got
