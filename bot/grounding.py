@@ -951,7 +951,7 @@ def quote(
     remembered people (``named``), only a memory that mentions one of them. One sentence is quoted, the first
     that holds them all with its speaker's name, and never a question: someone asking "does he get on with
     cats?" said nothing of a cat. None when no sentence holds them all: a near miss ("what colour is Julia's
-    plane?") is still not an answer."""
+    plane?") is still not an answer. A fact that holds them all stands for its speaker's sentence."""
     skip = {stem(w) for n in ignore for w in content_words(n)}
     topic = topic_of(question, skip)
     about = frozenset(named)
@@ -961,6 +961,20 @@ def quote(
         held = held_words(f"{speaker}: {sentence}", item.created_at)
         if topic <= held and (not about or about & held):
             return quoted(item, speaker, sentence, asker)
+    # A fact that holds them all ("omar works at shopify", made of "I'm a software engineer at Shopify", which holds
+    # no "work"; P7: "who works at Shopify?" was declined): the sentence its speaker said, in a memory of the same
+    # message, that holds one of the asked words.
+    for fact in items:
+        facts_words = held_words(fact.text, None)
+        if fact.kind != "fact" or not topic <= facts_words or (about and not about & facts_words):
+            continue
+        for item, speaker, sentence in said_sentences(items):
+            if (
+                set(fact.message_ids) & set(item.message_ids)
+                and stem(speaker.lower()) in facts_words
+                and topic & held_words(sentence, item.created_at)
+            ):
+                return quoted(item, speaker, sentence, asker)
     return None
 
 

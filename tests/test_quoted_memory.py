@@ -187,3 +187,19 @@ async def test_an_answer_of_another_kind_than_asked_is_no_answer(app: App, llm: 
     assert undated(reply.text) == 'I remember jun saying: "I\'m flying to Tokyo on Friday at 7am"', reply.text
     own = await ask_as(app, llm, "ana", "how old is my daughter?", "Lily.")
     assert own.text.startswith("I don't"), own.text
+
+
+def test_a_fact_that_holds_the_question_stands_for_its_speakers_sentence() -> None:
+    """P7: "who works at Shopify?" was declined beside omar's "I'm a software engineer at Shopify": no sentence holds
+    "work", but the fact made of it ("omar works at Shopify") does; its speaker's sentence is quoted."""
+    from memory.layers.base import MemoryItem
+
+    said = memory("omar: I'm a software engineer at Shopify", 2, "u-omar")
+    fact = MemoryItem("fact", 0.8, "[others] omar works at Shopify", "[others] omar works at Shopify", (2,))
+    assert quote("who works at Shopify?", [said, fact], asker="zed") == (
+        'I remember omar saying: "I\'m a software engineer at Shopify"',
+        said,
+    )
+    assert quote("who works at Google?", [said, fact], asker="zed") is None
+    other = memory("bea: I love Shopify's design", 3, "u-bea")  # not the fact's message, nor its speaker
+    assert quote("who works at Shopify?", [other, fact], asker="zed") is None
