@@ -251,6 +251,7 @@ class TripleExtractor:
                 triples += _triples_of(verb, antecedents, owners, polarity, confidence)
             triples += _named(sent, owners, polarity, confidence)
             triples += _possessions(sent, owners, polarity, confidence)
+            triples += _cancelled_trips(sent, polarity, confidence)
             _remember_nouns(sent, antecedents)
         triples = _started_work(triples)
         unique: dict[tuple[str, str | None, str, str, str | None], Triple] = {}
@@ -457,8 +458,12 @@ def _triples_of(
 ) -> list[Triple]:
     subject_token = _subject_of(verb)
     if subject_token is None:
-        return []
-    subject = _resolve(subject_token, antecedents, owners)
+        # "Rome trip is cancelled, going to Paris instead": a going without its subject is the speaker's
+        if verb.lemma_.lower() != "go" or verb.tag_ not in ("VBG", "VB"):
+            return []
+        subject: Resolved | None = (USER, USER, None)
+    else:
+        subject = _resolve(subject_token, antecedents, owners)
     if subject is None:
         return []
     negated = any(c.dep_ == "neg" for c in verb.children)
@@ -560,6 +565,39 @@ def _no_more(token: Any) -> bool:
     return any(
         c.dep_ == "amod" and c.lower_ == "more" and any(g.dep_ == "neg" for g in c.children) for c in token.children
     )
+
+
+_TRIPS = frozenset({"trip", "holiday", "visit", "flight", "journey", "vacation", "tour", "getaway"})
+_CANCEL = frozenset({"cancel", "scrap", "drop", "postpone"})
+
+
+def _cancelled_trips(sent: Any, polarity: float, confidence: float) -> list[Triple]:
+    """A trip called off is a place the speaker is not going to: "Rome trip is cancelled", "we cancelled the trip
+    to Rome", "I called off my holiday to Crete" -> not_go_to rome, which a "go_to rome" said before loses to (P7: a
+    cancelled trip to Rome stayed the answer to "where is chloe going on the 14th?")."""
+    out = []
+    for verb in sent:
+        particle = {c.lower_ for c in verb.children if c.dep_ == "prt"}
+        if verb.pos_ != "VERB" or not (
+            verb.lemma_.lower() in _CANCEL or (verb.lemma_.lower() == "call" and "off" in particle)
+        ):
+            continue
+        for trip in verb.children:
+            if trip.dep_ not in ("dobj", "nsubjpass") or trip.lemma_.lower() not in _TRIPS:
+                continue
+            places = [c for c in trip.children if c.dep_ == "compound" and c.pos_ == "PROPN"]
+            places += [
+                p
+                for prep in [*trip.children, *verb.children]  # "called off my holiday to Crete": "to" on the verb
+                if prep.dep_ == "prep" and prep.lower_ == "to"
+                for p in prep.children
+                if p.dep_ == "pobj"
+            ]
+            out += [
+                _triple((USER, USER, None), "not_go_to", (_name(p), _display(p), None), polarity, confidence)
+                for p in places
+            ]
+    return out
 
 
 def _started_work(triples: list[Triple]) -> list[Triple]:

@@ -206,6 +206,24 @@ async def test_a_role_at_a_new_place_is_a_job_change(app: App, llm: ScriptedLLM)
     assert any("westside clinic" in t.lower() for t in texts), texts
 
 
+async def test_a_cancelled_trip_is_no_longer_where_one_is_going(app: App, llm: ScriptedLLM) -> None:
+    """P7: after "Rome trip is cancelled, going to Paris instead on the 14th", "where is chloe going on the 14th?"
+    was still answered "Rome.": the cancelled trip is a place the speaker is not going to, and Paris one they are."""
+    await _told(app, llm, "I'm going to Rome on the 14th with my mum.")
+    await _told(app, llm, "Rome trip is cancelled, going to Paris instead on the 14th.")
+    rows = await app.db.pool.fetch(
+        """SELECT e.relation, t.name, e.contradicted_at IS NOT NULL AS lost FROM kg_edges e
+           JOIN kg_nodes t ON t.id = e.target_id WHERE e.relation IN ('go_to', 'not_go_to')"""
+    )
+    assert {(r["relation"], r["name"], r["lost"]) for r in rows} == {
+        ("go_to", "rome", True),
+        ("not_go_to", "rome", False),
+        ("go_to", "paris", False),
+    }
+    texts = await _memories(app, "where am I going on the 14th?")
+    assert any("Paris" in t for t in texts) and not any("going to Rome" in t for t in texts), texts
+
+
 async def test_a_yes_about_someone_else_their_newer_words_deny_is_a_no(app: App, llm: ScriptedLLM) -> None:
     """A new user's try: "does hank live in Lisbon?" after hank's "I moved from Lisbon to Porto" was a yes (only
     the asker's own claims were checked); said of hank by someone else, too."""
