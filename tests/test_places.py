@@ -154,6 +154,10 @@ def test_a_channels_name_settles_what_its_code_leaves_close() -> None:
     assert not sure.unsure and sure.as_dict()["unsure"] is False
     unsure = Route(sure.places, 0.62, sure.cost, sure.reason, likelihood=0.1)
     assert unsure.unsure and not Route(sure.places, 0.62, sure.cost, sure.reason).unsure  # no model: no opinion
+    # where the model knows few channels, chance itself is no evidence (P8: 25 % of four channels, "right here")
+    assert Route(sure.places, 0.56, sure.cost, sure.reason, likelihood=0.25, channels=4).unsure
+    assert not Route(sure.places, 0.56, sure.cost, sure.reason, likelihood=0.25, channels=14).unsure
+    assert not Route(sure.places, 0.56, sure.cost, sure.reason, likelihood=0.6, channels=4).unsure
     from bot.discord.places import render
 
     assert render("knitting", [unsure], []).startswith("No channel here is clearly about “knitting”")

@@ -62,12 +62,18 @@ class Route:
     cost: float
     reason: str
     likelihood: float | None = None  # the learned model's P(channel | topic), when one had a say
+    channels: int = 0  # how many channels the model chooses among (0: not known)
 
     @property
     def unsure(self) -> bool:
         """No channel here is clearly about the topic: the learned model hardly expects this one and the fit is
-        middling (only with a model: without one there is no second opinion)."""
-        return self.likelihood is not None and self.likelihood < UNSURE_LIKELIHOOD and self.fit < UNSURE_FIT
+        middling (only with a model: without one there is no second opinion). Hardly: under UNSURE_LIKELIHOOD, or
+        under half again the share of a channel drawn at random where the model knows few (P8: 25 % of four
+        channels, chance itself, answered "right here" for a topic no channel had discussed)."""
+        chance = 1.5 / self.channels if self.channels else 0.0
+        return (
+            self.likelihood is not None and self.likelihood < max(UNSURE_LIKELIHOOD, chance) and self.fit < UNSURE_FIT
+        )
 
     @property
     def destination(self) -> PlaceNode:
@@ -149,6 +155,7 @@ def plan(
                 cost,
                 _reason(graph, nodes, fits[dest.id], start_channel, likely.get(dest.id)),
                 likely.get(dest.id),
+                len(likelihoods or {}),
             )
         )
         excluded.add(dest.channel_id)
