@@ -160,7 +160,10 @@ async def _list(
         from bot.cli import note_if_empty
 
         await note_if_empty(conversations, "places", scope)
-        out.write(f"No places in scope {scope} yet: they are learned from what is said in its channels.\n")
+        out.write(
+            f"No places in scope {scope}: they are learned from what is said in its channels, and one left idle "
+            "for long is dropped by the dream.\n"
+        )
         return 0
     channels: dict[str, list[Any]] = {}  # a busy channel holds several places, one line for all of them
     for n in nodes:

@@ -441,7 +441,7 @@ async def test_places_without_a_topic_lists_the_places_its_audience_sees(  # iss
     assert data["places"][0]["messages"] == 3
     args.scope, args.json = "empty-scope", False
     assert await places_cli.run(app.settings, args, out := io.StringIO()) == 0
-    assert out.getvalue().startswith("No places in scope empty-scope yet")
+    assert out.getvalue().startswith("No places in scope empty-scope: they are learned")
     args.scope, args.text = SCOPE, ""  # an empty topic given is still refused, not taken for no topic
     assert await places_cli.run(app.settings, args, io.StringIO()) == 2
 
