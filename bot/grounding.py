@@ -782,6 +782,9 @@ def owned_thing(question: str) -> str:
 
 
 _DAY_WORDS = frozenset({"yesterday", "today", "tonight", "tomorrow"})
+_WEEKDAY_BEFORE = re.compile(
+    r"(?:the\s+)?(monday|tuesday|wednesday|thursday|friday|saturday|sunday)\s+before\s+(\d{1,2} [A-Za-z]+ \d{4})", re.I
+)
 # "get" as the passive's auxiliary asks nothing itself ("who is getting banned?": what was said is "X's ban is
 # confirmed", P8; "who got married?")
 _GET = frozenset({"get", "gets", "got", "gotten", "getting"})
@@ -792,6 +795,15 @@ def dated_answer(reply: str, items: Iterable[MemoryItem]) -> str | None:
     new job at Acme on Monday", said on 20 November), dated as that memory dates it: "Monday (23 November
     2026)."; "Yesterday." becomes the day itself (P8: "when did ben start at Acme?" got "Monday."). None when the
     reply holds a number already, is more than a few words, or the memories date it to more than one day."""
+    before = _WEEKDAY_BEFORE.fullmatch(reply.strip().rstrip(".!").strip())
+    if before is not None:
+        # "The Sunday before 23 November 2025." from "last Sunday (23 November 2025)": the reader read the date the
+        # memory gives that Sunday as the day after it; the memory's own "Sunday (23 November 2025)" is the answer
+        day, date = before.group(1), before.group(2)
+        said = re.compile(rf"\b{day}\s*\({re.escape(date)}\)", re.I)
+        if any(said.search(dated(item.text, item.created_at)) for item in items):
+            return f"{day.capitalize()} ({date})."
+        return None
     core = re.sub(r"^(?:on|at|in)\s+", "", reply.strip().rstrip(".!").strip(), flags=re.I)
     if not core or len(core.split()) > 4 or re.search(r"\d|\(", core):
         return None

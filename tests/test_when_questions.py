@@ -100,5 +100,11 @@ def test_a_copied_day_is_dated_as_its_memory_dates_it() -> None:
     assert dated_answer("Yesterday.", [cat]) == "19 November 2026."
     assert dated_answer("Saturday (21 November 2026).", [acme]) is None, "dated already"
     assert dated_answer("Tuesday.", [acme]) is None, "no memory says Tuesday"
+    # P8, P9: "The Friday before 30 October 2026." from "visiting next Friday (30 October 2026)": that Friday
+    julia = replace(
+        memory("ana: My sister Julia is visiting next Friday.", 3), created_at=datetime(2026, 10, 25, tzinfo=UTC)
+    )
+    assert dated_answer("The Friday before 30 October 2026.", [julia]) == "Friday (30 October 2026)."
+    assert dated_answer("The Friday before 6 November 2026.", [julia]) is None, "no memory's Friday is that day"
     later = replace(acme, created_at=datetime(2026, 11, 27, 12, tzinfo=UTC), prompt_line="x")
     assert dated_answer("Monday.", [acme, later]) is None, "two memories, two Mondays: not one day"
