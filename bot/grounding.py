@@ -877,7 +877,10 @@ def asked_phrase(question: str, skip: Iterable[str] = ()) -> str:
 
 
 # How the reader (and the check) say they do not know: "I don't know ...", "I don't remember ...".
-_DECLINES = re.compile(r"\s*i (?:do not|don't|dont) (?:know|remember|recall)\b|\s*i'm not sure\b", re.I)
+# ("Not sure yet." to "is chloe going to Rome?" after her "Rome trip is cancelled", P9, is one too.)
+_DECLINES = re.compile(
+    r"\s*i (?:do not|don't|dont) (?:know|remember|recall)\b|\s*(?:i'm |i am )?not (?:sure|certain)\b", re.I
+)
 _SAID = re.compile(r"^([^:\n]{1,60}): (.+)$")
 # A sentence with its closing marks ("Does he like cats?"); a capitalised word of one to three letters and its
 # full stop ("St.", "Dr.", "Mrs.") is an abbreviation, not an end (P7: a quote cut at "a nurse at St.").

@@ -222,6 +222,12 @@ async def test_a_cancelled_trip_is_no_longer_where_one_is_going(app: App, llm: S
     }
     texts = await _memories(app, "where am I going on the 14th?")
     assert any("Paris" in t for t in texts) and not any("going to Rome" in t for t in texts), texts
+    # P9: "is chloe going to Rome?" got "Not sure yet.", no source: a reply that does not know, the newer words deny
+    from bot.grounding import BARE_NO
+    from tests.grounding_support import ask_as
+
+    reply = await ask_as(app, llm, "lara", "is alex going to Rome?", "Not sure yet.")
+    assert reply.text == BARE_NO and any("cancelled" in i.text for i in reply.grounding().items), reply.text
 
 
 async def test_a_yes_about_someone_else_their_newer_words_deny_is_a_no(app: App, llm: ScriptedLLM) -> None:
