@@ -128,10 +128,10 @@ async def run(settings: Settings, args: argparse.Namespace, lines: list[AskLine]
 async def answer(app: Any, line: AskLine, *, conversation: bool = False, prompt: bool = False) -> dict:
     """One line through the pipeline; the JSON object `hippobot ask` prints for it."""
     from bot.brain import IncomingTurn
-    from bot.console import console_channel_id
+    from bot.console import console_channel_id, console_person
 
     brain = app.brain
-    author_id = f"console:{line.user}"
+    author_id = await console_person(app.conversations, line.scope, line.user) or f"console:{line.user}"
     channel = await console_channel_id(app.conversations, line.scope, line.channel) if line.channel else None
     started = time.perf_counter()
     if conversation:

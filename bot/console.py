@@ -88,10 +88,11 @@ class ConsoleIdentity:
     stored_channel: str | None = None  # the channel's id when ``channel`` names one the scope holds (an import's)
     visible_in: str | None = None  # that channel's audience when it is restricted: what is said there stays there
     thread_parent_id: str | None = None  # when it is a thread, its parent channel
+    person_id: str | None = None  # the history's person ``user`` names, when exactly one does (``console_person``)
 
     @property
     def author_id(self) -> str:
-        return f"console:{self.user}"
+        return self.person_id or f"console:{self.user}"
 
     @property
     def channel_id(self) -> str:
@@ -107,13 +108,22 @@ async def console_channel_id(conversations: Any, scope: str, name: str) -> str:
     return ids[0] if len(ids) == 1 else f"console:{name}"
 
 
+async def console_person(conversations: Any, scope: str, user: str) -> str | None:
+    """The person of the scope's history that ``--user NAME`` names (by id, display name or username), when exactly
+    one does: the console speaks as them, so "where do I work?" is asked by the ana whose words were imported
+    (P9: her own facts were another person's to `ask --user ana`). None: the console's own ``console:NAME``."""
+    people = [p for p in await conversations.authors_named(scope, user) if not p.startswith("console:")]
+    return people[0] if len(people) == 1 else None
+
+
 async def console_identity(conversations: Any, identity: ConsoleIdentity) -> ConsoleIdentity:
     """``identity`` speaking in the channel its name resolves to (``console_channel_id``), with that channel's
     audience: a line typed into an imported restricted channel is as restricted as the channel's own messages,
     never stored for the whole scope to recall."""
     stored = await console_channel_id(conversations, identity.scope, identity.channel)
     visible_in, parent = await conversations.channel_audience(identity.scope, stored)
-    return replace(identity, stored_channel=stored, visible_in=visible_in, thread_parent_id=parent)
+    person = await console_person(conversations, identity.scope, identity.user)
+    return replace(identity, stored_channel=stored, visible_in=visible_in, thread_parent_id=parent, person_id=person)
 
 
 def format_bundle(bundle: ContextBundle) -> str:
@@ -234,7 +244,7 @@ class Console:
         self._governance = governance
         self._dream = dream
         roles = frozenset({approver_role}) if approver and approver_role else frozenset()
-        self._voter = Voter(identity.author_id, identity.user, roles)
+        self._voter = Voter(f"console:{identity.user}", identity.user, roles)  # votes stay the console's
         self._me = identity
         self._in, self._out, self._err = stdin, stdout, stderr
         self._interactive = interactive

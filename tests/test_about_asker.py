@@ -101,3 +101,31 @@ async def test_the_consoles_user_is_the_historys_person_of_that_name(app: App, t
     assert said.startswith("You told me: ") and "Pixel" in said and "1:43" in said, said
     other = await app.brain.ask("what do you know about me?", "g1", author_id="console:zoe", author_name="zoe")
     assert await other.complete() == "You haven't told me anything about yourself that I remember."
+
+
+async def test_ask_as_the_historys_person_asks_with_their_facts(app: App, llm: ScriptedLLM, tmp_path: Path) -> None:
+    """P9: `ask --user ana` in a scope whose history holds ana's "I'm now a nurse at the Westside clinic" was declined
+    "where do I work?": the console's ana was not the imported ana, so her facts were not the asker's."""
+    from bot.ask_cli import AskLine, answer
+    from bot.console import console_person
+    from tests.test_importer import write_jsonl
+
+    row = {"channel": "general", "author": {"id": "a-1", "name": "ana"}, "timestamp": "2026-11-07T10:00:00Z"}
+    other = {**row, "author": {"id": "b-2", "name": "bo"}}
+    await app.importer.run(
+        write_jsonl(
+            tmp_path / "h.jsonl",
+            [
+                {**row, "id": "1", "text": "I switched jobs: I'm now a nurse at the Westside clinic."},
+                {**other, "id": "2", "text": "I work at the harbour office."},
+            ],
+        ),
+        "g1",
+    )
+    assert await console_person(app.conversations, "g1", "ana") == "a-1"
+    assert await console_person(app.conversations, "g1", "zoe") is None
+    llm.reply = "Westside clinic."
+    said = await answer(app, AskLine("where do I work?", "g1", "ana", None, None))
+    facts = [m["text"] for m in said["memory"] if m["kind"] == "fact"]
+    assert any("Westside clinic" in t for t in facts) and not any("harbour" in t for t in facts), facts
+    assert said["reply"] == "Westside clinic."
