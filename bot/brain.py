@@ -867,13 +867,9 @@ class Brain:
         """The reply's generation, its guard and what it was made from when the bot writes it without the model:
         "what do you know about me?" is answered with what the asker told the bot (``about_asker``)."""
         if _ABOUT_ASKER.search(message.content.replace("’", "'")):
-            askers = [message.author_id]
-            if message.source in ("console", "ask"):  # `chat --user dmitri` is the history's dmitri too (P8)
-                named = await self.conversations.authors_named(message.scope, message.author_name)
-                askers += [a for a in named if a != message.author_id]
             text, drawn = await self.about_asker(
                 message.scope,
-                askers,
+                message.author_id,
                 visible_channel,
                 listing=_LISTING.get(message.source, _LISTING["console"]),
             )
@@ -881,24 +877,24 @@ class Brain:
         return self._generate(bundle, prompt, checks), checks, ()
 
     async def about_asker(
-        self, scope: str, author_ids: Sequence[str], visible_channel: str | None, limit: int = 5, listing: str = ""
+        self, scope: str, author_id: str, visible_channel: str | None, limit: int = 5, listing: str = ""
     ) -> tuple[str, tuple[MemoryItem, ...]]:
         """What the bot holds from what a person said, told to them in their own words: the messages of theirs
         that the current facts it holds come from (a message whose every fact a newer one corrected is not among
         them), most recent first, those this audience may see (a restricted channel's only there), each a memory
         with its source. In their words, not the facts' ("your sister marries at pm" is what the parse made of
         "My sister Maria is getting married next Friday at 3pm"). The layers say which messages (``told_by``); with
-        nothing held, it says so. ``author_ids``: the asker's ids (the console's and the history's of their name)."""
+        nothing held, it says so. The console's user is the history's person of their name
+        (``bot.console.console_person``)."""
         told = await asyncio.gather(
             *(
                 layer.told_by(scope, author_id, self.clock.now(), visible_channel=visible_channel)
                 for layer in self.layers
-                for author_id in author_ids
             )
         )
         found = await self.conversations.many(scope, sorted({i for ids in told for i in ids}))
         said = sorted(
-            (m for m in found.values() if m.author_id in author_ids and not m.is_bot),
+            (m for m in found.values() if m.author_id == author_id and not m.is_bot),
             key=lambda m: (m.created_at, m.id),
             reverse=True,
         )

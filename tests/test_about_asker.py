@@ -80,52 +80,42 @@ async def test_a_message_with_a_corrected_claim_is_not_what_the_bot_knows(app: A
     assert "Lisbon" in reply.text and "cats" in reply.text and "I live in Porto" not in reply.text, reply.text
 
 
-async def test_the_consoles_user_is_the_historys_person_of_that_name(app: App, tmp_path: Path) -> None:
-    """P8: `hippobot ask` as dmitri, whose nine facts came from an imported history (author id "d-7"), was told
-    "You haven't told me anything about yourself that I remember." The console's --user is that person too."""
-    from tests.test_importer import write_jsonl
-
-    row = {"channel": "general", "author": {"id": "d-7", "name": "dmitri"}, "timestamp": "2026-10-05T10:00:00Z"}
-    await app.importer.run(
-        write_jsonl(
-            tmp_path / "h.jsonl",
-            [
-                {**row, "id": "1", "text": "I have a dog called Pixel, a little terrier."},
-                {**row, "id": "2", "text": "I ran the city half marathon in 1:43 last weekend."},
-            ],
-        ),
-        "g1",
-    )
-    reply = await app.brain.ask("what do you know about me?", "g1", author_id="console:dmitri", author_name="dmitri")
-    said = await reply.complete()
-    assert said.startswith("You told me: ") and "Pixel" in said and "1:43" in said, said
-    other = await app.brain.ask("what do you know about me?", "g1", author_id="console:zoe", author_name="zoe")
-    assert await other.complete() == "You haven't told me anything about yourself that I remember."
-
-
-async def test_ask_as_the_historys_person_asks_with_their_facts(app: App, llm: ScriptedLLM, tmp_path: Path) -> None:
-    """P9: `ask --user ana` in a scope whose history holds ana's "I'm now a nurse at the Westside clinic" was declined
-    "where do I work?": the console's ana was not the imported ana, so her facts were not the asker's."""
+async def test_the_consoles_user_is_the_historys_person_of_that_name(
+    app: App, llm: ScriptedLLM, tmp_path: Path
+) -> None:
+    """P8: `hippobot ask` as dmitri, whose facts came from an imported history, was told "You haven't told me
+    anything about yourself that I remember."; P9: `ask --user ana` was declined "where do I work?" beside her
+    imported "I'm now a nurse at the Westside clinic". The console's --user is the history's person of that name,
+    when exactly one has it (``console_person``); two of one name are neither."""
     from bot.ask_cli import AskLine, answer
     from bot.console import console_person
     from tests.test_importer import write_jsonl
 
-    row = {"channel": "general", "author": {"id": "a-1", "name": "ana"}, "timestamp": "2026-11-07T10:00:00Z"}
-    other = {**row, "author": {"id": "b-2", "name": "bo"}}
-    await app.importer.run(
-        write_jsonl(
-            tmp_path / "h.jsonl",
-            [
-                {**row, "id": "1", "text": "I switched jobs: I'm now a nurse at the Westside clinic."},
-                {**other, "id": "2", "text": "I work at the harbour office."},
-            ],
-        ),
-        "g1",
-    )
-    assert await console_person(app.conversations, "g1", "ana") == "a-1"
+    def said(id_: str, name: str, text: str) -> dict[str, object]:
+        author = {"id": f"p-{name}", "name": name}
+        return {"id": id_, "channel": "general", "author": author, "timestamp": "2026-11-07T10:00:00Z", "text": text}
+
+    history = [
+        said("1", "ana", "I switched jobs: I'm now a nurse at the Westside clinic."),
+        said("2", "ana", "I have a dog called Pixel, a little terrier."),
+        said("3", "bo", "I work at the harbour office."),
+        said("4", "cy", "I play the cello."),
+        said("5", "cy", "I live in Leeds."),  # another person called cy: a second id
+    ]
+    history[4]["author"] = {"id": "p-cy-other", "name": "cy"}
+    await app.importer.run(write_jsonl(tmp_path / "h.jsonl", history), "g1")
+    assert await console_person(app.conversations, "g1", "ana") == "p-ana"
     assert await console_person(app.conversations, "g1", "zoe") is None
+    assert await console_person(app.conversations, "g1", "cy") is None, "two people of one name: neither"
+
+    about = await answer(app, AskLine("what do you know about me?", "g1", "ana", None, None))
+    assert about["reply"].startswith("You told me: ") and "Pixel" in about["reply"], about["reply"]
+    assert "harbour" not in about["reply"]
+    nobody = await answer(app, AskLine("what do you know about me?", "g1", "cy", None, None))
+    assert nobody["reply"] == "You haven't told me anything about yourself that I remember.", "no mix of two cys"
+
     llm.reply = "Westside clinic."
-    said = await answer(app, AskLine("where do I work?", "g1", "ana", None, None))
-    facts = [m["text"] for m in said["memory"] if m["kind"] == "fact"]
+    work = await answer(app, AskLine("where do I work?", "g1", "ana", None, None))
+    facts = [m["text"] for m in work["memory"] if m["kind"] == "fact"]
     assert any("Westside clinic" in t for t in facts) and not any("harbour" in t for t in facts), facts
-    assert said["reply"] == "Westside clinic."
+    assert work["reply"] == "Westside clinic."
