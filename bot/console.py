@@ -110,9 +110,13 @@ async def console_channel_id(conversations: Any, scope: str, name: str) -> str:
 
 async def console_person(conversations: Any, scope: str, user: str) -> str | None:
     """The person of the scope's history that ``--user NAME`` names (by id, display name or username), when exactly
-    one does: the console speaks as them, so "where do I work?" is asked by the ana whose words were imported
-    (P9: her own facts were another person's to `ask --user ana`). None: the console's own ``console:NAME``."""
+    one does, or the one whose id it is (as `hippobot forget --person` matches by id first): the console speaks as
+    them, so "where do I work?" is asked by the ana whose words were imported (P9: her own facts were another
+    person's to `ask --user ana`, and an imported "ana" beside a Discord export's "Ana" made her nobody). None: the
+    console's own ``console:NAME``."""
     people = [p for p in await conversations.authors_named(scope, user) if not p.startswith("console:")]
+    if user in people:
+        return user
     return people[0] if len(people) == 1 else None
 
 

@@ -137,6 +137,12 @@ _I_CAN = re.compile(r"\b(?:can|could|might) i\b|\bi (?:can|could|might)\b", re.I
 _ASKS_WHAT_WAS = re.compile(r"\b(?:did|was|were|had|said|say|told|tell|mentioned)\b", re.I)
 # A request to the bot that names the asker only as "me" or "us" ("can you cheer me up?") asks nothing of memory.
 _REQUEST = frozenset({"can", "could", "will", "would"})
+# An imperative that asks the bot to make something for the asker ("tell me a joke", P9: answered with someone's
+# cats, and sources), and the verbs by which a message asks what was said or known instead.
+_MAKE_FOR = frozenset({"tell", "give", "show", "teach", "sing", "write", "send", "make", "cheer", "surprise"})
+_MEMORY_VERBS = frozenset(
+    {"remember", "remembered", "said", "say", "told", "know", "knew", "mentioned", "did", "was", "were", "had"}
+)
 _SECOND_PERSON = frozenset({"you", "your", "yours", "yourself", "u", "ya", "y'all"})  # the bot, asked about itself
 _SAID_DAY = frozenset({"today", "tonight"})  # the day a memory was said (held_words)
 # What the bot says instead of a reply it cannot ground (see Guard).
@@ -399,14 +405,20 @@ def render_sources(lines: Sequence[SourceLine], *, link: object = None) -> str:
 
 def is_question(text: str) -> bool:
     """Asked as a question: it ends with "?", opens with a wh-word, or asks in the imperative for what is known
-    ("Name two places Kofi visited.", "List ...", "Remind me ...")."""
+    ("Name two places Kofi visited.", "List ...", "Remind me ...", "Tell me about ...")."""
     stripped = text.strip()
     words = _WORD.findall(stripped.lower().replace("’", "'"))
-    return stripped.endswith("?") or bool(words and (words[0] in _WH or words[0] in _ASKING or words[:2] == _REMIND))
+    tell_about = words[:2] == _TELL and len(words) > 2 and (words[2] == "about" or words[2] in _WH)
+    return (
+        stripped.endswith("?")
+        or tell_about
+        or bool(words and (words[0] in _WH or words[0] in _ASKING or words[:2] == _REMIND))
+    )
 
 
 _ASKING = frozenset({"name", "list"})  # "Name two destinations Omar visited."
 _REMIND = ["remind", "me"]
+_TELL = ["tell", "me"]  # "tell me about my dog", "tell me what ana said"; not "tell me a joke"
 
 
 def asked_part(message: str) -> str:
@@ -644,9 +656,18 @@ def guard(
     advice = bool(said & _ADVICE) or bool(_HOW_TO.search(question.replace("’", "'")))
     plain = question.replace("’", "'")
     advice = advice or bool(_I_CAN.search(plain) and not _ASKS_WHAT_WAS.search(plain))
-    opening = _WORD.findall(plain.strip().lower())[:2]
-    request = (
-        len(opening) == 2 and opening[0] in _REQUEST and opening[1] == "you" and said & _FIRST_PERSON <= {"me", "us"}
+    opening = _WORD.findall(plain.strip().lower())[:3]
+    only_me = said & _FIRST_PERSON <= {"me", "us"}
+    request = len(opening) >= 2 and opening[0] in _REQUEST and opening[1] == "you" and only_me
+    # "tell me a joke", "give us a pep talk": something made for the asker now, not asked of memory; "tell me
+    # about Julia" and "tell me what ana said" ask about something.
+    request = request or (
+        len(opening) >= 2
+        and opening[0] in _MAKE_FOR
+        and opening[1] in {"me", "us"}
+        and only_me
+        and opening[2:] != ["about"]
+        and not said & (_WH | _MEMORY_VERBS)
     )
     first_person = bool(said & _FIRST_PERSON) and not advice and not request
     claim = claim_of(question, skip=skip)
@@ -655,9 +676,13 @@ def guard(
     # is on Saturday" remembered), and an answer from elsewhere ("20 October 1987.") is an invention.
     topic = topic_of(question, skip)
     covered = bool(topic) and any(topic <= held_words(item.text, item.created_at) for item in items)
-    # When a particular thing happens ("when is the wedding?", "what day is their party?") is asked of something
-    # someone said: an answer must come from a memory of it, not from the model, which invents a date.
-    event = asks_when(question) and bool(_PARTICULAR.search(question))
+    # When a particular thing happens ("when is the wedding?", "what day is their party?", "when does Project
+    # Nightjar launch?", a name no memory holds) is asked of something someone said, and so is where a particular
+    # thing is ("where is the Casa Lisboa dinner?"): an answer must come from a memory of it, not from the model,
+    # which invents a date or a place (P9: "On November 10." to the Nightjar question, shown with the sources of
+    # a half marathon's date). A bare place's name ("where is the Eiffel Tower?") stays the model's.
+    event = asks_when(question) and bool(_PARTICULAR.search(question) or unmentioned)
+    event = event or bool(_WHERE_IS_THE.match(question.replace("’", "'")))
     if not (known or first_person or missing or covered or event):
         # A yes/no question about someone or something no memory and no recent turn mentions ("is ben on
         # probation?", typed without the capital that would make ben a name): an answer beyond a bare yes or no
@@ -834,6 +859,11 @@ WHEN_RELATED = 0.15
 
 
 _PARTICULAR = re.compile(r"\b(?:the|our|his|her|their)\s+[a-z]", re.I)  # "the wedding", "their party"
+# "where is the Casa Lisboa dinner?", "where's their party?": where a particular thing, named by a common noun, is
+_WHERE_IS_THE = re.compile(
+    r"^\s*[Ww]here(?:'s|\s+(?:is|are|was|were|will\s+be))\s+(?:the|our|his|her|their)\s+(?:[\w'-]+\s+)*?"
+    r"[a-z][\w'-]*\s*[?.!]*\s*$"
+)
 
 
 # What kind of answer a question asks for, by its opening words, and what such an answer holds: a clock time, a
@@ -850,16 +880,35 @@ _NUMBER = re.compile(
     re.I,
 )
 _YEAR = re.compile(r"\b\d{4}\b|\b(?:last|this|next) year\b", re.I)
-_ASKS_FOR = (
+# A reply that says only when: a day, a date, a time, and the little words around them ("Next Friday (30 October
+# 2026).", "On the 3rd."). To "where is the Casa Lisboa dinner?" that is no place (P9).
+_ONLY_WHEN = re.compile(
+    r"(?:\W|\d+(?:st|nd|rd|th|am|pm)?|on|at|in|the|of|by|next|last|this|coming|week|weekend|month|year|day|today|"
+    r"tonight|tomorrow|yesterday|morning|afternoon|evening|night|noon|(?:mon|tues|wednes|thurs|fri|satur|sun)day|"
+    r"january|february|march|april|may|june|july|august|september|october|november|december)*",
+    re.I,
+)
+
+
+class _Somewhere:
+    """What a "where" question's reply holds: anything but a bare time."""
+
+    @staticmethod
+    def search(reply: str) -> bool:
+        return not _ONLY_WHEN.fullmatch(reply.strip())
+
+
+_ASKS_FOR: tuple[tuple[re.Pattern[str], re.Pattern[str] | _Somewhere], ...] = (
     (re.compile(r"^\s*(?:at |by |from |until )?what time\b", re.I), _CLOCK),
     (re.compile(r"^\s*how (?:old|many|much|long)\b", re.I), _NUMBER),
     (re.compile(r"^\s*(?:in |from )?what year\b", re.I), _YEAR),
+    (re.compile(r"^\s*where\b", re.I), _Somewhere()),
 )
 
 
 def fits_asked(question: str, reply: str) -> bool:
     """Whether ``reply`` is the kind of answer ``question`` asks for, where its opening words say (a time, a
-    number, a year); any reply to any other question fits."""
+    number, a year, a place that is not only a time); any reply to any other question fits."""
     q = question.replace("’", "'")
     return all(holds.search(reply) for asks, holds in _ASKS_FOR if asks.match(q))
 
@@ -978,18 +1027,22 @@ def quote(
             return quoted(item, speaker, sentence, asker)
     # A fact that holds them all ("omar works at shopify", made of "I'm a software engineer at Shopify", which holds
     # no "work"; P7: "who works at Shopify?" was declined): the sentence its speaker said, in a memory of the same
-    # message, that holds one of the asked words.
+    # message, that holds the most of the fact beyond its speaker (P9: "where do I work?" beside "ana works at
+    # Westside clinic", from "I switched jobs: I'm now a nurse at the Westside clinic", which holds no "work").
     for fact in items:
         facts_words = held_words(fact.text, None)
         if fact.kind != "fact" or not topic <= facts_words or (about and not about & facts_words):
             continue
+        best: tuple[int, MemoryItem, str, str] | None = None
         for item, speaker, sentence in said_sentences(items):
-            if (
-                set(fact.message_ids) & set(item.message_ids)
-                and stem(speaker.lower()) in facts_words
-                and topic & held_words(sentence, item.created_at)
-            ):
-                return quoted(item, speaker, sentence, asker)
+            who = stem(speaker.lower())
+            if not set(fact.message_ids) & set(item.message_ids) or who not in facts_words:
+                continue
+            shared = len((facts_words - {who, "user"}) & held_words(sentence, item.created_at))
+            if shared and (best is None or shared > best[0]):
+                best = (shared, item, speaker, sentence)
+        if best is not None:
+            return quoted(*best[1:], asker)
     return None
 
 

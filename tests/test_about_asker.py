@@ -101,12 +101,15 @@ async def test_the_consoles_user_is_the_historys_person_of_that_name(
         said("3", "bo", "I work at the harbour office."),
         said("4", "cy", "I play the cello."),
         said("5", "cy", "I live in Leeds."),  # another person called cy: a second id
+        said("6", "Bo", "I sail on weekends."),  # a Discord export's "Bo" beside the person whose id is p-bo
     ]
     history[4]["author"] = {"id": "p-cy-other", "name": "cy"}
+    history[5]["author"] = {"id": "9001", "name": "p-bo"}
     await app.importer.run(write_jsonl(tmp_path / "h.jsonl", history), "g1")
     assert await console_person(app.conversations, "g1", "ana") == "p-ana"
     assert await console_person(app.conversations, "g1", "zoe") is None
     assert await console_person(app.conversations, "g1", "cy") is None, "two people of one name: neither"
+    assert await console_person(app.conversations, "g1", "p-bo") == "p-bo", "P9: the id names its person first"
 
     about = await answer(app, AskLine("what do you know about me?", "g1", "ana", None, None))
     assert about["reply"].startswith("You told me: ") and "Pixel" in about["reply"], about["reply"]

@@ -20,6 +20,8 @@ from bot.grounding import asked_part, asks, guard
         ("can you cheer me up?", []),
         ("what's a quick lunch I can make at work?", []),
         ("what could I bake this weekend?", []),
+        ("tell me a joke", []),  # P9: answered with someone's cats, and their sources
+        ("give me a pep talk please", []),
     ],
 )
 def test_chat_is_not_a_question_about_memory(message: str, people: list[str]) -> None:
@@ -34,6 +36,10 @@ def test_chat_is_not_a_question_about_memory(message: str, people: list[str]) ->
         ("can you remind me what my dog is called?", [], ()),
         ("Name two places Kofi visited.", ["Kofi"], ("Kofi",)),  # an imperative asks as well
         ("what is my dog called?", [], ()),
+        ("tell me about my dog", [], ()),
+        ("tell me what my dog is called", [], ()),
+        ("when does Project Nightjar launch?", [], ()),  # P9: "On November 10.", a half marathon's sources
+        ("where is the Casa Lisboa dinner?", [], ()),  # P9: "Saturday (7 November 2026)."
     ],
 )
 def test_a_question_about_memory_still_is_one(message: str, people: list[str], missing: tuple[str, ...]) -> None:

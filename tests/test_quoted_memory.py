@@ -181,12 +181,15 @@ async def test_an_answer_of_another_kind_than_asked_is_no_answer(app: App, llm: 
 
     assert not fits_asked("what time is the flight?", "Friday.") and fits_asked("what time is it on?", "At 7am.")
     assert fits_asked("how long is the drive?", "An hour.") and not fits_asked("how old is she?", "Lily.")
-    assert fits_asked("where does she live?", "Lisbon.")
+    assert fits_asked("where does she live?", "Lisbon.") and fits_asked("where is it?", "At home on Friday.")
+    assert not fits_asked("where is the dinner?", "Next Friday (30 October 2026).")  # P9: a day is no place
     await tell(app, llm, ("jun", "I'm flying to Tokyo on Friday at 7am"), ("ana", "My daughter Lily loves school."))
     reply = await ask_as(app, llm, "zed", "what time is jun's flight?", "Friday.")
     assert undated(reply.text) == 'I remember jun saying: "I\'m flying to Tokyo on Friday at 7am"', reply.text
     own = await ask_as(app, llm, "ana", "how old is my daughter?", "Lily.")
     assert own.text.startswith("I don't"), own.text
+    where = await ask_as(app, llm, "zed", "where is jun's flight on Friday?", "Friday at 7am.")
+    assert not where.text.startswith("Friday"), where.text
 
 
 def test_a_fact_that_holds_the_question_stands_for_its_speakers_sentence() -> None:
@@ -203,3 +206,11 @@ def test_a_fact_that_holds_the_question_stands_for_its_speakers_sentence() -> No
     assert quote("who works at Google?", [said, fact], asker="zed") is None
     other = memory("bea: I love Shopify's design", 3, "u-bea")  # not the fact's message, nor its speaker
     assert quote("who works at Shopify?", [other, fact], asker="zed") is None
+    # P9: "where do I work?" was declined beside "I switched jobs: I'm now a nurse at the Westside clinic", which
+    # holds no "work" either: the sentence that carries the fact is its speaker's answer
+    moved = memory("ana: I switched jobs: I'm now a nurse at the Westside clinic, no more St. Mary's.", 4, "u-ana")
+    works = MemoryItem("fact", 0.8, "[user] ana works at Westside clinic", "[user] ana works at Westside clinic", (4,))
+    assert quote("where do I work?", [moved, works], asker="ana") == (
+        "You told me: \"I switched jobs: I'm now a nurse at the Westside clinic, no more St. Mary's.\"",
+        moved,
+    )
