@@ -40,6 +40,7 @@ from bot.grounding import (
     asks_who_did,
     asked_phrase,
     asks_when,
+    absolute_day,
     dated_answer,
     declines,
     echoes,
@@ -380,9 +381,11 @@ class Reply:
             if found is not None:
                 log.info("message %s: %r was no answer; quoted memory instead", self.message.id, self._shown[:200])
                 self._final, self._quoted = found
-        if self._quoted is None and not self.replaced and asks_when(self.message.content):
+        if self._quoted is None and not self.replaced:
             # "Monday." copied from a memory's "on Monday": the day that memory means, dated
             self._final = dated_answer(self._shown, self.evidence()) or self._final
+        if self._quoted is None and not self.replaced:
+            self._final = absolute_day(self._shown) or self._final  # "Next Friday (D)." read weeks later
 
     async def _about_when(self) -> dict[str, str]:
         """For a question asking when something happens, the memories in the prompt with lines that cannot say

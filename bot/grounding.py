@@ -840,6 +840,26 @@ def dated_answer(reply: str, items: Iterable[MemoryItem]) -> str | None:
     return f"{day}." if core.lower() in _DAY_WORDS else f"{core[:1].upper()}{core[1:]} ({day})."
 
 
+_RELATIVE_DAY = re.compile(
+    r"(?:on\s+)?(?:(?:next|last|this|coming)\s+)?(?P<day>monday|tuesday|wednesday|thursday|friday|saturday|sunday"
+    r"|yesterday|today|tonight|tomorrow)\s*\((?P<date>\d{1,2} [A-Za-z]+ \d{4})\)",
+    re.I,
+)
+
+
+def absolute_day(reply: str) -> str | None:
+    """A reply that is only a day as a memory said it, with the date it names ("Next Friday (27 November 2026).",
+    copied from "my dentist appointment is next Friday (27 November 2026)"), without the word that counts from the
+    day it was said, which reads as counting from today (P9: asked on 5 December, "Next Friday (27 November
+    2026)."): "Friday (27 November 2026)."; "Yesterday (19 November 2026)." is "19 November 2026.". None for any
+    other reply."""
+    m = _RELATIVE_DAY.fullmatch(reply.strip().rstrip(".!").strip())
+    if m is None:
+        return None
+    day, date = m.group("day").lower(), m.group("date")
+    return f"{date}." if day in _DAY_WORDS else f"{day.capitalize()} ({date})."
+
+
 def topic_of(question: str, skip: Iterable[str] = ()) -> set[str]:
     """The stems a question asks with, less its question and auxiliary words and ``skip`` ("when is the party?":
     party)."""
@@ -868,8 +888,14 @@ _WHERE_IS_THE = re.compile(
 
 # What kind of answer a question asks for, by its opening words, and what such an answer holds: a clock time, a
 # number, a year. ("what time is jun's flight?" got "Friday.", "how old is my daughter?" "Lily.", P6 and P7.)
+# A clock time is digits as a time is written ("3pm", "19:30", "at 7"), not a date's ("Next Friday (27 November
+# 2026)." to "what time is my dentist appointment?", P9).
 _CLOCK = re.compile(
-    r"\d|\b(?:noon|midday|midnight|o'clock|morning|afternoon|evening|night|dawn|dusk|lunchtime)\b", re.I
+    r"\b\d{1,2}(?:[:.]\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.|h|hrs)(?!\w)|\b\d{1,2}[:.]\d{2}\b"
+    r"|\b(?:at|by|around|about|from|until|till|before|after|half past|quarter past|quarter to)\s+\d{1,2}\b(?!\s+[a-z])"
+    r"|^\W*\d{1,2}\W*$"
+    r"|\b(?:noon|midday|midnight|o'clock|morning|afternoon|evening|night|dawn|dusk|lunchtime)\b",
+    re.I,
 )
 _NUMBER = re.compile(
     r"\d|\b(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|"

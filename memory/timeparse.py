@@ -183,6 +183,7 @@ _DATED = re.compile(
     r"\b(?:(?P<dby>the day before yesterday)|(?P<dat>the day after tomorrow)|(?P<yday>yesterday|last night)"
     r"|(?P<tmrw>tomorrow)"
     r"|(?P<n>" + _NUM[1:-1] + r")\s+(?P<unit>day|week|month|year)s?\s+(?P<dir>ago|from now|later)"
+    r"|(?P<in>in)\s+(?P<inn>" + _NUM[1:-1] + r")\s+(?P<inunit>day|week|month|year)s?(?!\s+(?:ago|from now|later))"
     r"|(?P<rel>last|next)\s+(?P<what>week|weekend|month|year|" + "|".join(WEEKDAYS) + r")"
     r"|(?P<on>on|this)\s+(?P<wd>" + "|".join(WEEKDAYS) + r"))\b",
     re.I,
@@ -228,18 +229,7 @@ def _named(m: re.Match[str], said: datetime) -> str | None:
     if g["tmrw"]:
         return _day(day + timedelta(days=1))
     if g["n"]:
-        word = g["n"].lower()
-        n = int(word) if word.isdigit() else _NUMBERS[word]
-        sign = -1 if g["dir"].lower() == "ago" else 1
-        unit = g["unit"].lower()
-        if unit == "day":
-            return ("around " if word == "few" else "") + _day(day + timedelta(days=sign * n))
-        if unit == "week":
-            return "around " + _day(day + timedelta(days=sign * 7 * n))
-        if unit == "month":
-            return f"{_months(day, sign * n):%B %Y}"
-        year = day.year + sign * n
-        return str(year) if EARLIEST_YEAR <= year <= LATEST_YEAR else None
+        return _forward(g["n"].lower(), g["unit"].lower(), day, -1 if g["dir"].lower() == "ago" else 1)
     if g["on"]:
         return None  # a bare weekday: its direction is the sentence's (``_bare_weekday``)
     back = g["rel"].lower() == "last"
@@ -276,15 +266,20 @@ def dated(text: str, said: datetime | None) -> str:
 def resolved(text: str, said: datetime | None) -> str:
     """``text`` with each relative phrase ``dated`` would date replaced by its day ("back from Porto yesterday"
     said on 12 March 2026 -> "back from Porto 11 March 2026"), and with no date to count from, left out: what
-    the words say, wherever they are read from (a reply's "yesterday" is another day)."""
+    the words say, wherever they are read from (a reply's "yesterday" is another day). A weekday's name says the
+    same wherever it is read, and is kept ("next Friday" -> "Friday 27 November 2026", or "Friday")."""
 
     def day(m: re.Match[str]) -> str:
         if m.group("on"):  # a weekday's name says the same wherever it is read: kept, with its day when known
             named = _day_of(text, m, said) if said is not None else None
             return f"{m.group(0)} {named}" if named else m.group(0)
+        weekday = m.group("what") if m.group("rel") and m.group("what").lower() in WEEKDAYS else ""
         if said is None:
-            return "" if _names_a_day(text, m) else m.group(0)
-        return _day_of(text, m, said) or m.group(0)
+            return weekday if _names_a_day(text, m) else m.group(0)
+        named = _day_of(text, m, said)
+        if named and weekday:  # "next Friday": a Friday, 27 November 2026
+            return f"{weekday} {named}"
+        return named or m.group(0)
 
     return _DATED.sub(day, text)
 
@@ -309,9 +304,35 @@ def _day_of(text: str, m: re.Match[str], said: datetime) -> str | None:
     try:
         if m.group("on"):
             return _bare_weekday(text, m, said)
+        if m.group("in"):
+            return _within(text, m, said)
         return _named(m, said)
     except (OverflowError, ValueError):
         return None
+
+
+def _within(text: str, m: re.Match[str], said: datetime) -> str | None:
+    """The day "in two weeks" names, counted forward from ``said``, as "two weeks from now" is; none in a sentence in
+    the past, where it is how long something took ("I read it in two weeks")."""
+    start = max((c.end() for c in _CLAUSE.finditer(text, 0, m.start())), default=0)
+    end = next((c.start() for c in _CLAUSE.finditer(text, m.end())), len(text))
+    if _PAST.search(text[start:end]) or _HABIT.search(text[start:end]):
+        return None
+    word = m.group("inn").lower()
+    return _forward(word, m.group("inunit").lower(), datetime(said.year, said.month, said.day, tzinfo=UTC))
+
+
+def _forward(word: str, unit: str, day: datetime, sign: int = 1) -> str | None:
+    """The day ``word`` ``unit``s (two weeks) before or after ``day``."""
+    n = int(word) if word.isdigit() else _NUMBERS[word]
+    if unit == "day":
+        return ("around " if word == "few" else "") + _day(day + timedelta(days=sign * n))
+    if unit == "week":
+        return "around " + _day(day + timedelta(days=sign * 7 * n))
+    if unit == "month":
+        return f"{_months(day, sign * n):%B %Y}"
+    year = day.year + sign * n
+    return str(year) if EARLIEST_YEAR <= year <= LATEST_YEAR else None
 
 
 def _bare_weekday(text: str, m: re.Match[str], said: datetime) -> str | None:

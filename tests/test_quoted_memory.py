@@ -183,6 +183,8 @@ async def test_an_answer_of_another_kind_than_asked_is_no_answer(app: App, llm: 
     assert fits_asked("how long is the drive?", "An hour.") and not fits_asked("how old is she?", "Lily.")
     assert fits_asked("where does she live?", "Lisbon.") and fits_asked("where is it?", "At home on Friday.")
     assert not fits_asked("where is the dinner?", "Next Friday (30 October 2026).")  # P9: a day is no place
+    assert not fits_asked("what time is it?", "Next Friday (27 November 2026).")  # P9: a date's digits are no time
+    assert fits_asked("what time is it?", "19:30.") and fits_asked("what time is it?", "Around 8 in the evening.")
     await tell(app, llm, ("jun", "I'm flying to Tokyo on Friday at 7am"), ("ana", "My daughter Lily loves school."))
     reply = await ask_as(app, llm, "zed", "what time is jun's flight?", "Friday.")
     assert undated(reply.text) == 'I remember jun saying: "I\'m flying to Tokyo on Friday at 7am"', reply.text

@@ -81,6 +81,8 @@ SAID = datetime(2024, 4, 6, 15, 0, tzinfo=UTC)  # a Saturday
         ("3 days ago", "3 days ago (3 April 2024)"),
         ("a few days ago", "a few days ago (around 3 April 2024)"),
         ("last year", "last year (2023)"),
+        ("In two weeks I have my driving test.", "In two weeks (around 20 April 2024) I have my driving test."),
+        ("the move is in 3 days", "the move is in 3 days (9 April 2024)"),
     ],
 )
 def test_a_remembered_relative_phrase_shows_the_day_it_names_from_the_day_it_was_said(text: str, shown: str) -> None:
@@ -96,6 +98,7 @@ def test_a_remembered_relative_phrase_shows_the_day_it_names_from_the_day_it_was
         "next to the station",
         "I always run on Saturday",
         "we meet on saturdays",
+        "I finished the whole series in two weeks",
     ],
 )
 def test_a_phrase_that_names_no_one_day_is_left_as_it_was_said(text: str) -> None:
@@ -136,3 +139,6 @@ def test_a_bare_weekday_is_the_next_one_or_by_a_past_verb_the_last_one(text: str
 def test_a_weekday_stays_a_word_of_its_memory_when_resolved() -> None:
     """ "the party is on Saturday" still holds "Saturday" for matching (a reply "Saturday at 8pm." draws on it)."""
     assert resolved("the party is on Saturday at 8pm", SAID) == "the party is on Saturday 13 April 2024 at 8pm"
+    # P9: "Next Friday." drew on no memory beside "my dentist appointment is next Friday at 3pm"
+    assert resolved("my appointment is next Friday at 3pm", SAID) == "my appointment is Friday 12 April 2024 at 3pm"
+    assert resolved("see you next Friday", None) == "see you Friday"

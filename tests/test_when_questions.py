@@ -108,3 +108,16 @@ def test_a_copied_day_is_dated_as_its_memory_dates_it() -> None:
     assert dated_answer("The Friday before 6 November 2026.", [julia]) is None, "no memory's Friday is that day"
     later = replace(acme, created_at=datetime(2026, 11, 27, 12, tzinfo=UTC), prompt_line="x")
     assert dated_answer("Monday.", [acme, later]) is None, "two memories, two Mondays: not one day"
+
+
+def test_a_day_said_relative_to_its_memory_is_shown_without_the_relative_word() -> None:
+    """P9: asked on 5 December, "is my dentist appointment still coming up?" got "Next Friday (27 November
+    2026).": "next" counts from the day it was said, and reads as counting from today."""
+    from bot.grounding import absolute_day
+
+    assert absolute_day("Next Friday (27 November 2026).") == "Friday (27 November 2026)."
+    assert absolute_day("on last Sunday (22 November 2026)") == "Sunday (22 November 2026)."
+    assert absolute_day("Yesterday (19 November 2026).") == "19 November 2026."
+    assert absolute_day("Friday (27 November 2026).") == "Friday (27 November 2026)."
+    assert absolute_day("Next Friday at the dentist (27 November 2026).") is None, "more than the day: as it is"
+    assert absolute_day("Next Friday.") is None
