@@ -83,6 +83,9 @@ LEFT = frozenset({"move_from", "move_out_of", "relocate_from", "leave"})
 # Where someone no longer works ("I quit the bank", "I left my job at the bank", memory.extract): contradicts
 # working there, as LEFT does living there. A new place of work contradicts the old by ONE_VALUED_RELATIONS.
 QUIT = frozenset({"quit", "resign_from", "leave"})  # "leave" a place: one lived or worked at, either
+# Where someone works, said either way ("I work at the bank", "I teach at Riverside college"): one value across the
+# group, as LIVING is (P9: "ben teaches at school" stayed beside the newer "ben teaches at Riverside college").
+WORKING = frozenset({"work_at", "teach_at"})
 
 
 def _introduces(triple: Triple, author_name: str) -> bool:
@@ -107,11 +110,11 @@ def rivals(relation: str) -> tuple[list[str], list[str]]:
     if relation in LIVING:
         other, same = sorted(LIVING), same + sorted(LEFT)
     elif relation in LEFT | QUIT:
-        same = same + (sorted(LIVING) if relation in LEFT else []) + (["work_at"] if relation in QUIT else [])
+        same = same + (sorted(LIVING) if relation in LEFT else []) + (sorted(WORKING) if relation in QUIT else [])
+    elif relation in WORKING:
+        other, same = sorted(WORKING), same + sorted(QUIT)
     elif relation in ONE_VALUED_RELATIONS:
         other = [relation]
-        if relation == "work_at":
-            same = same + sorted(QUIT)
     return other, same
 
 
@@ -693,7 +696,7 @@ class SemanticMemory:
             list(message_ids),
             list(people),
             sorted((LEFT | QUIT) - {"leave"}),
-            sorted(LIVING | {"work_at"}),
+            sorted(LIVING | WORKING),
         )
         out: dict[int, set[str]] = {}
         for r in rows:

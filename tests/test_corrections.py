@@ -206,6 +206,22 @@ async def test_a_role_at_a_new_place_is_a_job_change(app: App, llm: ScriptedLLM)
     assert any("westside clinic" in t.lower() for t in texts), texts
 
 
+async def test_teaching_somewhere_new_is_a_job_change(app: App, llm: ScriptedLLM) -> None:
+    """P9: after ben's "I now teach chemistry at Riverside college instead of Lincoln", "where does ben teach?" was
+    answered from his old "I teach chemistry at Lincoln high school": teaching at a place is working there, and
+    the new place wins over the old as a new job's does."""
+    assert "teach_at" in rivals("work_at")[0] and "teach_at" in rivals("quit")[1]
+    await _told(app, llm, "I teach chemistry at Lincoln high school.")
+    await _told(app, llm, "I now teach chemistry at Riverside college instead of Lincoln.")
+    rows = await app.db.pool.fetch(
+        """SELECT t.name, e.contradicted_at IS NOT NULL AS lost FROM kg_edges e JOIN kg_nodes t ON t.id = e.target_id
+           WHERE e.relation = 'teach_at'"""
+    )
+    assert {r["name"]: r["lost"] for r in rows} == {"school": True, "riverside college": False}, rows
+    texts = await _memories(app, "where do I teach?")
+    assert not any("Lincoln high school" in t for t in texts), texts
+
+
 async def test_a_cancelled_trip_is_no_longer_where_one_is_going(app: App, llm: ScriptedLLM) -> None:
     """P7: after "Rome trip is cancelled, going to Paris instead on the 14th", "where is chloe going on the 14th?"
     was still answered "Rome.": the cancelled trip is a place the speaker is not going to, and Paris one they are."""
