@@ -129,7 +129,7 @@ async def _person(pool: asyncpg.Pool, scope: str, person: str) -> tuple[str, str
     how = "id" if r["by_id"] else "console name" if r["by_console"] else "display name" if r["by_name"] else "username"
     others = [o for o in rows if o["author_id"] != r["author_id"]]
     also = (
-        f"; not {', '.join(_who(o) for o in others[:10])}, who also go(es) by {person!r}: name them by id to forget them"
+        f"; not {', '.join(_who(o) for o in others[:10])}, also called {person!r} (name them by their id for theirs)"
         if others
         else ""
     )

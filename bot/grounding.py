@@ -701,13 +701,21 @@ def guard(
         return NO_GUARD
     return Guard(
         True,
-        tuple(dict.fromkeys(missing)),
+        shortest_names(missing),
         tuple(dict.fromkeys(unmentioned)),
         own=own,
         claim=claim,
         named=frozenset(named),
         thing=owned_thing(question) if own and claim is None else kin_asked(question),
     )
+
+
+def shortest_names(names: Iterable[str]) -> tuple[str, ...]:
+    """``names`` once each, less any that holds another's words: a lower-case parse gives "ben teach" beside "ben"
+    (P9: "I don't remember anyone mentioning ben teach or ben.")."""
+    unique = list(dict.fromkeys(names))
+    words = {n: set(n.lower().split()) for n in unique}
+    return tuple(n for n in unique if not any(o != n and words[o] < words[n] for o in unique))
 
 
 def speakers_named(question: str, items: Iterable[MemoryItem]) -> list[str]:

@@ -72,3 +72,15 @@ def test_a_question_in_other_inflections_of_a_memorys_words_is_about_it() -> Non
     ]
     ban = memory("ana: Staff only: zedkiller ban is confirmed for Friday.")
     assert guard("who is getting banned on Friday?", [ban]).about_memory
+
+
+def test_a_refusal_names_each_person_once() -> None:
+    """P9: after ben was forgotten, "where does ben teach?" got "I don't remember anyone mentioning ben teach or
+    ben.": the parse's "ben teach" holds ben."""
+    from bot.grounding import shortest_names
+
+    assert shortest_names(["ben teach", "ben", "ben"]) == ("ben",)
+    assert shortest_names(["Tom", "Julia Roberts"]) == ("Tom", "Julia Roberts")
+    assert guard("where does ben teach?", [], people=["ben teach", "ben"]).refusal == (
+        "I don't remember anyone mentioning ben."
+    )

@@ -234,7 +234,11 @@ async def test_an_id_names_one_person_and_says_who_else_goes_by_it(app: App, tmp
     await app.importer.run(history_file(tmp_path / "h.jsonl", rows), "g1")
     for yes in (False, True):
         code, said = await forget(app, person="carla", yes=yes)
-        assert code == 0 and "person carla (carla, matched by id); not 9003 (Carla), who also go(es) by 'carla'" in said
+        assert (
+            code == 0
+            and "person carla (carla, matched by id); not 9003 (Carla), also called 'carla' (name them by their id"
+            in said
+        )
     assert await count(app, "author_id = 'carla'") == 0 and await count(app, "author_id = '9003'") == 1
 
 
