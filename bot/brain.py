@@ -65,6 +65,7 @@ from bot.grounding import (
     says_yes,
     speaks_as_someone,
     stem,
+    whole_list,
 )
 from bot.llm import Generation, LanguageModel
 from bot.prompt import Prompt, PromptBuilder
@@ -386,6 +387,8 @@ class Reply:
             self._final = dated_answer(self._shown, self.evidence()) or self._final
         if self._quoted is None and not self.replaced:
             self._final = absolute_day(self._shown) or self._final  # "Next Friday (D)." read weeks later
+            # "Pepper." to "what are my cats called", from "two cats, Pepper and Salt": the memory's whole list
+            self._final = whole_list(self._shown, self.message.content, self.evidence()) or self._final
 
     async def _about_when(self) -> dict[str, str]:
         """For a question asking when something happens, the memories in the prompt with lines that cannot say

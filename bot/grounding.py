@@ -848,6 +848,25 @@ def dated_answer(reply: str, items: Iterable[MemoryItem]) -> str | None:
     return f"{day}." if core.lower() in _DAY_WORDS else f"{core[:1].upper()}{core[1:]} ({day})."
 
 
+_PLURAL_ASKED = re.compile(r"\b(?:are|were|names|they)\b", re.I)
+_LISTED = r"[A-Z][\w'’-]*(?:\s[A-Z][\w'’-]*)*"  # a name in a list
+
+
+def whole_list(reply: str, question: str, items: Iterable[MemoryItem]) -> str | None:
+    """A reply that names only the first of several things a memory lists ("Pepper." from "I have two cats, Pepper
+    and Salt", P7 and P9, to "what are my cats called"), when the question asks about more than one ("are",
+    "names"): the memory's whole list, "Pepper and Salt.". None when no memory, or more than one, lists it."""
+    core = reply.strip().rstrip(".!").strip()
+    if not _PLURAL_ASKED.search(question) or not core[:1].isupper() or len(core.split()) > 3:
+        return None
+    pattern = re.compile(rf"\b{re.escape(core)}((?:,\s*{_LISTED})*,?\s+(?:and|&)\s+{_LISTED})")
+    found = {m.group(1) for item in items for m in pattern.finditer(item.text)}
+    if len(found) != 1:
+        return None
+    [rest] = found
+    return f"{core}{rest}."
+
+
 _RELATIVE_DAY = re.compile(
     r"(?:on\s+)?(?:(?:next|last|this|coming)\s+)?(?P<day>monday|tuesday|wednesday|thursday|friday|saturday|sunday"
     r"|yesterday|today|tonight|tomorrow)\s*\((?P<date>\d{1,2} [A-Za-z]+ \d{4})\)",
@@ -924,6 +943,11 @@ _ONLY_WHEN = re.compile(
 )
 
 
+# A size: a number ("44", "size 10") or a letter or word of the clothing scale (P9: "what size are pia's boots?" got
+# "Lowa Renegade.", the brand, from "Lowa Renegade, size 44").
+_SIZE = re.compile(r"\d|\b(?:x*s|x*l|m|small|medium|large|petite|tall|short|long|regular)\b", re.I)
+
+
 class _Somewhere:
     """What a "where" question's reply holds: anything but a bare time."""
 
@@ -937,6 +961,7 @@ _ASKS_FOR: tuple[tuple[re.Pattern[str], re.Pattern[str] | _Somewhere], ...] = (
     (re.compile(r"^\s*how (?:old|many|much|long)\b", re.I), _NUMBER),
     (re.compile(r"^\s*(?:in |from )?what year\b", re.I), _YEAR),
     (re.compile(r"^\s*where\b", re.I), _Somewhere()),
+    (re.compile(r"^\s*(?:in )?what size\b", re.I), _SIZE),
 )
 
 

@@ -216,3 +216,18 @@ def test_a_fact_that_holds_the_question_stands_for_its_speakers_sentence() -> No
         "You told me: \"I switched jobs: I'm now a nurse at the Westside clinic, no more St. Mary's.\"",
         moved,
     )
+
+
+async def test_a_list_cut_at_its_first_name_is_shown_whole(app: App, llm: ScriptedLLM) -> None:
+    """P7, P9: "what are my cats called" got "Pepper." beside "I have two cats, Pepper and Salt."; "what size are
+    pia's boots?" got the brand ("Lowa Renegade.") of "Lowa Renegade boots, size 44"."""
+    from bot.grounding import fits_asked, whole_list
+
+    kids = memory("ana: My kids are Tom, Lily and Rose Ann.", 2, "u-ana")
+    assert whole_list("Tom.", "what are the names of ana's kids?", [kids]) == "Tom, Lily and Rose Ann."
+    assert whole_list("Tom.", "who is ana's eldest?", [kids]) is None, "one asked for: one answered"
+    assert not fits_asked("what size are pia's boots?", "Lowa Renegade.") and fits_asked("what size?", "Size 44.")
+    await tell(app, llm, ("omar", "I have two cats, Pepper and Salt."), ("pia", "I got Lowa Renegade boots, size 44."))
+    assert (await ask_as(app, llm, "omar", "what are my cats called", "Pepper.")).text == "Pepper and Salt."
+    boots = await ask_as(app, llm, "zed", "what size are pia's boots?", "Lowa Renegade.")
+    assert "44" in boots.text, boots.text
