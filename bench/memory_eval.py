@@ -828,6 +828,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
             "heldout6",
             "heldout7",
             "heldout8",
+            "heldout9",
             "all",
         ],
         default="heldout",

@@ -32,6 +32,7 @@ async def run(settings: Settings, args: argparse.Namespace, out: TextIO = sys.st
     from memory.layers.macros import MacrosLayer, describe
     from memory.layers.places import PlacesLayer, topic_text
     from memory.places.codes import topic_of
+    from memory.places.planner import UNSURE_FIT
 
     scope = args.scope or settings.console_scope
     text = ""
@@ -114,7 +115,11 @@ async def run(settings: Settings, args: argparse.Namespace, out: TextIO = sys.st
         lines += [f"  {i}. {' → '.join(_shown(p) for p in r.places)}: {r.reason}" for i, r in enumerate(routes, 1)] or [
             "  nowhere yet: no place here is about that"
         ]
-        lines.append("Where it was discussed:")
+        # Nothing said here is clearly about it (no place fits it as well as a route the planner is sure of must):
+        # the nearest places are shown as such, not as where it was discussed (P9: knitting "discussed" in
+        # #cooking at fit 0.57)
+        vague = bool(seen) and all(r.fit < UNSURE_FIT for r in seen)
+        lines.append("Nothing said here was clearly about it; the nearest:" if vague else "Where it was discussed:")
         lines += [f"  {_shown(r.destination)} (fit {r.fit:.2f}): {r.reason}" for r in seen] or ["  nowhere yet"]
         lines.append("Procedures that worked:")
         lines += [f"  #{m.id} {describe(m)}" for m in found] or ["  none yet"]

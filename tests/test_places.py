@@ -391,6 +391,12 @@ async def test_a_place_is_named_by_its_channels_newest_message_its_audience_may_
     args = argparse.Namespace(text="docker compose logs", scope=SCOPE, channel=None, k=3, stats=False, json=False)
     assert await places_cli.run(app.settings, args, out, embedder=embedder) == 0
     assert "#containers" in out.getvalue() and "<#100>" not in out.getvalue()
+    assert "Where it was discussed:\n  #containers" in out.getvalue(), out.getvalue()
+    # P9: a topic nobody discussed was listed "Where it was discussed" at the nearest channels' fit of 0.57
+    args.text = "knitting patterns for socks"
+    assert await places_cli.run(app.settings, args, out := io.StringIO(), embedder=embedder) == 0
+    assert "Where it was discussed:\n  #" not in out.getvalue(), out.getvalue()
+    args.text = "docker compose logs"
     # asking from a channel named as people see it; a name nothing has is refused, not ignored
     args.channel = "#Containers"
     assert await places_cli.run(app.settings, args, out := io.StringIO(), embedder=embedder) == 0
