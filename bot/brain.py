@@ -435,7 +435,8 @@ class Reply:
         return out
 
     async def _denied(self) -> bool:
-        """Whether a "yes", or a reply that does not know, to a question about a fact of the asker or of someone
+        """Whether any reply (a "yes", one that does not know, or neither: "Cancel." to "is chloe going to Rome?",
+        P9) to a yes/no question about a fact of the asker or of someone
         remembered ("do I live in Lisbon?", "does hank live in Lisbon?") is answered "No." by the newest memory of
         them that denies what it asks last, unless one said since holds it: P6 got "Yes, I do." to both
         cities after "I moved from Lisbon to Porto", which holds the word Lisbon, and to "do I still live in
@@ -445,8 +446,6 @@ class Reply:
         moved to Lisbon" denies Hamburg, P7)."""
         claim = self.guard.claim
         if claim is None or not claim.last or not self._final:
-            return False
-        if not says_yes(self._final) and not declines(self._final) and not says_no(self._final):
             return False
         dates = self.guard.dates_ground
         about = [

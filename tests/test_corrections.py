@@ -244,6 +244,10 @@ async def test_a_cancelled_trip_is_no_longer_where_one_is_going(app: App, llm: S
 
     reply = await ask_as(app, llm, "lara", "is alex going to Rome?", "Not sure yet.")
     assert reply.text == BARE_NO and any("cancelled" in i.text for i in reply.grounding().items), reply.text
+    reply = await ask_as(app, llm, "lara", "is alex going to Rome?", "Cancel.")  # neither yes nor no: still "No."
+    assert reply.text == BARE_NO and any("cancelled" in i.text for i in reply.grounding().items), reply.text
+    reply = await ask_as(app, llm, "lara", "is alex going to Paris?", "Yes, on the 14th.")
+    assert reply.text == "Yes, on the 14th.", reply.text
 
 
 async def test_a_yes_about_someone_else_their_newer_words_deny_is_a_no(app: App, llm: ScriptedLLM) -> None:
