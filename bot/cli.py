@@ -413,7 +413,7 @@ def _import_file_problem(path: Path, private_channels: list[str], max_chars: int
 
 
 async def _recall(settings: Settings, args: argparse.Namespace) -> int:
-    from bot.console import format_bundle
+    from bot.console import console_person, format_bundle
     from memory.errors import MemoryStoreError
 
     if (args.text is None) == (args.queries is None):
@@ -460,16 +460,18 @@ async def _recall(settings: Settings, args: argparse.Namespace) -> int:
                     print(f"hippobot recall: --channel {channel}: {why}", file=sys.stderr)
                     return EXIT_USAGE
                 channel = ids[0]
-            bundle = await app.brain.context(
-                args.text, scope, channel_id=channel, k=args.k, author_id=f"console:{args.user}"
-            )
+            # "my" is the history's person --user names, as in chat and ask (P9: `recall --user ana` found none of
+            # her imported facts)
+            person = await console_person(app.conversations, scope, args.user) or f"console:{args.user}"
+            bundle = await app.brain.context(args.text, scope, channel_id=channel, k=args.k, author_id=person)
+            names = {} if args.json else await app.conversations.channel_names(scope)
         except MemoryStoreError as exc:
             print(f"hippobot recall: {exc}", file=sys.stderr)
             return EXIT_ERROR
         print(
             json.dumps(bundle.as_dict(), ensure_ascii=False, indent=2)
             if args.json
-            else display_text(format_bundle(bundle))
+            else display_text(format_bundle(bundle, names))
         )
         return 0
     finally:

@@ -130,7 +130,18 @@ async def console_identity(conversations: Any, identity: ConsoleIdentity) -> Con
     return replace(identity, stored_channel=stored, visible_in=visible_in, thread_parent_id=parent, person_id=person)
 
 
-def format_bundle(bundle: ContextBundle) -> str:
+_MENTION = re.compile(r"<#(\d+)>")
+
+
+def channels_named(text: str, names: Mapping[str, str]) -> str:
+    """``text`` with each Discord channel mention ("<#901>") of a channel ``names`` names as a terminal shows it:
+    "#trips" (P9: `recall` printed a place of an imported export as "<#901>")."""
+    return _MENTION.sub(lambda m: f"#{names[m.group(1)]}" if m.group(1) in names else m.group(0), text)
+
+
+def format_bundle(bundle: ContextBundle, names: Mapping[str, str] | None = None) -> str:
+    """What ``hippobot recall`` prints of a context bundle; ``names``: channel names by id
+    (``ConversationStore.channel_names``), for mentions of numbered channels."""
     plan = bundle.plan
     name = plan.archetype or f"default plan (best: {plan.best_archetype or 'none'})"
     lines = [
@@ -144,7 +155,7 @@ def format_bundle(bundle: ContextBundle) -> str:
     for item in items:
         score = "     -" if item.score is None else f"{item.score:6.3f}"
         ids = ",".join(s.label() for s in item.sources) or ",".join(f"#{i}" for i in item.message_ids)
-        text = item.text.replace("\n", " / ")
+        text = channels_named(item.text.replace("\n", " / "), names or {})
         lines.append(f"  {item.kind:<7} {score}  [{ids}]  {text}")
     return "\n".join(lines)
 

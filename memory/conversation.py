@@ -186,6 +186,18 @@ class ConversationStore:
         exact = [c for c in ids if c in (name, f"console:{name}")]
         return exact[:1] or ids
 
+    async def channel_names(self, scope: str) -> dict[str, str]:
+        """Each named channel of this scope by id, with its newest name in the history (a terminal shows "#trips"
+        where Discord renders "<#901>")."""
+        require_scope(scope)
+        rows = await self._pool.fetch(
+            """SELECT DISTINCT ON (channel_id) channel_id, channel_name FROM messages
+               WHERE scope = $1 AND channel_name IS NOT NULL AND channel_name <> ''
+               ORDER BY channel_id, created_at DESC, id DESC""",
+            scope,
+        )
+        return {r["channel_id"]: r["channel_name"] for r in rows}
+
     async def authors_named(self, scope: str, name: str) -> list[str]:
         """The people (author ids, never the bot) of this scope whom ``name`` names: by id, display name or
         username in the history, any case (as ``hippobot forget --person`` reads a name)."""

@@ -146,6 +146,34 @@ async def test_recall_from_a_channel_named_as_places_names_it_sees_that_channels
     assert "Kim covers Tuesdays" in capsys.readouterr().out
     assert await cli._recall(settings, argparse.Namespace(**{**vars(asked), "channel": "#nowhere"})) == 2
     assert "--channel #nowhere: no channel of that id or name" in capsys.readouterr().err
+    # a numbered channel's mention is shown by its name in a terminal (P9: a place line read "<#555>")
+    from bot.console import channels_named
+
+    assert await app.conversations.channel_names("g1") == {"555": "mods"}
+    assert channels_named("place [] <#555>: about rota; <#9>", {"555": "mods"}) == "place [] #mods: about rota; <#9>"
+
+
+async def test_recall_as_a_user_of_the_history_finds_their_facts(
+    app: App, db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """P9: `recall "where do I work?" --user ana` found none of ana's imported facts: --user is the history's person
+    of that name, as in chat and ask (``bot.console.console_person``)."""
+    from bot import cli
+    from tests.conftest import make_settings
+    from tests.test_importer import write_jsonl
+
+    said = {"channel": "general", "author": {"id": "42", "name": "kim"}, "timestamp": "2026-11-21T09:00:00Z"}
+    await app.importer.run(
+        write_jsonl(tmp_path / "h.jsonl", [{**said, "id": "1", "text": "I work at the harbour office."}]), "g1"
+    )
+    capsys.readouterr()
+    settings = make_settings(db_url, tmp_path)
+    asked = argparse.Namespace(
+        text="where do I work?", queries=None, k=None, scope="g1", channel=None, user="kim", json=False, now=None
+    )
+    assert await cli._recall(settings, asked) == 0
+    shown = capsys.readouterr().out
+    assert "[user] kim works at harbour office" in shown, shown
 
 
 def test_every_argument_of_every_command_says_what_it_is() -> None:
