@@ -162,6 +162,12 @@ class Proposal:
             )
         lines.append("Rationale:")
         lines += [f"  {line}" for line in self.rationale.splitlines()]
+        if forgotten := int(self.evidence.get("forgotten_messages") or 0):
+            many = forgotten != 1
+            lines.append(
+                f"  - Since then {forgotten} message{'s' if many else ''} it drew on {'were' if many else 'was'} "
+                "forgotten (counted above)."
+            )
         sample = self.evidence.get("messages", [])[:5]
         if sample:
             lines.append("Evidence:")
@@ -571,6 +577,17 @@ class Governance:
         ids = list(message_ids)
         cited = await conn.fetchval(
             "SELECT count(DISTINCT proposal_id) FROM proposal_sources WHERE message_id = ANY($1::bigint[])", ids
+        )
+        # The rationale's counts ("20 messages from 4 people") are of the day it was made; how many of those
+        # messages were forgotten since is kept beside them, for ``Proposal.render`` to say (P8).
+        await conn.execute(
+            """UPDATE proposals p
+               SET evidence = p.evidence || jsonb_build_object(
+                   'forgotten_messages', COALESCE((p.evidence ->> 'forgotten_messages')::int, 0) + f.n)
+               FROM (SELECT proposal_id, count(DISTINCT message_id) AS n FROM proposal_sources
+                     WHERE message_id = ANY($1::bigint[]) GROUP BY proposal_id) f
+               WHERE p.id = f.proposal_id""",
+            ids,
         )
         worded = await conn.fetchval(  # worded by them, and by no message that stays (sql/031)
             """SELECT count(DISTINCT s.proposal_id)

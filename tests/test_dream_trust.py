@@ -271,6 +271,8 @@ async def test_a_wording_that_messages_left_still_hold_is_kept(app: App) -> None
     kept = await app.governance.get(p.id)
     assert kept.payload["name"] == "git_advice" and kept.evidence["terms"] == ["git", "advice"], kept.render()
     assert kept.payload["examples"] == texts[1:]
+    # P8: the rationale's counts were of the day it was made, and said nothing of what was forgotten since
+    assert "Since then 1 message it drew on was forgotten (counted above)." in kept.render(), kept.render()
     await app.provenance.forget_author("g1", "u1")
     last = await app.provenance.forget_author("g1", "u2")  # no message holds the wording now
     assert last.counts["proposal_names_redacted"] == 1
