@@ -659,14 +659,14 @@ def guard(
     opening = _WORD.findall(plain.strip().lower())[:3]
     only_me = said & _FIRST_PERSON <= {"me", "us"}
     request = len(opening) >= 2 and opening[0] in _REQUEST and opening[1] == "you" and only_me
-    # "tell me a joke", "give us a pep talk": something made for the asker now, not asked of memory; "tell me
-    # about Julia" and "tell me what ana said" ask about something.
+    # "tell me a joke", "give us a pep talk", "tell me about yourself": something made for the asker now, not asked
+    # of memory; "tell me about Julia" and "tell me what ana said" ask about something.
     request = request or (
         len(opening) >= 2
         and opening[0] in _MAKE_FOR
         and opening[1] in {"me", "us"}
         and only_me
-        and opening[2:] != ["about"]
+        and (opening[2:] != ["about"] or bool(said & _SECOND_PERSON))
         and not said & (_WH | _MEMORY_VERBS)
     )
     first_person = bool(said & _FIRST_PERSON) and not advice and not request

@@ -22,6 +22,8 @@ from bot.grounding import asked_part, asks, guard
         ("what could I bake this weekend?", []),
         ("tell me a joke", []),  # P9: answered with someone's cats, and their sources
         ("give me a pep talk please", []),
+        ("tell me about your day", []),
+        ("tell me about yourself!", []),
     ],
 )
 def test_chat_is_not_a_question_about_memory(message: str, people: list[str]) -> None:
