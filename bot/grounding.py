@@ -852,19 +852,27 @@ _PLURAL_ASKED = re.compile(r"\b(?:are|were|names|they)\b", re.I)
 _LISTED = r"[A-Z][\w'’-]*(?:\s[A-Z][\w'’-]*)*"  # a name in a list
 
 
+_LIST = re.compile(rf"{_LISTED}(?:,\s*{_LISTED})*,?\s+(?:and|&)\s+{_LISTED}")
+
+
 def whole_list(reply: str, question: str, items: Iterable[MemoryItem]) -> str | None:
-    """A reply that names only the first of several things a memory lists ("Pepper." from "I have two cats, Pepper
-    and Salt", P7 and P9, to "what are my cats called"), when the question asks about more than one ("are",
-    "names"): the memory's whole list, "Pepper and Salt.". None when no memory, or more than one, lists it."""
+    """A reply that names only one of several things a memory lists ("Pepper." from "I have two cats, Pepper and
+    Salt", P7 and P9, to "what are my cats called"; "Miso." from "my cats are Tofu and Miso"), when the question
+    asks about more than one ("are", "names"): the memory's whole list, "Pepper and Salt.". None when no memory, or
+    more than one, lists it."""
     core = reply.strip().rstrip(".!").strip()
     if not _PLURAL_ASKED.search(question) or not core[:1].isupper() or len(core.split()) > 3:
         return None
-    pattern = re.compile(rf"\b{re.escape(core)}((?:,\s*{_LISTED})*,?\s+(?:and|&)\s+{_LISTED})")
-    found = {m.group(1) for item in items for m in pattern.finditer(item.text)}
+    found = {
+        m.group(0)
+        for item in items
+        for m in _LIST.finditer(item.text)
+        if core in (parts := [part.strip() for part in re.split(r",|\band\b|&", m.group(0))]) and "I" not in parts
+    }
     if len(found) != 1:
         return None
-    [rest] = found
-    return f"{core}{rest}."
+    [listed] = found
+    return f"{listed}."
 
 
 _RELATIVE_DAY = re.compile(

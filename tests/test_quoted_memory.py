@@ -226,6 +226,10 @@ async def test_a_list_cut_at_its_first_name_is_shown_whole(app: App, llm: Script
     kids = memory("ana: My kids are Tom, Lily and Rose Ann.", 2, "u-ana")
     assert whole_list("Tom.", "what are the names of ana's kids?", [kids]) == "Tom, Lily and Rose Ann."
     assert whole_list("Tom.", "who is ana's eldest?", [kids]) is None, "one asked for: one answered"
+    assert whole_list("Lily.", "what are ana's kids called?", [kids]) == "Tom, Lily and Rose Ann."
+    assert whole_list("Rose.", "what are ana's kids called?", [kids]) is None, "a part of a name is no member"
+    hike = memory("ana: Tom and I went hiking.", 3, "u-ana")
+    assert whole_list("Tom.", "who were they?", [hike]) is None, "the speaker is no member of a list"
     assert not fits_asked("what size are pia's boots?", "Lowa Renegade.") and fits_asked("what size?", "Size 44.")
     await tell(app, llm, ("omar", "I have two cats, Pepper and Salt."), ("pia", "I got Lowa Renegade boots, size 44."))
     assert (await ask_as(app, llm, "omar", "what are my cats called", "Pepper.")).text == "Pepper and Salt."
