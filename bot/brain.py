@@ -223,6 +223,7 @@ class Reply:
         self._streamed: list[str] = []  # what was shown so far (an engine fills its text only once it stops)
         self._quoted: MemoryItem | None = None  # the memory the reply quotes, when the model gave no answer
         self._drawn = tuple(drawn)  # what a reply the bot wrote without the model was made from (its sources)
+        self._deniers: set[int] = set()  # messages that say the reply's answer is over (``_answer_denied``)
         self._when_lines: dict[str, str] = {}  # of a when-question, memories' lines that can say when (_about_when)
 
     @property
@@ -353,8 +354,11 @@ class Reply:
             self._final, self._quoted = account  # what they said of themselves, not others of them
         elif not self.replaced and await self._answer_denied():
             # The answer names what its own memory says is over ("Siemens." from "I left Siemens, now I'm
-            # at Bosch"): show the memory, in its words, instead.
-            said_so = self._said_so(self.grounding().items)
+            # at Bosch"): show the memory that says so, in its words, instead (P10: "Lisbon." was shown from the
+            # plan beside "Lisbon is off, we're going to Porto instead").
+            drawn = self.grounding().items
+            denying = [i for i in drawn if self._deniers & set(i.message_ids)]
+            said_so = self._said_so(denying) or self._said_so(drawn)
             self._final, self._quoted = said_so if said_so is not None else (NOT_TOLD, None)
         elif (
             not self.replaced
@@ -385,6 +389,10 @@ class Reply:
         if self._quoted is None and not self.replaced:
             # "Monday." copied from a memory's "on Monday": the day that memory means, dated
             self._final = dated_answer(self._shown, self.evidence()) or self._final
+        if self._quoted is None and declines(self._shown) and len(_SENTENCES.findall(self._shown.strip())) > 1:
+            # A decline that goes on ("I don't know. Didn't anyone mention that you were leaving ...?", P10, after
+            # a forget): what follows it is the model's guess; the plain line says it all
+            self._final = NOT_TOLD_YOU if self.guard.own else NOT_TOLD
         if self._quoted is None and not self.replaced:
             self._final = absolute_day(self._shown) or self._final  # "Next Friday (D)." read weeks later
             # "Pepper." to "what are my cats called", from "two cats, Pepper and Salt": the memory's whole list
@@ -513,7 +521,11 @@ class Reply:
         for layer_found in await asyncio.gather(
             *(layer.denied(self.message.scope, ids, people) for layer in self._brain.layers)
         ):
-            found |= {stem(w) for names in layer_found.values() for name in names for w in name.split()}
+            for message_id, names in layer_found.items():
+                denies = {stem(w) for name in names for w in name.split()}
+                found |= denies
+                if denies & wanted:
+                    self._deniers.add(message_id)
         return wanted <= found
 
     async def _claimed_of(self, items: Sequence[MemoryItem]) -> list[str]:
@@ -608,6 +620,9 @@ class Reply:
             if holder is not None:
                 return Grounding((holder,), frozenset({claim.subject, *claim.names, *claim.rest} - {""}))
         return found
+
+
+_SENTENCES = re.compile(r"[^.!?]+[.!?]*")  # a reply's sentences, each with its end
 
 
 def evidence_in(bundle: ContextBundle, prompt: Prompt) -> list[MemoryItem]:

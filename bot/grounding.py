@@ -782,6 +782,11 @@ _KIN = (
 _KIN_OF = {stem(w): frozenset(stem(v) for v in group) for group in _KIN for w in group}
 
 
+# The kinds of a person's name, which a question may ask for ("Sam's middle name", "ana's surname").
+_NAME_QUALIFIERS = frozenset({"middle", "last", "first", "full", "maiden", "family", "given", "birth", "stage"})
+_NAME_KINDS = frozenset({"surname", "nickname", "forename", "username", "handle"})
+
+
 def same_thing(thing: str) -> frozenset[str]:
     """The stems that name ``thing`` (a stem): itself, and for a relation the words that name the same one."""
     return _KIN_OF.get(thing, frozenset({thing}))
@@ -789,12 +794,18 @@ def same_thing(thing: str) -> frozenset[str]:
 
 def kin_asked(question: str) -> str:
     """The stem of the relation a wh-question asks about of someone named ("what's jun's wife's name?": wife), or
-    "". Only a memory that mentions that relation can answer: jun's "my sister Lena lives in Vienna" says nothing
-    of a wife (P7: "Lena.")."""
+    the kind of name it asks for ("what's Sam's middle name?": middle), or "". Only a memory that mentions that
+    relation or kind can answer: jun's "my sister Lena lives in Vienna" says nothing of a wife (P7: "Lena.")."""
     words = _WORD.findall(question.strip().lower().replace("’", "'"))
     if not words or words[0] not in _WH:
         return ""
     for at, (before, word) in enumerate(itertools.pairwise(words)):
+        # A kind of name ("what's Sam's middle name?", "what is ana's surname?"): only a memory that says that
+        # kind answers it (P10: "Nugget.", Sam's hamster, sourced to his messages)
+        if before.endswith("'s") and before not in _WH and word in _NAME_KINDS:
+            return stem(word)
+        if before.endswith("'s") and word in _NAME_QUALIFIERS and words[at + 2 : at + 3] == ["name"]:
+            return stem(word)
         if before.endswith("'s") and before not in _WH and stem(word.removesuffix("'s")) in _KIN_OF:
             # Only when it asks who the relation is ("what's jun's wife's name?", "who is jun's wife?"): what the
             # relation did ("which instrument did Marcus's daughter take up?") is told by her name as often.
@@ -821,6 +832,9 @@ _WEEKDAY_BEFORE = re.compile(
 # "get" as the passive's auxiliary asks nothing itself ("who is getting banned?": what was said is "X's ban is
 # confirmed", P8; "who got married?")
 _GET = frozenset({"get", "gets", "got", "gotten", "getting"})
+# "what happened to Nugget?" asks about Nugget: what happened is the answer, in any words ("Nugget escaped from his
+# cage", P10: refused with that memory in the prompt)
+_HAPPEN = frozenset({"happen", "happens", "happened", "happening"})
 
 
 def dated_answer(reply: str, items: Iterable[MemoryItem]) -> str | None:
@@ -898,7 +912,7 @@ def absolute_day(reply: str) -> str | None:
 def topic_of(question: str, skip: Iterable[str] = ()) -> set[str]:
     """The stems a question asks with, less its question and auxiliary words and ``skip`` ("when is the party?":
     party)."""
-    return stems(question) - set(skip) - {stem(w) for w in _AUXILIARIES | _WH | _GET}
+    return stems(question) - set(skip) - {stem(w) for w in _AUXILIARIES | _WH | _GET | _HAPPEN}
 
 
 # A question that asks when something happens or happened ("when is Lena's wedding?", "what day is the match?").

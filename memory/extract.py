@@ -248,6 +248,8 @@ class TripleExtractor:
             if _SARCASM.search(sent.text):
                 confidence = 0.3
             for verb in _verbs(sent):
+                if _conditional(verb):
+                    continue  # "if you need me for game night" says nothing that is so (P10: "bot need user")
                 triples += _triples_of(verb, antecedents, owners, polarity, confidence)
             triples += _named(sent, owners, polarity, confidence)
             triples += _possessions(sent, owners, polarity, confidence)
@@ -322,6 +324,12 @@ def _is_question(sent: Any) -> bool:
         return True
     # "do you like ...", "is it ..." without a question mark
     return first.pos_ == "AUX" and first.dep_ in ("aux", "ROOT") and len(sent) > 2 and sent[1].dep_ == "nsubj"
+
+
+def _conditional(verb: Any) -> bool:
+    """Whether ``verb`` heads a clause of a condition ("if you need me", "unless it rains"): what it says is not
+    so, only supposed."""
+    return any(c.dep_ == "mark" and c.lower_ in ("if", "unless") for c in verb.children)
 
 
 def _verbs(sent: Any) -> Iterable[Any]:
@@ -573,17 +581,29 @@ _CANCEL = frozenset({"cancel", "scrap", "drop", "postpone"})
 
 def _cancelled_trips(sent: Any, polarity: float, confidence: float) -> list[Triple]:
     """A trip called off is a place the speaker is not going to: "Rome trip is cancelled", "we cancelled the trip
-    to Rome", "I called off my holiday to Crete" -> not_go_to rome, which a "go_to rome" said before loses to (P7: a
-    cancelled trip to Rome stayed the answer to "where is chloe going on the 14th?")."""
+    to Rome", "I called off my holiday to Crete", "Lisbon is off" -> not_go_to rome, which a "go_to rome" said
+    before loses to (P7: a cancelled trip to Rome stayed the answer to "where is chloe going on the 14th?"; P10:
+    "Change of plans: Lisbon is off, we're going to Porto instead" left Lisbon the answer)."""
     out = []
     for verb in sent:
         particle = {c.lower_ for c in verb.children if c.dep_ == "prt"}
-        if verb.pos_ != "VERB" or not (
-            verb.lemma_.lower() in _CANCEL or (verb.lemma_.lower() == "call" and "off" in particle)
+        # "Lisbon is off", "the Rome trip is off": the plan is called off, said with "be"
+        off = verb.lemma_.lower() == "be" and any(
+            c.lower_ == "off" and c.dep_ in ("advmod", "prt", "acomp", "prep") for c in verb.children
+        )
+        if not off and (
+            verb.pos_ != "VERB"
+            or not (verb.lemma_.lower() in _CANCEL or (verb.lemma_.lower() == "call" and "off" in particle))
         ):
             continue
         for trip in verb.children:
-            if trip.dep_ not in ("dobj", "nsubjpass") or trip.lemma_.lower() not in _TRIPS:
+            if trip.dep_ in ("nsubj" if off else "nsubjpass",) and trip.pos_ == "PROPN":
+                # the place itself called off ("Lisbon is off", "Lisbon is cancelled")
+                out.append(
+                    _triple((USER, USER, None), "not_go_to", (_name(trip), _display(trip), None), polarity, confidence)
+                )
+                continue
+            if trip.dep_ not in (("nsubj",) if off else ("dobj", "nsubjpass")) or trip.lemma_.lower() not in _TRIPS:
                 continue
             places = [c for c in trip.children if c.dep_ == "compound" and c.pos_ == "PROPN"]
             places += [

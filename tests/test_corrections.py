@@ -222,6 +222,24 @@ async def test_teaching_somewhere_new_is_a_job_change(app: App, llm: ScriptedLLM
     assert not any("Lincoln high school" in t for t in texts), texts
 
 
+async def test_a_plan_called_off_is_shown_by_the_message_that_calls_it_off(app: App, llm: ScriptedLLM) -> None:
+    """P10: after "Change of plans: Lisbon is off, we're going to Porto instead, same date.", "where are we going
+    on December 4th?" got "Lisbon." sourced to both messages: "X is off" calls the plan off, and the answer it
+    denies is shown as the message that says so."""
+    from memory.extract import TripleExtractor
+    from tests.grounding_support import ask_as
+
+    facts = {(t.relation, t.object) for t in TripleExtractor().extract("The Rome trip is off.")}
+    assert facts == {("not_go_to", "rome")}
+    said = "My phone number changed, it's 07700 900123 if you need me for game night."
+    assert not any(t.relation.startswith("need") for t in TripleExtractor().extract(said)), "a condition is no fact"
+    await _told(app, llm, "We're going to Lisbon on December 4th, so excited.")
+    [off] = await _told(app, llm, "Change of plans: Lisbon is off, we're going to Porto instead, same date.")
+    reply = await ask_as(app, llm, "alex", "where am I going on December 4th?", "Lisbon.")
+    assert reply.text.startswith('You told me: "Change of plans: Lisbon is off'), reply.text
+    assert {s.id for s in reply.grounding().sources} == {off}, "the message that calls it off"
+
+
 async def test_a_cancelled_trip_is_no_longer_where_one_is_going(app: App, llm: ScriptedLLM) -> None:
     """P7: after "Rome trip is cancelled, going to Paris instead on the 14th", "where is chloe going on the 14th?"
     was still answered "Rome.": the cancelled trip is a place the speaker is not going to, and Paris one they are."""

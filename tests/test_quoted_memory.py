@@ -235,3 +235,36 @@ async def test_a_list_cut_at_its_first_name_is_shown_whole(app: App, llm: Script
     assert (await ask_as(app, llm, "omar", "what are my cats called", "Pepper.")).text == "Pepper and Salt."
     boots = await ask_as(app, llm, "zed", "what size are pia's boots?", "Lowa Renegade.")
     assert "44" in boots.text, boots.text
+
+
+async def test_a_kind_of_name_is_answered_only_by_a_memory_that_says_it(app: App, llm: ScriptedLLM) -> None:
+    """P10: "what's Sam's middle name?" got "Nugget." (his hamster), with his hamster messages as sources."""
+    from bot.grounding import kin_asked, stem
+
+    assert kin_asked("what's Sam's middle name?") == stem("middle") and kin_asked("what is ana's surname?") == stem(
+        "surname"
+    )
+    assert kin_asked("what is Sam's last job?") == "", "a last job is no name"
+    await tell(app, llm, ("sam", "I got a hamster yesterday, his name is Nugget."), ("ana", "My middle name is Rose."))
+    assert (await ask_as(app, llm, "zed", "what's Sam's middle name?", "Nugget.")).text == NOT_TOLD
+    assert (await ask_as(app, llm, "zed", "what's Ana's middle name?", "Rose.")).text == "Rose."
+    assert (await ask_as(app, llm, "zed", "what's the name of Sam's hamster?", "Nugget.")).text == "Nugget."
+
+
+def test_what_happened_to_something_asks_about_it() -> None:
+    """P10: "what happened to Nugget?" was refused beside sam's "Nugget escaped from his cage last night"."""
+    nugget = memory("sam: Nugget escaped from his cage last night, we found him under the sofa.", 4, "u-sam")
+    found = quote("what happened to Nugget?", [nugget], asker="nora")
+    assert found is not None and found[0].startswith('I remember sam saying: "Nugget escaped'), found
+
+
+async def test_a_decline_that_goes_on_is_the_plain_line(app: App, llm: ScriptedLLM) -> None:
+    """P10: after a forget, "where is tara moving?" got "I don't know. Didn't anyone mention that you were leaving
+    the game to start in January?.": what follows a decline is the model's guess."""
+    await tell(app, llm, ("quinn", "Who is hosting game night after Tara leaves?"), ("remy", "Me, from January."))
+    reply = await ask_as(
+        app, llm, "quinn", "where is Tara moving?", "I don't know. Didn't anyone mention that you were leaving?."
+    )
+    assert reply.text == NOT_TOLD, reply.text
+    short = await ask_as(app, llm, "quinn", "where is Tara moving?", "I don't know, nobody has told me that.")
+    assert short.text == "I don't know, nobody has told me that."
