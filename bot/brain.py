@@ -27,6 +27,7 @@ from datetime import UTC, datetime
 import numpy as np
 
 from bot.grounding import (
+    LEAVING,
     BARE_NO,
     MAX_SOURCES,
     NO_GUARD,
@@ -56,6 +57,7 @@ from bot.grounding import (
     quote,
     own_account,
     quote_answer,
+    quote_holding,
     same_thing,
     said,
     said_by_whom,
@@ -65,6 +67,7 @@ from bot.grounding import (
     says_yes,
     speaks_as_someone,
     stem,
+    topic_of,
     whole_list,
 )
 from bot.llm import Generation, LanguageModel
@@ -319,6 +322,12 @@ class Reply:
         """What the person will be shown, as it stands while the reply is settled."""
         return self._final or ""
 
+    def _denial(self, items: Sequence[MemoryItem]) -> tuple[str, MemoryItem] | None:
+        """The first sentence of the newest memory among ``items`` that holds a word the question asks with, quoted
+        with its speaker: what says the asked-about thing is over ("Actually I turned down Spotify")."""
+        skip = {stem(w.lower()) for n in self._ignored() for w in n.split()}
+        return quote_holding(self.message.content, items, asker=self.message.author_name, skip=skip)
+
     def _said_so(self, items: Sequence[MemoryItem]) -> tuple[str, MemoryItem] | None:
         """The sentence among ``items`` that holds the reply's answer, quoted with its speaker (``quote_answer``)."""
         return quote_answer(
@@ -357,8 +366,8 @@ class Reply:
             # at Bosch"): show the memory that says so, in its words, instead (P10: "Lisbon." was shown from the
             # plan beside "Lisbon is off, we're going to Porto instead").
             drawn = self.grounding().items
-            denying = [i for i in drawn if self._deniers & set(i.message_ids)]
-            said_so = self._said_so(denying) or self._said_so(drawn)
+            denying = [i for i in self.evidence() if self._deniers & set(i.message_ids)]
+            said_so = self._said_so(denying) or self._denial(denying) or self._said_so(drawn)
             self._final, self._quoted = said_so if said_so is not None else (NOT_TOLD, None)
         elif (
             not self.replaced
@@ -386,6 +395,10 @@ class Reply:
             if found is not None:
                 log.info("message %s: %r was no answer; quoted memory instead", self.message.id, self._shown[:200])
                 self._final, self._quoted = found
+                # what a newer memory says is over is no answer: "I start in two weeks" beside "I turned it down"
+                over = await self._over_since(found[1].created_at)
+                if over and (denial := self._denial(over)) is not None:
+                    self._final, self._quoted = denial
         if self._quoted is None and not self.replaced:
             # "Monday." copied from a memory's "on Monday": the day that memory means, dated
             self._final = dated_answer(self._shown, self.evidence()) or self._final
@@ -453,7 +466,8 @@ class Reply:
         layers' ``denied``: negated claims, where one moved from, where one quit, what a newer claim beat: "I
         moved to Lisbon" denies Hamburg, P7)."""
         claim = self.guard.claim
-        if claim is None or not claim.last or not self._final:
+        if claim is None or not claim.last or not self._final or claim.rest & LEAVING:
+            # "did felix turn down Spotify?", "did ana quit the bank?": what denies it is what it asks about
             return False
         dates = self.guard.dates_ground
         about = [
@@ -507,14 +521,18 @@ class Reply:
     async def _answer_denied(self) -> bool:
         """Whether every answer word of a reply (not a yes or no) names what the memories it drew on say their
         speakers, or the people asked about, no longer have or never did (the layers' ``denied``): P7's "where
-        does kai work?" got "Siemens." from "I left Siemens, now I'm at Bosch"."""
+        does kai work?" got "Siemens." from "I left Siemens, now I'm at Bosch". Or whether what the question asks
+        about is what a memory newer than every one the reply drew on says is over (``_over_since``)."""
         if self.guard.claim is not None or not self._final or declines(self._final):
             return False
-        items = self.grounding().items
+        drawn = self.grounding().items
         wanted = answer_words(self._final, self.message.content, ignore=self._ignored())
-        if not items or not wanted:
+        if not drawn or not wanted:
             return False
-        ids = sorted({m for i in items for m in i.message_ids})
+        latest = max((i.created_at for i in drawn if i.created_at is not None), default=None)
+        if await self._over_since(latest):
+            return True
+        ids = sorted({m for i in drawn for m in i.message_ids})
         said = await self._brain.conversations.many(self.message.scope, ids)
         people = [*dict.fromkeys(f"user:{m.author_id}" for m in said.values()), *sorted(self.guard.named)]
         found: set[str] = set()
@@ -527,6 +545,27 @@ class Reply:
                 if denies & wanted:
                     self._deniers.add(message_id)
         return wanted <= found
+
+    async def _over_since(self, since: datetime | None) -> list[MemoryItem]:
+        """The memories in the prompt newer than ``since`` whose speakers say a thing the question asks about is
+        over (the layers' ``denied``), noted in ``_deniers``: P10's "when do I start at Spotify?" got "Two weeks."
+        from the offer, and a decline quoted it, beside the newer "Actually I turned down Spotify"."""
+        if since is None or self.guard.claim is not None:
+            return []
+        newer = [i for i in self.evidence() if i.created_at is not None and i.created_at > since and i.sources]
+        if not newer:
+            return []
+        topic = topic_of(self.message.content, {stem(w.lower()) for n in self._ignored() for w in n.split()})
+        ids = sorted({m for i in newer for m in i.message_ids})
+        said = await self._brain.conversations.many(self.message.scope, ids)
+        people = [*dict.fromkeys(f"user:{m.author_id}" for m in said.values())]
+        over: set[int] = set()
+        for layer_found in await asyncio.gather(
+            *(layer.denied(self.message.scope, ids, people) for layer in self._brain.layers)
+        ):
+            over |= {m for m, names in layer_found.items() if topic & {stem(w) for n in names for w in n.split()}}
+        self._deniers |= over
+        return [i for i in newer if over & set(i.message_ids)]
 
     async def _claimed_of(self, items: Sequence[MemoryItem]) -> list[str]:
         """Whom a yes/no question asks about, as the graph knows them: the asker ('user:<id>'), or the person it

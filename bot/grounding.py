@@ -19,7 +19,7 @@ import itertools
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
@@ -832,6 +832,12 @@ _WEEKDAY_BEFORE = re.compile(
 # "get" as the passive's auxiliary asks nothing itself ("who is getting banned?": what was said is "X's ban is
 # confirmed", P8; "who got married?")
 _GET = frozenset({"get", "gets", "got", "gotten", "getting"})
+# The verbs of what the graph counts as over (memory.semantic's LEFT and QUIT, memory.extract's cancelled trips):
+# a yes/no question with one asks about the leaving itself ("did felix turn down Spotify?"), which a memory of it
+# confirms rather than denies.
+LEAVING = frozenset(
+    stem(w) for w in ("leave", "left", "quit", "resign", "move", "relocate", "turn", "cancel", "scrap", "drop", "call")
+)
 # "what happened to Nugget?" asks about Nugget: what happened is the answer, in any words ("Nugget escaped from his
 # cage", P10: refused with that memory in the prompt)
 _HAPPEN = frozenset({"happen", "happens", "happened", "happening"})
@@ -1124,6 +1130,19 @@ def quote(
                 best = (shared, item, speaker, sentence)
         if best is not None:
             return quoted(*best[1:], asker)
+    return None
+
+
+def quote_holding(
+    question: str, items: Sequence[MemoryItem], *, asker: str, skip: Iterable[str] = ()
+) -> tuple[str, MemoryItem] | None:
+    """The first sentence someone said, among the newest of ``items`` first, that holds a word ``question`` asks
+    with (``topic_of``), quoted with its speaker as ``quote`` does; None when none does."""
+    topic = topic_of(question, skip)
+    newest = sorted(items, key=lambda i: i.created_at or datetime.min.replace(tzinfo=UTC), reverse=True)
+    for item, speaker, sentence in said_sentences(newest):
+        if topic & held_words(sentence, item.created_at):
+            return quoted(item, speaker, sentence, asker)
     return None
 
 

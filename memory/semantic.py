@@ -82,7 +82,8 @@ LIVING = frozenset({"live_in", "move_to", "relocate_to", "move_into"})
 LEFT = frozenset({"move_from", "move_out_of", "relocate_from", "leave"})
 # Where someone no longer works ("I quit the bank", "I left my job at the bank", memory.extract): contradicts
 # working there, as LEFT does living there. A new place of work contradicts the old by ONE_VALUED_RELATIONS.
-QUIT = frozenset({"quit", "resign_from", "leave"})  # "leave" a place: one lived or worked at, either
+# "leave" a place: one lived or worked at, either; a job turned down is one never taken ("I turned down Spotify")
+QUIT = frozenset({"quit", "resign_from", "leave", "turn_down"})
 # Where someone works, said either way ("I work at the bank", "I teach at Riverside college"): one value across the
 # group, as LIVING is (P9: "ben teaches at school" stayed beside the newer "ben teaches at Riverside college").
 WORKING = frozenset({"work_at", "teach_at"})

@@ -203,6 +203,7 @@ _HABIT = re.compile(r"\b(?:always|usually|normally|often|sometimes|never|every|e
 _PRESENT = re.compile(r"\b(?:is|are|am|will|shall|going|gonna|starts?|begins?)\b|'(?:s|re|m|ll)\b", re.I)
 _SUBCLAUSE = re.compile(r"[,:;\u2013\u2014]")  # a comma, a colon, a dash: where a clause with its own verb starts
 _CLAUSE = re.compile(r"[.!?;\n]")
+_JOINED = re.compile(r"[.!?;,:\n\u2013\u2014]|\b(?:and|but|so)\b", re.I)  # where a clause of its own starts
 
 
 _OWNED = re.compile(r"\b(?:my|your|his|her|its|our|their|the|a|that|this|every)\s+$", re.I)
@@ -314,8 +315,9 @@ def _day_of(text: str, m: re.Match[str], said: datetime) -> str | None:
 def _within(text: str, m: re.Match[str], said: datetime) -> str | None:
     """The day "in two weeks" names, counted forward from ``said``, as "two weeks from now" is; none in a sentence in
     the past, where it is how long something took ("I read it in two weeks")."""
-    start = max((c.end() for c in _CLAUSE.finditer(text, 0, m.start())), default=0)
-    end = next((c.start() for c in _CLAUSE.finditer(text, m.end())), len(text))
+    # its own clause: "I got an offer from Spotify and I start in two weeks" starts in two weeks (P10)
+    start = max((c.end() for c in _JOINED.finditer(text, 0, m.start())), default=0)
+    end = next((c.start() for c in _JOINED.finditer(text, m.end())), len(text))
     if _PAST.search(text[start:end]) or _HABIT.search(text[start:end]):
         return None
     word = m.group("inn").lower()

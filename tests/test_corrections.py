@@ -240,6 +240,25 @@ async def test_a_plan_called_off_is_shown_by_the_message_that_calls_it_off(app: 
     assert {s.id for s in reply.grounding().sources} == {off}, "the message that calls it off"
 
 
+async def test_a_job_turned_down_since_is_what_answers_when_it_starts(app: App, llm: ScriptedLLM) -> None:
+    """P10: felix's "when do I start at Spotify?" got "Two weeks." from the offer, beside his newer "Actually I
+    turned down Spotify, I'm staying at Deloitte after all."; "is felix going to work at Spotify?" got "I don't
+    know"; and "did felix turn down Spotify?" is confirmed by that message, not denied by it."""
+    from tests.grounding_support import ask_as
+
+    await _told(app, llm, "Job news: I got an offer from Spotify and I start in two weeks.")
+    [down] = await _told(app, llm, "Actually I turned down Spotify, I'm staying at Deloitte after all.")
+    reply = await ask_as(app, llm, "alex", "when do I start at Spotify?", "Two weeks.")
+    assert reply.text == 'You told me: "Actually I turned down Spotify, I\'m staying at Deloitte after all."', (
+        reply.text
+    )
+    assert {s.id for s in reply.grounding().sources} == {down}
+    reply = await ask_as(app, llm, "zed", "is alex going to work at Spotify?", "I don't know.")
+    assert reply.text == "No." and {s.id for s in reply.grounding().sources} == {down}, reply.text
+    reply = await ask_as(app, llm, "zed", "did alex turn down Spotify?", "No.")
+    assert reply.text != "No.", reply.text
+
+
 async def test_a_cancelled_trip_is_no_longer_where_one_is_going(app: App, llm: ScriptedLLM) -> None:
     """P7: after "Rome trip is cancelled, going to Paris instead on the 14th", "where is chloe going on the 14th?"
     was still answered "Rome.": the cancelled trip is a place the speaker is not going to, and Paris one they are."""

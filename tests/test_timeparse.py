@@ -83,6 +83,7 @@ SAID = datetime(2024, 4, 6, 15, 0, tzinfo=UTC)  # a Saturday
         ("last year", "last year (2023)"),
         ("In two weeks I have my driving test.", "In two weeks (around 20 April 2024) I have my driving test."),
         ("the move is in 3 days", "the move is in 3 days (9 April 2024)"),
+        ("I got an offer and I start in two weeks", "I got an offer and I start in two weeks (around 20 April 2024)"),
     ],
 )
 def test_a_remembered_relative_phrase_shows_the_day_it_names_from_the_day_it_was_said(text: str, shown: str) -> None:
