@@ -1315,11 +1315,19 @@ class SemanticMemory:
         return await self._facts(scope, [r["id"] for r in rows], now, visible_channel=visible_channel)
 
     async def stances(
-        self, scope: str, *, visible_channel: str | None = None, limit: int = 3, threshold: float = 0.4
+        self,
+        scope: str,
+        *,
+        visible_channel: str | None = None,
+        limit: int = 3,
+        threshold: float = 0.4,
+        min_people: int = 2,
     ) -> list[tuple[str, int, int, tuple[int, ...]]]:
         """What people in the scope think (GhostKG's sentiment): the things most people took a clear stance
         on, as (thing, people for, people against, the messages that say so), through sources the audience
-        may see only."""
+        may see only. At least ``min_people`` people: one person's mood is not what people here think (P10: "Bruno
+        is sick, I'm taking him to the vet on Friday" put "Friday (1 dislikes it); vet (1 dislikes it)" in every
+        prompt)."""
         require_scope(scope)
         rows = await self.pool.fetch(
             """SELECT t.display AS thing,
@@ -1332,11 +1340,13 @@ class SemanticMemory:
                WHERE e.scope = $1 AND abs(e.sentiment) >= $3 AND e.contradicted_at IS NULL
                  AND t.name <> 'bot' AND NOT t.name LIKE 'user:%' AND src.speaker_id NOT LIKE 'bot:%'
                GROUP BY t.display
+               HAVING count(DISTINCT src.speaker_id) >= $5
                ORDER BY count(DISTINCT src.speaker_id) DESC, t.display LIMIT $4""",
             scope,
             visible_channel,
             threshold,
             limit,
+            min_people,
         )
         return [(r["thing"], r["fans"], r["critics"], tuple(sorted(r["message_ids"]))[:10]) for r in rows]
 

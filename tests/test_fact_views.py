@@ -73,6 +73,7 @@ async def test_what_people_here_think_joins_the_persona_as_each_audience_may_see
         turn("I love hiking", "ana"),
         turn("I really love hiking", "ben"),
         turn("I hate hiking", "dev", channel="c-priv", private=True),
+        turn("Bruno is sick, I'm taking him to the vet on Friday.", "cy"),  # one person's mood: no stance of people
     ):
         await (await app.brain.respond(t)).complete()
     await app.brain.writer.drain()
