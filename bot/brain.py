@@ -46,6 +46,7 @@ from bot.grounding import (
     declines,
     echoes,
     fits_asked,
+    from_now,
     ground,
     grounded_or_not_told,
     guard,
@@ -410,6 +411,8 @@ class Reply:
             self._final = absolute_day(self._shown) or self._final  # "Next Friday (D)." read weeks later
             # "Pepper." to "what are my cats called", from "two cats, Pepper and Salt": the memory's whole list
             self._final = whole_list(self._shown, self.message.content, self.evidence()) or self._final
+            # a day gone by, asked of as if to come: how long ago it was ("Friday (27 November 2026), 8 days ago.")
+            self._final = from_now(self._shown, self.message.content, self.message.created_at) or self._final
 
     async def _about_when(self) -> dict[str, str]:
         """For a question asking when something happens, the memories in the prompt with lines that cannot say

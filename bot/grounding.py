@@ -915,6 +915,68 @@ def absolute_day(reply: str) -> str | None:
     return f"{date}." if day in _DAY_WORDS else f"{day.capitalize()} ({date})."
 
 
+_DAY_ONLY = re.compile(
+    r"(?:(?:mon|tues|wednes|thurs|fri|satur|sun)day\s*)?\(?(?P<day>\d{1,2}) (?P<month>[A-Za-z]+) (?P<year>\d{4})\)?",
+    re.I,
+)
+_MONTH_NUMBERS = {
+    m: i
+    for i, m in enumerate(
+        (
+            "january",
+            "february",
+            "march",
+            "april",
+            "may",
+            "june",
+            "july",
+            "august",
+            "september",
+            "october",
+            "november",
+            "december",
+        ),
+        start=1,
+    )
+}
+
+
+_ASKED_IN_PAST = re.compile(r"\b(?:did|was|were|had|ago|last)\b|\b[a-z]{2,}ed\b", re.I)
+
+
+def from_now(reply: str, question: str, now: datetime) -> str | None:
+    """A reply that is only a day gone by ("Friday (27 November 2026)."), to a question that asks as if it were
+    still to come ("is my dentist appointment still coming up?", "when is ..."), with how long ago it was:
+    "Friday (27 November 2026), 8 days ago." (P9, P10: asked on 5 December, the 27 November came with nothing to
+    say it had passed). None for any other reply or question, and for a day to come or today."""
+    if _ASKED_IN_PAST.search(question.replace("’", "'")):
+        return None
+    m = _DAY_ONLY.fullmatch(reply.strip().rstrip(".!").strip())
+    month = _MONTH_NUMBERS.get(m.group("month").lower()) if m is not None else None
+    if m is None or month is None:
+        return None
+    try:
+        day = datetime(int(m.group("year")), month, int(m.group("day")), tzinfo=UTC).date()
+    except ValueError:
+        return None
+    days = (day - now.date()).days
+    if days >= 0:
+        return None
+    far = abs(days)
+    span = (
+        "yesterday"
+        if far == 1
+        else f"{far} days"
+        if far < 14
+        else f"{round(far / 7)} weeks"
+        if far < 60
+        else f"{round(far / 30.44)} months"
+        if far < 730
+        else f"{round(far / 365.25)} years"
+    )
+    return f"{reply.strip().rstrip('.!').strip()}, {span if far == 1 else span + ' ago'}."
+
+
 def topic_of(question: str, skip: Iterable[str] = ()) -> set[str]:
     """The stems a question asks with, less its question and auxiliary words and ``skip`` ("when is the party?":
     party)."""

@@ -121,3 +121,20 @@ def test_a_day_said_relative_to_its_memory_is_shown_without_the_relative_word() 
     assert absolute_day("Friday (27 November 2026).") == "Friday (27 November 2026)."
     assert absolute_day("Next Friday at the dentist (27 November 2026).") is None, "more than the day: as it is"
     assert absolute_day("Next Friday.") is None
+
+
+def test_a_day_gone_by_asked_of_as_if_to_come_says_how_long_ago() -> None:
+    """P9, P10: "is my dentist appointment still coming up?", asked on 5 December, got "Friday (27 November
+    2026)." with nothing to say it had passed."""
+    from datetime import UTC, datetime
+
+    from bot.grounding import from_now
+
+    now = datetime(2026, 12, 5, 10, tzinfo=UTC)
+    asked = "is my dentist appointment still coming up?"
+    assert from_now("Friday (27 November 2026).", asked, now) == "Friday (27 November 2026), 8 days ago."
+    assert from_now("4 December 2026.", "when is the party?", now) == "4 December 2026, yesterday."
+    assert from_now("1 March 2026.", "when is my exam?", now) == "1 March 2026, 9 months ago."
+    assert from_now("27 November 2026.", "when did I go to the dentist?", now) is None, "asked in the past"
+    assert from_now("6 December 2026.", asked, now) is None, "to come"
+    assert from_now("Friday (27 November 2026) at 3pm.", asked, now) is None, "more than a day"
