@@ -42,6 +42,7 @@ from bot.grounding import (
     asked_phrase,
     asks_when,
     absolute_day,
+    asks_of_memory,
     dated_answer,
     declines,
     echoes,
@@ -793,7 +794,7 @@ class Brain:
         t1 = time.perf_counter()
         vector = await self.embedder.embed(message.content)
         t2 = time.perf_counter()
-        plan = self.archetypes.classify(vector, turn.scope, asks=is_question(message.content))
+        plan = self.archetypes.classify(vector, turn.scope, asks=asks_of_memory(message.content))
         replied = (
             await self.conversations.find_transport(turn.source, turn.channel_id, turn.reply_to)
             if turn.reply_to
@@ -873,7 +874,7 @@ class Brain:
         t1 = time.perf_counter()
         vector = await self.embedder.embed(text)
         t2 = time.perf_counter()
-        plan = self.archetypes.classify(vector, scope, asks=is_question(text))
+        plan = self.archetypes.classify(vector, scope, asks=asks_of_memory(text))
         t3 = time.perf_counter()
         bundle = await self.recall.gather(
             recall_query(  # a batch's answer waits on no one: slow layers still count
@@ -1081,7 +1082,7 @@ class Brain:
         slots = asyncio.Semaphore(CONTEXTS_IN_FLIGHT)  # the layers' database and thread work overlaps
 
         async def one(text: str, scope: str, vector: np.ndarray) -> ContextBundle:
-            plan = self.archetypes.classify(vector, scope, asks=is_question(text))
+            plan = self.archetypes.classify(vector, scope, asks=asks_of_memory(text))
             if k is not None:
                 plan = replace(plan, vectors=max(0, k))
             async with slots:

@@ -421,6 +421,28 @@ _REMIND = ["remind", "me"]
 _TELL = ["tell", "me"]  # "tell me about my dog", "tell me what ana said"; not "tell me a joke"
 
 
+# "how's it going?", "how are things?", "how is everything?": how the bot is, asked of nothing in particular
+_HOW_IS_IT = re.compile(r"^\W*(?:\w+\W+)?how(?:'s|\s+is|\s+are)\s+(?:it|things|everything|life)\b", re.I)
+# The verbs by which a question to the bot asks what it remembers ("do you remember the party?").
+_RECALLING = frozenset({"remember", "recall", "remembered", "know", "knew", "told", "said", "mentioned", "heard"})
+
+
+def asks_of_memory(text: str) -> bool:
+    """Whether ``text`` is a question that may ask about remembered people or things: any question but one to the
+    bot about itself or about nothing ("how are you?", "what did you do today?", "what's up?"), which names no one,
+    says nothing of the asker ("my", "I") and asks nothing the bot was told. The archetype router plans such
+    small talk without memory (sql/032); a question that may ask about memory always gets some."""
+    if not is_question(text):
+        return False
+    said = set(_WORD.findall(text.lower().replace("’", "'")))
+    if said & (_FIRST_PERSON | _RECALLING) or names_in(text):
+        return True
+    if _HOW_IS_IT.search(text.replace("’", "'")):
+        return False
+    asked = said - _WH - _AUXILIARIES - _SECOND_PERSON
+    return bool(said & _SECOND_PERSON) is False and bool(content_words(" ".join(asked)))
+
+
 def asked_part(message: str) -> str:
     """The questions of a message of several sentences (``asks``), or the message itself when it is one sentence
     or none of its sentences is a question by itself."""

@@ -505,10 +505,11 @@ class ArchetypeRouter:
 
     def classify(self, vector: np.ndarray, scope: str | None = None, *, asks: bool = False) -> ContextPlan:
         """The plan for an L2-normalised message vector in ``scope`` (None: global archetypes only);
-        the default plan when nothing fits. ``asks``: the message is a question, which an archetype that
-        recalls no memory (an acknowledgment's: "Thanks!", "Ok cool") does not fit: a short question ("when is
-        the party?") can sit nearest the short messages, and answered without memory it was answered with an
-        invented date. The nearest archetype that recalls memory plans it (absorption still logs the nearest)."""
+        the default plan when nothing fits. ``asks``: the message is a question that may ask about memory
+        (``bot.grounding.asks_of_memory``; not "how are you?"), which an archetype that recalls no memory (an
+        acknowledgment's: "Thanks!", "Ok cool"; small talk's) does not fit: a short question ("when is the party?")
+        can sit nearest the short messages, and answered without memory it was answered with an invented date.
+        The nearest archetype that recalls memory plans it (absorption still logs the nearest)."""
         ranked = self.similarities(vector, scope)
         if not ranked:
             return self.default_plan

@@ -70,7 +70,7 @@ async def test_held_out_paraphrases_route_to_their_archetype(pool: asyncpg.Pool,
 
 
 async def test_first_load_computes_and_caches_centroids(pool: asyncpg.Pool, embedder: MiniLMEmbedder) -> None:
-    assert await pool.fetchval("SELECT count(*) FROM context_archetypes WHERE centroid_embedding IS NULL") == 6
+    assert await pool.fetchval("SELECT count(*) FROM context_archetypes WHERE centroid_embedding IS NULL") == 7
     await router_for(pool, embedder).refresh()
     assert await pool.fetchval("SELECT count(*) FROM context_archetypes WHERE centroid_embedding IS NULL") == 0
 

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import pytest
 
+from bot.app import App
 from bot.grounding import asked_part, asks, guard
+from tests.fakes import ScriptedLLM
 
 
 @pytest.mark.parametrize(
@@ -86,3 +88,43 @@ def test_a_refusal_names_each_person_once() -> None:
     assert guard("where does ben teach?", [], people=["ben teach", "ben"]).refusal == (
         "I don't remember anyone mentioning ben."
     )
+
+
+@pytest.mark.parametrize(
+    ("message", "asks"),
+    [
+        ("how are you?", False),
+        ("hey, how's it going?", False),
+        ("what did you do today?", False),
+        ("what's up?", False),
+        ("tell me a joke", False),
+        ("do you like tea?", False),
+        ("how is it going with Tom?", True),
+        ("how is my dog doing?", True),
+        ("when is the party?", True),
+        ("do you remember the party?", True),
+        ("have you ever been to Japan?", True),
+        ("where does ben teach?", True),
+    ],
+)
+def test_small_talk_is_no_question_of_memory(message: str, asks: bool) -> None:
+    """P9, P10: "how are you?" was planned with 12 memories and answered with someone's job ("Working as a nurse at
+    St. Mary's hospital."), "tell me a joke" with someone's broken wrist: small talk to the bot asks nothing of
+    memory, and the router plans it without (sql/032's small_talk archetype recalls none)."""
+    from bot.grounding import asks_of_memory
+
+    assert asks_of_memory(message) is asks
+
+
+async def test_small_talk_is_planned_without_memory(app: App, llm: ScriptedLLM) -> None:
+    """The same, through the router: with people's memories in the scope, "how are you?" is planned by the
+    small_talk archetype and recalls none of them; a question about the asker's dog still recalls it."""
+    from tests.grounding_support import tell
+
+    await tell(app, llm, ("maya", "I work as a nurse at St. Mary's hospital, night shifts mostly."))
+    await tell(app, llm, ("maya", "My dog is called Biscuit, he is a beagle."))
+    small = await app.brain.context("how are you?", "g1", author_id="u-maya")
+    assert small.plan.archetype == "small_talk", small.plan
+    assert not [i for i in small.items(preamble=False) if i.kind in ("episode", "fact", "message")]
+    dog = await app.brain.context("what is my dog called?", "g1", author_id="u-maya")
+    assert any("Biscuit" in i.text for i in dog.items(preamble=False)), dog.plan

@@ -34,7 +34,7 @@ async def test_migrate_twice_is_a_no_op(empty_db_url: str) -> None:
     assert second == []
     conn = await asyncpg.connect(empty_db_url)
     try:
-        assert await conn.fetchval("SELECT count(*) FROM context_archetypes") == 6
+        assert await conn.fetchval("SELECT count(*) FROM context_archetypes") == 7
     finally:
         await conn.close()
 
