@@ -848,8 +848,11 @@ def owned_thing(question: str) -> str:
 
 
 _DAY_WORDS = frozenset({"yesterday", "today", "tonight", "tomorrow"})
+WEEKDAY_NAMES = frozenset({"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"})
 _WEEKDAY_BEFORE = re.compile(
-    r"(?:the\s+)?(monday|tuesday|wednesday|thursday|friday|saturday|sunday)\s+before\s+(\d{1,2} [A-Za-z]+ \d{4})", re.I
+    r"(?:the\s+)?(?P<what>monday|tuesday|wednesday|thursday|friday|saturday|sunday|(?:\w+\s+)?(?:days?|weeks?|months?))"
+    r"\s+(?:before|after)\s+(?P<date>\d{1,2} [A-Za-z]+ \d{4})",
+    re.I,
 )
 # "get" as the passive's auxiliary asks nothing itself ("who is getting banned?": what was said is "X's ban is
 # confirmed", P8; "who got married?")
@@ -874,11 +877,15 @@ def dated_answer(reply: str, items: Iterable[MemoryItem]) -> str | None:
     if before is not None:
         # "The Sunday before 23 November 2025." from "last Sunday (23 November 2025)": the reader read the date the
         # memory gives that Sunday as the day after it; the memory's own "Sunday (23 November 2025)" is the answer
-        day, date = before.group(1), before.group(2)
-        said = re.compile(rf"\b{day}\s*\({re.escape(date)}\)", re.I)
-        if any(said.search(dated(item.text, item.created_at)) for item in items):
+        # and "Two weeks before 12 December 2026." from "in two weeks (around 12 December 2026)": that day itself
+        day, date = before.group("what"), before.group("date")
+        said = re.compile(rf"\b{re.escape(day)}\s*\((around )?{re.escape(date)}\)", re.I)
+        found = [m for item in items if (m := said.search(dated(item.text, item.created_at))) is not None]
+        if not found:
+            return None
+        if day.lower() in WEEKDAY_NAMES:
             return f"{day.capitalize()} ({date})."
-        return None
+        return f"Around {date}." if found[0].group(1) else f"{date}."
     core = re.sub(r"^(?:on|at|in)\s+", "", reply.strip().rstrip(".!").strip(), flags=re.I)
     if not core or len(core.split()) > 4 or re.search(r"\d|\(", core):
         return None

@@ -138,3 +138,18 @@ def test_a_day_gone_by_asked_of_as_if_to_come_says_how_long_ago() -> None:
     assert from_now("27 November 2026.", "when did I go to the dentist?", now) is None, "asked in the past"
     assert from_now("6 December 2026.", asked, now) is None, "to come"
     assert from_now("Friday (27 November 2026) at 3pm.", asked, now) is None, "more than a day"
+
+
+def test_a_span_read_as_before_its_date_is_that_date() -> None:
+    """A new user's try: "when do I start at Spotify?" after "I got an offer from Spotify and I start in two weeks"
+    got "Two weeks before 12 December 2026.", the reader reading "in two weeks (around 12 December 2026)" as it
+    read "next Friday (30 October 2026)" (P8)."""
+    from dataclasses import replace
+    from datetime import UTC, datetime
+
+    from bot.grounding import dated_answer
+
+    said = memory("sam: I got an offer from Spotify and I start in two weeks", 1, "u-sam")
+    said = replace(said, created_at=datetime(2026, 11, 28, tzinfo=UTC))
+    assert dated_answer("Two weeks before 12 December 2026.", [said]) == "Around 12 December 2026."
+    assert dated_answer("Two weeks before 19 December 2026.", [said]) is None, "no memory says that day"
