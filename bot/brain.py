@@ -229,6 +229,7 @@ class Reply:
         self._quoted: MemoryItem | None = None  # the memory the reply quotes, when the model gave no answer
         self._drawn = tuple(drawn)  # what a reply the bot wrote without the model was made from (its sources)
         self._deniers: set[int] = set()  # messages that say the reply's answer is over (``_answer_denied``)
+        self._grounded_text: str | None = None  # the reply as grounded, before "8 days ago" was added to it
         self._when_lines: dict[str, str] = {}  # of a when-question, memories' lines that can say when (_about_when)
 
     @property
@@ -412,8 +413,10 @@ class Reply:
             self._final = absolute_day(self._shown) or self._final  # "Next Friday (D)." read weeks later
             # "Pepper." to "what are my cats called", from "two cats, Pepper and Salt": the memory's whole list
             self._final = whole_list(self._shown, self.message.content, self.evidence()) or self._final
-            # a day gone by, asked of as if to come: how long ago it was ("Friday (27 November 2026), 8 days ago.")
-            self._final = from_now(self._shown, self.message.content, self.message.created_at) or self._final
+            # a day gone by, asked of as if to come: how long ago it was ("Friday (27 November 2026), 8 days ago."),
+            # grounded as the day it is (P11: the "8 days ago" a memory does not hold left it without its source)
+            if (later := from_now(self._shown, self.message.content, self.message.created_at)) is not None:
+                self._grounded_text, self._final = self._final, later
 
     async def _about_when(self) -> dict[str, str]:
         """For a question asking when something happens, the memories in the prompt with lines that cannot say
@@ -650,7 +653,7 @@ class Reply:
             drawn = self._drawn[:MAX_SOURCES]
             return Grounding(drawn, frozenset(w for item in drawn for w in held_words(item.text, None)))
         found = ground(
-            self.text,
+            self._grounded_text or self.text,
             self.message.content,
             self.evidence(),
             ignore=self._ignored(),

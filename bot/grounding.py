@@ -929,6 +929,12 @@ _RELATIVE_DAY = re.compile(
     r"|yesterday|today|tonight|tomorrow)\s*\((?P<date>\d{1,2} [A-Za-z]+ \d{4})\)",
     re.I,
 )
+# "Two weeks (around 18 November 2026).", "In 3 days (9 April 2024).": a span counted from when it was said
+_RELATIVE_SPAN = re.compile(
+    r"(?:in\s+)?(?:\w+\s+)?(?:days?|weeks?|months?)(?:\s+from\s+now)?\s*\((?P<around>around\s+)?"
+    r"(?P<date>\d{1,2} [A-Za-z]+ \d{4})\)",
+    re.I,
+)
 
 
 def absolute_day(reply: str) -> str | None:
@@ -937,7 +943,11 @@ def absolute_day(reply: str) -> str | None:
     day it was said, which reads as counting from today (P9: asked on 5 December, "Next Friday (27 November
     2026)."): "Friday (27 November 2026)."; "Yesterday (19 November 2026)." is "19 November 2026.". None for any
     other reply."""
-    m = _RELATIVE_DAY.fullmatch(reply.strip().rstrip(".!").strip())
+    core = reply.strip().rstrip(".!").strip()
+    span = _RELATIVE_SPAN.fullmatch(core)
+    if span is not None:  # P11: "Two weeks (around 18 November 2026)." asked two days after that day
+        return f"Around {span.group('date')}." if span.group("around") else f"{span.group('date')}."
+    m = _RELATIVE_DAY.fullmatch(core)
     if m is None:
         return None
     day, date = m.group("day").lower(), m.group("date")
@@ -945,7 +955,8 @@ def absolute_day(reply: str) -> str | None:
 
 
 _DAY_ONLY = re.compile(
-    r"(?:(?:mon|tues|wednes|thurs|fri|satur|sun)day\s*)?\(?(?P<day>\d{1,2}) (?P<month>[A-Za-z]+) (?P<year>\d{4})\)?",
+    r"(?:around\s+)?(?:(?:mon|tues|wednes|thurs|fri|satur|sun)day\s*)?\(?(?P<day>\d{1,2}) (?P<month>[A-Za-z]+)"
+    r" (?P<year>\d{4})\)?",
     re.I,
 )
 _MONTH_NUMBERS = {
@@ -1003,7 +1014,17 @@ def from_now(reply: str, question: str, now: datetime) -> str | None:
         if far < 730
         else f"{round(far / 365.25)} years"
     )
-    return f"{reply.strip().rstrip('.!').strip()}, {span if far == 1 else span + ' ago'}."
+    shown = f"{reply.strip().rstrip('.!').strip()}, {span if far == 1 else span + ' ago'}."
+    # a yes/no question ("is it still coming up?") is answered no, and when it was
+    if not asks_whether_at_all(question):
+        return shown
+    return f"No, it was {'a' + shown[1:] if shown.startswith('Around') else 'on ' + shown}"
+
+
+def asks_whether_at_all(question: str) -> bool:
+    """Whether ``question`` opens with an auxiliary or modal verb, as a yes/no question does."""
+    words = _WORD.findall(question.strip().lower().replace("’", "'"))
+    return bool(words) and words[0] in _AUXILIARIES
 
 
 def topic_of(question: str, skip: Iterable[str] = ()) -> set[str]:

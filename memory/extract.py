@@ -241,7 +241,7 @@ class TripleExtractor:
             if _is_question(sent):
                 _remember_nouns(sent, antecedents)
                 continue
-            polarity = _polarity(sent.text)
+            polarity = _polarity(_attitude_words(sent))
             confidence = 0.8
             if _HEDGES.search(sent.text):
                 confidence = 0.5
@@ -250,7 +250,10 @@ class TripleExtractor:
             for verb in _verbs(sent):
                 if _conditional(verb):
                     continue  # "if you need me for game night" says nothing that is so (P10: "bot need user")
-                triples += _triples_of(verb, antecedents, owners, polarity, confidence)
+                found = _triples_of(verb, antecedents, owners, polarity, confidence)
+                if _says_no(verb):  # "I said no to Google": turned it down (P11: "dev works at Google" stayed)
+                    found = [replace(t, relation="turn_down") if t.relation == "say_to" else t for t in found]
+                triples += found
             triples += _named(sent, owners, polarity, confidence)
             triples += _possessions(sent, owners, polarity, confidence)
             triples += _cancelled_trips(sent, polarity, confidence)
@@ -307,6 +310,13 @@ def _wordy(name: str) -> bool:
     return any(c.isalnum() for c in name)
 
 
+def _attitude_words(sent: Any) -> str:
+    """The sentence as TextBlob should weigh it: its nouns put as "thing". TextBlob's lexicon is one of
+    adjectives, and a noun spelled like one counted ("board game nights": "game", lame, -0.4, made "I run the board
+    game nights" a dislike, P10); "sick", "love", "hate", "not", "very" keep their weight."""
+    return " ".join("thing" if t.pos_ in ("NOUN", "PROPN") else t.text for t in sent)
+
+
 def _polarity(text: str) -> float:
     try:
         from textblob import TextBlob
@@ -324,6 +334,14 @@ def _is_question(sent: Any) -> bool:
         return True
     # "do you like ...", "is it ..." without a question mark
     return first.pos_ == "AUX" and first.dep_ in ("aux", "ROOT") and len(sent) > 2 and sent[1].dep_ == "nsubj"
+
+
+def _says_no(verb: Any) -> bool:
+    """Whether ``verb`` is "say no (to ...)": "no" on the verb or on its "to"."""
+    if verb.lemma_.lower() != "say":
+        return False
+    near = [*verb.children, *(g for c in verb.children if c.dep_ == "prep" and c.lower_ == "to" for g in c.children)]
+    return any(t.lower_ == "no" for t in near)
 
 
 def _conditional(verb: Any) -> bool:

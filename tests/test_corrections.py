@@ -259,6 +259,22 @@ async def test_a_job_turned_down_since_is_what_answers_when_it_starts(app: App, 
     assert reply.text != "No.", reply.text
 
 
+async def test_saying_no_to_a_job_is_turning_it_down(app: App, llm: ScriptedLLM) -> None:
+    """P11: after "Changed my mind: I said no to Google, I'm staying at my startup.", "where does dev work?" got
+    "Google." with both messages as sources."""
+    from tests.grounding_support import ask_as
+
+    await _told(app, llm, "I accepted a job at Google, starting on the first of December.")
+    [no] = await _told(app, llm, "Changed my mind: I said no to Google, I'm staying at my startup.")
+    lost = await app.db.pool.fetchval(
+        """SELECT e.contradicted_at IS NOT NULL FROM kg_edges e JOIN kg_nodes t ON t.id = e.target_id
+           WHERE e.relation = 'work_at' AND t.name = 'google'"""
+    )
+    assert lost
+    reply = await ask_as(app, llm, "zed", "where does alex work?", "Google.")
+    assert "said no to Google" in reply.text and {s.id for s in reply.grounding().sources} == {no}, reply.text
+
+
 async def test_a_cancelled_trip_is_no_longer_where_one_is_going(app: App, llm: ScriptedLLM) -> None:
     """P7: after "Rome trip is cancelled, going to Paris instead on the 14th", "where is chloe going on the 14th?"
     was still answered "Rome.": the cancelled trip is a place the speaker is not going to, and Paris one they are."""

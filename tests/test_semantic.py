@@ -516,6 +516,8 @@ async def test_a_fact_moved_by_a_merge_gets_the_vector_of_its_new_sentence(app: 
 async def test_entity_expansion_searches_the_names_the_graph_links_to_the_question(app: App) -> None:
     """Off by default (it cost recall on the dev split), but when on: asked about "my sister", the
     turn that names her (and no word of the question) is found through the graph."""
+    from bot.grounding import asks_of_memory
+
     await say(app, "My sister Lena lives in Lisbon")
     await stored(app, "The weather was awful all week", at=T0 + timedelta(hours=1))
     await stored(app, "Anyway, back to work", at=T0 + timedelta(hours=2))
@@ -524,7 +526,8 @@ async def test_entity_expansion_searches_the_names_the_graph_links_to_the_questi
     assert layer.graph is not None and not layer.config.expansion
     question = "how is my sister doing?"
     vector = await app.embedder.embed(question)
-    query = recall_query("g1", question, vector, app.brain.archetypes.classify(vector, "g1"), T0, author_id="u-ana")
+    plan = app.brain.archetypes.classify(vector, "g1", asks=asks_of_memory(question))  # as the bot plans it
+    query = recall_query("g1", question, vector, plan, T0, author_id="u-ana")
     found = [h.message.id for h in await layer._expanded(query, 10, [])]
     assert named.id in found and len(found) == 2  # and the message that said so; nothing else
 

@@ -132,12 +132,38 @@ def test_a_day_gone_by_asked_of_as_if_to_come_says_how_long_ago() -> None:
 
     now = datetime(2026, 12, 5, 10, tzinfo=UTC)
     asked = "is my dentist appointment still coming up?"
-    assert from_now("Friday (27 November 2026).", asked, now) == "Friday (27 November 2026), 8 days ago."
+    assert from_now("Friday (27 November 2026).", "when is my dentist appointment?", now) == (
+        "Friday (27 November 2026), 8 days ago."
+    )
     assert from_now("4 December 2026.", "when is the party?", now) == "4 December 2026, yesterday."
     assert from_now("1 March 2026.", "when is my exam?", now) == "1 March 2026, 9 months ago."
     assert from_now("27 November 2026.", "when did I go to the dentist?", now) is None, "asked in the past"
     assert from_now("6 December 2026.", asked, now) is None, "to come"
     assert from_now("Friday (27 November 2026) at 3pm.", asked, now) is None, "more than a day"
+    # P11: a yes/no question is answered no, and "Two weeks (around D)." is that day
+    assert from_now("Friday (27 November 2026).", asked, now) == "No, it was on Friday (27 November 2026), 8 days ago."
+    assert from_now("Around 18 November 2026.", "when is the wedding?", now) == "Around 18 November 2026, 2 weeks ago."
+    from bot.grounding import absolute_day
+
+    assert absolute_day("Two weeks (around 18 November 2026).") == "Around 18 November 2026."
+
+
+async def test_a_day_gone_by_keeps_its_source(app: App, llm: ScriptedLLM) -> None:
+    """P11: "Friday (27 November 2026), 8 days ago." was shown without a source: "8" is in no memory."""
+    from datetime import UTC, datetime
+
+    await tell(app, llm, ("ana", "My dentist appointment is next Friday at 3 pm."))
+    said = datetime(2026, 11, 20, 10, tzinfo=UTC)
+    await app.db.pool.execute("UPDATE messages SET created_at = $1", said)
+    await app.db.pool.execute("UPDATE episodes SET created_at = $1", said)
+    llm.reply = "Next Friday."
+    asked = datetime(2026, 12, 5, tzinfo=UTC)
+    reply = await app.brain.ask(
+        "is my dentist appointment still coming up?", "g1", author_id="u-ana", author_name="ana", now=asked
+    )
+    await reply.complete()
+    assert reply.text == "No, it was on Friday (27 November 2026), 8 days ago.", reply.text
+    assert reply.grounding().sources, "the message it came from"
 
 
 def test_a_span_read_as_before_its_date_is_that_date() -> None:
