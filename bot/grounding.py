@@ -362,7 +362,7 @@ def ground(
         if (
             len(shared) >= need
             and numbers <= digits_in(item.text, when)
-            and (not about or about & held)
+            and (not about or about & _answering_lines(item, wanted, when))
             and (not by_date or not elsewhere or beyond & held)
         ):
             scored.append((-len(shared), -len(asked & held), rank, item, shared))
@@ -376,6 +376,18 @@ def ground(
     scored.sort(key=lambda t: t[:3])
     chosen = scored[:MAX_SOURCES]
     return Grounding(tuple(t[3] for t in chosen), frozenset(w for t in chosen for w in t[4]))
+
+
+def _answering_lines(item: MemoryItem, wanted: set[str], when: datetime | None) -> set[str]:
+    """The words of the lines of ``item`` that hold an answer word, with their speakers, and of the line before
+    each (the turn a reply answers: "Did you hear about Julia?" / "Yeah, she moved to Paris."): of an episode shown
+    with the turns beside it, the person asked about must be in the exchange that answers, not only after it (P11:
+    "what's jonas's favourite food?" got "Ramen.", aisha's, from an episode where jonas's "ugh, so tired today"
+    came next)."""
+    lines = item.text.split("\n")
+    held = [held_words(line, when) for line in lines]
+    answering = [k for k, words in enumerate(held) if wanted & words]
+    return set().union(*(held[j] for k in answering for j in (k - 1, k) if j >= 0)) if answering else set()
 
 
 @dataclass(frozen=True)

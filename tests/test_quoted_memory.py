@@ -268,3 +268,14 @@ async def test_a_decline_that_goes_on_is_the_plain_line(app: App, llm: ScriptedL
     assert reply.text == NOT_TOLD, reply.text
     short = await ask_as(app, llm, "quinn", "where is Tara moving?", "I don't know, nobody has told me that.")
     assert short.text == "I don't know, nobody has told me that."
+
+
+def test_the_person_asked_about_is_in_the_exchange_that_answers() -> None:
+    """P11: "what's jonas's favourite food?" got "Ramen.", sourced to aisha's "My favourite food is ramen", shown
+    in an episode with jonas's next turn. A reply to a turn about someone still answers for them."""
+    from bot.grounding import ground, stem
+
+    ramen = memory("aisha: My favourite food is ramen, we should go.\njonas: ugh, so tired today, anyone else?", 1, "u")
+    assert not ground("Ramen.", "what's jonas's favourite food?", [ramen], named={stem("jonas")}).items
+    paris = memory("tom: Did you hear about Julia?\nana: Yeah, she moved to Paris.", 2, "u-ana")
+    assert ground("Paris.", "where did Julia move?", [paris], named={stem("julia")}).items == (paris,)
