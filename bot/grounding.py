@@ -23,8 +23,10 @@ from datetime import UTC, datetime
 
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
+from memory.extract import CANCEL
 from memory.layers.base import MemoryItem
-from memory.timeparse import dated, resolved
+from memory.semantic import LEFT, QUIT
+from memory.timeparse import MONTHS, WEEKDAYS, dated, resolved
 from memory.sources import SourceRef
 
 MAX_SOURCES = 3
@@ -452,7 +454,7 @@ def asks_of_memory(text: str) -> bool:
     if _HOW_IS_IT.search(text.replace("’", "'")):
         return False
     asked = said - _WH - _AUXILIARIES - _SECOND_PERSON
-    return bool(said & _SECOND_PERSON) is False and bool(content_words(" ".join(asked)))
+    return not said & _SECOND_PERSON and bool(content_words(" ".join(asked)))
 
 
 def asked_part(message: str) -> str:
@@ -860,7 +862,6 @@ def owned_thing(question: str) -> str:
 
 
 _DAY_WORDS = frozenset({"yesterday", "today", "tonight", "tomorrow"})
-WEEKDAY_NAMES = frozenset({"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"})
 _WEEKDAY_BEFORE = re.compile(
     r"(?:the\s+)?(?P<what>monday|tuesday|wednesday|thursday|friday|saturday|sunday|(?:\w+\s+)?(?:days?|weeks?|months?))"
     r"\s+(?:before|after)\s+(?P<date>\d{1,2} [A-Za-z]+ \d{4})",
@@ -873,7 +874,9 @@ _GET = frozenset({"get", "gets", "got", "gotten", "getting"})
 # a yes/no question with one asks about the leaving itself ("did felix turn down Spotify?"), which a memory of it
 # confirms rather than denies.
 LEAVING = frozenset(
-    stem(w) for w in ("leave", "left", "quit", "resign", "move", "relocate", "turn", "cancel", "scrap", "drop", "call")
+    stem(w)
+    for w in {part for r in LEFT | QUIT for part in r.split("_")} | CANCEL | {"left", "call"}
+    if w not in ("from", "out", "of", "down")
 )
 # "what happened to Nugget?" asks about Nugget: what happened is the answer, in any words ("Nugget escaped from his
 # cage", P10: refused with that memory in the prompt)
@@ -895,7 +898,7 @@ def dated_answer(reply: str, items: Iterable[MemoryItem]) -> str | None:
         found = [m for item in items if (m := said.search(dated(item.text, item.created_at))) is not None]
         if not found:
             return None
-        if day.lower() in WEEKDAY_NAMES:
+        if day.lower() in WEEKDAYS:
             return f"{day.capitalize()} ({date})."
         return f"Around {date}." if found[0].group(1) else f"{date}."
     core = re.sub(r"^(?:on|at|in)\s+", "", reply.strip().rstrip(".!").strip(), flags=re.I)
@@ -924,10 +927,12 @@ def whole_list(reply: str, question: str, items: Iterable[MemoryItem]) -> str | 
     core = reply.strip().rstrip(".!").strip()
     if not _PLURAL_ASKED.search(question) or not core[:1].isupper() or len(core.split()) > 3:
         return None
+    # only the lines that name it are scanned: the list pattern is slow on long capitalised text
+    lines = [line for item in items for line in item.text.split("\n") if core in line]
     found = {
         m.group(0)
-        for item in items
-        for m in _LIST.finditer(item.text)
+        for line in lines
+        for m in _LIST.finditer(line)
         if core in (parts := [part.strip() for part in re.split(r",|\band\b|&", m.group(0))]) and "I" not in parts
     }
     if len(found) != 1:
@@ -971,26 +976,6 @@ _DAY_ONLY = re.compile(
     r" (?P<year>\d{4})\)?",
     re.I,
 )
-_MONTH_NUMBERS = {
-    m: i
-    for i, m in enumerate(
-        (
-            "january",
-            "february",
-            "march",
-            "april",
-            "may",
-            "june",
-            "july",
-            "august",
-            "september",
-            "october",
-            "november",
-            "december",
-        ),
-        start=1,
-    )
-}
 
 
 _ASKED_IN_PAST = re.compile(r"\b(?:did|was|were|had|ago|last)\b|\b[a-z]{2,}ed\b", re.I)
@@ -1004,7 +989,7 @@ def from_now(reply: str, question: str, now: datetime) -> str | None:
     if _ASKED_IN_PAST.search(question.replace("’", "'")):
         return None
     m = _DAY_ONLY.fullmatch(reply.strip().rstrip(".!").strip())
-    month = _MONTH_NUMBERS.get(m.group("month").lower()) if m is not None else None
+    month = MONTHS.get(m.group("month").lower()) if m is not None else None
     if m is None or month is None:
         return None
     try:

@@ -594,7 +594,7 @@ def _no_more(token: Any) -> bool:
 
 
 _TRIPS = frozenset({"trip", "holiday", "visit", "flight", "journey", "vacation", "tour", "getaway"})
-_CANCEL = frozenset({"cancel", "scrap", "drop", "postpone"})
+CANCEL = frozenset({"cancel", "scrap", "drop", "postpone"})
 
 
 def _cancelled_trips(sent: Any, polarity: float, confidence: float) -> list[Triple]:
@@ -611,7 +611,7 @@ def _cancelled_trips(sent: Any, polarity: float, confidence: float) -> list[Trip
         )
         if not off and (
             verb.pos_ != "VERB"
-            or not (verb.lemma_.lower() in _CANCEL or (verb.lemma_.lower() == "call" and "off" in particle))
+            or not (verb.lemma_.lower() in CANCEL or (verb.lemma_.lower() == "call" and "off" in particle))
         ):
             continue
         for trip in verb.children:
