@@ -179,13 +179,27 @@ def _may_is_a_month(text: str, m: re.Match[str]) -> bool:
 
 
 _NUM = r"(\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|couple of|few)"
+# A weekday something is moved to ("the picnic moved to Sunday", "can we push it to Friday?") is one to come,
+# whatever the tense of the moving: the "to" is read as "on" is, after one of these (a lookbehind for each form).
+_MOVE_VERBS = ("move", "push", "postpone", "reschedule", "shift", "bump", "delay", "switch", "change")
+_MOVED_OBJECTS = ("", " it", " that", " this", " them", " back", " it back", " forward", " it forward")
+_MOVED_TO = (
+    "to(?:"
+    + "|".join(
+        f"(?<={form}{thing} to)"
+        for verb in _MOVE_VERBS
+        for form in {verb, verb + "d" if verb.endswith("e") else verb + "ed", verb.removesuffix("e") + "ing"}
+        for thing in _MOVED_OBJECTS
+    )
+    + ")"
+)
 _DATED = re.compile(
     r"\b(?:(?P<dby>the day before yesterday)|(?P<dat>the day after tomorrow)|(?P<yday>yesterday|last night)"
     r"|(?P<tmrw>tomorrow)"
     r"|(?P<n>" + _NUM[1:-1] + r")\s+(?P<unit>day|week|month|year)s?\s+(?P<dir>ago|from now|later)"
     r"|(?P<in>in)\s+(?P<inn>" + _NUM[1:-1] + r")\s+(?P<inunit>day|week|month|year)s?(?!\s+(?:ago|from now|later))"
     r"|(?P<rel>last|next)\s+(?P<what>week|weekend|month|year|" + "|".join(WEEKDAYS) + r")"
-    r"|(?P<on>on|this)\s+(?P<wd>" + "|".join(WEEKDAYS) + r"))\b",
+    r"|(?P<on>on|this|" + _MOVED_TO + r")\s+(?P<wd>" + "|".join(WEEKDAYS) + r"))\b",
     re.I,
 )
 
@@ -200,6 +214,8 @@ _PAST = re.compile(
     re.I,
 )
 _HABIT = re.compile(r"\b(?:always|usually|normally|often|sometimes|never|every|each|most)\b", re.I)
+# A past participle after a present "be" is no past ("dinner on Friday is cancelled": a Friday to come)
+_PRESENT_PASSIVE = re.compile(r"\b(?:is|are|am|be|being)\s+(?:\w+ly\s+)?[a-z]{2,}ed\b|'(?:s|re)\s+[a-z]{2,}ed\b", re.I)
 _PRESENT = re.compile(r"\b(?:is|are|am|will|shall|going|gonna|starts?|begins?)\b|'(?:s|re|m|ll)\b", re.I)
 _SUBCLAUSE = re.compile(r"[,:;\u2013\u2014]")  # a comma, a colon, a dash: where a clause with its own verb starts
 _CLAUSE = re.compile(r"[.!?;\n]")
@@ -351,7 +367,8 @@ def _bare_weekday(text: str, m: re.Match[str], said: datetime) -> str | None:
     weekday = WEEKDAYS[m.group("wd").lower()]
     # The verb of the day's own clause first: "signed the contract, first day is on Monday" is a Monday to come
     clause = text[max((c.end() for c in _SUBCLAUSE.finditer(text, start, m.start())), default=start) : end]
+    clause, sentence = _PRESENT_PASSIVE.sub(" is ", clause), _PRESENT_PASSIVE.sub(" is ", sentence)
     past = bool(_PAST.search(clause)) or (not _PRESENT.search(clause) and bool(_PAST.search(sentence)))
-    if past:
+    if past and m.group("on").lower() != "to":  # moved to a day: one to come
         return _day(day - timedelta(days=(day.weekday() - weekday) % 7 or 7))
     return _day(day + timedelta(days=(weekday - day.weekday()) % 7 or 7))

@@ -143,3 +143,27 @@ def test_a_weekday_stays_a_word_of_its_memory_when_resolved() -> None:
     # P9: "Next Friday." drew on no memory beside "my dentist appointment is next Friday at 3pm"
     assert resolved("my appointment is next Friday at 3pm", SAID) == "my appointment is Friday 12 April 2024 at 3pm"
     assert resolved("see you next Friday", None) == "see you Friday"
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        # P11: "Update: the picnic moved to Sunday" left the day undated, and "when is the picnic?" got "Sunday."
+        ("the picnic moved to Sunday because of rain", "the picnic moved to Sunday (7 April 2024) because of rain"),
+        ("can we push it back to Tuesday?", "can we push it back to Tuesday (9 April 2024)?"),
+        ("we are rescheduling to Friday", "we are rescheduling to Friday (12 April 2024)"),
+        # a present passive is no past: "is cancelled" names the Friday to come, "was cancelled" the one gone by
+        (
+            "Dinner on Friday is cancelled, let's do Saturday instead.",
+            "Dinner on Friday (12 April 2024) is cancelled, let's do Saturday instead.",
+        ),
+        ("The match was cancelled on Friday", "The match was cancelled on Friday (5 April 2024)"),
+        # "to" before a weekday names no day when nothing was moved
+        ("I went to Sunday school", "I went to Sunday school"),
+        ("we're off to Sunday lunch at Gran's", "we're off to Sunday lunch at Gran's"),
+    ],
+)
+def test_a_weekday_something_is_moved_to_is_one_to_come(text: str, shown: str) -> None:
+    """What is moved to a weekday happens on the next one, whatever the tense of the moving; "is cancelled" is a
+    present, not a past, and leaves its weekday the next one."""
+    assert dated(text, SAID) == shown
