@@ -71,6 +71,7 @@ from bot.grounding import (
     stem,
     topic_of,
     whole_list,
+    which_one,
 )
 from bot.llm import Generation, LanguageModel
 from bot.prompt import Prompt, PromptBuilder
@@ -413,6 +414,9 @@ class Reply:
             self._final = absolute_day(self._shown) or self._final  # "Next Friday (D)." read weeks later
             # "Pepper." to "what are my cats called", from "two cats, Pepper and Salt": the memory's whole list
             self._final = whole_list(self._shown, self.message.content, self.evidence()) or self._final
+            # "Luna." from that list to "which of jonas's cats got sick?", beside "Pixel got sick": that one
+            skip = {stem(w.lower()) for n in self._ignored() for w in n.split()}
+            self._final = which_one(self._shown, self.message.content, self.evidence(), skip=skip) or self._final
             # a day gone by, asked of as if to come: how long ago it was ("Friday (27 November 2026), 8 days ago."),
             # grounded as the day it is (P11: the "8 days ago" a memory does not hold left it without its source)
             if (later := from_now(self._shown, self.message.content, self.message.created_at)) is not None:

@@ -941,6 +941,39 @@ def whole_list(reply: str, question: str, items: Iterable[MemoryItem]) -> str | 
     return f"{listed}."
 
 
+def which_one(reply: str, question: str, items: Iterable[MemoryItem], *, skip: Iterable[str] = ()) -> str | None:
+    """A reply that names one member of a list a memory holds ("Luna." from "I have three cats: Luna, Pixel and
+    Mochi") to a "which" question whose other words ("which of jonas's cats got sick?": sick) that list does not
+    hold and a memory says of another member ("Pixel got sick, the vet says he'll be fine"): that member, "Pixel."
+    (P11: the list's first name came back 4 times of 4). None when no other member, or more than one, has them."""
+    core = reply.strip().rstrip(".!").strip()
+    if not _WHICH.match(question) or not core[:1].isupper() or len(core.split()) > 3:
+        return None
+    lines = [line for item in items for line in item.text.split("\n")]
+    listing = [line for line in lines if core in line]
+    members = {
+        part
+        for line in listing
+        for m in _LIST.finditer(line)
+        if core in (parts := [part.strip() for part in re.split(r",|\band\b|&", m.group(0))])
+        for part in parts
+    } - {core, "I"}
+    asked = topic_of(question, skip) - set().union(*(held_words(line, None) for line in listing))
+    if not members or not asked:
+        return None
+    found = {
+        member
+        for line in lines
+        if core not in line and asked & held_words(line, None)
+        for member in members
+        if re.search(rf"\b{re.escape(member)}\b", line)
+    }
+    return f"{found.pop()}." if len(found) == 1 else None
+
+
+_WHICH = re.compile(r"\s*which\b", re.I)
+
+
 _RELATIVE_DAY = re.compile(
     r"(?:on\s+)?(?:(?:next|last|this|coming)\s+)?(?P<day>monday|tuesday|wednesday|thursday|friday|saturday|sunday"
     r"|yesterday|today|tonight|tomorrow)\s*\((?P<date>\d{1,2} [A-Za-z]+ \d{4})\)",

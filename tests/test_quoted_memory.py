@@ -237,6 +237,27 @@ async def test_a_list_cut_at_its_first_name_is_shown_whole(app: App, llm: Script
     assert "44" in boots.text, boots.text
 
 
+async def test_which_member_of_a_list_is_the_one_a_memory_says_it_of(app: App, llm: ScriptedLLM) -> None:
+    """P11: "which of jonas's cats got sick?" got "Luna.", the first of "three cats: Luna, Pixel and Mochi", while
+    "Pixel got sick, the vet says he'll be fine." was the first memory in the prompt."""
+    from bot.grounding import which_one
+
+    cats = memory("jonas: By the way, I have three cats: Luna, Pixel and Mochi.", 2, "u-jonas")
+    sick = memory("jonas: Pixel got sick, the vet says he'll be fine.", 3, "u-jonas")
+    assert which_one("Luna.", "which of jonas's cats got sick?", [sick, cats]) == "Pixel."
+    assert which_one("Pixel.", "which of jonas's cats got sick?", [sick, cats]) is None, "already that one"
+    assert which_one("Luna.", "what are jonas's cats called?", [sick, cats]) is None, "no 'which': no one picked"
+    assert which_one("Luna.", "which cat is the oldest?", [sick, cats]) is None, "no memory says it of any"
+    both = memory("jonas: Mochi and Pixel both got sick.", 4, "u-jonas")
+    assert which_one("Luna.", "which cat got sick?", [sick, cats, both]) is None, "two said it: none picked"
+    await tell(
+        app, llm, ("jonas", "I have three cats: Luna, Pixel and Mochi."), ("jonas", "Pixel got sick, poor thing.")
+    )
+    reply = await ask_as(app, llm, "dev", "which of jonas's cats got sick?", "Luna.")
+    assert reply.text == "Pixel.", reply.text
+    assert any("Pixel got sick" in i.text for i in reply.grounding().items)
+
+
 async def test_a_kind_of_name_is_answered_only_by_a_memory_that_says_it(app: App, llm: ScriptedLLM) -> None:
     """P10: "what's Sam's middle name?" got "Nugget." (his hamster), with his hamster messages as sources."""
     from bot.grounding import kin_asked, stem
