@@ -39,6 +39,7 @@ from bot.grounding import (
     SourceLine,
     answer_words,
     asks_who_did,
+    changed_since,
     asked_phrase,
     asks_when,
     absolute_day,
@@ -332,6 +333,11 @@ class Reply:
         skip = {stem(w.lower()) for n in self._ignored() for w in n.split()}
         return quote_holding(self.message.content, items, asker=self.message.author_name, skip=skip)
 
+    def _changed_since(self, old: tuple[str, MemoryItem]) -> tuple[str, MemoryItem] | None:
+        """What a memory newer than the quoted ``old`` says has changed of it (``bot.grounding.changed_since``)."""
+        skip = {stem(w.lower()) for n in self._ignored() for w in n.split()}
+        return changed_since(self.message.content, old, self.evidence(), asker=self.message.author_name, skip=skip)
+
     def _said_so(self, items: Sequence[MemoryItem]) -> tuple[str, MemoryItem] | None:
         """The sentence among ``items`` that holds the reply's answer, quoted with its speaker (``quote_answer``)."""
         return quote_answer(
@@ -403,6 +409,12 @@ class Reply:
                 over = await self._over_since(found[1].created_at)
                 if over and (denial := self._denial(over)) is not None:
                     self._final, self._quoted = denial
+                elif (moved := self._changed_since(found)) is not None:
+                    self._final, self._quoted = moved  # "the picnic moved to Sunday" beside "... on Saturday"
+            elif declines(self._shown) and (over := await self._over_since(None, any_time=True)):
+                # Nothing holds the question, but a memory says what it asks about is over ("when does dev start at
+                # Google?" beside "Changed my mind: I said no to Google", P11): that is the answer
+                self._final, self._quoted = self._denial(over) or (self._final, self._quoted)
         if self._quoted is None and not self.replaced:
             # "Monday." copied from a memory's "on Monday": the day that memory means, dated
             self._final = dated_answer(self._shown, self.evidence()) or self._final
@@ -557,13 +569,18 @@ class Reply:
                     self._deniers.add(message_id)
         return wanted <= found
 
-    async def _over_since(self, since: datetime | None) -> list[MemoryItem]:
-        """The memories in the prompt newer than ``since`` whose speakers say a thing the question asks about is
-        over (the layers' ``denied``), noted in ``_deniers``: P10's "when do I start at Spotify?" got "Two weeks."
-        from the offer, and a decline quoted it, beside the newer "Actually I turned down Spotify"."""
-        if since is None or self.guard.claim is not None:
+    async def _over_since(self, since: datetime | None, *, any_time: bool = False) -> list[MemoryItem]:
+        """The memories in the prompt newer than ``since`` (or, ``any_time``, all of them, whatever the question)
+        whose speakers say a thing the question asks about is over (the layers' ``denied``), noted in
+        ``_deniers``: P10's "when do I start at Spotify?" got "Two weeks." from the offer, and a decline quoted it,
+        beside the newer "Actually I turned down Spotify"."""
+        if not any_time and (since is None or self.guard.claim is not None):
             return []
-        newer = [i for i in self.evidence() if i.created_at is not None and i.created_at > since and i.sources]
+        newer = [
+            i
+            for i in self.evidence()
+            if i.created_at is not None and (since is None or i.created_at > since) and i.sources
+        ]
         if not newer:
             return []
         topic = topic_of(self.message.content, {stem(w.lower()) for n in self._ignored() for w in n.split()})

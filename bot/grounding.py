@@ -1288,6 +1288,38 @@ def quote_holding(
     return None
 
 
+# Words that say a plan or a state has changed since it was said ("Update: the picnic moved to Sunday").
+_CHANGED = frozenset(
+    stem(w)
+    for w in (
+        "moved", "changed", "switched", "rescheduled", "postponed", "cancelled", "canceled", "instead", "update",
+        "updated", "longer", "anymore",
+    )
+)  # fmt: skip
+
+
+def changed_since(
+    question: str, old: tuple[str, MemoryItem], items: Sequence[MemoryItem], *, asker: str, skip: Iterable[str] = ()
+) -> tuple[str, MemoryItem] | None:
+    """A sentence said after the quoted ``old`` that says the thing both it and the question name has changed
+    (a word of ``_CHANGED`` beside a word of the question the old sentence holds too), the newest first, quoted as
+    ``quote`` does: the answer now. P11's "is the picnic still at Victoria Park?" was shown "We're doing a picnic at
+    Victoria Park on Saturday", which reads as yes, beside the newer "Update: the picnic moved to Sunday because of
+    rain, and it's at Hyde Park now." None when nothing newer says so."""
+    text, item = old
+    since = item.created_at
+    if since is None:
+        return None
+    shared = topic_of(question, skip) & held_words(text, since)
+    newer = [i for i in items if i.created_at is not None and i.created_at > since]
+    newer.sort(key=lambda i: i.created_at or since, reverse=True)
+    for later, speaker, sentence in said_sentences(newer):
+        words = held_words(sentence, later.created_at)
+        if words & _CHANGED and shared & words:
+            return quoted(later, speaker, sentence, asker)
+    return None
+
+
 _SPEAKS_AS = re.compile(r"\s*(?:i|i'm|i've|i'd|i'll|we|we're|we've|we'd|we'll)\b", re.I)
 
 

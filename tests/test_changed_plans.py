@@ -1,0 +1,51 @@
+"""A plan changed or a decision reversed since it was said: a reply that quotes the old words shows the newer ones
+(P11, a new user's friends: a picnic moved, a job offer refused)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime
+
+from bot.app import App
+from bot.grounding import changed_since
+from tests.fakes import ScriptedLLM
+from tests.grounding_support import ask_as, memory, tell
+
+PLAN = "mia: We're doing a picnic at Victoria Park on Saturday, bring snacks!"
+MOVED = "mia: Update: the picnic moved to Sunday because of rain, and it's at Hyde Park now."
+
+
+def test_a_newer_sentence_that_says_the_quoted_thing_changed_is_the_answer() -> None:
+    plan = replace(memory(PLAN, 1, "u-mia"), created_at=datetime(2026, 11, 2, tzinfo=UTC))
+    moved = replace(memory(MOVED, 2, "u-mia"), created_at=datetime(2026, 11, 4, tzinfo=UTC))
+    old = ('I remember mia saying: "We\'re doing a picnic at Victoria Park on Saturday, bring snacks!"', plan)
+    shown, item = changed_since("is the picnic still at Victoria Park?", old, [plan, moved], asker="aisha") or (
+        "",
+        None,
+    )
+    assert item is moved and shown.startswith('I remember mia saying: "Update: the picnic moved to Sunday'), shown
+    # an older change is no news, and a newer line about something else changes nothing
+    assert changed_since("is the picnic still at Victoria Park?", ("", moved), [plan, moved], asker="aisha") is None
+    other = replace(memory("mia: My dentist moved to Leeds.", 3, "u-mia"), created_at=datetime(2026, 11, 5, tzinfo=UTC))
+    assert changed_since("is the picnic still at Victoria Park?", old, [plan, other], asker="aisha") is None
+
+
+async def test_is_it_still_on_shows_the_move_not_the_plan(app: App, llm: ScriptedLLM) -> None:
+    """P11: "is the picnic still at Victoria Park?" was answered with the plan's own words, which read as yes."""
+    await tell(app, llm, ("mia", PLAN.removeprefix("mia: ")), ("mia", MOVED.removeprefix("mia: ")))
+    reply = await ask_as(app, llm, "aisha", "is the picnic still at Victoria Park?", "I don't know.")
+    assert "moved to Sunday" in reply.text and "Hyde Park" in reply.text, reply.text
+    assert [i.text for i in reply.grounding().items] and "moved" in reply.grounding().items[0].text
+
+
+async def test_a_decline_beside_a_refusal_shows_the_refusal(app: App, llm: ScriptedLLM) -> None:
+    """P11: with "I said no to Google" in memory, "did dev take the Google job?" and "when does dev start at
+    Google?" were declined: what the memory says of Google is the answer."""
+    await tell(app, llm, ("dev", "Changed my mind: I said no to Google, I'm staying at my startup."))
+    for question in ("did dev take the Google job?", "when does dev start at Google?"):
+        reply = await ask_as(app, llm, "aisha", question, "I don't remember.")
+        assert "I said no to Google" in reply.text, (question, reply.text)
+        assert reply.grounding().sources, question
+    # what it asks about beyond what was refused is still not known
+    reply = await ask_as(app, llm, "aisha", "what does dev's startup make?", "I don't remember.")
+    assert "Google" not in reply.text, reply.text
