@@ -428,7 +428,9 @@ class Reply:
             self._final = whole_list(self._shown, self.message.content, self.evidence()) or self._final
             # "Luna." from that list to "which of jonas's cats got sick?", beside "Pixel got sick": that one
             skip = {stem(w.lower()) for n in self._ignored() for w in n.split()}
-            self._final = which_one(self._shown, self.message.content, self.evidence(), skip=skip) or self._final
+            # (every memory in the prompt: "which cat was sick?" keeps only those that say "cat" as evidence)
+            everything = evidence_in(self.bundle, self.prompt)
+            self._final = which_one(self._shown, self.message.content, everything, skip=skip) or self._final
             # a day gone by, asked of as if to come: how long ago it was ("Friday (27 November 2026), 8 days ago."),
             # grounded as the day it is (P11: the "8 days ago" a memory does not hold left it without its source)
             if (later := from_now(self._shown, self.message.content, self.message.created_at)) is not None:
