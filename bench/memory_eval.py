@@ -829,6 +829,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
             "heldout7",
             "heldout8",
             "heldout9",
+            "heldout10",
             "all",
         ],
         default="heldout",
