@@ -1233,6 +1233,11 @@ def quoted(item: MemoryItem, speaker: str, sentence: str, asker: str) -> tuple[s
     return f'I remember {speaker} saying: "{words}"', item
 
 
+# Words that ask whether a thing is still ahead, not what it is ("is my sister's wedding coming up?"): what was said
+# of the thing holds its day, not these (P11: refused beside "My sister's wedding is in two weeks").
+_AHEAD = re.compile(r"\b(?:coming up|upcoming|any ?time soon|soon)\b", re.I)
+
+
 def quote(
     question: str, items: Sequence[MemoryItem], *, asker: str, ignore: Iterable[str] = (), named: Iterable[str] = ()
 ) -> tuple[str, MemoryItem] | None:
@@ -1246,7 +1251,7 @@ def quote(
     cats?" said nothing of a cat. None when no sentence holds them all: a near miss ("what colour is Julia's
     plane?") is still not an answer. A fact that holds them all stands for its speaker's sentence."""
     skip = {stem(w) for n in ignore for w in content_words(n)}
-    topic = topic_of(question, skip)
+    topic = topic_of(_AHEAD.sub(" ", question), skip)
     about = frozenset(named)
     if not topic:
         return None

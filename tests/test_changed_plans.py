@@ -49,3 +49,15 @@ async def test_a_decline_beside_a_refusal_shows_the_refusal(app: App, llm: Scrip
     # what it asks about beyond what was refused is still not known
     reply = await ask_as(app, llm, "aisha", "what does dev's startup make?", "I don't remember.")
     assert "Google" not in reply.text, reply.text
+
+
+async def test_is_it_coming_up_shows_what_was_said_of_it(app: App, llm: ScriptedLLM) -> None:
+    """P11: "is my sister's wedding coming up?" was refused beside "My sister's wedding is in two weeks": "coming
+    up" asks whether it is ahead, which the day said of it answers; no memory says "coming"."""
+    await tell(app, llm, ("aisha", "My sister's wedding is in two weeks, I'm so nervous."))
+    reply = await ask_as(app, llm, "aisha", "is my sister's wedding coming up?", "I don't remember.")
+    assert reply.text.startswith("You told me: \"My sister's wedding is in two weeks"), reply.text
+    assert reply.grounding().sources
+    # a thing nobody mentioned is still not known, however it is asked
+    reply = await ask_as(app, llm, "aisha", "is my brother's birthday coming up?", "I don't remember.")
+    assert "wedding" not in reply.text, reply.text
