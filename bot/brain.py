@@ -39,6 +39,7 @@ from bot.grounding import (
     SourceLine,
     answer_words,
     asks_who_did,
+    called_off,
     changed_since,
     asked_phrase,
     asks_when,
@@ -70,6 +71,7 @@ from bot.grounding import (
     says_yes,
     speaks_as_someone,
     stem,
+    stems,
     topic_of,
     whole_list,
     which_one,
@@ -556,6 +558,10 @@ class Reply:
             return False
         latest = max((i.created_at for i in drawn if i.created_at is not None), default=None)
         if await self._over_since(latest):
+            return True
+        off = [i for i in drawn if wanted <= called_off(i) - stems(self.message.content)]
+        if off:  # "Friday." from "Dinner on Friday is cancelled, let's do Saturday instead"
+            self._deniers |= {m for i in off for m in i.message_ids}
             return True
         ids = sorted({m for i in drawn for m in i.message_ids})
         said = await self._brain.conversations.many(self.message.scope, ids)

@@ -1303,6 +1303,27 @@ _CHANGED = frozenset(
 )  # fmt: skip
 
 
+# A clause that says its plan is off ("Dinner on Friday is cancelled"): memory.extract's CANCEL verbs as said.
+_CALLED_OFF = re.compile(
+    r"\b(?:cancel(?:s|l?ed|l?ing)?|call(?:ed|ing)? off|(?:is|are|was|were|'s) off|scrap(?:s|ped)?|postpone[sd]?)\b",
+    re.I,
+)
+_CLAUSE_BREAK = re.compile(r"[,;:.!?]|\b(?:but|so|and)\b", re.I)
+
+
+def called_off(item: MemoryItem) -> set[str]:
+    """The stems of the clauses of ``item`` that say their plan is off, each relative day read as the day it names
+    ("Dinner on Friday is cancelled, let's do Saturday instead", said on 21 November 2026: dinner, friday, 27,
+    november, 2026): an answer made only of them names what was called off (P11: "when is the dinner?" got
+    "Friday (27 November 2026)." from that message)."""
+    out: set[str] = set()
+    for line in item.text.split("\n"):
+        for clause in _CLAUSE_BREAK.split(resolved(said(line), item.created_at)):
+            if _CALLED_OFF.search(clause):
+                out |= stems(clause)
+    return out
+
+
 def changed_since(
     question: str, old: tuple[str, MemoryItem], items: Sequence[MemoryItem], *, asker: str, skip: Iterable[str] = ()
 ) -> tuple[str, MemoryItem] | None:

@@ -199,7 +199,8 @@ _DATED = re.compile(
     r"|(?P<n>" + _NUM[1:-1] + r")\s+(?P<unit>day|week|month|year)s?\s+(?P<dir>ago|from now|later)"
     r"|(?P<in>in)\s+(?P<inn>" + _NUM[1:-1] + r")\s+(?P<inunit>day|week|month|year)s?(?!\s+(?:ago|from now|later))"
     r"|(?P<rel>last|next)\s+(?P<what>week|weekend|month|year|" + "|".join(WEEKDAYS) + r")"
-    r"|(?P<on>on|this|" + _MOVED_TO + r")\s+(?P<wd>" + "|".join(WEEKDAYS) + r"))\b",
+    r"|(?P<on>on|this|" + _MOVED_TO + r")\s+(?P<wd>" + "|".join(WEEKDAYS) + r")"
+    r"|(?P<instead>" + "|".join(WEEKDAYS) + r")(?=\s+instead\b))\b",
     re.I,
 )
 
@@ -287,7 +288,7 @@ def resolved(text: str, said: datetime | None) -> str:
     same wherever it is read, and is kept ("next Friday" -> "Friday 27 November 2026", or "Friday")."""
 
     def day(m: re.Match[str]) -> str:
-        if m.group("on"):  # a weekday's name says the same wherever it is read: kept, with its day when known
+        if m.group("on") or m.group("instead"):  # a weekday's name says the same wherever it is read: kept
             named = _day_of(text, m, said) if said is not None else None
             return f"{m.group(0)} {named}" if named else m.group(0)
         weekday = m.group("what") if m.group("rel") and m.group("what").lower() in WEEKDAYS else ""
@@ -306,6 +307,8 @@ def _names_a_day(text: str, m: re.Match[str]) -> bool:
     next month or so" (last and next as in final, following), nor a capitalised word inside a sentence."""
     if m.group("rel") and _OWNED.search(text, 0, m.start()):
         return False
+    if m.group("instead"):
+        return True  # a weekday's own capital, not a title's
     if m.group(0)[:1].isupper():
         i = m.start() - 1
         while i >= 0 and text[i] in " \t\"'“‘(":
@@ -321,6 +324,9 @@ def _day_of(text: str, m: re.Match[str], said: datetime) -> str | None:
     try:
         if m.group("on"):
             return _bare_weekday(text, m, said)
+        if m.group("instead"):  # "let's do Saturday instead": another day to come
+            day = datetime(said.year, said.month, said.day, tzinfo=UTC)
+            return _day(day + timedelta(days=(WEEKDAYS[m.group("instead").lower()] - day.weekday()) % 7 or 7))
         if m.group("in"):
             return _within(text, m, said)
         return _named(m, said)

@@ -61,3 +61,23 @@ async def test_is_it_coming_up_shows_what_was_said_of_it(app: App, llm: Scripted
     # a thing nobody mentioned is still not known, however it is asked
     reply = await ask_as(app, llm, "aisha", "is my brother's birthday coming up?", "I don't remember.")
     assert "wedding" not in reply.text, reply.text
+
+
+async def test_an_answer_its_memory_calls_off_shows_the_memory(app: App, llm: ScriptedLLM) -> None:
+    """P11: "when is the dinner?" got "Friday (27 November 2026)." from jonas's "Dinner on Friday is cancelled,
+    let's do Saturday instead.": the day called off is shown as the message, which holds the day it moved to."""
+    from bot.grounding import called_off
+
+    said = replace(
+        memory("jonas: Dinner on Friday is cancelled, let's do Saturday instead.", 5, "u-jonas"),
+        created_at=datetime(2026, 11, 21, 9, tzinfo=UTC),
+    )
+    assert {"dinner", "friday", "27", "november", "2026"} <= called_off(said)
+    assert "saturday" not in called_off(said) and not called_off(memory("jonas: Dinner is on Friday.", 6))
+    await tell(app, llm, ("jonas", "Dinner on Friday is cancelled, let's do Saturday instead."))
+    reply = await ask_as(app, llm, "aisha", "when is dinner?", "Friday.")
+    assert reply.text.startswith('I remember jonas saying: "Dinner on Friday'), reply.text
+    assert "Saturday (" in reply.text and reply.grounding().sources, reply.text
+    # the day it moved to stands
+    reply = await ask_as(app, llm, "aisha", "when is dinner?", "Saturday.")
+    assert reply.text.startswith("Saturday ("), reply.text

@@ -153,9 +153,10 @@ def test_a_weekday_stays_a_word_of_its_memory_when_resolved() -> None:
         ("can we push it back to Tuesday?", "can we push it back to Tuesday (9 April 2024)?"),
         ("we are rescheduling to Friday", "we are rescheduling to Friday (12 April 2024)"),
         # a present passive is no past: "is cancelled" names the Friday to come, "was cancelled" the one gone by
+        # and the day done instead is one to come too
         (
             "Dinner on Friday is cancelled, let's do Saturday instead.",
-            "Dinner on Friday (12 April 2024) is cancelled, let's do Saturday instead.",
+            "Dinner on Friday (12 April 2024) is cancelled, let's do Saturday (13 April 2024) instead.",
         ),
         ("The match was cancelled on Friday", "The match was cancelled on Friday (5 April 2024)"),
         # "to" before a weekday names no day when nothing was moved
