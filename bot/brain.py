@@ -348,75 +348,126 @@ class Reply:
 
     async def _settle(self) -> None:
         """After the check, what the person is shown instead of a checked reply that is no answer, or that others'
-        words or the asker's own newer words contradict: the kind of answer asked for, a "No." their words give,
-        their own account, a memory that says the answer is over, someone's words shown as theirs, or, for a reply
-        that knows nothing, a memory that holds every word of the question; each quoted with its source."""
-        if not self.replaced and not fits_asked(self.message.content, self._shown):
-            # No answer of the kind asked ("Friday." to "what time is jun's flight?"): the sentence it came
-            # from, quoted, where that holds one ("... on Friday at 7am"); else it is no answer.
-            log.info("message %s: %r is no answer of the kind asked", self.message.id, self._shown[:200])
-            said_so = self._said_so(self.grounding().items)
-            if said_so is not None and fits_asked(self.message.content, said_so[0]):
-                self._final, self._quoted = said_so
-            else:
-                self._final = NOT_TOLD_YOU if self.guard.own else NOT_TOLD
-        if self._quoted is not None:
-            pass  # already what was said, quoted
-        elif await self._denied():
-            self._final = BARE_NO  # their own words say otherwise ("I moved from Lisbon to Porto")
-        elif (
-            not self.replaced
-            and self.guard.claim is not None
-            and says_no(self._shown)
-            and (shown := said_of(self.guard.claim, self.evidence(), asker=self.message.author_name)) is not None
+        words or the asker's own newer words contradict. Three steps: an answer of the kind asked for
+        (``_of_the_kind_asked``); then the first of ``_settling_rules`` that applies, in its order; then the
+        touches that keep what is shown but say it better (``_touch_up``: a day dated, a list whole)."""
+        self._of_the_kind_asked()
+        if self._quoted is None:  # what was said, quoted, stands as it is
+            for rule in self._settling_rules():
+                if await rule():
+                    log.debug("message %s: settled by %s", self.message.id, rule.__name__)
+                    break
+        self._touch_up()
+
+    def _settling_rules(self) -> tuple[Callable[[], Awaitable[bool]], ...]:
+        """The rules that may replace a checked reply, first applicable first: a rule that applies decides,
+        whether or not it found something to show instead."""
+        return (
+            self._no_by_newer_words,
+            self._no_as_said,
+            self._their_own_account,
+            self._answer_over,
+            self._in_whose_words,
+            self._quoted_instead,
+        )
+
+    def _of_the_kind_asked(self) -> None:
+        """No answer of the kind asked ("Friday." to "what time is jun's flight?"): the sentence it came from,
+        quoted, where that holds one ("... on Friday at 7am"); else it is no answer."""
+        if self.replaced or fits_asked(self.message.content, self._shown):
+            return
+        log.info("message %s: %r is no answer of the kind asked", self.message.id, self._shown[:200])
+        said_so = self._said_so(self.grounding().items)
+        if said_so is not None and fits_asked(self.message.content, said_so[0]):
+            self._final, self._quoted = said_so
+        else:
+            self._final = NOT_TOLD_YOU if self.guard.own else NOT_TOLD
+
+    async def _no_by_newer_words(self) -> bool:
+        """A yes/no question their own newer words answer otherwise ("I moved from Lisbon to Porto"): "No."
+        (``_denied``)."""
+        if not await self._denied():
+            return False
+        self._final = BARE_NO
+        return True
+
+    async def _no_as_said(self) -> bool:
+        """A "No." no memory says, to a yes/no question about a fact: what was said of it, for them to judge."""
+        if self.replaced or self.guard.claim is None or not says_no(self._shown):
+            return False
+        shown = said_of(self.guard.claim, self.evidence(), asker=self.message.author_name)
+        if shown is None:
+            return False
+        self._final, self._quoted = shown
+        return True
+
+    async def _their_own_account(self) -> bool:
+        """What the people asked about said of themselves, not what others said of them (``_own_account``)."""
+        account = None if self.replaced else self._own_account()
+        if account is None:
+            return False
+        self._final, self._quoted = account
+        return True
+
+    async def _answer_over(self) -> bool:
+        """The answer names what its own memory says is over ("Siemens." from "I left Siemens, now I'm at Bosch"):
+        the memory that says so, in its words, instead (P10: "Lisbon." was shown from the plan beside "Lisbon is
+        off, we're going to Porto instead")."""
+        if self.replaced or not await self._answer_denied():
+            return False
+        drawn = self.grounding().items
+        denying = [i for i in self.evidence() if self._deniers & set(i.message_ids)]
+        said_so = self._said_so(denying) or self._denial(denying) or self._said_so(drawn)
+        self._final, self._quoted = said_so if said_so is not None else (NOT_TOLD, None)
+        return True
+
+    async def _in_whose_words(self) -> bool:
+        """The model answered in someone's words ("I started at the museum on Monday."), or named no one to "who
+        has cats?" ("Pepper and Salt.", P7): what was said, quoted with who said it, where a memory holds it."""
+        if self.replaced or declines(self._shown):
+            return False
+        if not (
+            speaks_as_someone(self._shown)
+            or asks_who_did(self.message.content)
+            and not names_a_speaker(self._shown, self.evidence())
         ):
-            self._final, self._quoted = shown  # a "No." no memory says: what was said of it, for them to judge
-        elif not self.replaced and (account := self._own_account()) is not None:
-            self._final, self._quoted = account  # what they said of themselves, not others of them
-        elif not self.replaced and await self._answer_denied():
-            # The answer names what its own memory says is over ("Siemens." from "I left Siemens, now I'm
-            # at Bosch"): show the memory that says so, in its words, instead (P10: "Lisbon." was shown from the
-            # plan beside "Lisbon is off, we're going to Porto instead").
-            drawn = self.grounding().items
-            denying = [i for i in self.evidence() if self._deniers & set(i.message_ids)]
-            said_so = self._said_so(denying) or self._denial(denying) or self._said_so(drawn)
-            self._final, self._quoted = said_so if said_so is not None else (NOT_TOLD, None)
-        elif (
-            not self.replaced
-            and not declines(self._shown)
-            and (
-                speaks_as_someone(self._shown)
-                or asks_who_did(self.message.content)
-                and not names_a_speaker(self._shown, self.evidence())
-            )
-        ):
-            # The model answered in someone's words ("I started at the museum on Monday."), or named no one
-            # to "who has cats?" ("Pepper and Salt.", P7): show what was said, quoted with who said it.
-            said_so = self._said_so(self.evidence())
-            if said_so is not None:
-                self._final, self._quoted = said_so
-        elif declines(self._shown) or echoes(self._shown, self.message.content, ignore=self._ignored()):
-            # No answer, but a memory holds every word of the question: show what was said, in its words.
-            found = quote(
-                self.message.content,
-                self.evidence(),
-                asker=self.message.author_name,
-                ignore=self._ignored(),
-                named=self.guard.named,
-            )
-            if found is not None:
-                log.info("message %s: %r was no answer; quoted memory instead", self.message.id, self._shown[:200])
-                self._final, self._quoted = found
-                # what a newer memory says is over is no answer: "I start in two weeks" beside "I turned it down"
-                over = await self._over_since(found[1].created_at)
-                if over and (denial := self._denial(over)) is not None:
-                    self._final, self._quoted = denial
-                elif (moved := self._changed_since(found)) is not None:
-                    self._final, self._quoted = moved  # "the picnic moved to Sunday" beside "... on Saturday"
-            elif declines(self._shown) and (over := await self._over_since(None, any_time=True)):
-                # Nothing holds the question, but a memory says what it asks about is over ("when does dev start at
-                # Google?" beside "Changed my mind: I said no to Google", P11): that is the answer
-                self._final, self._quoted = self._denial(over) or (self._final, self._quoted)
+            return False
+        said_so = self._said_so(self.evidence())
+        if said_so is not None:
+            self._final, self._quoted = said_so
+        return True
+
+    async def _quoted_instead(self) -> bool:
+        """No answer (a decline, or the question's own words), but a memory holds every word of the question: what
+        was said, in its words; unless a newer memory says it is over or has changed, which is then shown. With
+        no such memory, one that says what the question asks about is over is the answer ("when does dev start at
+        Google?" beside "Changed my mind: I said no to Google", P11)."""
+        if not (declines(self._shown) or echoes(self._shown, self.message.content, ignore=self._ignored())):
+            return False
+        found = quote(
+            self.message.content,
+            self.evidence(),
+            asker=self.message.author_name,
+            ignore=self._ignored(),
+            named=self.guard.named,
+        )
+        if found is not None:
+            log.info("message %s: %r was no answer; quoted memory instead", self.message.id, self._shown[:200])
+            self._final, self._quoted = found
+            # what a newer memory says is over is no answer: "I start in two weeks" beside "I turned it down"
+            over = await self._over_since(found[1].created_at)
+            if over and (denial := self._denial(over)) is not None:
+                self._final, self._quoted = denial
+            elif (moved := self._changed_since(found)) is not None:
+                self._final, self._quoted = moved  # "the picnic moved to Sunday" beside "... on Saturday"
+        elif declines(self._shown) and (over := await self._over_since(None, any_time=True)):
+            self._final, self._quoted = self._denial(over) or (self._final, self._quoted)
+        return True
+
+    def _touch_up(self) -> None:
+        """What is shown, said better, when it quotes nothing: a copied day dated, a decline cut to its first line,
+        a day counted from when it was said made absolute, one member of a list the whole list (or the member
+        asked for), a day gone by said as gone by."""
         if self._quoted is None and not self.replaced:
             # "Monday." copied from a memory's "on Monday": the day that memory means, dated
             self._final = dated_answer(self._shown, self.evidence()) or self._final
@@ -424,19 +475,20 @@ class Reply:
             # A decline that goes on ("I don't know. Didn't anyone mention that you were leaving ...?", P10, after
             # a forget): what follows it is the model's guess; the plain line says it all
             self._final = NOT_TOLD_YOU if self.guard.own else NOT_TOLD
-        if self._quoted is None and not self.replaced:
-            self._final = absolute_day(self._shown) or self._final  # "Next Friday (D)." read weeks later
-            # "Pepper." to "what are my cats called", from "two cats, Pepper and Salt": the memory's whole list
-            self._final = whole_list(self._shown, self.message.content, self.evidence()) or self._final
-            # "Luna." from that list to "which of jonas's cats got sick?", beside "Pixel got sick": that one
-            skip = {stem(w.lower()) for n in self._ignored() for w in n.split()}
-            # (every memory in the prompt: "which cat was sick?" keeps only those that say "cat" as evidence)
-            everything = evidence_in(self.bundle, self.prompt)
-            self._final = which_one(self._shown, self.message.content, everything, skip=skip) or self._final
-            # a day gone by, asked of as if to come: how long ago it was ("Friday (27 November 2026), 8 days ago."),
-            # grounded as the day it is (P11: the "8 days ago" a memory does not hold left it without its source)
-            if (later := from_now(self._shown, self.message.content, self.message.created_at)) is not None:
-                self._grounded_text, self._final = self._final, later
+        if self._quoted is not None or self.replaced:
+            return
+        self._final = absolute_day(self._shown) or self._final  # "Next Friday (D)." read weeks later
+        # "Pepper." to "what are my cats called", from "two cats, Pepper and Salt": the memory's whole list
+        self._final = whole_list(self._shown, self.message.content, self.evidence()) or self._final
+        # "Luna." from that list to "which of jonas's cats got sick?", beside "Pixel got sick": that one (from every
+        # memory in the prompt: "which cat was sick?" keeps only those that say "cat" as evidence)
+        skip = {stem(w.lower()) for n in self._ignored() for w in n.split()}
+        everything = evidence_in(self.bundle, self.prompt)
+        self._final = which_one(self._shown, self.message.content, everything, skip=skip) or self._final
+        # a day gone by, asked of as if to come: how long ago it was ("Friday (27 November 2026), 8 days ago."),
+        # grounded as the day it is (P11: the "8 days ago" a memory does not hold left it without its source)
+        if (later := from_now(self._shown, self.message.content, self.message.created_at)) is not None:
+            self._grounded_text, self._final = self._final, later
 
     async def _about_when(self) -> dict[str, str]:
         """For a question asking when something happens, the memories in the prompt with lines that cannot say
