@@ -38,6 +38,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
+from bot import kinds
 from bot.prompt import PromptBuilder
 from dream.themes import gerund
 from memory.archetypes import ContextPlan
@@ -434,16 +435,9 @@ PATTERN_KINDS = {
     17: "purchase",
 }
 SORTED_PATTERNS = (4, 15)
-# What an answer of a sorted pattern is, by MiniLM's cosine to these descriptions (best, when clear).
-KIND_DESCRIPTIONS = {
-    "sport": "a sport or athletic activity",
-    "instrument": "a musical instrument",
-    "music": "a kind of music, a band or a singer",
-    "food": "a food, dish or drink",
-    "animal": "an animal or pet",
-    "show": "a film, tv show or book",
-    "game": "a video game or board game",
-}
+# What an answer of a sorted pattern is: MiniLM's cosine to the descriptions of the kinds (bot.kinds, which the
+# replies' grounding sorts the memory's words with too).
+KIND_DESCRIPTIONS = kinds.KIND_DESCRIPTIONS
 
 
 def answer_kinds(answers: Sequence[str], *, least: float = 0.3, margin: float = 0.05) -> dict[str, str]:

@@ -41,6 +41,7 @@ from bot.grounding import (
     asks_who_did,
     called_off,
     changed_since,
+    content_words,
     asked_phrase,
     asks_when,
     absolute_day,
@@ -76,6 +77,7 @@ from bot.grounding import (
     whole_list,
     which_one,
 )
+from bot.kinds import kinds_asked, word_kinds
 from bot.llm import Generation, LanguageModel
 from bot.prompt import Prompt, PromptBuilder
 from memory.absorption import AbsorbHints, Absorber
@@ -451,6 +453,19 @@ class Reply:
             ignore=self._ignored(),
             named=self.guard.named,
         )
+        if found is None and kinds_asked(stems(self.message.content)):
+            # "what pets does dev have?" beside "I adopted a rabbit called Turnip and a turtle called Shelly" (P11):
+            # a word that names a kind is held by a word of that kind
+            words = {w for i in self.evidence() if i.kind != "fact" for w in content_words(i.text)}
+            kinds = {stem(w): k for w, k in (await word_kinds(self._brain.embedder, words)).items()}
+            found = quote(
+                self.message.content,
+                self.evidence(),
+                asker=self.message.author_name,
+                ignore=self._ignored(),
+                named=self.guard.named,
+                kinds=kinds,
+            )
         if found is not None:
             log.info("message %s: %r was no answer; quoted memory instead", self.message.id, self._shown[:200])
             self._final, self._quoted = found

@@ -17,11 +17,13 @@ from __future__ import annotations
 import calendar
 import itertools
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+from bot.kinds import KIND_WORDS
 
 from memory.extract import CANCEL
 from memory.layers.base import MemoryItem
@@ -1239,7 +1241,13 @@ _AHEAD = re.compile(r"\b(?:coming up|upcoming|any ?time soon|soon)\b", re.I)
 
 
 def quote(
-    question: str, items: Sequence[MemoryItem], *, asker: str, ignore: Iterable[str] = (), named: Iterable[str] = ()
+    question: str,
+    items: Sequence[MemoryItem],
+    *,
+    asker: str,
+    ignore: Iterable[str] = (),
+    named: Iterable[str] = (),
+    kinds: Mapping[str, str] | None = None,
 ) -> tuple[str, MemoryItem] | None:
     """What a person said that holds every word the question asks with (``topic_of``), in their words, for a
     reply the model could not give ("who is Julia?", with carl's "My wife Julia is a pilot." in memory, answered
@@ -1249,14 +1257,19 @@ def quote(
     remembered people (``named``), only a memory that mentions one of them. One sentence is quoted, the first
     that holds them all with its speaker's name, and never a question: someone asking "does he get on with
     cats?" said nothing of a cat. None when no sentence holds them all: a near miss ("what colour is Julia's
-    plane?") is still not an answer. A fact that holds them all stands for its speaker's sentence."""
+    plane?") is still not an answer. A fact that holds them all stands for its speaker's sentence. With ``kinds``
+    (the memory's words' stems -> their kind, ``bot.kinds.word_kinds``), a word that names a kind ("pets") is held by
+    a word of that kind ("rabbit")."""
     skip = {stem(w) for n in ignore for w in content_words(n)}
     topic = topic_of(_AHEAD.sub(" ", question), skip)
     about = frozenset(named)
     if not topic:
         return None
+    asked_kinds = {t: KIND_WORDS[t] for t in topic if t in KIND_WORDS} if kinds else {}
     for item, speaker, sentence in said_sentences(items):
         held = held_words(f"{speaker}: {sentence}", item.created_at)
+        if asked_kinds and kinds:
+            held |= {t for t, kind in asked_kinds.items() if any(kinds.get(w) == kind for w in held)}
         if topic <= held and (not about or about & held):
             return quoted(item, speaker, sentence, asker)
     # A fact that holds them all ("omar works at shopify", made of "I'm a software engineer at Shopify", which holds

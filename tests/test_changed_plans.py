@@ -81,3 +81,22 @@ async def test_an_answer_its_memory_calls_off_shows_the_memory(app: App, llm: Sc
     # the day it moved to stands
     reply = await ask_as(app, llm, "aisha", "when is dinner?", "Saturday.")
     assert reply.text.startswith("Saturday ("), reply.text
+
+
+async def test_a_kind_asked_for_is_held_by_a_thing_of_that_kind(app: App, llm: ScriptedLLM) -> None:
+    """P11: "what pets does dev have?" and dev's own "what pets do I have?" were refused beside "I adopted a rabbit
+    called Turnip and a turtle called Shelly." (5 of 9 tries for pets were refused): no word of it says "pet"."""
+    from bot.kinds import word_kinds
+
+    kinds = await word_kinds(app.embedder, ["rabbit", "turtle", "guitar", "carpet", "sister"])
+    assert kinds.get("rabbit") == kinds.get("turtle") == "animal" and kinds.get("guitar") == "instrument", kinds
+    assert "carpet" not in kinds and "sister" not in kinds, kinds
+    await tell(app, llm, ("dev", "I adopted a rabbit called Turnip and a turtle called Shelly."))
+    for asker, question in (("mia", "what pets does dev have?"), ("dev", "what pets do I have?")):
+        reply = await ask_as(app, llm, asker, question, "I don't know.")
+        assert "a rabbit called Turnip and a turtle called Shelly" in reply.text, (question, reply.text)
+        assert reply.grounding().sources, question
+    # another kind, or another person's pets, is still not known
+    for question in ("what instrument does dev play?", "what pets does mia have?"):
+        reply = await ask_as(app, llm, "jonas", question, "I don't know.")
+        assert "Turnip" not in reply.text, (question, reply.text)
