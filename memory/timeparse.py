@@ -193,12 +193,16 @@ _MOVED_TO = (
     )
     + ")"
 )
+_NO_MONTH = r"(?!\s+(?:of\s+)?(?:" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\b)"
 _DATED = re.compile(
     r"\b(?:(?P<dby>the day before yesterday)|(?P<dat>the day after tomorrow)|(?P<yday>yesterday|last night)"
     r"|(?P<tmrw>tomorrow)"
     r"|(?P<n>" + _NUM[1:-1] + r")\s+(?P<unit>day|week|month|year)s?\s+(?P<dir>ago|from now|later)"
     r"|(?P<in>in)\s+(?P<inn>" + _NUM[1:-1] + r")\s+(?P<inunit>day|week|month|year)s?(?!\s+(?:ago|from now|later))"
     r"|(?P<rel>last|next)\s+(?P<what>week|weekend|month|year|" + "|".join(WEEKDAYS) + r")"
+    # a day of the month: "Friday the 20th", "pushed to Friday the 20th", "on the 3rd" (not "the 3rd of May")
+    r"|(?:(?P<nthon>on|this|" + _MOVED_TO + r")\s+)?(?P<nthwd>" + "|".join(WEEKDAYS) + r")\s+the\s+(?P<nth>\d{1,2})"
+    r"(?:st|nd|rd|th)" + _NO_MONTH + r"|(?P<onthe>on)\s+the\s+(?P<nth2>\d{1,2})(?:st|nd|rd|th)" + _NO_MONTH + r""
     r"|(?P<on>on|this|" + _MOVED_TO + r")\s+(?P<wd>" + "|".join(WEEKDAYS) + r")"
     r"|(?P<instead>" + "|".join(WEEKDAYS) + r")(?=\s+instead\b))\b",
     re.I,
@@ -288,7 +292,7 @@ def resolved(text: str, said: datetime | None) -> str:
     same wherever it is read, and is kept ("next Friday" -> "Friday 27 November 2026", or "Friday")."""
 
     def day(m: re.Match[str]) -> str:
-        if m.group("on") or m.group("instead"):  # a weekday's name says the same wherever it is read: kept
+        if m.group("on") or m.group("instead") or m.group("nthwd"):  # a weekday's name says the same: kept
             named = _day_of(text, m, said) if said is not None else None
             return f"{m.group(0)} {named}" if named else m.group(0)
         weekday = m.group("what") if m.group("rel") and m.group("what").lower() in WEEKDAYS else ""
@@ -307,7 +311,7 @@ def _names_a_day(text: str, m: re.Match[str]) -> bool:
     next month or so" (last and next as in final, following), nor a capitalised word inside a sentence."""
     if m.group("rel") and _OWNED.search(text, 0, m.start()):
         return False
-    if m.group("instead"):
+    if m.group("instead") or m.group("nthwd"):
         return True  # a weekday's own capital, not a title's
     if m.group(0)[:1].isupper():
         i = m.start() - 1
@@ -324,6 +328,8 @@ def _day_of(text: str, m: re.Match[str], said: datetime) -> str | None:
     try:
         if m.group("on"):
             return _bare_weekday(text, m, said)
+        if m.group("nth") or m.group("nth2"):
+            return _day_of_month(text, m, said)
         if m.group("instead"):  # "let's do Saturday instead": another day to come
             day = datetime(said.year, said.month, said.day, tzinfo=UTC)
             return _day(day + timedelta(days=(WEEKDAYS[m.group("instead").lower()] - day.weekday()) % 7 or 7))
@@ -364,17 +370,51 @@ def _bare_weekday(text: str, m: re.Match[str], said: datetime) -> str | None:
     said in a sentence in the past ("we went hiking on Saturday"), the next one otherwise ("I'm going hiking on
     Saturday", said on Wednesday 25 November 2026: 28 November); none in a sentence about a habit ("I always run
     on Saturday"). The day it was said is neither: "on Saturday" said on a Saturday names a week away or back."""
+    past = _in_past(text, m, moved=m.group("on").lower() == "to")
+    if past is None:
+        return None
+    day = datetime(said.year, said.month, said.day, tzinfo=UTC)
+    weekday = WEEKDAYS[m.group("wd").lower()]
+    if past:
+        return _day(day - timedelta(days=(day.weekday() - weekday) % 7 or 7))
+    return _day(day + timedelta(days=(weekday - day.weekday()) % 7 or 7))
+
+
+def _in_past(text: str, m: re.Match[str], *, moved: bool = False) -> bool | None:
+    """Whether the day the phrase ``m`` names is gone by, by its sentence's verbs; None in a sentence about a habit
+    ("I always run on Saturday"). The verb of the day's own clause first: "signed the contract, first day is on
+    Monday" is a Monday to come; "is cancelled" is a present; a day something is ``moved`` to is to come."""
     start = max((c.end() for c in _CLAUSE.finditer(text, 0, m.start())), default=0)
     end = next((c.start() for c in _CLAUSE.finditer(text, m.end())), len(text))
     sentence = text[start:end]
     if _HABIT.search(sentence):
         return None
-    day = datetime(said.year, said.month, said.day, tzinfo=UTC)
-    weekday = WEEKDAYS[m.group("wd").lower()]
-    # The verb of the day's own clause first: "signed the contract, first day is on Monday" is a Monday to come
     clause = text[max((c.end() for c in _SUBCLAUSE.finditer(text, start, m.start())), default=start) : end]
     clause, sentence = _PRESENT_PASSIVE.sub(" is ", clause), _PRESENT_PASSIVE.sub(" is ", sentence)
     past = bool(_PAST.search(clause)) or (not _PRESENT.search(clause) and bool(_PAST.search(sentence)))
-    if past and m.group("on").lower() != "to":  # moved to a day: one to come
-        return _day(day - timedelta(days=(day.weekday() - weekday) % 7 or 7))
-    return _day(day + timedelta(days=(weekday - day.weekday()) % 7 or 7))
+    return past and not moved
+
+
+def _day_of_month(text: str, m: re.Match[str], said: datetime) -> str | None:
+    """The day "Friday the 20th" or "on the 3rd" names: that day of the month it was said in, or of the next month
+    when that day is gone by (of the month before, in a sentence in the past); with a weekday, the nearest such day
+    that falls on it, within a few months (P12: "pushed to Friday the 20th", said on 12 November 2026, was dated the
+    next Friday, 13 November)."""
+    moved = (m.group("nthon") or "").lower() == "to"
+    past = _in_past(text, m, moved=moved)
+    if past is None:
+        return None
+    n = int(m.group("nth") or m.group("nth2"))
+    weekday = WEEKDAYS.get((m.group("nthwd") or "").lower())
+    day = datetime(said.year, said.month, said.day, tzinfo=UTC)
+    for k in range(6):
+        month = _months(day, -k if past else k)
+        try:
+            when = month.replace(day=n)
+        except ValueError:
+            continue  # no 31st this month
+        if (when >= day if past else when <= day) and k == 0 and when != day:
+            continue  # on the wrong side of the day it was said
+        if weekday is None or when.weekday() == weekday:
+            return _day(when)
+    return None

@@ -168,3 +168,22 @@ def test_a_weekday_something_is_moved_to_is_one_to_come(text: str, shown: str) -
     """What is moved to a weekday happens on the next one, whatever the tense of the moving; "is cancelled" is a
     present, not a past, and leaves its weekday the next one."""
     assert dated(text, SAID) == shown
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        # P12: "pushed to Friday the 20th" said on Friday 12 November was dated Friday 13 November
+        ("the gig is pushed to Friday the 12th.", "the gig is pushed to Friday the 12th (12 April 2024)."),
+        ("Let's do Sunday the 14th instead.", "Let's do Sunday the 14th (14 April 2024) instead."),
+        ("my exam is on the 3rd", "my exam is on the 3rd (3 May 2024)"),
+        ("we met on the 3rd", "we met on the 3rd (3 April 2024)"),
+        # a month named says the day itself; a weekday that no nearby such day falls on names none
+        ("Tom is getting married on the 12th of June", "Tom is getting married on the 12th of June"),
+        ("see you Monday the 31st", "see you Monday the 31st"),
+    ],
+)
+def test_a_day_of_the_month_is_dated_by_its_number(text: str, shown: str) -> None:
+    """ "Weekday the Nth" and "on the Nth" name that day of this month, or the next one when it is gone by (of the
+    month before, in the past), on the weekday named."""
+    assert dated(text, SAID) == shown
