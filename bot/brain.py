@@ -497,7 +497,7 @@ class Reply:
         self._final = whole_list(self._shown, self.message.content, self.evidence()) or self._final
         # "Luna." from that list to "which of jonas's cats got sick?", beside "Pixel got sick": that one (from every
         # memory in the prompt: "which cat was sick?" keeps only those that say "cat" as evidence)
-        skip = {stem(w.lower()) for n in self._ignored() for w in n.split()}
+        skip = {stem(w.lower()) for n in self._ignored() for w in n.split()} | set(self.guard.named)
         everything = evidence_in(self.bundle, self.prompt)
         self._final = which_one(self._shown, self.message.content, everything, skip=skip) or self._final
         # a day gone by, asked of as if to come: how long ago it was ("Friday (27 November 2026), 8 days ago."),

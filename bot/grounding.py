@@ -944,33 +944,42 @@ def whole_list(reply: str, question: str, items: Iterable[MemoryItem]) -> str | 
 
 
 def which_one(reply: str, question: str, items: Iterable[MemoryItem], *, skip: Iterable[str] = ()) -> str | None:
-    """A reply that names one member of a list a memory holds ("Luna." from "I have three cats: Luna, Pixel and
-    Mochi") to a "which" question whose other words ("which of jonas's cats got sick?": sick) that list does not
-    hold and a memory says of another member ("Pixel got sick, the vet says he'll be fine"): that member, "Pixel."
-    (P11: the list's first name came back 4 times of 4). None when no other member, or more than one, has them."""
+    """To a "which" question among the members of a list a memory gives ("which of jonas's cats got sick?", with
+    "I have three cats: Luna, Pixel and Mochi"; a list in a sentence that holds a word of the question), the member
+    another sentence says the question's other words of ("Pixel got sick, the vet says he'll be fine"): "Pixel.",
+    when the reply names someone else (P11: the list's first name came back 4 times of 4; P12: "which of marta's
+    cats is shy?" got the puppy's name beside "I have two cats as well, Smudge and Olive. Olive is the shy one.").
+    ``skip``: the stems of the people the question names, whose names pick no one. None when no member, or more
+    than one, has them."""
     core = reply.strip().rstrip(".!").strip()
     if not _WHICH.match(question) or not core[:1].isupper() or len(core.split()) > 3:
         return None
-    lines = [line for item in items for line in item.text.split("\n")]
-    listing = [line for line in lines if core in line]
-    members = {
-        part
-        for line in listing
-        for m in _LIST.finditer(line)
-        if core in (parts := [part.strip() for part in re.split(r",|\band\b|&", m.group(0))])
-        for part in parts
-    } - {core, "I"}
-    asked = topic_of(question, skip) - set().union(*(held_words(line, None) for line in listing))
+    topic = topic_of(question, skip)
+    sentences = [s for item in items for line in item.text.split("\n") for s in _SENTENCE.findall(said(line))]
+    members: set[str] = set()
+    listing: set[str] = set()  # the words of the list sentences
+    for sentence in sentences:
+        held = held_words(sentence, None)
+        if not topic & held:
+            continue
+        for m in _LIST.finditer(sentence):
+            parts = [part.strip() for part in re.split(r",|\band\b|&", m.group(0))]
+            if "I" not in parts:
+                members |= set(parts)
+                listing |= held
+    asked = topic - listing
     if not members or not asked:
         return None
     found = {
         member
-        for line in lines
-        if core not in line and asked & held_words(line, None)
+        for sentence in sentences
+        if not _LIST.search(sentence) and asked & held_words(sentence, None)
         for member in members
-        if re.search(rf"\b{re.escape(member)}\b", line)
+        if re.search(rf"\b{re.escape(member)}\b", sentence)
     }
-    return f"{found.pop()}." if len(found) == 1 else None
+    if len(found) != 1 or core in found:
+        return None
+    return f"{found.pop()}."
 
 
 _WHICH = re.compile(r"\s*which\b", re.I)
