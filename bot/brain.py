@@ -630,6 +630,15 @@ class Reply:
         if off:  # "Friday." from "Dinner on Friday is cancelled, let's do Saturday instead"
             self._deniers |= {m for i in off for m in i.message_ids}
             return True
+        # said since, of the same thing, that it changed: "Bad news: the gig is pushed to Friday the 20th" beside
+        # the "on Thursday the 12th" the answer came from (P12: the old day 6 times of 6, sourced to both)
+        answering = [i for i in drawn if i.created_at is not None and wanted & held_words(i.text, None)]
+        if answering:
+            newest = max(answering, key=lambda i: i.created_at or datetime.min.replace(tzinfo=UTC))
+            moved = self._changed_since((newest.text, newest))
+            if moved is not None:
+                self._deniers |= set(moved[1].message_ids)
+                return True
         ids = sorted({m for i in drawn for m in i.message_ids})
         said = await self._brain.conversations.many(self.message.scope, ids)
         people = [*dict.fromkeys(f"user:{m.author_id}" for m in said.values()), *sorted(self.guard.named)]

@@ -1319,8 +1319,8 @@ def quote_holding(
 _CHANGED = frozenset(
     stem(w)
     for w in (
-        "moved", "changed", "switched", "rescheduled", "postponed", "cancelled", "canceled", "instead", "update",
-        "updated", "longer", "anymore",
+        "moved", "changed", "switched", "rescheduled", "postponed", "pushed", "cancelled", "canceled", "instead",
+        "update", "updated", "longer", "anymore", "now", "scratch",
     )
 )  # fmt: skip
 

@@ -100,3 +100,22 @@ async def test_a_kind_asked_for_is_held_by_a_thing_of_that_kind(app: App, llm: S
     for question in ("what instrument does dev play?", "what pets does mia have?"):
         reply = await ask_as(app, llm, "jonas", question, "I don't know.")
         assert "Turnip" not in reply.text, (question, reply.text)
+
+
+async def test_an_answer_from_a_plan_said_to_have_changed_since_shows_the_change(app: App, llm: ScriptedLLM) -> None:
+    """P12: "when is ken's gig?" got "Thursday (12 November 2026), 12 days ago." 6 times of 6, sourced to both the
+    plan and "Bad news: the Blue Lantern gig is pushed to Friday the 20th.", which the answer's words are not in."""
+    await tell(
+        app,
+        llm,
+        ("ken", "Our gig at the Blue Lantern is on Thursday, come along!"),
+        ("ken", "Bad news: the Blue Lantern gig is pushed to Friday."),
+    )
+    reply = await ask_as(app, llm, "bea", "when is ken's gig?", "Thursday.")
+    assert reply.text.startswith('I remember ken saying: "Bad news: the Blue Lantern gig is pushed to Friday'), (
+        reply.text
+    )
+    assert [i.text for i in reply.grounding().items] == ["ken: Bad news: the Blue Lantern gig is pushed to Friday."]
+    # the day it moved to stands
+    reply = await ask_as(app, llm, "bea", "when is ken's gig?", "Friday.")
+    assert reply.text.startswith("Friday ("), reply.text
