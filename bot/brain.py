@@ -18,6 +18,7 @@ import asyncio
 import itertools
 import logging
 import re
+import shlex
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -95,7 +96,9 @@ from memory.timeparse import dated
 log = logging.getLogger(__name__)
 NOTHING_TO_SAY = "I'm not sure what to say to that."  # when the model wrote nothing at all: never an empty reply
 # Where a person sees everything the bot holds of them, by where they asked (P6: "(and 4 more)" said not where).
-_LISTING = {"discord": "/memory mine lists them all", "console": "`hippobot mine --person <you>` lists them all"}
+# How the asker sees all of it, by where they asked; the console's names the person as the command takes them (P12:
+# "<you>" read as a placeholder to fill in).
+_LISTING = {"discord": "/memory mine lists them all", "console": "`hippobot mine --person {person}` lists them all"}
 # "What do you know about me?": answered with what the asker told the bot (Brain.about_asker), never by the model,
 # which read it as a question about a memory and said it remembered nothing (P5).
 _ABOUT_ASKER = re.compile(
@@ -1042,7 +1045,9 @@ class Brain:
                 message.scope,
                 message.author_id,
                 visible_channel,
-                listing=_LISTING.get(message.source, _LISTING["console"]),
+                listing=_LISTING.get(message.source, _LISTING["console"]).format(
+                    person=shlex.quote(message.author_name)
+                ),
             )
             return Generation.fixed(text, reason="what the asker told"), NO_GUARD, drawn
         return self._generate(bundle, prompt, checks), checks, ()

@@ -67,7 +67,7 @@ async def test_more_than_fit_say_where_the_rest_is(app: App, llm: ScriptedLLM) -
         ],
     )
     reply = await ask_as(app, llm, "alex", "what do you know about me?", "Nice.")
-    assert "more; `hippobot mine --person <you>` lists them all)" in reply.text
+    assert "more; `hippobot mine --person alex` lists them all)" in reply.text
 
 
 async def test_a_message_with_a_corrected_claim_is_not_what_the_bot_knows(app: App, llm: ScriptedLLM) -> None:
