@@ -906,7 +906,7 @@ def dated_answer(reply: str, items: Iterable[MemoryItem]) -> str | None:
     core = re.sub(r"^(?:on|at|in)\s+", "", reply.strip().rstrip(".!").strip(), flags=re.I)
     if not core or len(core.split()) > 4 or re.search(r"\d|\(", core):
         return None
-    pattern = re.compile(rf"\b{re.escape(core)} \(([^()]+)\)", re.I)
+    pattern = re.compile(rf"\b{re.escape(core)}(?: the \d{{1,2}}(?:st|nd|rd|th))? \(([^()]+)\)", re.I)
     days = {m.group(1) for item in items for m in pattern.finditer(dated(item.text, item.created_at))}
     if len(days) != 1:
         return None
@@ -1363,7 +1363,8 @@ def changed_since(
     newer.sort(key=lambda i: i.created_at or since, reverse=True)
     for later, speaker, sentence in said_sentences(newer):
         words = held_words(sentence, later.created_at)
-        if words & _CHANGED and shared & words:
+        said_words = {stem(w) for w in _WORD.findall(sentence.lower())}  # "now" is a stop word
+        if (said_words & _CHANGED or _CALLED_OFF.search(sentence)) and shared & words:
             return quoted(later, speaker, sentence, asker)
     return None
 

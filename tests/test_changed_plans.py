@@ -119,3 +119,30 @@ async def test_an_answer_from_a_plan_said_to_have_changed_since_shows_the_change
     # the day it moved to stands
     reply = await ask_as(app, llm, "bea", "when is ken's gig?", "Friday.")
     assert reply.text.startswith("Friday ("), reply.text
+
+
+def test_now_and_off_say_a_plan_changed() -> None:
+    """P12: "The Blue Lantern gig is now on Friday the 20th." said nothing changed to the rule ("now" is a stop word),
+    nor did "The Ben Lomond hike is off, the forecast says storms."."""
+    gig = replace(
+        memory("ken: Our gig is on Thursday the 12th.", 1, "u-ken"), created_at=datetime(2026, 11, 10, tzinfo=UTC)
+    )
+    now = replace(
+        memory("ken: The gig is now on Friday the 20th.", 2, "u-ken"), created_at=datetime(2026, 11, 12, tzinfo=UTC)
+    )
+    hike = replace(
+        memory("olu: Hike up Ben Lomond this Saturday?", 3, "u-olu"), created_at=datetime(2026, 11, 9, tzinfo=UTC)
+    )
+    off = replace(memory("olu: The Ben Lomond hike is off.", 4, "u-olu"), created_at=datetime(2026, 11, 11, tzinfo=UTC))
+    assert (changed_since("when is the gig?", (gig.text, gig), [gig, now], asker="bea") or ("", None))[1] is now
+    assert (changed_since("when is the hike?", (hike.text, hike), [hike, off], asker="bea") or ("", None))[1] is off
+
+
+def test_a_day_of_the_month_copied_is_dated() -> None:
+    """ "Thursday." from "on Thursday the 12th (12 November 2026)" is that day."""
+    from bot.grounding import dated_answer
+
+    gig = replace(
+        memory("ken: Our gig is on Thursday the 12th.", 1, "u-ken"), created_at=datetime(2026, 11, 10, tzinfo=UTC)
+    )
+    assert dated_answer("Thursday.", [gig]) == "Thursday (12 November 2026)."
