@@ -39,8 +39,10 @@ from bot.grounding import (
     WHEN_RELATED,
     SourceLine,
     answer_words,
+    asks_whether_at_all,
     asks_who_did,
     called_off,
+    changed_of,
     changed_since,
     content_words,
     asked_phrase,
@@ -369,6 +371,7 @@ class Reply:
         whether or not it found something to show instead."""
         return (
             self._no_by_newer_words,
+            self._whether_changed,
             self._no_as_said,
             self._their_own_account,
             self._answer_over,
@@ -394,6 +397,19 @@ class Reply:
         if not await self._denied():
             return False
         self._final = BARE_NO
+        return True
+
+    async def _whether_changed(self) -> bool:
+        """A yes/no question about a thing a memory says is off or has changed: that memory, quoted, for a reply
+        that draws on no memory (P12: "is the hike still happening?" got "Yes, it is." beside "The Ben Lomond
+        hike is off"); a reply a memory holds ("Yes, on the 14th." from "going to Paris instead on the 14th") stands."""
+        if not asks_whether_at_all(self.message.content) or self.grounding().items:
+            return False
+        skip = {stem(w.lower()) for n in self._ignored() for w in n.split()} | set(self.guard.named)
+        found = changed_of(self.message.content, self.evidence(), asker=self.message.author_name, skip=skip)
+        if found is None:
+            return False
+        self._final, self._quoted = found
         return True
 
     async def _no_as_said(self) -> bool:

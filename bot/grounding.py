@@ -1369,6 +1369,24 @@ def changed_since(
     return None
 
 
+def changed_of(
+    question: str, items: Sequence[MemoryItem], *, asker: str, skip: Iterable[str] = ()
+) -> tuple[str, MemoryItem] | None:
+    """The newest sentence someone said of a thing the question names (a word of it beyond ``skip``, the people it
+    names) that says the thing has changed or is off ("The Ben Lomond hike is off, the forecast says storms."),
+    quoted as ``quote`` does: what a yes/no question about it is answered with (P12: "is the hike still
+    happening?" got "Yes, it is.", with no source)."""
+    topic = topic_of(question, skip)
+    if not topic:
+        return None
+    newest = sorted(items, key=lambda i: i.created_at or datetime.min.replace(tzinfo=UTC), reverse=True)
+    for item, speaker, sentence in said_sentences(newest):
+        said_words = {stem(w) for w in _WORD.findall(sentence.lower())}
+        if (said_words & _CHANGED or _CALLED_OFF.search(sentence)) and topic & held_words(sentence, item.created_at):
+            return quoted(item, speaker, sentence, asker)
+    return None
+
+
 _SPEAKS_AS = re.compile(r"\s*(?:i|i'm|i've|i'd|i'll|we|we're|we've|we'd|we'll)\b", re.I)
 
 

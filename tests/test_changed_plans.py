@@ -146,3 +146,23 @@ def test_a_day_of_the_month_copied_is_dated() -> None:
         memory("ken: Our gig is on Thursday the 12th.", 1, "u-ken"), created_at=datetime(2026, 11, 10, tzinfo=UTC)
     )
     assert dated_answer("Thursday.", [gig]) == "Thursday (12 November 2026)."
+
+
+async def test_a_yes_no_question_about_a_plan_called_off_shows_the_call(app: App, llm: ScriptedLLM) -> None:
+    """P12: "is the hike still happening?" got "Yes, it is." and "are we taking the blue tent?" "Yes, we are.",
+    unsourced, beside "The Ben Lomond hike is off" and "Scratch that about the tent, we're taking the green one"."""
+    await tell(
+        app,
+        llm,
+        ("olu", "Hike up Ben Lomond this Saturday? Meeting at the car park at 8."),
+        ("marta", "We're going with the blue tent for the camping trip."),
+        ("olu", "The Ben Lomond hike is off, the forecast says storms."),
+        ("marta", "Scratch that about the tent, we're taking the green one, the blue one leaks."),
+    )
+    reply = await ask_as(app, llm, "ken", "is the hike still happening?", "Yes, it is.")
+    assert reply.text == 'I remember olu saying: "The Ben Lomond hike is off, the forecast says storms."', reply.text
+    reply = await ask_as(app, llm, "olu", "are we taking the blue tent?", "Yes, we are.")
+    assert "we're taking the green one" in reply.text and reply.grounding().sources, reply.text
+    # a question about something nothing changed keeps its answer
+    reply = await ask_as(app, llm, "ken", "is the car park the meeting point?", "Yes.")
+    assert "off" not in reply.text and "green" not in reply.text, reply.text
