@@ -1362,9 +1362,9 @@ def changed_since(
     newer = [i for i in items if i.created_at is not None and i.created_at > since]
     newer.sort(key=lambda i: i.created_at or since, reverse=True)
     for later, speaker, sentence in said_sentences(newer):
-        words = held_words(sentence, later.created_at)
+        words = held_words(f"{speaker}: {sentence}", later.created_at)
         said_words = {stem(w) for w in _WORD.findall(sentence.lower())}  # "now" is a stop word
-        if (said_words & _CHANGED or _CALLED_OFF.search(sentence)) and shared & words:
+        if (said_words & _CHANGED or _CALLED_OFF.search(sentence)) and len(shared & words) >= min(2, len(shared)):
             return quoted(later, speaker, sentence, asker)
     return None
 
@@ -1373,8 +1373,9 @@ def changed_of(
     question: str, items: Sequence[MemoryItem], *, asker: str, skip: Iterable[str] = ()
 ) -> tuple[str, MemoryItem] | None:
     """The newest sentence someone said of a thing the question names (a word of it beyond ``skip``, the people it
-    names) that says the thing has changed or is off ("The Ben Lomond hike is off, the forecast says storms."),
-    quoted as ``quote`` does: what a yes/no question about it is answered with (P12: "is the hike still
+    names; two of them when it names two, so that "are we taking the blue tent?" is not answered by "the Blue
+    Lantern gig is pushed to Friday") that says the thing has changed or is off ("The Ben Lomond hike is off, the
+    forecast says storms."), quoted as ``quote`` does: what a yes/no question about it is answered with (P12: "is the hike still
     happening?" got "Yes, it is.", with no source)."""
     topic = topic_of(question, skip)
     if not topic:
@@ -1382,7 +1383,8 @@ def changed_of(
     newest = sorted(items, key=lambda i: i.created_at or datetime.min.replace(tzinfo=UTC), reverse=True)
     for item, speaker, sentence in said_sentences(newest):
         said_words = {stem(w) for w in _WORD.findall(sentence.lower())}
-        if (said_words & _CHANGED or _CALLED_OFF.search(sentence)) and topic & held_words(sentence, item.created_at):
+        held = topic & held_words(f"{speaker}: {sentence}", item.created_at)
+        if (said_words & _CHANGED or _CALLED_OFF.search(sentence)) and len(held) >= min(2, len(topic)):
             return quoted(item, speaker, sentence, asker)
     return None
 

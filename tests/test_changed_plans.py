@@ -158,6 +158,7 @@ async def test_a_yes_no_question_about_a_plan_called_off_shows_the_call(app: App
         ("marta", "We're going with the blue tent for the camping trip."),
         ("olu", "The Ben Lomond hike is off, the forecast says storms."),
         ("marta", "Scratch that about the tent, we're taking the green one, the blue one leaks."),
+        ("ken", "Bad news: the Blue Lantern gig is pushed to Friday."),
     )
     reply = await ask_as(app, llm, "ken", "is the hike still happening?", "Yes, it is.")
     assert reply.text == 'I remember olu saying: "The Ben Lomond hike is off, the forecast says storms."', reply.text
