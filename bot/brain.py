@@ -93,7 +93,7 @@ from memory.errors import InvalidInput
 from memory.episodic import novelty
 from memory.layers.base import MemoryItem, MemoryLayer
 from memory.recall import ContextBundle, Recall, recall_query
-from memory.timeparse import dated
+from memory.timeparse import dated, resolved
 
 log = logging.getLogger(__name__)
 NOTHING_TO_SAY = "I'm not sure what to say to that."  # when the model wrote nothing at all: never an empty reply
@@ -651,7 +651,8 @@ class Reply:
             return True
         # said since, of the same thing, that it changed: "Bad news: the gig is pushed to Friday the 20th" beside
         # the "on Thursday the 12th" the answer came from (P12: the old day 6 times of 6, sourced to both)
-        answering = [i for i in drawn if i.created_at is not None and wanted & held_words(i.text, None)]
+        # (its relative days read as the days they name: "this Saturday" holds "14 November 2026")
+        answering = [i for i in drawn if i.created_at is not None and wanted & stems(resolved(i.text, i.created_at))]
         if answering:
             newest = max(answering, key=lambda i: i.created_at or datetime.min.replace(tzinfo=UTC))
             moved = self._changed_since((newest.text, newest))

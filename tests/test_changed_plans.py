@@ -167,3 +167,22 @@ async def test_a_yes_no_question_about_a_plan_called_off_shows_the_call(app: App
     # a question about something nothing changed keeps its answer
     reply = await ask_as(app, llm, "ken", "is the car park the meeting point?", "Yes.")
     assert "off" not in reply.text and "green" not in reply.text, reply.text
+
+
+async def test_a_day_read_from_a_plan_since_called_off_shows_the_call(app: App, llm: ScriptedLLM) -> None:
+    """P12: "when is the hike now?" got the Saturday of "Hike up Ben Lomond this Saturday?" (dated, "14 November
+    2026, 10 days ago."), which no word of the plan holds until its "this Saturday" is read as that day, beside
+    "The Ben Lomond hike is off"."""
+    await tell(
+        app,
+        llm,
+        ("olu", "Hike up Ben Lomond this Saturday? Meeting at the car park at 8."),
+        ("olu", "The Ben Lomond hike is off, the forecast says storms."),
+    )
+    plan = (await ask_as(app, llm, "marta", "when is the hike?", "This Saturday.")).evidence()
+    day = next(i for i in plan if "this Saturday" in i.text)
+    from memory.timeparse import dated as dated_text
+
+    said_day = dated_text(day.text, day.created_at).split("(")[1].split(")")[0]  # the Saturday it names
+    reply = await ask_as(app, llm, "marta", "when is the hike now?", f"{said_day}.")
+    assert reply.text == 'I remember olu saying: "The Ben Lomond hike is off, the forecast says storms."', reply.text
