@@ -63,6 +63,10 @@ _PERSON_NOUNS = {
 _HEDGES = re.compile(r"\b(maybe|perhaps|probably|might|i think|i guess|not sure|kind of|sort of)\b", re.I)
 _SARCASM = re.compile(r"(yeah,? right|/s\b|oh sure|as if|totally not|😒|🙄)", re.I)
 _LIGHT_VERBS = {"have", "be", "do", "get", "go", "make"}
+# Phrases that only link a sentence to the talk around it ("by the way, I have three cats"): no place or thing.
+_ASIDES = frozenset({("by", "way"), ("in", "fact"), ("of", "course"), ("at", "least"), ("for", "example")})
+# What one says to greet or thank someone ("nice to meet you", "good to see you"): no fact about anyone.
+_GREETING_VERBS = frozenset({"meet", "see", "greet", "thank"})
 # Verbs whose object becomes the subject's own thing ("I adopted a cat" -> the speaker's cat).
 _POSSESSING = {"have", "own", "adopt", "buy", "get", "rescue"}
 _OWNED_PREFIXES = {"my ": USER, "our ": USER, "your ": BOT}
@@ -502,7 +506,16 @@ def _triples_of(
     prefix = "not_" if negated else ""
     out: list[Triple] = []
     objects: list[tuple[str, Any]] = []
+    # "nice to meet you", "happy to help": an adjective with an infinitive after it is how one feels about doing
+    # it, not what one is (P12: "hi! I'm Sam, nice to meet you" made "you is nice" and "you meets me")
+    reacting = any(c.dep_ == "xcomp" and c.pos_ == "VERB" for c in verb.children)
     for child in verb.children:
+        if (
+            child.dep_ == "acomp"
+            and child.pos_ == "ADJ"
+            and (reacting or any(c.dep_ == "xcomp" and c.pos_ == "VERB" for c in child.children))
+        ):
+            continue
         if child.dep_ in ("dobj", "attr", "oprd", "acomp", "dative"):
             objects.append((lemma, child))
             if child.dep_ == "acomp":  # "I'm allergic to peanuts", "she is afraid of dogs": what the adjective is of
@@ -515,7 +528,7 @@ def _triples_of(
                 ]
         elif child.dep_ == "prep":
             for pobj in child.children:
-                if pobj.dep_ == "pobj" and not _when_or_how_much(pobj):
+                if pobj.dep_ == "pobj" and not _when_or_how_much(pobj) and (child.lower_, pobj.lower_) not in _ASIDES:
                     objects.append((f"{lemma}_{child.lower_}", pobj))
         elif child.dep_ == "xcomp" and child.pos_ == "VERB":
             # "I love playing chess" -> (user, love_play, chess); "I enjoy hiking" -> (user, enjoy, hiking)
@@ -538,6 +551,8 @@ def _triples_of(
                 rel = "is" if relation == "be" else relation.replace("be_", "is_", 1)
             if rel in _LIGHT_VERBS - {"have"} and target.pos_ == "ADJ":
                 rel = "is"
+            if rel.rsplit("_", 1)[-1] in _GREETING_VERBS and resolved[0] == BOT:
+                continue  # "nice to meet you" said to the bot
             out.append(_triple(subject, prefix + rel, resolved, polarity, confidence))
     return out
 

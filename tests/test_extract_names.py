@@ -41,3 +41,16 @@ def test_each_of_several_names_names_the_thing(extractor: TripleExtractor) -> No
     )
     got = facts(extractor, "I have a cat called Miso and a Dog")
     assert ("cat", "named", "miso") in got and ("cat", "named", "dog") not in got
+
+
+def test_greetings_and_asides_make_no_facts(extractor: TripleExtractor) -> None:
+    """P12: `mine` showed "you is nice", "you meets me" and "you is by way" from "hi! I'm Sam, nice to meet you" and
+    "I'm allergic to peanuts, by the way."; the facts those sentences hold stay."""
+    assert facts(extractor, "hi! I'm Sam, nice to meet you") == {("user", "is", "sam")}
+    said = facts(extractor, "By the way, I have three cats: Luna, Pixel and Mochi.")
+    assert ("user", "has", "cat") in said and not any(o == "way" for _, _, o in said), said
+    assert ("user", "is_allergic_to", "peanut") in facts(extractor, "I'm allergic to peanuts, by the way.")
+    assert facts(extractor, "I'm so happy to see you") == set()
+    # meeting someone, and liking to, are facts
+    assert ("user", "meet", "tom") in facts(extractor, "I met Tom at the gym")
+    assert ("user", "love_meet", "people") in facts(extractor, "I love to meet new people")
