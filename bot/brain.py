@@ -59,6 +59,7 @@ from bot.grounding import (
     guard,
     held_words,
     in_askers_words,
+    judging_words,
     names_a_speaker,
     is_question,
     own_items,
@@ -777,11 +778,14 @@ class Reply:
         if self._drawn:
             drawn = self._drawn[:MAX_SOURCES]
             return Grounding(drawn, frozenset(w for item in drawn for w in held_words(item.text, None)))
+        reply = self._grounded_text or self.text
+        # to a message that asks nothing, a reply's words that only judge ("nice") draw on nothing
+        judging = () if is_question(self.message.content) else tuple(judging_words(reply))
         found = ground(
-            self._grounded_text or self.text,
+            reply,
             self.message.content,
             self.evidence(),
-            ignore=self._ignored(),
+            ignore=(*self._ignored(), *judging),
             dates=self.guard.dates_ground,
             named=self.guard.named,
         )

@@ -432,6 +432,15 @@ def is_question(text: str) -> bool:
     )
 
 
+def judging_words(text: str) -> set[str]:
+    """The words of ``text`` that only judge ("nice", "great", "sad"; TextBlob's polarity of the word alone at least
+    0.3 either way): in a reply to something that asks nothing, sharing one with a memory is no sign of drawing on it
+    (P12: "That would be so nice to hear!" to news of a wedding was sourced to "hi! I'm Sam, nice to meet you")."""
+    from textblob import TextBlob
+
+    return {w for w in content_words(text) if abs(TextBlob(w).sentiment.polarity) >= 0.3}
+
+
 _ASKING = frozenset({"name", "list"})  # "Name two destinations Omar visited."
 _REMIND = ["remind", "me"]
 _TELL = ["tell", "me"]  # "tell me about my dog", "tell me what ana said"; not "tell me a joke"

@@ -459,3 +459,18 @@ def test_a_question_typed_in_capitals_names_no_one_by_its_capitals() -> None:
     assert names_in("WHAT DOES OMAR DO FOR FUN?") == []
     assert guard("WHAT DOES OMAR DO FOR FUN?", [], people=[]).refusal is None
     assert names_in("What does Omar do for fun?") == ["Omar"]  # written as a sentence, the name is found
+
+
+async def test_a_reply_to_news_that_only_judges_draws_on_no_memory(app: App, llm: ScriptedLLM) -> None:
+    """P12: "My brother Tom is getting married on the 12th of June." -> "That would be so nice to hear!" showed a
+    sources line pointing at "hi! I'm Sam, nice to meet you": "nice" only judges. Asked, a judging answer still
+    draws on the memory that holds it."""
+    from tests.grounding_support import ask_as, tell
+
+    await tell(app, llm, ("sam", "hi! I'm Sam, nice to meet you"), ("sam", "The concert last night was great."))
+    reply = await ask_as(
+        app, llm, "sam", "My brother Tom is getting married in June.", "That would be so nice to hear!"
+    )
+    assert not reply.grounding().sources, reply.grounding()
+    reply = await ask_as(app, llm, "sam", "how was the concert?", "Great.")
+    assert reply.grounding().sources
