@@ -42,6 +42,7 @@ from bot.grounding import (
     asks_whether_at_all,
     asks_who_did,
     called_off,
+    called_off_of,
     changed_of,
     changed_since,
     content_words,
@@ -60,6 +61,7 @@ from bot.grounding import (
     held_words,
     in_askers_words,
     judging_words,
+    moved_clause,
     names_a_speaker,
     is_question,
     own_items,
@@ -359,6 +361,7 @@ class Reply:
         words or the asker's own newer words contradict. Three steps: an answer of the kind asked for
         (``_of_the_kind_asked``); then the first of ``_settling_rules`` that applies, in its order; then the
         touches that keep what is shown but say it better (``_touch_up``: a day dated, a list whole)."""
+        self._final = _STANCE_LABEL.sub("", self._final or "")  # "(negative)": a fact's label in the prompt
         self._of_the_kind_asked()
         if self._quoted is None:  # what was said, quoted, stands as it is
             for rule in self._settling_rules():
@@ -404,10 +407,18 @@ class Reply:
         """A yes/no question about a thing a memory says is off or has changed: that memory, quoted, for a reply
         that draws on no memory (P12: "is the hike still happening?" got "Yes, it is." beside "The Ben Lomond
         hike is off"); a reply a memory holds ("Yes, on the 14th." from "going to Paris instead on the 14th") stands."""
-        if not asks_whether_at_all(self.message.content) or self.grounding().items:
+        if not asks_whether_at_all(self.message.content):
             return False
         skip = {stem(w.lower()) for n in self._ignored() for w in n.split()} | set(self.guard.named)
-        found = changed_of(self.message.content, self.evidence(), asker=self.message.author_name, skip=skip)
+        asker = self.message.author_name
+        if not self.grounding().items:
+            found = changed_of(self.message.content, self.evidence(), asker=asker, skip=skip)
+        elif not says_no(self._shown):
+            # a reply from memory that does not say no, where a memory calls the thing off ("It's not cancelled
+            # yet." beside "Five-a-side is cancelled this week", P13)
+            found = called_off_of(self.message.content, self.evidence(), asker=asker, skip=skip)
+        else:
+            found = None
         if found is None:
             return False
         self._final, self._quoted = found
@@ -660,6 +671,14 @@ class Reply:
             if moved is not None:
                 self._deniers |= set(moved[1].message_ids)
                 return True
+            if asks_when(self.message.content):
+                # a day the thing has since moved from ("Book club moved to Tuesday the 8th", P13)
+                skip = {stem(w.lower()) for n in self._ignored() for w in n.split()}
+                since = moved_clause(self.message.content, wanted, self.evidence(), skip=skip)
+                if since is not None and since.created_at is not None and newest.created_at is not None:
+                    if since.created_at >= newest.created_at:
+                        self._deniers |= set(since.message_ids)
+                        return True
         ids = sorted({m for i in drawn for m in i.message_ids})
         said = await self._brain.conversations.many(self.message.scope, ids)
         people = [*dict.fromkeys(f"user:{m.author_id}" for m in said.values()), *sorted(self.guard.named)]
@@ -798,6 +817,9 @@ class Reply:
 
 
 _SENTENCES = re.compile(r"[^.!?]+[.!?]*")  # a reply's sentences, each with its end
+# The stance a fact's line carries in the prompt (memory.layers.facts.stance), copied into a reply (P13: "Restaurant
+# (negative)."): never part of an answer.
+_STANCE_LABEL = re.compile(r"\s*\((?:positive|negative)\)", re.I)
 
 
 def evidence_in(bundle: ContextBundle, prompt: Prompt) -> list[MemoryItem]:

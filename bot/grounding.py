@@ -18,7 +18,7 @@ import calendar
 import itertools
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
@@ -1371,7 +1371,7 @@ def changed_since(
     newer = [i for i in items if i.created_at is not None and i.created_at > since]
     newer.sort(key=lambda i: i.created_at or since, reverse=True)
     for later, speaker, sentence in said_sentences(newer):
-        words = held_words(f"{speaker}: {sentence}", later.created_at)
+        words = stems(resolved(f"{speaker}: {sentence}", later.created_at))  # not the day it was said
         said_words = {stem(w) for w in _WORD.findall(sentence.lower())}  # "now" is a stop word
         if (said_words & _CHANGED or _CALLED_OFF.search(sentence)) and len(shared & words) >= min(2, len(shared)):
             return quoted(later, speaker, sentence, asker)
@@ -1392,9 +1392,56 @@ def changed_of(
     newest = sorted(items, key=lambda i: i.created_at or datetime.min.replace(tzinfo=UTC), reverse=True)
     for item, speaker, sentence in said_sentences(newest):
         said_words = {stem(w) for w in _WORD.findall(sentence.lower())}
-        held = topic & held_words(f"{speaker}: {sentence}", item.created_at)
+        held = topic & stems(resolved(f"{speaker}: {sentence}", item.created_at))  # not the day it was said
         if (said_words & _CHANGED or _CALLED_OFF.search(sentence)) and len(held) >= min(2, len(topic)):
             return quoted(item, speaker, sentence, asker)
+    return None
+
+
+# Of those, the words that say a thing moved to another time or place (not that it is off: "Dinner on Friday is
+# cancelled, let's do Saturday instead" leaves Saturday the answer).
+_MOVED = _CHANGED - {stem(w) for w in ("cancelled", "canceled", "scratch", "longer", "anymore")}
+
+
+def called_off_of(
+    question: str, items: Sequence[MemoryItem], *, asker: str, skip: Iterable[str] = ()
+) -> tuple[str, MemoryItem] | None:
+    """The newest sentence someone said whose called-off clause (``called_off``) holds what the question names (two
+    of its words when it names two): "Five-a-side is cancelled this week, the pitch is flooded." for "is five-a-side
+    still on this week?", quoted as ``quote`` does (P13: "It's not cancelled yet." was shown, sourced to it)."""
+    topic = topic_of(question, skip)
+    if not topic:
+        return None
+    newest = sorted(items, key=lambda i: i.created_at or datetime.min.replace(tzinfo=UTC), reverse=True)
+    for item, speaker, sentence in said_sentences(newest):
+        off = called_off(replace(item, text=sentence))
+        if len(topic & off) >= min(2, len(topic)):
+            return quoted(item, speaker, sentence, asker)
+    return None
+
+
+def moved_clause(
+    question: str, wanted: set[str], items: Sequence[MemoryItem], *, skip: Iterable[str] = ()
+) -> MemoryItem | None:
+    """The newest memory with a clause that says the thing the question names moved or changed ("Book club moved to
+    Tuesday the 8th", a word of ``_MOVED`` in it and two of the question's words, or one when it has one) and does
+    not hold ``wanted``, a when-answer's words: the answer is the day it moved from (P13: "when is book club?" got
+    "Wednesday (2 December 2026)." 10 times of 10 beside "Book club moved to Tuesday the 8th, my landlord is fixing
+    the boiler on Wednesday", whose boiler's Wednesday is that same day)."""
+    topic = topic_of(question, skip)
+    if not topic:
+        return None
+    newest = sorted(items, key=lambda i: i.created_at or datetime.min.replace(tzinfo=UTC), reverse=True)
+    for item in newest:
+        if not item.sources or item.kind == "fact":
+            continue
+        for line in item.text.split("\n"):
+            who = said_by_whom(line)
+            for clause in _CLAUSE_BREAK.split(resolved(said(line), item.created_at)):
+                words = stems(f"{who} {clause}")
+                said_words = {stem(w) for w in _WORD.findall(clause.lower())}
+                if said_words & _MOVED and len(topic & words) >= min(2, len(topic)) and not wanted <= words:
+                    return item
     return None
 
 

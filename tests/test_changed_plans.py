@@ -186,3 +186,35 @@ async def test_a_day_read_from_a_plan_since_called_off_shows_the_call(app: App, 
     said_day = dated_text(day.text, day.created_at).split("(")[1].split(")")[0]  # the Saturday it names
     reply = await ask_as(app, llm, "marta", "when is the hike now?", f"{said_day}.")
     assert reply.text == 'I remember olu saying: "The Ben Lomond hike is off, the forecast says storms."', reply.text
+
+
+async def test_p13_plans_called_off_and_moved(app: App, llm: ScriptedLLM) -> None:
+    """P13: "is five-a-side still on this week?" got "It's not cancelled yet." sourced to "Five-a-side is cancelled
+    this week"; "is book club on Wednesday?" was answered with that five-a-side message; "when is book club?" got the
+    Wednesday it moved from, beside "Book club moved to Tuesday, my landlord is fixing the boiler on Wednesday"."""
+    await tell(
+        app,
+        llm,
+        ("nadia", "Book club is on Wednesday at my flat, we're reading Piranesi."),
+        ("nadia", "Book club moved to Tuesday, my landlord is fixing the boiler on Wednesday."),
+        ("felix", "Five-a-side is at 7 on Thursday."),
+        ("felix", "Five-a-side is cancelled this week, the pitch is flooded."),
+    )
+    reply = await ask_as(app, llm, "tomas", "is five-a-side still on this week?", "It's not cancelled yet.")
+    assert reply.text == 'I remember felix saying: "Five-a-side is cancelled this week, the pitch is flooded."', (
+        reply.text
+    )
+    reply = await ask_as(app, llm, "tomas", "is book club on Wednesday?", "I don't know.")
+    assert "Five-a-side" not in reply.text, reply.text
+    reply = await ask_as(app, llm, "tomas", "when is book club?", "Wednesday.")
+    assert reply.text.startswith('I remember nadia saying: "Book club moved to Tuesday'), reply.text
+    # what has not moved keeps its answer
+    reply = await ask_as(app, llm, "tomas", "when is five-a-side?", "Thursday.")
+    assert "Book club" not in reply.text, reply.text
+
+
+async def test_a_facts_stance_label_is_no_part_of_a_reply(app: App, llm: ScriptedLLM) -> None:
+    """P13: "Restaurant (negative)." copied the label a fact's line carries in the prompt."""
+    await tell(app, llm, ("priya", "For the secret santa we picked Luca's restaurant for the dinner."))
+    reply = await ask_as(app, llm, "nadia", "where is the secret santa dinner?", "Luca's restaurant (negative).")
+    assert "negative" not in reply.text and "Luca's restaurant" in reply.text, reply.text
