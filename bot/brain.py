@@ -62,6 +62,7 @@ from bot.grounding import (
     in_askers_words,
     judging_words,
     moved_clause,
+    names_a_time,
     names_a_speaker,
     is_question,
     own_items,
@@ -346,8 +347,13 @@ class Reply:
         return quote_holding(self.message.content, items, asker=self.message.author_name, skip=skip)
 
     def _changed_since(self, old: tuple[str, MemoryItem]) -> tuple[str, MemoryItem] | None:
-        """What a memory newer than the quoted ``old`` says has changed of it (``bot.grounding.changed_since``)."""
-        skip = {stem(w.lower()) for n in self._ignored() for w in n.split()}
+        """What a memory newer than the quoted ``old`` says has changed of it (``bot.grounding.changed_since``), by
+        the question's words beyond the people it names (a name alone ties "update: another twelve hour shift" to
+        any of that person's plans); none for a question that names its own time ("which novel was Priya's book
+        club reading in March?": what was so then, not what is so now)."""
+        if names_a_time(self.message.content):
+            return None
+        skip = {stem(w.lower()) for n in self._ignored() for w in n.split()} | set(self.guard.named)
         return changed_since(self.message.content, old, self.evidence(), asker=self.message.author_name, skip=skip)
 
     def _said_so(self, items: Sequence[MemoryItem]) -> tuple[str, MemoryItem] | None:
@@ -671,9 +677,9 @@ class Reply:
             if moved is not None:
                 self._deniers |= set(moved[1].message_ids)
                 return True
-            if asks_when(self.message.content):
+            if asks_when(self.message.content) and not names_a_time(self.message.content):
                 # a day the thing has since moved from ("Book club moved to Tuesday the 8th", P13)
-                skip = {stem(w.lower()) for n in self._ignored() for w in n.split()}
+                skip = {stem(w.lower()) for n in self._ignored() for w in n.split()} | set(self.guard.named)
                 since = moved_clause(self.message.content, wanted, self.evidence(), skip=skip)
                 if since is not None and since.created_at is not None and newest.created_at is not None:
                     if since.created_at >= newest.created_at:

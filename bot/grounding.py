@@ -1403,6 +1403,21 @@ def changed_of(
 _MOVED = _CHANGED - {stem(w) for w in ("cancelled", "canceled", "scratch", "longer", "anymore")}
 
 
+# A question that names the time it asks about ("in March", "last year", "before the wedding", "in 2024"): what
+# was so then, which a later change does not undo.
+_A_TIME = re.compile(
+    r"\b(?:"
+    + "|".join(sorted((m for m in MONTHS if len(m) > 3), key=len, reverse=True))
+    + r"|\d{4}|last|before|after|originally|first|earlier|previous|previously|used to|back then|at the time)\b",
+    re.I,
+)
+
+
+def names_a_time(question: str) -> bool:
+    """Whether ``question`` asks about a time it names (``_A_TIME``), not about now."""
+    return bool(_A_TIME.search(question))
+
+
 def called_off_of(
     question: str, items: Sequence[MemoryItem], *, asker: str, skip: Iterable[str] = ()
 ) -> tuple[str, MemoryItem] | None:

@@ -218,3 +218,25 @@ async def test_a_facts_stance_label_is_no_part_of_a_reply(app: App, llm: Scripte
     await tell(app, llm, ("priya", "For the secret santa we picked Luca's restaurant for the dinner."))
     reply = await ask_as(app, llm, "nadia", "where is the secret santa dinner?", "Luca's restaurant (negative).")
     assert "negative" not in reply.text and "Luca's restaurant" in reply.text, reply.text
+
+
+async def test_a_change_of_something_else_or_a_question_about_then_keeps_the_answer(app: App, llm: ScriptedLLM) -> None:
+    """The dev split, after the P12 changes: "When is Omar's exam for a licence?" -> "18th." became a quote of his
+    "update: another twelve hour shift" (a name alone tied them), and "which novel was the book club reading in
+    March?" a quote of the newer "I'm reading Pachinko for book club now"."""
+    await tell(
+        app,
+        llm,
+        ("omar", "My licence exam is on the 18th."),
+        ("omar", "update: another twelve hour shift at the clinic."),
+        ("priya", "Our book club is reading Tomorrow, and Tomorrow, and Tomorrow."),
+        ("priya", "I'm reading Pachinko for book club now, it's beautiful."),
+    )
+    reply = await ask_as(app, llm, "zed", "when is omar's licence exam?", "18th.")
+    assert "shift" not in reply.text, reply.text
+    reply = await ask_as(
+        app, llm, "zed", "which novel was priya's book club reading in March?", "Tomorrow, and Tomorrow."
+    )
+    assert "Pachinko" not in reply.text, reply.text
+    reply = await ask_as(app, llm, "zed", "which novel is priya's book club reading?", "Tomorrow, and Tomorrow.")
+    assert "Pachinko" in reply.text, reply.text
