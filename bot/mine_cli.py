@@ -19,6 +19,7 @@ from memory.participation import ParticipationStore
 from bot.discord.rules import jump_link
 from bot.forget_cli import NotFound
 from bot.forget_cli import _person as resolve_person  # the one rule for naming a person on the command line
+from memory.fields import display_text
 from memory.mine import MESSAGE, MemoryOfPerson, export_documents
 from memory.sources import SourceRef
 
@@ -65,7 +66,8 @@ async def run(settings: Settings, args: argparse.Namespace, app: Any, out: TextI
     for item in items:
         sources = ", ".join(f"{s.ref.source} {s.ref.label()}" for s in item.sources)
         lock = " [restricted]" if item.restricted else ""
-        out.write(f"- {item.created_at:%Y-%m-%d} {item.kind}{lock}: {' '.join(item.text.split())} ({sources})\n")
+        text = display_text(" ".join(item.text.split()))  # what was stored, without its bidirectional controls
+        out.write(f"- {item.created_at:%Y-%m-%d} {item.kind}{lock}: {text} ({sources})\n")
     return 0
 
 

@@ -63,8 +63,10 @@ def check_text(text: str | None, what: str, max_chars: int, *, example: str = ""
 
 
 def clean_name(name: str) -> str:
-    """A display name as it can be stored: control characters become spaces, cut to the id limit."""
-    return " ".join(_CONTROL.sub(" ", clean_text(name)).split())[:MAX_ID_CHARS]
+    """A display name as it can be stored: control characters become spaces, bidirectional embeddings, overrides
+    and isolates go (a name is looked up as typed: "cara\u202e" was never found as "cara", P13), cut to the id
+    limit."""
+    return " ".join(_CONTROL.sub(" ", _BIDI_CONTROL.sub("", clean_text(name))).split())[:MAX_ID_CHARS]
 
 
 def id_problem(value: str, what: str = "an id", *, max_chars: int = MAX_ID_CHARS) -> str | None:

@@ -24,7 +24,7 @@ from bot.cli import main
 from bot.console import Console, ConsoleIdentity, format_bundle
 from memory.conversation import NewMessage
 from memory.errors import ImportFileError, InvalidInput, ScopeError
-from memory.fields import clean_text
+from memory.fields import clean_name, clean_text
 from memory.importer import parse_import_file
 from tests.fakes import ScriptedLLM
 from tests.test_cli import env, run_cli  # noqa: F401  (the fixture)
@@ -330,6 +330,8 @@ async def test_the_store_repairs_text_and_names(app: App) -> None:
         )
     )
     assert (stored.content, stored.author_name) == ("caf?e ok", "an a")
+    # a name is looked up as typed: its bidirectional controls go (P13: "cara\u202e" was not found as "cara")
+    assert clean_name("cara\u202e") == "cara" and clean_name("\u2066bo\u2069") == "bo"
     # a terminal's escape sequences and bell would act when the text is printed back (recall, places, persona)
     stored = await app.conversations.add(
         NewMessage(

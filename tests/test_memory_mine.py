@@ -238,3 +238,13 @@ async def test_the_command_line_names_the_asking_channel_by_its_name_as_places_d
     asked = argparse.Namespace(person="ana", scope=GUILD, channel="#staff-room", json=False)
     assert await mine_cli.run(talked.settings, asked, talked, out) == 0
     assert "secret-staff" in out.getvalue()
+
+
+async def test_the_command_line_shows_no_bidirectional_controls(talked: App) -> None:
+    """P13: `mine` printed what was stored with its right-to-left override, which reorders what follows it."""
+    await say(talked, "ana", "my helmet is \u202egreen")
+    await talked.brain.drain()
+    out = io.StringIO()
+    args = argparse.Namespace(person="ana", scope=GUILD, channel=None, json=False)
+    assert await mine_cli.run(talked.settings, args, talked, out) == 0
+    assert "my helmet is green" in out.getvalue() and "\u202e" not in out.getvalue()
