@@ -57,6 +57,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     return p
 
 
+ASK_KEYS = ("text", "scope", "user", "channel", "now")
+
+
 def read_lines(path: Path, settings: Settings) -> list[AskLine]:
     """Every line of ``path``, or ValueError naming the bad ones (the first 20)."""
     out: list[AskLine] = []
@@ -84,6 +87,9 @@ def _line(raw: str, settings: Settings) -> AskLine:
 
     text, scope = _query_line(raw, settings.console_scope, settings.max_message_chars, "the message")
     obj = json.loads(raw)
+    unknown = sorted(set(obj) - set(ASK_KEYS))
+    if unknown:  # a misspelt key ("chanel") would otherwise be asked as if it were not there (P13)
+        raise ValueError(f"unknown key {', '.join(map(repr, unknown))} (the keys are {', '.join(ASK_KEYS)})")
     room = MAX_ID_CHARS - len("console:")
     fields: dict[str, str | None] = {}
     for key, default in (("user", "you"), ("channel", None)):

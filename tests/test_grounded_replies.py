@@ -228,15 +228,17 @@ async def test_ask_answers_fresh_questions_read_only(app: App, llm: ScriptedLLM)
 def test_ask_names_every_bad_line_before_loading_anything(tmp_path: Path) -> None:
     path = tmp_path / "q.jsonl"
     path.write_text(
-        '{"text": "hi"}\n{"text": ""}\nnot json\n{"text": "x", "now": "yesterday"}\n{"text": "x", "user": 5}\n',
+        '{"text": "hi"}\n{"text": ""}\nnot json\n{"text": "x", "now": "yesterday"}\n{"text": "x", "user": 5}\n'
+        '{"text": "x", "chanel": "general"}\n',
         encoding="utf-8",
     )
     settings = make_settings("postgresql://unused", tmp_path)
     with pytest.raises(ValueError) as err:
         ask_cli.read_lines(path, settings)
     message = str(err.value)
-    for n in (2, 3, 4, 5):
+    for n in (2, 3, 4, 5, 6):
         assert f"line {n}:" in message
+    assert "line 6: unknown key 'chanel' (the keys are text, scope, user, channel, now)" in message  # P13
     assert "line 1:" not in message
     assert "line 2: the message is empty" in message and "recall" not in message  # ask's words, not recall's
 
