@@ -1373,9 +1373,49 @@ def changed_since(
     for later, speaker, sentence in said_sentences(newer):
         words = stems(resolved(f"{speaker}: {sentence}", later.created_at))  # not the day it was said
         said_words = {stem(w) for w in _WORD.findall(sentence.lower())}  # "now" is a stop word
-        if (said_words & _CHANGED or _CALLED_OFF.search(sentence)) and len(shared & words) >= min(2, len(shared)):
+        if (
+            (said_words & _CHANGED or _CALLED_OFF.search(sentence))
+            and len(shared & words) >= min(2, len(shared))
+            and change_answers(question, sentence, shared)
+        ):
             return quoted(later, speaker, sentence, asker)
     return None
+
+
+# A day, as a change of plan names one ("to Tuesday the 8th", "on the 18th", "tomorrow").
+_A_DAY = re.compile(
+    r"\b(?:"
+    + "|".join(WEEKDAYS)
+    + "|"
+    + "|".join(m for m in MONTHS if len(m) > 3)
+    + r"|\d{1,2}(?:st|nd|rd|th)?|today|tonight|tomorrow|weekend|week|month)\b",
+    re.I,
+)
+
+
+_CHANGE_BREAK = re.compile(r"[,;.!?]|\b(?:but|so|and)\b", re.I)
+
+
+def change_answers(question: str, sentence: str, topic: set[str]) -> bool:
+    """Whether what ``sentence`` says changed is what ``question`` asks: a thing called off, or taken back ("scratch
+    that"), answers any question; a
+    day moved answers a when-question and no other ("where is book club?" is not answered by "Book club moved to
+    Tuesday the 8th", P13), and a when-question only by a change that names a day ("when is the secret santa
+    dinner?" is not answered by "scratch that: the dinner will be at Casa Verde", P13)."""
+    # (a colon goes on with what the change is: "so scratch that: the dinner will be at Casa Verde")
+    clauses = [c for c in _CHANGE_BREAK.split(sentence) if _CALLED_OFF.search(c) or _said_stems(c) & _CHANGED]
+    if not clauses or any(_CALLED_OFF.search(c) for c in clauses):
+        return True
+    if asks_when(question):
+        return any(_A_DAY.search(c) for c in clauses)
+    if any("scratch" in _said_stems(c) for c in clauses):
+        return True  # what was said before taken back ("scratch that")
+    return any(stems(_A_DAY.sub(" ", c)) - topic - _CHANGED for c in clauses)
+
+
+def _said_stems(text: str) -> set[str]:
+    """The stems of every word of ``text``, stop words too ("now")."""
+    return {stem(w) for w in _WORD.findall(text.lower())}
 
 
 def changed_of(

@@ -240,3 +240,25 @@ async def test_a_change_of_something_else_or_a_question_about_then_keeps_the_ans
     assert "Pachinko" not in reply.text, reply.text
     reply = await ask_as(app, llm, "zed", "which novel is priya's book club reading?", "Tomorrow, and Tomorrow.")
     assert "Pachinko" in reply.text, reply.text
+
+
+async def test_a_change_of_day_does_not_answer_where_nor_a_change_of_place_when(app: App, llm: ScriptedLLM) -> None:
+    """P13: "where is book club?" was shown "Book club moved to Tuesday the 8th ..." (no place), and "when is the
+    secret santa dinner?" "... scratch that: the secret santa dinner will be at Casa Verde." (no day)."""
+    from bot.grounding import change_answers
+
+    moved = "Book club moved to Tuesday the 8th, my landlord is fixing the boiler on Wednesday."
+    assert change_answers("when is book club?", moved, {"book", "club"})
+    assert not change_answers("where is book club?", moved, {"book", "club"})
+    place = "Luca's is closed for renovations, so scratch that: the secret santa dinner will be at Casa Verde."
+    assert change_answers("where is the secret santa dinner?", place, {"secret", "santa", "dinner"})
+    assert not change_answers("when is the secret santa dinner?", place, {"secret", "santa", "dinner"})
+    assert change_answers("when is the hike?", "The Ben Lomond hike is off, the forecast says storms.", {"hike"})
+    await tell(
+        app,
+        llm,
+        ("nadia", "Book club is on Wednesday at my flat, we're reading Piranesi."),
+        ("nadia", "Book club moved to Tuesday, my landlord is fixing the boiler on Wednesday."),
+    )
+    reply = await ask_as(app, llm, "tomas", "where is book club?", "At nadia's flat.")
+    assert "moved" not in reply.text and "flat" in reply.text, reply.text
