@@ -244,6 +244,7 @@ class Reply:
         self._quoted: MemoryItem | None = None  # the memory the reply quotes, when the model gave no answer
         self._drawn = tuple(drawn)  # what a reply the bot wrote without the model was made from (its sources)
         self._deniers: set[int] = set()  # messages that say the reply's answer is over (``_answer_denied``)
+        self._moved: tuple[str, MemoryItem] | None = None  # the sentence that says it changed, quoted (the same)
         self._grounded_text: str | None = None  # the reply as grounded, before "8 days ago" was added to it
         self._when_lines: dict[str, str] = {}  # of a when-question, memories' lines that can say when (_about_when)
 
@@ -456,7 +457,7 @@ class Reply:
             return False
         drawn = self.grounding().items
         denying = [i for i in self.evidence() if self._deniers & set(i.message_ids)]
-        said_so = self._said_so(denying) or self._denial(denying) or self._said_so(drawn)
+        said_so = self._moved or self._said_so(denying) or self._denial(denying) or self._said_so(drawn)
         self._final, self._quoted = said_so if said_so is not None else (NOT_TOLD, None)
         return True
 
@@ -676,14 +677,19 @@ class Reply:
             moved = self._changed_since((newest.text, newest))
             if moved is not None:
                 self._deniers |= set(moved[1].message_ids)
+                self._moved = moved
                 return True
             if asks_when(self.message.content) and not names_a_time(self.message.content):
                 # a day the thing has since moved from ("Book club moved to Tuesday the 8th", P13)
                 skip = {stem(w.lower()) for n in self._ignored() for w in n.split()} | set(self.guard.named)
-                since = moved_clause(self.message.content, wanted, self.evidence(), skip=skip)
-                if since is not None and since.created_at is not None and newest.created_at is not None:
-                    if since.created_at >= newest.created_at:
-                        self._deniers |= set(since.message_ids)
+                since = moved_clause(
+                    self.message.content, wanted, self.evidence(), asker=self.message.author_name, skip=skip
+                )
+                when = since[1].created_at if since is not None else None
+                if since is not None and when is not None and newest.created_at is not None:
+                    if when >= newest.created_at:
+                        self._deniers |= set(since[1].message_ids)
+                        self._moved = since
                         return True
         ids = sorted({m for i in drawn for m in i.message_ids})
         said = await self._brain.conversations.many(self.message.scope, ids)

@@ -1329,7 +1329,7 @@ _CHANGED = frozenset(
     stem(w)
     for w in (
         "moved", "changed", "switched", "rescheduled", "postponed", "pushed", "cancelled", "canceled", "instead",
-        "update", "updated", "longer", "anymore", "now", "scratch",
+        "longer", "anymore", "now", "scratch",
     )
 )  # fmt: skip
 
@@ -1476,9 +1476,9 @@ def called_off_of(
 
 
 def moved_clause(
-    question: str, wanted: set[str], items: Sequence[MemoryItem], *, skip: Iterable[str] = ()
-) -> MemoryItem | None:
-    """The newest memory with a clause that says the thing the question names moved or changed ("Book club moved to
+    question: str, wanted: set[str], items: Sequence[MemoryItem], *, asker: str, skip: Iterable[str] = ()
+) -> tuple[str, MemoryItem] | None:
+    """The newest sentence with a clause that says the thing the question names moved or changed ("Book club moved to
     Tuesday the 8th", a word of ``_MOVED`` in it and two of the question's words, or one when it has one) and does
     not hold ``wanted``, a when-answer's words: the answer is the day it moved from (P13: "when is book club?" got
     "Wednesday (2 December 2026)." 10 times of 10 beside "Book club moved to Tuesday the 8th, my landlord is fixing
@@ -1487,16 +1487,12 @@ def moved_clause(
     if not topic:
         return None
     newest = sorted(items, key=lambda i: i.created_at or datetime.min.replace(tzinfo=UTC), reverse=True)
-    for item in newest:
-        if not item.sources or item.kind == "fact":
-            continue
-        for line in item.text.split("\n"):
-            who = said_by_whom(line)
-            for clause in _CLAUSE_BREAK.split(resolved(said(line), item.created_at)):
-                words = stems(f"{who} {clause}")
-                said_words = {stem(w) for w in _WORD.findall(clause.lower())}
-                if said_words & _MOVED and len(topic & words) >= min(2, len(topic)) and not wanted <= words:
-                    return item
+    for item, speaker, sentence in said_sentences(newest):
+        for clause in _CLAUSE_BREAK.split(resolved(sentence, item.created_at)):
+            words = stems(f"{speaker} {clause}")
+            said_words = {stem(w) for w in _WORD.findall(clause.lower())}
+            if said_words & _MOVED and len(topic & words) >= min(2, len(topic)) and not wanted <= words:
+                return quoted(item, speaker, sentence, asker)
     return None
 
 
