@@ -21,7 +21,7 @@ import re
 import shlex
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
@@ -484,19 +484,9 @@ class Reply:
         Google?" beside "Changed my mind: I said no to Google", P11)."""
         if not (declines(self._shown) or echoes(self._shown, self.message.content, ignore=self._ignored())):
             return False
-        found = quote(
-            self.message.content,
-            self.evidence(),
-            asker=self.message.author_name,
-            ignore=self._ignored(),
-            named=self.guard.named,
-        )
-        if found is None and kinds_asked(stems(self.message.content)):
-            # "what pets does dev have?" beside "I adopted a rabbit called Turnip and a turtle called Shelly" (P11):
-            # a word that names a kind is held by a word of that kind
-            words = {w for i in self.evidence() if i.kind != "fact" for w in content_words(i.text)}
-            kinds = {stem(w): k for w, k in (await word_kinds(self._brain.embedder, words)).items()}
-            found = quote(
+
+        def holding(kinds: Mapping[str, str] | None = None) -> tuple[str, MemoryItem] | None:
+            return quote(
                 self.message.content,
                 self.evidence(),
                 asker=self.message.author_name,
@@ -504,6 +494,13 @@ class Reply:
                 named=self.guard.named,
                 kinds=kinds,
             )
+
+        found = holding()
+        if found is None and kinds_asked(stems(self.message.content)):
+            # "what pets does dev have?" beside "I adopted a rabbit called Turnip and a turtle called Shelly" (P11):
+            # a word that names a kind is held by a word of that kind
+            words = {w for i in self.evidence() if i.kind != "fact" for w in content_words(i.text)}
+            found = holding({stem(w): k for w, k in (await word_kinds(self._brain.embedder, words)).items()})
         if found is not None:
             log.info("message %s: %r was no answer; quoted memory instead", self.message.id, self._shown[:200])
             self._final, self._quoted = found
