@@ -1368,6 +1368,8 @@ def changed_since(
     if since is None:
         return None
     shared = topic_of(question, skip) & held_words(text, since)
+    if not shared:  # nothing the question asks of ties the old words to any newer ones
+        return None
     newer = [i for i in items if i.created_at is not None and i.created_at > since]
     newer.sort(key=lambda i: i.created_at or since, reverse=True)
     for later, speaker, sentence in said_sentences(newer):

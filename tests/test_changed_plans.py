@@ -262,3 +262,18 @@ async def test_a_change_of_day_does_not_answer_where_nor_a_change_of_place_when(
     )
     reply = await ask_as(app, llm, "tomas", "where is book club?", "At nadia's flat.")
     assert "moved" not in reply.text and "flat" in reply.text, reply.text
+
+
+def test_a_change_said_since_needs_a_word_of_the_question_in_the_old_words() -> None:
+    """The dev split: "What was the expected arrival date for Declan and Ruth's child?" -> "9 June 2025." (right)
+    became 'I remember Declan saying: "Much better now."': no word of the question was in the old message, and no
+    word of it tied the two."""
+    due = replace(
+        memory("Declan: Ruth is pregnant and the baby is due on the 9th of June.", 1, "u-declan"),
+        created_at=datetime(2025, 1, 11, 15, 27, tzinfo=UTC),
+    )
+    better = replace(
+        memory("Declan: Much better now.", 2, "u-declan"), created_at=datetime(2025, 1, 11, 15, 31, tzinfo=UTC)
+    )
+    question = "What was the expected arrival date for Declan and Ruth's child?"
+    assert changed_since(question, (due.text, due), [due, better], asker="zed", skip={"declan", "ruth"}) is None
