@@ -260,7 +260,7 @@ class Reply:
             return self._final
         if self.guard.about_memory and not self.guard.missing:
             return ""
-        return self._generation.text or "".join(self._streamed)
+        return _STANCE_LABEL.sub("", self._generation.text or "".join(self._streamed))  # as it was streamed
 
     @property
     def model_text(self) -> str:
@@ -322,9 +322,14 @@ class Reply:
                 if self._final:
                     yield self._final
             else:
+                labels = _LabelFilter()
                 async for delta in self._generation:
-                    self._streamed.append(delta)
-                    yield delta
+                    if piece := labels.feed(delta):
+                        self._streamed.append(piece)
+                        yield piece
+                if rest := labels.flush():
+                    self._streamed.append(rest)
+                    yield rest
                 if not "".join(self._streamed).strip() and not self._generation.cancelled.is_set():
                     self._final = NOTHING_TO_SAY  # the model wrote nothing (P6: "hippobot: " to a long message)
                     yield self._final
@@ -829,6 +834,35 @@ _SENTENCES = re.compile(r"[^.!?]+[.!?]*")  # a reply's sentences, each with its 
 # The stance a fact's line carries in the prompt (memory.layers.facts.stance), copied into a reply (P13: "Restaurant
 # (negative)."): never part of an answer.
 _STANCE_LABEL = re.compile(r"\s*\((?:positive|negative)\)", re.I)
+
+
+class _LabelFilter:
+    """A streamed reply without a fact's stance label (``_STANCE_LABEL``): from a " (" on, the text is held back
+    until it is known to be a label (dropped) or not (let through); a few characters' wait."""
+
+    _LONGEST = len(" (negative)")
+
+    def __init__(self) -> None:
+        self._held = ""
+
+    def feed(self, delta: str) -> str:
+        text = self._held + delta
+        start = text.find("(")
+        if start < 0:
+            self._held = ""
+            return text
+        start = len(text[:start].rstrip())  # the space before it goes with it
+        head, tail = text[:start], text[start:]
+        tail = _STANCE_LABEL.sub("", tail)
+        if "(" in tail and len(tail) - tail.index("(") < self._LONGEST and ")" not in tail[tail.index("(") :]:
+            self._held = tail  # could still become a label
+            return head
+        self._held = ""
+        return head + tail
+
+    def flush(self) -> str:
+        held, self._held = self._held, ""
+        return held
 
 
 def evidence_in(bundle: ContextBundle, prompt: Prompt) -> list[MemoryItem]:

@@ -277,3 +277,23 @@ def test_a_change_said_since_needs_a_word_of_the_question_in_the_old_words() -> 
     )
     question = "What was the expected arrival date for Declan and Ruth's child?"
     assert changed_since(question, (due.text, due), [due, better], asker="zed", skip={"declan", "ruth"}) is None
+
+
+def test_a_streamed_reply_loses_a_stance_label_however_it_is_cut() -> None:
+    """A reply streamed as the model writes it (no question about memory: P13's "where does priya work?", asked in
+    lower case, was one) showed "Restaurant (negative)."."""
+    from bot.brain import _LabelFilter
+
+    def streamed(*parts: str) -> str:
+        labels = _LabelFilter()
+        return "".join(labels.feed(p) for p in parts) + labels.flush()
+
+    assert streamed("Restaurant", " (", "negative", ").") == "Restaurant."
+    assert streamed("Nice (positive)!") == "Nice!"
+    assert streamed("I like it (a lot", ") really") == "I like it (a lot) really"
+    assert streamed("it ends (neg") == "it ends (neg"
+
+
+async def test_a_chat_reply_shows_no_stance_label(app: App, llm: ScriptedLLM) -> None:
+    reply = await ask_as(app, llm, "nadia", "lovely weather today", "Lovely (positive)! Enjoy it.")
+    assert reply.text == "Lovely! Enjoy it.", reply.text
