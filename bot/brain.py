@@ -349,7 +349,7 @@ class Reply:
     def _denial(self, items: Sequence[MemoryItem]) -> tuple[str, MemoryItem] | None:
         """The first sentence of the newest memory among ``items`` that holds a word the question asks with, quoted
         with its speaker: what says the asked-about thing is over ("Actually I turned down Spotify")."""
-        skip = {stem(w.lower()) for n in self._ignored() for w in n.split()}
+        skip = self._skipped()
         return quote_holding(self.message.content, items, asker=self.message.author_name, skip=skip)
 
     def _changed_since(self, old: tuple[str, MemoryItem]) -> tuple[str, MemoryItem] | None:
@@ -359,7 +359,7 @@ class Reply:
         club reading in March?": what was so then, not what is so now)."""
         if names_a_time(self.message.content):
             return None
-        skip = {stem(w.lower()) for n in self._ignored() for w in n.split()} | set(self.guard.named)
+        skip = self._skipped(named=True)
         return changed_since(self.message.content, old, self.evidence(), asker=self.message.author_name, skip=skip)
 
     def _said_so(self, items: Sequence[MemoryItem]) -> tuple[str, MemoryItem] | None:
@@ -421,7 +421,7 @@ class Reply:
         hike is off"); a reply a memory holds ("Yes, on the 14th." from "going to Paris instead on the 14th") stands."""
         if not asks_whether_at_all(self.message.content):
             return False
-        skip = {stem(w.lower()) for n in self._ignored() for w in n.split()} | set(self.guard.named)
+        skip = self._skipped(named=True)
         asker = self.message.author_name
         if not self.grounding().items:
             found = changed_of(self.message.content, self.evidence(), asker=asker, skip=skip)
@@ -537,7 +537,7 @@ class Reply:
         self._final = whole_list(self._shown, self.message.content, self.evidence()) or self._final
         # "Luna." from that list to "which of jonas's cats got sick?", beside "Pixel got sick": that one (from every
         # memory in the prompt: "which cat was sick?" keeps only those that say "cat" as evidence)
-        skip = {stem(w.lower()) for n in self._ignored() for w in n.split()} | set(self.guard.named)
+        skip = self._skipped(named=True)
         everything = evidence_in(self.bundle, self.prompt)
         self._final = which_one(self._shown, self.message.content, everything, skip=skip) or self._final
         # a day gone by, asked of as if to come: how long ago it was ("Friday (27 November 2026), 8 days ago."),
@@ -556,7 +556,7 @@ class Reply:
         ("When did Omar buy the vehicle?", "I got a car on Sunday"). Lines are compared without their speaker's
         name (a name alone moved "wedding" to 0.15 of Lena's move)."""
         question = self.message.content
-        skip = set(self.guard.named) | {stem(w.lower()) for n in self._ignored() for w in n.split()}
+        skip = self._skipped(named=True)
         phrase = asked_phrase(question, skip)
         if not asks_when(question) or not phrase:
             return {}
@@ -683,7 +683,7 @@ class Reply:
                 return True
             if asks_when(self.message.content) and not names_a_time(self.message.content):
                 # a day the thing has since moved from ("Book club moved to Tuesday the 8th", P13)
-                skip = {stem(w.lower()) for n in self._ignored() for w in n.split()} | set(self.guard.named)
+                skip = self._skipped(named=True)
                 since = moved_clause(
                     self.message.content, wanted, self.evidence(), asker=self.message.author_name, skip=skip
                 )
@@ -721,7 +721,7 @@ class Reply:
         ]
         if not newer:
             return []
-        topic = topic_of(self.message.content, {stem(w.lower()) for n in self._ignored() for w in n.split()})
+        topic = topic_of(self.message.content, self._skipped())
         ids = sorted({m for i in newer for m in i.message_ids})
         said = await self._brain.conversations.many(self.message.scope, ids)
         people = [*dict.fromkeys(f"user:{m.author_id}" for m in said.values())]
@@ -802,6 +802,12 @@ class Reply:
 
     def _ignored(self) -> tuple[str, str]:
         return self._brain.bot_name, self.message.author_name
+
+    def _skipped(self, *, named: bool = False) -> set[str]:
+        """The stems of the bot's and the asker's names (and, ``named``, of the people the question names): words
+        of the question that say whom, not what, it asks about."""
+        skip = {stem(w.lower()) for n in self._ignored() for w in n.split()}
+        return skip | set(self.guard.named) if named else skip
 
     def grounding(self) -> Grounding:
         """Which of the memories in the prompt, or of people's recent turns in it, the reply drew on

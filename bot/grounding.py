@@ -1374,7 +1374,7 @@ def changed_since(
     newer.sort(key=lambda i: i.created_at or since, reverse=True)
     for later, speaker, sentence in said_sentences(newer):
         words = stems(resolved(f"{speaker}: {sentence}", later.created_at))  # not the day it was said
-        said_words = {stem(w) for w in _WORD.findall(sentence.lower())}  # "now" is a stop word
+        said_words = _said_stems(sentence)  # "now" is a stop word
         if (
             (said_words & _CHANGED or _CALLED_OFF.search(sentence))
             and len(shared & words) >= min(2, len(shared))
@@ -1433,7 +1433,7 @@ def changed_of(
         return None
     newest = sorted(items, key=lambda i: i.created_at or datetime.min.replace(tzinfo=UTC), reverse=True)
     for item, speaker, sentence in said_sentences(newest):
-        said_words = {stem(w) for w in _WORD.findall(sentence.lower())}
+        said_words = _said_stems(sentence)
         held = topic & stems(resolved(f"{speaker}: {sentence}", item.created_at))  # not the day it was said
         if (said_words & _CHANGED or _CALLED_OFF.search(sentence)) and len(held) >= min(2, len(topic)):
             return quoted(item, speaker, sentence, asker)
@@ -1492,7 +1492,7 @@ def moved_clause(
     for item, speaker, sentence in said_sentences(newest):
         for clause in _CLAUSE_BREAK.split(resolved(sentence, item.created_at)):
             words = stems(f"{speaker} {clause}")
-            said_words = {stem(w) for w in _WORD.findall(clause.lower())}
+            said_words = _said_stems(clause)
             if said_words & _MOVED and len(topic & words) >= min(2, len(topic)) and not wanted <= words:
                 return quoted(item, speaker, sentence, asker)
     return None
