@@ -969,8 +969,8 @@ def which_one(reply: str, question: str, items: Iterable[MemoryItem], *, skip: I
     listing: set[str] = set()  # the words of the list sentences
     for sentence in sentences:
         held = held_words(sentence, None)
-        if not topic & held:
-            continue
+        if not topic & held or len(sentence) > _LIST_SENTENCE:
+            continue  # (the list pattern is slow on long capitalised text: no list is that long)
         for m in _LIST.finditer(sentence):
             parts = [part.strip() for part in re.split(r",|\band\b|&", m.group(0))]
             if "I" not in parts:
@@ -991,6 +991,7 @@ def which_one(reply: str, question: str, items: Iterable[MemoryItem], *, skip: I
     return f"{found.pop()}."
 
 
+_LIST_SENTENCE = 600  # characters of a sentence which_one reads lists in
 _WHICH = re.compile(r"\s*which\b", re.I)
 
 
