@@ -203,7 +203,7 @@ _DATED = re.compile(
     # a day of the month: "Friday the 20th", "pushed to Friday the 20th", "on the 3rd" (not "the 3rd of May")
     r"|(?:(?P<nthon>on|this|" + _MOVED_TO + r")\s+)?(?P<nthwd>" + "|".join(WEEKDAYS) + r")\s+the\s+(?P<nth>\d{1,2})"
     r"(?:st|nd|rd|th)" + _NO_MONTH + r"|(?P<onthe>on)\s+the\s+(?P<nth2>\d{1,2})(?:st|nd|rd|th)" + _NO_MONTH + r""
-    r"|(?P<on>on|this|" + _MOVED_TO + r")\s+(?P<wd>" + "|".join(WEEKDAYS) + r")"
+    r"|(?P<on>on|this|" + _MOVED_TO + r")\s+(?P<wd>" + "|".join(WEEKDAYS) + r")(?!\s+the\s+\d)"
     r"|(?P<instead>" + "|".join(WEEKDAYS) + r")(?=\s+instead\b))\b",
     re.I,
 )
@@ -220,7 +220,9 @@ _PAST = re.compile(
 )
 _HABIT = re.compile(r"\b(?:always|usually|normally|often|sometimes|never|every|each|most)\b", re.I)
 # A past participle after a present "be" is no past ("dinner on Friday is cancelled": a Friday to come)
-_PRESENT_PASSIVE = re.compile(r"\b(?:is|are|am|be|being)\s+(?:\w+ly\s+)?[a-z]{2,}ed\b|'(?:s|re)\s+[a-z]{2,}ed\b", re.I)
+_PRESENT_PASSIVE = re.compile(
+    r"\b(?:is|are|am|be|being|get|gets|getting)\s+(?:\w+ly\s+)?[a-z]{2,}ed\b|'(?:s|re)\s+[a-z]{2,}ed\b", re.I
+)
 _PRESENT = re.compile(r"\b(?:is|are|am|will|shall|going|gonna|starts?|begins?)\b|'(?:s|re|m|ll)\b", re.I)
 _SUBCLAUSE = re.compile(r"[,:;\u2013\u2014]")  # a comma, a colon, a dash: where a clause with its own verb starts
 _CLAUSE = re.compile(r"[.!?;\n]")

@@ -187,3 +187,16 @@ def test_a_day_of_the_month_is_dated_by_its_number(text: str, shown: str) -> Non
     """ "Weekday the Nth" and "on the Nth" name that day of this month, or the next one when it is gone by (of the
     month before, in the past), on the weekday named."""
     assert dated(text, SAID) == shown
+
+
+def test_a_weekday_with_its_date_said_is_not_dated_again_and_getting_married_is_to_come() -> None:
+    """A new user's try (the review): "My sister Ines is getting married on Saturday the 12th of December." said on
+    Saturday 28 November 2026 was dated "Saturday (21 November 2026)": "married" read as a past verb, and the
+    Saturday dated though its date was said beside it."""
+    from datetime import UTC, datetime
+
+    said = datetime(2026, 11, 28, 12, tzinfo=UTC)
+    text = "My sister Ines is getting married on Saturday the 12th of December."
+    assert dated(text, said) == text
+    assert dated("she is getting married on Saturday", said) == "she is getting married on Saturday (5 December 2026)"
+    assert dated("we got married on Saturday", said) == "we got married on Saturday (21 November 2026)"
