@@ -830,6 +830,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
             "heldout8",
             "heldout9",
             "heldout10",
+            "heldout11",
             "all",
         ],
         default="heldout",
