@@ -82,6 +82,7 @@ from bot.grounding import (
     stems,
     topic_of,
     whole_list,
+    which_member,
     which_one,
 )
 from bot.kinds import kinds_asked, word_kinds
@@ -530,6 +531,13 @@ class Reply:
             # A decline that goes on ("I don't know. Didn't anyone mention that you were leaving ...?", P10, after
             # a forget): what follows it is the model's guess; the plain line says it all
             self._final = NOT_TOLD_YOU if self.guard.own else NOT_TOLD
+        if self._quoted is None and declines(self._shown):
+            # no answer (or an invented one, replaced) to "which cat is shy?", where a memory lists the cats and
+            # another says which is shy: that one
+            everything = evidence_in(self.bundle, self.prompt)
+            if (member := which_member(self.message.content, everything, skip=self._skipped(named=True))) is not None:
+                self._final = f"{member}."
+                return
         if self._quoted is not None or self.replaced:
             return
         self._final = absolute_day(self._shown) or self._final  # "Next Friday (D)." read weeks later

@@ -663,7 +663,7 @@ def guard(
         people = [p for p in people if any(w.lower() in question.lower() for w in p.split())]
     # A question typed in capitals gives the parse no names to go by ("WHERE DOES JUNS SISTR LIVE": its person
     # "JUNS SISTR LIVE" was refused by name, P7): only the speakers it names count then.
-    people = [*([] if shouted(question) else people), *speakers_named(question, items)]
+    people = [*([] if shouted(question) else [*people, *possessors(question)]), *speakers_named(question, items)]
     person_words = {w.lower() for p in people for w in p.split()}
     skip = {stem(w) for n in ignore for w in content_words(n)}
     held: set[str] = set()
@@ -723,6 +723,9 @@ def guard(
     # is on Saturday" remembered), and an answer from elsewhere ("20 October 1987.") is an invention.
     topic = topic_of(question, skip)
     covered = bool(topic) and any(topic <= held_words(item.text, item.created_at) for item in items)
+    # "which cat is shy?", beside "I have two cats, Smudge and Olive" and "Olive is the shy one": a which-question
+    # asks among things the memory names, and its words may be told apart (P12: "Luna." and "Turnip." to it)
+    covered = covered or bool(topic) and bool(_WHICH.match(question)) and topic <= held
     # When a particular thing happens ("when is the wedding?", "what day is their party?", "when does Project
     # Nightjar launch?", a name no memory holds) is asked of something someone said, and so is where a particular
     # thing is ("where is the Casa Lisboa dinner?"): an answer must come from a memory of it, not from the model,
@@ -755,6 +758,56 @@ def guard(
         named=frozenset(named),
         thing=owned_thing(question) if own and claim is None else kin_asked(question),
     )
+
+
+# A lower-case word that owns something in a question ("what's olu's dog called?"); the word before it, when it
+# is a determiner or a possessive ("the cat's name", "my sister's wedding"), makes it a thing, not a name.
+_POSSESSOR = re.compile(r"(?:(?<=\s)|^)(?:(?P<before>[a-z]+)\s+)?(?P<owner>[a-z][a-z-]*)['’]s\b")
+_DETERMINERS = frozenset({"the", "a", "an", "my", "your", "his", "her", "our", "their", "this", "that", "its"})
+# ... and the words before "'s" that are no owner: "it's", "let's", "today's", a question word ("what's").
+_NOT_OWNERS = _WH | {
+    "it",
+    "that",
+    "this",
+    "there",
+    "here",
+    "he",
+    "she",
+    "let",
+    "everyone",
+    "everybody",
+    "someone",
+    "somebody",
+    "anyone",
+    "anybody",
+    "nobody",
+    "one",
+    "today",
+    "tomorrow",
+    "yesterday",
+    "tonight",
+    "week",
+    "weekend",
+    "month",
+    "year",
+}
+
+
+def possessors(question: str) -> list[str]:
+    """The lower-case words ``question`` says own something, which name people as a rule ("what's olu's dog
+    called?": olu; P13 and a new user: "Malamute." and "My name is Callie." were shown to it unchecked, the parse
+    finding no name in lower case); never a thing with a determiner ("the cat's name") or a relation of someone
+    ("my sister's wedding", a relation word: ``same_thing``), nor a time ("today's"). Capitalised names are
+    ``names_in``'s."""
+    out = []
+    for m in _POSSESSOR.finditer(question):
+        owner = m.group("owner")
+        if (m.group("before") or "") in _DETERMINERS or owner in _NOT_OWNERS or owner in _CALENDAR:
+            continue
+        if not content_words(owner) or stem(owner) in _SAME_OF:
+            continue
+        out.append(owner)
+    return list(dict.fromkeys(out))
 
 
 def shortest_names(names: Iterable[str]) -> tuple[str, ...]:
@@ -827,6 +880,10 @@ _KIN = (
     ("boss", "manager"),
 )
 _KIN_OF = {stem(w): frozenset(stem(v) for v in group) for group in _KIN for w in group}
+# Other words that name the same thing of a person, from general English: "what's my job?" is answered by "I work
+# as a nurse", and "where does priya work?" by "priya started a new job at the botanic gardens".
+_ALIKE = (("job", "work", "occupation", "profession", "career"),)
+_SAME_OF = {**_KIN_OF, **{stem(w): frozenset(stem(v) for v in group) for group in _ALIKE for w in group}}
 
 
 # The kinds of a person's name, which a question may ask for ("Sam's middle name", "ana's surname").
@@ -835,8 +892,14 @@ _NAME_KINDS = frozenset({"surname", "nickname", "forename", "username", "handle"
 
 
 def same_thing(thing: str) -> frozenset[str]:
-    """The stems that name ``thing`` (a stem): itself, and for a relation the words that name the same one."""
-    return _KIN_OF.get(thing, frozenset({thing}))
+    """The stems that name ``thing`` (a stem): itself, and for a relation or a job the words that name the same
+    one."""
+    return _SAME_OF.get(thing, frozenset({thing}))
+
+
+def alike(words: Iterable[str]) -> set[str]:
+    """``words`` (stems) with every word that names the same thing as one of them (``same_thing``)."""
+    return {w for word in words for w in same_thing(word)}
 
 
 def kin_asked(question: str) -> str:
@@ -961,7 +1024,16 @@ def which_one(reply: str, question: str, items: Iterable[MemoryItem], *, skip: I
     ``skip``: the stems of the people the question names, whose names pick no one. None when no member, or more
     than one, has them."""
     core = reply.strip().rstrip(".!").strip()
-    if not _WHICH.match(question) or not core[:1].isupper() or len(core.split()) > 3:
+    if not core[:1].isupper() or len(core.split()) > 3:
+        return None
+    member = which_member(question, items, skip=skip)
+    return None if member is None or member == core else f"{member}."
+
+
+def which_member(question: str, items: Iterable[MemoryItem], *, skip: Iterable[str] = ()) -> str | None:
+    """Of a "which" question, the one member of a list a memory gives that another sentence says the question's
+    other words of (``which_one``), or None."""
+    if not _WHICH.match(question):
         return None
     topic = topic_of(question, skip)
     sentences = [s for item in items for line in item.text.split("\n") for s in _SENTENCE.findall(said(line))]
@@ -979,16 +1051,19 @@ def which_one(reply: str, question: str, items: Iterable[MemoryItem], *, skip: I
     asked = topic - listing
     if not members or not asked:
         return None
+    # by clauses: "Olive is the shy one, Smudge is a menace." says shy of Olive only
+    clauses = [c for sentence in sentences for c in _CLAUSE_BREAK.split(sentence)]
     found = {
         member
-        for sentence in sentences
-        if not _LIST.search(sentence) and asked & held_words(sentence, None)
+        for clause in clauses
+        if not _LIST.search(clause) and asked & held_words(clause, None)
         for member in members
-        if re.search(rf"\b{re.escape(member)}\b", sentence)
+        if re.search(rf"\b{re.escape(member)}\b", clause)
     }
-    if len(found) != 1 or core in found:
-        return None
-    return f"{found.pop()}."
+    return found.pop() if len(found) == 1 else None
+
+
+_CLAUSE_BREAK = re.compile(r"[,;:]\s+|\s+(?:but|while|whereas)\s+", re.I)
 
 
 _LIST_SENTENCE = 600  # characters of a sentence which_one reads lists in
@@ -1286,7 +1361,7 @@ def quote(
         return None
     asked_kinds = {t: KIND_WORDS[t] for t in topic if t in KIND_WORDS} if kinds else {}
     for item, speaker, sentence in said_sentences(items):
-        held = held_words(f"{speaker}: {sentence}", item.created_at)
+        held = alike(held_words(f"{speaker}: {sentence}", item.created_at))
         if asked_kinds and kinds:
             held |= {t for t, kind in asked_kinds.items() if any(kinds.get(w) == kind for w in held)}
         if topic <= held and (not about or about & held):
@@ -1296,7 +1371,7 @@ def quote(
     # message, that holds the most of the fact beyond its speaker (P9: "where do I work?" beside "ana works at
     # Westside clinic", from "I switched jobs: I'm now a nurse at the Westside clinic", which holds no "work").
     for fact in items:
-        facts_words = held_words(fact.text, None)
+        facts_words = alike(held_words(fact.text, None))
         if fact.kind != "fact" or not topic <= facts_words or (about and not about & facts_words):
             continue
         best: tuple[int, MemoryItem, str, str] | None = None

@@ -1,0 +1,77 @@
+"""Questions that name a thing in other words than the memory, or name a person in lower case, or ask which one of a
+remembered list without naming its owner (a new user's try, fifteenth session: "what's my job?" beside "I work as a
+nurse" was refused; "what's olu's dog called?", nobody having mentioned olu, got "Malamute."; "which cat is shy?"
+got "Turnip.", a rabbit, unsourced)."""
+
+from __future__ import annotations
+
+from bot.app import App
+from bot.grounding import guard, possessors, same_thing, which_member
+from tests.fakes import ScriptedLLM
+from tests.grounding_support import ask_as, memory, tell
+
+CATS = "marta: nice! I just got a puppy called Bramble, and I have two cats as well, Smudge and Olive."
+SHY = "marta: Olive is the shy one, Smudge is a menace."
+
+
+def test_a_job_is_named_by_work_and_the_like() -> None:
+    assert {"job", "work", "occupation", "profession"} <= same_thing("job")
+    assert "job" in same_thing("work") and same_thing("tent") == {"tent"}
+
+
+def test_lower_case_owners_are_people_the_question_names() -> None:
+    assert possessors("what's olu's dog called?") == ["olu"]
+    assert possessors("is tom's sister's wedding soon?") == ["tom"]  # a relation is no name
+    for question in (
+        "what's the cat's name?",
+        "when is my sister's wedding?",
+        "what's today's date?",
+        "it's raining, isn't it?",
+        "let's go to the hike?",
+        "where's the party?",
+    ):
+        assert possessors(question) == [], question
+
+
+def test_which_asks_among_the_things_a_memory_lists() -> None:
+    items = [memory(CATS, 1, "u-marta"), memory(SHY, 2, "u-marta")]
+    assert which_member("which cat is shy?", items) == "Olive"  # the clause says shy of Olive only
+    assert which_member("which cat is a menace?", items) == "Smudge"
+    assert which_member("which of marta's cats is shy?", items, skip={"marta"}) == "Olive"
+    assert which_member("which cat is the oldest?", items) is None  # nobody said
+    assert which_member("what cat is shy?", items) is None  # not a which-question
+    # a which-question whose words two memories hold between them is about memory: its answer is checked
+    assert guard("which cat is shy?", items).about_memory
+    assert not guard("which planet is the biggest?", items).about_memory
+
+
+async def test_what_is_my_job_is_answered_by_what_i_said_i_work_as(app: App, llm: ScriptedLLM) -> None:
+    await tell(
+        app,
+        llm,
+        ("sam", "hi all! I'm Sam, I live in Glasgow and I work as a nurse at the Royal Infirmary."),
+        ("marta", "priya started a new job at the botanic gardens last week."),
+    )
+    reply = await ask_as(app, llm, "sam", "what's my job?", "I don't know.")
+    assert reply.text.startswith("You told me: \"I'm Sam, I live in Glasgow and I work as a nurse"), reply.text
+    assert reply.grounding().sources
+    # someone else's job is no answer to the asker's, and nobody said what mia does
+    reply = await ask_as(app, llm, "mia", "what's my job?", "I don't know.")
+    assert "nurse" not in reply.text and "botanic" not in reply.text, reply.text
+
+
+async def test_a_lower_case_name_nobody_mentioned_is_said_to_be_unknown(app: App, llm: ScriptedLLM) -> None:
+    await tell(app, llm, ("marta", CATS.removeprefix("marta: ")))
+    reply = await ask_as(app, llm, "sam", "what's olu's dog called?", "Malamute.")
+    assert "Malamute" not in reply.text and "olu" in reply.text, reply.text
+    # a lower-case name that was mentioned is asked about as it is
+    reply = await ask_as(app, llm, "sam", "what's marta's puppy called?", "Bramble.")
+    assert reply.text == "Bramble." and reply.grounding().sources, reply.text
+
+
+async def test_which_one_of_a_list_without_its_owner(app: App, llm: ScriptedLLM) -> None:
+    await tell(app, llm, ("marta", CATS.removeprefix("marta: ")), ("marta", SHY.removeprefix("marta: ")))
+    for model_says in ("Turnip.", "Smudge.", "I don't know."):
+        reply = await ask_as(app, llm, "sam", "which cat is shy?", model_says)
+        assert reply.text == "Olive.", (model_says, reply.text)
+        assert reply.grounding().sources, model_says
