@@ -382,6 +382,26 @@ class Reply:
                     log.debug("message %s: settled by %s", self.message.id, rule.__name__)
                     break
         self._touch_up()
+        await self._every_one_of_the_kind()
+
+    async def _every_one_of_the_kind(self) -> None:
+        """A short reply that names one of the things of a kind asked for in the plural ("Cats." to "what pets do
+        I have?") from a sentence that names more of that kind ("I just got a puppy called Bramble, and I have two
+        cats as well"): the sentence, quoted, so none is left out (P12: the puppy was dropped 4 times of 4)."""
+        if self._quoted is not None or self.replaced or declines(self._shown) or len(self._shown.split()) > 3:
+            return
+        asked = {w for w in content_words(self.message.content) if stem(w) != w and kinds_asked({stem(w)})}
+        if not asked:
+            return
+        said_so = self._said_so(self.evidence())
+        if said_so is None:
+            return
+        kinds = kinds_asked({stem(w) for w in asked})
+        words = set(content_words(said_so[0])) - set(content_words(self._shown))
+        found = await word_kinds(self._brain.embedder, {*words, *content_words(self._shown)})
+        others = {w for w in words if found.get(w) in kinds and stem(w) not in {stem(a) for a in asked}}
+        if any(found.get(w) in kinds for w in content_words(self._shown)) and others:
+            self._final, self._quoted = said_so
 
     def _settling_rules(self) -> tuple[Callable[[], Awaitable[bool]], ...]:
         """The rules that may replace a checked reply, first applicable first: a rule that applies decides,

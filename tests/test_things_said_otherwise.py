@@ -75,3 +75,18 @@ async def test_which_one_of_a_list_without_its_owner(app: App, llm: ScriptedLLM)
         reply = await ask_as(app, llm, "sam", "which cat is shy?", model_says)
         assert reply.text == "Olive.", (model_says, reply.text)
         assert reply.grounding().sources, model_says
+
+
+async def test_one_of_a_kind_asked_in_the_plural_is_the_whole_sentence(app: App, llm: ScriptedLLM) -> None:
+    """P12: "what pets do I have?" got "Cats." 4 times of 4 beside marta's puppy and two cats."""
+    await tell(app, llm, ("marta", CATS.removeprefix("marta: ")))
+    reply = await ask_as(app, llm, "marta", "what pets do I have?", "Cats.")
+    assert reply.text.startswith("You told me:"), reply.text
+    assert "a puppy called Bramble, and I have two cats" in reply.text, reply.text
+    assert reply.grounding().sources
+    # a thing asked for in the singular, or a sentence that names only that one, stands
+    reply = await ask_as(app, llm, "marta", "what pet did I just get?", "A puppy.")
+    assert reply.text == "A puppy.", reply.text
+    await tell(app, llm, ("dev", "I have a rabbit called Turnip."))
+    reply = await ask_as(app, llm, "dev", "what pets do I have?", "A rabbit.")
+    assert reply.text == "A rabbit.", reply.text
