@@ -83,7 +83,6 @@ from bot.grounding import (
     topic_of,
     whole_list,
     which_member,
-    which_one,
 )
 from bot.kinds import kinds_asked, word_kinds
 from bot.llm import Generation, LanguageModel
@@ -306,7 +305,7 @@ class Reply:
                     whether=self.guard.whether,
                     own=self.guard.own,
                     claim=self.guard.claim,
-                    named=self.guard.named,
+                    named=self.guard.asked_of,
                 )
                 if self._final == self._generation.text:
                     self._final = await self._in_askers_words(self._final)
@@ -407,6 +406,7 @@ class Reply:
         """The rules that may replace a checked reply, first applicable first: a rule that applies decides,
         whether or not it found something to show instead."""
         return (
+            self._the_one_asked,
             self._no_by_newer_words,
             self._whether_changed,
             self._no_as_said,
@@ -427,6 +427,20 @@ class Reply:
             self._final, self._quoted = said_so
         else:
             self._final = NOT_TOLD_YOU if self.guard.own else NOT_TOLD
+
+    async def _the_one_asked(self) -> bool:
+        """To a "which" question among the members of a list a memory gives, the member another memory says the
+        question's other words of ("which cat is shy?": "Olive.", beside "I have two cats, Smudge and Olive" and
+        "Olive is the shy one"; ``which_member``), whatever the model said: the list's first name, a name no
+        memory holds, a decline, or a quote of another thing said of the question's words (P13: "which of felix's
+        sisters moved to Lisbon?" was shown "The Lisbon trip is off"). From every memory in the prompt: "which cat
+        was sick?" keeps only those that say "cat" as evidence."""
+        everything = evidence_in(self.bundle, self.prompt)
+        member = which_member(self.message.content, everything, skip=self._skipped(named=True))
+        if member is None:
+            return False
+        self._final = f"{member}."
+        return True
 
     async def _no_by_newer_words(self) -> bool:
         """A yes/no question their own newer words answer otherwise ("I moved from Lisbon to Porto"): "No."
@@ -551,23 +565,11 @@ class Reply:
             # A decline that goes on ("I don't know. Didn't anyone mention that you were leaving ...?", P10, after
             # a forget): what follows it is the model's guess; the plain line says it all
             self._final = NOT_TOLD_YOU if self.guard.own else NOT_TOLD
-        if self._quoted is None and declines(self._shown):
-            # no answer (or an invented one, replaced) to "which cat is shy?", where a memory lists the cats and
-            # another says which is shy: that one
-            everything = evidence_in(self.bundle, self.prompt)
-            if (member := which_member(self.message.content, everything, skip=self._skipped(named=True))) is not None:
-                self._final = f"{member}."
-                return
         if self._quoted is not None or self.replaced:
             return
         self._final = absolute_day(self._shown) or self._final  # "Next Friday (D)." read weeks later
         # "Pepper." to "what are my cats called", from "two cats, Pepper and Salt": the memory's whole list
         self._final = whole_list(self._shown, self.message.content, self.evidence()) or self._final
-        # "Luna." from that list to "which of jonas's cats got sick?", beside "Pixel got sick": that one (from every
-        # memory in the prompt: "which cat was sick?" keeps only those that say "cat" as evidence)
-        skip = self._skipped(named=True)
-        everything = evidence_in(self.bundle, self.prompt)
-        self._final = which_one(self._shown, self.message.content, everything, skip=skip) or self._final
         # a day gone by, asked of as if to come: how long ago it was ("Friday (27 November 2026), 8 days ago."),
         # grounded as the day it is (P11: the "8 days ago" a memory does not hold left it without its source)
         if (later := from_now(self._shown, self.message.content, self.message.created_at)) is not None:
@@ -747,6 +749,8 @@ class Reply:
             for i in self.evidence()
             if i.created_at is not None and (since is None or i.created_at > since) and i.sources
         ]
+        if self.guard.named:  # what the people asked about said, or was said of them (not tomas's job for felix's)
+            newer = [i for i in newer if self.guard.named & held_words(i.text, None)]
         if not newer:
             return []
         topic = topic_of(self.message.content, self._skipped())
@@ -854,7 +858,7 @@ class Reply:
             self.evidence(),
             ignore=(*self._ignored(), *judging),
             dates=self.guard.dates_ground,
-            named=self.guard.named,
+            named=self.guard.asked_of,
         )
         claim = self.guard.claim
         if not found.items and claim is not None and says_yes(self.text):  # the memory that holds the yes

@@ -574,6 +574,15 @@ class Guard:
     thing: str = ""
 
     @property
+    def asked_of(self) -> frozenset[str]:
+        """Whom or what the question asks about, one of which a source of its answer must mention: the people it
+        names, or else the subject of the yes/no claim it makes ("is book club still on Wednesday?": book; P13:
+        "Cancelled." was grounded by "Five-a-side is cancelled this week")."""
+        if self.named or self.claim is None or not self.claim.subject:
+            return self.named
+        return frozenset({self.claim.subject})
+
+    @property
     def dates_ground(self) -> bool:
         """Whether a memory's date may ground the reply. Not when the question names something no memory
         mentions: "When did Julia visit Lisbon?", with only Porto remembered, was answered "12 December." and
@@ -1015,24 +1024,13 @@ def whole_list(reply: str, question: str, items: Iterable[MemoryItem]) -> str | 
     return f"{listed}."
 
 
-def which_one(reply: str, question: str, items: Iterable[MemoryItem], *, skip: Iterable[str] = ()) -> str | None:
-    """To a "which" question among the members of a list a memory gives ("which of jonas's cats got sick?", with
-    "I have three cats: Luna, Pixel and Mochi"; a list in a sentence that holds a word of the question), the member
-    another sentence says the question's other words of ("Pixel got sick, the vet says he'll be fine"): "Pixel.",
-    when the reply names someone else (P11: the list's first name came back 4 times of 4; P12: "which of marta's
-    cats is shy?" got the puppy's name beside "I have two cats as well, Smudge and Olive. Olive is the shy one.").
-    ``skip``: the stems of the people the question names, whose names pick no one. None when no member, or more
-    than one, has them."""
-    core = reply.strip().rstrip(".!").strip()
-    if not core[:1].isupper() or len(core.split()) > 3:
-        return None
-    member = which_member(question, items, skip=skip)
-    return None if member is None or member == core else f"{member}."
-
-
 def which_member(question: str, items: Iterable[MemoryItem], *, skip: Iterable[str] = ()) -> str | None:
-    """Of a "which" question, the one member of a list a memory gives that another sentence says the question's
-    other words of (``which_one``), or None."""
+    """Of a "which" question among the members of a list a memory gives ("which of jonas's cats got sick?", with
+    "I have three cats: Luna, Pixel and Mochi"; a list in a sentence that holds a word of the question), the member
+    another sentence's clause says the question's other words of ("Pixel got sick, the vet says he'll be fine"):
+    "Pixel" (P11: the list's first name came back 4 times of 4; P12: "which of marta's cats is shy?" got the
+    puppy's name beside "I have two cats as well, Smudge and Olive. Olive is the shy one."). ``skip``: the stems of
+    the people the question names, whose names pick no one. None when no member, or more than one, has them."""
     if not _WHICH.match(question):
         return None
     topic = topic_of(question, skip)
@@ -1066,7 +1064,7 @@ def which_member(question: str, items: Iterable[MemoryItem], *, skip: Iterable[s
 _CLAUSE_BREAK = re.compile(r"[,;:]\s+|\s+(?:but|while|whereas)\s+", re.I)
 
 
-_LIST_SENTENCE = 600  # characters of a sentence which_one reads lists in
+_LIST_SENTENCE = 600  # characters of a sentence which_member reads lists in
 _WHICH = re.compile(r"\s*which\b", re.I)
 
 

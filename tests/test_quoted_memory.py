@@ -240,24 +240,23 @@ async def test_a_list_cut_at_its_first_name_is_shown_whole(app: App, llm: Script
 async def test_which_member_of_a_list_is_the_one_a_memory_says_it_of(app: App, llm: ScriptedLLM) -> None:
     """P11: "which of jonas's cats got sick?" got "Luna.", the first of "three cats: Luna, Pixel and Mochi", while
     "Pixel got sick, the vet says he'll be fine." was the first memory in the prompt."""
-    from bot.grounding import which_one
+    from bot.grounding import which_member
 
     cats = memory("jonas: By the way, I have three cats: Luna, Pixel and Mochi.", 2, "u-jonas")
     sick = memory("jonas: Pixel got sick, the vet says he'll be fine.", 3, "u-jonas")
-    assert which_one("Luna.", "which of jonas's cats got sick?", [sick, cats]) == "Pixel."
-    assert which_one("Pixel.", "which of jonas's cats got sick?", [sick, cats]) is None, "already that one"
-    assert which_one("Luna.", "what are jonas's cats called?", [sick, cats]) is None, "no 'which': no one picked"
-    assert which_one("Luna.", "which cat is the oldest?", [sick, cats]) is None, "no memory says it of any"
+    assert which_member("which of jonas's cats got sick?", [sick, cats]) == "Pixel"
+    assert which_member("what are jonas's cats called?", [sick, cats]) is None, "no 'which': no one picked"
+    assert which_member("which cat is the oldest?", [sick, cats]) is None, "no memory says it of any"
     # P12: the list and the one it picks in one message, and a reply that is no member of the list at all
     kids = memory("bea: My kids are Ada, Theo and Rosa. Rosa has chickenpox so I might skip the hike.", 5, "u-bea")
     tooth = memory("bea: Theo lost his first tooth today!", 6, "u-bea")
-    assert which_one("Theo.", "which of bea's kids has chickenpox?", [kids, tooth], skip={"bea"}) == "Rosa."
-    assert which_one("Rosa.", "which of bea's kids lost a tooth?", [kids, tooth], skip={"bea"}) == "Theo."
+    assert which_member("which of bea's kids has chickenpox?", [kids, tooth], skip={"bea"}) == "Rosa"
+    assert which_member("which of bea's kids lost a tooth?", [kids, tooth], skip={"bea"}) == "Theo"
     cats2 = memory("marta: I have two cats as well, Smudge and Olive. Olive is the shy one.", 7, "u-marta")
     puppy = memory("marta: I'm in! Also, I finally chose a name for the puppy: Bramble.", 8, "u-marta")
-    assert which_one("Bramble.", "which of marta's cats is shy?", [puppy, cats2], skip={"marta"}) == "Olive."
+    assert which_member("which of marta's cats is shy?", [puppy, cats2], skip={"marta"}) == "Olive"
     both = memory("jonas: Mochi and Pixel both got sick.", 4, "u-jonas")
-    assert which_one("Luna.", "which cat got sick?", [sick, cats, both]) is None, "two said it: none picked"
+    assert which_member("which cat got sick?", [sick, cats, both]) is None, "two said it: none picked"
     await tell(
         app, llm, ("jonas", "I have three cats: Luna, Pixel and Mochi."), ("jonas", "Pixel got sick, poor thing.")
     )

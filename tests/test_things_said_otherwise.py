@@ -90,3 +90,43 @@ async def test_one_of_a_kind_asked_in_the_plural_is_the_whole_sentence(app: App,
     await tell(app, llm, ("dev", "I have a rabbit called Turnip."))
     reply = await ask_as(app, llm, "dev", "what pets do I have?", "A rabbit.")
     assert reply.text == "A rabbit.", reply.text
+
+
+async def test_flatmates_plans_answered_of_what_was_asked(app: App, llm: ScriptedLLM) -> None:
+    """P13's flatmates: "is book club still on Wednesday?" got "Cancelled.", sourced to the five-a-side's
+    cancellation; "which of felix's sisters moved to Lisbon?" a quote of "The Lisbon trip is off"; and, tried again,
+    "what's felix's job?" a quote of tomas turning down his."""
+    await tell(
+        app,
+        llm,
+        ("nadia", "Book club is on Wednesday the 2nd at my flat, we're reading Piranesi."),
+        ("felix", "My sisters are Ines, Greta and Maud. Greta just moved to Lisbon."),
+        ("tomas", "I've decided to take the job offer in Leeds."),
+        ("nadia", "Book club moved to Tuesday the 8th, my landlord is fixing the boiler on Wednesday."),
+        ("felix", "The Lisbon trip is off, my flight got cancelled."),
+        ("tomas", "I turned down the Leeds job in the end, I'm staying in Bristol."),
+        ("felix", "Five-a-side is cancelled this week, the pitch is flooded."),
+    )
+    reply = await ask_as(app, llm, "priya", "is book club still on Wednesday?", "Cancelled.")
+    assert "Five-a-side" not in reply.text and "five-a-side" not in str(reply.grounding().items), reply.text
+    assert "moved to Tuesday" in reply.text, reply.text
+    for model_says in ("Ines.", "I don't know."):
+        reply = await ask_as(app, llm, "priya", "which of felix's sisters moved to Lisbon?", model_says)
+        assert reply.text == "Greta.", (model_says, reply.text)
+    reply = await ask_as(app, llm, "nadia", "what's felix's job?", "I don't know.")
+    assert "Leeds" not in reply.text, reply.text
+
+
+def test_a_yes_no_answer_is_grounded_only_by_a_memory_of_its_subject() -> None:
+    from bot.grounding import NOT_TOLD, grounded_or_not_told
+
+    items = [
+        memory("nadia: Book club moved to Tuesday the 8th, my landlord is fixing the boiler on Wednesday.", 1),
+        memory("felix: Five-a-side is cancelled this week, the pitch is flooded.", 2),
+    ]
+    question = "is book club still on Wednesday?"
+    checks = guard(question, items)
+    assert checks.asked_of == {"book"}
+    said = grounded_or_not_told("Cancelled.", question, items, claim=checks.claim, named=checks.asked_of)
+    assert said == NOT_TOLD
+    assert grounded_or_not_told("Moved.", question, items, claim=checks.claim, named=checks.asked_of) == "Moved."
