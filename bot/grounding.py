@@ -1061,9 +1061,6 @@ def which_member(question: str, items: Iterable[MemoryItem], *, skip: Iterable[s
     return found.pop() if len(found) == 1 else None
 
 
-_CLAUSE_BREAK = re.compile(r"[,;:]\s+|\s+(?:but|while|whereas)\s+", re.I)
-
-
 _LIST_SENTENCE = 600  # characters of a sentence which_member reads lists in
 _WHICH = re.compile(r"\s*which\b", re.I)
 
