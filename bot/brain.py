@@ -42,6 +42,7 @@ from bot.grounding import (
     asks_whether_at_all,
     asks_who_did,
     called_off,
+    called_off_since,
     called_off_of,
     changed_of,
     changed_since,
@@ -723,6 +724,15 @@ class Reply:
                         self._deniers |= set(since[1].message_ids)
                         self._moved = since
                         return True
+            # its own speaker called the plan off since ("The Lisbon trip is off" after "I'm visiting Greta in Lisbon
+            # on Friday the 4th", P13)
+            off_since = called_off_since(
+                wanted, newest, self.evidence(), asker=self.message.author_name, skip=self._skipped(named=True)
+            )
+            if off_since is not None:
+                self._deniers |= set(off_since[1].message_ids)
+                self._moved = off_since
+                return True
         ids = sorted({m for i in drawn for m in i.message_ids})
         said = await self._brain.conversations.many(self.message.scope, ids)
         people = [*dict.fromkeys(f"user:{m.author_id}" for m in said.values()), *sorted(self.guard.named)]

@@ -1531,6 +1531,41 @@ def names_a_time(question: str) -> bool:
     return bool(_A_TIME.search(question))
 
 
+# The words of a time (weekdays, months, "tomorrow", "week"): a plan's day is no thing of it that can be called off.
+_TIME_STEMS = frozenset(
+    stem(w) for w in (*_CALENDAR, *_DAY_WORDS, "week", "weekend", "month", "year", "morning", "night")
+)
+
+
+def called_off_since(
+    wanted: set[str], old: MemoryItem, items: Sequence[MemoryItem], *, asker: str, skip: Iterable[str] = ()
+) -> tuple[str, MemoryItem] | None:
+    """A sentence said after ``old`` by the one who said the plan an answer came from (the sentence of ``old`` that
+    holds ``wanted``, the answer's words) whose called-off clause (``called_off``) names a thing of that plan beyond
+    the answer, its people (``skip``) and its days, quoted as ``quote`` does: "The Lisbon trip is off, my flight got
+    cancelled." beside "I'm visiting Greta in Lisbon on Friday the 4th." (P13: "when is felix visiting Greta?" got
+    the Friday). None when its speaker called off nothing of it since."""
+    if old.created_at is None:
+        return None
+    ignored = set(skip) | wanted | _TIME_STEMS
+    plans: dict[str, set[str]] = {}
+    for _, speaker, sentence in said_sentences([old]):
+        if wanted & stems(resolved(sentence, old.created_at)):
+            plans.setdefault(speaker, set()).update(w for w in stems(sentence) - ignored if not w.isdigit())
+    if not any(plans.values()):
+        return None
+    since = old.created_at
+    newer = sorted(
+        (i for i in items if i.created_at is not None and i.created_at > since),
+        key=lambda i: i.created_at or since,
+        reverse=True,
+    )
+    for item, speaker, sentence in said_sentences(newer):
+        if plans.get(speaker) and plans[speaker] & called_off(replace(item, text=sentence)):
+            return quoted(item, speaker, sentence, asker)
+    return None
+
+
 def called_off_of(
     question: str, items: Sequence[MemoryItem], *, asker: str, skip: Iterable[str] = ()
 ) -> tuple[str, MemoryItem] | None:

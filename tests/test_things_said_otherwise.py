@@ -130,3 +130,22 @@ def test_a_yes_no_answer_is_grounded_only_by_a_memory_of_its_subject() -> None:
     said = grounded_or_not_told("Cancelled.", question, items, claim=checks.claim, named=checks.asked_of)
     assert said == NOT_TOLD
     assert grounded_or_not_told("Moved.", question, items, claim=checks.claim, named=checks.asked_of) == "Moved."
+
+
+async def test_a_plan_its_own_speaker_called_off_since_is_shown_called_off(app: App, llm: ScriptedLLM) -> None:
+    """P13: "when is felix visiting Greta?" got the Friday of "I'm visiting Greta in Lisbon on Friday the 4th."
+    beside felix's newer "The Lisbon trip is off, my flight got cancelled."."""
+    await tell(
+        app,
+        llm,
+        ("felix", "I'm visiting Greta in Lisbon on Friday the 4th."),
+        ("nadia", "The pub quiz is off tonight."),
+        ("felix", "The Lisbon trip is off, my flight got cancelled."),
+    )
+    reply = await ask_as(app, llm, "priya", "when is felix visiting Greta?", "Friday.")
+    assert reply.text.startswith('I remember felix saying: "The Lisbon trip is off'), reply.text
+    assert reply.grounding().sources
+    # what someone else called off, or a day alone, ties nothing to the plan
+    await tell(app, llm, ("nadia", "I'm going to the cinema on Saturday."), ("tomas", "Saturday's party is off."))
+    reply = await ask_as(app, llm, "priya", "when is nadia going to the cinema?", "Saturday.")
+    assert reply.text.startswith("Saturday"), reply.text
