@@ -61,6 +61,7 @@ from bot.grounding import (
     guard,
     held_words,
     in_askers_words,
+    judges,
     judging_words,
     moved_clause,
     names_a_time,
@@ -70,6 +71,7 @@ from bot.grounding import (
     quote,
     own_account,
     quote_answer,
+    quote_bearing,
     quote_holding,
     same_thing,
     said,
@@ -542,6 +544,15 @@ class Reply:
             # a word that names a kind is held by a word of that kind
             words = {w for i in self.evidence() if i.kind != "fact" for w in content_words(i.text)}
             found = holding({stem(w): k for w, k in (await word_kinds(self._brain.embedder, words)).items()})
+        if found is None and judges(self.message.content):
+            # "would ana enjoy a pottery class?", declined: what ana said of pottery, for them to judge
+            found = quote_bearing(
+                self.message.content,
+                self.evidence(),
+                asker=self.message.author_name,
+                named=self.guard.named,
+                skip=self._skipped(),
+            )
         if found is not None:
             log.info("message %s: %r was no answer; quoted memory instead", self.message.id, self._shown[:200])
             self._final, self._quoted = found

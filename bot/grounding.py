@@ -1382,6 +1382,57 @@ def quote(
     return None
 
 
+# Words by which a question asks for a judgement of someone's liking or fit ("would Marcus enjoy ...?", "is Farah a
+# good fit for ...?"), from general English: no memory holds the judgement, only what it rests on.
+_JUDGING = frozenset(
+    stem(w)
+    for w in (
+        *_HEDGES,
+        "enjoy",
+        "like",
+        "love",
+        "want",
+        "interested",
+        "good",
+        "fit",
+        "suitable",
+        "appreciate",
+        "happy",
+        "keen",
+        "prefer",
+        "seem",
+    )
+)
+
+
+def judges(question: str) -> bool:
+    """Whether ``question`` asks yes or no for a judgement of someone ("Would Marcus probably enjoy a bread-making
+    workshop?", "Is Priya likely to run again?"): a hedge (``_HEDGES``) in a yes/no question."""
+    words = set(_WORD.findall(question.lower().replace("’", "'")))
+    return asks_whether(question) is not None and bool(words & _HEDGES)
+
+
+def quote_bearing(
+    question: str, items: Sequence[MemoryItem], *, asker: str, named: Iterable[str], skip: Iterable[str] = ()
+) -> tuple[str, MemoryItem] | None:
+    """What a judgement question (``judges``) rests on, for a reply that gave none: the sentence said by or of the
+    people it names (``named``) that holds the most of its words beyond them and beyond the words of judging
+    ("Would Ana enjoy a pottery class?": ana's "I've been throwing pots at the pottery studio every Sunday"), quoted
+    as ``quote`` does, the first in recall's order of those that hold the most. It says what the judgement rests
+    on, not the judgement. None when no such sentence holds one of those words."""
+    about = frozenset(named)
+    topic = topic_of(question, skip) - _JUDGING - about
+    if not about or not topic:
+        return None
+    best: tuple[int, MemoryItem, str, str] | None = None
+    for item, speaker, sentence in said_sentences(items):
+        held = alike(held_words(f"{speaker}: {sentence}", item.created_at))
+        shared = len(topic & held)
+        if about & held and shared and (best is None or shared > best[0]):
+            best = (shared, item, speaker, sentence)
+    return None if best is None else quoted(*best[1:], asker)
+
+
 def quote_holding(
     question: str, items: Sequence[MemoryItem], *, asker: str, skip: Iterable[str] = ()
 ) -> tuple[str, MemoryItem] | None:

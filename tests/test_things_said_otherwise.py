@@ -149,3 +149,23 @@ async def test_a_plan_its_own_speaker_called_off_since_is_shown_called_off(app: 
     await tell(app, llm, ("nadia", "I'm going to the cinema on Saturday."), ("tomas", "Saturday's party is off."))
     reply = await ask_as(app, llm, "priya", "when is nadia going to the cinema?", "Saturday.")
     assert reply.text.startswith("Saturday"), reply.text
+
+
+async def test_a_judgement_declined_shows_what_it_would_rest_on(app: App, llm: ScriptedLLM) -> None:
+    """The reader declines "would X enjoy ...?" whatever the memory holds (dev: 12 of 12 judgement questions got
+    "I don't know"): what X said of the thing is shown instead, for the asker to judge; nothing is judged for them."""
+    await tell(
+        app,
+        llm,
+        ("ana", "I've been going to a pottery class every Sunday, I love throwing bowls."),
+        ("ana", "Work is busy this month."),
+        ("bo", "I tried a cooking class last week."),
+    )
+    reply = await ask_as(app, llm, "mia", "would ana probably enjoy a pottery workshop?", "I don't know.")
+    assert reply.text.startswith("I remember ana saying: \"I've been going to a pottery class"), reply.text
+    assert reply.grounding().sources
+    # nothing ana said bears on cooking (bo's class is not hers), and nothing ana said is anyone else's
+    reply = await ask_as(app, llm, "mia", "would ana enjoy a cooking class?", "I don't know.")
+    assert "cooking" not in reply.text, reply.text
+    reply = await ask_as(app, llm, "mia", "would Olu enjoy a pottery workshop?", "I don't know.")
+    assert "pottery class" not in reply.text, reply.text
