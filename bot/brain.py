@@ -116,6 +116,18 @@ _ABOUT_ASKER = re.compile(
     re.I,
 )
 
+# "Who are you?", "what can you do?": answered with what the bot is and does (Brain.introduction), never by the
+# model, which made up an identity for itself (P14: "I'm a veterinarian who specializes in ...", 2 times of 2, to a
+# new user's first question).
+_ABOUT_BOT = re.compile(
+    r"^\W*(?:(?:so|and|hey|hi|ok|okay),?\s+)?(?:who|what) (?:are|r) (?:you|u)(?: exactly| even| for)?\W*$"
+    r"|^\W*(?:(?:so|and|hey|hi|ok|okay),?\s+)?(?:what (?:can|do|could) (?:you|u) do(?: for me| here)?"
+    r"|how do (?:you|u) work|what (?:is|are) (?:you|u) (?:for|good for)|tell me about yourself"
+    r"|introduce yourself)\W*$",
+    re.I,
+)
+_HELP = {"discord": "the /memory commands show what I hold about you", "console": "/help lists the commands"}
+
 CONTEXTS_IN_FLIGHT = 16  # recall --queries: recalls at once (more than the pool's 8 connections: one waits on the
 # database while another uses the cores; 360 dev queries took 8.9 s with 4, 7.4 s with 16, before the batch parse)
 BATCH_LAYER_TIMEOUT_S = 30.0  # nobody waits on a batch's single answer: a layer is skipped only when stuck
@@ -385,6 +397,8 @@ class Reply:
                     break
         self._touch_up()
         await self._every_one_of_the_kind()
+        # ... and none copied from a fact's line by the touches ("Mango (positive).", P14: a list made whole)
+        self._final = _STANCE_LABEL.sub("", self._final or "")
 
     async def _every_one_of_the_kind(self) -> None:
         """A short reply that names one of the things of a kind asked for in the plural ("Cats." to "what pets do
@@ -1195,7 +1209,18 @@ class Brain:
                 ),
             )
             return Generation.fixed(text, reason="what the asker told"), NO_GUARD, drawn
+        if _ABOUT_BOT.search(message.content.replace("’", "'")):
+            text = self.introduction(_HELP.get(message.source, _HELP["console"]))
+            return Generation.fixed(text, reason="what the bot is"), NO_GUARD, ()
         return self._generate(bundle, prompt, checks), checks, ()
+
+    def introduction(self, help_line: str) -> str:
+        """What the bot says it is and does, to "who are you?" or "what can you do?"."""
+        return (
+            f"I'm {self.bot_name}, a chat bot with a long memory: I remember what people tell me here, so you can "
+            f'ask me about it later ("what is my dog called?", "when is Sam\'s party?"), and I say where a '
+            f"remembered answer came from, or that I don't know. {help_line[:1].upper()}{help_line[1:]}."
+        )
 
     async def about_asker(
         self, scope: str, author_id: str, visible_channel: str | None, limit: int = 5, listing: str = ""

@@ -985,7 +985,9 @@ def dated_answer(reply: str, items: Iterable[MemoryItem]) -> str | None:
             return f"{day.capitalize()} ({date})."
         return f"Around {date}." if found[0].group(1) else f"{date}."
     core = re.sub(r"^(?:on|at|in)\s+", "", reply.strip().rstrip(".!").strip(), flags=re.I)
-    if not core or len(core.split()) > 4 or re.search(r"\d|\(", core):
+    # a number is a date already, unless it is a day of the month copied as said ("Saturday the 28th.", "The 23rd.":
+    # the memory dates it, P14: asked after the day, neither said it was gone)
+    if not core or len(core.split()) > 4 or "(" in core or re.search(r"\d", core) and not _DAY_OF_MONTH.fullmatch(core):
         return None
     pattern = re.compile(rf"\b{re.escape(core)}(?: the \d{{1,2}}(?:st|nd|rd|th))? \(([^()]+)\)", re.I)
     days = {m.group(1) for item in items for m in pattern.finditer(dated(item.text, item.created_at))}
@@ -995,6 +997,7 @@ def dated_answer(reply: str, items: Iterable[MemoryItem]) -> str | None:
     return f"{day}." if core.lower() in _DAY_WORDS else f"{core[:1].upper()}{core[1:]} ({day})."
 
 
+_DAY_OF_MONTH = re.compile(rf"(?:(?:{'|'.join(WEEKDAYS)}) )?the \d{{1,2}}(?:st|nd|rd|th)", re.I)
 _PLURAL_ASKED = re.compile(r"\b(?:are|were|names|they)\b", re.I)
 _LISTED = r"[A-Z][\w'’-]*(?:\s[A-Z][\w'’-]*)*"  # a name in a list
 
@@ -1217,12 +1220,22 @@ class _Somewhere:
         return not _ONLY_WHEN.fullmatch(reply.strip())
 
 
-_ASKS_FOR: tuple[tuple[re.Pattern[str], re.Pattern[str] | _Somewhere], ...] = (
+class _Someone:
+    """Matches a reply that says who, not only how they are related ("Wife." to "who is bjorn married to?", P14):
+    a word beyond the words for relations (``same_thing``'s)."""
+
+    def search(self, reply: str) -> bool:
+        words = {stem(w) for w in content_words(reply)}
+        return not words or bool(words - set(_SAME_OF) - {"my", "his", "her", "their"})
+
+
+_ASKS_FOR: tuple[tuple[re.Pattern[str], re.Pattern[str] | _Somewhere | _Someone], ...] = (
     (re.compile(r"^\s*(?:at |by |from |until )?what time\b", re.I), _CLOCK),
     (re.compile(r"^\s*how (?:old|many|much|long)\b", re.I), _NUMBER),
     (re.compile(r"^\s*(?:in |from )?what year\b", re.I), _YEAR),
     (re.compile(r"^\s*where\b", re.I), _Somewhere()),
     (re.compile(r"^\s*(?:in )?what size\b", re.I), _SIZE),
+    (re.compile(r"^\s*(?:who|who's|whom)\b", re.I), _Someone()),
 )
 
 

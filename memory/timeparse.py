@@ -224,6 +224,8 @@ _PRESENT_PASSIVE = re.compile(
     r"\b(?:is|are|am|be|being|get|gets|getting)\s+(?:\w+ly\s+)?[a-z]{2,}ed\b|'(?:s|re)\s+[a-z]{2,}ed\b", re.I
 )
 _PRESENT = re.compile(r"\b(?:is|are|am|will|shall|going|gonna|starts?|begins?)\b|'(?:s|re|m|ll)\b", re.I)
+# "for the dinner " right before a day: the day belongs to what something was done for, not to the verb's time
+_FOR_THE_THING = re.compile(r"\bfor\s+(?:the|a|an|our|my|his|her|their|your)\s+[\w'’-]+(?:\s+[\w'’-]+)?\s+$", re.I)
 _SUBCLAUSE = re.compile(r"[,:;\u2013\u2014]")  # a comma, a colon, a dash: where a clause with its own verb starts
 _CLAUSE = re.compile(r"[.!?;\n]")
 _JOINED = re.compile(r"[.!?;,:\n\u2013\u2014]|\b(?:and|but|so)\b", re.I)  # where a clause of its own starts
@@ -392,6 +394,8 @@ def _in_past(text: str, m: re.Match[str], *, moved: bool = False) -> bool | None
     if _HABIT.search(sentence):
         return None
     clause = text[max((c.end() for c in _SUBCLAUSE.finditer(text, start, m.start())), default=start) : end]
+    if _FOR_THE_THING.search(text, start, m.start()) and not _PAST.search(text, m.end(), end):
+        return False  # the day of a thing chosen or bought for ("we picked Luca's for the dinner on the 18th"): ahead
     clause, sentence = _PRESENT_PASSIVE.sub(" is ", clause), _PRESENT_PASSIVE.sub(" is ", sentence)
     past = bool(_PAST.search(clause)) or (not _PRESENT.search(clause) and bool(_PAST.search(sentence)))
     return past and not moved

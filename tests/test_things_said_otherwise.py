@@ -169,3 +169,39 @@ async def test_a_judgement_declined_shows_what_it_would_rest_on(app: App, llm: S
     assert "cooking" not in reply.text, reply.text
     reply = await ask_as(app, llm, "mia", "would Olu enjoy a pottery workshop?", "I don't know.")
     assert "pottery class" not in reply.text, reply.text
+
+
+KOFI = (
+    ("kofi", "hey all! new here lol. i work as a nurse at st marys, mostly night shifts"),
+    ("kofi", "aww. we got a parrot called mango, he swears lol"),
+    ("bjorn", "our band the rust buckets plays at the crown pub on saturday the 28th, come thru"),
+    ("kofi", "amaras birthday is on the 23rd, im planing a suprise picnic for her"),
+    ("bjorn", "my wife elin is a pilot, she flies to tokyo next week"),
+)
+
+
+async def test_p14_answers_said_whole_and_dated(app: App, llm: ScriptedLLM) -> None:
+    """P14's group: a fact's stance label copied in by a touch-up ("Mango (positive)."), a relation for a name
+    ("Wife." to "who is bjorn married to?"), and days of the month answered as said, gone by without saying so."""
+    from datetime import UTC, datetime
+
+    await tell(app, llm, *KOFI)
+    reply = await ask_as(app, llm, "rania", "what's kofi's bird called?", "Mango (positive).")
+    assert "positive" not in reply.text and reply.text.startswith("Mango"), reply.text
+    reply = await ask_as(app, llm, "rania", "who is bjorn married to?", "Wife.")
+    assert "elin" in reply.text and reply.grounding().sources, reply.text
+    reply = await ask_as(app, llm, "rania", "who is bjorn married to?", "Elin.")
+    assert reply.text == "Elin.", reply.text
+    day = reply.message.created_at or datetime.now(UTC)
+    reply = await ask_as(app, llm, "rania", "when is amara's birthday?", "The 23rd.")
+    assert reply.text.startswith("The 23rd ("), reply.text  # dated as the memory dates it
+    assert str(day.year) in reply.text, reply.text
+
+
+async def test_who_are_you_is_answered_by_the_bot_not_made_up(app: App, llm: ScriptedLLM) -> None:
+    for question in ("what can you do?", "who are you?", "hi, what can you do?"):
+        reply = await ask_as(app, llm, "tess", question, "I'm a veterinarian who specializes in horses.")
+        assert "veterinarian" not in reply.text and "remember" in reply.text, reply.text
+        assert not reply.grounding().sources
+    reply = await ask_as(app, llm, "tess", "who are you going with?", "Nobody yet.")
+    assert reply.text == "Nobody yet.", reply.text

@@ -200,3 +200,13 @@ def test_a_weekday_with_its_date_said_is_not_dated_again_and_getting_married_is_
     assert dated(text, said) == text
     assert dated("she is getting married on Saturday", said) == "she is getting married on Saturday (5 December 2026)"
     assert dated("we got married on Saturday", said) == "we got married on Saturday (21 November 2026)"
+
+
+def test_the_day_of_a_thing_planned_for_is_ahead_whatever_the_verb() -> None:
+    """P13, P14: "we picked Luca's restaurant for the dinner on the 18th", said on 26 November, was dated 18
+    November, by "picked"; the dinner is the 18th to come."""
+    said = d(2026, 11, 26)
+    assert "the 18th (18 December 2026)" in dated("we picked Luca's restaurant for the dinner on the 18th.", said)
+    assert "the 18th (18 November 2026)" in dated("We had dinner on the 18th.", said)
+    # a past verb after it still says the day is gone by
+    assert "(18 September 2026)" in dated("the meeting for the project on Friday the 18th was great", said)
