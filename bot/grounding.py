@@ -1099,7 +1099,8 @@ def absolute_day(reply: str) -> str | None:
 
 
 _DAY_ONLY = re.compile(
-    r"(?:around\s+)?(?:(?:mon|tues|wednes|thurs|fri|satur|sun)day\s*)?\(?(?P<day>\d{1,2}) (?P<month>[A-Za-z]+)"
+    r"(?:around\s+)?(?:(?:mon|tues|wednes|thurs|fri|satur|sun)day\s*)?(?:the \d{1,2}(?:st|nd|rd|th)\s*)?"
+    r"\(?(?P<day>\d{1,2}) (?P<month>[A-Za-z]+)"
     r" (?P<year>\d{4})\)?",
     re.I,
 )

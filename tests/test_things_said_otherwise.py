@@ -205,3 +205,17 @@ async def test_who_are_you_is_answered_by_the_bot_not_made_up(app: App, llm: Scr
         assert not reply.grounding().sources
     reply = await ask_as(app, llm, "tess", "who are you going with?", "Nobody yet.")
     assert reply.text == "Nobody yet.", reply.text
+
+
+def test_a_day_of_the_month_gone_by_says_so() -> None:
+    from datetime import UTC, datetime
+
+    from bot.grounding import from_now
+
+    now = datetime(2026, 12, 1, 10, tzinfo=UTC)
+    shown = from_now("Saturday the 28th (28 November 2026).", "when is bjorn playing?", now)
+    assert shown == "Saturday the 28th (28 November 2026), 3 days ago."
+    assert from_now("The 23rd (23 November 2026).", "when is amara's birthday?", now) == (
+        "The 23rd (23 November 2026), 8 days ago."
+    )
+    assert from_now("The 23rd (23 December 2026).", "when is amara's birthday?", now) is None
