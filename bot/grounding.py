@@ -365,7 +365,7 @@ def ground(
         # "June 5." is grounded by a memory of "in June" (P7).
         if (
             len(shared) >= need
-            and numbers <= digits_in(item.text, when)
+            and _numbers_held(reply, numbers, item.text, when)
             and (not about or about & _answering_lines(item, wanted, when))
             and (not by_date or not elsewhere or beyond & held)
         ):
@@ -380,6 +380,21 @@ def ground(
     scored.sort(key=lambda t: t[:3])
     chosen = scored[:MAX_SOURCES]
     return Grounding(tuple(t[3] for t in chosen), frozenset(w for t in chosen for w in t[4]))
+
+
+def _numbers_held(reply: str, numbers: set[str], text: str, when: datetime | None) -> bool:
+    """Whether a memory holds every number of a reply: in its words (its relative days read as dates), or as its
+    own date's numbers, where the reply names no other month than that date's: "June 20." is not held by "we're
+    getting married in june" said on 20 November (P14: the day it was said, in the month it named)."""
+    if numbers <= {d.lstrip("0") or "0" for d in _DIGITS.findall(resolved(text, when))}:
+        return True
+    if not numbers <= digits_in(text, when):
+        return False
+    months = {w.lower() for w in _WORD.findall(reply.lower())} & _MONTH_NAMES
+    return months <= date_words(when)
+
+
+_MONTH_NAMES = frozenset(m.lower() for m in (*calendar.month_name, *calendar.month_abbr) if m)
 
 
 def _answering_lines(item: MemoryItem, wanted: set[str], when: datetime | None) -> set[str]:
@@ -891,7 +906,7 @@ _KIN = (
 _KIN_OF = {stem(w): frozenset(stem(v) for v in group) for group in _KIN for w in group}
 # Other words that name the same thing of a person, from general English: "what's my job?" is answered by "I work
 # as a nurse", and "where does priya work?" by "priya started a new job at the botanic gardens".
-_ALIKE = (("job", "work", "occupation", "profession", "career"),)
+_ALIKE = (("job", "work", "occupation", "profession", "career"), ("wedding", "married", "marry", "wed"))
 _SAME_OF = {**_KIN_OF, **{stem(w): frozenset(stem(v) for v in group) for group in _ALIKE for w in group}}
 
 

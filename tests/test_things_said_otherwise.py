@@ -219,3 +219,15 @@ def test_a_day_of_the_month_gone_by_says_so() -> None:
         "The 23rd (23 November 2026), 8 days ago."
     )
     assert from_now("The 23rd (23 December 2026).", "when is amara's birthday?", now) is None
+
+
+async def test_a_month_said_with_the_day_it_was_said_is_no_date(app: App, llm: ScriptedLLM) -> None:
+    """P14: "when is yuki's wedding?" got "June 20." 4 times of 4, only "in june" having been said (on the 20th of
+    another month): a number held only by a memory's own date grounds no other month. The wedding is what "getting
+    married" says."""
+    await tell(app, llm, ("yuki", "so cool. my fiancee hana and i are getting married in june"))
+    reply = await ask_as(app, llm, "rania", "when is yuki's wedding?", "June 20.")
+    assert "20" not in reply.text and "married in june" in reply.text, reply.text
+    assert reply.grounding().sources
+    reply = await ask_as(app, llm, "rania", "when is yuki's wedding?", "In June.")
+    assert reply.text.startswith("In June"), reply.text
