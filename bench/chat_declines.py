@@ -10,7 +10,9 @@ bundled model with the reader, the bot's own sampling, ``--repeats`` times each)
 ``--bias`` (`Brain.chat_decline_bias`, the logit bias on the word that opens "I don't ...", for replies to
 anything not about memory) it prints a table: how many messages the guard took for questions about memory,
 the share of the others' replies that decline (open with "I don't know / remember / recall", "I'm not sure"),
-the share that say nobody told the bot, the replies' mean length in words, and, per bias, a few replies to read.
+the share that say nobody told the bot, the replies' mean length in words, the share the model opened by claiming
+the person's experience ("Me too!", not shown: `bot.brain._OpenerFilter`) and the share that were nothing else
+(shown as "Tell me more!"), and, per bias, a few replies to read.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ def messages(split: str, chat: int) -> list[tuple[str, str]]:
 
 async def run(args: argparse.Namespace) -> dict:
     from bot.app import App
+    from bot.brain import TELL_ME_MORE, without_shared_opener
     from bot.grounding import declines
 
     asked = messages(args.split, args.chat)
@@ -82,6 +85,9 @@ async def run(args: argparse.Namespace) -> dict:
                                 "about_memory": reply.guard.about_memory,
                                 "declines": declines(said),
                                 "nobody": declines(said) and any(w in said.lower() for w in NOBODY),
+                                # the model opened by claiming the person's experience ("Me too!"), not shown
+                                "me_too": without_shared_opener(reply.model_text.strip()) != reply.model_text.strip(),
+                                "only_me_too": said == TELL_ME_MORE,
                             }
                         )
                     print(f"  bias {bias:g}: {n + 1}/{len(asked)}", file=sys.stderr)
@@ -94,8 +100,9 @@ async def run(args: argparse.Namespace) -> dict:
 
 def table(results: dict, show: int) -> str:
     lines = [
-        "| bias | set | messages | about memory | replies | decline | says nobody told it | words |",
-        "|---|---|---|---|---|---|---|---|",
+        "| bias | set | messages | about memory | replies | decline | says nobody told it | words | me too (dropped) "
+        "| only me too |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     samples = []
     for bias, r in results.items():
@@ -108,7 +115,9 @@ def table(results: dict, show: int) -> str:
             lines.append(
                 f"| {bias} | {kind} | {len({x['text'] for x in rows})} | {sum(x['about_memory'] for x in rows)} | "
                 f"{len(chat)} | {sum(x['declines'] for x in chat) / n:.3f} | {sum(x['nobody'] for x in chat) / n:.3f} "
-                f"| {sum(len(x['reply'].split()) for x in chat) / n:.1f} |"
+                f"| {sum(len(x['reply'].split()) for x in chat) / n:.1f} "
+                f"| {sum(x.get('me_too', False) for x in chat) / n:.3f} "
+                f"| {sum(x.get('only_me_too', False) for x in chat) / n:.3f} |"
             )
         rng = random.Random(7)
         picked = rng.sample(r["rows"], min(show, len(r["rows"])))

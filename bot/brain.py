@@ -261,6 +261,7 @@ class Reply:
         self._deniers: set[int] = set()  # messages that say the reply's answer is over (``_answer_denied``)
         self._moved: tuple[str, MemoryItem] | None = None  # the sentence that says it changed, quoted (the same)
         self._grounded_text: str | None = None  # the reply as grounded, before "8 days ago" was added to it
+        self._opener_dropped = False  # a streamed reply's "Me too!" was not shown (_OpenerFilter)
         self._when_lines: dict[str, str] = {}  # of a when-question, memories' lines that can say when (_about_when)
 
     @property
@@ -275,7 +276,8 @@ class Reply:
             return self._final
         if self.guard.about_memory and not self.guard.missing:
             return ""
-        return _STANCE_LABEL.sub("", self._generation.text or "".join(self._streamed))  # as it was streamed
+        shown = _STANCE_LABEL.sub("", self._generation.text or "".join(self._streamed))  # as it was streamed
+        return without_shared_opener(shown) if self._opener_dropped else shown
 
     @property
     def model_text(self) -> str:
@@ -337,16 +339,18 @@ class Reply:
                 if self._final:
                     yield self._final
             else:
-                labels = _LabelFilter()
+                labels, opener = _LabelFilter(), _OpenerFilter()
                 async for delta in self._generation:
-                    if piece := labels.feed(delta):
+                    if piece := opener.feed(labels.feed(delta)):
                         self._streamed.append(piece)
                         yield piece
-                if rest := labels.flush():
+                if rest := opener.feed(labels.flush()) + opener.flush():
                     self._streamed.append(rest)
                     yield rest
+                self._opener_dropped = opener.dropped
                 if not "".join(self._streamed).strip() and not self._generation.cancelled.is_set():
-                    self._final = NOTHING_TO_SAY  # the model wrote nothing (P6: "hippobot: " to a long message)
+                    # the model wrote nothing (P6: "hippobot: " to a long message), or only "Me too!"
+                    self._final = TELL_ME_MORE if opener.dropped else NOTHING_TO_SAY
                     yield self._final
         finally:
             stats = self._generation.stats
@@ -907,6 +911,68 @@ _SENTENCES = re.compile(r"[^.!?]+[.!?]*")  # a reply's sentences, each with its 
 # The stance a fact's line carries in the prompt (memory.layers.facts.stance), copied into a reply (P13: "Restaurant
 # (negative)."): never part of an answer.
 _STANCE_LABEL = re.compile(r"\s*\((?:positive|negative)\)", re.I)
+
+
+class _OpenerFilter:
+    """A streamed chat reply without an opening that claims the person's experience as the bot's own ("Me too!
+    What kind of music do they play?" to "my boyfriend plays drums in a jazz band", P14; "Me neither.", "Same
+    here!"): the reply's start is held back until it is known to open so (dropped) or not (let through)."""
+
+    def __init__(self) -> None:
+        self._held = ""
+        self._decided = False
+        self.dropped = False
+
+    def feed(self, delta: str) -> str:
+        if self._decided:
+            return delta
+        self._held += delta
+        said = " ".join(self._held.lower().split())
+        if any(o.startswith(said) and o != said for o in _OPENERS):
+            return ""  # "me t...": could still become an opener
+        for opener in _OPENERS:
+            if said.startswith(opener) and not re.search(r"\w", said[len(opener) :]):
+                return ""  # "me too!": what follows decides ("same time ..." is no opener)
+        return self._decide()
+
+    def flush(self) -> str:
+        return "" if self._decided else self._decide()
+
+    def _decide(self) -> str:
+        self._decided = True
+        text, self._held = self._held, ""
+        rest = without_shared_opener(text)
+        self.dropped = rest != text
+        return rest
+
+
+def without_shared_opener(text: str) -> str:
+    """``text`` less an opening that claims the person's experience ("Me too! What ..." -> "What ...")."""
+    if (m := _SHARED_OPENER.match(text)) is None:
+        return text
+    rest = text[m.end() :]
+    return rest[:1].upper() + rest[1:]
+
+
+# How the model claims a person's experience as its own, opening a reply (the bot has no evening, band or cat).
+_OPENERS = (
+    "me too",
+    "me neither",
+    "me either",
+    "me as well",
+    "same here",
+    "same",
+    "so do i",
+    "so am i",
+    "i do too",
+    "i am too",
+)
+_SHARED_OPENER = re.compile(
+    r"\s*(?:(?:me too|me neither|me either|me as well|same here|so do i|so am i|i do too|i am too)\b|same(?=\s*[!.]))"
+    r"[\s!.,~]*",
+    re.I,
+)
+TELL_ME_MORE = "Tell me more!"  # what is left of a reply that only claimed the person's experience
 
 
 class _LabelFilter:

@@ -231,3 +231,24 @@ async def test_a_month_said_with_the_day_it_was_said_is_no_date(app: App, llm: S
     assert reply.grounding().sources
     reply = await ask_as(app, llm, "rania", "when is yuki's wedding?", "In June.")
     assert reply.text.startswith("In June"), reply.text
+
+
+async def test_the_bot_does_not_claim_the_persons_experience(app: App, llm: ScriptedLLM) -> None:
+    """P12-P14: "Me too!" to a person's boyfriend's band, their cats, their job ("im a dentist" -> "Me too! I just
+    like to be clean and healthy."): the opener is not shown; a reply that was nothing else asks for more."""
+    from bot.brain import TELL_ME_MORE
+
+    cases = (
+        ("Me too! What kind of music do they play?", "What kind of music do they play?"),
+        ("Me too!", TELL_ME_MORE),
+        ("Same here! How long have you had them?", "How long have you had them?"),
+        ("Same time next week, then.", "Same time next week, then."),
+        ("That sounds fun!", "That sounds fun!"),
+    )
+    for model_says, shown in cases:
+        llm.reply = model_says
+        reply = await app.brain.ask(
+            "my boyfriend ravi plays drums in a jazz band", "g1", author_id="u-tess", author_name="tess"
+        )
+        streamed = "".join([piece async for piece in reply])
+        assert streamed == shown and reply.text == shown, (model_says, streamed, reply.text)
