@@ -597,6 +597,8 @@ class Reply:
             self._final = NOT_TOLD_YOU if self.guard.own else NOT_TOLD
         if self._quoted is not None or self.replaced:
             return
+        # "Pip lol.": the laugh of the message it was copied from is no part of the answer (P14)
+        self._final = _LAUGH_AFTER.sub(".", self._shown) if len(self._shown.split()) <= 12 else self._final
         self._final = absolute_day(self._shown) or self._final  # "Next Friday (D)." read weeks later
         # "Pepper." to "what are my cats called", from "two cats, Pepper and Salt": the memory's whole list
         self._final = whole_list(self._shown, self.message.content, self.evidence()) or self._final
@@ -908,6 +910,7 @@ class Reply:
 
 
 _SENTENCES = re.compile(r"[^.!?]+[.!?]*")  # a reply's sentences, each with its end
+_LAUGH_AFTER = re.compile(r"(?:[\s,]+(?:lol|lmao|rofl|haha+|hehe+|xd|:\)|:d))+\s*[.!]*\s*$", re.I)
 # The stance a fact's line carries in the prompt (memory.layers.facts.stance), copied into a reply (P13: "Restaurant
 # (negative)."): never part of an answer.
 _STANCE_LABEL = re.compile(r"\s*\((?:positive|negative)\)", re.I)

@@ -252,3 +252,12 @@ async def test_the_bot_does_not_claim_the_persons_experience(app: App, llm: Scri
         )
         streamed = "".join([piece async for piece in reply])
         assert streamed == shown and reply.text == shown, (model_says, streamed, reply.text)
+
+
+async def test_an_answer_copied_with_its_laugh_is_the_answer(app: App, llm: ScriptedLLM) -> None:
+    """P14: "which one is the rabbit?" got "Pip lol." 3 times of 3, from "i have a cat named noodle and a rabbit
+    called pip lol"."""
+    await tell(app, llm, ("tess", "i have a cat named noodle and a rabbit called pip lol"))
+    reply = await ask_as(app, llm, "tess", "what is my rabbit called?", "Pip lol.")
+    assert reply.text == "Pip.", reply.text
+    assert reply.grounding().sources
