@@ -1170,7 +1170,13 @@ def asks_whether_at_all(question: str) -> bool:
 def topic_of(question: str, skip: Iterable[str] = ()) -> set[str]:
     """The stems a question asks with, less its question and auxiliary words and ``skip`` ("when is the party?":
     party)."""
-    return stems(question) - set(skip) - {stem(w) for w in _AUXILIARIES | _WH | _GET | _HAPPEN}
+    asked = stems(question) - set(skip) - {stem(w) for w in _AUXILIARIES | _WH | _GET | _HAPPEN}
+    if _THE_ONE.search(question):
+        asked.discard("one")  # "which one is the rabbit?": a pronoun, not a thing asked about (P14)
+    return asked
+
+
+_THE_ONE = re.compile(r"\b(?:which|the|this|that|each|every|any|no)\s+ones?\b", re.I)
 
 
 # A question that asks when something happens or happened ("when is Lena's wedding?", "what day is the match?").

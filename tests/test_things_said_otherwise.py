@@ -43,6 +43,9 @@ def test_which_asks_among_the_things_a_memory_lists() -> None:
     # a which-question whose words two memories hold between them is about memory: its answer is checked
     assert guard("which cat is shy?", items).about_memory
     assert not guard("which planet is the biggest?", items).about_memory
+    # "one" is a pronoun there (P14: "which one is the rabbit?" was streamed unchecked in the console chat)
+    rabbit = [memory("tess: i have a cat named noodle and a rabbit called pip lol", 3, "u-tess")]
+    assert guard("which one is the rabbit?", rabbit).about_memory
 
 
 async def test_what_is_my_job_is_answered_by_what_i_said_i_work_as(app: App, llm: ScriptedLLM) -> None:
