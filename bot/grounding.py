@@ -1243,8 +1243,8 @@ class _Somewhere:
 
 
 class _Someone:
-    """Matches a reply that says who, not only how they are related ("Wife." to "who is bjorn married to?", P14):
-    a word beyond the words for relations (``same_thing``'s)."""
+    """Matches a reply that says who someone's partner is, not only how they are related ("Wife." to "who is bjorn
+    married to?", P14): a word beyond the words for relations (``same_thing``'s)."""
 
     def search(self, reply: str) -> bool:
         words = {stem(w) for w in content_words(reply)}
@@ -1257,7 +1257,11 @@ _ASKS_FOR: tuple[tuple[re.Pattern[str], re.Pattern[str] | _Somewhere | _Someone]
     (re.compile(r"^\s*(?:in |from )?what year\b", re.I), _YEAR),
     (re.compile(r"^\s*where\b", re.I), _Somewhere()),
     (re.compile(r"^\s*(?:in )?what size\b", re.I), _SIZE),
-    (re.compile(r"^\s*(?:who|who's|whom)\b", re.I), _Someone()),
+    # who someone's partner is ("who is bjorn married to?"), not whom they did something with ("Her husband.")
+    (
+        re.compile(r"^\s*(?:who|who's|whom)\b.*\b(?:married|marry|marrying|engaged|dating|seeing)\b", re.I),
+        _Someone(),
+    ),
 )
 
 

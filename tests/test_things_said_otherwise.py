@@ -195,6 +195,10 @@ async def test_p14_answers_said_whole_and_dated(app: App, llm: ScriptedLLM) -> N
     assert "elin" in reply.text and reply.grounding().sources, reply.text
     reply = await ask_as(app, llm, "rania", "who is bjorn married to?", "Elin.")
     assert reply.text == "Elin.", reply.text
+    # whom someone did a thing with may well be a relation
+    from bot.grounding import fits_asked
+
+    assert fits_asked("who did kofi go camping with?", "His girlfriend.")
     day = reply.message.created_at or datetime.now(UTC)
     reply = await ask_as(app, llm, "rania", "when is amara's birthday?", "The 23rd.")
     assert reply.text.startswith("The 23rd ("), reply.text  # dated as the memory dates it
