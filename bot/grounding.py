@@ -386,10 +386,13 @@ def _numbers_held(reply: str, numbers: set[str], text: str, when: datetime | Non
     """Whether a memory holds every number of a reply: in its words (its relative days read as dates), or as its
     own date's numbers, where the reply names no other month than that date's: "June 20." is not held by "we're
     getting married in june" said on 20 November (P14: the day it was said, in the month it named)."""
-    if numbers <= {d.lstrip("0") or "0" for d in _DIGITS.findall(resolved(text, when))}:
+    from_date = numbers - {d.lstrip("0") or "0" for d in _DIGITS.findall(resolved(text, when))}
+    if not from_date:
         return True
-    if not numbers <= digits_in(text, when):
+    if when is None or not numbers <= digits_in(text, when):
         return False
+    if from_date <= {str(when.year)}:
+        return True  # "9 June 2025." from "due on the 9th of June", said in 2025: the year it was said in
     months = {w.lower() for w in _WORD.findall(reply.lower())} & _MONTH_NAMES
     return months <= date_words(when)
 

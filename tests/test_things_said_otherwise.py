@@ -240,6 +240,22 @@ async def test_a_month_said_with_the_day_it_was_said_is_no_date(app: App, llm: S
     assert reply.text.startswith("In June"), reply.text
 
 
+def test_the_year_a_day_was_said_in_dates_it() -> None:
+    """A day said without its year ("due on the 9th of June", said in January 2025) is dated in the year it was
+    said: the year is the memory's own, the day and the month its words (dev: "9 June 2025." was kept)."""
+    from dataclasses import replace
+    from datetime import UTC, datetime
+
+    from bot.grounding import ground
+
+    said = replace(
+        memory("declan: Ruth is pregnant and the baby is due on the 9th of June.", 1),
+        created_at=datetime(2025, 1, 11, 15, tzinfo=UTC),
+    )
+    assert ground("9 June 2025.", "when is the baby due?", [said]).items
+    assert not ground("11 June 2025.", "when is the baby due?", [said]).items
+
+
 async def test_the_bot_does_not_claim_the_persons_experience(app: App, llm: ScriptedLLM) -> None:
     """P12-P14: "Me too!" to a person's boyfriend's band, their cats, their job ("im a dentist" -> "Me too! I just
     like to be clean and healthy."): the opener is not shown; a reply that was nothing else asks for more."""
