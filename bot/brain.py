@@ -110,8 +110,9 @@ NOTHING_TO_SAY = "I'm not sure what to say to that."  # when the model wrote not
 _LISTING = {"discord": "/memory mine lists them all", "console": "`hippobot mine --person {person}` lists them all"}
 # "What do you know about me?": answered with what the asker told the bot (Brain.about_asker), never by the model,
 # which read it as a question about a memory and said it remembered nothing (P5).
+_LEAD = r"^\W*(?:(?:so|and|hey|hi|ok|okay),?\s+)?"  # how a question to the bot may open ("ok, ...", "hey ...")
 _ABOUT_ASKER = re.compile(
-    r"^\W*(?:(?:so|and|hey|ok|okay),?\s+)?(?:what (?:else )?(?:do|did) you (?:know|remember|recall) (?:about|of) me"
+    _LEAD + r"(?:what (?:else )?(?:do|did) you (?:know|remember|recall) (?:about|of) me"
     r"|what (?:have|did) i (?:tell|told|say|said) (?:to )?you(?: so far| about me| about myself)?)\W*$",
     re.I,
 )
@@ -120,10 +121,9 @@ _ABOUT_ASKER = re.compile(
 # model, which made up an identity for itself (P14: "I'm a veterinarian who specializes in ...", 2 times of 2, to a
 # new user's first question).
 _ABOUT_BOT = re.compile(
-    r"^\W*(?:(?:so|and|hey|hi|ok|okay),?\s+)?(?:who|what) (?:are|r) (?:you|u)(?: exactly| even| for)?\W*$"
-    r"|^\W*(?:(?:so|and|hey|hi|ok|okay),?\s+)?(?:what (?:can|do|could) (?:you|u) do(?: for me| here)?"
-    r"|how do (?:you|u) work|what (?:is|are) (?:you|u) (?:for|good for)|tell me about yourself"
-    r"|introduce yourself)\W*$",
+    _LEAD + r"(?:(?:who|what) (?:are|r) (?:you|u)(?: exactly| even| for)?"
+    r"|what (?:can|do|could) (?:you|u) do(?: for me| here)?|how do (?:you|u) work|what (?:is|are) (?:you|u) "
+    r"(?:for|good for)|tell me about yourself|introduce yourself)\W*$",
     re.I,
 )
 _HELP = {"discord": "the /memory commands show what I hold about you", "console": "/help lists the commands"}
@@ -970,10 +970,9 @@ _OPENERS = (
     "i do too",
     "i am too",
 )
+# ... each a whole phrase ("Me too!"), "same" only as a word of its own ("Same!", not "Same time next week").
 _SHARED_OPENER = re.compile(
-    r"\s*(?:(?:me too|me neither|me either|me as well|same here|so do i|so am i|i do too|i am too)\b|same(?=\s*[!.]))"
-    r"[\s!.,~]*",
-    re.I,
+    r"\s*(?:(?:" + "|".join(o for o in _OPENERS if o != "same") + r")\b|same(?=\s*[!.]))[\s!.,~]*", re.I
 )
 TELL_ME_MORE = "Tell me more!"  # what is left of a reply that only claimed the person's experience
 

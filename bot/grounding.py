@@ -1251,7 +1251,7 @@ class _Someone:
 
     def search(self, reply: str) -> bool:
         words = {stem(w) for w in content_words(reply)}
-        return not words or bool(words - set(_SAME_OF) - {"my", "his", "her", "their"})
+        return not words or bool(words - set(_SAME_OF))
 
 
 _ASKS_FOR: tuple[tuple[re.Pattern[str], re.Pattern[str] | _Somewhere | _Someone], ...] = (
@@ -1559,9 +1559,6 @@ _A_DAY = re.compile(
 )
 
 
-_CHANGE_BREAK = re.compile(r"[,;.!?]|\b(?:but|so|and)\b", re.I)
-
-
 def change_answers(question: str, sentence: str, topic: set[str]) -> bool:
     """Whether what ``sentence`` says changed is what ``question`` asks: a thing called off, or taken back ("scratch
     that"), answers any question; a
@@ -1569,7 +1566,7 @@ def change_answers(question: str, sentence: str, topic: set[str]) -> bool:
     Tuesday the 8th", P13), and a when-question only by a change that names a day ("when is the secret santa
     dinner?" is not answered by "scratch that: the dinner will be at Casa Verde", P13)."""
     # (a colon goes on with what the change is: "so scratch that: the dinner will be at Casa Verde")
-    clauses = [c for c in _CHANGE_BREAK.split(sentence) if _CALLED_OFF.search(c) or _said_stems(c) & _CHANGED]
+    clauses = [c for c in _CLAUSE_BREAK.split(sentence) if _CALLED_OFF.search(c) or _said_stems(c) & _CHANGED]
     if not clauses or any(_CALLED_OFF.search(c) for c in clauses):
         return True
     if asks_when(question):
